@@ -1,0 +1,57 @@
+/** `rumedbench data download` and `rumedbench data info`. */
+import { downloadData } from '../data/download.js';
+import { dataInfo } from '../data/info.js';
+import { resolveDataDir } from '../data/paths.js';
+import { renderTable } from '../report/table.js';
+import { parseTaskList } from '../tasks/registry.js';
+import { type CliIo, EXIT } from './io.js';
+
+export async function runDownload(
+  flags: { dir?: string; baseUrl?: string; tasks?: string },
+  io: CliIo,
+): Promise<number> {
+  const dir = resolveDataDir(flags.dir);
+  const tasks = parseTaskList(flags.tasks).map((t) => t.name);
+  io.log.info(`data folder: ${dir}`);
+  const reports = await downloadData({
+    dir,
+    tasks,
+    logger: io.log,
+    ...(flags.baseUrl !== undefined ? { baseUrl: flags.baseUrl } : {}),
+  });
+  const failed = reports.filter((r) => r.status === 'failed');
+  io.out(
+    `${renderTable(
+      ['file', 'status', 'verified'],
+      reports.map((r) => [r.path, r.status, r.verified ? 'sha256' : 'no checksum known']),
+    )}\n`,
+  );
+  return failed.length > 0 ? EXIT.submissionErrors : EXIT.ok;
+}
+
+export async function runInfo(
+  flags: { data?: string; tasks?: string; json?: boolean; top: number },
+  io: CliIo,
+): Promise<number> {
+  const dir = resolveDataDir(flags.data);
+  const infos = await dataInfo(dir, { tasks: parseTaskList(flags.tasks), top: flags.top });
+  if (flags.json) {
+    io.out(`${JSON.stringify({ data_dir: dir, splits: infos })}\n`);
+    return EXIT.ok;
+  }
+  const rows = infos.map((i) => [
+    i.task,
+    i.split,
+    i.status === 'ok' ? String(i.records) : i.status.toUpperCase(),
+    i.status === 'ok' ? (i.withGold === i.records ? 'yes' : i.withGold === 0 ? 'no' : `${i.withGold}`) : '',
+    i.distinctLabels !== undefined && i.withGold ? String(i.distinctLabels) : '',
+    (i.topLabels ?? []).map((l) => `${l.label} ${l.count}`).join(', '),
+    i.length ? `${i.length.median} / ${Math.round(i.length.mean)} / ${i.length.max} ${i.length.unit}` : '',
+  ]);
+  io.out(`data folder: ${dir}\n\n`);
+  io.out(
+    `${renderTable(['task', 'split', 'records', 'gold', 'labels', 'top labels', 'length median/mean/max'], rows)}\n`,
+  );
+  for (const i of infos.filter((x) => x.status !== 'ok')) io.log.warn(`${i.file}: ${i.status}: ${i.problem}`);
+  return EXIT.ok;
+}

@@ -1,0 +1,75 @@
+/** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
+import { renderBreakdown, renderComparison, renderDetails, renderSummary } from '../report/table.js';
+import { compareSubmissions } from '../scoring/compare.js';
+import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
+import { evaluateSubmission } from '../scoring/score.js';
+import type { Split } from '../tasks/types.js';
+import { type CliIo, EXIT } from './io.js';
+
+export interface EvalFlags {
+  data?: string;
+  split: Split;
+  bootstrap: number;
+  seed: number;
+  json?: boolean;
+  reference?: boolean;
+  breakdown?: boolean;
+  fileGold?: boolean;
+  maxIssues: number;
+}
+
+function reportIssues(io: CliIo, errors: SubmissionIssue[], warnings: SubmissionIssue[], max: number): void {
+  for (const [list, write] of [
+    [errors, io.log.error],
+    [warnings, io.log.warn],
+  ] as const) {
+    for (const issue of list.slice(0, max)) write(formatIssue(issue).replace(/^(error|warning): /, ''));
+    if (list.length > max) write(`… and ${list.length - max} more (--max-issues or --json lists them all)`);
+  }
+}
+
+function evaluateOptions(flags: EvalFlags) {
+  return {
+    split: flags.split,
+    bootstrap: flags.bootstrap,
+    seed: flags.seed,
+    ...(flags.data !== undefined ? { dataDir: flags.data } : {}),
+    ...(flags.fileGold ? { fileGold: true } : {}),
+  };
+}
+
+export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promise<number> {
+  const result = await evaluateSubmission(path, evaluateOptions(flags));
+  if (flags.json) io.out(`${JSON.stringify(result)}\n`);
+  else {
+    const scored = Object.keys(result.tasks).length > 0;
+    const parts = scored
+      ? [renderSummary(result, { reference: flags.reference ?? false }), renderDetails(result)]
+      : ['No task scored.'];
+    if (flags.breakdown && scored) parts.push(renderBreakdown(result));
+    const unscored = Object.entries(result.unscored).map(([t, why]) => `${t}: not scored: ${why}`);
+    if (unscored.length > 0) parts.push(unscored.join('\n'));
+    if (result.overall === null && scored) {
+      parts.push(
+        'Overall: not reported: it needs all five public tasks scored (RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER).',
+      );
+    }
+    io.out(`${parts.join('\n\n')}\n`);
+  }
+  reportIssues(io, result.errors, flags.json ? [] : result.warnings, flags.maxIssues);
+  return result.errors.length > 0 ? EXIT.submissionErrors : EXIT.ok;
+}
+
+export async function runCompare(a: string, b: string, flags: EvalFlags, io: CliIo): Promise<number> {
+  const result = await compareSubmissions(a, b, evaluateOptions(flags));
+  if (flags.json) io.out(`${JSON.stringify(result)}\n`);
+  else {
+    io.out(
+      `A: ${result.a}\nB: ${result.b}\n` +
+        `${result.method.interval} interval and ${result.method.p_value} p-value, ${result.method.resamples} resamples, seed ${result.method.seed}\n\n` +
+        `${renderComparison(result)}\n`,
+    );
+  }
+  reportIssues(io, result.errors, flags.json ? [] : result.warnings, flags.maxIssues);
+  return result.errors.length > 0 ? EXIT.submissionErrors : EXIT.ok;
+}

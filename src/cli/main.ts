@@ -1,0 +1,148 @@
+#!/usr/bin/env node
+/**
+ * The `rumedbench` command. Each command parses its flags and calls one typed function of the library; errors a
+ * user can cause are printed as one line and set the exit status (2 for usage, 1 for a failing submission).
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { RumedbenchError, UsageError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { TASKS } from '../tasks/registry.js';
+import { VERSION } from '../version.js';
+import { runDownload, runInfo } from './data.js';
+import { runCompare, runEval } from './eval.js';
+import { type CliIo, EXIT } from './io.js';
+import { parseCount, parseSplit } from './options.js';
+
+function scoringOptions(cmd: Command): Command {
+  return cmd
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .addOption(
+      new Option('--split <split>', 'split the predictions answer').default('test').argParser(parseSplit),
+    )
+    .addOption(
+      new Option('--bootstrap <n>', 'bootstrap resamples, 0 for none')
+        .default(1000)
+        .argParser(parseCount('--bootstrap', 0)),
+    )
+    .addOption(
+      new Option('--seed <n>', 'seed of the resampling').default(0).argParser(parseCount('--seed', 0)),
+    )
+    .option(
+      '--file-gold',
+      'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)',
+    )
+    .addOption(
+      new Option('--max-issues <n>', 'problems printed per kind')
+        .default(20)
+        .argParser(parseCount('--max-issues', 0)),
+    )
+    .option('--json', 'print exactly one JSON object on stdout');
+}
+
+export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
+  const program = new Command('rumedbench')
+    .description('RuMedBench: the Russian medical language-understanding benchmark')
+    .version(VERSION)
+    .showHelpAfterError()
+    .exitOverride();
+
+  scoringOptions(
+    program
+      .command('eval')
+      .description('score a predictions folder or .zip (RuMedBench or MedBench platform format)')
+      .argument('<path>', 'folder or .zip of <Task>.jsonl files'),
+  )
+    .option('--reference', "show the paper's rows (Naive … Human) beside the result")
+    .option('--breakdown', 'per-label and per-entity-type tables, confusion matrices')
+    .action(async (path: string, flags) => setExit(await runEval(path, flags, io)));
+
+  scoringOptions(
+    program
+      .command('compare')
+      .description('paired comparison of two submissions on the same items (B − A)')
+      .argument('<a>', 'baseline submission')
+      .argument('<b>', 'candidate submission'),
+  ).action(async (a: string, b: string, flags) => setExit(await runCompare(a, b, flags, io)));
+
+  const data = program.command('data').description('get and inspect the task files');
+  data
+    .command('download')
+    .description('fetch the task files from the pinned upstream commit, checking size and sha256')
+    .option('--dir <dir>', 'target folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .option('--base-url <url>', 'mirror to fetch from (default: $RUMEDBENCH_DATA_URL, else upstream)')
+    .option('--tasks <list>', 'comma-separated task names (default: all)')
+    .action(async (flags) => setExit(await runDownload(flags, io)));
+  data
+    .command('info')
+    .description('records, label distribution and text lengths per task and split')
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .option('--tasks <list>', 'comma-separated task names (default: all)')
+    .addOption(new Option('--top <n>', 'labels shown per split').default(3).argParser(parseCount('--top', 0)))
+    .option('--json', 'print exactly one JSON object on stdout')
+    .action(async (flags) => setExit(await runInfo(flags, io)));
+
+  program
+    .command('tasks')
+    .description('list the tasks and their metrics')
+    .action(() => {
+      for (const t of TASKS)
+        io.out(`${t.name.padEnd(16)} ${t.kind.padEnd(15)} ${t.metrics.join(', ').padEnd(18)} ${t.title}\n`);
+    });
+  return program;
+}
+
+/** Runs the CLI on `argv` (without `node` and the script); resolves to the exit status. */
+export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Promise<number> {
+  const full: CliIo = {
+    out: io?.out ?? ((t) => process.stdout.write(t)),
+    log: io?.log ?? createLogger('info'),
+  };
+  let code: number = EXIT.ok;
+  const program = buildProgram(full, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0.
+      return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (e instanceof UsageError) {
+      full.log.error(e.message);
+      return EXIT.usage;
+    }
+    if (e instanceof RumedbenchError) {
+      full.log.error(e.message);
+      return EXIT.submissionErrors;
+    }
+    throw e;
+  }
+  return code;
+}
+
+function isMain(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  runCli(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      process.stderr.write(
+        `rumedbench: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+      );
+      process.exitCode = 70;
+    },
+  );
+}

@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { downloadData } from './download.js';
+import type { ManifestEntry } from './manifest.js';
+
+const BODY = Buffer.from(
+  `${JSON.stringify({ pairID: 'p1', context: 'Контекст', question: 'Вопрос?', answer: 'да' })}\n`,
+);
+const entry = (path: string, body = BODY): ManifestEntry => ({
+  path,
+  size: body.length,
+  sha256: createHash('sha256').update(body).digest('hex'),
+});
+
+type Behaviour = 'ok' | 'truncate' | 'drop' | 'wrong' | '500' | '404';
+
+/** A loopback file server whose answer to each path follows a script, one behaviour per request. */
+let server: Server;
+let baseUrl: string;
+const scripts = new Map<string, Behaviour[]>();
+const hits = new Map<string, number>();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const path = (req.url ?? '').replace(/^\/data\//, '');
+    const n = hits.get(path) ?? 0;
+    hits.set(path, n + 1);
+    const script = scripts.get(path) ?? ['404'];
+    const behaviour = script[Math.min(n, script.length - 1)];
+    switch (behaviour) {
+      case 'ok':
+        res.writeHead(200, { 'content-length': BODY.length }).end(BODY);
+        return;
+      case 'truncate':
+        // Promise the whole body, send half, then hang up.
+        res.writeHead(200, { 'content-length': BODY.length });
+        res.write(BODY.subarray(0, BODY.length >> 1), () => res.socket?.destroy());
+        return;
+      case 'drop':
+        req.socket.destroy();
+        return;
+      case 'wrong': {
+        const other = Buffer.from(BODY.toString().replace('да', 'не'));
+        res.writeHead(200, { 'content-length': other.length }).end(other);
+        return;
+      }
+      case '500':
+        res.writeHead(500).end('boom');
+        return;
+      default:
+        res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/data`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+const run = (dir: string, manifest: ManifestEntry[]) =>
+  downloadData({ dir, baseUrl, manifest, attempts: 3, backoffMs: 1, timeoutMs: 5000 });
+const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-dl-'));
+
+describe('downloadData against a local server', () => {
+  it('downloads and verifies a good file, then keeps it on the next run without a request', async () => {
+    scripts.set('Good/test_v1.jsonl', ['ok']);
+    const dir = tmp();
+    const manifest = [entry('Good/test_v1.jsonl')];
+    expect(await run(dir, manifest)).toEqual([
+      { path: 'Good/test_v1.jsonl', status: 'downloaded', verified: true, bytes: BODY.length },
+    ]);
+    expect(readFileSync(join(dir, 'Good/test_v1.jsonl'))).toEqual(BODY);
+    expect(await run(dir, manifest)).toEqual([
+      { path: 'Good/test_v1.jsonl', status: 'present', verified: true },
+    ]);
+    expect(hits.get('Good/test_v1.jsonl')).toBe(1);
+  });
+
+  it('fetches a corrupt local file again', async () => {
+    scripts.set('Corrupt/test_v1.jsonl', ['ok']);
+    const dir = tmp();
+    mkdirSync(join(dir, 'Corrupt'));
+    writeFileSync(join(dir, 'Corrupt/test_v1.jsonl'), BODY.subarray(0, 10));
+    const [r] = await run(dir, [entry('Corrupt/test_v1.jsonl')]);
+    expect(r?.status).toBe('downloaded');
+    expect(readFileSync(join(dir, 'Corrupt/test_v1.jsonl'))).toEqual(BODY);
+  });
+
+  it('retries a truncated body, a dropped connection and a 500, and succeeds', async () => {
+    scripts.set('Flaky/test_v1.jsonl', ['truncate', 'drop', 'ok']);
+    scripts.set('Busy/test_v1.jsonl', ['500', 'ok']);
+    const dir = tmp();
+    const reports = await run(dir, [entry('Flaky/test_v1.jsonl'), entry('Busy/test_v1.jsonl')]);
+    expect(reports.map((r) => r.status)).toEqual(['downloaded', 'downloaded']);
+    expect(hits.get('Flaky/test_v1.jsonl')).toBe(3);
+    expect(hits.get('Busy/test_v1.jsonl')).toBe(2);
+    expect(readFileSync(join(dir, 'Flaky/test_v1.jsonl'))).toEqual(BODY);
+  });
+
+  it('fails on a wrong checksum and leaves no file behind', async () => {
+    scripts.set('Wrong/test_v1.jsonl', ['wrong']);
+    const dir = tmp();
+    const [r] = await run(dir, [entry('Wrong/test_v1.jsonl')]);
+    expect(r?.status).toBe('failed');
+    expect(r?.error).toMatch(/sha256 mismatch: expected [0-9a-f]{64}, found [0-9a-f]{64}/);
+    expect(readdirSync(join(dir, 'Wrong'))).toEqual([]);
+  });
+
+  it('gives up on a 404 at once, and on a connection that keeps dropping after the last attempt', async () => {
+    scripts.set('Dead/test_v1.jsonl', ['drop']);
+    const dir = tmp();
+    const reports = await run(dir, [entry('Missing/test_v1.jsonl'), entry('Dead/test_v1.jsonl')]);
+    expect(reports.map((r) => [r.status, r.error?.replace(baseUrl, 'URL')])).toEqual([
+      ['failed', 'URL/Missing/test_v1.jsonl: HTTP 404 (not found)'],
+      ['failed', expect.stringMatching(/^URL\/Dead\/test_v1.jsonl: request failed/)],
+    ]);
+    expect(hits.get('Missing/test_v1.jsonl')).toBe(1);
+    expect(hits.get('Dead/test_v1.jsonl')).toBe(3);
+    expect(existsSync(join(dir, 'Missing/test_v1.jsonl'))).toBe(false);
+  });
+
+  it('downloads a file with no known checksum and reports it unverified', async () => {
+    scripts.set('Unknown/train_v1.jsonl', ['ok']);
+    const [r] = await run(tmp(), [{ path: 'Unknown/train_v1.jsonl', size: null, sha256: null }]);
+    expect(r).toEqual({
+      path: 'Unknown/train_v1.jsonl',
+      status: 'downloaded',
+      verified: false,
+      bytes: BODY.length,
+    });
+  });
+});

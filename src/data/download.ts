@@ -1,0 +1,163 @@
+/**
+ * `rumedbench data download`: fetch the task files from the pinned upstream commit, check size and sha256, and
+ * write each atomically (a temporary file beside it, then a rename), so an interrupted run never leaves a file
+ * that looks complete. Files already present and intact are kept; a corrupt or partial one is fetched again.
+ * Network faults (dropped connections, timeouts, 5xx) are retried with exponential backoff; a 404 is not.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { ChecksumError, DownloadError, RumedbenchError } from '../errors.js';
+import { type Logger, silentLogger } from '../log.js';
+import { MANIFEST, type ManifestEntry, UPSTREAM } from './manifest.js';
+
+export const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
+
+export interface DownloadOptions {
+  /** Target data folder. */
+  dir: string;
+  baseUrl?: string;
+  /** Only these task folders (all by default). */
+  tasks?: readonly string[];
+  manifest?: readonly ManifestEntry[];
+  /** Attempts per file, including the first; 4 by default. */
+  attempts?: number;
+  /** First backoff delay in ms (doubled each retry, with jitter); 500 by default. */
+  backoffMs?: number;
+  /** Per-request timeout in ms; 60 s by default. */
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+export type DownloadStatus = 'present' | 'downloaded' | 'failed';
+
+export interface DownloadReport {
+  path: string;
+  status: DownloadStatus;
+  /** Whether size and sha256 were checked (false where the manifest has no checksum). */
+  verified: boolean;
+  bytes?: number;
+  error?: string;
+}
+
+async function sha256File(file: string): Promise<{ size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(file)) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}
+
+/** Whether a file on disk matches its manifest entry. */
+export async function isIntact(file: string, entry: ManifestEntry): Promise<boolean> {
+  if (!existsSync(file)) return false;
+  if (entry.size !== null && (await stat(file)).size !== entry.size) return false;
+  if (entry.sha256 === null) return true;
+  return (await sha256File(file)).sha256 === entry.sha256;
+}
+
+class NotFound extends DownloadError {}
+
+async function fetchOnce(
+  url: string,
+  target: string,
+  entry: ManifestEntry,
+  timeoutMs: number,
+): Promise<number> {
+  const tmp = `${target}.part-${process.pid}`;
+  try {
+    let res: Response;
+    try {
+      res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    } catch (e) {
+      throw new DownloadError(url, `request failed: ${(e as Error).message}`, { cause: e });
+    }
+    if (res.status === 404) throw new NotFound(url, 'HTTP 404 (not found)');
+    if (!res.ok || !res.body) throw new DownloadError(url, `HTTP ${res.status}`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+    body.on('data', (chunk: Buffer) => {
+      hash.update(chunk);
+      size += chunk.length;
+    });
+    try {
+      await pipeline(body, createWriteStream(tmp));
+    } catch (e) {
+      throw new DownloadError(url, `connection broke off after ${size} bytes: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
+    if (entry.size !== null && size !== entry.size)
+      throw new ChecksumError(url, 'size', String(entry.size), String(size));
+    const digest = hash.digest('hex');
+    if (entry.sha256 !== null && digest !== entry.sha256)
+      throw new ChecksumError(url, 'sha256', entry.sha256, digest);
+    await rename(tmp, target);
+    return size;
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Downloads (or checks) every manifest file under `dir`.
+ * @example await downloadData({ dir: resolveDataDir() });
+ */
+export async function downloadData(options: DownloadOptions): Promise<DownloadReport[]> {
+  const baseUrl = (options.baseUrl ?? process.env[DATA_URL_ENV] ?? UPSTREAM.baseUrl).replace(/\/+$/, '');
+  const attempts = options.attempts ?? 4;
+  const backoffMs = options.backoffMs ?? 500;
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const log = options.logger ?? silentLogger;
+  const entries = (options.manifest ?? MANIFEST).filter(
+    (e) => !options.tasks || options.tasks.includes(e.path.split('/')[0] as string),
+  );
+  const reports: DownloadReport[] = [];
+  for (const entry of entries) {
+    const target = join(options.dir, entry.path);
+    const verified = entry.sha256 !== null;
+    if (await isIntact(target, entry)) {
+      log.info(`${entry.path}: present${verified ? ', checksum ok' : ''}`);
+      reports.push({ path: entry.path, status: 'present', verified });
+      continue;
+    }
+    if (existsSync(target)) log.warn(`${entry.path}: corrupt or partial; fetching again`);
+    await mkdir(dirname(target), { recursive: true });
+    const url = `${baseUrl}/${entry.path}`;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        const bytes = await fetchOnce(url, target, entry, timeoutMs);
+        log.info(
+          `${entry.path}: downloaded ${bytes} bytes${verified ? ', checksum ok' : ' (no checksum known: unverified)'}`,
+        );
+        reports.push({ path: entry.path, status: 'downloaded', verified, bytes });
+        lastError = undefined;
+        break;
+      } catch (e) {
+        lastError = e;
+        if (e instanceof NotFound || !(e instanceof RumedbenchError) || attempt === attempts) break;
+        const delay = backoffMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
+        log.warn(
+          `${entry.path}: ${(e as Error).message}; retrying in ${Math.round(delay)} ms (${attempt}/${attempts})`,
+        );
+        await sleep(delay);
+      }
+    }
+    if (lastError !== undefined) {
+      const message = lastError instanceof Error ? lastError.message : String(lastError);
+      log.error(`${entry.path}: ${message}`);
+      reports.push({ path: entry.path, status: 'failed', verified, error: message });
+    }
+  }
+  return reports;
+}

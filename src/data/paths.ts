@@ -1,0 +1,23 @@
+/** Where the task files live: `--data DIR`, else `RUMEDBENCH_DATA`, else a per-user cache folder. */
+import { join } from 'node:path';
+import envPaths from 'env-paths';
+import type { Split, TaskDefinition } from '../tasks/types.js';
+
+export const DATA_ENV = 'RUMEDBENCH_DATA';
+
+export function defaultDataDir(): string {
+  return join(envPaths('rumedbench', { suffix: '' }).cache, 'data');
+}
+
+/** Resolves the data folder; `explicit` is the `--data` flag. */
+export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (explicit !== undefined && explicit !== '') return explicit;
+  const fromEnv = env[DATA_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  return defaultDataDir();
+}
+
+/** Upstream layout: `<Task>/<split>_v1.jsonl`. */
+export function splitPath(dataDir: string, task: TaskDefinition, split: Split): string {
+  return join(dataDir, task.name, `${split}_v1.jsonl`);
+}

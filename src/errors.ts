@@ -1,0 +1,95 @@
+/**
+ * Typed errors. Every error a user can cause carries a stable `code` string (for scripts and tests) and the
+ * context needed to act on it; the CLI prints `message` and never a stack trace for these.
+ */
+
+export type ErrorCode =
+  | 'USAGE'
+  | 'UNKNOWN_TASK'
+  | 'DATA_NOT_FOUND'
+  | 'DATA_INVALID'
+  | 'SUBMISSION_NOT_FOUND'
+  | 'SUBMISSION_INVALID'
+  | 'DOWNLOAD_FAILED'
+  | 'CHECKSUM_MISMATCH';
+
+export class RumedbenchError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RumedbenchError';
+    this.code = code;
+  }
+}
+
+/** A bad command line: wrong flag, unknown task name, incompatible options. The CLI exits with 2. */
+export class UsageError extends RumedbenchError {
+  constructor(message: string) {
+    super('USAGE', message);
+    this.name = 'UsageError';
+  }
+}
+
+/** A data file that is missing where it is required. */
+export class DataNotFoundError extends RumedbenchError {
+  readonly file: string;
+  constructor(file: string, hint: string) {
+    super('DATA_NOT_FOUND', `${file}: not found. ${hint}`);
+    this.name = 'DataNotFoundError';
+    this.file = file;
+  }
+}
+
+/** Where in a JSONL file a problem sits. */
+export interface Location {
+  file: string;
+  /** 1-based line number; absent for problems that concern the whole file. */
+  line?: number;
+  id?: string;
+}
+
+export function formatLocation(loc: Location): string {
+  let out = loc.file;
+  if (loc.line !== undefined) out += `:${loc.line}`;
+  if (loc.id !== undefined) out += ` (id ${loc.id})`;
+  return out;
+}
+
+/** One problem with a data file: `file:line (id …): what was wrong`. */
+export interface DataIssue extends Location {
+  message: string;
+}
+
+/** A data file whose records do not match their task's schema. Lists every bad line, not only the first. */
+export class DataInvalidError extends RumedbenchError {
+  readonly issues: readonly DataIssue[];
+  constructor(issues: readonly DataIssue[]) {
+    const shown = issues.slice(0, 20).map((i) => `  ${formatLocation(i)}: ${i.message}`);
+    const more = issues.length > 20 ? [`  … and ${issues.length - 20} more`] : [];
+    super('DATA_INVALID', [`${issues.length} invalid record(s):`, ...shown, ...more].join('\n'));
+    this.name = 'DataInvalidError';
+    this.issues = issues;
+  }
+}
+
+export class DownloadError extends RumedbenchError {
+  readonly url: string;
+  constructor(url: string, message: string, options?: { cause?: unknown }) {
+    super('DOWNLOAD_FAILED', `${url}: ${message}`, options);
+    this.name = 'DownloadError';
+    this.url = url;
+  }
+}
+
+export class ChecksumError extends RumedbenchError {
+  readonly url: string;
+  readonly expected: string;
+  readonly found: string;
+  constructor(url: string, what: 'size' | 'sha256', expected: string, found: string) {
+    super('CHECKSUM_MISMATCH', `${url}: ${what} mismatch: expected ${expected}, found ${found}`);
+    this.name = 'ChecksumError';
+    this.url = url;
+    this.expected = expected;
+    this.found = found;
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * rumedbench's library API: the same functions the CLI calls.
+ * @example
+ * import { evaluateSubmission } from 'rumedbench';
+ * const result = await evaluateSubmission('out/', { dataDir: 'data/' });
+ */
+export { runCli } from './cli/main.js';
+export { type DownloadOptions, type DownloadReport, downloadData, isIntact } from './data/download.js';
+export { dataInfo, type SplitInfo } from './data/info.js';
+export { parseJsonl, readJsonlFile, toJsonl } from './data/jsonl.js';
+export { hasGold, type LoadOptions, loadSplit } from './data/load.js';
+export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
+export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
+export * from './errors.js';
+export { createLogger, type Logger, type LogLevel } from './log.js';
+export { bootstrapIntervals, type Delta, type Interval, pairedComparison } from './metrics/bootstrap.js';
+export {
+  buildItemStats,
+  type ItemStats,
+  type MetricValues,
+  metricsFromSums,
+  type Prediction,
+  taskScore,
+} from './metrics/item-stats.js';
+export { createRng, type Rng } from './metrics/rng.js';
+export { countEntities, type Entity, getEntities, prf } from './metrics/seqeval.js';
+export { PAPER_ROWS, type PaperRow } from './report/paper.js';
+export {
+  renderBreakdown,
+  renderComparison,
+  renderDetails,
+  renderSummary,
+  renderTable,
+} from './report/table.js';
+export { type Breakdown, breakdown } from './scoring/breakdown.js';
+export { type ComparisonResult, compareSubmissions } from './scoring/compare.js';
+export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
+export { ReferenceLoader } from './scoring/reference.js';
+export {
+  type EvaluateOptions,
+  type EvaluationResult,
+  evaluateSubmission,
+  RESULT_SCHEMA_VERSION,
+  scoreValidated,
+  type TaskResult,
+  validateSubmission,
+} from './scoring/score.js';
+export { readSubmission, type Submission } from './scoring/submission.js';
+export {
+  checkAnswer,
+  type ScoredItem,
+  type SubmissionFormat,
+  type ValidatedTask,
+  validateTaskFile,
+} from './scoring/validate.js';
+export { getTask, isTaskName, OVERALL_TASKS, parseTaskList, TASKS, type TaskName } from './tasks/registry.js';
+export type { MetricName, Split, TaskDefinition, TaskKind, TaskRecord } from './tasks/types.js';
+export { SPLITS } from './tasks/types.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,237 @@
+/**
+ * Uncertainty: percentile bootstrap confidence intervals (Efron and Tibshirani, 1993, ch. 13) for each metric,
+ * each task score and the overall score, and a paired comparison of two systems on the same items: a paired
+ * bootstrap interval for the difference, and an approximate-randomization p-value (Noreen, 1989; Riezler and
+ * Maxwell, 2005) that swaps the two systems' outputs item by item.
+ *
+ * Tasks are resampled independently (they are separate test sets); replicate b of the overall score is the mean of
+ * replicate b of each task. Each task draws from its own generator, seeded from the seed and the task name, so a
+ * task's interval does not depend on which other tasks were scored with it.
+ */
+import type { MetricName } from '../tasks/types.js';
+import {
+  type ItemStats,
+  type MetricValues,
+  mean,
+  metricsFromSums,
+  statsLayout,
+  sumRows,
+  taskScore,
+} from './item-stats.js';
+import { createRng, type Rng } from './rng.js';
+
+export type Interval = [number, number];
+
+/** numpy's default (linear) percentile of sorted values, q in [0, 100]. */
+export function percentile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const pos = ((sorted.length - 1) * q) / 100;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  const a = sorted[lo] as number;
+  const b = sorted[hi] as number;
+  return a + (b - a) * (pos - lo);
+}
+
+function interval(values: Float64Array, level: number): Interval {
+  const sorted = Float64Array.from(values).sort();
+  const tail = ((1 - level) / 2) * 100;
+  return [percentile(sorted, tail), percentile(sorted, 100 - tail)];
+}
+
+function hashName(name: string): number {
+  // FNV-1a, enough to give each task its own stream.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+export function taskRng(seed: number, taskName: string): Rng {
+  return createRng((seed ^ hashName(taskName)) >>> 0);
+}
+
+export interface BootstrapOptions {
+  /** Resamples; 0 turns the bootstrap off. */
+  resamples: number;
+  seed: number;
+  /** Coverage of the interval; 0.95 by default. */
+  level?: number;
+}
+
+/** Per replicate: each metric and the task score. */
+interface Replicates {
+  metrics: Partial<Record<MetricName, Float64Array>>;
+  score: Float64Array;
+}
+
+function emptyReplicates(metrics: readonly MetricName[], resamples: number): Replicates {
+  const out: Replicates = { metrics: {}, score: new Float64Array(resamples) };
+  for (const m of metrics) out.metrics[m] = new Float64Array(resamples);
+  return out;
+}
+
+function record(rep: Replicates, b: number, values: MetricValues, score: number): void {
+  for (const [m, v] of Object.entries(values)) (rep.metrics[m as MetricName] as Float64Array)[b] = v;
+  rep.score[b] = score;
+}
+
+export interface TaskIntervals {
+  metrics: Partial<Record<MetricName, Interval>>;
+  score: Interval;
+}
+
+function toIntervals(rep: Replicates, level: number): TaskIntervals {
+  const metrics: Partial<Record<MetricName, Interval>> = {};
+  for (const [m, v] of Object.entries(rep.metrics)) metrics[m as MetricName] = interval(v, level);
+  return { metrics, score: interval(rep.score, level) };
+}
+
+function resampleRows(rng: Rng, n: number, rows: Uint32Array): void {
+  rng.fillInts(rows, n);
+}
+
+/**
+ * Bootstrap intervals for each task, and for the overall score when `overall` names the tasks that make it
+ * (all must be among `items`).
+ */
+export function bootstrapIntervals(
+  items: readonly ItemStats[],
+  options: BootstrapOptions & { overallTasks?: readonly string[] },
+): { tasks: Map<string, TaskIntervals>; overall?: Interval } {
+  const level = options.level ?? 0.95;
+  const B = options.resamples;
+  const reps = new Map<string, Replicates>();
+  for (const it of items) {
+    const { task, ids, stats } = it;
+    const { width } = statsLayout(task);
+    const n = ids.length;
+    const rng = taskRng(options.seed, task.name);
+    const rows = new Uint32Array(n);
+    const rep = emptyReplicates(task.metrics, B);
+    for (let b = 0; b < B; b++) {
+      resampleRows(rng, n, rows);
+      const values = metricsFromSums(task, sumRows(stats, width, rows), n);
+      record(rep, b, values, taskScore(task, values));
+    }
+    reps.set(task.name, rep);
+  }
+  const tasks = new Map<string, TaskIntervals>();
+  for (const [name, rep] of reps) tasks.set(name, toIntervals(rep, level));
+  const overallTasks = options.overallTasks;
+  if (!overallTasks || B === 0 || !overallTasks.every((t) => reps.has(t))) return { tasks };
+  const overall = new Float64Array(B);
+  for (let b = 0; b < B; b++)
+    overall[b] = mean(overallTasks.map((t) => (reps.get(t) as Replicates).score[b] as number));
+  return { tasks, overall: interval(overall, level) };
+}
+
+export interface Delta {
+  /** B minus A, in points. */
+  delta: number;
+  ci: Interval;
+  /** Two-sided approximate-randomization p-value, (count + 1) / (R + 1). */
+  p: number;
+}
+
+export interface TaskComparison {
+  metrics: Partial<Record<MetricName, Delta>>;
+  score: Delta;
+}
+
+function valuesWithScore(it: ItemStats, sums: Float64Array, n: number): Record<string, number> {
+  const values = metricsFromSums(it.task, sums, n);
+  return { ...values, score: taskScore(it.task, values) };
+}
+
+/**
+ * Paired comparison of two systems on the same items (`a` and `b` aligned row by row, same task order).
+ * Returns deltas (b - a) per metric, per task score and for the overall score when `overallTasks` are all present.
+ */
+export function pairedComparison(
+  a: readonly ItemStats[],
+  b: readonly ItemStats[],
+  options: BootstrapOptions & { overallTasks?: readonly string[] },
+): { tasks: Map<string, TaskComparison>; overall?: Delta } {
+  const level = options.level ?? 0.95;
+  const R = options.resamples;
+  const perTask = new Map<
+    string,
+    { boot: Map<string, Float64Array>; perm: Map<string, Float64Array>; obs: Record<string, number> }
+  >();
+  a.forEach((itA, t) => {
+    const itB = b[t] as ItemStats;
+    const { task } = itA;
+    const { width } = statsLayout(task);
+    const n = itA.ids.length;
+    const keys = [...task.metrics, 'score'];
+    const obsA = valuesWithScore(itA, sumRows(itA.stats, width), n);
+    const obsB = valuesWithScore(itB, sumRows(itB.stats, width), n);
+    const obs = Object.fromEntries(keys.map((k) => [k, (obsB[k] as number) - (obsA[k] as number)]));
+    const boot = new Map(keys.map((k) => [k, new Float64Array(R)]));
+    const perm = new Map(keys.map((k) => [k, new Float64Array(R)]));
+    const rng = taskRng(options.seed, task.name);
+    const rows = new Uint32Array(n);
+    for (let r = 0; r < R; r++) {
+      resampleRows(rng, n, rows);
+      const va = valuesWithScore(itA, sumRows(itA.stats, width, rows), n);
+      const vb = valuesWithScore(itB, sumRows(itB.stats, width, rows), n);
+      for (const k of keys) (boot.get(k) as Float64Array)[r] = (vb[k] as number) - (va[k] as number);
+      // Approximate randomization: each item's pair of outputs is swapped with probability 1/2.
+      const sa = new Float64Array(width);
+      const sb = new Float64Array(width);
+      for (let i = 0; i < n; i++) {
+        const swap = rng.next() < 0.5;
+        const base = i * width;
+        for (let k = 0; k < width; k++) {
+          const x = itA.stats[base + k] as number;
+          const y = itB.stats[base + k] as number;
+          sa[k] = (sa[k] as number) + (swap ? y : x);
+          sb[k] = (sb[k] as number) + (swap ? x : y);
+        }
+      }
+      const pa = valuesWithScore(itA, sa, n);
+      const pb = valuesWithScore(itB, sb, n);
+      for (const k of keys) (perm.get(k) as Float64Array)[r] = (pb[k] as number) - (pa[k] as number);
+    }
+    perTask.set(task.name, { boot, perm, obs });
+  });
+
+  const delta = (obs: number, boot: Float64Array, perm: Float64Array): Delta => {
+    let extreme = 0;
+    // A tiny tolerance so that ties in floating point count as "at least as extreme".
+    for (const v of perm) if (Math.abs(v) >= Math.abs(obs) - 1e-12) extreme += 1;
+    return {
+      delta: obs,
+      ci: R > 0 ? interval(boot, level) : [Number.NaN, Number.NaN],
+      p: (extreme + 1) / (R + 1),
+    };
+  };
+
+  const tasks = new Map<string, TaskComparison>();
+  for (const [name, t] of perTask) {
+    const metrics: Partial<Record<MetricName, Delta>> = {};
+    for (const [k, boot] of t.boot) {
+      if (k === 'score') continue;
+      metrics[k as MetricName] = delta(t.obs[k] as number, boot, t.perm.get(k) as Float64Array);
+    }
+    tasks.set(name, {
+      metrics,
+      score: delta(
+        t.obs.score as number,
+        t.boot.get('score') as Float64Array,
+        t.perm.get('score') as Float64Array,
+      ),
+    });
+  }
+  const overallTasks = options.overallTasks;
+  if (!overallTasks?.every((t) => perTask.has(t))) return { tasks };
+  const combine = (pick: (t: string) => Float64Array): Float64Array => {
+    const out = new Float64Array(R);
+    for (let r = 0; r < R; r++) out[r] = mean(overallTasks.map((t) => pick(t)[r] as number));
+    return out;
+  };
+  const obs = mean(overallTasks.map((t) => perTask.get(t)?.obs.score as number));
+  const boot = combine((t) => perTask.get(t)?.boot.get('score') as Float64Array);
+  const perm = combine((t) => perTask.get(t)?.perm.get('score') as Float64Array);
+  return { tasks, overall: delta(obs, boot, perm) };
+}

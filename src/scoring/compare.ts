@@ -1,0 +1,137 @@
+/**
+ * Comparing two submissions on the same items: for each metric, B minus A with a paired-bootstrap interval and an
+ * approximate-randomization p-value (see ../metrics/bootstrap.ts).
+ */
+import { type Delta, pairedComparison } from '../metrics/bootstrap.js';
+import {
+  buildItemStats,
+  type ItemStats,
+  type MetricValues,
+  metricsFromSums,
+  statsLayout,
+  sumRows,
+  taskScore,
+} from '../metrics/item-stats.js';
+import { OVERALL_TASKS } from '../tasks/registry.js';
+import type { MetricName, Split } from '../tasks/types.js';
+import { VERSION } from '../version.js';
+import type { SubmissionIssue } from './issues.js';
+import { ReferenceLoader } from './reference.js';
+import { type EvaluateOptions, RESULT_SCHEMA_VERSION, validateSubmission } from './score.js';
+import type { ScoredItem } from './validate.js';
+
+export interface TaskComparisonResult {
+  n: number;
+  a: MetricValues & { score: number };
+  b: MetricValues & { score: number };
+  metrics: Partial<Record<MetricName, Delta>>;
+  score: Delta;
+}
+
+export interface ComparisonResult {
+  schema_version: number;
+  rumedbench_version: string;
+  a: string;
+  b: string;
+  split: Split;
+  tasks: Record<string, TaskComparisonResult>;
+  /** Overall B − A, when both submissions have all five public tasks. */
+  overall: (Delta & { a: number; b: number }) | null;
+  method: {
+    interval: 'paired bootstrap (percentile)';
+    p_value: 'approximate randomization, two-sided';
+    resamples: number;
+    seed: number;
+    level: number;
+  };
+  errors: SubmissionIssue[];
+  warnings: SubmissionIssue[];
+}
+
+function withScore(s: ItemStats): MetricValues & { score: number } {
+  const values = metricsFromSums(s.task, sumRows(s.stats, statsLayout(s.task).width), s.ids.length);
+  return { ...values, score: taskScore(s.task, values) };
+}
+
+/**
+ * @example const c = await compareSubmissions('runs/a', 'runs/b', { dataDir }); c.tasks.RuMedNLI?.metrics.accuracy?.p
+ */
+export async function compareSubmissions(
+  pathA: string,
+  pathB: string,
+  options: EvaluateOptions = {},
+): Promise<ComparisonResult> {
+  const references = options.references ?? new ReferenceLoader(options.dataDir);
+  const opts = { ...options, references };
+  const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
+  const issues = [
+    ...va.issues,
+    ...vb.issues,
+    ...va.tasks.flatMap((t) => t.issues),
+    ...vb.tasks.flatMap((t) => t.issues),
+  ];
+  const pairsA: ItemStats[] = [];
+  const pairsB: ItemStats[] = [];
+  for (const ta of va.tasks) {
+    const tb = vb.tasks.find((t) => t.task === ta.task);
+    if (!ta.items || !tb?.items) continue;
+    const byId = new Map(tb.items.map((i) => [i.id, i]));
+    const aligned: ScoredItem[] = [];
+    const mismatch =
+      ta.items.length !== tb.items.length ||
+      ta.items.some((i) => {
+        const other = byId.get(i.id);
+        if (!other || JSON.stringify(other.gold) !== JSON.stringify(i.gold)) return true;
+        aligned.push(other);
+        return false;
+      });
+    if (mismatch) {
+      issues.push({
+        severity: 'error',
+        code: 'UNKNOWN_ID',
+        file: tb.file,
+        task: ta.task.name,
+        message: `${ta.task.name}: the two submissions do not cover the same items with the same gold; not compared`,
+      });
+      continue;
+    }
+    pairsA.push(buildItemStats(ta.task, ta.items));
+    pairsB.push(buildItemStats(ta.task, aligned));
+  }
+  const resamples = options.bootstrap ?? 1000;
+  const seed = options.seed ?? 0;
+  const level = 0.95;
+  const overallTasks = OVERALL_TASKS.map((t) => t.name);
+  const cmp = pairedComparison(pairsA, pairsB, { resamples, seed, level, overallTasks });
+  const tasks: Record<string, TaskComparisonResult> = {};
+  pairsA.forEach((a, i) => {
+    const b = pairsB[i] as ItemStats;
+    const c = cmp.tasks.get(a.task.name);
+    if (c) tasks[a.task.name] = { n: a.ids.length, a: withScore(a), b: withScore(b), ...c };
+  });
+  const overall = cmp.overall
+    ? {
+        ...cmp.overall,
+        a: overallTasks.reduce((s, t) => s + (tasks[t]?.a.score ?? 0), 0) / overallTasks.length,
+        b: overallTasks.reduce((s, t) => s + (tasks[t]?.b.score ?? 0), 0) / overallTasks.length,
+      }
+    : null;
+  return {
+    schema_version: RESULT_SCHEMA_VERSION,
+    rumedbench_version: VERSION,
+    a: va.source,
+    b: vb.source,
+    split: va.split,
+    tasks,
+    overall,
+    method: {
+      interval: 'paired bootstrap (percentile)',
+      p_value: 'approximate randomization, two-sided',
+      resamples,
+      seed,
+      level,
+    },
+    errors: issues.filter((i) => i.severity === 'error'),
+    warnings: issues.filter((i) => i.severity === 'warning'),
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * Problems found in a submission. Each names the file, the line and the id where it has them, what was expected
+ * and what was found; `code` is stable for scripts. Errors make the submission fail (exit 1); warnings are shown
+ * and kept in the JSON result but do not stop scoring.
+ */
+import { formatLocation } from '../errors.js';
+
+export type IssueCode =
+  | 'SUBMISSION_NOT_FOUND'
+  | 'BAD_ZIP'
+  | 'BAD_ZIP_LAYOUT'
+  | 'UNKNOWN_TASK_FILE'
+  | 'PLATFORM_ONLY_TASK'
+  | 'IGNORED_FILE'
+  | 'EMPTY_FILE'
+  | 'MALFORMED_JSON'
+  | 'NOT_AN_OBJECT'
+  | 'MISSING_ID'
+  | 'DUPLICATE_ID'
+  | 'UNKNOWN_ID'
+  | 'MISSING_ITEM'
+  | 'MISSING_PREDICTION'
+  | 'MIXED_FORMAT'
+  | 'WRONG_TYPE'
+  | 'EMPTY_PREDICTION'
+  | 'UNKNOWN_LABEL'
+  | 'TOO_MANY_PREDICTIONS'
+  | 'DUPLICATE_PREDICTION'
+  | 'NER_LENGTH_MISMATCH'
+  | 'INVALID_GOLD'
+  | 'GOLD_MISMATCH'
+  | 'NO_REFERENCE_DATA'
+  | 'NO_GOLD'
+  | 'LABEL_OUTSIDE_TRAIN'
+  | 'MISSING_TASK'
+  | 'DATA_VERSION_HINT';
+
+export interface SubmissionIssue {
+  severity: 'error' | 'warning';
+  code: IssueCode;
+  /** The file as the user named it (a zip entry is shown as `archive.zip!entry`). */
+  file: string;
+  line?: number;
+  id?: string;
+  task?: string;
+  message: string;
+  expected?: string;
+  found?: string;
+}
+
+export function formatIssue(issue: SubmissionIssue): string {
+  const where = formatLocation(issue);
+  const detail: string[] = [];
+  if (issue.expected !== undefined) detail.push(`expected ${issue.expected}`);
+  if (issue.found !== undefined) detail.push(`found ${issue.found}`);
+  const tail = detail.length > 0 ? ` (${detail.join('; ')})` : '';
+  return `${issue.severity}: ${where}: ${issue.message}${tail} [${issue.code}]`;
+}
+
+/** A short, printable rendering of a JSON value for messages. */
+export function show(value: unknown, max = 60): string {
+  const text = value === undefined ? 'nothing' : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

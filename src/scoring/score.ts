@@ -1,0 +1,187 @@
+/**
+ * Scoring a submission: read it, validate each task file, compute the metrics of upstream `code/eval.py`, their
+ * bootstrap intervals and a per-label breakdown, and assemble the versioned result that `--json` prints.
+ */
+import { bootstrapIntervals, type Interval } from '../metrics/bootstrap.js';
+import {
+  buildItemStats,
+  type ItemStats,
+  type MetricValues,
+  mean,
+  metricsFromSums,
+  statsLayout,
+  sumRows,
+  taskScore,
+} from '../metrics/item-stats.js';
+import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
+import type { MetricName, Split } from '../tasks/types.js';
+import { VERSION } from '../version.js';
+import { type Breakdown, breakdown } from './breakdown.js';
+import type { SubmissionIssue } from './issues.js';
+import { ReferenceLoader } from './reference.js';
+import { readSubmission } from './submission.js';
+import { type SubmissionFormat, type ValidatedTask, validateTaskFile } from './validate.js';
+
+/** Bumped whenever a field of {@link EvaluationResult} changes meaning or disappears. */
+export const RESULT_SCHEMA_VERSION = 1;
+
+export interface EvaluateOptions {
+  /** The data folder (`--data`); see `resolveDataDir`. */
+  dataDir?: string;
+  /** Which split the submission answers; `test` by default. */
+  split?: Split;
+  /** Bootstrap resamples (`--bootstrap`); 1000 by default, 0 for none. */
+  bootstrap?: number;
+  seed?: number;
+  /**
+   * Score RuMedBench-format files on the gold they carry, without checking ids against the data split (what
+   * upstream `code/eval.py` does). Needed for prediction files made on an earlier release of the data.
+   */
+  fileGold?: boolean;
+  /** Share loaded data between several evaluations. */
+  references?: ReferenceLoader;
+}
+
+export interface TaskResult {
+  n: number;
+  file: string;
+  format: SubmissionFormat;
+  /** In percent, 0-100; only the task's own metrics. */
+  metrics: MetricValues;
+  /** The mean of the task's metrics. */
+  score: number;
+  ci: Partial<Record<MetricName, Interval>>;
+  score_ci: Interval | null;
+  breakdown: Breakdown;
+}
+
+export interface EvaluationResult {
+  schema_version: number;
+  rumedbench_version: string;
+  source: string;
+  split: Split;
+  /** Mean of the five public task scores; null unless all five are scored. */
+  overall: number | null;
+  overall_ci: Interval | null;
+  tasks: Record<string, TaskResult>;
+  /** Tasks present but not scored, with the reason (errors, or no gold for a closed test). */
+  unscored: Record<string, string>;
+  /** Tasks with this split that the submission does not include. */
+  missing_tasks: string[];
+  bootstrap: { resamples: number; seed: number; level: number };
+  errors: SubmissionIssue[];
+  warnings: SubmissionIssue[];
+}
+
+/** Validated task files plus the submission-level issues. */
+export interface ValidatedSubmission {
+  source: string;
+  split: Split;
+  tasks: ValidatedTask[];
+  issues: SubmissionIssue[];
+}
+
+export async function validateSubmission(
+  path: string,
+  options: EvaluateOptions = {},
+): Promise<ValidatedSubmission> {
+  const split = options.split ?? 'test';
+  const references = options.references ?? new ReferenceLoader(options.dataDir);
+  const submission = await readSubmission(path);
+  const tasks: ValidatedTask[] = [];
+  for (const f of submission.files) {
+    const task = TASKS.find((t) => t.name === f.task);
+    if (!task) continue;
+    const reference = await references.load(task, split, { withRecords: !options.fileGold });
+    tasks.push(validateTaskFile(task, f.file, f.lines, reference));
+  }
+  // The paper's column order, whatever the order of files.
+  tasks.sort((a, b) => TASKS.indexOf(a.task as never) - TASKS.indexOf(b.task as never));
+  return { source: submission.source, split, tasks, issues: submission.issues };
+}
+
+/** Item stats of every scorable task, in registry order. */
+export function scorableStats(v: ValidatedSubmission): ItemStats[] {
+  return v.tasks.flatMap((t) => (t.items ? [buildItemStats(t.task, t.items)] : []));
+}
+
+/**
+ * Scores a submission folder or zip.
+ * @example
+ * const result = await evaluateSubmission('out/', { dataDir: 'data/' });
+ * console.log(result.overall, result.tasks.RuMedDaNet?.metrics.accuracy);
+ */
+export async function evaluateSubmission(
+  path: string,
+  options: EvaluateOptions = {},
+): Promise<EvaluationResult> {
+  return scoreValidated(await validateSubmission(path, options), options);
+}
+
+export function scoreValidated(v: ValidatedSubmission, options: EvaluateOptions = {}): EvaluationResult {
+  const resamples = options.bootstrap ?? 1000;
+  const seed = options.seed ?? 0;
+  const level = 0.95;
+  const stats = scorableStats(v);
+  const overallNames = OVERALL_TASKS.map((t) => t.name);
+  const boot =
+    resamples > 0
+      ? bootstrapIntervals(stats, { resamples, seed, level, overallTasks: overallNames })
+      : undefined;
+
+  const tasks: Record<string, TaskResult> = {};
+  const unscored: Record<string, string> = {};
+  const issues = [...v.issues];
+  for (const t of v.tasks) {
+    issues.push(...t.issues);
+    const it = stats.find((s) => s.task === t.task);
+    if (!it || !t.items || !t.format) {
+      const errors = t.issues.filter((i) => i.severity === 'error');
+      unscored[t.task.name] =
+        t.unscored ?? `${errors.length} error(s) in the file; the first: ${errors[0]?.message ?? 'unknown'}`;
+      continue;
+    }
+    const n = it.ids.length;
+    const metrics = metricsFromSums(t.task, sumRows(it.stats, statsLayout(t.task).width), n);
+    const intervals = boot?.tasks.get(t.task.name);
+    tasks[t.task.name] = {
+      n,
+      file: t.file,
+      format: t.format,
+      metrics,
+      score: taskScore(t.task, metrics),
+      ci: intervals?.metrics ?? {},
+      score_ci: intervals?.score ?? null,
+      breakdown: breakdown(t.task, t.items),
+    };
+  }
+
+  const present = new Set(v.tasks.map((t) => t.task.name));
+  const missing_tasks = TASKS.filter(
+    (t) => (t.splits as readonly Split[]).includes(v.split) && !present.has(t.name),
+  ).map((t) => t.name);
+  for (const name of missing_tasks) {
+    issues.push({
+      severity: 'warning',
+      code: 'MISSING_TASK',
+      file: v.source,
+      task: name,
+      message: `${name} is not in the submission`,
+    });
+  }
+  const allScored = overallNames.every((n) => tasks[n] !== undefined);
+  return {
+    schema_version: RESULT_SCHEMA_VERSION,
+    rumedbench_version: VERSION,
+    source: v.source,
+    split: v.split,
+    overall: allScored ? mean(overallNames.map((n) => (tasks[n] as TaskResult).score)) : null,
+    overall_ci: allScored ? (boot?.overall ?? null) : null,
+    tasks,
+    unscored,
+    missing_tasks,
+    bootstrap: { resamples, seed, level },
+    errors: issues.filter((i) => i.severity === 'error'),
+    warnings: issues.filter((i) => i.severity === 'warning'),
+  };
+}

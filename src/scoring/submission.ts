@@ -1,0 +1,159 @@
+/**
+ * Reading a submission: a folder or a `.zip` of `<Task>.jsonl` files. A zip may hold its files at the root or
+ * inside one folder; anything else in it is rejected. Files that name no task are reported, never skipped quietly.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { strFromU8, unzipSync } from 'fflate';
+import { type JsonlLine, parseJsonl, readJsonlFile } from '../data/jsonl.js';
+import { isTaskName, PLATFORM_ONLY_TASKS } from '../tasks/registry.js';
+import type { SubmissionIssue } from './issues.js';
+
+export interface SubmissionFile {
+  task: string;
+  /** How messages name the file. */
+  file: string;
+  lines: JsonlLine[];
+}
+
+export interface Submission {
+  source: string;
+  files: SubmissionFile[];
+  issues: SubmissionIssue[];
+}
+
+// Archive tools add these; they carry no predictions.
+const ARCHIVE_JUNK = /(^|\/)(__MACOSX\/|\.DS_Store$)/;
+
+function classify(name: string, display: string, issues: SubmissionIssue[]): { task: string } | undefined {
+  if (!name.endsWith('.jsonl')) {
+    issues.push({
+      severity: 'warning',
+      code: 'IGNORED_FILE',
+      file: display,
+      message: 'not a .jsonl file; ignored',
+      expected: '<Task>.jsonl',
+    });
+    return undefined;
+  }
+  const task = name.slice(0, -'.jsonl'.length);
+  if (isTaskName(task)) return { task };
+  if (PLATFORM_ONLY_TASKS.includes(task)) {
+    issues.push({
+      severity: 'warning',
+      code: 'PLATFORM_ONLY_TASK',
+      file: display,
+      message: `${task} is a MedBench platform task outside RuMedBench's text tasks; not scored`,
+    });
+    return undefined;
+  }
+  issues.push({
+    severity: 'error',
+    code: 'UNKNOWN_TASK_FILE',
+    file: display,
+    message: `"${name}" names no RuMedBench task`,
+    expected: 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER or RuMedTest .jsonl',
+  });
+  return undefined;
+}
+
+async function readFolder(dir: string): Promise<Submission> {
+  const issues: SubmissionIssue[] = [];
+  const files: SubmissionFile[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    const hit = classify(name, path, issues);
+    if (!hit) continue;
+    const lines: JsonlLine[] = [];
+    for await (const l of readJsonlFile(path)) lines.push(l);
+    files.push({ task: hit.task, file: path, lines });
+  }
+  return { source: dir, files, issues };
+}
+
+function readZip(zipPath: string): Submission {
+  const issues: SubmissionIssue[] = [];
+  let entries: Record<string, Uint8Array>;
+  try {
+    entries = unzipSync(readFileSync(zipPath));
+  } catch (e) {
+    return {
+      source: zipPath,
+      files: [],
+      issues: [
+        {
+          severity: 'error',
+          code: 'BAD_ZIP',
+          file: zipPath,
+          message: `not a readable zip: ${(e as Error).message}`,
+        },
+      ],
+    };
+  }
+  const names = Object.keys(entries).filter((n) => !n.endsWith('/'));
+  const junk = names.filter((n) => ARCHIVE_JUNK.test(n));
+  for (const n of junk) {
+    issues.push({
+      severity: 'warning',
+      code: 'IGNORED_FILE',
+      file: `${zipPath}!${n}`,
+      message: 'archive metadata; ignored',
+    });
+  }
+  const real = names.filter((n) => !ARCHIVE_JUNK.test(n)).sort();
+  // Files at the root, or all inside one top folder (what "compress folder" produces).
+  const folders = new Set(real.map((n) => (n.includes('/') ? n.slice(0, n.indexOf('/') + 1) : '')));
+  const prefix = folders.size === 1 ? ([...folders][0] as string) : '';
+  const files: SubmissionFile[] = [];
+  for (const name of real) {
+    const display = `${zipPath}!${name}`;
+    const inner = name.slice(prefix.length);
+    if (inner.includes('/') || (prefix === '' && name.includes('/'))) {
+      issues.push({
+        severity: 'error',
+        code: 'BAD_ZIP_LAYOUT',
+        file: display,
+        message: 'the zip must hold <Task>.jsonl files at its root or inside one folder',
+        found: name,
+      });
+      continue;
+    }
+    const hit = classify(inner, display, issues);
+    if (!hit) continue;
+    files.push({
+      task: hit.task,
+      file: display,
+      lines: [...parseJsonl(strFromU8(entries[name] as Uint8Array))],
+    });
+  }
+  return { source: zipPath, files, issues };
+}
+
+/** Reads a submission folder or zip. Problems with its layout come back as issues, not exceptions. */
+export async function readSubmission(path: string): Promise<Submission> {
+  if (!existsSync(path)) {
+    return {
+      source: path,
+      files: [],
+      issues: [
+        {
+          severity: 'error',
+          code: 'SUBMISSION_NOT_FOUND',
+          file: path,
+          message: 'no such file or folder',
+          expected: 'a folder or a .zip of <Task>.jsonl files',
+        },
+      ],
+    };
+  }
+  if (statSync(path).isDirectory()) return readFolder(path);
+  if (path.toLowerCase().endsWith('.zip')) return readZip(path);
+  // A single task file is a submission of one task.
+  const issues: SubmissionIssue[] = [];
+  const hit = classify(basename(path), path, issues);
+  if (!hit) return { source: path, files: [], issues };
+  const lines: JsonlLine[] = [];
+  for await (const l of readJsonlFile(path)) lines.push(l);
+  return { source: path, files: [{ task: hit.task, file: path, lines }], issues };
+}

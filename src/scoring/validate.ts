@@ -1,0 +1,371 @@
+/**
+ * Validating one task file of a submission against the task's definition and, where the data is at hand, the
+ * reference split. Every problem is collected (never only the first) and nothing is dropped without an issue.
+ *
+ * Two formats are accepted, detected per file:
+ * - RuMedBench (upstream `code/*\/out`): the record's id, its gold field and `prediction`;
+ * - MedBench platform: the id and the gold field carrying the prediction; gold then comes from the data split.
+ */
+import type { JsonlLine } from '../data/jsonl.js';
+import type { Prediction } from '../metrics/item-stats.js';
+import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { type SubmissionIssue, show } from './issues.js';
+
+export type SubmissionFormat = 'rumedbench' | 'platform';
+
+export interface ScoredItem {
+  id: string;
+  gold: Prediction;
+  prediction: Prediction;
+}
+
+export interface Reference {
+  split: Split;
+  /** The split's records, in file order; undefined where the data file is not available. */
+  records?: readonly TaskRecord[];
+  /** Set when the caller chose to score on the gold in the files alone (`--file-gold`). */
+  fileGoldOnly?: boolean;
+  /** Labels seen in train (ranking tasks), to count predictions that can never be right. */
+  trainLabels?: ReadonlySet<string>;
+}
+
+export interface ValidatedTask {
+  task: TaskDefinition;
+  file: string;
+  format: SubmissionFormat | undefined;
+  /** Items ready to score, in reference order; undefined when the file has errors or no gold is available. */
+  items?: ScoredItem[];
+  /** Why the task is not scored, where it is not. */
+  unscored?: string;
+  issues: SubmissionIssue[];
+}
+
+const PREDICTION = 'prediction';
+
+/** Checks one value against the task's label space; returns a problem or undefined. */
+export function checkAnswer(
+  task: TaskDefinition,
+  value: unknown,
+  tokensLength?: number,
+): { code: SubmissionIssue['code']; message: string; expected: string; found: string } | undefined {
+  const found = show(value);
+  switch (task.kind) {
+    case 'classification': {
+      const expected = `one of ${task.labels.map((l) => JSON.stringify(l)).join(', ')}`;
+      if (typeof value !== 'string')
+        return { code: 'WRONG_TYPE', message: 'the answer must be a string', expected, found };
+      if (value.trim() === '')
+        return { code: 'EMPTY_PREDICTION', message: 'the answer is empty', expected, found };
+      if (!task.labels.includes(value))
+        return { code: 'UNKNOWN_LABEL', message: 'label outside the label space', expected, found };
+      return undefined;
+    }
+    case 'ranking': {
+      const expected = `a list of 1 to 3 distinct labels, each ${task.labelDescription}`;
+      if (!Array.isArray(value))
+        return { code: 'WRONG_TYPE', message: 'the answer must be a ranked list', expected, found };
+      if (value.length === 0)
+        return { code: 'EMPTY_PREDICTION', message: 'the ranked list is empty', expected, found };
+      // Upstream counts a hit anywhere in the list, so a longer list would game Hit@3.
+      if (value.length > 3) {
+        return {
+          code: 'TOO_MANY_PREDICTIONS',
+          message: `the ranked list has ${value.length} labels`,
+          expected,
+          found,
+        };
+      }
+      for (const v of value) {
+        if (typeof v !== 'string')
+          return { code: 'WRONG_TYPE', message: 'every label must be a string', expected, found };
+        if (v.trim() === '')
+          return { code: 'EMPTY_PREDICTION', message: 'a label is empty', expected, found };
+        if (!task.labelPattern.test(v)) {
+          return {
+            code: 'UNKNOWN_LABEL',
+            message: `${show(v)} is not ${task.labelDescription}`,
+            expected,
+            found,
+          };
+        }
+      }
+      if (new Set(value).size !== value.length) {
+        return { code: 'DUPLICATE_PREDICTION', message: 'the ranked list repeats a label', expected, found };
+      }
+      return undefined;
+    }
+    case 'tagging': {
+      const { tags } = task;
+      const expected = `a list of ${tokensLength ?? 'one per token'} IOB2 tags from ${tags.join(', ')}`;
+      if (!Array.isArray(value))
+        return { code: 'WRONG_TYPE', message: 'the answer must be a list of tags', expected, found };
+      if (value.length === 0)
+        return { code: 'EMPTY_PREDICTION', message: 'the tag list is empty', expected, found };
+      const bad = value.findIndex((t) => typeof t !== 'string' || !tags.includes(t));
+      if (bad >= 0) {
+        return {
+          code: typeof value[bad] === 'string' ? 'UNKNOWN_LABEL' : 'WRONG_TYPE',
+          message: `tag ${bad + 1} (${show(value[bad])}) is not an IOB2 tag of this task`,
+          expected,
+          found,
+        };
+      }
+      if (tokensLength !== undefined && value.length !== tokensLength) {
+        return {
+          code: 'NER_LENGTH_MISMATCH',
+          message: `${value.length} tags for ${tokensLength} tokens`,
+          expected,
+          found: `${value.length} tags`,
+        };
+      }
+      return undefined;
+    }
+  }
+}
+
+function sameAnswer(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Validates one task file. Pure: the caller reads the files and the reference data. */
+export function validateTaskFile(
+  task: TaskDefinition,
+  file: string,
+  lines: readonly JsonlLine[],
+  reference: Reference,
+): ValidatedTask {
+  const issues: SubmissionIssue[] = [];
+  const err = (issue: Omit<SubmissionIssue, 'severity' | 'file' | 'task'>): void => {
+    issues.push({ severity: 'error', file, task: task.name, ...issue });
+  };
+  const records = reference.records;
+  const byId = records ? new Map(records.map((r) => [r.id, r])) : undefined;
+  const fieldsHint = `"${task.idField}" with "${PREDICTION}" (RuMedBench format) or "${task.goldField}" (MedBench platform format)`;
+
+  let format: SubmissionFormat | undefined;
+  const seen = new Map<string, number>();
+  const answers = new Map<string, { prediction: Prediction; fileGold?: Prediction }>();
+
+  if (lines.length === 0)
+    err({
+      code: 'EMPTY_FILE',
+      message: 'the file has no records',
+      expected: `one record per ${reference.split} item`,
+    });
+
+  for (const entry of lines) {
+    const { line } = entry;
+    if ('error' in entry) {
+      err({ code: 'MALFORMED_JSON', line, message: entry.error, expected: 'one JSON object per line' });
+      continue;
+    }
+    const obj = entry.value;
+    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+      err({
+        code: 'NOT_AN_OBJECT',
+        line,
+        message: 'the line is not a JSON object',
+        expected: fieldsHint,
+        found: show(obj),
+      });
+      continue;
+    }
+    const rec = obj as Record<string, unknown>;
+    const rawId = rec[task.idField];
+    if (typeof rawId !== 'string' || rawId === '') {
+      err({
+        code: 'MISSING_ID',
+        line,
+        message: `field "${task.idField}" is missing or not a string`,
+        expected: 'a string id',
+        found: show(rawId),
+      });
+      continue;
+    }
+    const id = rawId;
+    const at = { line, id };
+    const first = seen.get(id);
+    if (first !== undefined) {
+      err({
+        ...at,
+        code: 'DUPLICATE_ID',
+        message: `id already given on line ${first}`,
+        expected: 'each id once',
+      });
+      continue;
+    }
+    seen.set(id, line);
+
+    const lineFormat: SubmissionFormat | undefined =
+      PREDICTION in rec ? 'rumedbench' : task.goldField in rec ? 'platform' : undefined;
+    if (lineFormat === undefined) {
+      err({
+        ...at,
+        code: 'MISSING_PREDICTION',
+        message: 'no prediction in this record',
+        expected: fieldsHint,
+        found: `fields ${Object.keys(rec).join(', ')}`,
+      });
+      continue;
+    }
+    if (format === undefined) format = lineFormat;
+    else if (lineFormat !== format) {
+      err({
+        ...at,
+        code: 'MIXED_FORMAT',
+        message: `a ${lineFormat}-format line in a ${format}-format file`,
+        expected: `every line in the ${format} format`,
+      });
+      continue;
+    }
+
+    const ref = byId?.get(id);
+    if (byId && !ref) {
+      err({
+        ...at,
+        code: 'UNKNOWN_ID',
+        message: `id is not in the ${reference.split} split of ${task.name}`,
+      });
+      continue;
+    }
+    const refGold = ref?.gold;
+    const tokensLength =
+      task.kind === 'tagging'
+        ? ref
+          ? (ref.raw[task.tokensField] as unknown[]).length
+          : Array.isArray(rec[task.goldField])
+            ? (rec[task.goldField] as unknown[]).length
+            : undefined
+        : undefined;
+
+    const prediction = format === 'rumedbench' ? rec[PREDICTION] : rec[task.goldField];
+    const problem = checkAnswer(task, prediction, tokensLength);
+    if (problem) {
+      err({ ...at, ...problem });
+      continue;
+    }
+
+    let fileGold: Prediction | undefined;
+    if (format === 'rumedbench') {
+      const g = rec[task.goldField];
+      if (g === undefined) {
+        if (!ref) {
+          err({
+            ...at,
+            code: 'INVALID_GOLD',
+            message: `field "${task.goldField}" (gold) is missing and no reference data is available to supply it`,
+          });
+          continue;
+        }
+      } else {
+        // Gold in the file is checked like an answer, but a ranking task's gold is one label, not a list.
+        const goldProblem =
+          task.kind === 'ranking'
+            ? typeof g === 'string' && task.labelPattern.test(g)
+              ? undefined
+              : { message: 'gold must be one label', expected: task.labelDescription }
+            : checkAnswer(task, g, tokensLength);
+        if (goldProblem) {
+          err({
+            ...at,
+            code: 'INVALID_GOLD',
+            message: `field "${task.goldField}" (gold) is invalid: ${goldProblem.message}`,
+            expected: goldProblem.expected,
+            found: show(g),
+          });
+          continue;
+        }
+        if (refGold !== undefined && !sameAnswer(g, refGold)) {
+          err({
+            ...at,
+            code: 'GOLD_MISMATCH',
+            message: `gold in the file differs from the ${reference.split} split`,
+            expected: show(refGold),
+            found: show(g),
+          });
+          continue;
+        }
+        fileGold = g as Prediction;
+      }
+    }
+    answers.set(id, {
+      prediction: prediction as Prediction,
+      ...(fileGold !== undefined ? { fileGold } : {}),
+    });
+  }
+
+  if (records) {
+    for (const r of records) {
+      if (!seen.has(r.id)) {
+        err({
+          code: 'MISSING_ITEM',
+          id: r.id,
+          message: `no prediction for this ${reference.split} item (data line ${r.line})`,
+        });
+      }
+    }
+  }
+
+  const unknown = issues.filter((i) => i.code === 'UNKNOWN_ID').length;
+  const missing = issues.filter((i) => i.code === 'MISSING_ITEM').length;
+  if (unknown > 0 && missing > 0) {
+    issues.push({
+      severity: 'warning',
+      file,
+      task: task.name,
+      code: 'DATA_VERSION_HINT',
+      message: `${unknown} unknown and ${missing} missing ids: the file may answer another release of the ${reference.split} split; --file-gold scores a RuMedBench-format file on the gold it carries`,
+    });
+  }
+  const hasErrors = issues.some((i) => i.severity === 'error');
+  if (!records) {
+    issues.push({
+      severity: format === 'platform' ? 'error' : 'warning',
+      file,
+      task: task.name,
+      code: 'NO_REFERENCE_DATA',
+      message:
+        format === 'platform'
+          ? `the ${reference.split} split of ${task.name} is needed for gold labels but is not available${reference.fileGoldOnly ? ' (--file-gold is for RuMedBench-format files)' : ' (set --data)'}`
+          : reference.fileGoldOnly
+            ? 'scored on the gold in the file, as upstream eval.py does (--file-gold): ids were not checked against the data'
+            : `the ${reference.split} split of ${task.name} is not available: ids and gold were not checked against it`,
+    });
+  }
+  if (hasErrors || issues.some((i) => i.severity === 'error')) return { task, file, format, issues };
+
+  // Reference order where the data is at hand, else file order.
+  const order = records ? records.map((r) => r.id) : [...answers.keys()];
+  const items: ScoredItem[] = [];
+  let noGold = 0;
+  for (const id of order) {
+    const a = answers.get(id) as { prediction: Prediction; fileGold?: Prediction };
+    const gold = a.fileGold ?? (byId?.get(id)?.gold as Prediction | undefined);
+    if (gold === undefined) noGold += 1;
+    else items.push({ id, gold, prediction: a.prediction });
+  }
+  if (noGold > 0) {
+    const unscored = `no gold labels in the ${reference.split} split of ${task.name} (closed test): validated, not scored`;
+    issues.push({ severity: 'warning', file, task: task.name, code: 'NO_GOLD', message: unscored });
+    return { task, file, format, unscored, issues };
+  }
+
+  if (task.kind === 'ranking' && reference.trainLabels) {
+    const train = reference.trainLabels;
+    const outside = items.flatMap((it) => (it.prediction as string[]).filter((l) => !train.has(l)));
+    if (outside.length > 0) {
+      const examples = [...new Set(outside)]
+        .slice(0, 5)
+        .map((l) => JSON.stringify(l))
+        .join(', ');
+      issues.push({
+        severity: 'warning',
+        file,
+        task: task.name,
+        code: 'LABEL_OUTSIDE_TRAIN',
+        message: `${outside.length} predicted label(s) never occur in train, e.g. ${examples}; the label space is the train inventory`,
+      });
+    }
+  }
+  return { task, file, format, items, issues };
+}

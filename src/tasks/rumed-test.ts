@@ -1,0 +1,29 @@
+/** RuMedTest: four-option questions from Russian medical exams; the answers are closed (no public gold). */
+import { z } from 'zod';
+import { text } from './fields.js';
+import type { ClassificationTask } from './types.js';
+
+const LABELS = ['1', '2', '3', '4'] as const;
+
+export const rumedTest = {
+  name: 'RuMedTest',
+  title: 'medical exam, four options',
+  kind: 'classification',
+  idField: 'idx',
+  goldField: 'answer',
+  inputFields: ['question', '1', '2', '3', '4'],
+  splits: ['private_test'],
+  // The paper's overall averages the five public tasks; RuMedTest has no public gold.
+  inOverall: false,
+  metrics: ['accuracy'],
+  labels: LABELS,
+  recordSchema: z.looseObject({
+    idx: text,
+    question: text,
+    '1': z.string(),
+    '2': z.string(),
+    '3': z.string(),
+    '4': z.string(),
+    answer: z.enum(LABELS).optional(),
+  }),
+} as const satisfies ClassificationTask<'RuMedTest'>;

@@ -1,0 +1,72 @@
+/**
+ * The shape of a task definition. Each task is described once, in its own module under `src/tasks/`; loaders,
+ * the scorer, reports (and later baselines and prompts) read only these definitions.
+ */
+import type { z } from 'zod';
+
+export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
+export type Split = (typeof SPLITS)[number];
+
+/** Metric names as they appear in results (`tasks.<Task>.metrics`). Values are percentages, 0-100. */
+export type MetricName = 'accuracy' | 'hit_at_3' | 'f1';
+
+/**
+ * How predictions look and are scored:
+ * - `ranking`: a ranked list of up to three labels; accuracy of the first, Hit@3 of the list.
+ * - `classification`: one label from a closed set; accuracy.
+ * - `tagging`: one IOB2 tag per token; token accuracy and entity-level micro F1 (seqeval's default mode).
+ */
+export type TaskKind = 'ranking' | 'classification' | 'tagging';
+
+interface TaskBase<Name extends string = string> {
+  readonly name: Name;
+  /** One line for tables and `--help`. */
+  readonly title: string;
+  readonly idField: string;
+  /** The gold field of the data; in the MedBench platform format the same field carries the prediction. */
+  readonly goldField: string;
+  /** Fields that a model reads. */
+  readonly inputFields: readonly string[];
+  /** Splits published upstream (RuMedTest exists only as a private test with closed answers). */
+  readonly splits: readonly Split[];
+  /** Whether the task counts towards RuMedOverall (the paper's five public tasks). */
+  readonly inOverall: boolean;
+  readonly metrics: readonly MetricName[];
+  /** Schema of one data record; the gold field is optional here, the loader decides where it is required. */
+  readonly recordSchema: z.ZodType<Record<string, unknown>>;
+}
+
+export interface RankingTask<Name extends string = string> extends TaskBase<Name> {
+  readonly kind: 'ranking';
+  /** Labels must match this pattern; where they are outside the train inventory they are counted, not rejected. */
+  readonly labelPattern: RegExp;
+  readonly labelDescription: string;
+}
+
+export interface ClassificationTask<Name extends string = string> extends TaskBase<Name> {
+  readonly kind: 'classification';
+  readonly labels: readonly string[];
+}
+
+export interface TaggingTask<Name extends string = string> extends TaskBase<Name> {
+  readonly kind: 'tagging';
+  readonly tokensField: string;
+  readonly entityTypes: readonly string[];
+  /** `O` plus `B-`/`I-` of each entity type. */
+  readonly tags: readonly string[];
+}
+
+export type TaskDefinition<Name extends string = string> =
+  | RankingTask<Name>
+  | ClassificationTask<Name>
+  | TaggingTask<Name>;
+
+/** A validated data record: the raw object plus the fields every consumer needs. */
+export interface TaskRecord {
+  readonly id: string;
+  /** Gold answer: a label (string) or a tag sequence (string[]); undefined where the split has no public gold. */
+  readonly gold: string | readonly string[] | undefined;
+  readonly raw: Readonly<Record<string, unknown>>;
+  /** 1-based line in its file. */
+  readonly line: number;
+}

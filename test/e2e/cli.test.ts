@@ -1,0 +1,191 @@
+/** The built `rumedbench` command, run as a user runs it, on real files. */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import {
+  CLI,
+  DATA_DIR,
+  NO_DATA_REASON,
+  PLATFORM_SUBMISSIONS,
+  REFERENCE_PREDICTIONS,
+} from '../helpers/data.js';
+
+const exec = promisify(execFile);
+
+async function rumedbench(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
+      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe('usage', () => {
+  it('exits 2 with a message on a bad flag value or an unknown command', async () => {
+    const bad = await rumedbench('eval', 'x', '--bootstrap', 'many');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--bootstrap must be an integer ≥ 0, got "many"');
+    expect((await rumedbench('evaluate')).code).toBe(2);
+    expect((await rumedbench('eval', 'x', '--split', 'validation')).stderr).toContain(
+      '--split must be one of train, dev, test, private_test',
+    );
+  });
+
+  it('lists the six tasks', async () => {
+    const { code, stdout } = await rumedbench('tasks');
+    expect(code).toBe(0);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER', 'RuMedTest']);
+  });
+});
+
+describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS || !PLATFORM_SUBMISSIONS)(
+  `eval and compare (${DATA_DIR ? 'data found' : NO_DATA_REASON})`,
+  () => {
+    const refs = REFERENCE_PREDICTIONS as string;
+
+    it('--json prints exactly one JSON object in the documented schema', async () => {
+      const { code, stdout } = await rumedbench(
+        'eval',
+        join(refs, 'linear_models'),
+        '--json',
+        '--bootstrap',
+        '100',
+      );
+      expect(code).toBe(0);
+      const result = JSON.parse(stdout);
+      expect(Object.keys(result).sort()).toEqual(
+        [
+          'bootstrap',
+          'errors',
+          'missing_tasks',
+          'overall',
+          'overall_ci',
+          'rumedbench_version',
+          'schema_version',
+          'source',
+          'split',
+          'tasks',
+          'unscored',
+          'warnings',
+        ].sort(),
+      );
+      expect(result.schema_version).toBe(1);
+      expect(Object.keys(result.tasks)).toEqual([
+        'RuMedTop3',
+        'RuMedSymptomRec',
+        'RuMedDaNet',
+        'RuMedNLI',
+        'RuMedNER',
+      ]);
+      expect(Object.keys(result.tasks.RuMedTop3.metrics)).toEqual(['accuracy', 'hit_at_3']);
+      expect(Object.keys(result.tasks.RuMedNER.metrics)).toEqual(['accuracy', 'f1']);
+      expect(Object.keys(result.tasks.RuMedNLI.metrics)).toEqual(['accuracy']);
+      expect(result.tasks.RuMedNLI.n).toBe(1422);
+      expect(result.tasks.RuMedNLI.ci.accuracy).toHaveLength(2);
+      expect(result.tasks.RuMedNLI.breakdown.confusion.labels).toEqual([
+        'entailment',
+        'contradiction',
+        'neutral',
+      ]);
+      expect(result.overall.toFixed(2)).toBe('58.46');
+      expect(result.missing_tasks).toEqual([]);
+    });
+
+    it('prints the paper rows beside the result, and exits 1 listing errors for a broken submission', async () => {
+      const ok = await rumedbench('eval', join(refs, 'bilstm'), '--reference', '--bootstrap', '50');
+      expect(ok.stdout).toContain('Human (paper)');
+      expect(ok.stdout).toMatch(
+        /this submission\s+40\.88\/63\.50\s+20\.24\/31\.33\s+52\.34\s+60\.06\s+94\.74\/63\.26\s+53\.87/,
+      );
+
+      const dir = mkdtempSync(join(tmpdir(), 'rumedbench-cli-'));
+      writeFileSync(
+        join(dir, 'RuMedDaNet.jsonl'),
+        `${JSON.stringify({ pairID: 'nope', answer: 'да' })}\n{"pairID": \n${JSON.stringify({ pairID: '53f9b303802507807bc96f95ba2a5230', answer: 'maybe' })}\n`,
+      );
+      const bad = await rumedbench('eval', dir, '--max-issues', '3');
+      expect(bad.code).toBe(1);
+      const lines = bad.stderr.trim().split('\n');
+      expect(lines.slice(0, 4)).toEqual([
+        `error: ${join(dir, 'RuMedDaNet.jsonl')}:1 (id nope): id is not in the test split of RuMedDaNet [UNKNOWN_ID]`,
+        expect.stringMatching(/^error: .*RuMedDaNet\.jsonl:2: malformed JSON .* \[MALFORMED_JSON\]$/),
+        `error: ${join(dir, 'RuMedDaNet.jsonl')}:3 (id 53f9b303802507807bc96f95ba2a5230): label outside the label space (expected one of "да", "нет"; found "maybe") [UNKNOWN_LABEL]`,
+        'error: … and 255 more (--max-issues or --json lists them all)',
+      ]);
+    });
+
+    it('validates MedBench platform submissions of the private tests, which have no public gold', async () => {
+      const { code, stdout } = await rumedbench(
+        'eval',
+        join(PLATFORM_SUBMISSIONS as string, 'chatgpt'),
+        '--split',
+        'private_test',
+        '--json',
+      );
+      expect(code).toBe(0);
+      const result = JSON.parse(stdout);
+      expect(result.tasks).toEqual({});
+      expect(Object.keys(result.unscored)).toEqual(['RuMedDaNet', 'RuMedNLI', 'RuMedTest']);
+      expect(result.errors).toEqual([]);
+      expect(result.overall).toBeNull();
+    });
+
+    it("accepts the platform's sample zip, naming the ECG task it does not score", async () => {
+      const { code, stdout } = await rumedbench(
+        'eval',
+        join(PLATFORM_SUBMISSIONS as string, 'naive-sample_submission.zip'),
+        '--split',
+        'private_test',
+        '--json',
+      );
+      const result = JSON.parse(stdout);
+      expect({ code, errors: result.errors }).toEqual({ code: 0, errors: [] });
+      expect(result.warnings.filter((w: { code: string }) => w.code === 'PLATFORM_ONLY_TASK')).toHaveLength(
+        1,
+      );
+    });
+
+    it('compare: Feature-based against BiLSTM, with deltas, intervals and p-values', async () => {
+      const { code, stdout } = await rumedbench(
+        'compare',
+        join(refs, 'linear_models'),
+        join(refs, 'bilstm'),
+        '--json',
+        '--bootstrap',
+        '300',
+      );
+      expect(code).toBe(0);
+      const c = JSON.parse(stdout);
+      expect(c.tasks.RuMedTop3.metrics.accuracy.delta.toFixed(2)).toBe('-8.88');
+      expect(c.tasks.RuMedTop3.metrics.accuracy.p).toBeLessThan(0.01);
+      expect(c.tasks.RuMedDaNet.metrics.accuracy.p).toBeGreaterThan(0.5);
+      // 53.87 − 58.46 in the paper's rounded figures; -4.58 unrounded.
+      expect(c.overall.delta.toFixed(2)).toBe('-4.58');
+      const [lo, hi] = c.overall.ci;
+      expect(lo).toBeLessThan(c.overall.delta);
+      expect(hi).toBeGreaterThan(c.overall.delta);
+    });
+
+    it('data info names the missing RuMedNLI train file instead of failing', async () => {
+      const { code, stdout, stderr } = await rumedbench('data', 'info');
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/RuMedNLI\s+train\s+MISSING/);
+      expect(stdout).toMatch(/RuMedTop3\s+test\s+822\s+yes\s+/);
+      expect(stderr).toContain(
+        `${join(DATA_DIR as string, 'RuMedNLI', 'train_v1.jsonl')}: missing: file not found`,
+      );
+    });
+  },
+);

@@ -1,0 +1,63 @@
+/** The scorer reproduces the paper's table from upstream's own prediction files, to two decimals. */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { PAPER_ROWS } from '../../src/report/paper.js';
+import { evaluateSubmission } from '../../src/scoring/score.js';
+import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+
+const ROWS = { naive: 'Naive', linear_models: 'Feature-based', bilstm: 'BiLSTM', human: 'Human' } as const;
+const round2 = (x: number | null | undefined) => (x === null || x === undefined ? x : Number(x.toFixed(2)));
+
+describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS)(
+  `paper table (${DATA_DIR ? 'data found' : NO_DATA_REASON})`,
+  () => {
+    for (const [folder, model] of Object.entries(ROWS)) {
+      it(`${model} row from reference-predictions/${folder}`, async () => {
+        // --file-gold: the naive and human RuMedDaNet files predate a re-release that changed 18 ids (see below).
+        const result = await evaluateSubmission(join(REFERENCE_PREDICTIONS as string, folder), {
+          dataDir: DATA_DIR as string,
+          fileGold: true,
+          bootstrap: 200,
+        });
+        const paper = PAPER_ROWS.find((r) => r.model === model);
+        const ours = Object.fromEntries(
+          Object.entries(result.tasks).map(([t, r]) => [
+            t,
+            Object.fromEntries(Object.entries(r.metrics).map(([m, v]) => [m, round2(v)])),
+          ]),
+        );
+        expect(ours).toEqual(paper?.tasks);
+        expect(round2(result.overall)).toBe(paper?.overall);
+        expect(result.errors).toEqual([]);
+        const [lo, hi] = result.overall_ci ?? [Number.NaN, Number.NaN];
+        expect(lo).toBeLessThan(result.overall as number);
+        expect(hi).toBeGreaterThan(result.overall as number);
+      });
+    }
+
+    it('checked against the current test split, the Feature-based row scores identically', async () => {
+      const result = await evaluateSubmission(join(REFERENCE_PREDICTIONS as string, 'linear_models'), {
+        dataDir: DATA_DIR as string,
+        bootstrap: 0,
+      });
+      expect(result.errors).toEqual([]);
+      expect(round2(result.overall)).toBe(58.46);
+    });
+
+    it('flags the 18 RuMedDaNet ids of the human file that the current test split no longer has', async () => {
+      const result = await evaluateSubmission(join(REFERENCE_PREDICTIONS as string, 'human'), {
+        dataDir: DATA_DIR as string,
+        bootstrap: 0,
+      });
+      const codes = result.errors.map((e) => e.code);
+      expect(codes.filter((c) => c === 'UNKNOWN_ID')).toHaveLength(18);
+      expect(codes.filter((c) => c === 'MISSING_ITEM')).toHaveLength(18);
+      expect(new Set(result.errors.map((e) => e.task))).toEqual(new Set(['RuMedDaNet']));
+      expect(result.unscored).toEqual({
+        RuMedDaNet: '36 error(s) in the file; the first: id is not in the test split of RuMedDaNet',
+      });
+      expect(result.overall).toBeNull();
+      expect(result.warnings.map((w) => w.code)).toContain('DATA_VERSION_HINT');
+    });
+  },
+);
