@@ -11,7 +11,8 @@ export type ErrorCode =
   | 'SUBMISSION_NOT_FOUND'
   | 'SUBMISSION_INVALID'
   | 'DOWNLOAD_FAILED'
-  | 'CHECKSUM_MISMATCH';
+  | 'CHECKSUM_MISMATCH'
+  | 'MODEL_INVALID';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;
@@ -91,5 +92,15 @@ export class ChecksumError extends RumedbenchError {
     this.url = url;
     this.expected = expected;
     this.found = found;
+  }
+}
+
+/** A saved model folder that cannot be loaded (missing files, another format version, another task). */
+export class ModelError extends RumedbenchError {
+  readonly dir: string;
+  constructor(dir: string, message: string) {
+    super('MODEL_INVALID', `${dir}: ${message}`);
+    this.name = 'ModelError';
+    this.dir = dir;
   }
 }

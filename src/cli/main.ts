@@ -10,6 +10,7 @@ import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { TASKS } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
+import { runBaselineCommand, runPredict } from './baseline.js';
 import { runDownload, runInfo } from './data.js';
 import { runCompare, runEval } from './eval.js';
 import { type CliIo, EXIT } from './io.js';
@@ -82,6 +83,44 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .addOption(new Option('--top <n>', 'labels shown per split').default(3).argParser(parseCount('--top', 0)))
     .option('--json', 'print exactly one JSON object on stdout')
     .action(async (flags) => setExit(await runInfo(flags, io)));
+
+  program
+    .command('baseline')
+    .description("train the paper's naive or feature-based baseline, predict the test sets, score them")
+    .argument('<method>', 'naive | tfidf')
+    .option('--tasks <list>', 'comma-separated task names (default: all)')
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .option('--out <dir>', 'output folder for predictions/ and submission.zip', 'baseline-out')
+    .option('--save <dir>', 'save each trained model under DIR/<Task>')
+    .addOption(
+      new Option('--train-split <split>', 'split to train on').choices(['train', 'dev']).default('train'),
+    )
+    .addOption(new Option('--seed <n>', 'seed').default(0).argParser(parseCount('--seed', 0)))
+    .addOption(
+      new Option('--threads <n>', 'training threads (default: all cores)').argParser(
+        parseCount('--threads', 1),
+      ),
+    )
+    .addOption(
+      new Option('--bootstrap <n>', 'bootstrap resamples for the score')
+        .default(1000)
+        .argParser(parseCount('--bootstrap', 0)),
+    )
+    .option('--quiet', 'no progress on stderr')
+    .option('--json', 'print one JSON object (runs and evaluation) on stdout')
+    .action(async (method: string, flags) => setExit(await runBaselineCommand(method, flags, io)));
+
+  program
+    .command('predict')
+    .description(
+      'predict with a saved baseline model: --text for one text, --input for a JSONL file of records',
+    )
+    .requiredOption('--model <dir>', 'a folder written by `baseline --save`')
+    .option('--task <task>', 'the task the model must be for')
+    .option('--text <text>', 'one input text (tasks with one input field)')
+    .option('--input <file>', 'JSONL records of the task (its input fields and id)')
+    .addOption(new Option('--top <n>', 'labels to show').default(3).argParser(parseCount('--top', 1)))
+    .action(async (flags) => setExit(await runPredict(flags, io)));
 
   program
     .command('tasks')

@@ -16,6 +16,7 @@ export const rumedDaNet = {
   inOverall: true,
   metrics: ['accuracy'],
   labels: LABELS,
+  naiveLabel: 'да',
   recordSchema: z.looseObject({
     pairID: text,
     context: text,

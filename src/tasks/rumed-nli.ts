@@ -16,6 +16,7 @@ export const rumedNli = {
   inOverall: true,
   metrics: ['accuracy'],
   labels: LABELS,
+  naiveLabel: 'neutral',
   recordSchema: z.looseObject({
     pairID: text,
     ru_sentence1: text,

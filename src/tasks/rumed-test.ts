@@ -17,6 +17,8 @@ export const rumedTest = {
   inOverall: false,
   metrics: ['accuracy'],
   labels: LABELS,
+  naiveLabel: '1',
+  choices: { questionField: 'question', optionFields: { '1': '1', '2': '2', '3': '3', '4': '4' } },
   recordSchema: z.looseObject({
     idx: text,
     question: text,

@@ -46,6 +46,16 @@ export interface RankingTask<Name extends string = string> extends TaskBase<Name
 export interface ClassificationTask<Name extends string = string> extends TaskBase<Name> {
   readonly kind: 'classification';
   readonly labels: readonly string[];
+  /** The paper's naive baseline: this label for every item. */
+  readonly naiveLabel: string;
+  /**
+   * For multiple-choice tasks: the question field and, per label, the field holding that option's text. The
+   * feature-based baseline then picks the option closest to the question instead of training a classifier.
+   */
+  readonly choices?: {
+    readonly questionField: string;
+    readonly optionFields: Readonly<Record<string, string>>;
+  };
 }
 
 export interface TaggingTask<Name extends string = string> extends TaskBase<Name> {

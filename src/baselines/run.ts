@@ -1,0 +1,195 @@
+/**
+ * `rumedbench baseline`: train a baseline on each task's train split, predict the test split (RuMedBench format,
+ * scored at once) and the private test split (MedBench platform zip), and optionally save the models.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { strToU8, zipSync } from 'fflate';
+import { toJsonl } from '../data/jsonl.js';
+import { loadSplit } from '../data/load.js';
+import { splitPath } from '../data/paths.js';
+import { DataNotFoundError } from '../errors.js';
+import { type Logger, silentLogger } from '../log.js';
+import {
+  buildItemStats,
+  metricsFromSums,
+  type Prediction,
+  statsLayout,
+  sumRows,
+} from '../metrics/item-stats.js';
+import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
+import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { saveModel } from './model-io.js';
+import { trainNaive } from './naive.js';
+import { trainTfidf } from './tfidf.js';
+import type { BaselineMethod, BaselineModel, TrainOptions } from './types.js';
+
+export interface BaselineRunOptions {
+  method: BaselineMethod;
+  tasks: readonly TaskDefinition[];
+  dataDir: string;
+  outDir: string;
+  /** Save each task's model under `<saveDir>/<Task>`. */
+  saveDir?: string;
+  /** Split to train on: `train`, or `dev` where train is missing (RuMedNLI in some mirrors). */
+  trainSplit?: 'train' | 'dev';
+  seed?: number;
+  threads?: number;
+  bootstrap?: number;
+  logger?: Logger;
+}
+
+export interface TaskRun {
+  task: string;
+  trainedOn?: { split: Split; records: number };
+  seconds: number;
+  /** Why the task was skipped, where it was. */
+  skipped?: string;
+}
+
+export interface BaselineRunResult {
+  runs: TaskRun[];
+  predictionsDir: string;
+  /** The MedBench platform zip of private-test predictions, where any task has a private test. */
+  submissionZip?: string;
+  evaluation: EvaluationResult;
+}
+
+export async function trainBaseline(
+  method: BaselineMethod,
+  task: TaskDefinition,
+  train: readonly TaskRecord[],
+  options: TrainOptions,
+): Promise<BaselineModel> {
+  if (method === 'naive') return trainNaive(task, train, options.seed);
+  return trainTfidf(task, train, options);
+}
+
+/** Which split a task trains on; undefined when it needs none (multiple choice, naive constant answers). */
+function needsTraining(method: BaselineMethod, task: TaskDefinition): boolean {
+  if (method === 'naive') return task.kind !== 'classification';
+  return !(task.kind === 'classification' && task.choices);
+}
+
+async function tryLoad(
+  task: TaskDefinition,
+  split: Split,
+  dataDir: string,
+): Promise<TaskRecord[] | undefined> {
+  if (!(task.splits as readonly Split[]).includes(split)) return undefined;
+  try {
+    return await loadSplit(task, split, { dataDir });
+  } catch (e) {
+    if (e instanceof DataNotFoundError) return undefined;
+    throw e;
+  }
+}
+
+export async function runBaseline(options: BaselineRunOptions): Promise<BaselineRunResult> {
+  const log = options.logger ?? silentLogger;
+  const seed = options.seed ?? 0;
+  const trainSplit = options.trainSplit ?? 'train';
+  const predictionsDir = join(options.outDir, 'predictions');
+  // A run owns its output folder: predictions of an earlier run must not be scored as this one's.
+  rmSync(predictionsDir, { recursive: true, force: true });
+  rmSync(join(options.outDir, 'submission.zip'), { force: true });
+  mkdirSync(predictionsDir, { recursive: true });
+  const privateFiles: Record<string, Uint8Array> = {};
+  const runs: TaskRun[] = [];
+
+  for (const task of options.tasks) {
+    const t0 = performance.now();
+    let train: TaskRecord[] = [];
+    let trainedOn: TaskRun['trainedOn'];
+    if (needsTraining(options.method, task)) {
+      const records = await tryLoad(task, trainSplit, options.dataDir);
+      if (!records) {
+        const reason = `${splitPath(options.dataDir, task, trainSplit)} is missing${trainSplit === 'train' && task.splits.includes('dev') ? ' (--train-split dev trains on dev instead, reported as such)' : ''}`;
+        log.warn(`${task.name}: ${reason}`);
+        runs.push({ task: task.name, seconds: 0, skipped: reason });
+        continue;
+      }
+      train = records;
+      trainedOn = { split: trainSplit, records: records.length };
+      log.info(
+        `${task.name}: training the ${options.method} baseline on ${trainSplit} (${records.length} records)`,
+      );
+    }
+    const model = await trainBaseline(options.method, task, train, {
+      seed,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      progress: (line) => log.info(line),
+    });
+    if (options.saveDir)
+      saveModel(join(options.saveDir, task.name), model, trainedOn ?? { split: 'none', records: 0 });
+
+    if (trainSplit !== 'dev') {
+      const dev = await tryLoad(task, 'dev', options.dataDir);
+      if (dev) {
+        const r = scoreRecords(task, dev, model);
+        log.info(
+          `${task.name}: dev ${Object.entries(r)
+            .map(([m, v]) => `${m} ${v.toFixed(2)}`)
+            .join(', ')}`,
+        );
+      }
+    }
+    const test = await tryLoad(task, 'test', options.dataDir);
+    if (test) {
+      const predictions = model.predict(test);
+      writeFileSync(
+        join(predictionsDir, `${task.name}.jsonl`),
+        toJsonl(
+          test.map((r, i) => ({
+            [task.idField]: r.id,
+            [task.goldField]: r.gold,
+            prediction: predictions[i],
+          })),
+        ),
+      );
+    }
+    const priv = await tryLoad(task, 'private_test', options.dataDir);
+    if (priv) {
+      const predictions = model.predict(priv);
+      privateFiles[`${task.name}.jsonl`] = strToU8(
+        toJsonl(priv.map((r, i) => ({ [task.idField]: r.id, [task.goldField]: predictions[i] }))),
+      );
+    }
+    runs.push({
+      task: task.name,
+      ...(trainedOn ? { trainedOn } : {}),
+      seconds: (performance.now() - t0) / 1000,
+    });
+  }
+
+  let submissionZip: string | undefined;
+  if (Object.keys(privateFiles).length > 0) {
+    submissionZip = join(options.outDir, 'submission.zip');
+    writeFileSync(submissionZip, zipSync(privateFiles));
+  }
+  const evaluation = await evaluateSubmission(predictionsDir, {
+    dataDir: options.dataDir,
+    ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),
+    seed,
+  });
+  writeFileSync(join(options.outDir, 'summary.json'), `${JSON.stringify({ runs, evaluation }, null, 2)}\n`);
+  return { runs, predictionsDir, ...(submissionZip ? { submissionZip } : {}), evaluation };
+}
+
+/** The task's metrics on records with gold, without the bootstrap (for dev-set progress lines). */
+function scoreRecords(
+  task: TaskDefinition,
+  records: readonly TaskRecord[],
+  model: BaselineModel,
+): Record<string, number> {
+  const predictions = model.predict(records);
+  const stats = buildItemStats(
+    task,
+    records.map((r, i) => ({
+      id: r.id,
+      gold: r.gold as Prediction,
+      prediction: predictions[i] as Prediction,
+    })),
+  );
+  return metricsFromSums(task, sumRows(stats.stats, statsLayout(task).width), records.length);
+}

@@ -1,0 +1,212 @@
+/**
+ * The paper's feature-based baselines for text tasks (upstream `code/linear_models`):
+ * - classification and ranking: TF-IDF over character 3- to 8-grams (scikit-learn's defaults otherwise) and
+ *   L2-regularised logistic regression, C = 10, one-vs-rest, labels ranked by probability. The input fields are
+ *   joined with a space (RuMedDaNet: context + " " + question; RuMedNLI: sentence1 + " " + sentence2).
+ * - tagging (RuMedNER): the CRF of ./crf.ts; the method keeps the paper's name for the row, "feature-based".
+ * - multiple choice (RuMedTest): the option whose TF-IDF vector is closest (cosine) to the question's. With no
+ *   training data, the vectorizer is fitted on the questions and options being answered.
+ */
+import type { Prediction } from '../metrics/item-stats.js';
+import { ovrProbabilities } from '../ml/logreg.js';
+import { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from '../ml/ovr-parallel.js';
+import {
+  fitTransform,
+  type TfidfModel,
+  type TfidfOptions,
+  tfidfFromVocabulary,
+  transform,
+} from '../ml/tfidf.js';
+import type { ClassificationTask, RankingTask, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { loadCrfTagger, trainCrfTagger } from './crf.js';
+import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
+
+export const TFIDF_OPTIONS: TfidfOptions = { ngramMin: 3, ngramMax: 8 };
+/** Upstream's LogisticRegression(C=10); eps and the pass cap are our dual solver's stopping rule. */
+export const LR_OPTIONS = { C: 10, eps: 0.1, maxEpochs: 200, bias: 1 } as const;
+
+export function inputText(task: TaskDefinition, record: TaskRecord): string {
+  return task.inputFields.map((f) => String(record.raw[f] ?? '')).join(' ');
+}
+
+/** Sorted labels, as scikit-learn's `classes_`. */
+function classesOf(train: readonly TaskRecord[]): string[] {
+  return [...new Set(train.map((r) => r.gold as string))].sort();
+}
+
+function topK(
+  scores: Float64Array,
+  offset: number,
+  K: number,
+  classes: readonly string[],
+  top: number,
+): Scored[] {
+  const idx = Array.from({ length: K }, (_, c) => c);
+  // Highest first; equal scores keep class order, so results do not depend on sort stability quirks.
+  idx.sort((a, b) => (scores[offset + b] as number) - (scores[offset + a] as number) || a - b);
+  return idx.slice(0, top).map((c) => ({ label: classes[c] as string, score: scores[offset + c] as number }));
+}
+
+class TfidfClassifier implements BaselineModel {
+  readonly method = 'tfidf';
+  readonly scoreKind = 'probability';
+  constructor(
+    readonly task: RankingTask | ClassificationTask,
+    private readonly tfidf: TfidfModel,
+    private readonly classes: string[],
+    private readonly blocks: OvrBlock[],
+  ) {}
+
+  /** Class probabilities, rows × classes. */
+  private probabilities(records: readonly TaskRecord[]): Float64Array {
+    const x = transform(
+      this.tfidf,
+      records.map((r) => inputText(this.task, r)),
+    );
+    const dv = blockDecisionValues(x, this.blocks, LR_OPTIONS.bias);
+    if (this.classes.length > 2) return ovrProbabilities(dv, records.length, this.classes.length);
+    // Binary: one problem whose positive class is classes[1], as in scikit-learn.
+    const out = new Float64Array(records.length * 2);
+    for (let r = 0; r < records.length; r++) {
+      const p = 1 / (1 + Math.exp(-(dv[r] as number)));
+      out[2 * r] = 1 - p;
+      out[2 * r + 1] = p;
+    }
+    return out;
+  }
+
+  rank(records: readonly TaskRecord[], top: number): Scored[][] {
+    const K = this.classes.length;
+    const p = this.probabilities(records);
+    return records.map((_, r) => topK(p, r * K, K, this.classes, top));
+  }
+
+  predict(records: readonly TaskRecord[]): Prediction[] {
+    return this.rank(records, 3).map((ranked) =>
+      this.task.kind === 'ranking' ? ranked.map((s) => s.label) : (ranked[0] as Scored).label,
+    );
+  }
+
+  serialize(): SerializedModel {
+    const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
+    this.blocks.forEach((b, g) => {
+      arrays[`weights${g}`] = b.weights;
+    });
+    return {
+      meta: {
+        kind: 'tfidf-logreg',
+        tfidf: this.tfidf.options,
+        logreg: LR_OPTIONS,
+        classes: this.classes,
+        blocks: this.blocks.map((b) => b.positives),
+      },
+      arrays,
+      strings: { vocabulary: this.tfidf.index.texts() },
+    };
+  }
+}
+
+/** Multiple choice without training: the option closest to the question under TF-IDF cosine similarity. */
+class TfidfChoice implements BaselineModel {
+  readonly method = 'tfidf';
+  readonly scoreKind = 'cosine';
+  constructor(readonly task: ClassificationTask) {}
+
+  rank(records: readonly TaskRecord[], top: number): Scored[][] {
+    const choices = this.task.choices;
+    if (!choices) throw new Error(`${this.task.name} is not a multiple-choice task`);
+    const labels = Object.keys(choices.optionFields);
+    const width = labels.length + 1;
+    const texts = records.flatMap((r) => [
+      String(r.raw[choices.questionField] ?? ''),
+      ...labels.map((l) => String(r.raw[choices.optionFields[l] as string] ?? '')),
+    ]);
+    const { matrix } = fitTransform(texts, TFIDF_OPTIONS);
+    // Rows are unit length, so a dot product is the cosine.
+    const dense = new Map<number, number>();
+    return records.map((_, r) => {
+      const q = r * width;
+      dense.clear();
+      for (let k = matrix.indptr[q] as number; k < (matrix.indptr[q + 1] as number); k++) {
+        dense.set(matrix.indices[k] as number, matrix.data[k] as number);
+      }
+      const sims = new Float64Array(labels.length);
+      labels.forEach((_, o) => {
+        const row = q + 1 + o;
+        let s = 0;
+        for (let k = matrix.indptr[row] as number; k < (matrix.indptr[row + 1] as number); k++) {
+          s += (matrix.data[k] as number) * (dense.get(matrix.indices[k] as number) ?? 0);
+        }
+        sims[o] = s;
+      });
+      return topK(sims, 0, labels.length, labels, top);
+    });
+  }
+
+  predict(records: readonly TaskRecord[]): Prediction[] {
+    return this.rank(records, 1).map((r) => (r[0] as Scored).label);
+  }
+
+  serialize(): SerializedModel {
+    return { meta: { kind: 'tfidf-choice', tfidf: TFIDF_OPTIONS }, arrays: {}, strings: {} };
+  }
+}
+
+export function isChoiceTask(task: TaskDefinition): task is ClassificationTask {
+  return task.kind === 'classification' && task.choices !== undefined;
+}
+
+/** Fits TF-IDF and the one-vs-rest classifier on `train` (or returns the untrained multiple-choice model). */
+export async function trainTfidf(
+  task: TaskDefinition,
+  train: readonly TaskRecord[],
+  options: TrainOptions,
+): Promise<BaselineModel> {
+  if (isChoiceTask(task)) return new TfidfChoice(task);
+  if (task.kind === 'tagging') return trainCrfTagger(task, train, options);
+  const log = options.progress ?? (() => {});
+  const t0 = performance.now();
+  const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  const { model, matrix } = fitTransform(
+    train.map((r) => inputText(task, r)),
+    TFIDF_OPTIONS,
+  );
+  log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams (${elapsed()})`);
+  const classes = classesOf(train);
+  const index = new Map(classes.map((c, i) => [c, i]));
+  const labels = Int32Array.from(train, (r) => index.get(r.gold as string) as number);
+  const positives = classes.length > 2 ? classes.map((_, i) => i) : [1];
+  const blocks = await trainOneVsRestParallel(matrix, labels, positives, {
+    ...LR_OPTIONS,
+    seed: options.seed,
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    onEpoch: (group, epoch, active, violation) =>
+      log(
+        `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)} (${elapsed()})`,
+      ),
+  });
+  log(`${task.name}: logistic regression over ${positives.length} problem(s) done (${elapsed()})`);
+  return new TfidfClassifier(task, model, classes, blocks);
+}
+
+/** Rebuilds a saved TF-IDF model. */
+export function loadTfidf(task: TaskDefinition, saved: SerializedModel): BaselineModel {
+  const meta = saved.meta as { kind: string; tfidf: TfidfOptions; classes: string[]; blocks: number[][] };
+  if (meta.kind === 'crf') return loadCrfTagger(task, saved);
+  if (meta.kind === 'tfidf-choice') {
+    if (!isChoiceTask(task))
+      throw new Error(`${task.name}: a multiple-choice model was saved for another task`);
+    return new TfidfChoice(task);
+  }
+  if (task.kind === 'tagging') throw new Error(`${task.name}: not a text classification task`);
+  const tfidf = tfidfFromVocabulary(
+    meta.tfidf,
+    saved.strings.vocabulary ?? [],
+    saved.arrays.idf as Float64Array,
+  );
+  const blocks = meta.blocks.map((positives, g) => ({
+    positives,
+    weights: saved.arrays[`weights${g}`] as Float32Array,
+  }));
+  return new TfidfClassifier(task, tfidf, meta.classes, blocks);
+}

@@ -1,0 +1,111 @@
+/**
+ * One-vs-rest logistic regression over several threads: the problems are split into groups, each trained by
+ * {@link trainOneVsRest} in a worker thread on the same training matrix, shared (not copied) through
+ * SharedArrayBuffers. Since the problems do not interact, the weights are the same for any number of threads.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { BinaryLrOptions } from './logreg.js';
+import type { OvrJob, OvrMessage } from './ovr-worker.js';
+import type { CsrMatrix } from './sparse.js';
+
+/** A group of problems and their weights, feature-major (`weights[j * positives.length + c]`). */
+export interface OvrBlock {
+  positives: number[];
+  weights: Float32Array;
+}
+
+export interface OvrParallelOptions extends BinaryLrOptions {
+  seed: number;
+  /** Worker threads; defaults to the machine's parallelism. */
+  threads?: number;
+  onEpoch?: (group: number, epoch: number, active: number, violation: number) => void;
+}
+
+function shared<T extends Int32Array | Float64Array>(a: T): T {
+  const b = new (a.constructor as new (buf: SharedArrayBuffer) => T)(new SharedArrayBuffer(a.byteLength));
+  b.set(a);
+  return b;
+}
+
+/** The compiled worker; from TypeScript sources (tests) it is the build in dist/. */
+function workerUrl(): URL {
+  const here = new URL('./ovr-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(here))) return here;
+  const built = fileURLToPath(here).replace(/([/\\])src([/\\]ml[/\\]ovr-worker\.js)$/, '$1dist$2');
+  if (existsSync(built)) return pathToFileURL(built);
+  throw new Error(`worker script not found at ${fileURLToPath(here)}; run \`npm run build\` first`);
+}
+
+export async function trainOneVsRestParallel(
+  x: CsrMatrix,
+  labels: Int32Array,
+  positives: readonly number[],
+  options: OvrParallelOptions,
+): Promise<OvrBlock[]> {
+  const threads = Math.max(1, Math.min(options.threads ?? availableParallelism(), positives.length));
+  const sx: CsrMatrix = {
+    rows: x.rows,
+    cols: x.cols,
+    indptr: shared(x.indptr),
+    indices: shared(x.indices),
+    data: shared(x.data),
+  };
+  const sl = shared(labels);
+  // Contiguous groups of nearly equal size; every problem costs about the same per pass.
+  const groups = Array.from({ length: threads }, (_, g) =>
+    positives.slice(
+      Math.floor((g * positives.length) / threads),
+      Math.floor(((g + 1) * positives.length) / threads),
+    ),
+  );
+  const { C, eps, maxEpochs, bias } = options;
+  return Promise.all(
+    groups.map(
+      (group, g) =>
+        new Promise<OvrBlock>((resolve, reject) => {
+          const job: OvrJob = {
+            x: sx,
+            labels: sl,
+            positives: group,
+            options: { C, eps, maxEpochs, bias },
+            seed: options.seed,
+          };
+          const worker = new Worker(workerUrl(), { workerData: job });
+          worker.on('message', (m: OvrMessage) => {
+            if (m.type === 'epoch') options.onEpoch?.(g, m.epoch, m.active, m.violation);
+            else resolve({ positives: group, weights: m.weights });
+          });
+          worker.on('error', reject);
+          worker.on('exit', (code) => {
+            if (code !== 0) reject(new Error(`training worker exited with code ${code}`));
+          });
+        }),
+    ),
+  );
+}
+
+/** Decision values of every row for every problem of every block, in the order of `positives` given to training. */
+export function blockDecisionValues(x: CsrMatrix, blocks: readonly OvrBlock[], bias: number): Float64Array {
+  const K = blocks.reduce((n, b) => n + b.positives.length, 0);
+  const out = new Float64Array(x.rows * K);
+  let offset = 0;
+  for (const block of blocks) {
+    const k = block.positives.length;
+    const W = block.weights;
+    const interceptBase = x.cols * k;
+    for (let r = 0; r < x.rows; r++) {
+      const o = r * K + offset;
+      for (let c = 0; c < k; c++) out[o + c] = (W[interceptBase + c] as number) * bias;
+      for (let p = x.indptr[r] as number; p < (x.indptr[r + 1] as number); p++) {
+        const v = x.data[p] as number;
+        const base = (x.indices[p] as number) * k;
+        for (let c = 0; c < k; c++) out[o + c] = (out[o + c] as number) + v * (W[base + c] as number);
+      }
+    }
+    offset += k;
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+/** `rumedbench baseline` and `rumedbench predict`, run as a user runs them, on the public data. */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+
+const exec = promisify(execFile);
+
+async function rumedbench(...args: string[]) {
+  const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
+    env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+    maxBuffer: 64 << 20,
+  });
+  return { stdout, stderr };
+}
+
+type Metrics = Record<string, Record<string, number>>;
+const metrics = (evaluation: { tasks: Record<string, { metrics: Record<string, number> }> }): Metrics =>
+  Object.fromEntries(
+    Object.entries(evaluation.tasks).map(([t, r]) => [
+      t,
+      Object.fromEntries(Object.entries(r.metrics).map(([m, v]) => [m, Number(v.toFixed(2))])),
+    ]),
+  );
+
+describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+  it("naive: the paper's Naive row, a platform zip for the private tests, and a saved model that predicts", async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-naive-'));
+    const { stdout } = await rumedbench(
+      'baseline',
+      'naive',
+      '--out',
+      out,
+      '--save',
+      join(out, 'models'),
+      '--bootstrap',
+      '0',
+      '--json',
+      '--quiet',
+    );
+    const { evaluation, runs } = JSON.parse(stdout);
+    const m = metrics(evaluation);
+    expect({ ...m, RuMedNER: undefined }).toEqual({
+      RuMedTop3: { accuracy: 10.58, hit_at_3: 22.02 },
+      RuMedSymptomRec: { accuracy: 1.93, hit_at_3: 5.3 },
+      RuMedDaNet: { accuracy: 50 },
+      RuMedNLI: { accuracy: 33.33 },
+      RuMedNER: undefined,
+    });
+    // Drawn tags: within 3 points of the paper's 93.66 / 51.96 (seed 0).
+    const ner = m.RuMedNER ?? {};
+    expect(Math.abs((ner.accuracy ?? 0) - 93.66)).toBeLessThan(3);
+    expect(Math.abs((ner.f1 ?? 0) - 51.96)).toBeLessThan(3);
+    expect(runs.map((r: { task: string }) => r.task)).toEqual([
+      'RuMedTop3',
+      'RuMedSymptomRec',
+      'RuMedDaNet',
+      'RuMedNLI',
+      'RuMedNER',
+      'RuMedTest',
+    ]);
+
+    // The private tests in the MedBench platform format validate cleanly.
+    const zip = JSON.parse(
+      (await rumedbench('eval', join(out, 'submission.zip'), '--split', 'private_test', '--json')).stdout,
+    );
+    expect(zip.errors).toEqual([]);
+    expect(Object.keys(zip.unscored)).toEqual(['RuMedDaNet', 'RuMedNLI', 'RuMedTest']);
+
+    const top3 = await rumedbench(
+      'predict',
+      '--model',
+      join(out, 'models', 'RuMedTop3'),
+      '--task',
+      'RuMedTop3',
+      '--text',
+      'Головная боль, давление',
+    );
+    expect(
+      top3.stdout
+        .split('\n')
+        .slice(2, 5)
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(['M54', 'I11', 'G54']);
+  });
+
+  it('tfidf on RuMedDaNet and RuMedTest: the paper within a point, models that reload to the same predictions', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-tfidf-'));
+    const { stdout } = await rumedbench(
+      'baseline',
+      'tfidf',
+      '--tasks',
+      'RuMedDaNet,RuMedTest,RuMedNLI',
+      '--out',
+      out,
+      '--save',
+      join(out, 'models'),
+      '--bootstrap',
+      '0',
+      '--json',
+      '--quiet',
+    );
+    const { evaluation, runs } = JSON.parse(stdout);
+    expect(Math.abs((metrics(evaluation).RuMedDaNet?.accuracy ?? 0) - 51.95)).toBeLessThanOrEqual(1);
+    // RuMedNLI's train file is not in the shared mirror: skipped, and said so.
+    expect(runs.find((r: { task: string }) => r.task === 'RuMedNLI').skipped).toMatch(
+      /RuMedNLI\/train_v1\.jsonl is missing \(--train-split dev/,
+    );
+    expect(existsSync(join(out, 'submission.zip'))).toBe(true);
+
+    const written = readFileSync(join(out, 'predictions', 'RuMedDaNet.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const input = join(out, 'danet-test.jsonl');
+    writeFileSync(input, readFileSync(join(DATA_DIR as string, 'RuMedDaNet', 'test_v1.jsonl'), 'utf8'));
+    const again = (
+      await rumedbench('predict', '--model', join(out, 'models', 'RuMedDaNet'), '--input', input)
+    ).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(again.map((r: { prediction: string }) => r.prediction)).toEqual(
+      written.map((r: { prediction: string }) => r.prediction),
+    );
+    expect(again[0].scores.map((s: { label: string }) => s.label).sort()).toEqual(['да', 'нет']);
+  });
+
+  it('trains RuMedNLI on dev when asked, and reports it as such', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-nli-'));
+    const { stdout } = await rumedbench(
+      'baseline',
+      'naive',
+      '--tasks',
+      'RuMedNLI,RuMedNER',
+      '--train-split',
+      'dev',
+      '--out',
+      out,
+      '--bootstrap',
+      '0',
+      '--json',
+      '--quiet',
+    );
+    const { runs } = JSON.parse(stdout);
+    expect(runs.map((r: { trainedOn?: { split: string } }) => r.trainedOn?.split ?? null)).toEqual([
+      null,
+      'dev',
+    ]);
+  });
+});
