@@ -4,6 +4,18 @@
  * import { evaluateSubmission } from 'rumedbench';
  * const result = await evaluateSubmission('out/', { dataDir: 'data/' });
  */
+export { CRF_OPTIONS, sentenceFeatures, tokenFeatures } from './baselines/crf.js';
+export { loadModel, type ModelManifest, saveModel } from './baselines/model-io.js';
+export { labelsByFrequency, trainNaive } from './baselines/naive.js';
+export {
+  type BaselineRunOptions,
+  type BaselineRunResult,
+  runBaseline,
+  type TaskRun,
+  trainBaseline,
+} from './baselines/run.js';
+export { inputText, LR_OPTIONS, TFIDF_OPTIONS, trainTfidf } from './baselines/tfidf.js';
+export type { BaselineMethod, BaselineModel, Scored, TrainOptions } from './baselines/types.js';
 export { runCli } from './cli/main.js';
 export { type DownloadOptions, type DownloadReport, downloadData, isIntact } from './data/download.js';
 export { dataInfo, type SplitInfo } from './data/info.js';
@@ -24,6 +36,11 @@ export {
 } from './metrics/item-stats.js';
 export { createRng, type Rng } from './metrics/rng.js';
 export { countEntities, type Entity, getEntities, prf } from './metrics/seqeval.js';
+export { type CrfModel, type CrfOptions, predictCrf, type TokenAttributes, trainCrf } from './ml/crf.js';
+export { type BinaryLrOptions, ovrProbabilities, trainOneVsRest } from './ml/logreg.js';
+export { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from './ml/ovr-parallel.js';
+export type { CsrMatrix } from './ml/sparse.js';
+export { fitTransform, ngrams, type TfidfModel, type TfidfOptions, transform } from './ml/tfidf.js';
 export { PAPER_ROWS, type PaperRow } from './report/paper.js';
 export {
   renderBreakdown,

@@ -27,7 +27,7 @@ const { weights, epochs } = trainOneVsRest(
     parentPort?.postMessage({ type: 'epoch', epoch, active, violation } satisfies OvrMessage),
 );
 // Single precision halves what crosses to the main thread and what a saved model weighs; predictions do not need more.
-const out = Float32Array.from(weights);
+const out = weights;
 parentPort?.postMessage({ type: 'done', weights: out, epochs } satisfies OvrMessage, [
   out.buffer as ArrayBuffer,
   epochs.buffer as ArrayBuffer,

@@ -129,6 +129,39 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
     expect(again[0].scores.map((s: { label: string }) => s.label).sort()).toEqual(['да', 'нет']);
   });
 
+  it("tfidf on every task with train data: the paper's Feature-based row within 1.0 point on every metric", {
+    timeout: 600_000,
+  }, async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-feature-'));
+    const { stdout } = await rumedbench(
+      'baseline',
+      'tfidf',
+      '--tasks',
+      'RuMedTop3,RuMedSymptomRec,RuMedNER',
+      '--out',
+      out,
+      '--bootstrap',
+      '0',
+      '--json',
+      '--quiet',
+    );
+    const m = metrics(JSON.parse(stdout).evaluation);
+    const paper: Metrics = {
+      RuMedTop3: { accuracy: 49.76, hit_at_3: 72.75 },
+      RuMedSymptomRec: { accuracy: 32.05, hit_at_3: 49.4 },
+      RuMedNER: { accuracy: 94.4, f1: 62.89 },
+    };
+    for (const [task, expected] of Object.entries(paper)) {
+      for (const [metric, value] of Object.entries(expected)) {
+        expect({ task, metric, off: Math.abs((m[task]?.[metric] ?? 0) - value) <= 1 }).toEqual({
+          task,
+          metric,
+          off: true,
+        });
+      }
+    }
+  });
+
   it('trains RuMedNLI on dev when asked, and reports it as such', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-nli-'));
     const { stdout } = await rumedbench(

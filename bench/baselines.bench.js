@@ -1,0 +1,91 @@
+// Benchmark (issue #3): our feature-based baseline against scikit-learn's, side by side in one run, on RuMedDaNet,
+// RuMedSymptomRec and RuMedTop3. Each side runs each task in a fresh process and reports the wall time of
+// load + fit + predict and its peak memory. scikit-learn runs upstream's configuration with n_jobs=2
+// (bench/sklearn_feature_based.py); it is skipped, with a message, where python3-sklearn is absent.
+// Targets: at least 15 times faster in total, at most half the peak memory, accuracy within 1.0 point.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const dataDir = process.env.RUMEDBENCH_DATA || resolve(root, '..', 'shared', 'rumedbench', 'data');
+if (!existsSync(join(dataDir, 'RuMedTop3', 'train_v1.jsonl'))) {
+  console.log(`skipped: RuMedBench data not found at ${dataDir}`);
+  process.exit(0);
+}
+const TASKS = ['RuMedDaNet', 'RuMedSymptomRec', 'RuMedTop3'];
+const PAPER = { RuMedDaNet: [51.95], RuMedSymptomRec: [32.05, 49.4], RuMedTop3: [49.76, 72.75] };
+
+function findPython() {
+  for (const py of ['/usr/bin/python3', 'python3']) {
+    const r = spawnSync(py, ['-c', 'import sklearn; print(sklearn.__version__)'], { encoding: 'utf8' });
+    if (r.status === 0) return { py, version: r.stdout.trim() };
+  }
+  return undefined;
+}
+
+const run = (cmd, args) =>
+  JSON.parse(
+    execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 16 << 20 })
+      .trim()
+      .split('\n')
+      .pop(),
+  );
+const python = process.env.BENCH_SKLEARN === '0' ? undefined : findPython();
+if (!python)
+  console.log('scikit-learn side skipped: no python3 with sklearn (Debian: apt-get install python3-sklearn)');
+
+const rows = [];
+for (const task of TASKS) {
+  const ours = run(process.execPath, [join(root, 'bench', 'feature-based-task.js'), dataDir, task]);
+  const theirs = python
+    ? run(python.py, [join(root, 'bench', 'sklearn_feature_based.py'), dataDir, task])
+    : undefined;
+  rows.push({ task, ours, theirs });
+  console.error(
+    `${task}: ours ${ours.wall_s.toFixed(1)} s${theirs ? `, scikit-learn ${theirs.wall_s.toFixed(1)} s` : ''}`,
+  );
+}
+
+const f1 = (x) => (x === undefined || x === null ? '–' : x.toFixed(1));
+const f2 = (x) => (x === undefined || x === null ? '–' : x.toFixed(2));
+const metric = (r) =>
+  r
+    ? r.hit_at_3 !== null && r.task !== 'RuMedDaNet'
+      ? `${f2(r.accuracy)}/${f2(r.hit_at_3)}`
+      : f2(r.accuracy)
+    : '–';
+const lines = [
+  `| task | features (ours / sklearn) | time ours | time sklearn | speed-up | peak MB ours | peak MB sklearn | memory ratio | accuracy ours | accuracy sklearn | paper |`,
+  '|---|---|---|---|---|---|---|---|---|---|---|',
+];
+let tOurs = 0;
+let tTheirs = 0;
+let mOurs = 0;
+let mTheirs = 0;
+for (const { task, ours, theirs } of rows) {
+  tOurs += ours.wall_s;
+  mOurs = Math.max(mOurs, ours.peak_mb);
+  if (theirs) {
+    tTheirs += theirs.wall_s;
+    mTheirs = Math.max(mTheirs, theirs.peak_mb);
+  }
+  lines.push(
+    `| ${task} | ${ours.features} / ${theirs?.features ?? '–'} | ${f1(ours.wall_s)} s | ${theirs ? `${f1(theirs.wall_s)} s` : '–'} | ${theirs ? `${f1(theirs.wall_s / ours.wall_s)}×` : '–'} | ${ours.peak_mb.toFixed(0)} | ${theirs ? theirs.peak_mb.toFixed(0) : '–'} | ${theirs ? (ours.peak_mb / theirs.peak_mb).toFixed(2) : '–'} | ${metric({ ...ours, task })} | ${metric(theirs && { ...theirs, task })} | ${PAPER[task].map(f2).join('/')} |`,
+  );
+}
+lines.push(
+  `| **total** | | ${f1(tOurs)} s | ${python ? `${f1(tTheirs)} s` : '–'} | ${python ? `**${f1(tTheirs / tOurs)}×**` : '–'} | ${mOurs.toFixed(0)} (max) | ${python ? `${mTheirs.toFixed(0)} (max)` : '–'} | ${python ? (mOurs / mTheirs).toFixed(2) : '–'} | | | |`,
+);
+console.log(lines.join('\n'));
+console.log(
+  `\nnode ${process.version}${python ? `, scikit-learn ${python.version}` : ''}, ${new Date().toISOString()}`,
+);
+if (python) {
+  const fast = tTheirs / tOurs >= 15;
+  const lean = mOurs <= mTheirs / 2;
+  console.log(
+    `targets: ≥15× faster ${fast ? 'met' : 'NOT met'}; ≤ half the peak memory ${lean ? 'met' : 'NOT met'}`,
+  );
+}
