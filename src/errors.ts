@@ -12,7 +12,8 @@ export type ErrorCode =
   | 'SUBMISSION_INVALID'
   | 'DOWNLOAD_FAILED'
   | 'CHECKSUM_MISMATCH'
-  | 'MODEL_INVALID';
+  | 'MODEL_INVALID'
+  | 'LLM_REQUEST_FAILED';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

@@ -14,6 +14,7 @@ import { runBaselineCommand, runPredict } from './baseline.js';
 import { runDownload, runInfo } from './data.js';
 import { runCompare, runEval } from './eval.js';
 import { type CliIo, EXIT } from './io.js';
+import { runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
 
 function scoringOptions(cmd: Command): Command {
@@ -121,6 +122,89 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .option('--input <file>', 'JSONL records of the task (its input fields and id)')
     .addOption(new Option('--top <n>', 'labels to show').default(3).argParser(parseCount('--top', 1)))
     .action(async (flags) => setExit(await runPredict(flags, io)));
+
+  const collect = (v: string, prev: string[]) => [...prev, v];
+  const number = (name: string) => (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new UsageError(`${name} must be a number ≥ 0, got "${v}"`);
+    return n;
+  };
+  program
+    .command('llm')
+    .description('evaluate a language model (any OpenAI-compatible endpoint) on the tasks')
+    .addOption(new Option('--provider <name>', 'model provider').choices(['openai']).default('openai'))
+    .requiredOption('--model <name>', 'model name as the endpoint knows it')
+    .option('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1')
+    .option('--api-key-env <name>', 'environment variable that holds the API key')
+    .option('--header <header>', 'extra HTTP header "Name: value" (repeatable)', collect, [])
+    .option('--tasks <list>', 'comma-separated task names (default: all)')
+    .addOption(
+      new Option('--split <split>', 'which splits to ask')
+        .choices(['test', 'private_test', 'both'])
+        .default('test'),
+    )
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .requiredOption('--out <dir>', 'run folder')
+    .addOption(
+      new Option('--shots <k>', 'worked examples from train').default(0).argParser(parseCount('--shots', 0)),
+    )
+    .addOption(
+      new Option('--seed <n>', 'seed for examples, sampling and the bootstrap')
+        .default(0)
+        .argParser(parseCount('--seed', 0)),
+    )
+    .addOption(
+      new Option('--temperature <t>', 'sampling temperature').default(0).argParser(number('--temperature')),
+    )
+    .addOption(
+      new Option('--max-tokens <n>', 'completion tokens per reply')
+        .default(1024)
+        .argParser(parseCount('--max-tokens', 1)),
+    )
+    .option('--stop <text>', 'stop sequence (repeatable)', collect, [])
+    .option('--system <text>', "replace the tasks' system prompt ('' sends none)")
+    .option(
+      '--template <file>',
+      'JSON prompt overrides per task: { "<Task>": { "system", "instruction", "item" } }',
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'requests in flight')
+        .default(8)
+        .argParser(parseCount('--concurrency', 1)),
+    )
+    .addOption(
+      new Option('--timeout-ms <n>', 'per-request timeout')
+        .default(120_000)
+        .argParser(parseCount('--timeout-ms', 1)),
+    )
+    .addOption(
+      new Option('--max-retries <n>', 'retries per request (429, 5xx, timeouts, dropped connections)')
+        .default(6)
+        .argParser(parseCount('--max-retries', 0)),
+    )
+    .addOption(
+      new Option('--limit <n>', 'at most N items per task and split').argParser(parseCount('--limit', 1)),
+    )
+    .option('--resume', 'continue the run in --out, sending only unanswered requests')
+    .option('--retry-errors', 'continue the run in --out, re-asking only the requests that failed')
+    .addOption(
+      new Option('--price-prompt <usd>', 'price per million prompt tokens').argParser(
+        number('--price-prompt'),
+      ),
+    )
+    .addOption(
+      new Option('--price-completion <usd>', 'price per million completion tokens').argParser(
+        number('--price-completion'),
+      ),
+    )
+    .addOption(
+      new Option('--bootstrap <n>', 'bootstrap resamples for the score')
+        .default(1000)
+        .argParser(parseCount('--bootstrap', 0)),
+    )
+    .option('--no-progress', 'no progress bar')
+    .option('--json', 'print summary.json on stdout')
+    .action(async (flags) => setExit(await runLlmCommand(flags, io)));
 
   program
     .command('tasks')

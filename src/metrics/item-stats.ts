@@ -53,10 +53,19 @@ export function statsLayout(task: TaskDefinition): StatsLayout {
 export function writeItemStats(
   task: TaskDefinition,
   gold: Prediction,
-  prediction: Prediction,
+  prediction: Prediction | null,
   out: Float64Array,
   offset: number,
 ): void {
+  if (prediction === null) {
+    // No answer: nothing right, no entity predicted; a tagging item still counts its tokens and gold entities.
+    out.fill(0, offset, offset + LAYOUTS[task.kind].width);
+    if (task.kind === 'tagging') {
+      out[offset + 1] = gold.length;
+      out[offset + 4] = countEntities(gold as readonly string[], []).total.gold;
+    }
+    return;
+  }
   switch (task.kind) {
     case 'ranking': {
       const list = prediction as readonly string[];
@@ -92,7 +101,7 @@ export interface ItemStats {
 
 export function buildItemStats(
   task: TaskDefinition,
-  items: readonly { id: string; gold: Prediction; prediction: Prediction }[],
+  items: readonly { id: string; gold: Prediction; prediction: Prediction | null }[],
 ): ItemStats {
   const { width } = statsLayout(task);
   const stats = new Float64Array(items.length * width);

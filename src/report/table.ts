@@ -4,7 +4,7 @@ import type { ComparisonResult } from '../scoring/compare.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
-import { PAPER_ROWS } from './paper.js';
+import { PAPER_ROWS, type PaperRow } from './paper.js';
 
 const f2 = (x: number | undefined | null): string =>
   x === undefined || x === null || Number.isNaN(x) ? '–' : x.toFixed(2);
@@ -28,12 +28,12 @@ const metricCell = (
 /** The paper's layout: one column per public task, `accuracy/Hit@3` or `accuracy/F1` where a task has two metrics. */
 export function renderSummary(
   result: EvaluationResult,
-  options: { reference?: boolean; label?: string } = {},
+  options: { reference?: boolean; label?: string; rows?: readonly PaperRow[] } = {},
 ): string {
   const header = ['Model', ...OVERALL_TASKS.map((t) => t.name), 'Overall'];
   const rows: string[][] = [];
   if (options.reference) {
-    for (const p of PAPER_ROWS) {
+    for (const p of options.rows ?? PAPER_ROWS) {
       rows.push([
         `${p.model} (paper)`,
         ...OVERALL_TASKS.map((t) => metricCell(p.tasks[t.name], t.metrics)),

@@ -37,13 +37,14 @@ export type Breakdown =
   | { kind: 'entities'; types: EntityRow[] };
 
 const pct = (a: number, b: number): number => (b === 0 ? 0 : (a / b) * 100);
-const first = (p: ScoredItem['prediction']): string => (typeof p === 'string' ? p : (p[0] as string));
+const first = (p: ScoredItem['prediction']): string | undefined =>
+  p === null ? undefined : typeof p === 'string' ? p : p[0];
 
 export function breakdown(task: TaskDefinition, items: readonly ScoredItem[]): Breakdown {
   if (task.kind === 'tagging') {
     const totals = new Map<string, EntityCounts>();
     for (const it of items) {
-      for (const [type, c] of countEntities(it.gold as string[], it.prediction as string[]).byType) {
+      for (const [type, c] of countEntities(it.gold as string[], (it.prediction ?? []) as string[]).byType) {
         const t = totals.get(type) ?? { tp: 0, predicted: 0, gold: 0 };
         t.tp += c.tp;
         t.predicted += c.predicted;
@@ -77,9 +78,9 @@ export function breakdown(task: TaskDefinition, items: readonly ScoredItem[]): B
     const gold = it.gold as string;
     const top = first(it.prediction);
     inc(goldCount, gold);
-    inc(predicted, top);
+    if (top !== undefined) inc(predicted, top);
     if (top === gold) inc(correct, gold);
-    if (typeof it.prediction !== 'string' && it.prediction.includes(gold)) inc(hits, gold);
+    if (Array.isArray(it.prediction) && it.prediction.includes(gold)) inc(hits, gold);
   }
   const labels: LabelRow[] = [...goldCount.entries()]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
@@ -99,7 +100,9 @@ export function breakdown(task: TaskDefinition, items: readonly ScoredItem[]): B
   const space = [...task.labels];
   const index = new Map(space.map((l, i) => [l, i]));
   const matrix = space.map(() => space.map(() => 0));
+  // Items without an answer have no column; they count as wrong in the per-label rows above.
   for (const it of items) {
+    if (it.prediction === null) continue;
     const row = matrix[index.get(it.gold as string) as number] as number[];
     const col = index.get(it.prediction as string) as number;
     row[col] = (row[col] as number) + 1;

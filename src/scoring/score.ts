@@ -44,6 +44,8 @@ export interface EvaluateOptions {
 
 export interface TaskResult {
   n: number;
+  /** Items answered with null (an unreadable model reply), scored as wrong. */
+  unanswered: number;
   file: string;
   format: SubmissionFormat;
   /** In percent, 0-100; only the task's own metrics. */
@@ -146,6 +148,7 @@ export function scoreValidated(v: ValidatedSubmission, options: EvaluateOptions 
     const intervals = boot?.tasks.get(t.task.name);
     tasks[t.task.name] = {
       n,
+      unanswered: t.items.filter((i) => i.prediction === null).length,
       file: t.file,
       format: t.format,
       metrics,

@@ -94,6 +94,22 @@ describe('validateTaskFile: classification (RuMedNLI)', () => {
     expect(v.issues[4]?.expected).toBe('"contradiction"');
   });
 
+  it('takes null as "no answer": validated, kept, and scored as wrong', () => {
+    const v = validateTaskFile(
+      task,
+      'RuMedNLI.jsonl',
+      lines(
+        { pairID: 'p1', gold_label: 'neutral', prediction: null },
+        { pairID: 'p2', gold_label: 'entailment', prediction: 'entailment' },
+        { pairID: 'p3', gold_label: 'contradiction', prediction: 'neutral' },
+        { pairID: 'p4', gold_label: 'neutral', prediction: 'neutral' },
+      ),
+      reference,
+    );
+    expect(v.issues).toEqual([]);
+    expect(v.items?.map((i) => i.prediction)).toEqual([null, 'entailment', 'neutral', 'neutral']);
+  });
+
   it('rejects a wrongly typed or empty label', () => {
     const v = validateTaskFile(
       task,

@@ -16,7 +16,8 @@ export type SubmissionFormat = 'rumedbench' | 'platform';
 export interface ScoredItem {
   id: string;
   gold: Prediction;
-  prediction: Prediction;
+  /** null: no answer (an unparsed model reply), scored as wrong. */
+  prediction: Prediction | null;
 }
 
 export interface Reference {
@@ -144,7 +145,7 @@ export function validateTaskFile(
 
   let format: SubmissionFormat | undefined;
   const seen = new Map<string, number>();
-  const answers = new Map<string, { prediction: Prediction; fileGold?: Prediction }>();
+  const answers = new Map<string, { prediction: Prediction | null; fileGold?: Prediction }>();
 
   if (lines.length === 0)
     err({
@@ -239,7 +240,8 @@ export function validateTaskFile(
         : undefined;
 
     const prediction = format === 'rumedbench' ? rec[PREDICTION] : rec[task.goldField];
-    const problem = checkAnswer(task, prediction, tokensLength);
+    // null is an explicit "no answer" (a model reply that could not be read): scored as wrong and counted.
+    const problem = prediction === null ? undefined : checkAnswer(task, prediction, tokensLength);
     if (problem) {
       err({ ...at, ...problem });
       continue;
@@ -339,7 +341,7 @@ export function validateTaskFile(
   const items: ScoredItem[] = [];
   let noGold = 0;
   for (const id of order) {
-    const a = answers.get(id) as { prediction: Prediction; fileGold?: Prediction };
+    const a = answers.get(id) as { prediction: Prediction | null; fileGold?: Prediction };
     const gold = a.fileGold ?? (byId?.get(id)?.gold as Prediction | undefined);
     if (gold === undefined) noGold += 1;
     else items.push({ id, gold, prediction: a.prediction });
@@ -352,7 +354,7 @@ export function validateTaskFile(
 
   if (task.kind === 'ranking' && reference.trainLabels) {
     const train = reference.trainLabels;
-    const outside = items.flatMap((it) => (it.prediction as string[]).filter((l) => !train.has(l)));
+    const outside = items.flatMap((it) => ((it.prediction ?? []) as string[]).filter((l) => !train.has(l)));
     if (outside.length > 0) {
       const examples = [...new Set(outside)]
         .slice(0, 5)

@@ -1,5 +1,6 @@
 /** RuMedDaNet: yes/no questions on a medical passage. */
 import { z } from 'zod';
+import { parseYesNo } from '../llm/parse.js';
 import { text } from './fields.js';
 import type { ClassificationTask } from './types.js';
 
@@ -17,6 +18,15 @@ export const rumedDaNet = {
   metrics: ['accuracy'],
   labels: LABELS,
   naiveLabel: 'да',
+  prompt: {
+    version: 'danet-v1',
+    system: 'Ты эксперт в медицине и биологии. Отвечай кратко и строго в требуемом формате.',
+    instruction: () =>
+      'Прочитай текст и ответь на вопрос по нему словом «да» или «нет». Последняя строка ответа: «Ответ: да» или «Ответ: нет».',
+    render: (raw) => `Текст: ${String(raw.context)}\nВопрос: ${String(raw.question)}`,
+    answer: (gold) => `Ответ: ${String(gold)}`,
+    parse: (reply) => parseYesNo(reply),
+  },
   recordSchema: z.looseObject({
     pairID: text,
     context: text,

@@ -1,5 +1,7 @@
 /** RuMedNER: named entities in drug reviews (RuDReC), one IOB2 tag per token. */
 import { z } from 'zod';
+import { parseEntities } from '../llm/parse.js';
+import { getEntities } from '../metrics/seqeval.js';
 import { iob2Tags, text } from './fields.js';
 import type { TaggingTask } from './types.js';
 
@@ -19,6 +21,24 @@ export const rumedNer = {
   splits: ['train', 'dev', 'test'],
   inOverall: true,
   metrics: ['accuracy', 'f1'],
+  prompt: {
+    version: 'ner-v1',
+    system: 'Ты специалист по разметке медицинских текстов. Отвечай только JSON.',
+    instruction: () =>
+      'Найди в отзыве о лекарстве именованные сущности следующих типов: Drugname (название препарата), ' +
+      'Drugclass (класс препаратов), Drugform (лекарственная форма), DI (болезнь или симптом, от которых принимают ' +
+      'препарат), ADR (побочное действие препарата), Finding (прочие болезни и симптомы). Верни только JSON-список ' +
+      'вида [{"text": "фрагмент", "type": "тип"}], где text — точный фрагмент отзыва. Если сущностей нет, верни [].',
+    render: (raw) => `Отзыв: ${(raw.tokens as string[]).join(' ')}`,
+    answer: (gold, raw) =>
+      JSON.stringify(
+        getEntities(gold as string[]).map((e) => ({
+          text: (raw.tokens as string[]).slice(e.start, e.end + 1).join(' '),
+          type: e.type,
+        })),
+      ),
+    parse: (reply, raw) => parseEntities(reply, raw.tokens as string[], ENTITY_TYPES),
+  },
   recordSchema: z
     .looseObject({
       idx: text,

@@ -1,5 +1,6 @@
 /** RuMedNLI: natural language inference on clinical sentence pairs (translated MedNLI). */
 import { z } from 'zod';
+import { parseNli } from '../llm/parse.js';
 import { text } from './fields.js';
 import type { ClassificationTask } from './types.js';
 
@@ -17,6 +18,17 @@ export const rumedNli = {
   metrics: ['accuracy'],
   labels: LABELS,
   naiveLabel: 'neutral',
+  prompt: {
+    version: 'nli-v1',
+    system: 'Ты опытный врач. Отвечай кратко и строго в требуемом формате.',
+    instruction: () =>
+      'Даны два утверждения из медицинской документации: посылка и гипотеза. Определи отношение между ними: ' +
+      'entailment (гипотеза следует из посылки), contradiction (гипотеза противоречит посылке) или neutral ' +
+      '(ни то, ни другое). Последняя строка ответа: «Ответ: entailment», «Ответ: contradiction» или «Ответ: neutral».',
+    render: (raw) => `Посылка: ${String(raw.ru_sentence1)}\nГипотеза: ${String(raw.ru_sentence2)}`,
+    answer: (gold) => `Ответ: ${String(gold)}`,
+    parse: (reply) => parseNli(reply),
+  },
   recordSchema: z.looseObject({
     pairID: text,
     ru_sentence1: text,

@@ -1,5 +1,6 @@
 /** RuMedSymptomRec: the symptom a doctor should check next, given an incomplete description. */
 import { z } from 'zod';
+import { parseSymptomList } from '../llm/parse.js';
 import { text } from './fields.js';
 import type { RankingTask } from './types.js';
 
@@ -16,5 +17,16 @@ export const rumedSymptomRec = {
   // Free-text symptom names: anything non-blank is well formed; names outside the train inventory are counted.
   labelPattern: /\S/,
   labelDescription: 'a symptom name from the train inventory, such as "сухой кашель"',
+  prompt: {
+    version: 'symptomrec-v1',
+    system: 'Ты опытный врач-терапевт. Отвечай кратко и строго в требуемом формате.',
+    instruction: (ctx) =>
+      'По описанию состояния пациента определи, какой симптом врачу следует проверить или уточнить следующим. ' +
+      'Назови три наиболее вероятных симптома в порядке убывания вероятности, выбирая только из списка: ' +
+      `${(ctx.labels ?? []).join('; ')}. Последняя строка ответа: «Ответ: симптом1; симптом2; симптом3».`,
+    render: (raw) => `Описание: ${String(raw.symptoms)}`,
+    answer: (gold) => `Ответ: ${String(gold)}`,
+    parse: (reply, _raw, ctx) => parseSymptomList(reply, ctx.labels ?? []),
+  },
   recordSchema: z.looseObject({ idx: text, symptoms: text, code: text.optional() }),
 } as const satisfies RankingTask<'RuMedSymptomRec'>;

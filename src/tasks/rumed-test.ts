@@ -1,5 +1,6 @@
 /** RuMedTest: four-option questions from Russian medical exams; the answers are closed (no public gold). */
 import { z } from 'zod';
+import { parseOption } from '../llm/parse.js';
 import { text } from './fields.js';
 import type { ClassificationTask } from './types.js';
 
@@ -19,6 +20,16 @@ export const rumedTest = {
   labels: LABELS,
   naiveLabel: '1',
   choices: { questionField: 'question', optionFields: { '1': '1', '2': '2', '3': '3', '4': '4' } },
+  prompt: {
+    version: 'test-v1',
+    system: 'Ты опытный врач, сдающий аккредитационный экзамен. Отвечай кратко и строго в требуемом формате.',
+    instruction: () =>
+      'Выбери единственный правильный вариант ответа на вопрос. Последняя строка ответа: «Ответ: N», где N — номер варианта (1, 2, 3 или 4).',
+    render: (raw) =>
+      `Вопрос: ${String(raw.question)}\n${LABELS.map((l) => `${l}. ${String(raw[l])}`).join('\n')}`,
+    answer: (gold) => `Ответ: ${String(gold)}`,
+    parse: (reply) => parseOption(reply, LABELS),
+  },
   recordSchema: z.looseObject({
     idx: text,
     question: text,

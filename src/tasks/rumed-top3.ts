@@ -1,5 +1,6 @@
 /** RuMedTop3: the ICD-10 code (three characters) of a diagnosis from the patient's symptoms. */
 import { z } from 'zod';
+import { parseIcd10List } from '../llm/parse.js';
 import { text } from './fields.js';
 import type { RankingTask } from './types.js';
 
@@ -17,6 +18,17 @@ export const rumedTop3 = {
   metrics: ['accuracy', 'hit_at_3'],
   labelPattern: ICD10_CODE,
   labelDescription: 'a three-character ICD-10 code such as "M54" (Latin letter, two digits)',
+  prompt: {
+    version: 'top3-v1',
+    system: 'Ты опытный врач-терапевт. Отвечай кратко и строго в требуемом формате.',
+    instruction: () =>
+      'По жалобам пациента определи наиболее вероятный диагноз. Назови три наиболее вероятных кода МКБ-10 ' +
+      '(три знака: латинская буква и две цифры, например M54), от самого вероятного к наименее вероятному. ' +
+      'Последняя строка ответа: «Ответ: КОД1, КОД2, КОД3».',
+    render: (raw) => `Жалобы: ${String(raw.symptoms)}`,
+    answer: (gold) => `Ответ: ${String(gold)}`,
+    parse: (reply) => parseIcd10List(reply),
+  },
   recordSchema: z.looseObject({
     idx: text,
     symptoms: text,

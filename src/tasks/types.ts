@@ -3,6 +3,7 @@
  * the scorer, reports (and later baselines and prompts) read only these definitions.
  */
 import type { z } from 'zod';
+import type { ParseResult } from '../llm/parse.js';
 
 export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
 export type Split = (typeof SPLITS)[number];
@@ -18,6 +19,31 @@ export type MetricName = 'accuracy' | 'hit_at_3' | 'f1';
  */
 export type TaskKind = 'ranking' | 'classification' | 'tagging';
 
+/** What a prompt or a parser may need beyond the record: the train label inventory, for open label spaces. */
+export interface PromptContext {
+  readonly labels?: readonly string[];
+}
+
+/**
+ * How a language model is asked the task and how its reply is read. Russian text; the reply's last line carries
+ * the answer in a stated form, which the task's parser reads (see src/llm/parse.ts).
+ */
+export interface TaskPrompt {
+  /** Bumped whenever the wording changes, so runs and caches with other wording are told apart. */
+  readonly version: string;
+  readonly system: string;
+  instruction(ctx: PromptContext): string;
+  /** The item as the model sees it. */
+  render(raw: Readonly<Record<string, unknown>>): string;
+  /** A gold answer written as the model should write it (k-shot examples). */
+  answer(gold: string | readonly string[], raw: Readonly<Record<string, unknown>>): string;
+  parse(
+    reply: string,
+    raw: Readonly<Record<string, unknown>>,
+    ctx: PromptContext,
+  ): ParseResult<string | string[]>;
+}
+
 interface TaskBase<Name extends string = string> {
   readonly name: Name;
   /** One line for tables and `--help`. */
@@ -32,6 +58,7 @@ interface TaskBase<Name extends string = string> {
   /** Whether the task counts towards RuMedOverall (the paper's five public tasks). */
   readonly inOverall: boolean;
   readonly metrics: readonly MetricName[];
+  readonly prompt: TaskPrompt;
   /** Schema of one data record; the gold field is optional here, the loader decides where it is required. */
   readonly recordSchema: z.ZodType<Record<string, unknown>>;
 }

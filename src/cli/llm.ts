@@ -1,0 +1,137 @@
+/** `rumedbench llm`: a thin wrapper over runLlm with an OpenAI-compatible provider. */
+import { resolveDataDir } from '../data/paths.js';
+import { UsageError } from '../errors.js';
+import { OpenAIProvider } from '../llm/openai.js';
+import { readTemplates } from '../llm/prompt.js';
+import { runLlm, type SplitChoice } from '../llm/run.js';
+import { PAPER_ROWS } from '../report/paper.js';
+import { renderDetails, renderSummary, renderTable } from '../report/table.js';
+import { parseTaskList } from '../tasks/registry.js';
+import { type CliIo, EXIT } from './io.js';
+
+export interface LlmFlags {
+  provider: string;
+  model: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  header: string[];
+  tasks?: string;
+  split: SplitChoice;
+  data?: string;
+  out: string;
+  shots: number;
+  seed: number;
+  temperature: number;
+  maxTokens: number;
+  stop: string[];
+  system?: string;
+  template?: string;
+  concurrency: number;
+  timeoutMs: number;
+  maxRetries: number;
+  limit?: number;
+  resume?: boolean;
+  retryErrors?: boolean;
+  pricePrompt?: number;
+  priceCompletion?: number;
+  bootstrap: number;
+  progress: boolean;
+  json?: boolean;
+}
+
+function headers(list: readonly string[]): Record<string, string> {
+  return Object.fromEntries(
+    list.map((h) => {
+      const at = h.indexOf(':');
+      if (at <= 0) throw new UsageError(`--header must look like "Name: value", got "${h}"`);
+      return [h.slice(0, at).trim(), h.slice(at + 1).trim()];
+    }),
+  );
+}
+
+export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
+  if (flags.provider !== 'openai')
+    throw new UsageError(`unknown provider "${flags.provider}"; expected openai`);
+  if (!flags.baseUrl)
+    throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
+  let apiKey: string | undefined;
+  if (flags.apiKeyEnv) {
+    apiKey = process.env[flags.apiKeyEnv];
+    if (!apiKey)
+      throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: that environment variable is not set`);
+  }
+  if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
+    throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
+  }
+  const provider = new OpenAIProvider({
+    baseUrl: flags.baseUrl,
+    model: flags.model,
+    headers: headers(flags.header),
+    timeoutMs: flags.timeoutMs,
+    maxRetries: flags.maxRetries,
+    ...(apiKey ? { apiKey } : {}),
+  });
+  const result = await runLlm({
+    provider,
+    tasks: parseTaskList(flags.tasks),
+    splits: flags.split,
+    dataDir: resolveDataDir(flags.data),
+    outDir: flags.out,
+    shots: flags.shots,
+    seed: flags.seed,
+    params: {
+      temperature: flags.temperature,
+      maxTokens: flags.maxTokens,
+      seed: flags.seed,
+      ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
+    },
+    concurrency: flags.concurrency,
+    bootstrap: flags.bootstrap,
+    logger: io.log,
+    progress: flags.progress && process.stderr.isTTY === true,
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.resume ? { resume: true } : {}),
+    ...(flags.retryErrors ? { retryErrors: true } : {}),
+    ...(flags.system !== undefined ? { system: flags.system } : {}),
+    ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
+    ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
+      ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
+      : {}),
+  });
+  if (flags.json) {
+    io.out(`${JSON.stringify(result.summary)}\n`);
+    return EXIT.ok;
+  }
+  const llm = result.summary.llm as {
+    tasks: Record<string, { samples: number; unparsed: number; unparsed_rate: number; failed: number }>;
+    requests: { total: number; sent_this_run: number; throughput_rps: number };
+    usage: { prompt_tokens: number; completion_tokens: number };
+    latency_ms: { median: number | null; p95: number | null };
+    cost?: number;
+    skipped: Record<string, string>;
+  };
+  const rows = PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human');
+  io.out(
+    [
+      renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),
+      renderDetails(result.evaluation),
+      renderTable(
+        ['task', 'samples', 'unparsed', 'unparsed %', 'failed'],
+        Object.entries(llm.tasks).map(([t, v]) => [
+          t,
+          String(v.samples),
+          String(v.unparsed),
+          v.unparsed_rate.toFixed(1),
+          String(v.failed),
+        ]),
+      ),
+      `requests: ${llm.requests.total} in the run, ${llm.requests.sent_this_run} sent now (${llm.requests.throughput_rps.toFixed(1)}/s); ` +
+        `tokens: ${llm.usage.prompt_tokens} prompt + ${llm.usage.completion_tokens} completion; ` +
+        `latency median ${llm.latency_ms.median?.toFixed(0) ?? '–'} ms, p95 ${llm.latency_ms.p95?.toFixed(0) ?? '–'} ms` +
+        (llm.cost !== undefined ? `; cost ${llm.cost.toFixed(4)}` : ''),
+      ...Object.entries(llm.skipped).map(([t, why]) => `${t}: skipped: ${why}`),
+      `run folder: ${result.outDir}`,
+    ].join('\n\n') + '\n',
+  );
+  return EXIT.ok;
+}

@@ -1,0 +1,322 @@
+/**
+ * Reading a model's answer. Every parser returns either the answer in the task's shape or `unparsed` with the
+ * reason; an answer that cannot be read is never replaced by a default label (it is scored as wrong and counted).
+ *
+ * All parsers first strip reasoning blocks (`<think>…</think>`) and markdown, then look for the final answer: the
+ * text after the last "Ответ:" / "Итоговый ответ:" / "Answer:" marker, else the whole reply.
+ */
+
+export type ParseResult<T> =
+  | { status: 'parsed'; answer: T; notes: string[] }
+  | { status: 'unparsed'; reason: string };
+
+const parsed = <T>(answer: T, notes: string[] = []): ParseResult<T> => ({ status: 'parsed', answer, notes });
+const unparsed = (reason: string): ParseResult<never> => ({ status: 'unparsed', reason });
+
+const THINK_BLOCK = /<(think|thinking|reasoning)>[\s\S]*?<\/\1>/gi;
+const UNCLOSED_THINK = /<(think|thinking|reasoning)>[\s\S]*$/i;
+const ANSWER_MARKER =
+  /(?:итоговый\s+ответ|окончательный\s+ответ|правильный\s+ответ|final\s+answer|ответ|answer)\s*[:：—-]\s*/gi;
+
+/** Removes reasoning blocks and markdown emphasis, keeping the text. An unfinished reasoning block leaves nothing. */
+export function stripReasoning(reply: string): string {
+  let t = reply.replace(THINK_BLOCK, ' ');
+  // A closing tag without its opening one: everything before it was reasoning.
+  const close = t.search(/<\/(think|thinking|reasoning)>/i);
+  if (close >= 0) t = t.slice(t.indexOf('>', close) + 1);
+  t = t.replace(UNCLOSED_THINK, ' ');
+  return t
+    .replace(/```[a-z]*\n?/gi, '\n')
+    .replace(/[*_`]+/g, '')
+    .replace(/^\s{0,3}#{1,6}\s*/gm, '')
+    .trim();
+}
+
+/** The final answer: after the last answer marker, else the whole (stripped) reply. */
+export function finalAnswer(reply: string): string {
+  const t = stripReasoning(reply);
+  let last = -1;
+  for (const m of t.matchAll(ANSWER_MARKER)) last = (m.index ?? 0) + m[0].length;
+  return (last >= 0 ? t.slice(last) : t).trim();
+}
+
+/** Words of a text, lower-cased, ё as е. */
+function words(text: string): { word: string; index: number }[] {
+  return [
+    ...text
+      .toLowerCase()
+      .replace(/ё/g, 'е')
+      .matchAll(/[\p{L}\p{N}]+/gu),
+  ].map((m) => ({ word: m[0], index: m.index ?? 0 }));
+}
+
+/** The first of several word-level cues in the answer; null when none occurs. */
+function firstCue<T>(answer: string, cues: readonly [RegExp, T][]): T | null {
+  let best: { at: number; value: T } | null = null;
+  for (const [re, value] of cues) {
+    const m = re.exec(answer.toLowerCase().replace(/ё/g, 'е'));
+    if (m && (best === null || m.index < best.at)) best = { at: m.index, value };
+  }
+  return best?.value ?? null;
+}
+
+const B = '(?<![\\p{L}\\p{N}])';
+const E = '(?![\\p{L}\\p{N}])';
+const cue = (alternatives: string, notAfter = ''): RegExp =>
+  new RegExp(`${notAfter ? `(?<!${notAfter})` : ''}${B}(?:${alternatives})${E}`, 'u');
+
+// Negated forms come first in each list only for readability; the earliest match in the text wins.
+const YES_NO: [RegExp, 'да' | 'нет'][] = [
+  [
+    cue('нет|неверно|не\\s+верно|неправильно|не\\s+правильно|ложно|не\\s+соответствует|no|false|incorrect'),
+    'нет',
+  ],
+  [cue('да|верно|правильно|истинно|соответствует|yes|true|correct'), 'да'],
+];
+
+/** RuMedDaNet: да / нет and their synonyms (верно, неверно, yes, no, …). */
+export function parseYesNo(reply: string): ParseResult<'да' | 'нет'> {
+  const answer = finalAnswer(reply);
+  const v = firstCue(answer, YES_NO);
+  return v ? parsed(v) : unparsed('no да/нет (or synonym) in the answer');
+}
+
+const NLI: [RegExp, 'entailment' | 'contradiction' | 'neutral'][] = [
+  // "не следует" is no entailment: the negated verbs are not cues.
+  [cue('entailment|следование|следует|вытекает|подтверждает', '(?:не|нельзя)\\s'), 'entailment'],
+  [cue('contradiction|противоречие|противоречит|противоречат|опровергает', '(?:не|нет)\\s'), 'contradiction'],
+  [
+    cue(
+      'neutral|нейтрально|нейтральное|нейтральный|нейтральная|нейтральность|не\\s+связаны|невозможно\\s+определить',
+    ),
+    'neutral',
+  ],
+];
+
+/** RuMedNLI: the relation, in Russian or English. */
+export function parseNli(reply: string): ParseResult<'entailment' | 'contradiction' | 'neutral'> {
+  const v = firstCue(finalAnswer(reply), NLI);
+  return v
+    ? parsed(v)
+    : unparsed('no entailment / contradiction / neutral (or Russian equivalent) in the answer');
+}
+
+// Cyrillic option letters, and the Latin letters that look like them (A for А, B for В).
+const OPTION_LETTERS: Record<string, string> = { а: '1', б: '2', в: '3', г: '4', a: '1', b: '3' };
+
+/** RuMedTest: the number of the chosen option (1-4), or its letter (А Б В Г, or Latin look-alikes of А and В). */
+export function parseOption(
+  reply: string,
+  options: readonly string[] = ['1', '2', '3', '4'],
+): ParseResult<string> {
+  const answer = finalAnswer(reply);
+  const digit = new RegExp(`${B}([1-9])(?:[).:]|${E})`, 'u').exec(answer);
+  const letter = new RegExp(`${B}([абвгab])(?:[).:]|${E})`, 'iu').exec(answer);
+  const candidates: { at: number; value: string; note?: string }[] = [];
+  if (digit) candidates.push({ at: digit.index, value: digit[1] as string });
+  if (letter) {
+    const l = (letter[1] as string).toLowerCase();
+    candidates.push({
+      at: letter.index,
+      value: OPTION_LETTERS[l] as string,
+      note: `option letter "${letter[1]}" read as ${OPTION_LETTERS[l]}`,
+    });
+  }
+  candidates.sort((a, b) => a.at - b.at);
+  const first = candidates[0];
+  if (!first) return unparsed('no option number or letter in the answer');
+  if (!options.includes(first.value))
+    return unparsed(`option ${first.value} is not one of ${options.join(', ')}`);
+  return parsed(first.value, first.note ? [first.note] : []);
+}
+
+// Cyrillic letters that look like Latin ones, as models sometimes write ICD-10 codes (М54 for M54).
+const LOOKALIKE: Record<string, string> = {
+  А: 'A',
+  В: 'B',
+  Е: 'E',
+  К: 'K',
+  М: 'M',
+  Н: 'H',
+  О: 'O',
+  Р: 'P',
+  С: 'C',
+  Т: 'T',
+  Х: 'X',
+  У: 'Y',
+  З: 'Z',
+};
+const ICD_CODE = /(?<![\p{L}\p{N}])([A-ZА-ЯЁ])\s?(\d{2})(?:[.,]\d{1,2})?(?!\d)/giu;
+
+/** RuMedTop3: up to three ICD-10 codes, ranked; look-alike letters mapped, subcodes cut, duplicates removed. */
+export function parseIcd10List(reply: string, max = 3): ParseResult<string[]> {
+  const answer = finalAnswer(reply);
+  const codes: string[] = [];
+  const notes: string[] = [];
+  for (const m of answer.matchAll(ICD_CODE)) {
+    const raw = (m[1] as string).toUpperCase();
+    const letter = LOOKALIKE[raw] ?? raw;
+    if (!/^[A-Z]$/.test(letter)) continue;
+    if (letter !== raw) notes.push(`Cyrillic "${raw}" read as Latin "${letter}"`);
+    const code = `${letter}${m[2]}`;
+    if (m[0].length > 3 + (m[0].includes(' ') ? 1 : 0)) notes.push(`"${m[0].trim()}" cut to ${code}`);
+    if (!codes.includes(code)) codes.push(code);
+    if (codes.length === max) break;
+  }
+  return codes.length > 0 ? parsed(codes, [...new Set(notes)]) : unparsed('no ICD-10 code in the answer');
+}
+
+/** Lower-case, ё as е, punctuation and extra spaces removed: how symptom names are compared. */
+export function normalizeSymptom(s: string): string {
+  return words(s)
+    .map((w) => w.word)
+    .join(' ');
+}
+
+/** Similarity of two normalised strings: 1 − Levenshtein distance / longer length. */
+export function similarity(a: string, b: string): number {
+  if (a === b) return 1;
+  const n = a.length;
+  const m = b.length;
+  if (n === 0 || m === 0) return 0;
+  let prev = Array.from({ length: m + 1 }, (_, j) => j);
+  for (let i = 1; i <= n; i++) {
+    const cur = [i];
+    for (let j = 1; j <= m; j++) {
+      cur[j] = Math.min(
+        (prev[j] as number) + 1,
+        (cur[j - 1] as number) + 1,
+        (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    prev = cur;
+  }
+  return 1 - (prev[m] as number) / Math.max(n, m);
+}
+
+/** A fuzzy match to the symptom inventory counts only at or above this similarity (and is recorded). */
+export const SYMPTOM_FUZZY_THRESHOLD = 0.85;
+
+/**
+ * RuMedSymptomRec: up to three symptoms from the task's inventory. The answer is split into items (lines, numbered
+ * items, commas, semicolons); each is matched exactly after normalisation, else to the most similar inventory
+ * entry when the similarity reaches {@link SYMPTOM_FUZZY_THRESHOLD}.
+ */
+export function parseSymptomList(
+  reply: string,
+  inventory: readonly string[],
+  max = 3,
+): ParseResult<string[]> {
+  const answer = finalAnswer(reply);
+  const byNorm = new Map(inventory.map((s) => [normalizeSymptom(s), s]));
+  const items = answer
+    .split(/\n|;|,(?![^()]*\))|(?:^|\s)\d+[.)]\s/)
+    .map((s) => s.replace(/^[\s\-–—•\d.)]+/, '').trim())
+    .filter((s) => s !== '');
+  const out: string[] = [];
+  const notes: string[] = [];
+  for (const item of items) {
+    const norm = normalizeSymptom(item);
+    if (norm === '') continue;
+    let hit = byNorm.get(norm);
+    if (!hit) {
+      let best = { score: 0, label: '' };
+      for (const [n, label] of byNorm) {
+        const sc = similarity(norm, n);
+        if (sc > best.score) best = { score: sc, label };
+      }
+      if (best.score >= SYMPTOM_FUZZY_THRESHOLD) {
+        hit = best.label;
+        notes.push(`"${item}" matched "${best.label}" (similarity ${best.score.toFixed(2)})`);
+      } else notes.push(`"${item}" matches no symptom of the inventory`);
+    }
+    if (hit && !out.includes(hit)) out.push(hit);
+    if (out.length === max) break;
+  }
+  return out.length > 0
+    ? parsed(out, notes)
+    : unparsed(`no symptom of the inventory in the answer${notes.length ? ` (${notes.join('; ')})` : ''}`);
+}
+
+/** RuDReC-style tokenisation: words and single punctuation marks. */
+export function tokenize(text: string): string[] {
+  return text.match(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu) ?? [];
+}
+
+/** The first JSON array or object in a text (a fenced block, or the outermost brackets). */
+function extractJson(text: string): unknown {
+  const candidates: string[] = [];
+  for (const m of text.matchAll(/```(?:json)?\s*([\s\S]*?)```/gi)) candidates.push(m[1] as string);
+  const start = text.search(/[[{]/);
+  if (start >= 0) {
+    const open = text[start] as string;
+    const close = open === '[' ? ']' : '}';
+    const end = text.lastIndexOf(close);
+    if (end > start) candidates.push(text.slice(start, end + 1));
+  }
+  for (const c of candidates) {
+    try {
+      return JSON.parse(c);
+    } catch {
+      // try the next candidate
+    }
+  }
+  return undefined;
+}
+
+/**
+ * RuMedNER: entities as JSON (`[{"text": …, "type": …}]`, or `{"entities": [...]}`), aligned back to the given
+ * tokens (the first unused case-insensitive occurrence) and turned into IOB2 tags. Entities whose type is unknown or
+ * whose text is not in the sentence are left out and recorded in the notes.
+ */
+export function parseEntities(
+  reply: string,
+  tokens: readonly string[],
+  entityTypes: readonly string[],
+): ParseResult<string[]> {
+  // JSON may sit before an answer marker too; search the reply without reasoning, not only the final answer.
+  const value = extractJson(stripReasoningKeepingCode(reply));
+  const list = Array.isArray(value) ? value : (value as { entities?: unknown } | undefined)?.entities;
+  if (!Array.isArray(list)) return unparsed('no JSON list of entities in the answer');
+  const typeOf = new Map(entityTypes.map((t) => [t.toLowerCase(), t]));
+  const lower = tokens.map((t) => t.toLowerCase());
+  const tags = tokens.map(() => 'O');
+  const notes: string[] = [];
+  for (const item of list) {
+    const rec = item as Record<string, unknown>;
+    const text = rec?.text ?? rec?.entity ?? rec?.span;
+    const type = rec?.type ?? rec?.label ?? rec?.category;
+    if (typeof text !== 'string' || typeof type !== 'string') {
+      notes.push(`entry ${JSON.stringify(item)} has no "text" and "type"`);
+      continue;
+    }
+    const t = typeOf.get(type.toLowerCase());
+    if (!t) {
+      notes.push(`type "${type}" is not one of ${entityTypes.join(', ')}`);
+      continue;
+    }
+    const span = tokenize(text).map((w) => w.toLowerCase());
+    if (span.length === 0) continue;
+    let placed = false;
+    for (let i = 0; i + span.length <= tokens.length && !placed; i++) {
+      if (
+        span.every((w, k) => lower[i + k] === w) &&
+        tags.slice(i, i + span.length).every((g) => g === 'O')
+      ) {
+        span.forEach((_, k) => {
+          tags[i + k] = `${k === 0 ? 'B' : 'I'}-${t}`;
+        });
+        placed = true;
+      }
+    }
+    if (!placed) notes.push(`"${text}" (${t}) is not in the sentence`);
+  }
+  return parsed(tags, notes);
+}
+
+function stripReasoningKeepingCode(reply: string): string {
+  let t = reply.replace(THINK_BLOCK, ' ');
+  const close = t.search(/<\/(think|thinking|reasoning)>/i);
+  if (close >= 0) t = t.slice(t.indexOf('>', close) + 1);
+  return t.replace(UNCLOSED_THINK, ' ');
+}

@@ -1,0 +1,255 @@
+/** `rumedbench llm` against a loopback OpenAI-compatible server: outputs, retries, and a killed run resumed. */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { unzipSync } from 'fflate';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadSplit } from '../../src/data/load.js';
+import { getTask } from '../../src/tasks/registry.js';
+import type { Split, TaskRecord } from '../../src/tasks/types.js';
+import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+
+const exec = promisify(execFile);
+const servers: FakeOpenAI[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** Answers every item with its gold answer, written as the prompt asks, except the ids in `garble`. */
+async function oracle(
+  tasks: [string, Split][],
+  garble: (id: string) => boolean,
+): Promise<(body: ChatRequestBody) => string> {
+  const answers = new Map<string, string>();
+  for (const [name, split] of tasks) {
+    const task = getTask(name);
+    const records: TaskRecord[] = await loadSplit(task, split, { dataDir: DATA_DIR as string });
+    for (const r of records) {
+      const text = garble(r.id)
+        ? 'Затрудняюсь ответить.'
+        : r.gold === undefined
+          ? 'Ответ: 2'
+          : task.prompt.answer(r.gold as string, r.raw);
+      answers.set(task.prompt.render(r.raw), text);
+    }
+  }
+  return (body) => {
+    const last = body.messages[body.messages.length - 1]?.content ?? '';
+    return answers.get(last.slice(last.indexOf('\n\n') + 2)) ?? 'нет такого вопроса';
+  };
+}
+
+const cli = (args: string[]) =>
+  exec(process.execPath, [CLI, 'llm', '--model', 'fake-1', '--no-progress', ...args], {
+    env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+    maxBuffer: 64 << 20,
+  });
+
+const garbleEvery5th = (id: string) => id.charCodeAt(id.length - 1) % 5 === 0;
+
+describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+  it('asks every task, reads the replies, and writes the run folder; unreadable replies are unparsed, not defaulted', async () => {
+    const reply = await oracle(
+      [
+        ['RuMedTop3', 'test'],
+        ['RuMedSymptomRec', 'test'],
+        ['RuMedDaNet', 'test'],
+        ['RuMedNLI', 'test'],
+        ['RuMedNER', 'test'],
+        ['RuMedDaNet', 'private_test'],
+        ['RuMedTest', 'private_test'],
+      ],
+      garbleEvery5th,
+    );
+    const server = await startFakeOpenAI({ reply });
+    servers.push(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-'));
+    const { stdout } = await cli([
+      '--base-url',
+      server.url,
+      '--out',
+      out,
+      '--split',
+      'both',
+      '--limit',
+      '12',
+      '--bootstrap',
+      '0',
+      '--json',
+    ]);
+    const summary = JSON.parse(stdout);
+    const samples = readFileSync(join(out, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    // 12 items for each task and split: 5 test sets, 3 private tests.
+    expect(samples).toHaveLength(12 * 8);
+    expect(server.requests).toHaveLength(12 * 8);
+    expect(server.requests[0]?.body).toMatchObject({
+      model: 'fake-1',
+      temperature: 0,
+      max_tokens: 1024,
+      seed: 0,
+    });
+    for (const s of samples) {
+      if (s.gold === undefined) continue;
+      // The oracle is right except where it garbles; a garbled reply is unparsed and wrong.
+      expect({ id: s.id, status: s.status, correct: s.correct }).toEqual(
+        garbleEvery5th(s.id)
+          ? { id: s.id, status: 'unparsed', correct: false }
+          : { id: s.id, status: 'parsed', correct: true },
+      );
+    }
+    const garbled = (task: string) =>
+      samples.filter((s) => s.task === task && s.split === 'test' && garbleEvery5th(s.id)).length;
+    expect(summary.tasks.RuMedDaNet.metrics.accuracy).toBeCloseTo(
+      (100 * (12 - garbled('RuMedDaNet'))) / 12,
+      6,
+    );
+    expect(summary.tasks.RuMedDaNet.unanswered).toBe(
+      samples.filter((s) => s.task === 'RuMedDaNet' && s.split === 'test' && s.status === 'unparsed').length,
+    );
+    // The oracle knows no private-test gold and answers "Ответ: 2", which is no NLI label: unparsed, never defaulted.
+    const nli = samples.filter((s) => s.task === 'RuMedNLI');
+    expect(nli.filter((s) => s.split === 'private_test').map((s) => [s.status, s.answer])).toEqual(
+      Array(12).fill(['unparsed', null]),
+    );
+    expect(summary.llm.tasks.RuMedNLI.unparsed).toBe(12 + garbled('RuMedNLI'));
+    expect(summary.llm.usage.prompt_tokens).toBeGreaterThan(0);
+
+    const predictions = readFileSync(join(out, 'predictions', 'RuMedNLI.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(predictions.filter((p) => p.prediction === null)).toHaveLength(garbled('RuMedNLI'));
+    const zip = unzipSync(readFileSync(join(out, 'submission.zip')));
+    expect(Object.keys(zip).sort()).toEqual(['RuMedDaNet.jsonl', 'RuMedNLI.jsonl', 'RuMedTest.jsonl']);
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
+    expect(manifest).toMatchObject({
+      provider: 'openai',
+      model: 'fake-1',
+      seed: 0,
+      shots: 0,
+      prompt_versions: { RuMedNLI: 'nli-v1' },
+    });
+    expect(manifest.data_sha256['RuMedDaNet/test']).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('retries 429 (honouring Retry-After), 500 and dropped connections, and loses nothing', async () => {
+    const reply = await oracle([['RuMedDaNet', 'test']], () => false);
+    const plan = [{ kind: '429', retryAfter: '1' }, { kind: '500' }, { kind: 'drop' }] as const;
+    const server = await startFakeOpenAI({ reply, behaviour: (n) => plan[n] ?? { kind: 'ok' } });
+    servers.push(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-retry-'));
+    const t0 = Date.now();
+    const { stdout } = await cli([
+      '--base-url',
+      server.url,
+      '--out',
+      out,
+      '--tasks',
+      'RuMedDaNet',
+      '--limit',
+      '5',
+      '--concurrency',
+      '1',
+      '--bootstrap',
+      '0',
+      '--json',
+    ]);
+    expect(Date.now() - t0).toBeGreaterThan(1000);
+    expect(JSON.parse(stdout).tasks.RuMedDaNet.metrics.accuracy).toBe(100);
+    expect(server.requests).toHaveLength(5 + 3);
+  });
+
+  it('a run killed with SIGKILL resumes without asking a finished sample again, and ends as an uninterrupted run', async () => {
+    const reply = await oracle([['RuMedNLI', 'test']], garbleEvery5th);
+    const server = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs: 40 }) });
+    servers.push(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-kill-'));
+    const args = [
+      'llm',
+      '--model',
+      'fake-1',
+      '--no-progress',
+      '--base-url',
+      server.url,
+      '--out',
+      out,
+      '--tasks',
+      'RuMedNLI',
+      '--limit',
+      '60',
+      '--concurrency',
+      '2',
+      '--bootstrap',
+      '0',
+    ];
+    const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+      stdio: 'ignore',
+    });
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (server.requests.length >= 20) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+    });
+    await new Promise((r) => child.once('exit', r));
+    const journaled = new Set(
+      readFileSync(join(out, 'journal.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).key as string),
+    );
+    expect(journaled.size).toBeGreaterThan(10);
+    expect(journaled.size).toBeLessThan(60);
+    const before = server.requests.length;
+
+    await exec(process.execPath, [CLI, ...args, '--resume'], {
+      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+    });
+    const resumed = server.requests.slice(before).map((r) => r.key);
+    // Each remaining sample exactly once; nothing journaled is sent again.
+    expect(new Set(resumed).size).toBe(resumed.length);
+    expect(resumed.length).toBe(60 - journaled.size);
+
+    const clean = mkdtempSync(join(tmpdir(), 'rumedbench-llm-clean-'));
+    await exec(process.execPath, [CLI, ...args.map((a) => (a === out ? clean : a))], {
+      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
+    });
+    const read = (dir: string) => readFileSync(join(dir, 'predictions', 'RuMedNLI.jsonl'), 'utf8');
+    expect(read(out)).toBe(read(clean));
+    expect(read(out).trim().split('\n')).toHaveLength(60);
+  });
+
+  it('refuses to overwrite a run without --resume', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    servers.push(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-again-'));
+    const args = [
+      '--base-url',
+      server.url,
+      '--out',
+      out,
+      '--tasks',
+      'RuMedDaNet',
+      '--limit',
+      '2',
+      '--bootstrap',
+      '0',
+    ];
+    await cli(args);
+    expect(existsSync(join(out, 'journal.jsonl'))).toBe(true);
+    await expect(cli(args)).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('already holds a run; --resume continues it'),
+    });
+  });
+});
