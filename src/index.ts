@@ -24,6 +24,25 @@ export { hasGold, type LoadOptions, loadSplit } from './data/load.js';
 export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export * from './errors.js';
+export { Journal, type JournalEntry } from './llm/journal.js';
+export { LlmRequestError, type OpenAIOptions, OpenAIProvider, retryAfterMs } from './llm/openai.js';
+export * from './llm/parse.js';
+export {
+  buildMessages,
+  type ChatMessage,
+  drawExamples,
+  type PromptTemplate,
+  readTemplates,
+  requestKey,
+} from './llm/prompt.js';
+export type { ChatReply, Provider, SamplingParams, Usage } from './llm/provider.js';
+export {
+  type LlmRunOptions,
+  type LlmRunResult,
+  runLlm,
+  type SampleLog,
+  type SplitChoice,
+} from './llm/run.js';
 export { createLogger, type Logger, type LogLevel } from './log.js';
 export { bootstrapIntervals, type Delta, type Interval, pairedComparison } from './metrics/bootstrap.js';
 export {
@@ -71,6 +90,14 @@ export {
   validateTaskFile,
 } from './scoring/validate.js';
 export { getTask, isTaskName, OVERALL_TASKS, parseTaskList, TASKS, type TaskName } from './tasks/registry.js';
-export type { MetricName, Split, TaskDefinition, TaskKind, TaskRecord } from './tasks/types.js';
+export type {
+  MetricName,
+  PromptContext,
+  Split,
+  TaskDefinition,
+  TaskKind,
+  TaskPrompt,
+  TaskRecord,
+} from './tasks/types.js';
 export { SPLITS } from './tasks/types.js';
 export { VERSION } from './version.js';

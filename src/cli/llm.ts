@@ -1,8 +1,12 @@
 /** `rumedbench llm`: a thin wrapper over runLlm with an OpenAI-compatible provider. */
+
+import { existsSync } from 'node:fs';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
+import { LlamaProvider } from '../llm/llama.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { readTemplates } from '../llm/prompt.js';
+import type { Provider } from '../llm/provider.js';
 import { runLlm, type SplitChoice } from '../llm/run.js';
 import { PAPER_ROWS } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
@@ -37,6 +41,8 @@ export interface LlmFlags {
   bootstrap: number;
   progress: boolean;
   json?: boolean;
+  contextSize: number;
+  gpu?: boolean;
 }
 
 function headers(list: readonly string[]): Record<string, string> {
@@ -49,9 +55,19 @@ function headers(list: readonly string[]): Record<string, string> {
   );
 }
 
-export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
+async function makeProvider(flags: LlmFlags): Promise<Provider> {
+  if (flags.provider === 'llama') {
+    if (!existsSync(flags.model)) {
+      throw new UsageError(`--provider llama needs --model PATH.gguf; ${flags.model} does not exist`);
+    }
+    return LlamaProvider.load({
+      modelPath: flags.model,
+      contextSize: flags.contextSize,
+      gpu: flags.gpu ?? false,
+    });
+  }
   if (flags.provider !== 'openai')
-    throw new UsageError(`unknown provider "${flags.provider}"; expected openai`);
+    throw new UsageError(`unknown provider "${flags.provider}"; expected openai or llama`);
   if (!flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
   let apiKey: string | undefined;
@@ -60,10 +76,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     if (!apiKey)
       throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: that environment variable is not set`);
   }
-  if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
-    throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
-  }
-  const provider = new OpenAIProvider({
+  return new OpenAIProvider({
     baseUrl: flags.baseUrl,
     model: flags.model,
     headers: headers(flags.header),
@@ -71,6 +84,13 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     maxRetries: flags.maxRetries,
     ...(apiKey ? { apiKey } : {}),
   });
+}
+
+export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
+  if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
+    throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
+  }
+  const provider = await makeProvider(flags);
   const result = await runLlm({
     provider,
     tasks: parseTaskList(flags.tasks),
@@ -98,6 +118,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
       : {}),
   });
+  await provider.close?.();
   if (flags.json) {
     io.out(`${JSON.stringify(result.summary)}\n`);
     return EXIT.ok;
@@ -112,7 +133,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   };
   const rows = PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human');
   io.out(
-    [
+    `${[
       renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),
       renderDetails(result.evaluation),
       renderTable(
@@ -131,7 +152,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
         (llm.cost !== undefined ? `; cost ${llm.cost.toFixed(4)}` : ''),
       ...Object.entries(llm.skipped).map(([t, why]) => `${t}: skipped: ${why}`),
       `run folder: ${result.outDir}`,
-    ].join('\n\n') + '\n',
+    ].join('\n\n')}\n`,
   );
   return EXIT.ok;
 }

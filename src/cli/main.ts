@@ -131,9 +131,24 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   };
   program
     .command('llm')
-    .description('evaluate a language model (any OpenAI-compatible endpoint) on the tasks')
-    .addOption(new Option('--provider <name>', 'model provider').choices(['openai']).default('openai'))
-    .requiredOption('--model <name>', 'model name as the endpoint knows it')
+    .description(
+      'evaluate a language model (an OpenAI-compatible endpoint or a local GGUF file) on the tasks',
+    )
+    .addOption(
+      new Option('--provider <name>', 'an OpenAI-compatible endpoint, or a local GGUF model')
+        .choices(['openai', 'llama'])
+        .default('openai'),
+    )
+    .requiredOption(
+      '--model <name>',
+      'model name as the endpoint knows it, or the .gguf file (--provider llama)',
+    )
+    .addOption(
+      new Option('--context-size <n>', 'context window of the local model')
+        .default(4096)
+        .argParser(parseCount('--context-size', 64)),
+    )
+    .option('--gpu', 'let the local model use a GPU where one is found')
     .option('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1')
     .option('--api-key-env <name>', 'environment variable that holds the API key')
     .option('--header <header>', 'extra HTTP header "Name: value" (repeatable)', collect, [])

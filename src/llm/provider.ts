@@ -20,9 +20,14 @@ export interface ChatReply {
   finishReason?: string;
 }
 
+/** Per-request hints a provider may use: a JSON schema the answer must follow (constrained decoding). */
+export interface ChatHints {
+  jsonSchema?: object;
+}
+
 export interface Provider {
   /** For the manifest: provider, endpoint or file, model. */
   describe(): Record<string, unknown>;
-  chat(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply>;
+  chat(messages: readonly ChatMessage[], params: SamplingParams, hints?: ChatHints): Promise<ChatReply>;
   close?(): Promise<void>;
 }

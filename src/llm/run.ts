@@ -223,7 +223,11 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       const t0 = performance.now();
       let entry: JournalEntry;
       try {
-        const reply = await options.provider.chat(job.messages, options.params);
+        const reply = await options.provider.chat(
+          job.messages,
+          options.params,
+          job.task.prompt.jsonSchema ? { jsonSchema: job.task.prompt.jsonSchema } : {},
+        );
         entry = {
           key: job.key,
           task: job.task.name,
@@ -271,7 +275,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     const e = journal.get(job.key);
     const base = { task: job.task.name, split: job.split, id: job.record.id, messages: job.messages };
     const gold = job.record.gold;
-    if (!e || e.status !== 'ok') {
+    if (e?.status !== 'ok') {
       return {
         ...base,
         reply: null,

@@ -38,6 +38,13 @@ export const rumedNer = {
         })),
       ),
     parse: (reply, raw) => parseEntities(reply, raw.tokens as string[], ENTITY_TYPES),
+    jsonSchema: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { text: { type: 'string' }, type: { enum: [...ENTITY_TYPES] } },
+      },
+    },
   },
   recordSchema: z
     .looseObject({

@@ -42,6 +42,8 @@ export interface TaskPrompt {
     raw: Readonly<Record<string, unknown>>,
     ctx: PromptContext,
   ): ParseResult<string | string[]>;
+  /** A JSON schema of the reply, for engines that constrain decoding to it. */
+  readonly jsonSchema?: object;
 }
 
 interface TaskBase<Name extends string = string> {
