@@ -15,9 +15,15 @@ if (!existsSync(join(dataDir, 'RuMedDaNet', 'test_v1.jsonl'))) {
   console.log(`skipped: RuMedBench data not found at ${dataDir}`);
   process.exit(0);
 }
-const server = spawn(process.execPath, [join(root, 'bench', 'zero-latency-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+const server = spawn(process.execPath, [join(root, 'bench', 'zero-latency-server.js')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 const port = await new Promise((r) => server.stdout.once('data', (d) => r(Number(String(d).trim()))));
-const provider = new OpenAIProvider({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'bench', maxRetries: 0 });
+const provider = new OpenAIProvider({
+  baseUrl: `http://127.0.0.1:${port}/v1`,
+  model: 'bench',
+  maxRetries: 0,
+});
 const rss = () => process.memoryUsage().rss / 2 ** 20;
 let peak = rss();
 const sampler = setInterval(() => {

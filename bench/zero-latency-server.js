@@ -8,13 +8,22 @@ const reply = Buffer.from(
     object: 'chat.completion',
     created: 0,
     model: 'bench',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Ответ: да' }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Ответ: да' },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ],
     usage: { prompt_tokens: 100, completion_tokens: 3, total_tokens: 103 },
   }),
 );
 const server = createServer((req, res) => {
   req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': reply.length }).end(reply));
+  req.on('end', () =>
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': reply.length }).end(reply),
+  );
 });
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));

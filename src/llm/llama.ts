@@ -104,7 +104,7 @@ export class LlamaProvider implements Provider {
     const session = new this.lib.LlamaChatSession({ contextSequence: sequence });
     try {
       const last = messages[messages.length - 1];
-      if (!last || last.role !== 'user')
+      if (last?.role !== 'user')
         throw new RumedbenchError('LLM_REQUEST_FAILED', "the last message must be the user's");
       session.setChatHistory(
         messages
