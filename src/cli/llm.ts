@@ -8,9 +8,9 @@ import { OpenAIProvider } from '../llm/openai.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { runLlm, type SplitChoice } from '../llm/run.js';
-import { PAPER_ROWS } from '../report/paper.js';
+import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
-import { parseTaskList } from '../tasks/registry.js';
+import { parseTaskList, TASKS } from '../tasks/registry.js';
 import { type CliIo, EXIT } from './io.js';
 
 export interface LlmFlags {
@@ -86,6 +86,17 @@ async function makeProvider(flags: LlmFlags): Promise<Provider> {
   });
 }
 
+/**
+ * Uniform guessing over each task's label space (train inventory sizes for the open ones: 105 ICD-10 codes, 141
+ * symptoms); RuMedNER has no meaningful uniform guess and shows as –.
+ */
+function chanceRow(): PaperRow {
+  const ranked = (k: number) => ({ accuracy: 100 / k, hit_at_3: 300 / k });
+  const tasks: PaperRow['tasks'] = { RuMedTop3: ranked(105), RuMedSymptomRec: ranked(141) };
+  for (const t of TASKS) if (t.kind === 'classification') tasks[t.name] = { accuracy: 100 / t.labels.length };
+  return { model: 'Chance', tasks, overall: Number.NaN };
+}
+
 export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
@@ -131,7 +142,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     cost?: number;
     skipped: Record<string, string>;
   };
-  const rows = PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human');
+  const rows = [chanceRow(), ...PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human')];
   io.out(
     `${[
       renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),

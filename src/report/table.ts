@@ -35,7 +35,7 @@ export function renderSummary(
   if (options.reference) {
     for (const p of options.rows ?? PAPER_ROWS) {
       rows.push([
-        `${p.model} (paper)`,
+        `${p.model}${PAPER_ROWS.includes(p) ? ' (paper)' : ''}`,
         ...OVERALL_TASKS.map((t) => metricCell(p.tasks[t.name], t.metrics)),
         f2(p.overall),
       ]);

@@ -245,7 +245,11 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
       '--bootstrap',
       '0',
     ];
-    await cli(args);
+    const first = await cli(args);
+    // The text summary puts the run beside uniform chance and the paper's Naive and Human rows.
+    expect(first.stdout).toMatch(/Chance\s+0\.95\/2\.86\s+0\.71\/2\.13\s+50\.00\s+33\.33\s+–/);
+    expect(first.stdout).toMatch(/Human \(paper\)/);
+    expect(first.stdout).toMatch(/fake-1\s+–\s+–\s+\d+\.\d\d\s+–/);
     expect(existsSync(join(out, 'journal.jsonl'))).toBe(true);
     await expect(cli(args)).rejects.toMatchObject({
       code: 2,
