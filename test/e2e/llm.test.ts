@@ -79,6 +79,10 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
       '--bootstrap',
       '0',
       '--json',
+      '--price-prompt',
+      '1',
+      '--price-completion',
+      '2',
     ]);
     const summary = JSON.parse(stdout);
     const samples = readFileSync(join(out, 'samples.jsonl'), 'utf8')
@@ -118,7 +122,10 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
       Array(12).fill(['unparsed', null]),
     );
     expect(summary.llm.tasks.RuMedNLI.unparsed).toBe(12 + garbled('RuMedNLI'));
-    expect(summary.llm.usage.prompt_tokens).toBeGreaterThan(0);
+    const { prompt_tokens, completion_tokens } = summary.llm.usage;
+    expect(prompt_tokens).toBeGreaterThan(0);
+    expect(summary.llm.cost).toBeCloseTo((prompt_tokens * 1 + completion_tokens * 2) / 1e6, 12);
+    expect(summary.llm.latency_ms.p95).toBeGreaterThanOrEqual(summary.llm.latency_ms.median);
 
     const predictions = readFileSync(join(out, 'predictions', 'RuMedNLI.jsonl'), 'utf8')
       .trim()
@@ -138,9 +145,15 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
     expect(manifest.data_sha256['RuMedDaNet/test']).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('retries 429 (honouring Retry-After), 500 and dropped connections, and loses nothing', async () => {
+  it('retries 429 (honouring Retry-After), 500, dropped connections and timeouts, and loses nothing', async () => {
     const reply = await oracle([['RuMedDaNet', 'test']], () => false);
-    const plan = [{ kind: '429', retryAfter: '1' }, { kind: '500' }, { kind: 'drop' }] as const;
+    // A 429 asking for a one-second pause, a 500, a dropped connection, and a reply slower than --timeout-ms.
+    const plan = [
+      { kind: '429', retryAfter: '1' },
+      { kind: '500' },
+      { kind: 'drop' },
+      { kind: 'ok', delayMs: 3000 },
+    ] as const;
     const server = await startFakeOpenAI({ reply, behaviour: (n) => plan[n] ?? { kind: 'ok' } });
     servers.push(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-retry-'));
@@ -156,13 +169,16 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
       '5',
       '--concurrency',
       '1',
+      '--timeout-ms',
+      '1000',
       '--bootstrap',
       '0',
       '--json',
     ]);
     expect(Date.now() - t0).toBeGreaterThan(1000);
     expect(JSON.parse(stdout).tasks.RuMedDaNet.metrics.accuracy).toBe(100);
-    expect(server.requests).toHaveLength(5 + 3);
+    // Four failed attempts, each retried: every one of the five items was answered once in the end.
+    expect(server.requests).toHaveLength(5 + 4);
   });
 
   it('a run killed with SIGKILL resumes without asking a finished sample again, and ends as an uninterrupted run', async () => {
