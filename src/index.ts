@@ -70,6 +70,7 @@ export {
 } from './report/table.js';
 export { type Breakdown, breakdown } from './scoring/breakdown.js';
 export { type ComparisonResult, compareSubmissions } from './scoring/compare.js';
+export { type Answered, platformLines, rumedbenchLines } from './scoring/formats.js';
 export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
 export { ReferenceLoader } from './scoring/reference.js';
 export {

@@ -6,9 +6,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { strToU8, zipSync } from 'fflate';
 import { toJsonl } from '../data/jsonl.js';
-import { loadSplit } from '../data/load.js';
+import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
-import { DataNotFoundError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import {
   buildItemStats,
@@ -17,6 +16,7 @@ import {
   statsLayout,
   sumRows,
 } from '../metrics/item-stats.js';
+import { platformLines, rumedbenchLines } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { saveModel } from './model-io.js';
@@ -71,18 +71,10 @@ function needsTraining(method: BaselineMethod, task: TaskDefinition): boolean {
   return !(task.kind === 'classification' && task.choices);
 }
 
-async function tryLoad(
-  task: TaskDefinition,
-  split: Split,
-  dataDir: string,
-): Promise<TaskRecord[] | undefined> {
-  if (!(task.splits as readonly Split[]).includes(split)) return undefined;
-  try {
-    return await loadSplit(task, split, { dataDir });
-  } catch (e) {
-    if (e instanceof DataNotFoundError) return undefined;
-    throw e;
-  }
+/** A split of the task, or undefined where the task has no such split or its file is missing. */
+function tryLoad(task: TaskDefinition, split: Split, dataDir: string): Promise<TaskRecord[] | undefined> {
+  if (!(task.splits as readonly Split[]).includes(split)) return Promise.resolve(undefined);
+  return ifPresent(loadSplit(task, split, { dataDir }));
 }
 
 export async function runBaseline(options: BaselineRunOptions): Promise<BaselineRunResult> {
@@ -140,11 +132,10 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
       writeFileSync(
         join(predictionsDir, `${task.name}.jsonl`),
         toJsonl(
-          test.map((r, i) => ({
-            [task.idField]: r.id,
-            [task.goldField]: r.gold,
-            prediction: predictions[i],
-          })),
+          rumedbenchLines(
+            task,
+            test.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null })),
+          ),
         ),
       );
     }
@@ -152,7 +143,12 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
     if (priv) {
       const predictions = model.predict(priv);
       privateFiles[`${task.name}.jsonl`] = strToU8(
-        toJsonl(priv.map((r, i) => ({ [task.idField]: r.id, [task.goldField]: predictions[i] }))),
+        toJsonl(
+          platformLines(
+            task,
+            priv.map((r, i) => ({ id: r.id, prediction: predictions[i] ?? null })),
+          ),
+        ),
       );
     }
     runs.push({

@@ -114,3 +114,17 @@ export async function readGoldLabels(
   }
   return labels;
 }
+
+/**
+ * The value of a load, or undefined where the file is missing (an invalid file still throws): for callers that
+ * carry on without an optional split.
+ * @example const dev = await ifPresent(loadSplit(task, 'dev', { dataDir }));
+ */
+export async function ifPresent<T>(load: Promise<T>): Promise<T | undefined> {
+  try {
+    return await load;
+  } catch (e) {
+    if (e instanceof DataNotFoundError) return undefined;
+    throw e;
+  }
+}

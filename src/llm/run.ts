@@ -10,11 +10,12 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { strToU8, zipSync } from 'fflate';
 import { toJsonl } from '../data/jsonl.js';
-import { loadSplit, readGoldLabels } from '../data/load.js';
+import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
-import { DataNotFoundError, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import type { Prediction } from '../metrics/item-stats.js';
+import { platformLines, rumedbenchLines } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { PromptContext, Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -153,40 +154,31 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       skipped[task.name] = `no ${mode === 'both' ? 'test or private_test' : mode} split`;
       continue;
     }
+    const dataDir = options.dataDir;
+    const trainFile = splitPath(dataDir, task, 'train');
     let ctx: PromptContext = {};
     if (task.kind === 'ranking') {
-      try {
-        ctx = { labels: [...(await readGoldLabels(task, 'train', { dataDir: options.dataDir }))].sort() };
-        dataFiles[`${task.name}/train`] = sha256(splitPath(options.dataDir, task, 'train'));
-      } catch (e) {
-        if (!(e instanceof DataNotFoundError)) throw e;
+      const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir }));
+      if (labels) {
+        ctx = { labels: [...labels].sort() };
+        dataFiles[`${task.name}/train`] = sha256(trainFile);
       }
     }
     let examples: TaskRecord[] = [];
     if (shots > 0) {
-      try {
-        examples = drawExamples(
-          task,
-          await loadSplit(task, 'train', { dataDir: options.dataDir }),
-          shots,
-          seed,
-        );
-        dataFiles[`${task.name}/train`] = sha256(splitPath(options.dataDir, task, 'train'));
-      } catch (e) {
-        if (!(e instanceof DataNotFoundError)) throw e;
-        skipped[task.name] =
-          `${shots}-shot prompts need ${splitPath(options.dataDir, task, 'train')}, which is missing`;
+      const train = await ifPresent(loadSplit(task, 'train', { dataDir }));
+      if (!train) {
+        skipped[task.name] = `${shots}-shot prompts need ${trainFile}, which is missing`;
         log.warn(`${task.name}: ${skipped[task.name]}; skipped`);
         continue;
       }
+      examples = drawExamples(task, train, shots, seed);
+      dataFiles[`${task.name}/train`] = sha256(trainFile);
     }
     for (const split of splits) {
-      let records: TaskRecord[];
-      try {
-        records = await loadSplit(task, split, { dataDir: options.dataDir });
-      } catch (e) {
-        if (!(e instanceof DataNotFoundError)) throw e;
-        log.warn(`${task.name}: ${e.message}; skipped`);
+      const records = await ifPresent(loadSplit(task, split, { dataDir }));
+      if (!records) {
+        log.warn(`${task.name}: ${splitPath(dataDir, task, split)} is missing; skipped`);
         continue;
       }
       dataFiles[`${task.name}/${split}`] = sha256(splitPath(options.dataDir, task, split));
@@ -309,13 +301,23 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     if (test.length > 0) {
       writeFileSync(
         join(predictionsDir, `${task.name}.jsonl`),
-        toJsonl(test.map((s) => ({ [task.idField]: s.id, [task.goldField]: s.gold, prediction: s.answer }))),
+        toJsonl(
+          rumedbenchLines(
+            task,
+            test.map((s) => ({ id: s.id, gold: s.gold, prediction: s.answer })),
+          ),
+        ),
       );
     }
     const priv = samples.filter((s) => s.task === task.name && s.split === 'private_test');
     if (priv.length > 0) {
       zipFiles[`${task.name}.jsonl`] = strToU8(
-        toJsonl(priv.map((s) => ({ [task.idField]: s.id, [task.goldField]: s.answer }))),
+        toJsonl(
+          platformLines(
+            task,
+            priv.map((s) => ({ id: s.id, prediction: s.answer })),
+          ),
+        ),
       );
     }
   }

@@ -1,7 +1,6 @@
 /** Reference data for scoring: a task's split (gold) and its train label inventory, loaded once per process. */
-import { loadSplit, readGoldLabels } from '../data/load.js';
+import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
-import { DataNotFoundError } from '../errors.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { Reference } from './validate.js';
 
@@ -28,22 +27,13 @@ export class ReferenceLoader {
   private async read(task: TaskDefinition, split: Split, withRecords: boolean): Promise<Reference> {
     const ref: Reference = { split };
     if (withRecords) {
-      const records = await optional(loadSplit(task, split, { dataDir: this.dataDir }));
+      const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
       if (records) ref.records = records;
     } else ref.fileGoldOnly = true;
     if (task.kind === 'ranking') {
-      const labels = await optional(readGoldLabels(task, 'train', { dataDir: this.dataDir }));
+      const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir: this.dataDir }));
       if (labels) ref.trainLabels = labels;
     }
     return ref;
-  }
-}
-
-async function optional<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (e) {
-    if (e instanceof DataNotFoundError) return undefined;
-    throw e;
   }
 }
