@@ -20,7 +20,7 @@ export { runCli } from './cli/main.js';
 export { type DownloadOptions, type DownloadReport, downloadData, isIntact } from './data/download.js';
 export { dataInfo, type SplitInfo } from './data/info.js';
 export { parseJsonl, readJsonlFile, toJsonl } from './data/jsonl.js';
-export { hasGold, type LoadOptions, loadSplit } from './data/load.js';
+export { hasGold, ifPresent, type LoadOptions, loadSplit, readGoldLabels } from './data/load.js';
 export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export * from './errors.js';
