@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { renderTable } from '../report/table.js';
 import { TASKS } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
 import { runBaselineCommand, runPredict } from './baseline.js';
@@ -225,8 +226,8 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .command('tasks')
     .description('list the tasks and their metrics')
     .action(() => {
-      for (const t of TASKS)
-        io.out(`${t.name.padEnd(16)} ${t.kind.padEnd(15)} ${t.metrics.join(', ').padEnd(18)} ${t.title}\n`);
+      const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);
+      io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);
     });
   return program;
 }

@@ -10,13 +10,20 @@ const f2 = (x: number | undefined | null): string =>
   x === undefined || x === null || Number.isNaN(x) ? '–' : x.toFixed(2);
 const ci = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '–');
 
-/** Left-aligns the first column and right-aligns the others. */
-export function renderTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+/** Left-aligns the first column and right-aligns the others (numbers), unless `leftColumns` says otherwise. */
+export function renderTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  leftColumns = 1,
+): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells
-      .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number)))
-      .join('  ');
+      .map((cell, c) =>
+        c < leftColumns ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number),
+      )
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 

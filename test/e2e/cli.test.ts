@@ -45,6 +45,7 @@ describe('usage', () => {
       stdout
         .trim()
         .split('\n')
+        .slice(2)
         .map((l) => l.split(/\s+/)[0]),
     ).toEqual(['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER', 'RuMedTest']);
   });
