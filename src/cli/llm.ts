@@ -86,14 +86,15 @@ async function makeProvider(flags: LlmFlags): Promise<Provider> {
   });
 }
 
-/**
- * Uniform guessing over each task's label space (train inventory sizes for the open ones: 105 ICD-10 codes, 141
- * symptoms); RuMedNER has no meaningful uniform guess and shows as –.
- */
-function chanceRow(): PaperRow {
-  const ranked = (k: number) => ({ accuracy: 100 / k, hit_at_3: 300 / k });
-  const tasks: PaperRow['tasks'] = { RuMedTop3: ranked(105), RuMedSymptomRec: ranked(141) };
-  for (const t of TASKS) if (t.kind === 'classification') tasks[t.name] = { accuracy: 100 / t.labels.length };
+/** Uniform guessing over each task's label space (train inventory for the open ones); – where it has none. */
+function chanceRow(labelSpace: Record<string, number>): PaperRow {
+  const tasks: PaperRow['tasks'] = {};
+  for (const t of TASKS) {
+    const k = labelSpace[t.name];
+    if (k === undefined || t.kind === 'tagging') continue;
+    tasks[t.name] =
+      t.kind === 'ranking' ? { accuracy: 100 / k, hit_at_3: Math.min(100, 300 / k) } : { accuracy: 100 / k };
+  }
   return { model: 'Chance', tasks, overall: Number.NaN };
 }
 
@@ -141,8 +142,12 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     latency_ms: { median: number | null; p95: number | null };
     cost?: number;
     skipped: Record<string, string>;
+    label_space: Record<string, number>;
   };
-  const rows = [chanceRow(), ...PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human')];
+  const rows = [
+    chanceRow(llm.label_space),
+    ...PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human'),
+  ];
   io.out(
     `${[
       renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),

@@ -146,6 +146,9 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const jobs: Job[] = [];
   const dataFiles: Record<string, string> = {};
   const skipped: Record<string, string> = {};
+  // Labels a uniform guess would choose among, per task (open label spaces: the train inventory).
+  const labelSpace: Record<string, number> = {};
+  for (const t of options.tasks) if (t.kind === 'classification') labelSpace[t.name] = t.labels.length;
   for (const task of options.tasks) {
     const splits = (['test', 'private_test'] as const).filter(
       (s) => (mode === 'both' || mode === s) && (task.splits as readonly Split[]).includes(s),
@@ -161,6 +164,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir }));
       if (labels) {
         ctx = { labels: [...labels].sort() };
+        labelSpace[task.name] = labels.size;
         dataFiles[`${task.name}/train`] = sha256(trainFile);
       }
     }
@@ -351,6 +355,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...evaluation,
     llm: {
       tasks: perTask,
+      label_space: labelSpace,
       skipped,
       requests: {
         total: jobs.length,
