@@ -7,7 +7,7 @@ import {
   getTask,
   inputText,
   loadSplit,
-  metricsFromSums,
+  metricsOf,
   TFIDF_OPTIONS,
   trainTfidf,
 } from '../dist/index.js';
@@ -24,9 +24,7 @@ const stats = buildItemStats(
   task,
   test.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] })),
 );
-const sums = new Float64Array(task.kind === 'ranking' ? 2 : 1);
-for (let i = 0; i < stats.stats.length; i++) sums[i % sums.length] += stats.stats[i];
-const metrics = metricsFromSums(task, sums, test.length);
+const metrics = metricsOf(stats);
 // The vocabulary size, counted the way scikit-learn counts vocabulary_ (a separate fit, outside the timed span).
 const features = fitTransform(
   train.map((r) => inputText(task, r)),

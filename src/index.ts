@@ -50,6 +50,7 @@ export {
   type ItemStats,
   type MetricValues,
   metricsFromSums,
+  metricsOf,
   type Prediction,
   taskScore,
 } from './metrics/item-stats.js';

@@ -9,13 +9,7 @@ import { toJsonl } from '../data/jsonl.js';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import { type Logger, silentLogger } from '../log.js';
-import {
-  buildItemStats,
-  metricsFromSums,
-  type Prediction,
-  statsLayout,
-  sumRows,
-} from '../metrics/item-stats.js';
+import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { platformLines, rumedbenchLines } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
@@ -187,5 +181,5 @@ function scoreRecords(
       prediction: predictions[i] as Prediction,
     })),
   );
-  return metricsFromSums(task, sumRows(stats.stats, statsLayout(task).width), records.length);
+  return metricsOf(stats);
 }

@@ -5,7 +5,7 @@
  * Network faults (dropped connections, timeouts, 5xx) are retried with exponential backoff; a 404 is not.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ChecksumError, DownloadError, RumedbenchError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
+import { sha256File } from './checksum.js';
 import { MANIFEST, type ManifestEntry, UPSTREAM } from './manifest.js';
 
 export const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
@@ -42,16 +43,6 @@ export interface DownloadReport {
   verified: boolean;
   bytes?: number;
   error?: string;
-}
-
-async function sha256File(file: string): Promise<{ size: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let size = 0;
-  for await (const chunk of createReadStream(file)) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return { size, sha256: hash.digest('hex') };
 }
 
 /** Whether a file on disk matches its manifest entry. */

@@ -4,9 +4,8 @@
  * decoding is constrained to it with node-llama-cpp's grammar, so the reply is always valid JSON.
  * node-llama-cpp is loaded only when this provider is used.
  */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
+import { sha256File } from '../data/checksum.js';
 import { RumedbenchError } from '../errors.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatHints, ChatReply, Provider, SamplingParams } from './provider.js';
@@ -21,12 +20,6 @@ export interface LlamaOptions {
   contextSize?: number;
   /** Use a GPU where node-llama-cpp finds one; CPU only by default. */
   gpu?: boolean;
-}
-
-async function fileSha256(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
 
 export class LlamaProvider implements Provider {
@@ -67,7 +60,7 @@ export class LlamaProvider implements Provider {
       provider: 'llama',
       model: basename(options.modelPath),
       gguf_file: options.modelPath,
-      gguf_sha256: await fileSha256(options.modelPath),
+      gguf_sha256: (await sha256File(options.modelPath)).sha256,
       context_size: context.contextSize,
       engine: 'node-llama-cpp',
     };

@@ -18,14 +18,17 @@ const UNCLOSED_THINK = /<(think|thinking|reasoning)>[\s\S]*$/i;
 const ANSWER_MARKER =
   /(?:итоговый\s+ответ|окончательный\s+ответ|правильный\s+ответ|final\s+answer|ответ|answer)\s*[:：—-]\s*/gi;
 
-/** Removes reasoning blocks and markdown emphasis, keeping the text. An unfinished reasoning block leaves nothing. */
-export function stripReasoning(reply: string): string {
+/** Removes reasoning blocks; an unfinished one, or everything before a closing tag without its opening, is reasoning. */
+function removeReasoning(reply: string): string {
   let t = reply.replace(THINK_BLOCK, ' ');
-  // A closing tag without its opening one: everything before it was reasoning.
   const close = t.search(/<\/(think|thinking|reasoning)>/i);
   if (close >= 0) t = t.slice(t.indexOf('>', close) + 1);
-  t = t.replace(UNCLOSED_THINK, ' ');
-  return t
+  return t.replace(UNCLOSED_THINK, ' ');
+}
+
+/** Removes reasoning blocks and markdown (fences, emphasis, headings), keeping the text. */
+export function stripReasoning(reply: string): string {
+  return removeReasoning(reply)
     .replace(/```[a-z]*\n?/gi, '\n')
     .replace(/[*_`]+/g, '')
     .replace(/^\s{0,3}#{1,6}\s*/gm, '')
@@ -275,7 +278,7 @@ export function parseEntities(
   entityTypes: readonly string[],
 ): ParseResult<string[]> {
   // JSON may sit before an answer marker too; search the reply without reasoning, not only the final answer.
-  const value = extractJson(stripReasoningKeepingCode(reply));
+  const value = extractJson(removeReasoning(reply));
   const list = Array.isArray(value) ? value : (value as { entities?: unknown } | undefined)?.entities;
   if (!Array.isArray(list)) return unparsed('no JSON list of entities in the answer');
   const typeOf = new Map(entityTypes.map((t) => [t.toLowerCase(), t]));
@@ -312,11 +315,4 @@ export function parseEntities(
     if (!placed) notes.push(`"${text}" (${t}) is not in the sentence`);
   }
   return parsed(tags, notes);
-}
-
-function stripReasoningKeepingCode(reply: string): string {
-  let t = reply.replace(THINK_BLOCK, ' ');
-  const close = t.search(/<\/(think|thinking|reasoning)>/i);
-  if (close >= 0) t = t.slice(t.indexOf('>', close) + 1);
-  return t.replace(UNCLOSED_THINK, ' ');
 }

@@ -5,10 +5,10 @@
  * the run folder: predictions/ (RuMedBench format, scored at once), submission.zip (MedBench platform format, private
  * tests), samples.jsonl, manifest.json and summary.json.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { strToU8, zipSync } from 'fflate';
+import { sha256File } from '../data/checksum.js';
 import { toJsonl } from '../data/jsonl.js';
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
@@ -82,7 +82,7 @@ export interface LlmRunResult {
   sent: number;
 }
 
-const sha256 = (file: string): string => createHash('sha256').update(readFileSync(file)).digest('hex');
+const sha256 = async (file: string): Promise<string> => (await sha256File(file)).sha256;
 
 function percentile(values: number[], q: number): number | null {
   if (values.length === 0) return null;
@@ -165,7 +165,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       if (labels) {
         ctx = { labels: [...labels].sort() };
         labelSpace[task.name] = labels.size;
-        dataFiles[`${task.name}/train`] = sha256(trainFile);
+        dataFiles[`${task.name}/train`] = await sha256(trainFile);
       }
     }
     let examples: TaskRecord[] = [];
@@ -177,7 +177,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         continue;
       }
       examples = drawExamples(task, train, shots, seed);
-      dataFiles[`${task.name}/train`] = sha256(trainFile);
+      dataFiles[`${task.name}/train`] = await sha256(trainFile);
     }
     for (const split of splits) {
       const records = await ifPresent(loadSplit(task, split, { dataDir }));
@@ -185,7 +185,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         log.warn(`${task.name}: ${splitPath(dataDir, task, split)} is missing; skipped`);
         continue;
       }
-      dataFiles[`${task.name}/${split}`] = sha256(splitPath(options.dataDir, task, split));
+      dataFiles[`${task.name}/${split}`] = await sha256(splitPath(options.dataDir, task, split));
       for (const record of records.slice(0, options.limit ?? records.length)) {
         const messages = buildMessages(task, record, examples, {
           shots,

@@ -138,6 +138,11 @@ export function metricsFromSums(task: TaskDefinition, sums: Float64Array, n: num
   return values;
 }
 
+/** The task's metrics over all items of `it`. */
+export function metricsOf(it: ItemStats): MetricValues {
+  return metricsFromSums(it.task, sumRows(it.stats, statsLayout(it.task).width), it.ids.length);
+}
+
 /** A task's score: the mean of its metrics (the paper averages accuracy and Hit@3, or token accuracy and F1). */
 export function taskScore(task: TaskDefinition, values: MetricValues): number {
   let total = 0;

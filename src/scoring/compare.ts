@@ -7,9 +7,7 @@ import {
   buildItemStats,
   type ItemStats,
   type MetricValues,
-  metricsFromSums,
-  statsLayout,
-  sumRows,
+  metricsOf,
   taskScore,
 } from '../metrics/item-stats.js';
 import { OVERALL_TASKS } from '../tasks/registry.js';
@@ -49,7 +47,7 @@ export interface ComparisonResult {
 }
 
 function withScore(s: ItemStats): MetricValues & { score: number } {
-  const values = metricsFromSums(s.task, sumRows(s.stats, statsLayout(s.task).width), s.ids.length);
+  const values = metricsOf(s);
   return { ...values, score: taskScore(s.task, values) };
 }
 

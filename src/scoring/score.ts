@@ -8,9 +8,7 @@ import {
   type ItemStats,
   type MetricValues,
   mean,
-  metricsFromSums,
-  statsLayout,
-  sumRows,
+  metricsOf,
   taskScore,
 } from '../metrics/item-stats.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
@@ -144,7 +142,7 @@ export function scoreValidated(v: ValidatedSubmission, options: EvaluateOptions 
       continue;
     }
     const n = it.ids.length;
-    const metrics = metricsFromSums(t.task, sumRows(it.stats, statsLayout(t.task).width), n);
+    const metrics = metricsOf(it);
     const intervals = boot?.tasks.get(t.task.name);
     tasks[t.task.name] = {
       n,

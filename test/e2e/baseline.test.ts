@@ -1,21 +1,10 @@
 /** `rumedbench baseline` and `rumedbench predict`, run as a user runs them, on the public data. */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
-
-const exec = promisify(execFile);
-
-async function rumedbench(...args: string[]) {
-  const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
-    env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-    maxBuffer: 64 << 20,
-  });
-  return { stdout, stderr };
-}
+import { rumedbenchOk as rumedbench } from '../helpers/cli.js';
+import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 
 type Metrics = Record<string, Record<string, number>>;
 const metrics = (evaluation: { tasks: Record<string, { metrics: Record<string, number> }> }): Metrics =>

@@ -1,31 +1,10 @@
 /** The built `rumedbench` command, run as a user runs it, on real files. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import {
-  CLI,
-  DATA_DIR,
-  NO_DATA_REASON,
-  PLATFORM_SUBMISSIONS,
-  REFERENCE_PREDICTIONS,
-} from '../helpers/data.js';
-
-const exec = promisify(execFile);
-
-async function rumedbench(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
-      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+import { rumedbench } from '../helpers/cli.js';
+import { DATA_DIR, NO_DATA_REASON, PLATFORM_SUBMISSIONS, REFERENCE_PREDICTIONS } from '../helpers/data.js';
 
 describe('usage', () => {
   it('exits 2 with a message on a bad flag value or an unknown command', async () => {

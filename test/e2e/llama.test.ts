@@ -1,15 +1,12 @@
 /** The embedded engine end to end: a tiny random GGUF written by the test, every task, through node-llama-cpp. */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { rumedbenchOk } from '../helpers/cli.js';
+import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
-
-const exec = promisify(execFile);
 
 describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
   it('runs a few samples of every task through a local GGUF model: plumbing, not accuracy', {
@@ -19,10 +16,8 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     const gguf = join(dir, 'tiny.gguf');
     writeTinyGguf(gguf);
     const out = join(dir, 'run');
-    const { stdout } = await exec(
-      process.execPath,
-      [
-        CLI,
+    const { stdout } = await rumedbenchOk(
+      ...[
         'llm',
         '--provider',
         'llama',
@@ -34,16 +29,8 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
         'both',
         '--limit',
         '2',
-        '--max-tokens',
-        '24',
-        '--out',
-        out,
-        '--bootstrap',
-        '0',
-        '--no-progress',
-        '--json',
       ],
-      { env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' }, maxBuffer: 64 << 20 },
+      ...['--max-tokens', '24', '--out', out, '--bootstrap', '0', '--no-progress', '--json'],
     );
     const summary = JSON.parse(stdout);
     const samples = readFileSync(join(out, 'samples.jsonl'), 'utf8')

@@ -1,18 +1,17 @@
 /** `rumedbench llm` against a loopback OpenAI-compatible server: outputs, retries, and a killed run resumed. */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { unzipSync } from 'fflate';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
 import type { Split, TaskRecord } from '../../src/tasks/types.js';
+import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 
-const exec = promisify(execFile);
 const servers: FakeOpenAI[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
@@ -42,11 +41,9 @@ async function oracle(
   };
 }
 
-const cli = (args: string[]) =>
-  exec(process.execPath, [CLI, 'llm', '--model', 'fake-1', '--no-progress', ...args], {
-    env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-    maxBuffer: 64 << 20,
-  });
+/** `rumedbench llm` with the fake model, and no progress bar. */
+const llm = (...args: string[]) => ['llm', '--model', 'fake-1', '--no-progress', ...args];
+const cli = (args: string[]) => rumedbenchOk(...llm(...args));
 
 const garbleEvery5th = (id: string) => id.charCodeAt(id.length - 1) % 5 === 0;
 
@@ -194,28 +191,11 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
     const server = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs: 40 }) });
     servers.push(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-llm-kill-'));
-    const args = [
-      'llm',
-      '--model',
-      'fake-1',
-      '--no-progress',
-      '--base-url',
-      server.url,
-      '--out',
-      out,
-      '--tasks',
-      'RuMedNLI',
-      '--limit',
-      '60',
-      '--concurrency',
-      '2',
-      '--bootstrap',
-      '0',
-    ];
-    const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-      stdio: 'ignore',
-    });
+    const args = llm(
+      ...['--base-url', server.url, '--out', out, '--tasks', 'RuMedNLI', '--limit', '60'],
+      ...['--concurrency', '2', '--bootstrap', '0'],
+    );
+    const child: ChildProcess = spawn(process.execPath, [CLI, ...args], { env: CLI_ENV, stdio: 'ignore' });
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         if (server.requests.length >= 20) {
@@ -236,18 +216,14 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
     expect(journaled.size).toBeLessThan(60);
     const before = server.requests.length;
 
-    await exec(process.execPath, [CLI, ...args, '--resume'], {
-      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-    });
+    await rumedbenchOk(...args, '--resume');
     const resumed = server.requests.slice(before).map((r) => r.key);
     // Each remaining sample exactly once; nothing journaled is sent again.
     expect(new Set(resumed).size).toBe(resumed.length);
     expect(resumed.length).toBe(60 - journaled.size);
 
     const clean = mkdtempSync(join(tmpdir(), 'rumedbench-llm-clean-'));
-    await exec(process.execPath, [CLI, ...args.map((a) => (a === out ? clean : a))], {
-      env: { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' },
-    });
+    await rumedbenchOk(...args.map((a) => (a === out ? clean : a)));
     const read = (dir: string) => readFileSync(join(dir, 'predictions', 'RuMedNLI.jsonl'), 'utf8');
     expect(read(out)).toBe(read(clean));
     expect(read(out).trim().split('\n')).toHaveLength(60);
@@ -275,7 +251,7 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
     expect(first.stdout).toMatch(/Human \(paper\)/);
     expect(first.stdout).toMatch(/fake-1\s+–\s+–\s+\d+\.\d\d\s+–/);
     expect(existsSync(join(out, 'journal.jsonl'))).toBe(true);
-    await expect(cli(args)).rejects.toMatchObject({
+    expect(await rumedbench(...llm(...args))).toMatchObject({
       code: 2,
       stderr: expect.stringContaining('already holds a run; --resume continues it'),
     });
