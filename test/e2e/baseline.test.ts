@@ -6,6 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { rumedbenchOk as rumedbench } from '../helpers/cli.js';
 import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 
+/** `rumedbench baseline METHOD ARGS --bootstrap 0 --json --quiet`, its JSON parsed. */
+async function baseline(method: string, ...args: string[]) {
+  const { stdout } = await rumedbench('baseline', method, ...args, '--bootstrap', '0', '--json', '--quiet');
+  return JSON.parse(stdout);
+}
+
 type Metrics = Record<string, Record<string, number>>;
 const metrics = (evaluation: { tasks: Record<string, { metrics: Record<string, number> }> }): Metrics =>
   Object.fromEntries(
@@ -18,19 +24,7 @@ const metrics = (evaluation: { tasks: Record<string, { metrics: Record<string, n
 describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
   it("naive: the paper's Naive row, a platform zip for the private tests, and a saved model that predicts", async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-naive-'));
-    const { stdout } = await rumedbench(
-      'baseline',
-      'naive',
-      '--out',
-      out,
-      '--save',
-      join(out, 'models'),
-      '--bootstrap',
-      '0',
-      '--json',
-      '--quiet',
-    );
-    const { evaluation, runs } = JSON.parse(stdout);
+    const { evaluation, runs } = await baseline('naive', '--out', out, '--save', join(out, 'models'));
     const m = metrics(evaluation);
     expect({ ...m, RuMedNER: undefined }).toEqual({
       RuMedTop3: { accuracy: 10.58, hit_at_3: 22.02 },
@@ -78,8 +72,7 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
 
   it('tfidf on RuMedDaNet and RuMedTest: the paper within a point, models that reload to the same predictions', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-tfidf-'));
-    const { stdout } = await rumedbench(
-      'baseline',
+    const { evaluation, runs } = await baseline(
       'tfidf',
       '--tasks',
       'RuMedDaNet,RuMedTest,RuMedNLI',
@@ -87,12 +80,7 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
       out,
       '--save',
       join(out, 'models'),
-      '--bootstrap',
-      '0',
-      '--json',
-      '--quiet',
     );
-    const { evaluation, runs } = JSON.parse(stdout);
     expect(Math.abs((metrics(evaluation).RuMedDaNet?.accuracy ?? 0) - 51.95)).toBeLessThanOrEqual(1);
     // RuMedNLI's train file is not in the shared mirror: skipped, and said so.
     expect(runs.find((r: { task: string }) => r.task === 'RuMedNLI').skipped).toMatch(
@@ -122,19 +110,14 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
     timeout: 600_000,
   }, async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-feature-'));
-    const { stdout } = await rumedbench(
-      'baseline',
+    const { evaluation } = await baseline(
       'tfidf',
       '--tasks',
       'RuMedTop3,RuMedSymptomRec,RuMedNER',
       '--out',
       out,
-      '--bootstrap',
-      '0',
-      '--json',
-      '--quiet',
     );
-    const m = metrics(JSON.parse(stdout).evaluation);
+    const m = metrics(evaluation);
     const paper: Metrics = {
       RuMedTop3: { accuracy: 49.76, hit_at_3: 72.75 },
       RuMedSymptomRec: { accuracy: 32.05, hit_at_3: 49.4 },
@@ -153,8 +136,7 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
 
   it('trains RuMedNLI on dev when asked, and reports it as such', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-nli-'));
-    const { stdout } = await rumedbench(
-      'baseline',
+    const { runs } = await baseline(
       'naive',
       '--tasks',
       'RuMedNLI,RuMedNER',
@@ -162,12 +144,7 @@ describe.skipIf(!DATA_DIR)(`baselines (${DATA_DIR ? 'data found' : NO_DATA_REASO
       'dev',
       '--out',
       out,
-      '--bootstrap',
-      '0',
-      '--json',
-      '--quiet',
     );
-    const { runs } = JSON.parse(stdout);
     expect(runs.map((r: { trainedOn?: { split: string } }) => r.trainedOn?.split ?? null)).toEqual([
       null,
       'dev',
