@@ -13,7 +13,8 @@ export type ErrorCode =
   | 'DOWNLOAD_FAILED'
   | 'CHECKSUM_MISMATCH'
   | 'MODEL_INVALID'
-  | 'LLM_REQUEST_FAILED';
+  | 'LLM_REQUEST_FAILED'
+  | 'REPORT_INPUT_INVALID';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

@@ -61,7 +61,31 @@ export { type BinaryLrOptions, ovrProbabilities, trainOneVsRest } from './ml/log
 export { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from './ml/ovr-parallel.js';
 export type { CsrMatrix } from './ml/sparse.js';
 export { fitTransform, ngrams, type TfidfModel, type TfidfOptions, transform } from './ml/tfidf.js';
+export {
+  allCharts,
+  buildReport,
+  type PairComparison,
+  paperScore,
+  type Report,
+  type ReportOptions,
+} from './report/build.js';
+export * from './report/charts.js';
+export { renderCharts, renderReportHtml } from './report/html.js';
+export { LANGS, type Lang, STRINGS, type Strings } from './report/i18n.js';
+export { renderReportMarkdown } from './report/markdown.js';
 export { PAPER_ROWS, type PaperRow } from './report/paper.js';
+export { type ReportRunOptions, type ReportRunResult, runReport } from './report/run.js';
+export {
+  type InputKind,
+  type LlmDetails,
+  type LlmSample,
+  type LoadedInput,
+  loadInput,
+  ReportInputError,
+  type ReportSystem,
+  type TaskScores,
+} from './report/sources.js';
+export { renderSvg } from './report/svg.js';
 export {
   renderBreakdown,
   renderComparison,
@@ -70,7 +94,7 @@ export {
   renderTable,
 } from './report/table.js';
 export { type Breakdown, breakdown } from './scoring/breakdown.js';
-export { type ComparisonResult, compareSubmissions } from './scoring/compare.js';
+export { type ComparisonResult, compareSubmissions, compareValidated } from './scoring/compare.js';
 export { type Answered, platformLines, rumedbenchLines } from './scoring/formats.js';
 export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
 export { ReferenceLoader } from './scoring/reference.js';

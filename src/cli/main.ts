@@ -17,6 +17,15 @@ import { runCompare, runEval } from './eval.js';
 import { type CliIo, EXIT } from './io.js';
 import { runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
+import { runReportCommand } from './report.js';
+
+/** Flags several commands share; a new Option each time (commander keeps state on them). */
+const bootstrapOption = (what = 'bootstrap resamples, 0 for none') =>
+  new Option('--bootstrap <n>', what).default(1000).argParser(parseCount('--bootstrap', 0));
+const seedOption = (what = 'seed of the resampling') =>
+  new Option('--seed <n>', what).default(0).argParser(parseCount('--seed', 0));
+const FILE_GOLD =
+  'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
 
 function scoringOptions(cmd: Command): Command {
   return cmd
@@ -24,18 +33,9 @@ function scoringOptions(cmd: Command): Command {
     .addOption(
       new Option('--split <split>', 'split the predictions answer').default('test').argParser(parseSplit),
     )
-    .addOption(
-      new Option('--bootstrap <n>', 'bootstrap resamples, 0 for none')
-        .default(1000)
-        .argParser(parseCount('--bootstrap', 0)),
-    )
-    .addOption(
-      new Option('--seed <n>', 'seed of the resampling').default(0).argParser(parseCount('--seed', 0)),
-    )
-    .option(
-      '--file-gold',
-      'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)',
-    )
+    .addOption(bootstrapOption())
+    .addOption(seedOption())
+    .option('--file-gold', FILE_GOLD)
     .addOption(
       new Option('--max-issues <n>', 'problems printed per kind')
         .default(20)
@@ -97,17 +97,13 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .addOption(
       new Option('--train-split <split>', 'split to train on').choices(['train', 'dev']).default('train'),
     )
-    .addOption(new Option('--seed <n>', 'seed').default(0).argParser(parseCount('--seed', 0)))
+    .addOption(seedOption('seed'))
     .addOption(
       new Option('--threads <n>', 'training threads (default: all cores)').argParser(
         parseCount('--threads', 1),
       ),
     )
-    .addOption(
-      new Option('--bootstrap <n>', 'bootstrap resamples for the score')
-        .default(1000)
-        .argParser(parseCount('--bootstrap', 0)),
-    )
+    .addOption(bootstrapOption('bootstrap resamples for the score'))
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object (runs and evaluation) on stdout')
     .action(async (method: string, flags) => setExit(await runBaselineCommand(method, flags, io)));
@@ -164,11 +160,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .addOption(
       new Option('--shots <k>', 'worked examples from train').default(0).argParser(parseCount('--shots', 0)),
     )
-    .addOption(
-      new Option('--seed <n>', 'seed for examples, sampling and the bootstrap')
-        .default(0)
-        .argParser(parseCount('--seed', 0)),
-    )
+    .addOption(seedOption('seed for examples, sampling and the bootstrap'))
     .addOption(
       new Option('--temperature <t>', 'sampling temperature').default(0).argParser(number('--temperature')),
     )
@@ -213,14 +205,47 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         number('--price-completion'),
       ),
     )
-    .addOption(
-      new Option('--bootstrap <n>', 'bootstrap resamples for the score')
-        .default(1000)
-        .argParser(parseCount('--bootstrap', 0)),
-    )
+    .addOption(bootstrapOption('bootstrap resamples for the score'))
     .option('--no-progress', 'no progress bar')
     .option('--json', 'print summary.json on stdout')
     .action(async (flags) => setExit(await runLlmCommand(flags, io)));
+
+  program
+    .command('report')
+    .description('one self-contained HTML report with charts (or Markdown tables) for one system or several')
+    .argument(
+      '<path...>',
+      'predictions folder/.zip, llm or baseline run folder, or a saved eval/compare --json result',
+    )
+    .option('--out <file>', 'HTML file to write (default: report.html); with --format markdown, stdout')
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .addOption(
+      new Option('--split <split>', 'split the predictions answer').choices(['test', 'dev']).default('test'),
+    )
+    .option('--title <text>', 'the report title')
+    .option('--name <list>', 'comma-separated display names, one per PATH')
+    .option('--reference', "the paper's rows in the summary table")
+    .addOption(new Option('--lang <lang>', 'language of the report').choices(['en', 'ru']).default('en'))
+    .option('--svg-dir <dir>', 'also write every chart as its own SVG file')
+    .option('--file-gold', FILE_GOLD)
+    .addOption(
+      new Option('--format <format>', 'html, or Markdown tables on stdout')
+        .choices(['html', 'markdown'])
+        .default('html'),
+    )
+    .addOption(bootstrapOption())
+    .addOption(seedOption())
+    .addOption(
+      new Option('--max-labels <n>', 'gold labels in the RuMedTop3/RuMedSymptomRec charts')
+        .default(15)
+        .argParser(parseCount('--max-labels', 1)),
+    )
+    .addOption(
+      new Option('--max-examples <n>', 'wrong or unparsed LLM answers listed per task')
+        .default(200)
+        .argParser(parseCount('--max-examples', 0)),
+    )
+    .action(async (paths: string[], flags) => setExit(await runReportCommand(paths, flags, io)));
 
   program
     .command('tasks')

@@ -15,7 +15,12 @@ import type { MetricName, Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import type { SubmissionIssue } from './issues.js';
 import { ReferenceLoader } from './reference.js';
-import { type EvaluateOptions, RESULT_SCHEMA_VERSION, validateSubmission } from './score.js';
+import {
+  type EvaluateOptions,
+  RESULT_SCHEMA_VERSION,
+  type ValidatedSubmission,
+  validateSubmission,
+} from './score.js';
 import type { ScoredItem } from './validate.js';
 
 export interface TaskComparisonResult {
@@ -62,6 +67,15 @@ export async function compareSubmissions(
   const references = options.references ?? new ReferenceLoader(options.dataDir);
   const opts = { ...options, references };
   const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
+  return compareValidated(va, vb, options);
+}
+
+/** The paired comparison of two submissions already validated (the report validates each system once). */
+export function compareValidated(
+  va: ValidatedSubmission,
+  vb: ValidatedSubmission,
+  options: Pick<EvaluateOptions, 'bootstrap' | 'seed'> = {},
+): ComparisonResult {
   const issues = [
     ...va.issues,
     ...vb.issues,

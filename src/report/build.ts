@@ -1,0 +1,343 @@
+/**
+ * A report's content, before it is drawn: the systems, their paired comparisons against the first, the charts as
+ * specs, and where everything came from. `html.tsx` and `markdown.ts` render this model; nothing here writes HTML.
+ */
+import { existsSync } from 'node:fs';
+import { sha256File } from '../data/checksum.js';
+import { splitPath } from '../data/paths.js';
+import { UsageError } from '../errors.js';
+import type { Delta } from '../metrics/bootstrap.js';
+import { type ComparisonResult, compareValidated } from '../scoring/compare.js';
+import { ReferenceLoader } from '../scoring/reference.js';
+import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
+import { VERSION } from '../version.js';
+import {
+  type Chart,
+  confusionChart,
+  entityChart,
+  type ForestRow,
+  forestChart,
+  type Level,
+  labelChart,
+  latencyChart,
+  scoreChart,
+  unparsedChart,
+} from './charts.js';
+import { type Lang, STRINGS, type Strings } from './i18n.js';
+import { PAPER_ROWS, type PaperRow } from './paper.js';
+import { loadInput, type ReportSystem } from './sources.js';
+
+export interface ReportOptions {
+  dataDir?: string;
+  /** The split the predictions answer: `test` (default) or `dev`. */
+  split?: Extract<Split, 'test' | 'dev'>;
+  title?: string;
+  /** Display names, in the order of the paths; by default each path's base name (an LLM run: its model). */
+  names?: readonly string[];
+  /** Show the paper's rows in the summary. */
+  reference?: boolean;
+  lang?: Lang;
+  bootstrap?: number;
+  seed?: number;
+  /** Gold labels shown in the RuMedTop3 / RuMedSymptomRec charts. */
+  maxLabels?: number;
+  /** Wrong or unparsed LLM answers listed per task and system. */
+  maxExamples?: number;
+  /** Score RuMedBench-format files on the gold they carry, without checking ids (as `eval --file-gold`). */
+  fileGold?: boolean;
+  /** The command line, for the provenance section. */
+  commandLine?: string;
+  /** The report's date; now by default (tests fix it). */
+  date?: Date;
+}
+
+export interface PairComparison {
+  base: string;
+  system: string;
+  result: ComparisonResult | null;
+  /** Why there is no result. */
+  why?: string;
+}
+
+export interface TaskSection {
+  task: string;
+  charts: Chart[];
+}
+
+export interface Report {
+  title: string;
+  lang: Lang;
+  t: Strings;
+  split: Split;
+  systems: ReportSystem[];
+  paperRows: readonly PaperRow[];
+  comparisons: PairComparison[];
+  charts: {
+    overall?: Chart;
+    tasks: TaskSection[];
+    forest?: Chart;
+    llm: Chart[];
+  };
+  provenance: {
+    version: string;
+    date: string;
+    commandLine?: string;
+    dataDir: string;
+    dataFiles: { file: string; sha256: string }[];
+    resamples: number;
+    seed: number;
+  };
+}
+
+/** The mean of a paper row's metrics for a task: its task score. */
+export function paperScore(row: PaperRow, task: string): number | undefined {
+  const values = Object.values(row.tasks[task] ?? {});
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : undefined;
+}
+
+function levelsFor(task: string | 'overall'): Level[] {
+  return PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human').flatMap((r) => {
+    const value = task === 'overall' ? r.overall : paperScore(r, task);
+    return value === undefined ? [] : [{ name: `${r.model} (paper)`, value }];
+  });
+}
+
+/** Gives every system a distinct display name (charts colour by name). */
+function uniqueNames(names: readonly string[]): string[] {
+  const seen = new Map<string, number>();
+  return names.map((n) => {
+    const k = (seen.get(n) ?? 0) + 1;
+    seen.set(n, k);
+    return k === 1 ? n : `${n} (${k})`;
+  });
+}
+
+/**
+ * Reads and scores every path, compares each system with the first, and lays out the charts.
+ * @example const report = await buildReport(['runs/a', 'runs/b'], { dataDir: 'data/', reference: true });
+ */
+export async function buildReport(paths: readonly string[], options: ReportOptions = {}): Promise<Report> {
+  if (paths.length === 0) throw new UsageError('report: give at least one PATH');
+  const lang = options.lang ?? 'en';
+  const t = STRINGS[lang];
+  const split = options.split ?? 'test';
+  const bootstrap = options.bootstrap ?? 1000;
+  const seed = options.seed ?? 0;
+  const references = new ReferenceLoader(options.dataDir);
+  const sourceOptions = {
+    references,
+    split,
+    bootstrap,
+    seed,
+    maxExamples: options.maxExamples ?? 200,
+    ...(options.fileGold ? { fileGold: true } : {}),
+  };
+
+  const systems: ReportSystem[] = [];
+  const pathOf: number[] = [];
+  const saved: [ReportSystem, ReportSystem, ComparisonResult][] = [];
+  for (const [i, path] of paths.entries()) {
+    const input = await loadInput(path, sourceOptions);
+    for (const s of input.systems) {
+      systems.push(s);
+      pathOf.push(i);
+    }
+    const [a, b] = input.systems;
+    if (input.comparison && a && b) saved.push([a, b, input.comparison]);
+  }
+  if (options.names) {
+    if (options.names.length !== paths.length) {
+      throw new UsageError(`--name gives ${options.names.length} name(s) for ${paths.length} path(s)`);
+    }
+    systems.forEach((s, i) => {
+      const name = options.names?.[pathOf[i] as number] as string;
+      // A saved comparison brings two systems from one path: A and B.
+      const twins = pathOf.filter((p) => p === pathOf[i]).length;
+      const before = pathOf.slice(0, i).filter((p) => p === pathOf[i]).length;
+      s.name = twins > 1 ? `${name} ${before === 0 ? 'A' : 'B'}` : name;
+    });
+  }
+  const names = uniqueNames(systems.map((s) => s.name));
+  systems.forEach((s, i) => {
+    s.name = names[i] as string;
+  });
+
+  const comparisons: PairComparison[] = saved.map(([a, b, result]) => ({
+    base: a.name,
+    system: b.name,
+    result,
+  }));
+  const [first, ...rest] = systems as [ReportSystem, ...ReportSystem[]];
+  rest.forEach((s, i) => {
+    if (pathOf[i + 1] === pathOf[0]) return; // the other side of a saved comparison, compared there
+    if (!first.validated || !s.validated) {
+      comparisons.push({ base: first.name, system: s.name, result: null, why: t.noItems });
+      return;
+    }
+    comparisons.push({
+      base: first.name,
+      system: s.name,
+      result: compareValidated(first.validated, s.validated, { bootstrap, seed }),
+    });
+  });
+
+  return {
+    title: options.title ?? t.title,
+    lang,
+    t,
+    split,
+    systems,
+    paperRows: options.reference ? PAPER_ROWS : [],
+    comparisons,
+    charts: layoutCharts(systems, comparisons, t, options.maxLabels ?? 15),
+    provenance: {
+      version: VERSION,
+      date: (options.date ?? new Date()).toISOString(),
+      ...(options.commandLine !== undefined ? { commandLine: options.commandLine } : {}),
+      dataDir: references.dataDir,
+      dataFiles: await dataChecksums(references.dataDir, systems, split),
+      resamples: bootstrap,
+      seed,
+    },
+  };
+}
+
+async function dataChecksums(dataDir: string, systems: readonly ReportSystem[], split: Split) {
+  const files: { file: string; sha256: string }[] = [];
+  for (const task of TASKS) {
+    if (!systems.some((s) => s.tasks[task.name] || s.unscored[task.name])) continue;
+    const file = splitPath(dataDir, task, split);
+    if (existsSync(file))
+      files.push({ file: `${task.name}/${split}_v1.jsonl`, sha256: (await sha256File(file)).sha256 });
+  }
+  return files;
+}
+
+function layoutCharts(
+  systems: readonly ReportSystem[],
+  comparisons: readonly PairComparison[],
+  t: Strings,
+  maxLabels: number,
+): Report['charts'] {
+  const names = systems.map((s) => s.name);
+  const scored = systems.filter((s) => s.overall !== null);
+  const overall =
+    scored.length > 0
+      ? scoreChart(
+          'RuMedOverall',
+          scored.map((s) => ({ system: s.name, score: s.overall as number, ci: s.overall_ci })),
+          levelsFor('overall'),
+          t,
+          names,
+        )
+      : undefined;
+
+  const tasks: TaskSection[] = [];
+  for (const task of TASKS) {
+    const withTask = systems.filter((s) => s.tasks[task.name]);
+    if (withTask.length === 0) continue;
+    const charts: Chart[] = [
+      scoreChart(
+        task.name,
+        withTask.map((s) => ({
+          system: s.name,
+          score: s.tasks[task.name]?.score as number,
+          ci: s.tasks[task.name]?.score_ci ?? null,
+        })),
+        levelsFor(task.name),
+        t,
+        names,
+      ),
+    ];
+    const breakdowns = withTask.flatMap((s) => {
+      const b = s.tasks[task.name]?.breakdown;
+      return b ? [{ system: s.name, breakdown: b }] : [];
+    });
+    const extra =
+      task.kind === 'ranking'
+        ? labelChart(task.name, breakdowns, maxLabels, t, names)
+        : task.kind === 'classification'
+          ? confusionChart(task.name, breakdowns, t)
+          : entityChart(breakdowns, t, names);
+    if (extra) charts.push(extra);
+    tasks.push({ task: task.name, charts });
+  }
+
+  const forestRows: ForestRow[] = comparisons.flatMap((c) =>
+    c.result
+      ? deltaRows(c.result).map((d) => ({
+          system: c.system,
+          row: `${d.task} ${d.metric}`,
+          delta: d.delta.delta,
+          ci: d.delta.ci,
+          p: d.delta.p,
+        }))
+      : [],
+  );
+  const compared = [...new Set(forestRows.map((r) => r.system))];
+  const forest = forestRows.length > 0 ? forestChart(forestRows, compared, t, names) : undefined;
+
+  const llm: Chart[] = [];
+  const llmSystems = systems.filter((s) => s.llm);
+  if (llmSystems.length > 0) {
+    const rows = llmSystems.flatMap((s) =>
+      OVERALL_TASKS.concat(TASKS.filter((x) => !OVERALL_TASKS.includes(x))).flatMap((task) => {
+        const r = s.llm?.summary.tasks[task.name];
+        return r
+          ? [
+              {
+                system: s.name,
+                task: task.name,
+                rate: r.unparsed_rate,
+                unparsed: r.unparsed,
+                samples: r.samples,
+              },
+            ]
+          : [];
+      }),
+    );
+    const llmNames = llmSystems.map((s) => s.name);
+    llm.push(unparsedChart(rows, llmNames, t, names));
+    const series = llmSystems
+      .filter((s) => (s.llm?.latencyMs.length ?? 0) > 0)
+      .map((s) => ({ system: s.name, latencyMs: s.llm?.latencyMs ?? [] }));
+    if (series.length > 0) llm.push(latencyChart(series, t, names));
+  }
+  return { ...(overall ? { overall } : {}), tasks, ...(forest ? { forest } : {}), llm };
+}
+
+export interface DeltaRow {
+  task: string;
+  metric: string;
+  a: number | undefined;
+  b: number | undefined;
+  delta: Delta;
+}
+
+/** A comparison's differences in the paper's order, each metric of each task, then the overall score. */
+export function deltaRows(c: ComparisonResult): DeltaRow[] {
+  const rows: DeltaRow[] = [];
+  for (const task of TASKS) {
+    const r = c.tasks[task.name];
+    if (!r) continue;
+    for (const m of task.metrics) {
+      const d = r.metrics[m];
+      if (d) rows.push({ task: task.name, metric: m, a: r.a[m], b: r.b[m], delta: d });
+    }
+  }
+  if (c.overall)
+    rows.push({ task: 'RuMedOverall', metric: 'score', a: c.overall.a, b: c.overall.b, delta: c.overall });
+  return rows;
+}
+
+/** Every chart of a report, in reading order. */
+export function allCharts(report: Report): Chart[] {
+  const c = report.charts;
+  return [
+    ...(c.overall ? [c.overall] : []),
+    ...c.tasks.flatMap((s) => s.charts),
+    ...(c.forest ? [c.forest] : []),
+    ...c.llm,
+  ];
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { forestChart, SYSTEM_COLORS, scoreChart, slug } from './charts.js';
+import { STRINGS } from './i18n.js';
+import { renderSvg } from './svg.js';
+
+const t = STRINGS.en;
+type Encoded = { encoding: { color: { scale: { domain: string[]; range: string[] } } } };
+const colorScale = (spec: unknown, layer: number) =>
+  ((spec as { layer: Encoded[] }).layer[layer] as Encoded).encoding.color.scale;
+
+describe('charts', () => {
+  it('keeps a system’s colour from the report’s order, whatever the chart shows', () => {
+    const all = ['A', 'B', 'C'];
+    const onlyC = scoreChart('RuMedNLI', [{ system: 'C', score: 50, ci: [45, 55] }], [], t, all);
+    expect(colorScale(onlyC.spec, 1)).toEqual({ domain: ['C'], range: [SYSTEM_COLORS[2]] });
+    const forest = forestChart(
+      [
+        { system: 'C', row: 'RuMedNLI accuracy', delta: 1, ci: [0, 2], p: 0.5 },
+        { system: 'B', row: 'RuMedNLI accuracy', delta: -1, ci: null, p: 0.2 },
+      ],
+      ['B', 'C'],
+      t,
+      all,
+    );
+    expect(colorScale(forest.spec, 2)).toEqual({
+      domain: ['B', 'C'],
+      range: [SYSTEM_COLORS[1], SYSTEM_COLORS[2]],
+    });
+    expect(forest.table.rows).toEqual([
+      ['C', 'RuMedNLI accuracy', '1.00', '[0.00, 2.00]', '0.500'],
+      ['B', 'RuMedNLI accuracy', '-1.00', '–', '0.200'],
+    ]);
+  });
+
+  it('states its values in the text alternative and the table', () => {
+    const c = scoreChart(
+      'RuMedDaNet',
+      [
+        { system: 'x', score: 51.953, ci: [45.7, 58.2] },
+        { system: 'y', score: 60, ci: null },
+      ],
+      [{ name: 'Naive (paper)', value: 50 }],
+      t,
+    );
+    expect(c.id).toBe('score-rumeddanet');
+    expect(c.description).toBe(
+      'RuMedDaNet: score by system: x 51.95 [45.70, 58.20]; y 60.00 –; Naive (paper) 50.00.',
+    );
+    expect(c.table.rows).toEqual([
+      ['x', '51.95', '[45.70, 58.20]'],
+      ['y', '60.00', '–'],
+      ['Naive (paper)', '50.00', '–'],
+    ]);
+  });
+
+  it('draws to SVG without a DOM, escaping labels', async () => {
+    const c = scoreChart('RuMedNLI', [{ system: '<b>&"', score: 40, ci: [30, 50] }], [], t);
+    const svg = await renderSvg(c.spec, 'label "quoted" <b>');
+    expect(svg.startsWith('<svg role="img" aria-label="label &quot;quoted&quot; &lt;b&gt;" ')).toBe(true);
+    expect(svg).toContain('&lt;b&gt;&amp;');
+    expect(svg).not.toContain('<b>');
+  });
+
+  it('makes file-name-safe ids', () => {
+    expect(slug('RuMedSymptomRec')).toBe('rumedsymptomrec');
+    expect(slug('../a b/ü')).toBe('a-b');
+  });
+});

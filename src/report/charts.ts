@@ -1,0 +1,607 @@
+/**
+ * The report's charts as Vega-Lite specs: pure functions from result data to a spec, so that the static report and
+ * the leaderboard pages draw the same charts (`svg.ts` turns a spec into SVG). Each chart also carries its data as a
+ * small table, the text alternative for readers who cannot see the picture.
+ *
+ * Every mark layer has a `name`; Vega writes it into the SVG as the class `<name>_marks`, which is how the tests
+ * count what was drawn.
+ */
+import type { TopLevelSpec } from 'vega-lite';
+import type { Interval } from '../metrics/bootstrap.js';
+import type { Breakdown } from '../scoring/breakdown.js';
+import type { Strings } from './i18n.js';
+
+export interface Chart {
+  /** A file-name-safe id, unique in a report (`--svg-dir` writes `<id>.svg`). */
+  id: string;
+  title: string;
+  /** One sentence that says what the chart shows: the SVG's aria-label. */
+  description: string;
+  spec: TopLevelSpec;
+  /** The data behind the chart, as a table. */
+  table: { header: string[]; rows: string[][] };
+}
+
+/**
+ * Okabe and Ito's palette (2008), distinguishable with the common colour-vision deficiencies; black and yellow are
+ * left out because they vanish on a dark or a light page.
+ */
+export const SYSTEM_COLORS = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#D55E00', '#56B4E9'];
+
+/** Each mark's `aria-label` (what a screen reader says, and the report's hover text) is its `tip` field. */
+const TIP = { field: 'tip', type: 'nominal' } as const;
+
+const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif';
+/** Text and axes in `currentColor` follow the page's colour, so one SVG reads on a light and on a dark page. */
+const INK = 'currentColor';
+const CONFIG = {
+  background: 'transparent',
+  font: FONT,
+  view: { stroke: null },
+  axis: {
+    labelColor: INK,
+    titleColor: INK,
+    domainColor: INK,
+    tickColor: INK,
+    gridColor: 'rgba(128,128,128,0.35)',
+    labelFontSize: 11,
+    titleFontSize: 12,
+    labelLimit: 260,
+  },
+  legend: { labelColor: INK, titleColor: INK, orient: 'bottom', labelLimit: 260 },
+  header: { labelColor: INK, titleColor: INK, labelFontSize: 12 },
+  title: { color: INK, anchor: 'start', fontSize: 13, subtitleColor: INK },
+} as const;
+
+const f2 = (x: number): string => x.toFixed(2);
+const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '–');
+/** Chart ids become file names: keep letters, digits and dashes. */
+export const slug = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
+
+function top(title: string, description: string, body: Record<string, unknown>): TopLevelSpec {
+  return { title, description, config: CONFIG, ...body } as unknown as TopLevelSpec;
+}
+
+/**
+ * Colours by system: the legend lists only the systems in the chart, and each keeps the colour of its place in the
+ * report (`palette`, every system in order), so one system has one colour in every chart.
+ */
+const systemColor = (
+  present: readonly string[],
+  palette: readonly string[] = present,
+  title: string | null = null,
+) => ({
+  field: 'system',
+  type: 'nominal' as const,
+  title,
+  scale: {
+    domain: [...present],
+    range: present.map(
+      (n) => SYSTEM_COLORS[Math.max(0, palette.indexOf(n)) % SYSTEM_COLORS.length] as string,
+    ),
+  },
+  legend: present.length > 1 ? { title } : null,
+});
+
+export interface ScorePoint {
+  system: string;
+  score: number;
+  ci: Interval | null;
+}
+export interface Level {
+  name: string;
+  value: number;
+}
+
+/** One task's score (or the overall) for each system with its interval, and reference levels as vertical lines. */
+export function scoreChart(
+  task: string,
+  points: readonly ScorePoint[],
+  levels: readonly Level[],
+  t: Strings,
+  systems: readonly string[] = points.map((p) => p.system),
+): Chart {
+  const values = points.map((p) => ({
+    system: p.system,
+    score: p.score,
+    lo: p.ci?.[0] ?? null,
+    hi: p.ci?.[1] ?? null,
+    tip: `${p.system}: ${f2(p.score)} ${ciText(p.ci)}`,
+  }));
+  const present = points.map((p) => p.system);
+  const y = { field: 'system', type: 'nominal', title: null, sort: null, axis: { labelLimit: 260 } };
+  const x = { type: 'quantitative', title: t.scoreAxis, scale: { domain: [0, 100] } };
+  const layer: Record<string, unknown>[] = [
+    {
+      name: 'interval',
+      transform: [{ filter: 'datum.lo !== null' }],
+      mark: { type: 'rule', strokeWidth: 2 },
+      encoding: {
+        y,
+        x: { ...x, field: 'lo' },
+        x2: { field: 'hi' },
+        color: systemColor(present, systems),
+        description: TIP,
+      },
+    },
+    {
+      name: 'score',
+      mark: { type: 'point', filled: true, size: 90, opacity: 1 },
+      encoding: {
+        y,
+        x: { ...x, field: 'score' },
+        color: systemColor(present, systems),
+        description: TIP,
+        tooltip: [
+          { field: 'system', type: 'nominal' },
+          { field: 'score', type: 'quantitative', format: '.2f' },
+        ],
+      },
+    },
+  ];
+  if (levels.length > 0) {
+    layer.push(
+      {
+        name: 'level',
+        data: {
+          values: levels.map((l) => ({ name: l.name, value: l.value, tip: `${l.name}: ${f2(l.value)}` })),
+        },
+        mark: { type: 'rule', strokeDash: [5, 4], color: '#777777' },
+        encoding: { x: { field: 'value', type: 'quantitative' }, description: TIP },
+      },
+      {
+        name: 'levelLabel',
+        data: {
+          values: levels.map((l) => ({ name: l.name, value: l.value, tip: `${l.name}: ${f2(l.value)}` })),
+        },
+        mark: {
+          type: 'text',
+          align: 'left',
+          dx: 3,
+          dy: -4,
+          baseline: 'bottom',
+          y: 0,
+          fontSize: 10,
+          color: '#777777',
+        },
+        encoding: { x: { field: 'value', type: 'quantitative' }, text: { field: 'name' } },
+      },
+    );
+  }
+  const title = t.scoreChart(task);
+  const description = `${title}: ${points.map((p) => `${p.system} ${f2(p.score)} ${ciText(p.ci)}`).join('; ')}${
+    levels.length ? `; ${levels.map((l) => `${l.name} ${f2(l.value)}`).join('; ')}` : ''
+  }.`;
+  return {
+    id: `score-${slug(task)}`,
+    title,
+    description,
+    spec: top(title, description, {
+      width: 420,
+      height: { step: 26 },
+      data: { values },
+      layer,
+    }),
+    table: {
+      header: [t.system, t.score, '95% CI'],
+      rows: [
+        ...points.map((p) => [p.system, f2(p.score), ciText(p.ci)]),
+        ...levels.map((l) => [l.name, f2(l.value), '–']),
+      ],
+    },
+  };
+}
+
+/** Ranking tasks: accuracy and Hit@3 by gold label, the most frequent labels, a dot per system. */
+export function labelChart(
+  task: string,
+  systems: readonly { system: string; breakdown: Breakdown }[],
+  maxLabels: number,
+  t: Strings,
+  palette: readonly string[] = systems.map((s) => s.system),
+): Chart | undefined {
+  const first = systems[0]?.breakdown;
+  if (first?.kind !== 'labels') return undefined;
+  const shown = first.labels.slice(0, maxLabels);
+  const names = systems.map((s) => s.system);
+  const values: Record<string, unknown>[] = [];
+  const rows: string[][] = [];
+  for (const s of systems) {
+    if (s.breakdown.kind !== 'labels') continue;
+    const byLabel = new Map(s.breakdown.labels.map((l) => [l.label, l]));
+    for (const g of shown) {
+      const l = byLabel.get(g.label);
+      if (!l) continue;
+      const label = `${g.label} (n=${g.n})`;
+      for (const [metric, value] of [
+        ['accuracy', l.accuracy],
+        ['Hit@3', l.hit_at_3 ?? 0],
+      ] as const) {
+        values.push({
+          system: s.system,
+          label,
+          metric,
+          value,
+          tip: `${s.system} · ${label} · ${metric} ${f2(value)}`,
+        });
+      }
+      rows.push([s.system, g.label, String(g.n), f2(l.accuracy), f2(l.hit_at_3 ?? 0)]);
+    }
+  }
+  const title = t.byLabel(task, shown.length);
+  return {
+    id: `labels-${slug(task)}`,
+    title,
+    description: `${title}; ${names.length} system(s).`,
+    spec: top(title, `${title}.`, {
+      data: { values },
+      facet: { column: { field: 'metric', type: 'nominal', title: null, sort: ['accuracy', 'Hit@3'] } },
+      spec: {
+        width: 230,
+        height: { step: 16 },
+        layer: [
+          {
+            name: 'labelValue',
+            mark: { type: 'point', filled: true, size: 50, opacity: 0.9 },
+            encoding: {
+              y: { field: 'label', type: 'nominal', title: null, sort: null },
+              x: { field: 'value', type: 'quantitative', title: '%', scale: { domain: [0, 100] } },
+              color: systemColor(names, palette),
+              description: TIP,
+              tooltip: [
+                { field: 'system', type: 'nominal' },
+                { field: 'label', type: 'nominal' },
+                { field: 'metric', type: 'nominal' },
+                { field: 'value', type: 'quantitative', format: '.1f' },
+              ],
+            },
+          },
+        ],
+      },
+    }),
+    table: { header: [t.system, 'label', 'n', 'accuracy', 'Hit@3'], rows },
+  };
+}
+
+/** Classification tasks: a heat map per system, rows gold and columns predicted, shaded by the row's share. */
+export function confusionChart(
+  task: string,
+  systems: readonly { system: string; breakdown: Breakdown }[],
+  t: Strings,
+): Chart | undefined {
+  const values: Record<string, unknown>[] = [];
+  const rows: string[][] = [];
+  let labels: string[] = [];
+  for (const s of systems) {
+    if (s.breakdown.kind !== 'labels' || !s.breakdown.confusion) continue;
+    const { labels: space, matrix } = s.breakdown.confusion;
+    labels = space;
+    space.forEach((gold, i) => {
+      const row = matrix[i] ?? [];
+      const total = row.reduce((a, b) => a + b, 0);
+      space.forEach((pred, j) => {
+        const count = row[j] ?? 0;
+        const share = total ? (100 * count) / total : 0;
+        const tip = `${s.system}: ${t.gold} ${gold}, ${t.predicted} ${pred}: ${count} (${share.toFixed(1)}%)`;
+        values.push({ system: s.system, gold, predicted: pred, count, share, tip });
+      });
+      rows.push([s.system, gold, ...row.map(String)]);
+    });
+  }
+  if (values.length === 0) return undefined;
+  const title = t.confusion(task);
+  const axis = (field: string, name: string) => ({
+    field,
+    type: 'nominal',
+    title: name,
+    sort: labels,
+    axis: { labelAngle: 0 },
+  });
+  return {
+    id: `confusion-${slug(task)}`,
+    title,
+    description: `${title}.`,
+    spec: top(title, `${title}.`, {
+      data: { values },
+      facet: {
+        column: { field: 'system', type: 'nominal', title: null, sort: systems.map((s) => s.system) },
+      },
+      spec: {
+        width: 70 * labels.length,
+        height: 44 * labels.length,
+        encoding: { x: axis('predicted', t.predicted), y: axis('gold', t.gold) },
+        layer: [
+          {
+            name: 'cell',
+            mark: { type: 'rect' },
+            encoding: {
+              color: {
+                field: 'share',
+                type: 'quantitative',
+                title: `% ${t.gold}`,
+                scale: { scheme: 'blues', domain: [0, 100] },
+              },
+              description: TIP,
+              tooltip: [
+                { field: 'gold', type: 'nominal' },
+                { field: 'predicted', type: 'nominal' },
+                { field: 'count', type: 'quantitative' },
+              ],
+            },
+          },
+          {
+            name: 'cellCount',
+            mark: { type: 'text', fontSize: 12 },
+            encoding: {
+              text: { field: 'count', type: 'quantitative' },
+              color: { condition: { test: 'datum.share > 55', value: '#ffffff' }, value: '#111111' },
+            },
+          },
+        ],
+      },
+    }),
+    table: { header: [`${t.system}`, `${t.gold} \\ ${t.predicted}`, ...labels], rows },
+  };
+}
+
+/** RuMedNER: precision, recall and F1 per entity type, a dot per system. */
+export function entityChart(
+  systems: readonly { system: string; breakdown: Breakdown }[],
+  t: Strings,
+  palette: readonly string[] = systems.map((s) => s.system),
+): Chart | undefined {
+  const values: Record<string, unknown>[] = [];
+  const rows: string[][] = [];
+  for (const s of systems) {
+    if (s.breakdown.kind !== 'entities') continue;
+    for (const e of s.breakdown.types) {
+      const type = `${e.type} (n=${e.support})`;
+      for (const [metric, value] of [
+        ['precision', e.precision],
+        ['recall', e.recall],
+        ['F1', e.f1],
+      ] as const) {
+        values.push({
+          system: s.system,
+          type,
+          metric,
+          value,
+          tip: `${s.system} · ${type} · ${metric} ${f2(value)}`,
+        });
+      }
+      rows.push([s.system, e.type, String(e.support), f2(e.precision), f2(e.recall), f2(e.f1)]);
+    }
+  }
+  if (values.length === 0) return undefined;
+  const names = systems.map((s) => s.system);
+  return {
+    id: 'entities-rumedner',
+    title: t.byEntity,
+    description: `${t.byEntity}.`,
+    spec: top(t.byEntity, `${t.byEntity}.`, {
+      data: { values },
+      facet: {
+        column: { field: 'metric', type: 'nominal', title: null, sort: ['precision', 'recall', 'F1'] },
+      },
+      spec: {
+        width: 170,
+        height: { step: 22 },
+        layer: [
+          {
+            name: 'entityValue',
+            mark: { type: 'point', filled: true, size: 60, opacity: 0.9 },
+            encoding: {
+              y: { field: 'type', type: 'nominal', title: t.entityType, sort: null },
+              x: { field: 'value', type: 'quantitative', title: '%', scale: { domain: [0, 100] } },
+              color: systemColor(names, palette),
+              description: TIP,
+              tooltip: [
+                { field: 'system', type: 'nominal' },
+                { field: 'type', type: 'nominal' },
+                { field: 'metric', type: 'nominal' },
+                { field: 'value', type: 'quantitative', format: '.1f' },
+              ],
+            },
+          },
+        ],
+      },
+    }),
+    table: { header: [t.system, t.entityType, 'support', 'precision', 'recall', 'F1'], rows },
+  };
+}
+
+export interface ForestRow {
+  /** The system compared with the first. */
+  system: string;
+  /** e.g. "RuMedTop3 accuracy", "RuMedOverall score". */
+  row: string;
+  delta: number;
+  ci: Interval | null;
+  p: number;
+}
+
+/** The paired comparisons as a forest plot: one line per metric and system, a zero line. */
+export function forestChart(
+  rows: readonly ForestRow[],
+  systems: readonly string[],
+  t: Strings,
+  /** Every system of the report, so that a system keeps its colour from the other charts. */
+  palette: readonly string[] = systems,
+): Chart {
+  const values = rows.map((r) => ({
+    system: r.system,
+    row: r.row,
+    delta: r.delta,
+    lo: r.ci?.[0] ?? null,
+    hi: r.ci?.[1] ?? null,
+    p: r.p,
+    tip: `${r.system} · ${r.row}: ${r.delta > 0 ? '+' : ''}${f2(r.delta)} ${ciText(r.ci)}, p ${r.p < 0.001 ? '<0.001' : r.p.toFixed(3)}`,
+  }));
+  const order = [...new Set(rows.map((r) => r.row))];
+  const y = { field: 'row', type: 'nominal', title: null, sort: order };
+  const yOffset = { field: 'system', type: 'nominal', sort: [...systems] };
+  return {
+    id: 'forest',
+    title: t.forest,
+    description: `${t.forest}: ${rows.map((r) => `${r.system} ${r.row} ${f2(r.delta)} ${ciText(r.ci)}`).join('; ')}.`,
+    spec: top(t.forest, `${t.forest}.`, {
+      width: 440,
+      // With an offset channel the step is per system within a row.
+      height: { step: 14 },
+      data: { values },
+      layer: [
+        {
+          name: 'zero',
+          data: { values: [{ zero: 0 }] },
+          mark: { type: 'rule', color: '#777777', strokeDash: [4, 3] },
+          encoding: { x: { field: 'zero', type: 'quantitative' } },
+        },
+        {
+          name: 'deltaInterval',
+          transform: [{ filter: 'datum.lo !== null' }],
+          mark: { type: 'rule', strokeWidth: 2 },
+          encoding: {
+            y,
+            yOffset,
+            x: { field: 'lo', type: 'quantitative', title: t.delta },
+            x2: { field: 'hi' },
+            color: systemColor(systems, palette, t.system),
+          },
+        },
+        {
+          name: 'delta',
+          mark: { type: 'point', filled: true, size: 60, opacity: 1 },
+          encoding: {
+            y,
+            yOffset,
+            x: { field: 'delta', type: 'quantitative' },
+            color: systemColor(systems, palette, t.system),
+            description: TIP,
+            tooltip: [
+              { field: 'system', type: 'nominal' },
+              { field: 'row', type: 'nominal' },
+              { field: 'delta', type: 'quantitative', format: '+.2f' },
+              { field: 'p', type: 'quantitative', format: '.3f' },
+            ],
+          },
+        },
+      ],
+    }),
+    table: {
+      header: [t.system, t.metric, t.delta, '95% CI', 'p'],
+      rows: rows.map((r) => [
+        r.system,
+        r.row,
+        f2(r.delta),
+        ciText(r.ci),
+        r.p < 0.001 ? '<0.001' : r.p.toFixed(3),
+      ]),
+    },
+  };
+}
+
+/** LLM runs: the share of replies that could not be read, per task. */
+export function unparsedChart(
+  rows: readonly { system: string; task: string; rate: number; unparsed: number; samples: number }[],
+  systems: readonly string[],
+  t: Strings,
+  palette: readonly string[] = systems,
+): Chart {
+  return {
+    id: 'llm-unparsed',
+    title: t.unparsedChart,
+    description: `${t.unparsedChart}: ${rows.map((r) => `${r.system} ${r.task} ${f2(r.rate)}%`).join('; ')}.`,
+    spec: top(t.unparsedChart, `${t.unparsedChart}.`, {
+      width: 420,
+      height: { step: 14 },
+      data: {
+        values: rows.map((r) => ({
+          ...r,
+          tip: `${r.system} · ${r.task}: ${r.unparsed}/${r.samples} (${f2(r.rate)}%)`,
+        })),
+      },
+      layer: [
+        {
+          name: 'unparsed',
+          mark: { type: 'bar' },
+          encoding: {
+            y: { field: 'task', type: 'nominal', title: null, sort: null },
+            yOffset: { field: 'system', type: 'nominal', sort: [...systems] },
+            x: { field: 'rate', type: 'quantitative', title: t.unparsedAxis, scale: { domainMin: 0 } },
+            color: systemColor(systems, palette, t.system),
+            description: TIP,
+            tooltip: [
+              { field: 'system', type: 'nominal' },
+              { field: 'task', type: 'nominal' },
+              { field: 'unparsed', type: 'quantitative' },
+              { field: 'samples', type: 'quantitative' },
+              { field: 'rate', type: 'quantitative', format: '.2f' },
+            ],
+          },
+        },
+      ],
+    }),
+    table: {
+      header: [t.system, t.task, t.unparsed, t.samples, '%'],
+      rows: rows.map((r) => [r.system, r.task, String(r.unparsed), String(r.samples), f2(r.rate)]),
+    },
+  };
+}
+
+const quantile = (sorted: readonly number[], q: number): number =>
+  sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
+
+/** LLM runs: a histogram of request latencies per system. */
+export function latencyChart(
+  series: readonly { system: string; latencyMs: readonly number[] }[],
+  t: Strings,
+  palette: readonly string[] = series.map((s) => s.system),
+): Chart {
+  const values = series.flatMap((s) => s.latencyMs.map((ms) => ({ system: s.system, seconds: ms / 1000 })));
+  const systems = series.map((s) => s.system);
+  const summary = series.map((s) => {
+    const sorted = [...s.latencyMs].sort((a, b) => a - b);
+    return [
+      s.system,
+      String(sorted.length),
+      f2(quantile(sorted, 0.5) / 1000),
+      f2(quantile(sorted, 0.95) / 1000),
+      f2((sorted.at(-1) ?? Number.NaN) / 1000),
+    ];
+  });
+  return {
+    id: 'llm-latency',
+    title: t.latencyChart,
+    description: `${t.latencyChart}: ${summary.map((r) => `${r[0]} median ${r[2]} s, p95 ${r[3]} s`).join('; ')}.`,
+    spec: top(t.latencyChart, `${t.latencyChart}.`, {
+      data: { values },
+      facet: { row: { field: 'system', type: 'nominal', title: null, sort: systems } },
+      spec: {
+        width: 420,
+        height: 90,
+        layer: [
+          {
+            name: 'latency',
+            mark: { type: 'bar' },
+            encoding: {
+              x: { field: 'seconds', type: 'quantitative', bin: { maxbins: 30 }, title: t.latencyAxis },
+              y: { aggregate: 'count', type: 'quantitative', title: t.requests },
+              color: systemColor(systems, palette),
+            },
+          },
+        ],
+      },
+      resolve: { scale: { y: 'independent' } },
+    }),
+    table: {
+      header: [t.system, t.requests, 'median, s', 'p95, s', 'max, s'],
+      rows: summary,
+    },
+  };
+}

@@ -1,0 +1,528 @@
+/**
+ * The report as one self-contained HTML file: inline CSS, the charts as inline SVG, no external resource of any
+ * kind, readable with JavaScript off (a small inline script only adds table sorting, chart tooltips and a filter for
+ * the answer list), printable, light and dark. Views are hono/jsx components over the report model, so every string
+ * that came from a user (a system name, a model reply) is escaped by the renderer, never by hand.
+ */
+
+import { raw } from 'hono/html';
+import type { FC } from 'hono/jsx';
+import type { Interval } from '../metrics/bootstrap.js';
+import type { Prediction } from '../metrics/item-stats.js';
+import { formatIssue } from '../scoring/issues.js';
+import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
+import type { MetricName } from '../tasks/types.js';
+import { SCRIPT, STYLE } from './assets.js';
+import { allCharts, deltaRows, type Report } from './build.js';
+import type { Chart } from './charts.js';
+import type { Strings } from './i18n.js';
+import type { LlmSample, ReportSystem } from './sources.js';
+import { renderSvg } from './svg.js';
+
+const f2 = (x: number | null | undefined): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
+const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '');
+const cell = (metrics: Partial<Record<MetricName, number>> | undefined, names: readonly MetricName[]) =>
+  metrics ? names.map((m) => f2(metrics[m])).join('/') : '–';
+const show = (p: Prediction | null | undefined): string =>
+  p === null || p === undefined ? '–' : typeof p === 'string' ? p : p.join(', ');
+const signed = (x: number): string => `${x > 0 ? '+' : ''}${f2(x)}`;
+const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));
+/** Milliseconds as a person reads them: "850 ms", "2.41 s". */
+const duration = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? '–' : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+/** Long model replies and prompts are cut for the page; samples.jsonl keeps them whole. */
+const clip = (s: string, max = 4000): string =>
+  s.length > max ? `${s.slice(0, max)}… [${s.length - max} more characters]` : s;
+
+/** Cells that hold a number, an interval or a p-value are right-aligned; words are not. */
+const NUMERIC = /^(?:[-+<[]?\d|–$)/;
+const numericColumn = (rows: readonly string[][], i: number): boolean =>
+  rows.length > 0 && rows.every((r) => NUMERIC.test(r[i] ?? ''));
+
+const Table: FC<{
+  header: string[];
+  rows: string[][];
+  sortable?: boolean;
+  className?: string;
+  /** Key-value tables: every cell left-aligned. */
+  plain?: boolean;
+}> = (p) => (
+  <div class="table-wrap">
+    <table class={`${p.sortable ? 'sortable ' : ''}${p.className ?? ''}`.trim()}>
+      <thead>
+        <tr>
+          {p.header.map((h, i) => (
+            <th scope="col" class={!p.plain && i > 0 && numericColumn(p.rows, i) ? 'num' : undefined}>
+              {h}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {p.rows.map((r) => (
+          <tr>
+            {r.map((c, i) =>
+              i === 0 ? (
+                <th scope="row">{c}</th>
+              ) : (
+                <td class={!p.plain && NUMERIC.test(c) ? 'num' : undefined}>{c}</td>
+              ),
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </div>
+);
+
+const Figure: FC<{ chart: Chart; svg: string; t: Strings }> = ({ chart, svg, t }) => (
+  <figure id={chart.id}>
+    <div class="chart">{raw(svg)}</div>
+    {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
+    <details>
+      <summary>{t.chartData}</summary>
+      <Table header={chart.table.header} rows={chart.table.rows} sortable />
+    </details>
+  </figure>
+);
+
+const SummaryTable: FC<{ report: Report }> = ({ report }) => {
+  const { t } = report;
+  const header = [t.model, ...OVERALL_TASKS.map((x) => x.name), t.overall];
+  return (
+    <div class="table-wrap">
+      <table class="sortable summary">
+        <thead>
+          <tr>
+            {header.map((h, i) => (
+              <th scope="col" class={i > 0 ? 'num' : undefined}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {report.paperRows.map((p) => (
+            <tr class="reference">
+              <th scope="row">
+                {p.model} <span class="tag">{t.paper}</span>
+              </th>
+              {OVERALL_TASKS.map((x) => (
+                <td class="num">{cell(p.tasks[x.name], x.metrics)}</td>
+              ))}
+              <td class="num">{f2(p.overall)}</td>
+            </tr>
+          ))}
+          {report.systems.map((s) => (
+            <tr class="system">
+              <th scope="row">{s.name}</th>
+              {OVERALL_TASKS.map((x) => {
+                const r = s.tasks[x.name];
+                // Two metrics share a cell: the interval under them is the task score's, and says so.
+                const label = r && x.metrics.length > 1 ? `${report.t.score} ${f2(r.score)} ` : '';
+                return (
+                  <td class="num">
+                    {cell(r?.metrics, x.metrics)}
+                    {r?.score_ci ? <small class="ci">{`${label}${ciText(r.score_ci)}`}</small> : ''}
+                  </td>
+                );
+              })}
+              <td class="num">
+                <strong>{f2(s.overall)}</strong>
+                {s.overall_ci ? <small class="ci">{ciText(s.overall_ci)}</small> : ''}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+};
+
+function ciRows(report: Report): string[][] {
+  const rows: string[][] = [];
+  for (const s of report.systems) {
+    for (const task of TASKS) {
+      const r = s.tasks[task.name];
+      if (!r) continue;
+      for (const m of task.metrics)
+        rows.push([s.name, task.name, String(r.n), m, f2(r.metrics[m]), ciText(r.ci[m]) || '–']);
+      if (task.metrics.length > 1)
+        rows.push([s.name, task.name, String(r.n), report.t.score, f2(r.score), ciText(r.score_ci) || '–']);
+    }
+    if (s.overall !== null)
+      rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci) || '–']);
+    for (const [task, why] of Object.entries(s.unscored))
+      rows.push([s.name, task, '', report.t.notScored, '–', why]);
+  }
+  return rows;
+}
+
+const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
+  const { t } = report;
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  let resamples = report.provenance.resamples;
+  for (const c of report.comparisons) {
+    if (!c.result) {
+      notes.push(t.noComparison(c.system, c.why ?? ''));
+      continue;
+    }
+    for (const e of c.result.errors) notes.push(`${c.system}: ${e.message}`);
+    resamples = c.result.method.resamples;
+    for (const d of deltaRows(c.result)) {
+      rows.push([
+        `${c.system} − ${c.base}`,
+        d.task,
+        d.metric,
+        f2(d.a),
+        f2(d.b),
+        signed(d.delta.delta),
+        ciText(d.delta.ci) || '–',
+        pValue(d.delta.p),
+      ]);
+    }
+  }
+  const forest = report.charts.forest;
+  return (
+    <section id="comparison">
+      <h2>{t.comparison}</h2>
+      <p class="note">{t.comparisonNote(resamples)}</p>
+      {notes.map((n) => (
+        <p class="note">{n}</p>
+      ))}
+      {rows.length > 0 ? (
+        <Table header={[t.system, t.task, t.metric, 'A', 'B', 'B − A', '95% CI', 'p']} rows={rows} sortable />
+      ) : (
+        ''
+      )}
+      {forest ? <Figure chart={forest} svg={svgs.get(forest.id) ?? ''} t={t} /> : ''}
+    </section>
+  );
+};
+
+const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
+  <details class={`sample ${s.status}`}>
+    <summary>
+      <code>{s.id}</code>{' '}
+      <span class={`tag ${s.status}`}>
+        {s.status === 'parsed' ? t.wrong : s.status === 'unparsed' ? t.unparsed : t.failed}
+      </span>{' '}
+      {t.gold}: <b>{show(s.gold)}</b> · {t.parsed}: <b>{show(s.answer)}</b>
+    </summary>
+    <dl>
+      <dt>{t.prompt}</dt>
+      <dd>
+        <pre>{clip(s.prompt)}</pre>
+      </dd>
+      <dt>{t.reply}</dt>
+      <dd>
+        <pre>{s.reply === null ? '–' : clip(s.reply)}</pre>
+      </dd>
+      {s.reason ? (
+        <>
+          <dt>{t.reason}</dt>
+          <dd>{s.reason}</dd>
+        </>
+      ) : (
+        ''
+      )}
+      {s.notes?.length ? (
+        <>
+          <dt>notes</dt>
+          <dd>{s.notes.join('; ')}</dd>
+        </>
+      ) : (
+        ''
+      )}
+    </dl>
+  </details>
+);
+
+function settingsRows(s: ReportSystem): string[][] {
+  const m = s.llm?.manifest ?? {};
+  const rows: string[][] = [];
+  const put = (k: string, v: unknown) => {
+    if (v !== undefined && v !== null) rows.push([k, typeof v === 'string' ? v : JSON.stringify(v)]);
+  };
+  for (const k of [
+    'provider',
+    'model',
+    'baseUrl',
+    'file',
+    'sha256',
+    'seed',
+    'shots',
+    'splits',
+    'concurrency',
+    'limit',
+    'system_override',
+    'rumedbench_version',
+    'created',
+  ])
+    put(k, m[k]);
+  const params = (m.params ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(params)) put(`params.${k}`, v);
+  const versions = (m.prompt_versions ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(versions)) put(`prompt ${k}`, v);
+  return rows;
+}
+
+const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
+  const { t } = report;
+  const llmSystems = report.systems.filter((s) => s.llm);
+  const usageRows = llmSystems.map((s) => {
+    const u = s.llm?.summary;
+    return [
+      s.name,
+      String(u?.requests?.total ?? '–'),
+      String(u?.usage?.prompt_tokens ?? '–'),
+      String(u?.usage?.completion_tokens ?? '–'),
+      u?.cost !== undefined ? u.cost.toFixed(4) : '–',
+      f2(u?.requests?.throughput_rps),
+      duration(u?.latency_ms?.median),
+      duration(u?.latency_ms?.p95),
+    ];
+  });
+  const taskRows = llmSystems.flatMap((s) =>
+    Object.entries(s.llm?.summary.tasks ?? {}).map(([task, r]) => [
+      s.name,
+      task,
+      String(r.samples),
+      String(r.unparsed),
+      f2(r.unparsed_rate),
+      String(r.failed),
+    ]),
+  );
+  return (
+    <section id="llm">
+      <h2>{t.llm}</h2>
+      <Table
+        header={[t.system, t.task, t.samples, t.unparsed, `${t.unparsed}, %`, t.failed]}
+        rows={taskRows}
+        sortable
+      />
+      {report.charts.llm.map((c) => (
+        <Figure chart={c} svg={svgs.get(c.id) ?? ''} t={t} />
+      ))}
+      <h3>{t.usage}</h3>
+      <Table
+        header={[
+          t.system,
+          t.requests,
+          t.promptTokens,
+          t.completionTokens,
+          t.cost,
+          t.throughput,
+          t.medianLatency,
+          t.p95Latency,
+        ]}
+        rows={usageRows}
+        sortable
+      />
+      <h3>{t.settings}</h3>
+      {llmSystems.map((s) => (
+        <details open={llmSystems.length === 1}>
+          <summary>{s.name}</summary>
+          <Table header={[t.setting, t.value]} rows={settingsRows(s)} plain />
+        </details>
+      ))}
+      <h3 id="failures">{t.failures}</h3>
+      <p class="filter-row" hidden>
+        <label>
+          {t.filter}: <input type="search" id="sample-filter" autocomplete="off" />
+        </label>
+      </p>
+      {llmSystems.map((s) =>
+        Object.entries(s.llm?.failureCounts ?? {}).map(([task, total]) => {
+          const shown = (s.llm?.failures ?? []).filter((f) => f.task === task);
+          return (
+            <details class="failures">
+              <summary>
+                {llmSystems.length > 1 ? `${s.name} · ` : ''}
+                {task}: {total} · <span class="note">{t.failuresNote(shown.length, total)}</span>
+              </summary>
+              {shown.map((f) => (
+                <Sample s={f} t={t} />
+              ))}
+            </details>
+          );
+        }),
+      )}
+    </section>
+  );
+};
+
+const Provenance: FC<{ report: Report }> = ({ report }) => {
+  const { t, provenance: p } = report;
+  return (
+    <section id="provenance">
+      <h2>{t.provenance}</h2>
+      <Table
+        plain
+        header={[t.setting, t.value]}
+        rows={[
+          [t.version, p.version],
+          [t.date, p.date],
+          ...(p.commandLine ? [[t.command, p.commandLine]] : []),
+          [t.split, report.split],
+          [t.data, p.dataDir],
+          ['bootstrap', `${p.resamples} resamples, seed ${p.seed}`],
+        ]}
+      />
+      <Table
+        header={[t.system, t.kind, t.source]}
+        rows={report.systems.map((s) => [s.name, t.kinds[s.kind], s.source])}
+      />
+      {p.dataFiles.length > 0 ? (
+        <>
+          <h3>{t.dataFiles}</h3>
+          <Table
+            header={[t.file, 'sha256']}
+            rows={p.dataFiles.map((f) => [f.file, f.sha256])}
+            className="mono"
+          />
+        </>
+      ) : (
+        ''
+      )}
+    </section>
+  );
+};
+
+const Issues: FC<{ report: Report }> = ({ report }) => {
+  const { t } = report;
+  const withIssues = report.systems.filter((s) => s.errors.length + s.warnings.length > 0);
+  if (withIssues.length === 0) return null;
+  const max = 50;
+  return (
+    <section id="issues">
+      <h2>{t.issues}</h2>
+      {withIssues.map((s) => {
+        const all = [...s.errors, ...s.warnings];
+        return (
+          <details open={s.errors.length > 0}>
+            <summary>
+              {s.name}: {s.errors.length} error(s), {s.warnings.length} warning(s)
+            </summary>
+            <ul class="issues">
+              {all.slice(0, max).map((i) => (
+                <li class={i.severity}>{formatIssue(i)}</li>
+              ))}
+            </ul>
+            <p class="note">{t.issuesNote(Math.min(max, all.length), all.length)}</p>
+          </details>
+        );
+      })}
+    </section>
+  );
+};
+
+const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
+  const { t } = report;
+  const overall = report.charts.overall;
+  const baselines = report.systems.filter((s) => s.baseline);
+  return (
+    <html lang={report.lang}>
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="color-scheme" content="light dark" />
+        <meta name="generator" content={`rumedbench ${report.provenance.version}`} />
+        <title>{report.title}</title>
+        <style>{raw(STYLE)}</style>
+      </head>
+      <body>
+        <header>
+          <h1>{report.title}</h1>
+          <p class="note">
+            {t.generated} {report.provenance.date.slice(0, 10)} · rumedbench {report.provenance.version} ·{' '}
+            {t.split} {report.split} · {report.systems.map((s) => s.name).join(', ')}
+          </p>
+          <nav>
+            <a href="#summary">{t.summary}</a>
+            <a href="#tasks">{t.perTask}</a>
+            {report.comparisons.length > 0 ? <a href="#comparison">{t.comparison}</a> : ''}
+            {report.charts.llm.length > 0 ? <a href="#llm">{t.llm}</a> : ''}
+            <a href="#provenance">{t.provenance}</a>
+          </nav>
+        </header>
+        <main>
+          <section id="summary">
+            <h2>{t.summary}</h2>
+            <p class="note">{t.summaryNote}</p>
+            <SummaryTable report={report} />
+            <p class="note">
+              {t.overallNote} <span class="js-only">{t.sortHint}</span>
+            </p>
+            {report.systems
+              .filter((s) => s.limit !== undefined)
+              .map((s) => (
+                <p class="note warn">{t.limited(s.name, s.limit as number)}</p>
+              ))}
+            {overall ? <Figure chart={overall} svg={svgs.get(overall.id) ?? ''} t={t} /> : ''}
+            <details class="all-metrics">
+              <summary>{t.scoresWithCi}</summary>
+              <p class="note">{t.ciNote}</p>
+              <Table
+                header={[t.system, t.task, 'n', t.metric, t.value, '95% CI']}
+                rows={ciRows(report)}
+                sortable
+              />
+            </details>
+          </section>
+          <section id="tasks">
+            <h2>{t.perTask}</h2>
+            {report.charts.tasks.map((s) => (
+              <section id={`task-${s.task}`} class="task">
+                <h3>{s.task}</h3>
+                <p class="note">{t.levels}</p>
+                {s.charts.map((c) => (
+                  <Figure chart={c} svg={svgs.get(c.id) ?? ''} t={t} />
+                ))}
+              </section>
+            ))}
+          </section>
+          {report.comparisons.length > 0 ? <ComparisonSection report={report} svgs={svgs} /> : ''}
+          {report.charts.llm.length > 0 ? <LlmSection report={report} svgs={svgs} /> : ''}
+          {baselines.length > 0 ? (
+            <section id="baselines">
+              <h2>{t.baseline}</h2>
+              <Table
+                header={[t.system, t.task, t.trainedOn, t.seconds, t.skipped]}
+                rows={baselines.flatMap((s) =>
+                  (s.baseline?.runs ?? []).map((r) => [
+                    s.name,
+                    r.task,
+                    r.trainedOn ? `${r.trainedOn.split} (${r.trainedOn.records})` : '–',
+                    r.seconds.toFixed(1),
+                    r.skipped ?? '',
+                  ]),
+                )}
+              />
+            </section>
+          ) : (
+            ''
+          )}
+          <Issues report={report} />
+          <Provenance report={report} />
+        </main>
+        <script>{raw(SCRIPT)}</script>
+      </body>
+    </html>
+  );
+};
+
+/** Draws every chart of the report into SVG, keyed by chart id. */
+export async function renderCharts(report: Report): Promise<Map<string, string>> {
+  const svgs = new Map<string, string>();
+  for (const c of allCharts(report)) svgs.set(c.id, await renderSvg(c.spec, c.description));
+  return svgs;
+}
+
+/** The whole report as one HTML document. */
+export async function renderReportHtml(report: Report, svgs?: Map<string, string>): Promise<string> {
+  const charts = svgs ?? (await renderCharts(report));
+  return `<!DOCTYPE html>\n${await (<Page report={report} svgs={charts} />).toString()}\n`;
+}

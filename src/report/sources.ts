@@ -1,0 +1,351 @@
+/**
+ * What a report is made from. Each PATH given to `rumedbench report` becomes one or two systems:
+ * - a predictions folder, `.zip` or `<Task>.jsonl` (as `eval` takes): scored here, with intervals and breakdowns;
+ * - an `llm` run folder: its predictions scored here, plus its summary (unparsed, tokens, cost), manifest (sampling,
+ *   prompt versions) and samples (latencies; wrong and unparsed answers);
+ * - a `baseline` run folder: its predictions scored here, plus what each task was trained on;
+ * - a saved `eval --json` result (shown as saved; it cannot be compared pairwise, it has no items);
+ * - a saved `compare --json` result (two systems and their paired comparison, as saved).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { readJsonlFile } from '../data/jsonl.js';
+import { RumedbenchError } from '../errors.js';
+import type { Interval } from '../metrics/bootstrap.js';
+import type { MetricValues, Prediction } from '../metrics/item-stats.js';
+import type { Breakdown } from '../scoring/breakdown.js';
+import type { ComparisonResult } from '../scoring/compare.js';
+import type { SubmissionIssue } from '../scoring/issues.js';
+import type { ReferenceLoader } from '../scoring/reference.js';
+import {
+  type EvaluationResult,
+  scoreValidated,
+  type ValidatedSubmission,
+  validateSubmission,
+} from '../scoring/score.js';
+import type { MetricName, Split } from '../tasks/types.js';
+
+export type InputKind = 'predictions' | 'llm' | 'baseline' | 'eval-json' | 'compare-json';
+
+/** What the charts and tables need of one task's result; a subset of the scorer's TaskResult. */
+export interface TaskScores {
+  n: number;
+  metrics: MetricValues;
+  score: number;
+  ci: Partial<Record<MetricName, Interval>>;
+  score_ci: Interval | null;
+  unanswered?: number;
+  breakdown?: Breakdown;
+}
+
+export interface LlmSample {
+  task: string;
+  id: string;
+  status: 'parsed' | 'unparsed' | 'failed';
+  /** The item as the model was asked it: the last user message. */
+  prompt: string;
+  reply: string | null;
+  answer: Prediction | null;
+  gold?: Prediction;
+  reason?: string;
+  notes?: string[];
+}
+
+export interface LlmDetails {
+  manifest: Record<string, unknown>;
+  /** The `llm` part of the run's summary.json. */
+  summary: {
+    tasks: Record<string, { samples: number; unparsed: number; unparsed_rate: number; failed: number }>;
+    usage?: { prompt_tokens: number; completion_tokens: number };
+    cost?: number;
+    requests?: { total: number; wall_s: number; throughput_rps: number };
+    latency_ms?: { median: number | null; p95: number | null };
+  };
+  latencyMs: number[];
+  /** Wrong, unparsed and failed answers on the public test sets, at most `maxExamples` per task. */
+  failures: LlmSample[];
+  /** How many there are per task, shown or not. */
+  failureCounts: Record<string, number>;
+}
+
+export interface ReportSystem {
+  name: string;
+  source: string;
+  kind: InputKind;
+  split: Split;
+  tasks: Record<string, TaskScores>;
+  overall: number | null;
+  overall_ci: Interval | null;
+  unscored: Record<string, string>;
+  errors: SubmissionIssue[];
+  warnings: SubmissionIssue[];
+  resamples: number;
+  /** An LLM run limited to the first N items of each task (`llm --limit`): its scores cover only those. */
+  limit?: number;
+  /** The validated items, where the system was scored here: what a paired comparison needs. */
+  validated?: ValidatedSubmission;
+  llm?: LlmDetails;
+  baseline?: {
+    runs: {
+      task: string;
+      trainedOn?: { split: string; records: number };
+      seconds: number;
+      skipped?: string;
+    }[];
+  };
+}
+
+export interface LoadedInput {
+  systems: ReportSystem[];
+  /** A saved `compare --json`: its comparison, between the two systems it brought. */
+  comparison?: ComparisonResult;
+}
+
+export interface SourceOptions {
+  references: ReferenceLoader;
+  split: Split;
+  bootstrap: number;
+  seed: number;
+  /** Wrong or unparsed LLM answers kept per task. */
+  maxExamples: number;
+  /** Score RuMedBench-format files on the gold they carry (as `eval --file-gold`). */
+  fileGold?: boolean;
+}
+
+export class ReportInputError extends RumedbenchError {
+  readonly file: string;
+  constructor(file: string, message: string) {
+    super('REPORT_INPUT_INVALID', `${file}: ${message}`);
+    this.name = 'ReportInputError';
+    this.file = file;
+  }
+}
+
+const interval = z.tuple([z.number(), z.number()]);
+const taskScores = z
+  .object({
+    n: z.number(),
+    metrics: z.record(z.string(), z.number()),
+    score: z.number(),
+    ci: z.record(z.string(), interval).default({}),
+    score_ci: interval.nullable().default(null),
+  })
+  .passthrough();
+const issue = z
+  .object({ severity: z.enum(['error', 'warning']), code: z.string(), file: z.string() })
+  .passthrough();
+const evalJson = z
+  .object({
+    schema_version: z.literal(1),
+    source: z.string(),
+    split: z.string(),
+    overall: z.number().nullable(),
+    overall_ci: interval.nullable(),
+    tasks: z.record(z.string(), taskScores),
+    unscored: z.record(z.string(), z.string()).default({}),
+    bootstrap: z.object({ resamples: z.number() }).passthrough(),
+    errors: z.array(issue).default([]),
+    warnings: z.array(issue).default([]),
+  })
+  .passthrough();
+const delta = z.object({ delta: z.number(), ci: interval.nullable(), p: z.number() }).passthrough();
+const compareJson = z
+  .object({
+    schema_version: z.literal(1),
+    a: z.string(),
+    b: z.string(),
+    split: z.string(),
+    tasks: z.record(
+      z.string(),
+      z
+        .object({
+          n: z.number(),
+          a: z.record(z.string(), z.number()),
+          b: z.record(z.string(), z.number()),
+          metrics: z.record(z.string(), delta),
+          score: delta,
+        })
+        .passthrough(),
+    ),
+    overall: delta.extend({ a: z.number(), b: z.number() }).nullable(),
+    method: z.object({ resamples: z.number() }).passthrough(),
+  })
+  .passthrough();
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8').replace(/^\uFEFF/, '')) as unknown;
+  } catch (e) {
+    throw new ReportInputError(file, `not valid JSON (${(e as Error).message})`);
+  }
+}
+
+function fromEvaluation(
+  name: string,
+  kind: InputKind,
+  e: EvaluationResult,
+  validated?: ValidatedSubmission,
+): ReportSystem {
+  return {
+    name,
+    source: e.source,
+    kind,
+    split: e.split,
+    tasks: e.tasks,
+    overall: e.overall,
+    overall_ci: e.overall_ci,
+    unscored: e.unscored,
+    errors: e.errors,
+    warnings: e.warnings,
+    resamples: e.bootstrap.resamples,
+    ...(validated ? { validated } : {}),
+  };
+}
+
+async function scorePredictions(
+  path: string,
+  name: string,
+  kind: InputKind,
+  o: SourceOptions,
+  fileGold = false,
+): Promise<ReportSystem> {
+  const options = {
+    references: o.references,
+    split: o.split,
+    bootstrap: o.bootstrap,
+    seed: o.seed,
+    ...(fileGold || o.fileGold ? { fileGold: true } : {}),
+  };
+  const validated = await validateSubmission(path, options);
+  return fromEvaluation(name, kind, scoreValidated(validated, options), validated);
+}
+
+const lastUserMessage = (messages: unknown): string => {
+  if (!Array.isArray(messages)) return '';
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown };
+    if (m?.role === 'user' && typeof m.content === 'string') return m.content;
+  }
+  return '';
+};
+
+async function readSamples(
+  file: string,
+  o: SourceOptions,
+): Promise<Pick<LlmDetails, 'latencyMs' | 'failures' | 'failureCounts'>> {
+  const latencyMs: number[] = [];
+  const failures: LlmSample[] = [];
+  const failureCounts: Record<string, number> = {};
+  if (!existsSync(file)) return { latencyMs, failures, failureCounts };
+  for await (const line of readJsonlFile(file)) {
+    if ('error' in line) throw new ReportInputError(`${file}:${line.line}`, line.error);
+    const s = line.value as Record<string, unknown>;
+    if (typeof s.latency_ms === 'number') latencyMs.push(s.latency_ms);
+    if (s.split !== 'test' || s.correct === true || s.gold === undefined) continue;
+    const task = String(s.task);
+    failureCounts[task] = (failureCounts[task] ?? 0) + 1;
+    if ((failureCounts[task] ?? 0) > o.maxExamples) continue;
+    failures.push({
+      task,
+      id: String(s.id),
+      status: s.status as LlmSample['status'],
+      prompt: lastUserMessage(s.messages),
+      reply: typeof s.reply === 'string' ? s.reply : null,
+      answer: (s.answer ?? null) as Prediction | null,
+      gold: s.gold as Prediction,
+      ...(typeof s.reason === 'string' ? { reason: s.reason } : {}),
+      ...(Array.isArray(s.notes) ? { notes: s.notes.map(String) } : {}),
+    });
+  }
+  return { latencyMs, failures, failureCounts };
+}
+
+async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSystem> {
+  const summary = readJson(join(dir, 'summary.json')) as Record<string, unknown>;
+  const predictions = join(dir, 'predictions');
+  if (!existsSync(predictions)) throw new ReportInputError(dir, 'a run folder without predictions/');
+  const manifestFile = join(dir, 'manifest.json');
+  if (summary.llm && typeof summary.llm === 'object') {
+    const manifest = existsSync(manifestFile) ? (readJson(manifestFile) as Record<string, unknown>) : {};
+    // A run limited to the first N items answers fewer items than the split has: score it on its own gold.
+    const limited = manifest.limit !== null && manifest.limit !== undefined;
+    const name = typeof manifest.model === 'string' ? basename(manifest.model) : basename(resolve(dir));
+    const system = await scorePredictions(predictions, name, 'llm', o, limited);
+    system.source = dir;
+    if (limited && typeof manifest.limit === 'number') system.limit = manifest.limit;
+    system.llm = {
+      manifest,
+      summary: summary.llm as LlmDetails['summary'],
+      ...(await readSamples(join(dir, 'samples.jsonl'), o)),
+    };
+    return system;
+  }
+  if (Array.isArray(summary.runs)) {
+    const system = await scorePredictions(predictions, basename(resolve(dir)), 'baseline', o);
+    system.source = dir;
+    system.baseline = { runs: summary.runs as NonNullable<ReportSystem['baseline']>['runs'] };
+    return system;
+  }
+  throw new ReportInputError(join(dir, 'summary.json'), 'neither an llm nor a baseline run summary');
+}
+
+function loadJsonResult(file: string): LoadedInput {
+  const value = readJson(file);
+  const asEval = evalJson.safeParse(value);
+  if (asEval.success) {
+    const e = asEval.data as unknown as EvaluationResult;
+    return { systems: [fromEvaluation(basename(file, '.json'), 'eval-json', e)] };
+  }
+  const asCompare = compareJson.safeParse(value);
+  if (asCompare.success) {
+    const c = asCompare.data as unknown as ComparisonResult;
+    const side = (which: 'a' | 'b'): ReportSystem => {
+      const tasks: Record<string, TaskScores> = {};
+      for (const [name, t] of Object.entries(c.tasks)) {
+        const { score, ...metrics } = t[which];
+        tasks[name] = { n: t.n, metrics, score, ci: {}, score_ci: null };
+      }
+      return {
+        name: basename(c[which]),
+        source: c[which],
+        kind: 'compare-json',
+        split: c.split,
+        tasks,
+        overall: c.overall ? c.overall[which] : null,
+        overall_ci: null,
+        unscored: {},
+        errors: [],
+        warnings: [],
+        resamples: 0,
+      };
+    };
+    return { systems: [side('a'), side('b')], comparison: c };
+  }
+  throw new ReportInputError(
+    file,
+    `neither a \`rumedbench eval --json\` nor a \`compare --json\` result (schema_version 1): ${asEval.error.issues[0]?.path.join('.') ?? ''} ${asEval.error.issues[0]?.message ?? ''}`.trim(),
+  );
+}
+
+/** Reads one PATH of `rumedbench report`. */
+export async function loadInput(path: string, o: SourceOptions): Promise<LoadedInput> {
+  if (!existsSync(path)) throw new ReportInputError(path, 'not found');
+  const stat = statSync(path);
+  if (stat.isDirectory()) {
+    if (existsSync(join(path, 'summary.json'))) return { systems: [await loadRunFolder(path, o)] };
+    return { systems: [await scorePredictions(path, basename(resolve(path)), 'predictions', o)] };
+  }
+  if (path.endsWith('.json')) {
+    if (basename(path) === 'summary.json') return { systems: [await loadRunFolder(dirname(path), o)] };
+    return loadJsonResult(path);
+  }
+  if (path.endsWith('.zip') || path.endsWith('.jsonl')) {
+    const name = basename(path).replace(/\.(zip|jsonl)$/, '');
+    return { systems: [await scorePredictions(path, name, 'predictions', o)] };
+  }
+  throw new ReportInputError(
+    path,
+    'expected a predictions folder, .zip or <Task>.jsonl, an llm or baseline run folder, or a saved eval/compare --json result',
+  );
+}

@@ -1,0 +1,149 @@
+/**
+ * The report in a real browser (Debian's Chromium, headless): with JavaScript off it must read fully, with it on
+ * the tables sort, the marks show their values and the answer list filters; it asks for nothing over the network.
+ * Screenshots of each view are kept in test-artifacts/report/ for a person to look at.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runReport } from '../../src/report/run.js';
+import {
+  ARTIFACTS,
+  artifactPath,
+  BROWSER_REQUIRED,
+  HAVE_BROWSER,
+  launchBrowser,
+  NO_BROWSER_REASON,
+} from '../helpers/browser.js';
+import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import type { FakeOpenAI } from '../helpers/fake-openai.js';
+import { smallLlmRun } from '../helpers/llm-run.js';
+
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const haveData = DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined;
+const runs = haveData && (HAVE_BROWSER || BROWSER_REQUIRED);
+const why = !haveData ? NO_DATA_REASON : NO_BROWSER_REASON;
+
+describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' : why})`, () => {
+  let browser: Browser;
+  let server: FakeOpenAI | undefined;
+  let four: string;
+  let llm: string;
+  const requests: string[] = [];
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-report-browser-'));
+    const ref = (n: string) => join(REFERENCE_PREDICTIONS as string, n);
+    const common = { dataDir: DATA_DIR as string, bootstrap: 1000, date: new Date('2026-01-02T00:00:00Z') };
+    four = join(dir, 'four.html');
+    await runReport(['linear_models', 'bilstm', 'naive', 'human'].map(ref), {
+      ...common,
+      out: four,
+      names: ['Feature-based', 'BiLSTM', 'Naive', HOSTILE],
+      reference: true,
+      fileGold: true,
+    });
+    const run = await smallLlmRun('fake-model-1', 40);
+    server = run.server;
+    llm = join(dir, 'llm.html');
+    await runReport([run.dir, ref('linear_models')], { ...common, out: llm, lang: 'ru' });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function open(file: string, options: { js: boolean; dark?: boolean }): Promise<Page> {
+    const context = await browser.newContext({
+      javaScriptEnabled: options.js,
+      colorScheme: options.dark ? 'dark' : 'light',
+      viewport: { width: 1280, height: 900 },
+    });
+    const page = await context.newPage();
+    page.on('request', (r) => {
+      if (!r.url().startsWith('file:')) requests.push(r.url());
+    });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('dialog', (d) => {
+      errors.push(`dialog: ${d.message()}`);
+      void d.dismiss();
+    });
+    await page.goto(pathToFileURL(file).href);
+    expect(errors).toEqual([]);
+    return page;
+  }
+
+  it('reads fully with JavaScript off: tables, every chart drawn, details open on click', async () => {
+    const page = await open(four, { js: false });
+    await page.screenshot({ path: artifactPath('report', 'four-systems-nojs.png'), fullPage: true });
+    await page.locator('#summary').screenshot({ path: artifactPath('report', 'summary-nojs.png') });
+    const charts = await page.locator('figure .chart svg').evaluateAll((svgs) =>
+      svgs.map((s) => {
+        const r = s.getBoundingClientRect();
+        return r.width > 100 && r.height > 40;
+      }),
+    );
+    expect(charts.length).toBe(12); // 11 as for one system, and the forest plot
+    expect(charts.every(Boolean)).toBe(true);
+    // The hostile name is text on the page.
+    await expect(
+      page.getByRole('rowheader', { name: HOSTILE, exact: true }).count(),
+    ).resolves.toBeGreaterThan(0);
+    // The long CI table is folded away and opens without a script.
+    const all = page.locator('details.all-metrics');
+    expect(await all.evaluate((d) => (d as unknown as { open: boolean }).open)).toBe(false);
+    await all.locator('summary').click();
+    expect(await all.evaluate((d) => (d as unknown as { open: boolean }).open)).toBe(true);
+    expect(await page.locator('#tip').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('with JavaScript on: sorts a table, shows a mark’s value on hover; dark', async () => {
+    const page = await open(four, { js: true, dark: true });
+    await page.screenshot({ path: artifactPath('report', 'four-systems-dark.png'), fullPage: true });
+    await page.locator('#comparison').screenshot({ path: artifactPath('report', 'comparison-dark.png') });
+    const overall = page.locator('table.summary thead th', { hasText: 'Overall' });
+    await overall.click();
+    const firstRows = await page.locator('table.summary tbody tr th').allTextContents();
+    expect(firstRows[0]?.trim()).toBe('RuPoolBERT paper');
+    await overall.click();
+    const ascending = await page.locator('table.summary tbody tr th').allTextContents();
+    expect(ascending.slice(0, 2).map((s) => s.trim())).toEqual(['Naive paper', 'Naive']);
+
+    const point = page.locator('#score-rumednli g.score_marks path').first();
+    await point.hover();
+    await expect(page.locator('#tip').textContent()).resolves.toBe('Feature-based: 59.70 [57.17, 62.24]');
+    await page.context().close();
+  });
+
+  it('shows an LLM run in Russian, its wrong answers filterable', async () => {
+    const page = await open(llm, { js: true });
+    await page.screenshot({ path: artifactPath('report', 'llm-ru.png'), fullPage: true });
+    await page.locator('#llm').screenshot({ path: artifactPath('report', 'llm-section-ru.png') });
+    const samples = page.locator('details.sample');
+    const total = await samples.count();
+    expect(total).toBeGreaterThan(5);
+    await page.locator('details.failures > summary').first().click();
+    await page.locator('#sample-filter').fill('Затрудняюсь');
+    const visible = await samples.evaluateAll(
+      (ds) => ds.filter((d) => !(d as unknown as { hidden: boolean }).hidden).length,
+    );
+    expect(visible).toBeGreaterThan(0);
+    expect(visible).toBeLessThan(total);
+    await page.locator('#llm').screenshot({ path: artifactPath('report', 'llm-filtered-ru.png') });
+    await page.context().close();
+  });
+
+  it('asked for nothing beyond the file itself', () => {
+    expect(requests).toEqual([]);
+    writeFileSync(
+      join(ARTIFACTS, 'report', 'README.txt'),
+      'Screenshots from test/e2e/report-browser.test.ts.\n',
+    );
+  });
+});

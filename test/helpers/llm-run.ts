@@ -1,0 +1,52 @@
+/** A small, real `rumedbench llm` run against the loopback fake model, for tests that read a run folder. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rumedbenchOk } from './cli.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from './fake-openai.js';
+
+/**
+ * A model that says "да" (RuMedDaNet) or "нейтрально" (RuMedNLI) to everything, cannot decide on every 7th
+ * request, and answers every 11th with markup in front of the answer.
+ */
+export function naiveModel(): (body: ChatRequestBody) => string {
+  let n = 0;
+  return (body) => {
+    n++;
+    if (n % 7 === 0) return 'Затрудняюсь ответить.';
+    const nli = (body.messages.at(-1)?.content ?? '').includes('Гипотеза');
+    const answer = nli ? 'Ответ: нейтрально' : 'Ответ: да';
+    return n % 11 === 0 ? `<script>alert(1)</script> ${answer}` : answer;
+  };
+}
+
+/** Runs `rumedbench llm` on the first `limit` test items of RuMedDaNet and RuMedNLI; returns the run folder. */
+export async function smallLlmRun(
+  model = 'fake-<b>-1',
+  limit = 30,
+): Promise<{ dir: string; server: FakeOpenAI }> {
+  const server = await startFakeOpenAI({ reply: naiveModel() });
+  const dir = join(mkdtempSync(join(tmpdir(), 'rumedbench-llm-run-')), 'run');
+  try {
+    await rumedbenchOk(
+      'llm',
+      '--model',
+      model,
+      '--no-progress',
+      '--base-url',
+      server.url,
+      '--out',
+      dir,
+      '--tasks',
+      'RuMedDaNet,RuMedNLI',
+      '--limit',
+      String(limit),
+      '--bootstrap',
+      '0',
+    );
+  } catch (e) {
+    await server.close();
+    throw e;
+  }
+  return { dir, server };
+}
