@@ -14,7 +14,9 @@ export type ErrorCode =
   | 'CHECKSUM_MISMATCH'
   | 'MODEL_INVALID'
   | 'LLM_REQUEST_FAILED'
-  | 'REPORT_INPUT_INVALID';
+  | 'REPORT_INPUT_INVALID'
+  | 'DATABASE_FAILED'
+  | 'SERVER_CONFIG';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

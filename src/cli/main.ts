@@ -18,6 +18,7 @@ import { type CliIo, EXIT } from './io.js';
 import { runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
 import { runReportCommand } from './report.js';
+import { runImportGold, runServe, runTokenCreate, runTokenList, runTokenRevoke } from './serve.js';
 
 /** Flags several commands share; a new Option each time (commander keeps state on them). */
 const bootstrapOption = (what = 'bootstrap resamples, 0 for none') =>
@@ -246,6 +247,62 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         .argParser(parseCount('--max-examples', 0)),
     )
     .action(async (paths: string[], flags) => setExit(await runReportCommand(paths, flags, io)));
+
+  const dbOptions = (cmd: Command): Command =>
+    cmd
+      .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+      .option(
+        '--db <file|url>',
+        'SQLite file or postgres:// URL (default: $DATABASE_URL, else the user data folder)',
+      );
+  const serve = dbOptions(
+    program
+      .command('serve')
+      .description('a self-hostable leaderboard: public and closed boards, uploads, admin'),
+  )
+    .addOption(new Option('--port <n>', 'port').default(8080).argParser(parseCount('--port', 0)))
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--no-anonymous', 'refuse uploads without a team token')
+    .addOption(
+      new Option('--anonymous-per-minute <n>', 'anonymous uploads per address and minute')
+        .default(20)
+        .argParser(parseCount('--anonymous-per-minute', 1)),
+    )
+    .addOption(
+      new Option('--quota-per-day <n>', 'accepted uploads per token and per address and day (0: no quota)')
+        .default(0)
+        .argParser(parseCount('--quota-per-day', 0)),
+    )
+    .addOption(
+      new Option('--max-upload-mb <n>', 'largest request body, MiB')
+        .default(16)
+        .argParser(parseCount('--max-upload-mb', 1)),
+    )
+    .addOption(new Option('--threads <n>', 'scoring workers').argParser(parseCount('--threads', 1)))
+    .option('--trust-proxy', 'take the client address from X-Forwarded-For (behind your own proxy only)')
+    .option('--secure-cookies', 'mark cookies Secure (when served over HTTPS)')
+    .action(async (flags) => setExit(await runServe(flags, io)));
+  dbOptions(
+    serve
+      .command('import-gold')
+      .description(
+        "import the closed tests' gold (<Task>.jsonl: id and answer) and re-score the closed board",
+      )
+      .argument('<dir>', 'folder of <Task>.jsonl files'),
+  ).action(async (dir: string, flags) => setExit(await runImportGold(dir, flags, io)));
+  const token = serve.command('token').description('team API tokens');
+  dbOptions(
+    token
+      .command('create')
+      .description('create a token (shown once)')
+      .requiredOption('--team <name>', 'team'),
+  ).action(async (flags) => setExit(await runTokenCreate(flags, io)));
+  dbOptions(token.command('revoke').description('revoke a token').argument('<id>', 'token id')).action(
+    async (id: string, flags) => setExit(await runTokenRevoke(id, flags, io)),
+  );
+  dbOptions(token.command('list').description('list tokens')).action(async (flags) =>
+    setExit(await runTokenList(flags, io)),
+  );
 
   program
     .command('tasks')

@@ -96,7 +96,8 @@ export function paperScore(row: PaperRow, task: string): number | undefined {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : undefined;
 }
 
-function levelsFor(task: string | 'overall'): Level[] {
+/** The paper's Naive and Human scores for a task (or the overall), drawn as reference lines. */
+export function levelsFor(task: string | 'overall'): Level[] {
   return PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human').flatMap((r) => {
     const value = task === 'overall' ? r.overall : paperScore(r, task);
     return value === undefined ? [] : [{ name: `${r.model} (paper)`, value }];

@@ -144,33 +144,40 @@ export function scoreChart(
     },
   ];
   if (levels.length > 0) {
-    layer.push(
-      {
-        name: 'level',
-        data: {
-          values: levels.map((l) => ({ name: l.name, value: l.value, tip: `${l.name}: ${f2(l.value)}` })),
-        },
-        mark: { type: 'rule', strokeDash: [5, 4], color: '#777777' },
-        encoding: { x: { field: 'value', type: 'quantitative' }, description: TIP },
-      },
-      {
-        name: 'levelLabel',
-        data: {
-          values: levels.map((l) => ({ name: l.name, value: l.value, tip: `${l.name}: ${f2(l.value)}` })),
-        },
+    const values = levels.map((l, i) => ({
+      name: l.name,
+      value: l.value,
+      tip: `${l.name}: ${f2(l.value)}`,
+      i,
+    }));
+    layer.push({
+      name: 'level',
+      data: { values },
+      mark: { type: 'rule', strokeDash: [5, 4], color: '#777777' },
+      encoding: { x: { field: 'value', type: 'quantitative' }, description: TIP },
+    });
+    // Labels alternate between two heights, so that two close levels do not print over each other.
+    for (const [k, dy] of [
+      [0, -3],
+      [1, -14],
+    ] as const) {
+      layer.push({
+        name: `levelLabel${k}`,
+        data: { values },
+        transform: [{ filter: `datum.i % 2 === ${k}` }],
         mark: {
           type: 'text',
           align: 'left',
           dx: 3,
-          dy: -4,
+          dy,
           baseline: 'bottom',
           y: 0,
           fontSize: 10,
           color: '#777777',
         },
         encoding: { x: { field: 'value', type: 'quantitative' }, text: { field: 'name' } },
-      },
-    );
+      });
+    }
   }
   const title = t.scoreChart(task);
   const description = `${title}: ${points.map((p) => `${p.system} ${f2(p.score)} ${ciText(p.ci)}`).join('; ')}${

@@ -33,7 +33,19 @@ export type IssueCode =
   | 'NO_GOLD'
   | 'LABEL_OUTSIDE_TRAIN'
   | 'MISSING_TASK'
-  | 'DATA_VERSION_HINT';
+  | 'DATA_VERSION_HINT'
+  // Uploads to the leaderboard server (src/server/upload.ts):
+  | 'UPLOAD_TOO_LARGE'
+  | 'TOO_MANY_FILES'
+  | 'BAD_FILE_NAME'
+  | 'DUPLICATE_FILE'
+  | 'NESTED_ARCHIVE'
+  | 'ZIP_BOMB'
+  | 'BAD_ENCODING'
+  | 'LINE_TOO_LONG'
+  | 'TOO_MANY_LINES'
+  | 'NO_FILES'
+  | 'WRONG_BOARD';
 
 export interface SubmissionIssue {
   severity: 'error' | 'warning';

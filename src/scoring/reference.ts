@@ -4,12 +4,18 @@ import { resolveDataDir } from '../data/paths.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { Reference } from './validate.js';
 
+/** Gold answers known apart from the data files (a closed test's, imported by a leaderboard's admin): task → id → gold. */
+export type GoldOverrides = Readonly<Record<string, ReadonlyMap<string, string | readonly string[]>>>;
+
 export class ReferenceLoader {
   readonly dataDir: string;
   private readonly cache = new Map<string, Promise<Reference>>();
+  private readonly privateGold: GoldOverrides;
 
-  constructor(dataDir?: string) {
+  /** `privateGold` gives the private_test split its gold; the data files carry none. */
+  constructor(dataDir?: string, options: { privateGold?: GoldOverrides } = {}) {
     this.dataDir = resolveDataDir(dataDir);
+    this.privateGold = options.privateGold ?? {};
   }
 
   /** The split's records, or no records where the file is missing; invalid data files throw. */
@@ -28,7 +34,8 @@ export class ReferenceLoader {
     const ref: Reference = { split };
     if (withRecords) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
-      if (records) ref.records = records;
+      const gold = split === 'private_test' ? this.privateGold[task.name] : undefined;
+      if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
     } else ref.fileGoldOnly = true;
     if (task.kind === 'ranking') {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir: this.dataDir }));

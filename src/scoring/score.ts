@@ -17,7 +17,7 @@ import { VERSION } from '../version.js';
 import { type Breakdown, breakdown } from './breakdown.js';
 import type { SubmissionIssue } from './issues.js';
 import { ReferenceLoader } from './reference.js';
-import { readSubmission } from './submission.js';
+import { readSubmission, type Submission } from './submission.js';
 import { type SubmissionFormat, type ValidatedTask, validateTaskFile } from './validate.js';
 
 /** Bumped whenever a field of {@link EvaluationResult} changes meaning or disappears. */
@@ -85,9 +85,16 @@ export async function validateSubmission(
   path: string,
   options: EvaluateOptions = {},
 ): Promise<ValidatedSubmission> {
+  return validateRead(await readSubmission(path), options);
+}
+
+/** Validates a submission already read (a folder, a zip, or files uploaded to the server). */
+export async function validateRead(
+  submission: Submission,
+  options: EvaluateOptions = {},
+): Promise<ValidatedSubmission> {
   const split = options.split ?? 'test';
   const references = options.references ?? new ReferenceLoader(options.dataDir);
-  const submission = await readSubmission(path);
   const tasks: ValidatedTask[] = [];
   for (const f of submission.files) {
     const task = TASKS.find((t) => t.name === f.task);

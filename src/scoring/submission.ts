@@ -92,22 +92,46 @@ function readZip(zipPath: string): Submission {
     };
   }
   const names = Object.keys(entries).filter((n) => !n.endsWith('/'));
-  const junk = names.filter((n) => ARCHIVE_JUNK.test(n));
-  for (const n of junk) {
+  return submissionFromEntries(
+    zipPath,
+    names.map((name) => ({ name, text: () => strFromU8(entries[name] as Uint8Array) })),
+    issues,
+  );
+}
+
+/** One file of an archive or an upload: its name inside and its text, read only when the name is a task file. */
+export interface NamedText {
+  name: string;
+  text: () => string;
+}
+
+/**
+ * A submission from named texts (a zip's entries, uploaded files), laid out as a zip may be: `<Task>.jsonl` files at
+ * the root, or all inside one folder; archive junk is ignored with a warning; anything else is an issue.
+ */
+export function submissionFromEntries(
+  source: string,
+  entries: readonly NamedText[],
+  issues: SubmissionIssue[] = [],
+): Submission {
+  const junk = entries.filter((e) => ARCHIVE_JUNK.test(e.name));
+  for (const e of junk) {
     issues.push({
       severity: 'warning',
       code: 'IGNORED_FILE',
-      file: `${zipPath}!${n}`,
+      file: `${source}!${e.name}`,
       message: 'archive metadata; ignored',
     });
   }
-  const real = names.filter((n) => !ARCHIVE_JUNK.test(n)).sort();
+  const real = entries.filter((e) => !ARCHIVE_JUNK.test(e.name)).sort((a, b) => a.name.localeCompare(b.name));
   // Files at the root, or all inside one top folder (what "compress folder" produces).
-  const folders = new Set(real.map((n) => (n.includes('/') ? n.slice(0, n.indexOf('/') + 1) : '')));
+  const folders = new Set(
+    real.map((e) => (e.name.includes('/') ? e.name.slice(0, e.name.indexOf('/') + 1) : '')),
+  );
   const prefix = folders.size === 1 ? ([...folders][0] as string) : '';
   const files: SubmissionFile[] = [];
-  for (const name of real) {
-    const display = `${zipPath}!${name}`;
+  for (const { name, text } of real) {
+    const display = `${source}!${name}`;
     const inner = name.slice(prefix.length);
     if (inner.includes('/') || (prefix === '' && name.includes('/'))) {
       issues.push({
@@ -121,13 +145,9 @@ function readZip(zipPath: string): Submission {
     }
     const hit = classify(inner, display, issues);
     if (!hit) continue;
-    files.push({
-      task: hit.task,
-      file: display,
-      lines: [...parseJsonl(strFromU8(entries[name] as Uint8Array))],
-    });
+    files.push({ task: hit.task, file: display, lines: [...parseJsonl(text())] });
   }
-  return { source: zipPath, files, issues };
+  return { source, files, issues };
 }
 
 /** Reads a submission folder or zip. Problems with its layout come back as issues, not exceptions. */

@@ -1,0 +1,483 @@
+/**
+ * The leaderboard's HTTP application (Hono). Every input is parsed at the route's edge; errors leave as
+ * `{error, code}` JSON under /api and as a page elsewhere; a crash answers a generic 500 and is logged. Pages get a
+ * strict Content-Security-Policy (no inline script or style), forms a CSRF token bound to a cookie, and uploads a
+ * body-size cap checked before the body is parsed.
+ */
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie, setCookie } from 'hono/cookie';
+import { secureHeaders } from 'hono/secure-headers';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from '../log.js';
+import { STRINGS } from '../report/i18n.js';
+import { PAPER_ROWS } from '../report/paper.js';
+import { getTask } from '../tasks/registry.js';
+import { csrfToken, newNonce, safeEqual, sessionCookie, validSession } from './auth.js';
+import { ChartCache, comparisonCharts, entryCharts } from './charts.js';
+import * as q from './db/queries.js';
+import type { BoardName } from './db/schema.js';
+import { SERVER_STRINGS } from './i18n.js';
+import { type Entry, HttpError, type Leaderboard, parseMetadata, type UploadAnswer } from './leaderboard.js';
+import { ASSET_ETAG, ASSETS } from './static.js';
+import type { UploadFile } from './upload.js';
+import { AdminPage, AdminSubmissionPage, LoginPage } from './views/admin.js';
+import type { PageContext } from './views/layout.js';
+import { BoardPage, ComparePage, ErrorPage, SubmissionPage, UploadPage } from './views/pages.js';
+
+export interface AppOptions {
+  lb: Leaderboard;
+  /** Signs admin sessions and CSRF tokens. */
+  sessionKey: string;
+  log: Logger;
+  /** Take the client's address from X-Forwarded-For (only behind a proxy you run). */
+  trustProxy?: boolean;
+  /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
+  secureCookies?: boolean;
+}
+
+type Env = { Variables: { ctx: PageContext; address: string } };
+
+const NONCE_COOKIE = 'rmb_nonce';
+const SESSION_COOKIE = 'rmb_admin';
+const SESSION_TTL_MS = 8 * 3600_000;
+const BOARDS: readonly BoardName[] = ['public', 'closed'];
+
+const isApi = (path: string): boolean => path.startsWith('/api/');
+
+function parseBoard(name: string | undefined): BoardName {
+  if (name === 'public' || name === 'closed') return name;
+  throw new HttpError(404, 'NOT_FOUND', `no board "${name ?? ''}"; boards: ${BOARDS.join(', ')}`);
+}
+
+/** RFC 4180 quoting, and a leading quote before =, +, - and @ so that a spreadsheet never runs a cell. */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+function boardCsv(board: BoardName, entries: Entry[]): string {
+  const tasks = board === 'public' ? PAPER_TASKS.public : PAPER_TASKS.closed;
+  const header = [
+    'rank',
+    'id',
+    'model',
+    'team',
+    'kind',
+    'params',
+    'open_weights',
+    'verified',
+    'submitted',
+    ...tasks.flatMap((t) => getTask(t).metrics.map((m) => `${t}.${m}`)),
+    ...tasks.map((t) => `${t}.score`),
+    'overall',
+  ];
+  const rows = entries.map((e, i) => [
+    e.overall !== null ? String(i + 1) : '',
+    e.id,
+    e.model,
+    e.team,
+    e.kind,
+    e.params ?? '',
+    String(e.open_weights),
+    String(e.verified),
+    e.created_at,
+    ...tasks.flatMap((t) => getTask(t).metrics.map((m) => e.tasks[t]?.metrics[m]?.toFixed(4) ?? '')),
+    ...tasks.map((t) => e.tasks[t]?.score.toFixed(4) ?? ''),
+    e.overall?.toFixed(4) ?? '',
+  ]);
+  return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
+}
+
+const PAPER_TASKS: Record<BoardName, readonly string[]> = {
+  public: ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'],
+  closed: ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'],
+};
+
+/** A board entry as the JSON export and the API show it: metadata and aggregate scores, no internals. */
+function publicEntry(e: Entry) {
+  return {
+    id: e.id,
+    created_at: e.created_at,
+    board: e.board,
+    model: e.model,
+    team: e.team,
+    description: e.description,
+    link: e.link,
+    kind: e.kind,
+    params: e.params,
+    open_weights: e.open_weights,
+    verified: e.verified,
+    flagged: e.flagged,
+    duplicate_of: e.duplicate_of,
+    overall: e.overall,
+    overall_ci: e.overall_ci,
+    tasks: e.tasks,
+  };
+}
+
+export function createApp(options: AppOptions): Hono<Env> {
+  const { lb, log } = options;
+  const charts = new ChartCache(lb.scorer);
+  const app = new Hono<Env>();
+  const limits = lb.options.limits;
+  const maxMb = Math.round(limits.maxBodyBytes / (1 << 20));
+
+  app.use(
+    '*',
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
+      referrerPolicy: 'same-origin',
+      crossOriginResourcePolicy: 'same-origin',
+      xFrameOptions: 'DENY',
+    }),
+  );
+
+  // The page context: language, the browser's CSRF token, whether the admin is signed in; and the address.
+  app.use('*', async (c, next) => {
+    const asked = c.req.query('lang');
+    const lang =
+      asked === 'ru' || asked === 'en'
+        ? asked
+        : /^\s*ru\b/i.test(c.req.header('accept-language') ?? '')
+          ? 'ru'
+          : 'en';
+    let nonce = getCookie(c, NONCE_COOKIE);
+    if (!nonce || !/^[\w-]{16,64}$/.test(nonce)) {
+      nonce = newNonce();
+      setCookie(c, NONCE_COOKIE, nonce, {
+        httpOnly: true,
+        sameSite: 'Strict',
+        path: '/',
+        secure: options.secureCookies ?? false,
+      });
+    }
+    const url = new URL(c.req.url);
+    c.set('ctx', {
+      lang,
+      t: SERVER_STRINGS[lang],
+      r: STRINGS[lang],
+      path: `${url.pathname}${url.search}`,
+      csrf: csrfToken(options.sessionKey, nonce),
+      admin: validSession(options.sessionKey, getCookie(c, SESSION_COOKIE)),
+    });
+    let address = 'unknown';
+    const forwarded = options.trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
+    if (forwarded) address = forwarded;
+    else {
+      try {
+        address = getConnInfo(c).remote.address ?? 'unknown';
+      } catch {
+        address = 'local';
+      }
+    }
+    c.set('address', address);
+    // A form posted from another site is refused before anything reads it.
+    if (c.req.method === 'POST' && !isApi(c.req.path)) {
+      const origin = c.req.header('origin');
+      if (origin && origin !== url.origin) throw new HttpError(403, 'CSRF', SERVER_STRINGS[lang].csrf);
+    }
+    await next();
+  });
+
+  const render = (c: Context<Env>, page: ReturnType<typeof BoardPage>, status: ContentfulStatusCode = 200) =>
+    c.html(`<!DOCTYPE html>\n${String(page)}`, status);
+
+  const checkCsrf = (c: Context<Env>, body: Record<string, unknown>): void => {
+    const given = body._csrf;
+    if (typeof given !== 'string' || !safeEqual(given, c.get('ctx').csrf)) {
+      throw new HttpError(403, 'CSRF', c.get('ctx').t.csrf);
+    }
+  };
+
+  const requireAdmin = (c: Context<Env>): void => {
+    if (!c.get('ctx').admin) throw new HttpError(401, 'ADMIN_ONLY', 'sign in as the admin first');
+  };
+
+  const uploadLimit = bodyLimit({
+    maxSize: limits.maxBodyBytes,
+    onError: () => {
+      throw new HttpError(413, 'UPLOAD_TOO_LARGE', `the request body is larger than ${maxMb} MiB`, {
+        limit_bytes: limits.maxBodyBytes,
+      });
+    },
+  });
+
+  /** The files and fields of a multipart body. */
+  async function readForm(c: Context<Env>): Promise<{ files: UploadFile[]; fields: Record<string, string> }> {
+    const type = c.req.header('content-type') ?? '';
+    if (!/^multipart\/form-data/i.test(type)) {
+      throw new HttpError(
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+        'send multipart/form-data with one or more `file` fields',
+      );
+    }
+    let body: Record<string, string | File | (string | File)[]>;
+    try {
+      body = (await c.req.parseBody({ all: true })) as typeof body;
+    } catch (e) {
+      throw new HttpError(
+        400,
+        'BAD_MULTIPART',
+        `the multipart body could not be read: ${(e as Error).message}`,
+      );
+    }
+    const files: UploadFile[] = [];
+    const fields: Record<string, string> = {};
+    for (const [key, value] of Object.entries(body)) {
+      for (const v of Array.isArray(value) ? value : [value]) {
+        if (typeof v === 'string') {
+          if (key === 'file') continue;
+          if (key in fields)
+            throw new HttpError(400, 'INVALID_METADATA', `the field "${key}" is given twice`);
+          fields[key] = v;
+        } else if (key === 'file') {
+          if (v.size === 0 && v.name === '') continue; // an empty file input
+          files.push({ name: v.name, data: new Uint8Array(await v.arrayBuffer()) });
+        } else
+          throw new HttpError(400, 'INVALID_METADATA', `a file in the field "${key}"; files go in "file"`);
+      }
+    }
+    return { files, fields };
+  }
+
+  const withQuotaHeaders = (c: Context<Env>, answer: UploadAnswer, replayed: boolean) => {
+    if (answer.quota) {
+      c.header('X-Quota-Limit', String(answer.quota.limit));
+      c.header('X-Quota-Remaining', String(answer.quota.remaining));
+    }
+    if (replayed) c.header('Idempotent-Replayed', 'true');
+  };
+
+  // Boards
+
+  const boardPage = async (c: Context<Env>, board: BoardName) =>
+    render(
+      c,
+      <BoardPage
+        ctx={c.get('ctx')}
+        board={board}
+        entries={await lb.board(board)}
+        paperRows={board === 'public' ? PAPER_ROWS : []}
+      />,
+    );
+  app.get('/', (c) => boardPage(c, 'public'));
+  app.get('/board/:name{[a-z]+\\.csv}', async (c) => {
+    const board = parseBoard(c.req.param('name').replace(/\.csv$/, ''));
+    c.header('Content-Type', 'text/csv; charset=utf-8');
+    c.header('Content-Disposition', `attachment; filename="rumedbench-${board}.csv"`);
+    return c.body(boardCsv(board, await lb.board(board)));
+  });
+  app.get('/board/:name', (c) => boardPage(c, parseBoard(c.req.param('name'))));
+  app.get('/api/boards/:name', async (c) => {
+    const board = parseBoard(c.req.param('name'));
+    const entries = await lb.board(board);
+    return c.json({
+      board,
+      overall:
+        board === 'public' ? 'mean of the five public task scores' : 'mean of the three closed task scores',
+      entries: entries.map(publicEntry),
+      reference: board === 'public' ? PAPER_ROWS : [],
+    });
+  });
+
+  // Submissions
+
+  app.post('/api/submissions', uploadLimit, async (c) => {
+    const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
+    const { files, fields } = await readForm(c);
+    const metadata = parseMetadata(fields);
+    const key = c.req.header('idempotency-key');
+    const { status, body, replayed } = await lb.submit({
+      files,
+      metadata,
+      who,
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+    });
+    withQuotaHeaders(c, body, replayed);
+    if (status === 201) c.header('Location', `/api/submissions/${body.id}`);
+    return c.json(body, status);
+  });
+
+  app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.entry(c.req.param('id')))));
+
+  app.get('/submit', (c) =>
+    render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} anonymous={lb.options.anonymous} />),
+  );
+  app.post('/submit', uploadLimit, async (c) => {
+    const ctx = c.get('ctx');
+    const { files, fields } = await readForm(c);
+    checkCsrf(c, fields);
+    const { _csrf: _, ...meta } = fields;
+    const who = await lb.authenticate(undefined, c.get('address'));
+    const { status, body } = await lb.submit({ files, metadata: parseMetadata(meta), who });
+    if (status === 201 || (status === 200 && body.status === 'scored')) {
+      return c.redirect(`/submissions/${body.id}?lang=${ctx.lang}`, 303);
+    }
+    return render(
+      c,
+      <UploadPage ctx={ctx} maxMb={maxMb} anonymous={lb.options.anonymous} answer={body} />,
+      status === 202 ? 200 : 422,
+    );
+  });
+
+  app.get('/submissions/:id', async (c) => {
+    const ctx = c.get('ctx');
+    const e = await lb.entry(c.req.param('id'), { admin: ctx.admin });
+    const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result.rumedbench_version}:${e.overall}`, () =>
+      entryCharts(e, ctx.r),
+    );
+    const others = e.status === 'scored' ? (await lb.board(e.board)).filter((o) => o.id !== e.id) : [];
+    return render(c, <SubmissionPage ctx={ctx} e={e} charts={blocks} others={others} />);
+  });
+
+  app.get('/compare', async (c) => {
+    const ctx = c.get('ctx');
+    const a = c.req.query('a');
+    const b = c.req.query('b');
+    if (!a || !b) throw new HttpError(400, 'BAD_REQUEST', 'compare needs ?a=ID&b=ID');
+    const r = await lb.compare(a, b);
+    const blocks = r.comparison
+      ? await charts.draw(`cmp:${a}:${b}:${ctx.lang}`, () =>
+          comparisonCharts(r.comparison as NonNullable<typeof r.comparison>, r.b, ctx.r),
+        )
+      : [];
+    return render(c, <ComparePage ctx={ctx} a={r.a} b={r.b} comparison={r.comparison} charts={blocks} />);
+  });
+
+  // Static files and health
+
+  app.get('/static/style.css', (c) => {
+    c.header('Content-Type', 'text/css; charset=utf-8');
+    c.header('ETag', ASSET_ETAG);
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(ASSETS.css);
+  });
+  app.get('/static/app.js', (c) => {
+    c.header('Content-Type', 'text/javascript; charset=utf-8');
+    c.header('ETag', ASSET_ETAG);
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(ASSETS.js);
+  });
+  app.get('/healthz', (c) => c.json({ ok: true, engine: lb.db.engine }));
+
+  // Admin
+
+  app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
+  app.post('/admin/login', async (c) => {
+    const ctx = c.get('ctx');
+    const body = (await c.req.parseBody()) as Record<string, unknown>;
+    checkCsrf(c, body);
+    const token = typeof body.token === 'string' ? body.token : '';
+    if (!(await lb.isAdminSecret(token))) {
+      log.warn(`admin sign-in refused from ${c.get('address')}`);
+      return render(c, <LoginPage ctx={ctx} failed />, 403);
+    }
+    setCookie(c, SESSION_COOKIE, sessionCookie(options.sessionKey, SESSION_TTL_MS), {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      secure: options.secureCookies ?? false,
+      maxAge: SESSION_TTL_MS / 1000,
+    });
+    await q.addAudit(lb.db.db, 'admin', 'sign-in', null, { address: c.get('address') });
+    return c.redirect(`/admin?lang=${ctx.lang}`, 303);
+  });
+  app.post('/admin/logout', async (c) => {
+    checkCsrf(c, (await c.req.parseBody()) as Record<string, unknown>);
+    setCookie(c, SESSION_COOKIE, '', { path: '/', maxAge: 0 });
+    return c.redirect('/', 303);
+  });
+  app.get('/admin', async (c) => {
+    const ctx = c.get('ctx');
+    if (!ctx.admin) return c.redirect(`/admin/login?lang=${ctx.lang}`, 303);
+    return render(
+      c,
+      <AdminPage
+        ctx={ctx}
+        rows={await lb.adminList()}
+        tokens={await q.listTokens(lb.db.db)}
+        audit={await q.listAudit(lb.db.db)}
+      />,
+    );
+  });
+  app.get('/admin/submissions/:id', async (c) => {
+    requireAdmin(c);
+    const row = await q.getSubmission(lb.db.db, c.req.param('id'));
+    if (!row) throw new HttpError(404, 'NOT_FOUND', `no submission ${c.req.param('id')}`);
+    const entry = await lb.entry(row.id, { admin: true });
+    return render(
+      c,
+      <AdminSubmissionPage
+        ctx={c.get('ctx')}
+        row={row}
+        entry={entry}
+        files={JSON.parse(row.files) as { name: string; chars: number }[]}
+      />,
+    );
+  });
+  app.post('/admin/submissions/:id/edit', async (c) => {
+    requireAdmin(c);
+    const body = (await c.req.parseBody()) as Record<string, string>;
+    checkCsrf(c, body);
+    const { _csrf: _, ...fields } = body;
+    await lb.adminEdit(c.req.param('id'), { open_weights: 'no', ...fields });
+    charts.clear();
+    return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
+  });
+  app.post('/admin/submissions/:id/:action{[a-z]+}', async (c) => {
+    requireAdmin(c);
+    checkCsrf(c, (await c.req.parseBody()) as Record<string, unknown>);
+    await lb.adminAction(c.req.param('id'), c.req.param('action'));
+    return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
+  });
+  // The same actions for scripts, with the admin token as a bearer token.
+  app.post('/api/admin/submissions/:id/:action{[a-z]+}', async (c) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
+    if (!m || !(await lb.isAdminSecret(m[1] as string)))
+      throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+    if (c.req.param('action') === 'edit') {
+      const type = c.req.header('content-type') ?? '';
+      const fields = /json/i.test(type)
+        ? ((await c.req.json()) as Record<string, unknown>)
+        : ((await c.req.parseBody()) as Record<string, unknown>);
+      await lb.adminEdit(c.req.param('id'), fields);
+    } else await lb.adminAction(c.req.param('id'), c.req.param('action'));
+    return c.json({ ok: true });
+  });
+
+  // Errors
+
+  app.notFound((c) => {
+    if (isApi(c.req.path)) return c.json({ error: 'not found', code: 'NOT_FOUND' }, 404);
+    const ctx = c.get('ctx');
+    return render(c, <ErrorPage ctx={ctx} title={ctx.t.notFound} message={c.req.path} />, 404);
+  });
+  app.onError((err, c) => {
+    const ctx = c.get('ctx') as PageContext | undefined;
+    if (err instanceof HttpError) {
+      if (err.status === 429 && typeof err.extra.retryAfter === 'number')
+        c.header('Retry-After', String(err.extra.retryAfter));
+      if (isApi(c.req.path) || !ctx)
+        return c.json({ error: err.message, code: err.code, ...err.extra }, err.status);
+      return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={err.message} />, err.status);
+    }
+    log.error(
+      `${c.req.method} ${c.req.path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+    );
+    if (isApi(c.req.path) || !ctx) return c.json({ error: 'internal error', code: 'INTERNAL' }, 500);
+    return render(c, <ErrorPage ctx={ctx} title={ctx.t.error} message={ctx.t.errorNote} />, 500);
+  });
+  return app;
+}

@@ -1,0 +1,92 @@
+/**
+ * The charts of the leaderboard pages, built with the report's spec builders (one definition of each chart) and
+ * drawn in the scoring workers; drawn charts are kept for a while, since a submission's result rarely changes.
+ */
+import { levelsFor } from '../report/build.js';
+import {
+  type Chart,
+  confusionChart,
+  entityChart,
+  type ForestRow,
+  forestChart,
+  labelChart,
+  scoreChart,
+} from '../report/charts.js';
+import type { Strings } from '../report/i18n.js';
+import type { ComparisonResult } from '../scoring/compare.js';
+import { TASKS } from '../tasks/registry.js';
+import type { Entry } from './leaderboard.js';
+import type { Scorer } from './scorer.js';
+import type { ChartBlock } from './views/pages.js';
+
+/** Score charts for every task; on the public board also the breakdowns (closed tests have none to show). */
+export function entryCharts(e: Entry, r: Strings): Chart[] {
+  const charts: Chart[] = [];
+  for (const task of TASKS) {
+    const t = e.result.tasks[task.name];
+    if (!t) continue;
+    const levels = e.board === 'public' ? levelsFor(task.name) : [];
+    charts.push(scoreChart(task.name, [{ system: e.model, score: t.score, ci: t.score_ci }], levels, r));
+    const b = t.breakdown;
+    if (e.board !== 'public' || !b) continue;
+    const one = [{ system: e.model, breakdown: b }];
+    const extra =
+      task.kind === 'ranking'
+        ? labelChart(task.name, one, 15, r)
+        : task.kind === 'classification'
+          ? confusionChart(task.name, one, r)
+          : entityChart(one, r);
+    if (extra) charts.push(extra);
+  }
+  return charts;
+}
+
+export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Chart[] {
+  const rows: ForestRow[] = [];
+  for (const task of TASKS) {
+    const t = c.tasks[task.name];
+    if (!t) continue;
+    for (const m of task.metrics) {
+      const d = t.metrics[m];
+      if (d) rows.push({ system: b.model, row: `${task.name} ${m}`, delta: d.delta, ci: d.ci, p: d.p });
+    }
+  }
+  if (c.overall)
+    rows.push({
+      system: b.model,
+      row: 'RuMedOverall score',
+      delta: c.overall.delta,
+      ci: c.overall.ci,
+      p: c.overall.p,
+    });
+  return rows.length > 0 ? [forestChart(rows, [b.model], r)] : [];
+}
+
+export class ChartCache {
+  private readonly cache = new Map<string, { at: number; blocks: ChartBlock[] }>();
+  constructor(
+    private readonly scorer: Scorer,
+    private readonly ttlMs = 10 * 60_000,
+    private readonly max = 500,
+  ) {}
+
+  async draw(key: string, charts: () => Chart[]): Promise<ChartBlock[]> {
+    const hit = this.cache.get(key);
+    if (hit && Date.now() - hit.at < this.ttlMs) return hit.blocks;
+    const list = charts();
+    const svgs = new Map(await this.scorer.render(list.map((c) => [c.id, c.spec, c.description])));
+    const blocks = list.map((c) => ({
+      id: c.id,
+      title: c.title,
+      description: c.description,
+      svg: svgs.get(c.id) ?? '',
+    }));
+    if (this.cache.size >= this.max) this.cache.clear();
+    this.cache.set(key, { at: Date.now(), blocks });
+    return blocks;
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Opening the leaderboard's database: an SQLite file (better-sqlite3, the default) or PostgreSQL (`postgres://…`),
+ * both behind one Kysely query layer; the migrations run before anything else.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import { RumedbenchError } from '../../errors.js';
+import { MIGRATIONS } from './migrations.js';
+import type { Database } from './schema.js';
+
+export type Engine = 'sqlite' | 'postgres';
+
+export interface Db {
+  db: Kysely<Database>;
+  engine: Engine;
+  /** The file, or the URL without its password. */
+  location: string;
+  close(): Promise<void>;
+}
+
+export const isPostgresUrl = (target: string): boolean => /^postgres(ql)?:\/\//i.test(target);
+
+const redact = (url: string): string => {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://…';
+  }
+};
+
+/** Opens (creating an SQLite file where needed) and migrates to the latest schema. */
+export async function openDatabase(target: string): Promise<Db> {
+  let db: Kysely<Database>;
+  let engine: Engine;
+  let location: string;
+  if (isPostgresUrl(target)) {
+    engine = 'postgres';
+    location = redact(target);
+    db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 10 }) }),
+    });
+  } else {
+    engine = 'sqlite';
+    location = resolve(target);
+    mkdirSync(dirname(location), { recursive: true });
+    const sqlite = new SQLite(location);
+    // WAL lets pages read while an upload is written; FULL syncs each commit, so an answered upload survives a
+    // crash of the machine, not only of the process.
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  }
+  const { error, results } = await new Migrator({ db, provider: MIGRATIONS }).migrateToLatest();
+  if (error) {
+    await db.destroy();
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new RumedbenchError(
+      'DATABASE_FAILED',
+      `${location}: migration ${failed} failed: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return { db, engine, location, close: () => db.destroy() };
+}

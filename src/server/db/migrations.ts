@@ -1,0 +1,94 @@
+/**
+ * Numbered migrations, run at every start on SQLite and PostgreSQL alike (Kysely's migrator takes a lock, so several
+ * server processes starting together on one PostgreSQL run each migration once). Only portable types: text,
+ * integer, double precision.
+ */
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+
+const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('submissions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('board', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('team', 'text', (c) => c.notNull())
+        .addColumn('description', 'text', (c) => c.notNull())
+        .addColumn('link', 'text')
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('params', 'text')
+        .addColumn('open_weights', 'integer', (c) => c.notNull())
+        .addColumn('token_id', 'text')
+        .addColumn('address', 'text', (c) => c.notNull())
+        .addColumn('content_hash', 'text', (c) => c.notNull())
+        .addColumn('duplicate_of', 'text')
+        .addColumn('idempotency_key', 'text', (c) => c.unique())
+        .addColumn('result', 'text', (c) => c.notNull())
+        .addColumn('overall', 'double precision')
+        .addColumn('response', 'text', (c) => c.notNull())
+        .addColumn('hidden', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('flagged', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('files', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('submissions_board')
+        .on('submissions')
+        .columns(['board', 'status'])
+        .execute();
+      await db.schema
+        .createIndex('submissions_hash')
+        .on('submissions')
+        .columns(['board', 'content_hash'])
+        .execute();
+      await db.schema
+        .createIndex('submissions_quota')
+        .on('submissions')
+        .columns(['address', 'created_at'])
+        .execute();
+      await db.schema
+        .createTable('submission_files')
+        .addColumn('submission_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('submission_files_pk', ['submission_id', 'name'])
+        .execute();
+      await db.schema
+        .createTable('tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('team', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('revoked_at', 'text')
+        .execute();
+      await db.schema
+        .createTable('settings')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('submission_id', 'text')
+        .addColumn('detail', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('private_gold')
+        .addColumn('task', 'text', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('answer', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('private_gold_pk', ['task', 'item_id'])
+        .execute();
+    },
+  },
+};
+
+export const MIGRATIONS: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,295 @@
+/**
+ * Every query the leaderboard makes, one function each. The rest of the server never writes SQL; every value goes
+ * through Kysely as a bound parameter. Counts are normalised to numbers (pg returns them as strings).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { GoldOverrides } from '../../scoring/reference.js';
+import type {
+  AuditRow,
+  BoardName,
+  Database,
+  NewSubmission,
+  SubmissionRow,
+  SubmissionsTable,
+  TokenRow,
+} from './schema.js';
+
+type Q = Kysely<Database> | Transaction<Database>;
+
+/** Writes a submission, its files and an audit line in one transaction: all or nothing. */
+export async function insertSubmission(
+  db: Kysely<Database>,
+  row: NewSubmission,
+  files: readonly { name: string; content: string }[],
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx.insertInto('submissions').values(row).execute();
+    if (files.length > 0) {
+      await tx
+        .insertInto('submission_files')
+        .values(files.map((f) => ({ submission_id: row.id, name: f.name, content: f.content })))
+        .execute();
+    }
+    await addAudit(tx, row.token_id ? `token:${row.token_id}` : `address:${row.address}`, 'upload', row.id, {
+      status: row.status,
+      board: row.board,
+    });
+  });
+}
+
+export async function getSubmission(db: Q, id: string): Promise<SubmissionRow | undefined> {
+  return db.selectFrom('submissions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findByIdempotencyKey(db: Q, key: string): Promise<SubmissionRow | undefined> {
+  return db.selectFrom('submissions').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
+}
+
+/** The earliest submission with this content on this board. */
+export async function firstWithHash(db: Q, board: BoardName, hash: string): Promise<string | undefined> {
+  const r = await db
+    .selectFrom('submissions')
+    .select('id')
+    .where('board', '=', board)
+    .where('content_hash', '=', hash)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return r?.id;
+}
+
+/** Scored submissions of a board (what its page shows): visible ones, or all for the admin. */
+export async function listBoard(
+  db: Q,
+  board: BoardName,
+  options: { includeHidden?: boolean } = {},
+): Promise<SubmissionRow[]> {
+  let q = db.selectFrom('submissions').selectAll().where('board', '=', board).where('status', '=', 'scored');
+  if (!options.includeHidden) q = q.where('hidden', '=', 0);
+  return q.orderBy('created_at', 'desc').execute();
+}
+
+/** Every submission, newest first, for the admin (rejected and hidden ones too). */
+export async function listAll(db: Q, limit = 500): Promise<SubmissionRow[]> {
+  return db.selectFrom('submissions').selectAll().orderBy('created_at', 'desc').limit(limit).execute();
+}
+
+/** Accepted uploads since `since` by a token or an address: what a daily quota counts (rejected ones do not). */
+export async function countScoredSince(
+  db: Q,
+  who: { tokenId: string } | { address: string },
+  since: string,
+): Promise<number> {
+  let q = db
+    .selectFrom('submissions')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('status', 'in', ['scored', 'pending'])
+    .where('created_at', '>=', since);
+  q =
+    'tokenId' in who
+      ? q.where('token_id', '=', who.tokenId)
+      : q.where('address', '=', who.address).where('token_id', 'is', null);
+  const r = await q.executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function getSubmissionFiles(db: Q, id: string): Promise<{ name: string; content: string }[]> {
+  return db
+    .selectFrom('submission_files')
+    .select(['name', 'content'])
+    .where('submission_id', '=', id)
+    .orderBy('name')
+    .execute();
+}
+
+export type EditableFields = Partial<
+  Pick<SubmissionsTable, 'model' | 'team' | 'description' | 'link' | 'kind' | 'params' | 'open_weights'>
+>;
+export interface Marks {
+  hidden?: number;
+  flagged?: number;
+  verified?: number;
+}
+
+/** An admin change to a submission, logged in the same transaction. */
+export async function updateSubmission(
+  db: Kysely<Database>,
+  id: string,
+  change: EditableFields & Marks,
+  actor: string,
+  action: string,
+): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const r = await tx.updateTable('submissions').set(change).where('id', '=', id).executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) return false;
+    await addAudit(tx, actor, action, id, change);
+    return true;
+  });
+}
+
+/** Removes a submission and its files; the audit log keeps what it was. */
+export async function deleteSubmission(db: Kysely<Database>, id: string, actor: string): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const row = await getSubmission(tx, id);
+    if (!row) return false;
+    await tx.deleteFrom('submission_files').where('submission_id', '=', id).execute();
+    await tx.deleteFrom('submissions').where('id', '=', id).execute();
+    const { result: _result, response: _response, files: _files, ...kept } = row;
+    await addAudit(tx, actor, 'delete', id, kept);
+    return true;
+  });
+}
+
+export async function addAudit(
+  db: Q,
+  actor: string,
+  action: string,
+  submissionId: string | null,
+  detail: unknown,
+): Promise<void> {
+  await db
+    .insertInto('audit_log')
+    .values({
+      id: randomUUID(),
+      at: new Date().toISOString(),
+      actor,
+      action,
+      submission_id: submissionId,
+      detail: JSON.stringify(detail),
+    })
+    .execute();
+}
+
+export async function listAudit(db: Q, limit = 200): Promise<AuditRow[]> {
+  return db.selectFrom('audit_log').selectAll().orderBy('at', 'desc').orderBy('id').limit(limit).execute();
+}
+
+// Tokens
+
+export async function createToken(db: Kysely<Database>, team: string, tokenHash: string): Promise<TokenRow> {
+  const row: TokenRow = {
+    id: randomUUID(),
+    team,
+    token_hash: tokenHash,
+    created_at: new Date().toISOString(),
+    revoked_at: null,
+  };
+  await db.transaction().execute(async (tx) => {
+    await tx.insertInto('tokens').values(row).execute();
+    await addAudit(tx, 'admin', 'token-create', null, { id: row.id, team });
+  });
+  return row;
+}
+
+export async function findActiveToken(db: Q, tokenHash: string): Promise<TokenRow | undefined> {
+  return db
+    .selectFrom('tokens')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function revokeToken(db: Kysely<Database>, id: string): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const r = await tx
+      .updateTable('tokens')
+      .set({ revoked_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) return false;
+    await addAudit(tx, 'admin', 'token-revoke', null, { id });
+    return true;
+  });
+}
+
+export async function listTokens(db: Q): Promise<TokenRow[]> {
+  return db.selectFrom('tokens').selectAll().orderBy('created_at').execute();
+}
+
+// Settings
+
+export async function getSetting(db: Q, key: string): Promise<string | undefined> {
+  const r = await db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+  return r?.value;
+}
+
+export async function setSetting(db: Q, key: string, value: string): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ key, value })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+    .execute();
+}
+
+/** Inserts the setting unless it exists; returns the value that is stored afterwards (the first writer's). */
+export async function setSettingOnce(db: Q, key: string, value: string): Promise<string> {
+  await db
+    .insertInto('settings')
+    .values({ key, value })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+  return (await getSetting(db, key)) as string;
+}
+
+// Closed-test gold
+
+/** Replaces a task's private gold and bumps the gold version, in one transaction. */
+export async function replacePrivateGold(
+  db: Kysely<Database>,
+  task: string,
+  answers: readonly { id: string; answer: string | readonly string[] }[],
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx.deleteFrom('private_gold').where('task', '=', task).execute();
+    // Batches keep each statement under SQLite's and PostgreSQL's parameter limits.
+    for (let i = 0; i < answers.length; i += 500) {
+      await tx
+        .insertInto('private_gold')
+        .values(
+          answers.slice(i, i + 500).map((a) => ({ task, item_id: a.id, answer: JSON.stringify(a.answer) })),
+        )
+        .execute();
+    }
+    await setSetting(tx, 'gold_version', randomUUID());
+    await addAudit(tx, 'admin', 'import-gold', null, { task, items: answers.length });
+  });
+}
+
+export async function loadPrivateGold(db: Q): Promise<GoldOverrides> {
+  const rows = await db.selectFrom('private_gold').select(['task', 'item_id', 'answer']).execute();
+  const out: Record<string, Map<string, string | readonly string[]>> = {};
+  for (const r of rows) {
+    out[r.task] ??= new Map();
+    out[r.task]?.set(r.item_id, JSON.parse(r.answer) as string | string[]);
+  }
+  return out;
+}
+
+export async function goldVersion(db: Q): Promise<string> {
+  return (await getSetting(db, 'gold_version')) ?? 'none';
+}
+
+/** Re-scored results after a gold import, written in one transaction. */
+export async function updateResults(
+  db: Kysely<Database>,
+  rows: readonly { id: string; result: string; overall: number | null; status: SubmissionRow['status'] }[],
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (const r of rows) {
+      await tx
+        .updateTable('submissions')
+        .set({ result: r.result, overall: r.overall, status: r.status })
+        .where('id', '=', r.id)
+        .execute();
+    }
+    await addAudit(tx, 'admin', 'rescore', null, { submissions: rows.length });
+  });
+}
+
+export async function submissionsOfBoard(db: Q, board: BoardName): Promise<SubmissionRow[]> {
+  return db.selectFrom('submissions').selectAll().where('board', '=', board).execute();
+}

@@ -1,0 +1,607 @@
+/**
+ * The leaderboard service, apart from HTTP: uploads (authentication by token, idempotency, quotas, scoring in the
+ * worker pool, one transaction per submission), the boards, submissions and comparisons as data, the closed tests'
+ * gold, and the admin's actions. Routes (routes/*.tsx) and the admin commands (cli/serve.ts) both call this.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { readJsonlFile } from '../data/jsonl.js';
+import { loadSplit } from '../data/load.js';
+import { RumedbenchError } from '../errors.js';
+import type { Interval } from '../metrics/bootstrap.js';
+import type { ComparisonResult } from '../scoring/compare.js';
+import type { SubmissionIssue } from '../scoring/issues.js';
+import type { EvaluationResult } from '../scoring/score.js';
+import { getTask, isTaskName } from '../tasks/registry.js';
+import { assertStrongSecret, newNonce, newToken, sha256Hex } from './auth.js';
+import type { Db } from './db/connect.js';
+import * as q from './db/queries.js';
+import {
+  type BoardName,
+  KINDS,
+  type SubmissionKind,
+  type SubmissionRow,
+  type SubmissionStatus,
+} from './db/schema.js';
+import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
+import type { Scorer } from './scorer.js';
+import { DEFAULT_LIMITS, type UploadFile, type UploadLimits } from './upload.js';
+
+export interface LeaderboardOptions {
+  dataDir: string;
+  /** Anonymous uploads (on by default, as on medbench.ru). */
+  anonymous: boolean;
+  /** Anonymous uploads per address and minute, in this process. */
+  anonymousPerMinute: number;
+  /** Scored uploads per token and per address and UTC day; 0 turns the quota off (the default). */
+  quotaPerDay: number;
+  bootstrap: number;
+  seed: number;
+  limits: UploadLimits;
+}
+
+export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
+  anonymous: true,
+  anonymousPerMinute: 20,
+  quotaPerDay: 0,
+  bootstrap: 1000,
+  seed: 0,
+  limits: DEFAULT_LIMITS,
+};
+
+/** An error answered as JSON `{error, code}` (API) or an error page (browser), with its HTTP status. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+const boolish = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes' || v === 'on');
+const text = (max: number) =>
+  z
+    .string({ error: (iss) => (iss.input === undefined ? 'required' : 'must be text') })
+    .trim()
+    .max(max, `at most ${max} characters`);
+
+/** The metadata of an upload, checked at the edge. */
+export const metadataSchema = z.object({
+  model: text(200).min(1, 'required'),
+  team: text(200).default(''),
+  description: text(4000).default(''),
+  link: z
+    .string()
+    .trim()
+    .max(500, 'at most 500 characters')
+    .refine((v) => {
+      if (v === '') return true;
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'an http:// or https:// URL')
+    .transform((v) => (v === '' ? null : v))
+    .default(''),
+  kind: z.enum(KINDS, { error: `one of ${KINDS.join(', ')}` }),
+  params: text(100)
+    .transform((v) => (v === '' ? null : v))
+    .default(''),
+  open_weights: boolish.default(false),
+  board: z.enum(['auto', 'public', 'closed']).default('auto'),
+});
+export type Metadata = z.output<typeof metadataSchema>;
+
+export function parseMetadata(fields: Record<string, unknown>): Metadata {
+  const r = metadataSchema.safeParse(fields);
+  if (r.success) return r.data;
+  const problems = r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);
+  throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${problems.join('; ')}`, { problems });
+}
+
+export interface Uploader {
+  tokenId: string | null;
+  team: string | null;
+  address: string;
+}
+
+export interface Quota {
+  limit: number;
+  used: number;
+  remaining: number;
+}
+
+export interface UploadAnswer {
+  id: string;
+  status: SubmissionStatus;
+  board: BoardName;
+  overall: number | null;
+  /** The scorer's result, with the schema of `rumedbench eval --json` (closed tests: aggregates only). */
+  result: EvaluationResult;
+  errors: SubmissionIssue[];
+  warnings: SubmissionIssue[];
+  /** An earlier submission with the same normalised content on this board. */
+  duplicate_of: string | null;
+  quota: Quota | null;
+}
+
+export interface TaskCell {
+  n: number;
+  metrics: Record<string, number>;
+  score: number;
+  score_ci: Interval | null;
+  ci: Record<string, Interval>;
+}
+
+/** A submission as the boards and pages show it. */
+export interface Entry {
+  id: string;
+  created_at: string;
+  board: BoardName;
+  status: SubmissionStatus;
+  model: string;
+  team: string;
+  description: string;
+  link: string | null;
+  kind: SubmissionKind;
+  params: string | null;
+  open_weights: boolean;
+  verified: boolean;
+  flagged: boolean;
+  hidden: boolean;
+  duplicate_of: string | null;
+  overall: number | null;
+  overall_ci: Interval | null;
+  tasks: Record<string, TaskCell>;
+  result: EvaluationResult;
+}
+
+function toEntry(row: SubmissionRow): Entry {
+  const result = JSON.parse(row.result) as EvaluationResult;
+  const tasks: Record<string, TaskCell> = {};
+  for (const [name, t] of Object.entries(result.tasks)) {
+    tasks[name] = {
+      n: t.n,
+      metrics: t.metrics as Record<string, number>,
+      score: t.score,
+      score_ci: t.score_ci,
+      ci: t.ci as Record<string, Interval>,
+    };
+  }
+  return {
+    id: row.id,
+    created_at: row.created_at,
+    board: row.board,
+    status: row.status,
+    model: row.model,
+    team: row.team,
+    description: row.description,
+    link: row.link,
+    kind: row.kind,
+    params: row.params,
+    open_weights: row.open_weights === 1,
+    verified: row.verified === 1,
+    flagged: row.flagged === 1,
+    hidden: row.hidden === 1,
+    duplicate_of: row.duplicate_of,
+    overall: row.overall === null ? null : Number(row.overall),
+    // The closed board's overall has no interval of its own; the public one is the scorer's.
+    overall_ci: row.board === 'public' ? result.overall_ci : null,
+    tasks,
+    result,
+  };
+}
+
+/** Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have. */
+export function rank(entries: Entry[]): Entry[] {
+  return [...entries].sort(
+    (a, b) =>
+      (b.overall ?? -1) - (a.overall ?? -1) ||
+      Object.keys(b.tasks).length - Object.keys(a.tasks).length ||
+      a.created_at.localeCompare(b.created_at),
+  );
+}
+
+/** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
+const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
+
+const startOfUtcDay = (now: Date): string =>
+  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+
+export class Leaderboard {
+  private goldSeen = 'none';
+  private readonly boardCache = new Map<BoardName, { at: number; entries: Entry[] }>();
+  private readonly anonymousWindow = new Map<string, { start: number; count: number }>();
+  /** Pages are cached this long, so that several processes on one database agree within it. */
+  static readonly BOARD_TTL_MS = 1000;
+
+  constructor(
+    readonly db: Db,
+    readonly scorer: Scorer,
+    readonly options: LeaderboardOptions,
+  ) {}
+
+  /** Loads the closed tests' gold into the workers if another process (or the admin command) changed it. */
+  async syncGold(): Promise<void> {
+    const version = await q.goldVersion(this.db.db);
+    if (version === this.goldSeen) return;
+    await this.scorer.setGold(await q.loadPrivateGold(this.db.db));
+    this.goldSeen = version;
+  }
+
+  // Secrets
+
+  /**
+   * The admin secret: from the environment (checked, then stored hashed), or the stored hash, or a new one that is
+   * returned to be printed once.
+   */
+  async ensureAdminSecret(fromEnv: string | undefined): Promise<{ generated?: string }> {
+    if (fromEnv !== undefined && fromEnv !== '') {
+      assertStrongSecret(fromEnv, 'RUMEDBENCH_ADMIN_TOKEN');
+      await q.setSetting(this.db.db, 'admin_token_hash', sha256Hex(fromEnv));
+      return {};
+    }
+    if (await q.getSetting(this.db.db, 'admin_token_hash')) return {};
+    const secret = newToken();
+    const stored = await q.setSettingOnce(this.db.db, 'admin_token_hash', sha256Hex(secret));
+    // Another process may have stored its own first; then that one is the secret, and ours is never shown.
+    return stored === sha256Hex(secret) ? { generated: secret } : {};
+  }
+
+  async isAdminSecret(secret: string): Promise<boolean> {
+    const stored = await q.getSetting(this.db.db, 'admin_token_hash');
+    return stored !== undefined && stored === sha256Hex(secret);
+  }
+
+  /** The key of session cookies and CSRF tokens, shared by every process on the database. */
+  async sessionKey(): Promise<string> {
+    return q.setSettingOnce(this.db.db, 'session_key', `${newNonce()}${newNonce()}`);
+  }
+
+  // Uploads
+
+  async authenticate(authorization: string | undefined, address: string): Promise<Uploader> {
+    if (authorization !== undefined) {
+      const m = /^Bearer\s+(\S+)$/i.exec(authorization);
+      if (!m) throw new HttpError(401, 'BAD_TOKEN', 'Authorization must be "Bearer <token>"');
+      const token = await q.findActiveToken(this.db.db, sha256Hex(m[1] as string));
+      if (!token) throw new HttpError(401, 'BAD_TOKEN', 'unknown or revoked token');
+      return { tokenId: token.id, team: token.team, address };
+    }
+    if (!this.options.anonymous) {
+      throw new HttpError(
+        401,
+        'TOKEN_REQUIRED',
+        'anonymous uploads are off here: send Authorization: Bearer <token>',
+      );
+    }
+    return { tokenId: null, team: null, address };
+  }
+
+  /** The anonymous rate limit, per address and minute (a fixed window). */
+  private checkRate(who: Uploader, now = Date.now()): void {
+    if (who.tokenId !== null) return;
+    const w = this.anonymousWindow.get(who.address);
+    if (!w || now - w.start >= 60_000) {
+      this.anonymousWindow.set(who.address, { start: now, count: 1 });
+      if (this.anonymousWindow.size > 10_000) this.anonymousWindow.clear();
+      return;
+    }
+    if (w.count >= this.options.anonymousPerMinute) {
+      throw new HttpError(
+        429,
+        'RATE_LIMITED',
+        `at most ${this.options.anonymousPerMinute} anonymous uploads a minute from one address`,
+        {
+          retryAfter: Math.ceil((w.start + 60_000 - now) / 1000),
+        },
+      );
+    }
+    w.count++;
+  }
+
+  async quota(who: Uploader, now = new Date()): Promise<Quota | null> {
+    const limit = this.options.quotaPerDay;
+    if (limit <= 0) return null;
+    const since = startOfUtcDay(now);
+    const used = await q.countScoredSince(
+      this.db.db,
+      who.tokenId ? { tokenId: who.tokenId } : { address: who.address },
+      since,
+    );
+    return { limit, used, remaining: Math.max(0, limit - used) };
+  }
+
+  /**
+   * Takes an upload: answers `{status, body}` with 201 (scored), 422 (rejected, kept for audit), or the first
+   * answer again (200) for a repeated Idempotency-Key.
+   */
+  async submit(input: {
+    files: UploadFile[];
+    metadata: Metadata;
+    who: Uploader;
+    idempotencyKey?: string;
+  }): Promise<{ status: 200 | 201 | 202 | 422; body: UploadAnswer; replayed: boolean }> {
+    const { who } = input;
+    const scope = who.tokenId ? `token:${who.tokenId}` : `address:${who.address}`;
+    if (input.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,200}$/.test(input.idempotencyKey)) {
+      throw new HttpError(400, 'BAD_IDEMPOTENCY_KEY', 'Idempotency-Key: 1 to 200 printable ASCII characters');
+    }
+    const idemKey =
+      input.idempotencyKey === undefined ? null : sha256Hex(`${scope}\n${input.idempotencyKey}`);
+    if (idemKey) {
+      const seen = await q.findByIdempotencyKey(this.db.db, idemKey);
+      if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
+    }
+    this.checkRate(who);
+    const before = await this.quota(who);
+    if (before && before.remaining === 0) {
+      throw new HttpError(
+        429,
+        'QUOTA_EXCEEDED',
+        `the daily quota of ${before.limit} scored uploads is used up`,
+        {
+          quota: before,
+        },
+      );
+    }
+    await this.syncGold();
+    const outcome: ScoreOutcome = await this.scorer.score({
+      files: input.files,
+      board: input.metadata.board,
+      source: 'upload',
+      bootstrap: this.options.bootstrap,
+      seed: this.options.seed,
+      limits: this.options.limits,
+    });
+    const id = crypto.randomUUID();
+    const duplicateOf = await q.firstWithHash(this.db.db, outcome.board, outcome.contentHash);
+    const quota =
+      before && outcome.status === 'scored'
+        ? { ...before, used: before.used + 1, remaining: before.remaining - 1 }
+        : before;
+    const body: UploadAnswer = {
+      id,
+      status: outcome.status,
+      board: outcome.board,
+      overall: outcome.overall,
+      result: outcome.result,
+      errors: outcome.result.errors,
+      warnings: outcome.result.warnings,
+      duplicate_of: duplicateOf ?? null,
+      quota,
+    };
+    const m = input.metadata;
+    try {
+      await q.insertSubmission(
+        this.db.db,
+        {
+          id,
+          created_at: new Date().toISOString(),
+          board: outcome.board,
+          status: outcome.status,
+          model: m.model,
+          team: who.team ?? m.team,
+          description: m.description,
+          link: m.link,
+          kind: m.kind,
+          params: m.params,
+          open_weights: m.open_weights ? 1 : 0,
+          token_id: who.tokenId,
+          address: who.address,
+          content_hash: outcome.contentHash,
+          duplicate_of: duplicateOf ?? null,
+          idempotency_key: idemKey,
+          result: JSON.stringify(outcome.result),
+          overall: outcome.overall,
+          response: JSON.stringify(body),
+          files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
+        },
+        outcome.files,
+      );
+    } catch (e) {
+      // The same key raced in from a retry: the first to commit is the answer.
+      const seen = idemKey ? await q.findByIdempotencyKey(this.db.db, idemKey) : undefined;
+      if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
+      throw e;
+    }
+    this.boardCache.delete(outcome.board);
+    return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
+  }
+
+  // Reading
+
+  async board(board: BoardName, options: { includeHidden?: boolean } = {}): Promise<Entry[]> {
+    if (options.includeHidden) return rank((await q.listBoard(this.db.db, board, options)).map(toEntry));
+    const hit = this.boardCache.get(board);
+    if (hit && Date.now() - hit.at < Leaderboard.BOARD_TTL_MS) return hit.entries;
+    const entries = rank((await q.listBoard(this.db.db, board)).map(toEntry));
+    this.boardCache.set(board, { at: Date.now(), entries });
+    return entries;
+  }
+
+  /** A submission as its page shows it; hidden and rejected ones only to the admin. */
+  async entry(id: string, options: { admin?: boolean } = {}): Promise<Entry> {
+    const row = await q.getSubmission(this.db.db, id);
+    if (!row || (!options.admin && (row.hidden === 1 || row.status !== 'scored'))) {
+      throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
+    }
+    return toEntry(row);
+  }
+
+  /** The paired comparison of two scored public-board submissions (closed tests show aggregates only). */
+  async compare(
+    aId: string,
+    bId: string,
+  ): Promise<{ a: Entry; b: Entry; comparison: ComparisonResult | null }> {
+    const [a, b] = [await this.entry(aId), await this.entry(bId)];
+    if (a.board !== b.board)
+      throw new HttpError(400, 'DIFFERENT_BOARDS', 'the two submissions are on different boards');
+    if (a.board === 'closed') return { a, b, comparison: null };
+    const files = async (e: Entry) => ({
+      source: e.model,
+      files: await q.getSubmissionFiles(this.db.db, e.id),
+    });
+    const comparison = await this.scorer.compare({
+      board: a.board,
+      a: await files(a),
+      b: await files(b),
+      bootstrap: this.options.bootstrap,
+      seed: this.options.seed,
+    });
+    return { a, b, comparison };
+  }
+
+  // Admin
+
+  async adminList(): Promise<SubmissionRow[]> {
+    return q.listAll(this.db.db);
+  }
+
+  async adminAction(id: string, action: string, actor = 'admin'): Promise<void> {
+    const marks: Record<string, q.Marks> = {
+      hide: { hidden: 1 },
+      unhide: { hidden: 0 },
+      flag: { flagged: 1 },
+      unflag: { flagged: 0 },
+      verify: { verified: 1 },
+      unverify: { verified: 0 },
+    };
+    let ok: boolean;
+    if (action === 'delete') ok = await q.deleteSubmission(this.db.db, id, actor);
+    else if (marks[action]) ok = await q.updateSubmission(this.db.db, id, marks[action], actor, action);
+    else throw new HttpError(400, 'BAD_ACTION', `unknown action "${action}"`);
+    if (!ok) throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
+    this.boardCache.clear();
+  }
+
+  async adminEdit(id: string, fields: Record<string, unknown>, actor = 'admin'): Promise<void> {
+    const m = parseMetadata(fields);
+    const ok = await q.updateSubmission(
+      this.db.db,
+      id,
+      {
+        model: m.model,
+        team: m.team,
+        description: m.description,
+        link: m.link,
+        kind: m.kind,
+        params: m.params,
+        open_weights: m.open_weights ? 1 : 0,
+      },
+      actor,
+      'edit',
+    );
+    if (!ok) throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
+    this.boardCache.clear();
+  }
+
+  /**
+   * Imports the closed tests' gold from `<Task>.jsonl` files (id and answer per line, every private_test id once),
+   * then re-scores every closed-board submission. Every problem is listed; nothing is imported unless all is right.
+   */
+  async importGold(dir: string): Promise<{ tasks: Record<string, number>; rescored: number }> {
+    const problems: string[] = [];
+    const imported: { task: string; answers: { id: string; answer: string }[] }[] = [];
+    const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+    if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
+    for (const name of names.sort()) {
+      const taskName = name.slice(0, -'.jsonl'.length);
+      const file = join(dir, name);
+      if (!isTaskName(taskName) || !BOARD_TASKS.closed.includes(taskName)) {
+        problems.push(`${file}: not a closed-test task (${BOARD_TASKS.closed.join(', ')})`);
+        continue;
+      }
+      const task = getTask(taskName);
+      const ids = new Set(
+        (await loadSplit(task, 'private_test', { dataDir: this.options.dataDir })).map((r) => r.id),
+      );
+      const labels = task.kind === 'classification' ? task.labels : [];
+      const answers = new Map<string, string>();
+      for await (const line of readJsonlFile(file)) {
+        const at = `${file}:${line.line}`;
+        if ('error' in line) {
+          problems.push(`${at}: ${line.error}`);
+          continue;
+        }
+        const v = line.value as Record<string, unknown>;
+        const id = v?.[task.idField];
+        const answer = v?.[task.goldField] ?? v?.answer;
+        if (typeof id !== 'string' && typeof id !== 'number') {
+          problems.push(`${at}: no "${task.idField}"`);
+          continue;
+        }
+        const sid = String(id);
+        if (!ids.has(sid)) problems.push(`${at} (id ${sid}): not an id of ${taskName}'s private_test split`);
+        else if (answers.has(sid)) problems.push(`${at} (id ${sid}): repeated`);
+        else if (typeof answer !== 'string' || !labels.includes(answer))
+          problems.push(`${at} (id ${sid}): answer must be one of ${labels.map((l) => `"${l}"`).join(', ')}`);
+        else answers.set(sid, answer);
+      }
+      const missing = [...ids].filter((i) => !answers.has(i));
+      if (missing.length > 0)
+        problems.push(
+          `${file}: ${missing.length} private_test id(s) without an answer, e.g. ${missing.slice(0, 3).join(', ')}`,
+        );
+      imported.push({ task: taskName, answers: [...answers].map(([id, answer]) => ({ id, answer })) });
+    }
+    if (problems.length > 0) {
+      const shown = problems.slice(0, 20).join('\n  ');
+      const more = problems.length > 20 ? `\n  … and ${problems.length - 20} more` : '';
+      throw new RumedbenchError(
+        'DATA_INVALID',
+        `gold not imported, ${problems.length} problem(s):\n  ${shown}${more}`,
+      );
+    }
+    for (const i of imported) await q.replacePrivateGold(this.db.db, i.task, i.answers);
+    await this.syncGold();
+    const rescored = await this.rescore('closed');
+    return { tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])), rescored };
+  }
+
+  /** Scores every submission of a board again from its stored files (after new gold). */
+  async rescore(board: BoardName): Promise<number> {
+    const rows = await q.submissionsOfBoard(this.db.db, board);
+    const updates: { id: string; result: string; overall: number | null; status: SubmissionStatus }[] = [];
+    for (const row of rows) {
+      const files = await q.getSubmissionFiles(this.db.db, row.id);
+      const outcome = await this.scorer.score({
+        files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
+        board,
+        source: 'upload',
+        bootstrap: this.options.bootstrap,
+        seed: this.options.seed,
+        limits: this.options.limits,
+      });
+      updates.push({
+        id: row.id,
+        result: JSON.stringify(outcome.result),
+        overall: outcome.overall,
+        status: outcome.status,
+      });
+    }
+    await q.updateResults(this.db.db, updates);
+    this.boardCache.clear();
+    return updates.length;
+  }
+
+  async createToken(team: string): Promise<{ id: string; token: string }> {
+    if (team.trim() === '') throw new RumedbenchError('USAGE', '--team must not be empty');
+    const token = newToken();
+    const row = await q.createToken(this.db.db, team.trim(), sha256Hex(token));
+    return { id: row.id, token };
+  }
+
+  async close(): Promise<void> {
+    await this.scorer.close();
+    await this.db.close();
+  }
+}

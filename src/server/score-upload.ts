@@ -1,0 +1,186 @@
+/**
+ * Scoring one upload: read the hostile bytes (upload.ts), decide the board, validate and score with the project's
+ * scorer against gold held in memory, and hash the normalised content. Pure of any server or database: it runs in a
+ * worker thread (score-worker.ts) so that the event loop keeps answering pages while uploads are scored.
+ */
+import { createHash } from 'node:crypto';
+import { mean } from '../metrics/item-stats.js';
+import type { SubmissionIssue } from '../scoring/issues.js';
+import type { ReferenceLoader } from '../scoring/reference.js';
+import { type EvaluationResult, scoreValidated, validateRead } from '../scoring/score.js';
+import { submissionFromEntries } from '../scoring/submission.js';
+import { isTaskName, TASKS } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
+import type { BoardName, SubmissionStatus } from './db/schema.js';
+import { readUpload, type UploadFile, type UploadLimits } from './upload.js';
+
+export const BOARD_SPLIT: Record<BoardName, Split> = { public: 'test', closed: 'private_test' };
+
+/** The tasks of each board, in the paper's order; the closed board has the three tasks with private tests. */
+export const BOARD_TASKS: Record<BoardName, readonly string[]> = {
+  public: TASKS.filter((t) => t.inOverall).map((t) => t.name),
+  closed: TASKS.filter((t) => (t.splits as readonly string[]).includes('private_test')).map((t) => t.name),
+};
+
+export interface ScoreJob {
+  files: UploadFile[];
+  /** The board asked for, or `auto`: decided by the ids in the files. */
+  board: BoardName | 'auto';
+  /** How messages name the upload. */
+  source: string;
+  bootstrap: number;
+  seed: number;
+  limits: UploadLimits;
+}
+
+export interface ScoreOutcome {
+  board: BoardName;
+  status: SubmissionStatus;
+  result: EvaluationResult;
+  /** The board's overall: the five public tasks' mean (public) or the three closed tasks' mean (closed). */
+  overall: number | null;
+  contentHash: string;
+  /** The files as read, to keep for audit and for paired comparisons. */
+  files: { name: string; content: string }[];
+}
+
+export interface BoardReferences {
+  public: ReferenceLoader;
+  closed: ReferenceLoader;
+}
+
+const baseName = (name: string): string => name.slice(name.lastIndexOf('/') + 1);
+
+/** sha256 over each task file's non-blank lines, trimmed and sorted: the same predictions hash alike. */
+export function contentHash(entries: readonly { name: string; text: string }[]): string {
+  const h = createHash('sha256');
+  for (const e of [...entries].sort((a, b) => baseName(a.name).localeCompare(baseName(b.name)))) {
+    const lines = e.text
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== '')
+      .sort();
+    h.update(`${baseName(e.name)}\n${lines.join('\n')}\n\0`);
+  }
+  return h.digest('hex');
+}
+
+/** The first id in a task file's text, if any line has one. */
+function firstId(task: string, text: string): string | undefined {
+  const def = TASKS.find((t) => t.name === task);
+  if (!def) return undefined;
+  for (const line of text.split('\n', 50)) {
+    try {
+      const v = JSON.parse(line) as Record<string, unknown>;
+      const id = v?.[def.idField];
+      if (typeof id === 'string' || typeof id === 'number') return String(id);
+    } catch {
+      // Malformed lines are the validator's to report.
+    }
+  }
+  return undefined;
+}
+
+async function decideBoard(
+  entries: readonly { name: string; text: string }[],
+  refs: BoardReferences,
+): Promise<BoardName | SubmissionIssue> {
+  const votes = new Set<BoardName>();
+  for (const e of entries) {
+    const task = baseName(e.name).replace(/\.jsonl$/, '');
+    if (!isTaskName(task)) continue;
+    const def = TASKS.find((t) => t.name === task);
+    const splits = (def?.splits ?? []) as readonly string[];
+    if (!splits.includes('test')) {
+      votes.add('closed');
+      continue;
+    }
+    if (!splits.includes('private_test')) {
+      votes.add('public');
+      continue;
+    }
+    const id = firstId(task, e.text);
+    const priv = def ? await refs.closed.load(def, 'private_test') : undefined;
+    votes.add(id !== undefined && priv?.records?.some((r) => r.id === id) ? 'closed' : 'public');
+  }
+  if (votes.size > 1) {
+    return {
+      severity: 'error',
+      code: 'WRONG_BOARD',
+      file: '(upload)',
+      message:
+        'the files answer both the public test sets and the closed (private) tests; upload them separately',
+    };
+  }
+  return [...votes][0] ?? 'public';
+}
+
+/** Closed tests leak nothing per item: only aggregate metrics and their intervals are kept. */
+function aggregateOnly(result: EvaluationResult): EvaluationResult {
+  const tasks: EvaluationResult['tasks'] = {};
+  for (const [name, t] of Object.entries(result.tasks)) {
+    const { breakdown: _breakdown, ...rest } = t;
+    tasks[name] = rest as EvaluationResult['tasks'][string];
+  }
+  return { ...result, tasks };
+}
+
+export function boardOverall(board: BoardName, result: EvaluationResult): number | null {
+  if (board === 'public') return result.overall;
+  const scores = BOARD_TASKS.closed.map((t) => result.tasks[t]?.score);
+  return scores.every((s) => s !== undefined) ? mean(scores as number[]) : null;
+}
+
+export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise<ScoreOutcome> {
+  const read = await readUpload(job.files, job.limits);
+  const texts = read.entries.map((e) => ({ name: e.name, text: e.text() }));
+  const files = texts.map((t) => ({ name: t.name, content: t.text }));
+  const hash = contentHash(texts);
+  let board: BoardName = job.board === 'auto' ? 'public' : job.board;
+  const issues = [...read.issues];
+  if (job.board === 'auto' && issues.length === 0) {
+    const decided = await decideBoard(texts, refs);
+    if (typeof decided === 'string') board = decided;
+    else issues.push(decided);
+  }
+  const submission = submissionFromEntries(job.source, read.entries, issues);
+  // Tasks the board does not have (RuMedTop3 on the closed board) are refused, not silently dropped.
+  const split = BOARD_SPLIT[board];
+  const elsewhere = submission.files.filter((f) => !BOARD_TASKS[board].includes(f.task));
+  for (const f of elsewhere) {
+    submission.issues.push({
+      severity: 'error',
+      code: 'WRONG_BOARD',
+      file: f.file,
+      task: f.task,
+      message: `${f.task} is not on the ${board} board (${BOARD_TASKS[board].join(', ')})`,
+    });
+  }
+  submission.files = submission.files.filter((f) => BOARD_TASKS[board].includes(f.task));
+  const options = { split, bootstrap: job.bootstrap, seed: job.seed, references: refs[board] };
+  const validated = await validateRead(submission, options);
+  let result = scoreValidated(validated, options);
+  if (board === 'closed') result = aggregateOnly(result);
+  const scored = Object.keys(result.tasks).length > 0;
+  // A closed test whose gold the admin has not imported yet: valid, kept, scored when the gold arrives.
+  const waiting = !scored && result.errors.length === 0 && result.warnings.some((w) => w.code === 'NO_GOLD');
+  const status = result.errors.length > 0 ? 'rejected' : scored ? 'scored' : waiting ? 'pending' : 'rejected';
+  if (status === 'rejected' && result.errors.length === 0) {
+    result.errors.push({
+      severity: 'error',
+      code: 'NO_FILES',
+      file: job.source,
+      message: 'no task was scored',
+      expected: `<Task>.jsonl files of the ${board} board: ${BOARD_TASKS[board].join(', ')}`,
+    });
+  }
+  return {
+    board,
+    status,
+    result,
+    overall: status === 'scored' ? boardOverall(board, result) : null,
+    contentHash: hash,
+    files,
+  };
+}

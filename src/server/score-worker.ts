@@ -1,0 +1,72 @@
+/**
+ * The scoring worker (run by piscina): holds the gold of both boards in memory, loaded once, and does the CPU work
+ * of the server (scoring an upload, a paired comparison, drawing charts) off the event loop.
+ */
+import { workerData } from 'node:worker_threads';
+import type { TopLevelSpec } from 'vega-lite';
+import { renderSvg } from '../report/svg.js';
+import { type ComparisonResult, compareValidated } from '../scoring/compare.js';
+import { ReferenceLoader } from '../scoring/reference.js';
+import { validateRead } from '../scoring/score.js';
+import { submissionFromEntries } from '../scoring/submission.js';
+import { TASKS } from '../tasks/registry.js';
+import type { BoardName } from './db/schema.js';
+import {
+  BOARD_SPLIT,
+  type BoardReferences,
+  type ScoreJob,
+  type ScoreOutcome,
+  scoreUpload,
+} from './score-upload.js';
+
+export interface WorkerSetup {
+  dataDir: string;
+  /** task → [id, gold][] of the closed tests, as imported by the admin. */
+  privateGold: [string, [string, string | string[]][]][];
+}
+
+const setup = workerData as WorkerSetup;
+const refs: BoardReferences = {
+  public: new ReferenceLoader(setup.dataDir),
+  closed: new ReferenceLoader(setup.dataDir, {
+    privateGold: Object.fromEntries(setup.privateGold.map(([task, items]) => [task, new Map(items)])),
+  }),
+};
+// Load every split the boards score against now, not on the first upload.
+for (const t of TASKS) {
+  if ((t.splits as readonly string[]).includes('test')) await refs.public.load(t, 'test');
+  if ((t.splits as readonly string[]).includes('private_test')) await refs.closed.load(t, 'private_test');
+}
+
+export default function score(job: ScoreJob): Promise<ScoreOutcome> {
+  return scoreUpload(job, refs);
+}
+
+export interface CompareJob {
+  board: BoardName;
+  a: { source: string; files: { name: string; content: string }[] };
+  b: { source: string; files: { name: string; content: string }[] };
+  bootstrap: number;
+  seed: number;
+}
+
+/** The paired comparison of two stored submissions of one board. */
+export async function compare(job: CompareJob): Promise<ComparisonResult> {
+  const options = { split: BOARD_SPLIT[job.board], references: refs[job.board] };
+  const read = (s: CompareJob['a']) =>
+    validateRead(
+      submissionFromEntries(
+        s.source,
+        s.files.map((f) => ({ name: f.name, text: () => f.content })),
+      ),
+      options,
+    );
+  return compareValidated(await read(job.a), await read(job.b), { bootstrap: job.bootstrap, seed: job.seed });
+}
+
+/** Draws charts: [id, spec, label] in, [id, svg] out. */
+export async function render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {
+  const out: [string, string][] = [];
+  for (const [id, spec, label] of charts) out.push([id, await renderSvg(spec, label)]);
+  return out;
+}

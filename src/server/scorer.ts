@@ -1,0 +1,73 @@
+/**
+ * The pool of scoring workers. Gold lives in the workers; when the closed tests' gold changes, the pool is replaced
+ * (the old one finishes what it has). From TypeScript sources (tests) the worker is the build in dist/.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
+import type { TopLevelSpec } from 'vega-lite';
+import type { ComparisonResult } from '../scoring/compare.js';
+import type { GoldOverrides } from '../scoring/reference.js';
+import type { ScoreJob, ScoreOutcome } from './score-upload.js';
+import type { CompareJob, WorkerSetup } from './score-worker.js';
+
+function workerUrl(): string {
+  const here = new URL('./score-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(here))) return here.href;
+  const built = fileURLToPath(here).replace(/([/\\])src([/\\]server[/\\]score-worker\.js)$/, '$1dist$2');
+  if (existsSync(built)) return pathToFileURL(built).href;
+  throw new Error(`worker script not found at ${fileURLToPath(here)}; run \`npm run build\` first`);
+}
+
+export class Scorer {
+  private pool: Piscina;
+  private readonly threads: number;
+  private readonly dataDir: string;
+
+  constructor(options: { dataDir: string; threads?: number; privateGold?: GoldOverrides }) {
+    this.dataDir = options.dataDir;
+    this.threads = Math.max(1, options.threads ?? Math.min(4, availableParallelism()));
+    this.pool = this.start(options.privateGold ?? {});
+  }
+
+  private start(gold: GoldOverrides): Piscina {
+    const workerData: WorkerSetup = {
+      dataDir: this.dataDir,
+      privateGold: Object.entries(gold).map(([task, m]) => [
+        task,
+        [...m.entries()] as [string, string | string[]][],
+      ]),
+    };
+    return new Piscina({
+      filename: workerUrl(),
+      workerData,
+      minThreads: this.threads,
+      maxThreads: this.threads,
+      idleTimeout: Number.POSITIVE_INFINITY,
+    });
+  }
+
+  /** New gold for the closed tests: later jobs see it. */
+  async setGold(gold: GoldOverrides): Promise<void> {
+    const old = this.pool;
+    this.pool = this.start(gold);
+    await old.close();
+  }
+
+  score(job: ScoreJob): Promise<ScoreOutcome> {
+    return this.pool.run(job, { name: 'default' }) as Promise<ScoreOutcome>;
+  }
+
+  compare(job: CompareJob): Promise<ComparisonResult> {
+    return this.pool.run(job, { name: 'compare' }) as Promise<ComparisonResult>;
+  }
+
+  render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {
+    return this.pool.run(charts, { name: 'render' }) as Promise<[string, string][]>;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Starting the leaderboard: check the data folder (every board scores against it: without it a file's own gold
+ * would be trusted), open and migrate the database, make sure an admin secret exists, start the scoring workers,
+ * and serve HTTP until SIGINT or SIGTERM.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ServerType, serve } from '@hono/node-server';
+import envPaths from 'env-paths';
+import { splitPath } from '../data/paths.js';
+import { RumedbenchError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { TASKS } from '../tasks/registry.js';
+import { createApp } from './app.js';
+import { type Db, openDatabase } from './db/connect.js';
+import * as q from './db/queries.js';
+import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
+import { Scorer } from './scorer.js';
+
+export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'>> {
+  dataDir: string;
+  /** An SQLite file or a postgres:// URL. */
+  db: string;
+  host?: string;
+  port?: number;
+  threads?: number;
+  trustProxy?: boolean;
+  secureCookies?: boolean;
+  adminToken?: string;
+  log: Logger;
+}
+
+export const defaultDbFile = (): string =>
+  join(envPaths('rumedbench', { suffix: '' }).data, 'leaderboard.sqlite');
+
+/** The data files a server scores against; all must be there. */
+export function checkDataFolder(dataDir: string): void {
+  const missing = TASKS.flatMap((t) =>
+    (['test', 'private_test'] as const)
+      .filter((s) => (t.splits as readonly string[]).includes(s))
+      .map((s) => splitPath(dataDir, t, s))
+      .filter((f) => !existsSync(f)),
+  );
+  if (missing.length > 0) {
+    throw new RumedbenchError(
+      'DATA_NOT_FOUND',
+      `the leaderboard scores against the data folder, which lacks ${missing.join(', ')}; run \`rumedbench data download\` or give --data`,
+    );
+  }
+}
+
+/** Opens the database and the service (no HTTP): what the admin commands use too. */
+export async function openLeaderboard(
+  options: Pick<ServeOptions, 'dataDir' | 'db' | 'threads'> & Partial<LeaderboardOptions>,
+): Promise<Leaderboard> {
+  checkDataFolder(options.dataDir);
+  let db: Db;
+  try {
+    db = await openDatabase(options.db);
+  } catch (e) {
+    if (e instanceof RumedbenchError) throw e;
+    throw new RumedbenchError('DATABASE_FAILED', `cannot open the database: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  const scorer = new Scorer({
+    dataDir: options.dataDir,
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    privateGold: await q.loadPrivateGold(db.db),
+  });
+  const lb = new Leaderboard(db, scorer, { ...DEFAULT_OPTIONS, ...options, dataDir: options.dataDir });
+  await lb.syncGold();
+  return lb;
+}
+
+export interface RunningServer {
+  lb: Leaderboard;
+  server: ServerType;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const lb = await openLeaderboard(options);
+  const { log } = options;
+  try {
+    const { generated } = await lb.ensureAdminSecret(options.adminToken);
+    if (generated) {
+      log.info(
+        `admin token (shown once; stored only as a hash; set RUMEDBENCH_ADMIN_TOKEN to choose your own):`,
+      );
+      log.info(`  ${generated}`);
+    }
+  } catch (e) {
+    await lb.close();
+    throw e;
+  }
+  const app = createApp({
+    lb,
+    sessionKey: await lb.sessionKey(),
+    log,
+    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    ...(options.secureCookies !== undefined ? { secureCookies: options.secureCookies } : {}),
+  });
+  const host = options.host ?? '127.0.0.1';
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8080 }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  log.info(`rumedbench leaderboard on ${url} (${lb.db.engine}: ${lb.db.location})`);
+  return {
+    lb,
+    server,
+    url,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await lb.close();
+    },
+  };
+}

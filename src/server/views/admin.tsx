@@ -1,0 +1,207 @@
+/** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
+import type { FC } from 'hono/jsx';
+import type { AuditRow, SubmissionRow, TokenRow } from '../db/schema.js';
+import { KINDS } from '../db/schema.js';
+import type { Entry } from '../leaderboard.js';
+import { CsrfField, f2, href, IssueList, Layout, type PageContext } from './layout.js';
+
+export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, failed }) => (
+  <Layout ctx={ctx} title={ctx.t.login}>
+    <h1>{ctx.t.admin}</h1>
+    {failed ? (
+      <div class="alert" role="alert">
+        {ctx.t.badLogin}
+      </div>
+    ) : (
+      ''
+    )}
+    <form method="post" action={href(ctx, '/admin/login')} class="upload">
+      <CsrfField ctx={ctx} />
+      <label>
+        {ctx.t.adminToken}
+        <input type="password" name="token" required autocomplete="current-password" />
+      </label>
+      <button type="submit">{ctx.t.login}</button>
+    </form>
+  </Layout>
+);
+
+const ACTIONS: [string, (r: SubmissionRow) => boolean][] = [
+  ['hide', (r) => r.hidden === 0],
+  ['unhide', (r) => r.hidden === 1],
+  ['flag', (r) => r.flagged === 0],
+  ['unflag', (r) => r.flagged === 1],
+  ['verify', (r) => r.verified === 0],
+  ['unverify', (r) => r.verified === 1],
+  ['delete', () => true],
+];
+
+export const AdminPage: FC<{
+  ctx: PageContext;
+  rows: SubmissionRow[];
+  tokens: TokenRow[];
+  audit: AuditRow[];
+}> = ({ ctx, rows, tokens, audit }) => (
+  <Layout ctx={ctx} title={ctx.t.admin}>
+    <h1>{ctx.t.admin}</h1>
+    <form method="post" action="/admin/logout" class="inline">
+      <CsrfField ctx={ctx} />
+      <button type="submit">{ctx.t.logout}</button>
+    </form>
+    <div class="table-wrap">
+      <table class="sortable admin">
+        <thead>
+          <tr>
+            {[
+              ctx.t.submitted,
+              ctx.t.board,
+              ctx.t.status,
+              ctx.t.model,
+              ctx.t.team,
+              ctx.t.overall,
+              'address',
+              ctx.t.actions,
+            ].map((h) => (
+              <th scope="col">{h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr data-id={r.id}>
+              <td>{r.created_at.slice(0, 19).replace('T', ' ')}</td>
+              <td>{r.board}</td>
+              <td>
+                {r.status}
+                {r.hidden ? ' · hidden' : ''}
+                {r.flagged ? ` · ${ctx.t.flagged}` : ''}
+                {r.verified ? ` · ${ctx.t.verified}` : ''}
+              </td>
+              <th scope="row">
+                <a href={href(ctx, `/admin/submissions/${r.id}`)}>{r.model}</a>
+              </th>
+              <td>{r.team}</td>
+              <td class="num">{f2(r.overall === null ? null : Number(r.overall))}</td>
+              <td>{r.token_id ? `token ${r.token_id.slice(0, 8)}` : r.address}</td>
+              <td class="actions">
+                {ACTIONS.filter(([, when]) => when(r)).map(([action]) => (
+                  <form method="post" action={`/admin/submissions/${r.id}/${action}`} class="inline">
+                    <CsrfField ctx={ctx} />
+                    <button
+                      type="submit"
+                      class={action === 'delete' ? 'danger' : undefined}
+                      data-action={action}
+                    >
+                      {action}
+                    </button>
+                  </form>
+                ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+    <h2>{ctx.t.tokens}</h2>
+    <p class="note">rumedbench serve token create --team NAME · rumedbench serve token revoke ID</p>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">id</th>
+            <th scope="col">{ctx.t.team}</th>
+            <th scope="col">created</th>
+            <th scope="col">revoked</th>
+          </tr>
+        </thead>
+        <tbody>
+          {tokens.map((t) => (
+            <tr>
+              <td>
+                <code>{t.id}</code>
+              </td>
+              <td>{t.team}</td>
+              <td>{t.created_at}</td>
+              <td>{t.revoked_at ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+    <h2>{ctx.t.audit}</h2>
+    <div class="table-wrap">
+      <table class="audit">
+        <tbody>
+          {audit.map((a) => (
+            <tr>
+              <td>{a.at}</td>
+              <td>{a.actor}</td>
+              <td>{a.action}</td>
+              <td>{a.submission_id ?? ''}</td>
+              <td>
+                <code>{a.detail}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  </Layout>
+);
+
+export const AdminSubmissionPage: FC<{
+  ctx: PageContext;
+  row: SubmissionRow;
+  entry: Entry;
+  files: { name: string; chars: number }[];
+}> = ({ ctx, row, entry, files }) => (
+  <Layout ctx={ctx} title={`${ctx.t.admin}: ${row.model}`}>
+    <h1>{row.model}</h1>
+    <p class="note">
+      {row.id} · {row.status} · {row.board} · {row.created_at} · sha256 {row.content_hash.slice(0, 16)}…
+    </p>
+    {entry.result.errors.length > 0 ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
+    <p class="note">{files.map((f) => `${f.name} (${f.chars} characters)`).join(', ')}</p>
+    <h2>{ctx.t.edit}</h2>
+    <form method="post" action={`/admin/submissions/${row.id}/edit`} class="upload">
+      <CsrfField ctx={ctx} />
+      <label>
+        {ctx.t.model}
+        <input name="model" value={row.model} required maxlength={200} />
+      </label>
+      <label>
+        {ctx.t.team}
+        <input name="team" value={row.team} maxlength={200} />
+      </label>
+      <label>
+        {ctx.t.kind}
+        <select name="kind">
+          {KINDS.map((k) => (
+            <option value={k} selected={k === row.kind}>
+              {k}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        {ctx.t.params}
+        <input name="params" value={row.params ?? ''} maxlength={100} />
+      </label>
+      <label>
+        {ctx.t.link}
+        <input name="link" value={row.link ?? ''} maxlength={500} />
+      </label>
+      <label>
+        {ctx.t.description}
+        <textarea name="description" maxlength={4000} rows={3}>
+          {row.description}
+        </textarea>
+      </label>
+      <label class="check">
+        <input type="checkbox" name="open_weights" value="yes" checked={row.open_weights === 1} />{' '}
+        {ctx.t.openWeights}
+      </label>
+      <button type="submit">{ctx.t.save}</button>
+    </form>
+  </Layout>
+);

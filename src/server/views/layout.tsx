@@ -1,0 +1,95 @@
+/**
+ * The page frame and the small pieces every page uses. Views take typed data and render it; they run no query.
+ * Every string is escaped by hono/jsx; the only raw markup is the SVG that Vega drew.
+ */
+import type { Child, FC } from 'hono/jsx';
+import type { Interval } from '../../metrics/bootstrap.js';
+import type { Lang, Strings } from '../../report/i18n.js';
+import type { ServerStrings } from '../i18n.js';
+
+export interface PageContext {
+  lang: Lang;
+  t: ServerStrings;
+  r: Strings;
+  /** The path and query of this page, for the language switch. */
+  path: string;
+  csrf: string;
+  admin: boolean;
+}
+
+export const f2 = (x: number | null | undefined): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
+export const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '');
+
+/** A link that keeps the page's language. */
+export const href = (ctx: PageContext, path: string): string =>
+  `${path}${path.includes('?') ? '&' : '?'}lang=${ctx.lang}`;
+
+const otherLang = (ctx: PageContext): string => {
+  const u = new URL(ctx.path, 'http://x');
+  u.searchParams.set('lang', ctx.lang === 'ru' ? 'en' : 'ru');
+  return `${u.pathname}${u.search}`;
+};
+
+export const Layout: FC<{ ctx: PageContext; title: string; children?: Child }> = ({
+  ctx,
+  title,
+  children,
+}) => (
+  <html lang={ctx.lang}>
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="color-scheme" content="light dark" />
+      <title>{`${title} · ${ctx.t.site}`}</title>
+      <link rel="stylesheet" href="/static/style.css" />
+      <script src="/static/app.js" defer></script>
+    </head>
+    <body>
+      <header class="site">
+        <a class="brand" href={href(ctx, '/')}>
+          {ctx.t.site}
+        </a>
+        <nav>
+          <a href={href(ctx, '/')}>{ctx.t.publicBoard}</a>
+          <a href={href(ctx, '/board/closed')}>{ctx.t.closedBoard}</a>
+          <a href={href(ctx, '/submit')}>{ctx.t.submit}</a>
+          {ctx.admin ? <a href={href(ctx, '/admin')}>{ctx.t.admin}</a> : ''}
+          <a href={otherLang(ctx)} hreflang={ctx.lang === 'ru' ? 'en' : 'ru'}>
+            {ctx.t.language}
+          </a>
+        </nav>
+      </header>
+      <main>{children}</main>
+    </body>
+  </html>
+);
+
+export const CsrfField: FC<{ ctx: PageContext }> = ({ ctx }) => (
+  <input type="hidden" name="_csrf" value={ctx.csrf} />
+);
+
+export const IssueList: FC<{
+  issues: readonly {
+    severity: string;
+    code: string;
+    message: string;
+    file: string;
+    line?: number;
+    id?: string;
+    expected?: string;
+    found?: string;
+  }[];
+}> = ({ issues }) => (
+  <ul class="issues">
+    {issues.map((i) => (
+      <li class={i.severity}>
+        <code>{i.code}</code> {i.file}
+        {i.line !== undefined ? `:${i.line}` : ''}
+        {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
+        {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
+        {i.found !== undefined ? `; found ${i.found}` : ''}
+      </li>
+    ))}
+  </ul>
+);
