@@ -47,6 +47,8 @@ function scoringOptions(cmd: Command): Command {
 
 export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
   const program = new Command('rumedbench')
+    // `serve --db X` and `serve token create --db Y` both take --db: an option belongs to the command it follows.
+    .enablePositionalOptions()
     .description('RuMedBench: the Russian medical language-understanding benchmark')
     .version(VERSION)
     .showHelpAfterError()

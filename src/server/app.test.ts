@@ -367,9 +367,11 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
       expect(entry.overall).toBeCloseTo(mean, 10);
 
       // Nothing per item: no breakdown in the stored result, no confusion matrix on the page.
-      const row = (await lb.adminList()).find((r) => r.id === body.id);
+      const { getSubmission } = await import('./db/queries.js');
+      const row = await getSubmission(lb.db.db, body.id as string);
       expect(row?.result.includes('breakdown')).toBe(false);
       expect(row?.result.includes('confusion')).toBe(false);
+      expect(row?.response.includes('breakdown')).toBe(false);
       const page = parseHtml(await (await request(`/submissions/${body.id}`)).text());
       expect(elements(page, (e) => e.tagName === 'figure').map((f) => attr(f, 'id'))).toEqual([
         'score-rumeddanet',

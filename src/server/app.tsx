@@ -262,16 +262,31 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   // Boards
 
-  const boardPage = async (c: Context<Env>, board: BoardName) =>
-    render(
-      c,
-      <BoardPage
-        ctx={c.get('ctx')}
-        board={board}
-        entries={await lb.board(board)}
-        paperRows={board === 'public' ? PAPER_ROWS : []}
-      />,
-    );
+  // A board's page is drawn once per list of entries (the service caches the list) and language.
+  const boardHtml = new WeakMap<Entry[], Map<string, string>>();
+  const boardPage = async (c: Context<Env>, board: BoardName) => {
+    const ctx = c.get('ctx');
+    const entries = await lb.board(board);
+    let pages = boardHtml.get(entries);
+    if (!pages) {
+      pages = new Map();
+      boardHtml.set(entries, pages);
+    }
+    const key = `${board}:${ctx.lang}:${ctx.admin}:${ctx.path}`;
+    let html = pages.get(key);
+    if (html === undefined) {
+      html = `<!DOCTYPE html>\n${String(
+        <BoardPage
+          ctx={ctx}
+          board={board}
+          entries={entries}
+          paperRows={board === 'public' ? PAPER_ROWS : []}
+        />,
+      )}`;
+      if (pages.size < 64) pages.set(key, html);
+    }
+    return c.html(html);
+  };
   app.get('/', (c) => boardPage(c, 'public'));
   app.get('/board/:name{[a-z]+\\.csv}', async (c) => {
     const board = parseBoard(c.req.param('name').replace(/\.csv$/, ''));
@@ -312,9 +327,7 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.entry(c.req.param('id')))));
 
-  app.get('/submit', (c) =>
-    render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} anonymous={lb.options.anonymous} />),
-  );
+  app.get('/submit', (c) => render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} />));
   app.post('/submit', uploadLimit, async (c) => {
     const ctx = c.get('ctx');
     const { files, fields } = await readForm(c);
@@ -327,7 +340,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     }
     return render(
       c,
-      <UploadPage ctx={ctx} maxMb={maxMb} anonymous={lb.options.anonymous} answer={body} />,
+      <UploadPage ctx={ctx} maxMb={maxMb} answer={body} values={meta} />,
       status === 202 ? 200 : 422,
     );
   });
@@ -335,7 +348,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/submissions/:id', async (c) => {
     const ctx = c.get('ctx');
     const e = await lb.entry(c.req.param('id'), { admin: ctx.admin });
-    const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result.rumedbench_version}:${e.overall}`, () =>
+    const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result?.rumedbench_version}:${e.overall}`, () =>
       entryCharts(e, ctx.r),
     );
     const others = e.status === 'scored' ? (await lb.board(e.board)).filter((o) => o.id !== e.id) : [];
@@ -370,6 +383,8 @@ export function createApp(options: AppOptions): Hono<Env> {
     c.header('Cache-Control', 'public, max-age=3600');
     return c.body(ASSETS.js);
   });
+  // Browsers ask for it on every page; there is none, and saying so quietly keeps their consoles clean.
+  app.get('/favicon.ico', (c) => c.body(null, 204));
   app.get('/healthz', (c) => c.json({ ok: true, engine: lb.db.engine }));
 
   // Admin

@@ -23,7 +23,7 @@ import type { ChartBlock } from './views/pages.js';
 export function entryCharts(e: Entry, r: Strings): Chart[] {
   const charts: Chart[] = [];
   for (const task of TASKS) {
-    const t = e.result.tasks[task.name];
+    const t = e.result?.tasks[task.name];
     if (!t) continue;
     const levels = e.board === 'public' ? levelsFor(task.name) : [];
     charts.push(scoreChart(task.name, [{ system: e.model, score: t.score, ci: t.score_ci }], levels, r));

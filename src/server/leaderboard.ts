@@ -20,8 +20,8 @@ import * as q from './db/queries.js';
 import {
   type BoardName,
   KINDS,
+  type ListedRow,
   type SubmissionKind,
-  type SubmissionRow,
   type SubmissionStatus,
 } from './db/schema.js';
 import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
@@ -161,11 +161,17 @@ export interface Entry {
   overall: number | null;
   overall_ci: Interval | null;
   tasks: Record<string, TaskCell>;
-  result: EvaluationResult;
+  /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
+  result?: EvaluationResult;
 }
 
-function toEntry(row: SubmissionRow): Entry {
-  const result = JSON.parse(row.result) as EvaluationResult;
+/** What a board row needs of a result: the per-task numbers and the overall's interval, without breakdowns. */
+export interface Summary {
+  tasks: Record<string, TaskCell>;
+  overall_ci: Interval | null;
+}
+
+export function summarize(result: EvaluationResult): Summary {
   const tasks: Record<string, TaskCell> = {};
   for (const [name, t] of Object.entries(result.tasks)) {
     tasks[name] = {
@@ -176,6 +182,11 @@ function toEntry(row: SubmissionRow): Entry {
       ci: t.ci as Record<string, Interval>,
     };
   }
+  return { tasks, overall_ci: result.overall_ci };
+}
+
+function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
+  const { tasks, overall_ci } = JSON.parse(row.summary) as Summary;
   return {
     id: row.id,
     created_at: row.created_at,
@@ -194,9 +205,9 @@ function toEntry(row: SubmissionRow): Entry {
     duplicate_of: row.duplicate_of,
     overall: row.overall === null ? null : Number(row.overall),
     // The closed board's overall has no interval of its own; the public one is the scorer's.
-    overall_ci: row.board === 'public' ? result.overall_ci : null,
+    overall_ci: row.board === 'public' ? overall_ci : null,
     tasks,
-    result,
+    ...(result ? { result } : {}),
   };
 }
 
@@ -401,6 +412,7 @@ export class Leaderboard {
           duplicate_of: duplicateOf ?? null,
           idempotency_key: idemKey,
           result: JSON.stringify(outcome.result),
+          summary: JSON.stringify(summarize(outcome.result)),
           overall: outcome.overall,
           response: JSON.stringify(body),
           files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
@@ -420,10 +432,11 @@ export class Leaderboard {
   // Reading
 
   async board(board: BoardName, options: { includeHidden?: boolean } = {}): Promise<Entry[]> {
-    if (options.includeHidden) return rank((await q.listBoard(this.db.db, board, options)).map(toEntry));
+    if (options.includeHidden)
+      return rank((await q.listBoard(this.db.db, board, options)).map((r) => toEntry(r)));
     const hit = this.boardCache.get(board);
     if (hit && Date.now() - hit.at < Leaderboard.BOARD_TTL_MS) return hit.entries;
-    const entries = rank((await q.listBoard(this.db.db, board)).map(toEntry));
+    const entries = rank((await q.listBoard(this.db.db, board)).map((r) => toEntry(r)));
     this.boardCache.set(board, { at: Date.now(), entries });
     return entries;
   }
@@ -434,7 +447,7 @@ export class Leaderboard {
     if (!row || (!options.admin && (row.hidden === 1 || row.status !== 'scored'))) {
       throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
     }
-    return toEntry(row);
+    return toEntry(row, JSON.parse(row.result) as EvaluationResult);
   }
 
   /** The paired comparison of two scored public-board submissions (closed tests show aggregates only). */
@@ -462,7 +475,7 @@ export class Leaderboard {
 
   // Admin
 
-  async adminList(): Promise<SubmissionRow[]> {
+  async adminList(): Promise<ListedRow[]> {
     return q.listAll(this.db.db);
   }
 
@@ -570,7 +583,13 @@ export class Leaderboard {
   /** Scores every submission of a board again from its stored files (after new gold). */
   async rescore(board: BoardName): Promise<number> {
     const rows = await q.submissionsOfBoard(this.db.db, board);
-    const updates: { id: string; result: string; overall: number | null; status: SubmissionStatus }[] = [];
+    const updates: {
+      id: string;
+      result: string;
+      summary: string;
+      overall: number | null;
+      status: SubmissionStatus;
+    }[] = [];
     for (const row of rows) {
       const files = await q.getSubmissionFiles(this.db.db, row.id);
       const outcome = await this.scorer.score({
@@ -584,6 +603,7 @@ export class Leaderboard {
       updates.push({
         id: row.id,
         result: JSON.stringify(outcome.result),
+        summary: JSON.stringify(summarize(outcome.result)),
         overall: outcome.overall,
         status: outcome.status,
       });

@@ -55,8 +55,12 @@ export class Scorer {
     await old.close();
   }
 
+  /** Scores an upload; its file buffers are moved to the worker, not copied (the caller must not reuse them). */
   score(job: ScoreJob): Promise<ScoreOutcome> {
-    return this.pool.run(job, { name: 'default' }) as Promise<ScoreOutcome>;
+    const transferList = [...new Set(job.files.map((f) => f.data.buffer))].filter(
+      (b): b is ArrayBuffer => b instanceof ArrayBuffer,
+    );
+    return this.pool.run(job, { name: 'default', transferList }) as Promise<ScoreOutcome>;
   }
 
   compare(job: CompareJob): Promise<ComparisonResult> {

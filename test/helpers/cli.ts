@@ -14,10 +14,15 @@ export interface CliResult {
 }
 
 /** Exit code and output; a failing command resolves too, with its code. */
-export async function rumedbench(...args: string[]): Promise<CliResult> {
+export function rumedbench(...args: string[]): Promise<CliResult> {
+  return rumedbenchWith({}, ...args);
+}
+
+/** The same, with more environment variables. */
+export async function rumedbenchWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
   try {
     const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
-      env: CLI_ENV,
+      env: { ...CLI_ENV, ...env },
       maxBuffer: 64 << 20,
     });
     return { code: 0, stdout, stderr };

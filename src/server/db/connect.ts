@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { RumedbenchError } from '../../errors.js';
 import { MIGRATIONS } from './migrations.js';
@@ -52,10 +52,22 @@ export async function openDatabase(target: string): Promise<Db> {
     // WAL lets pages read while an upload is written; FULL syncs each commit, so an answered upload survives a
     // crash of the machine, not only of the process.
     sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  }
+  try {
+    await sql`select 1`.execute(db);
+  } catch (e) {
+    await db.destroy();
+    throw new RumedbenchError(
+      'DATABASE_FAILED',
+      `cannot open the database ${location}: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    );
   }
   const { error, results } = await new Migrator({ db, provider: MIGRATIONS }).migrateToLatest();
   if (error) {

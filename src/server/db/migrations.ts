@@ -27,6 +27,7 @@ const migrations: Record<string, Migration> = {
         .addColumn('duplicate_of', 'text')
         .addColumn('idempotency_key', 'text', (c) => c.unique())
         .addColumn('result', 'text', (c) => c.notNull())
+        .addColumn('summary', 'text', (c) => c.notNull())
         .addColumn('overall', 'double precision')
         .addColumn('response', 'text', (c) => c.notNull())
         .addColumn('hidden', 'integer', (c) => c.notNull().defaultTo(0))

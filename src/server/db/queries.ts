@@ -9,6 +9,7 @@ import type {
   AuditRow,
   BoardName,
   Database,
+  ListedRow,
   NewSubmission,
   SubmissionRow,
   SubmissionsTable,
@@ -60,20 +61,49 @@ export async function firstWithHash(db: Q, board: BoardName, hash: string): Prom
   return r?.id;
 }
 
+const LISTED = [
+  'id',
+  'created_at',
+  'board',
+  'status',
+  'model',
+  'team',
+  'description',
+  'link',
+  'kind',
+  'params',
+  'open_weights',
+  'token_id',
+  'address',
+  'content_hash',
+  'duplicate_of',
+  'idempotency_key',
+  'summary',
+  'overall',
+  'hidden',
+  'flagged',
+  'verified',
+  'files',
+] as const;
+
 /** Scored submissions of a board (what its page shows): visible ones, or all for the admin. */
 export async function listBoard(
   db: Q,
   board: BoardName,
   options: { includeHidden?: boolean } = {},
-): Promise<SubmissionRow[]> {
-  let q = db.selectFrom('submissions').selectAll().where('board', '=', board).where('status', '=', 'scored');
+): Promise<ListedRow[]> {
+  let q = db
+    .selectFrom('submissions')
+    .select(LISTED)
+    .where('board', '=', board)
+    .where('status', '=', 'scored');
   if (!options.includeHidden) q = q.where('hidden', '=', 0);
   return q.orderBy('created_at', 'desc').execute();
 }
 
 /** Every submission, newest first, for the admin (rejected and hidden ones too). */
-export async function listAll(db: Q, limit = 500): Promise<SubmissionRow[]> {
-  return db.selectFrom('submissions').selectAll().orderBy('created_at', 'desc').limit(limit).execute();
+export async function listAll(db: Q, limit = 500): Promise<ListedRow[]> {
+  return db.selectFrom('submissions').select(LISTED).orderBy('created_at', 'desc').limit(limit).execute();
 }
 
 /** Accepted uploads since `since` by a token or an address: what a daily quota counts (rejected ones do not). */
@@ -276,13 +306,19 @@ export async function goldVersion(db: Q): Promise<string> {
 /** Re-scored results after a gold import, written in one transaction. */
 export async function updateResults(
   db: Kysely<Database>,
-  rows: readonly { id: string; result: string; overall: number | null; status: SubmissionRow['status'] }[],
+  rows: readonly {
+    id: string;
+    result: string;
+    summary: string;
+    overall: number | null;
+    status: SubmissionRow['status'];
+  }[],
 ): Promise<void> {
   await db.transaction().execute(async (tx) => {
     for (const r of rows) {
       await tx
         .updateTable('submissions')
-        .set({ result: r.result, overall: r.overall, status: r.status })
+        .set({ result: r.result, summary: r.summary, overall: r.overall, status: r.status })
         .where('id', '=', r.id)
         .execute();
     }

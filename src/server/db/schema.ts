@@ -33,6 +33,9 @@ export interface SubmissionsTable {
   idempotency_key: string | null;
   /** The scorer's result (`rumedbench eval --json` schema), as JSON. */
   result: string;
+  /** What a board row shows (per task: n, metrics, score and intervals; the overall's interval), as JSON: boards
+   * read this, not the whole result with its breakdowns. */
+  summary: string;
   overall: number | null;
   /** The API answer as first sent, for idempotent replays. */
   response: string;
@@ -87,6 +90,8 @@ export interface Database {
 }
 
 export type SubmissionRow = Selectable<SubmissionsTable>;
+/** A submission without its full result and first answer: what boards and lists need. */
+export type ListedRow = Omit<SubmissionRow, 'result' | 'response'>;
 export type NewSubmission = Insertable<SubmissionsTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type AuditRow = Selectable<AuditTable>;

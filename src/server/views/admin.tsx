@@ -1,6 +1,6 @@
 /** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
 import type { FC } from 'hono/jsx';
-import type { AuditRow, SubmissionRow, TokenRow } from '../db/schema.js';
+import type { AuditRow, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
 import { KINDS } from '../db/schema.js';
 import type { Entry } from '../leaderboard.js';
 import { CsrfField, f2, href, IssueList, Layout, type PageContext } from './layout.js';
@@ -26,7 +26,7 @@ export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, fai
   </Layout>
 );
 
-const ACTIONS: [string, (r: SubmissionRow) => boolean][] = [
+const ACTIONS: [string, (r: ListedRow) => boolean][] = [
   ['hide', (r) => r.hidden === 0],
   ['unhide', (r) => r.hidden === 1],
   ['flag', (r) => r.flagged === 0],
@@ -38,7 +38,7 @@ const ACTIONS: [string, (r: SubmissionRow) => boolean][] = [
 
 export const AdminPage: FC<{
   ctx: PageContext;
-  rows: SubmissionRow[];
+  rows: ListedRow[];
   tokens: TokenRow[];
   audit: AuditRow[];
 }> = ({ ctx, rows, tokens, audit }) => (
@@ -160,7 +160,7 @@ export const AdminSubmissionPage: FC<{
     <p class="note">
       {row.id} · {row.status} · {row.board} · {row.created_at} · sha256 {row.content_hash.slice(0, 16)}…
     </p>
-    {entry.result.errors.length > 0 ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
+    {entry.result?.errors.length ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
     <p class="note">{files.map((f) => `${f.name} (${f.chars} characters)`).join(', ')}</p>
     <h2>{ctx.t.edit}</h2>
     <form method="post" action={`/admin/submissions/${row.id}/edit`} class="upload">

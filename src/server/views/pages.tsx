@@ -349,7 +349,12 @@ export const ComparePage: FC<{
   );
 };
 
-export const UploadForm: FC<{ ctx: PageContext; maxMb: number; anonymous: boolean }> = ({ ctx, maxMb }) => (
+/** The upload form; after a rejected upload it keeps what was typed (files cannot be kept by a browser). */
+export const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<string, string> }> = ({
+  ctx,
+  maxMb,
+  values = {},
+}) => (
   <form
     method="post"
     action={href(ctx, '/submit')}
@@ -367,41 +372,50 @@ export const UploadForm: FC<{ ctx: PageContext; maxMb: number; anonymous: boolea
     </p>
     <label>
       {ctx.t.model} *
-      <input name="model" required maxlength={200} />
+      <input name="model" required maxlength={200} value={values.model} />
     </label>
     <label>
       {ctx.t.team}
-      <input name="team" maxlength={200} />
+      <input name="team" maxlength={200} value={values.team} />
     </label>
     <label>
       {ctx.t.kind} *
       <select name="kind" required>
         {KINDS.map((k) => (
-          <option value={k}>{k}</option>
+          <option value={k} selected={values.kind === k}>
+            {k}
+          </option>
         ))}
       </select>
     </label>
     <label>
       {ctx.t.params}
-      <input name="params" maxlength={100} placeholder="7B" />
+      <input name="params" maxlength={100} placeholder="7B" value={values.params} />
     </label>
     <label>
       {ctx.t.link}
-      <input name="link" type="url" maxlength={500} placeholder="https://" />
+      <input name="link" type="url" maxlength={500} placeholder="https://" value={values.link} />
     </label>
     <label>
       {ctx.t.description}
-      <textarea name="description" maxlength={4000} rows={3}></textarea>
+      <textarea name="description" maxlength={4000} rows={3}>
+        {values.description ?? ''}
+      </textarea>
     </label>
     <label class="check">
-      <input type="checkbox" name="open_weights" value="yes" /> {ctx.t.openWeights}
+      <input type="checkbox" name="open_weights" value="yes" checked={values.open_weights === 'yes'} />{' '}
+      {ctx.t.openWeights}
     </label>
     <label>
       {ctx.t.board}
       <select name="board">
         <option value="auto">{ctx.t.boardAuto}</option>
-        <option value="public">{ctx.t.publicBoard}</option>
-        <option value="closed">{ctx.t.closedBoard}</option>
+        <option value="public" selected={values.board === 'public'}>
+          {ctx.t.publicBoard}
+        </option>
+        <option value="closed" selected={values.board === 'closed'}>
+          {ctx.t.closedBoard}
+        </option>
       </select>
     </label>
     <button type="submit">{ctx.t.send}</button>
@@ -411,10 +425,10 @@ export const UploadForm: FC<{ ctx: PageContext; maxMb: number; anonymous: boolea
 export const UploadPage: FC<{
   ctx: PageContext;
   maxMb: number;
-  anonymous: boolean;
   answer?: UploadAnswer;
   error?: string;
-}> = ({ ctx, maxMb, anonymous, answer, error }) => (
+  values?: Record<string, string>;
+}> = ({ ctx, maxMb, answer, error, values }) => (
   <Layout ctx={ctx} title={ctx.t.upload}>
     <h1>{ctx.t.upload}</h1>
     {error ? (
@@ -444,7 +458,7 @@ export const UploadPage: FC<{
       ''
     )}
     <p class="note">{ctx.t.uploadNote}</p>
-    <UploadForm ctx={ctx} maxMb={maxMb} anonymous={anonymous} />
+    <UploadForm ctx={ctx} maxMb={maxMb} {...(values ? { values } : {})} />
   </Layout>
 );
 

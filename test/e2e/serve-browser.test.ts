@@ -1,0 +1,183 @@
+/**
+ * The leaderboard in a real browser (Debian's Chromium): a newcomer uploads through the form and sees the row, uploads
+ * a broken file and reads its errors, and a hostile model name shows as text. Screenshots of every page are kept in
+ * test-artifacts/serve/ for a person to look at.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  artifactPath,
+  BROWSER_REQUIRED,
+  HAVE_BROWSER,
+  launchBrowser,
+  NO_BROWSER_REASON,
+} from '../helpers/browser.js';
+import { DATA_DIR, NO_DATA_REASON, PLATFORM_SUBMISSIONS, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import { type ServerProcess, startServe, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
+
+const HOSTILE = '<img src=x onerror=alert(1)> GPT "quoted"';
+const haveData =
+  DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined && PLATFORM_SUBMISSIONS !== undefined;
+const runs = haveData && (HAVE_BROWSER || BROWSER_REQUIRED);
+const why = !haveData ? NO_DATA_REASON : NO_BROWSER_REASON;
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: artifactPath('serve', `${name}.png`), fullPage: true });
+
+describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data found' : why})`, () => {
+  let browser: Browser;
+  let server: ServerProcess;
+  let dir: string;
+  const dialogs: string[] = [];
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rumedbench-serve-browser-'));
+    server = await startServe(['--db', join(dir, 'board.sqlite')]);
+    // Something on the board already, and a closed-test entry waiting for gold.
+    const ref = (n: string) => join(REFERENCE_PREDICTIONS as string, 'bilstm', n);
+    const all = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'].map((t) => ({
+      name: `${t}.jsonl`,
+      data: readFileSync(ref(`${t}.jsonl`)),
+    }));
+    const r = await uploadTo(server.url, all, { model: 'BiLSTM (upstream)', kind: 'encoder', team: 'SAI' });
+    expect(r.status).toBe(201);
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function open(path: string, options: { dark?: boolean; lang?: string } = {}): Promise<Page> {
+    const context = await browser.newContext({
+      colorScheme: options.dark ? 'dark' : 'light',
+      viewport: { width: 1280, height: 900 },
+      locale: options.lang ?? 'en-US',
+    });
+    const page = await context.newPage();
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(`${server.url}${path}`);
+    return page;
+  }
+
+  it('uploads through the form and shows the new row, its name as text', async () => {
+    const page = await open('/submit');
+    await shot(page, 'upload-form');
+    const files = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'].map((t) =>
+      join(REFERENCE_PREDICTIONS as string, 'linear_models', `${t}.jsonl`),
+    );
+    await page.setInputFiles('input[type=file]', files);
+    await page.fill('input[name=model]', HOSTILE);
+    await page.fill('input[name=team]', 'Sber AI Lab');
+    await page.selectOption('select[name=kind]', 'feature-based');
+    await page.fill('input[name=link]', 'https://github.com/sb-ai-lab/MedBench');
+    await Promise.all([page.waitForURL(/\/submissions\//), page.click('button[type=submit]')]);
+    await expect(page.locator('h1').textContent()).resolves.toBe(HOSTILE);
+    await shot(page, 'submission');
+    await page.goto(`${server.url}/`);
+    const row = page.locator('tr.entry', { hasText: 'GPT "quoted"' });
+    await expect(row.locator('th a').textContent()).resolves.toBe(HOSTILE);
+    await expect(row.locator('td').last().textContent()).resolves.toBe('58.46[56.76, 60.27]');
+    expect(await page.locator('img').count()).toBe(0);
+    await shot(page, 'board');
+  });
+
+  it('shows every problem of a broken upload, with file, line, id and code', async () => {
+    const broken = join(dir, 'RuMedNLI.jsonl');
+    const lines = readFileSync(
+      join(REFERENCE_PREDICTIONS as string, 'bilstm', 'RuMedNLI.jsonl'),
+      'utf8',
+    ).split('\n');
+    writeFileSync(
+      broken,
+      [
+        '{"pairID": "x1", "gold_label": "neutral", "prediction": "neutral"}',
+        'not json',
+        ...lines.slice(2),
+      ].join('\n'),
+    );
+    const page = await open('/submit');
+    await page.setInputFiles('input[type=file]', broken);
+    await page.fill('input[name=model]', 'broken');
+    await page.click('button[type=submit]');
+    const alert = page.locator('#upload-errors');
+    await expect(alert.locator('h2').textContent()).resolves.toBe('Rejected: nothing was scored');
+    const items = await alert.locator('li.error').allTextContents();
+    expect(items).toEqual([
+      'UNKNOWN_ID upload!RuMedNLI.jsonl:1 (id x1): id is not in the test split of RuMedNLI',
+      // The parser's own words differ between Node.js versions.
+      expect.stringMatching(
+        /^MALFORMED_JSON upload!RuMedNLI\.jsonl:2: malformed JSON \(.+\) — expected one JSON object per line$/,
+      ),
+      'MISSING_ITEM upload!RuMedNLI.jsonl (id 1f2a8146-66c7-11e7-b4f2-f45c89b91419): no prediction for this test item (data line 1)',
+      'MISSING_ITEM upload!RuMedNLI.jsonl (id 1f2a8538-66c7-11e7-8228-f45c89b91419): no prediction for this test item (data line 2)',
+    ]);
+    // What was typed is kept for the next try.
+    await expect(page.inputValue('input[name=model]')).resolves.toBe('broken');
+    await shot(page, 'upload-rejected');
+    await page.goto(`${server.url}/`);
+    await expect(page.locator('tr.entry', { hasText: 'broken' }).count()).resolves.toBe(0);
+  });
+
+  it('warns before sending files over the size cap, without a round trip', async () => {
+    const big = join(dir, 'big.jsonl');
+    writeFileSync(big, Buffer.alloc(17 << 20, 0x20));
+    const page = await open('/submit');
+    await page.setInputFiles('input[type=file]', big);
+    await expect(page.locator('.size-warning').isVisible()).resolves.toBe(true);
+    await expect(page.locator('.size-warning').textContent()).resolves.toBe(
+      'The files are larger than 16 MiB; they would be refused.',
+    );
+  });
+
+  it('renders the closed board, a comparison, the admin pages and Russian, light and dark', async () => {
+    errors.length = 0; // the rejected upload above answered 422 on purpose
+    const chatgpt = join(PLATFORM_SUBMISSIONS as string, 'chatgpt');
+    const closed = await uploadTo(
+      server.url,
+      ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'].map((t) => ({
+        name: `${t}.jsonl`,
+        data: readFileSync(join(chatgpt, `${t}.jsonl`)),
+      })),
+      { model: 'ChatGPT', kind: 'LLM' },
+    );
+    expect(closed.body.status).toBe('pending');
+    const board = (await (await fetch(`${server.url}/api/boards/public`)).json()) as {
+      entries: { id: string }[];
+    };
+    const [a, b] = board.entries.map((e) => e.id);
+    const cmp = await open(`/compare?a=${a}&b=${b}`, { dark: true });
+    await expect(cmp.locator('figure#forest svg').count()).resolves.toBe(1);
+    await shot(cmp, 'compare-dark');
+    const ru = await open('/', { lang: 'ru-RU' });
+    await expect(ru.locator('h1').textContent()).resolves.toBe('Открытые тестовые наборы');
+    await shot(ru, 'board-ru');
+    const closedPage = await open('/board/closed');
+    await shot(closedPage, 'board-closed');
+
+    const admin = await open('/admin');
+    await admin.fill('input[name=token]', TEST_ADMIN_TOKEN);
+    await Promise.all([admin.waitForURL(/\/admin(\?|$)/), admin.click('button[type=submit]')]);
+    await expect(admin.locator('table.admin tbody tr').count()).resolves.toBe(4);
+    await shot(admin, 'admin');
+    const hide = admin.locator('tr', { hasText: 'BiLSTM (upstream)' }).locator('button[data-action=hide]');
+    await Promise.all([admin.waitForURL(/\/admin/), hide.click()]);
+    await expect(admin.locator('tr', { hasText: 'BiLSTM (upstream)' }).textContent()).resolves.toContain(
+      'hidden',
+    );
+    await admin.goto(`${server.url}/`);
+    await expect(admin.locator('tr.entry').count()).resolves.toBe(1);
+    expect(errors).toEqual([]);
+    expect(dialogs).toEqual([]);
+  });
+});
