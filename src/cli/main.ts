@@ -18,7 +18,15 @@ import { type CliIo, EXIT } from './io.js';
 import { runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
 import { runReportCommand } from './report.js';
-import { runImportGold, runServe, runTokenCreate, runTokenList, runTokenRevoke } from './serve.js';
+import {
+  runCampaignAction,
+  runCampaignCreate,
+  runImportGold,
+  runServe,
+  runTokenCreate,
+  runTokenList,
+  runTokenRevoke,
+} from './serve.js';
 
 /** Flags several commands share; a new Option each time (commander keeps state on them). */
 const bootstrapOption = (what = 'bootstrap resamples, 0 for none') =>
@@ -305,6 +313,47 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   dbOptions(token.command('list').description('list tokens')).action(async (flags) =>
     setExit(await runTokenList(flags, io)),
   );
+
+  const campaign = serve.command('campaign').description('human evaluation campaigns');
+  dbOptions(
+    campaign
+      .command('create')
+      .description('create a campaign and print one invitation link per annotator')
+      .requiredOption('--task <task>', 'the task to annotate')
+      .addOption(
+        new Option('--split <split>', 'test or private_test')
+          .choices(['test', 'private_test'])
+          .default('test'),
+      )
+      .option('--items <n>', 'items to sample (stratified by gold label where known), or all', 'all')
+      .addOption(
+        new Option('--overlap <k>', 'annotators per item').default(1).argParser(parseCount('--overlap', 1)),
+      )
+      .addOption(
+        new Option('--annotators <n>', 'annotators').default(3).argParser(parseCount('--annotators', 1)),
+      )
+      .addOption(seedOption('seed of the sample and the assignment'))
+      .option('--name <text>', 'a name for the campaign')
+      .option('--base-url <url>', 'the address annotators reach', 'http://127.0.0.1:8080'),
+  ).action(async (flags) => setExit(await runCampaignCreate(flags, io)));
+  dbOptions(campaign.command('list').description('list campaigns')).action(async (flags) =>
+    setExit(await runCampaignAction('list', undefined, flags, io)),
+  );
+  for (const [name, what] of [
+    ['close', 'close a campaign: its links stop working'],
+    ['publish', "publish the campaign's answers as a human row on the board"],
+  ] as const) {
+    dbOptions(campaign.command(name).description(what).argument('<id>', 'campaign id')).action(
+      async (id: string, flags) => setExit(await runCampaignAction(name, id, flags, io)),
+    );
+  }
+  dbOptions(
+    campaign
+      .command('export')
+      .description('every answer as JSONL: annotator, item id, answer, time spent, timestamp')
+      .argument('<id>', 'campaign id')
+      .option('--out <file>', 'write to a file instead of stdout'),
+  ).action(async (id: string, flags) => setExit(await runCampaignAction('export', id, flags, io)));
 
   program
     .command('tasks')

@@ -1,8 +1,11 @@
 /** `rumedbench serve` and its admin commands: thin wrappers over the leaderboard service. */
+import { writeFileSync } from 'node:fs';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
+import { campaignsOf } from '../server/campaigns/service.js';
 import * as q from '../server/db/queries.js';
+import { HttpError } from '../server/leaderboard.js';
 import { defaultDbFile, openLeaderboard, startServer } from '../server/serve.js';
 import { DEFAULT_LIMITS } from '../server/upload.js';
 import { type CliIo, EXIT } from './io.js';
@@ -122,4 +125,102 @@ export async function runTokenList(flags: { data?: string; db?: string }, io: Cl
     )}\n`,
   );
   return EXIT.ok;
+}
+
+export interface CampaignFlags {
+  task: string;
+  split: 'test' | 'private_test';
+  items: string;
+  overlap: number;
+  seed: number;
+  annotators: number;
+  name?: string;
+  baseUrl: string;
+  data?: string;
+  db?: string;
+}
+
+export async function runCampaignCreate(flags: CampaignFlags, io: CliIo): Promise<number> {
+  const items = flags.items === 'all' ? 'all' : Number(flags.items);
+  if (items !== 'all' && (!Number.isInteger(items) || items < 1))
+    throw new UsageError('--items: a positive number, or all');
+  let base: URL;
+  try {
+    base = new URL(flags.baseUrl);
+  } catch {
+    throw new UsageError(`--base-url must be a URL, got "${flags.baseUrl}"`);
+  }
+  const { campaign, invitations } = await withLeaderboard(flags, (lb) =>
+    campaignsOf(lb)
+      .create({
+        task: flags.task,
+        split: flags.split,
+        items,
+        overlap: flags.overlap,
+        seed: flags.seed,
+        annotators: flags.annotators,
+        ...(flags.name ? { name: flags.name } : {}),
+      })
+      .catch((e: unknown) => {
+        throw e instanceof HttpError ? new UsageError(e.message) : e;
+      }),
+  );
+  io.out(
+    `campaign ${campaign.id}: ${campaign.name}, ${(JSON.parse(campaign.items) as string[]).length} items, overlap ${campaign.overlap}\n` +
+      `${renderTable(
+        ['annotator', 'invitation link (shown once)'],
+        invitations.map((i) => [i.label, new URL(`/annotate/${i.token}`, base).toString()]),
+        2,
+      )}\n`,
+  );
+  return EXIT.ok;
+}
+
+export async function runCampaignAction(
+  action: 'list' | 'close' | 'publish' | 'export',
+  id: string | undefined,
+  flags: { data?: string; db?: string; out?: string },
+  io: CliIo,
+): Promise<number> {
+  return withLeaderboard(flags, async (lb) => {
+    const campaigns = campaignsOf(lb);
+    try {
+      if (action === 'list') {
+        const rows = await campaigns.list();
+        io.out(
+          `${renderTable(
+            ['id', 'name', 'task', 'split', 'items', 'overlap', 'status'],
+            rows.map((c) => [
+              c.id,
+              c.name,
+              c.task,
+              c.split,
+              String((JSON.parse(c.items) as string[]).length),
+              String(c.overlap),
+              c.status,
+            ]),
+            4,
+          )}\n`,
+        );
+      } else if (action === 'close') {
+        await campaigns.setStatus(id as string, 'closed');
+        io.out(`closed ${id}: its links no longer work\n`);
+      } else if (action === 'publish') {
+        const sid = await campaigns.publish(id as string);
+        const d = await campaigns.detail(id as string);
+        io.out(
+          `published as submission ${sid}: ${d.coverage.answered} of ${d.coverage.sampled} items; observed agreement ${
+            d.agreement.observed === null ? '–' : (100 * d.agreement.observed).toFixed(1)
+          }%\n`,
+        );
+      } else {
+        const text = await campaigns.export(id as string);
+        if (flags.out) writeFileSync(flags.out, text);
+        else io.out(text);
+      }
+    } catch (e) {
+      throw e instanceof HttpError ? new UsageError(e.message) : e;
+    }
+    return EXIT.ok;
+  });
 }

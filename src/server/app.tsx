@@ -9,15 +9,17 @@ import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../log.js';
 import { STRINGS } from '../report/i18n.js';
 import { PAPER_ROWS } from '../report/paper.js';
 import { getTask } from '../tasks/registry.js';
-import { csrfToken, newNonce, safeEqual, sessionCookie, validSession } from './auth.js';
+import { csrfToken, newNonce, sessionCookie, validSession } from './auth.js';
+import { campaignRoutes } from './campaigns/routes.js';
+import { campaignsOf } from './campaigns/service.js';
 import { ChartCache, comparisonCharts, entryCharts } from './charts.js';
 import * as q from './db/queries.js';
 import type { BoardName } from './db/schema.js';
+import { checkCsrf, type Env, isApi, render, requireAdmin } from './http.js';
 import { SERVER_STRINGS } from './i18n.js';
 import { type Entry, HttpError, type Leaderboard, parseMetadata, type UploadAnswer } from './leaderboard.js';
 import { ASSET_ETAG, ASSETS } from './static.js';
@@ -37,14 +39,10 @@ export interface AppOptions {
   secureCookies?: boolean;
 }
 
-type Env = { Variables: { ctx: PageContext; address: string } };
-
 const NONCE_COOKIE = 'rmb_nonce';
 const SESSION_COOKIE = 'rmb_admin';
 const SESSION_TTL_MS = 8 * 3600_000;
 const BOARDS: readonly BoardName[] = ['public', 'closed'];
-
-const isApi = (path: string): boolean => path.startsWith('/api/');
 
 function parseBoard(name: string | undefined): BoardName {
   if (name === 'public' || name === 'closed') return name;
@@ -189,20 +187,6 @@ export function createApp(options: AppOptions): Hono<Env> {
     }
     await next();
   });
-
-  const render = (c: Context<Env>, page: ReturnType<typeof BoardPage>, status: ContentfulStatusCode = 200) =>
-    c.html(`<!DOCTYPE html>\n${String(page)}`, status);
-
-  const checkCsrf = (c: Context<Env>, body: Record<string, unknown>): void => {
-    const given = body._csrf;
-    if (typeof given !== 'string' || !safeEqual(given, c.get('ctx').csrf)) {
-      throw new HttpError(403, 'CSRF', c.get('ctx').t.csrf);
-    }
-  };
-
-  const requireAdmin = (c: Context<Env>): void => {
-    if (!c.get('ctx').admin) throw new HttpError(401, 'ADMIN_ONLY', 'sign in as the admin first');
-  };
 
   const uploadLimit = bodyLimit({
     maxSize: limits.maxBodyBytes,
@@ -383,6 +367,13 @@ export function createApp(options: AppOptions): Hono<Env> {
     c.header('Cache-Control', 'public, max-age=3600');
     return c.body(ASSETS.js);
   });
+  app.get('/static/annotate.js', (c) => {
+    c.header('Content-Type', 'text/javascript; charset=utf-8');
+    c.header('ETag', ASSET_ETAG);
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(ASSETS.annotate);
+  });
+  app.route('/', campaignRoutes(campaignsOf(lb)));
   // Browsers ask for it on every page; there is none, and saying so quietly keeps their consoles clean.
   app.get('/favicon.ico', (c) => c.body(null, 204));
   app.get('/healthz', (c) => c.json({ ok: true, engine: lb.db.engine }));

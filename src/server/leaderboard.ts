@@ -161,6 +161,7 @@ export interface Entry {
   overall: number | null;
   overall_ci: Interval | null;
   tasks: Record<string, TaskCell>;
+  coverage?: { answered: number; sampled: number };
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
 }
@@ -169,6 +170,9 @@ export interface Entry {
 export interface Summary {
   tasks: Record<string, TaskCell>;
   overall_ci: Interval | null;
+  /** A human row from a campaign: how many of the sampled items it answers, and how answers were combined. */
+  coverage?: { answered: number; sampled: number };
+  rule?: 'first' | 'majority';
 }
 
 export function summarize(result: EvaluationResult): Summary {
@@ -186,7 +190,7 @@ export function summarize(result: EvaluationResult): Summary {
 }
 
 function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
-  const { tasks, overall_ci } = JSON.parse(row.summary) as Summary;
+  const { tasks, overall_ci, coverage } = JSON.parse(row.summary) as Summary;
   return {
     id: row.id,
     created_at: row.created_at,
@@ -207,6 +211,7 @@ function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
     // The closed board's overall has no interval of its own; the public one is the scorer's.
     overall_ci: row.board === 'public' ? overall_ci : null,
     tasks,
+    ...(coverage ? { coverage } : {}),
     ...(result ? { result } : {}),
   };
 }
@@ -231,6 +236,8 @@ export class Leaderboard {
   private goldSeen = 'none';
   private readonly boardCache = new Map<BoardName, { at: number; entries: Entry[] }>();
   private readonly anonymousWindow = new Map<string, { start: number; count: number }>();
+  /** Run after closed-test gold is imported (the campaigns re-publish their human rows). */
+  readonly afterGoldImport: (() => Promise<void>)[] = [];
   /** Pages are cached this long, so that several processes on one database agree within it. */
   static readonly BOARD_TTL_MS = 1000;
 
@@ -577,12 +584,16 @@ export class Leaderboard {
     for (const i of imported) await q.replacePrivateGold(this.db.db, i.task, i.answers);
     await this.syncGold();
     const rescored = await this.rescore('closed');
+    for (const hook of this.afterGoldImport) await hook();
     return { tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])), rescored };
   }
 
   /** Scores every submission of a board again from its stored files (after new gold). */
   async rescore(board: BoardName): Promise<number> {
-    const rows = await q.submissionsOfBoard(this.db.db, board);
+    // Human rows from campaigns cover a sample, not the split: their campaign scores them again.
+    const rows = (await q.submissionsOfBoard(this.db.db, board)).filter(
+      (r) => !r.address.startsWith('campaign:'),
+    );
     const updates: {
       id: string;
       result: string;
@@ -611,6 +622,11 @@ export class Leaderboard {
     await q.updateResults(this.db.db, updates);
     this.boardCache.clear();
     return updates.length;
+  }
+
+  /** Forgets cached boards (after a change made outside `submit`). */
+  invalidate(): void {
+    this.boardCache.clear();
   }
 
   async createToken(team: string): Promise<{ id: string; token: string }> {

@@ -9,6 +9,7 @@ import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
 import { type EvaluationResult, scoreValidated, validateRead } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
+import { validateTaskFile } from '../scoring/validate.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
@@ -183,4 +184,48 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
     contentHash: hash,
     files,
   };
+}
+
+export interface SubsetJob {
+  task: string;
+  board: BoardName;
+  /** [id, answer] of the items answered; the score covers these items only. */
+  predictions: [string, string | string[]][];
+  bootstrap: number;
+  seed: number;
+  source: string;
+}
+
+/**
+ * Scores answers to a subset of a split (a human evaluation campaign's sample) with the usual validation and
+ * metrics, against the same gold, restricted to the items answered.
+ */
+export async function scoreSubset(
+  job: SubsetJob,
+  refs: BoardReferences,
+): Promise<{ result: EvaluationResult; overall: number | null }> {
+  const task = TASKS.find((t) => t.name === job.task);
+  if (!task) throw new Error(`unknown task ${job.task}`);
+  const split = BOARD_SPLIT[job.board];
+  const full = await refs[job.board].load(task, split);
+  const ids = new Set(job.predictions.map(([id]) => id));
+  const reference = {
+    ...full,
+    ...(full.records ? { records: full.records.filter((r) => ids.has(r.id)) } : {}),
+  };
+  const lines = job.predictions.map(([id, answer], i) => ({
+    line: i + 1,
+    value: { [task.idField]: id, [task.goldField]: answer } as unknown,
+  }));
+  const validated = validateTaskFile(task, job.source, lines, reference);
+  const options = { split, bootstrap: job.bootstrap, seed: job.seed };
+  let result = scoreValidated({ source: job.source, split, tasks: [validated], issues: [] }, options);
+  // The rest of the board's tasks are simply not part of a one-task campaign.
+  result = {
+    ...result,
+    missing_tasks: [],
+    warnings: result.warnings.filter((w) => w.code !== 'MISSING_TASK'),
+  };
+  if (job.board === 'closed') result = aggregateOnly(result);
+  return { result, overall: null };
 }

@@ -16,6 +16,8 @@ import {
   type BoardReferences,
   type ScoreJob,
   type ScoreOutcome,
+  type SubsetJob,
+  scoreSubset,
   scoreUpload,
 } from './score-upload.js';
 
@@ -40,6 +42,11 @@ for (const t of TASKS) {
 
 export default function score(job: ScoreJob): Promise<ScoreOutcome> {
   return scoreUpload(job, refs);
+}
+
+/** A human evaluation campaign's answers, scored over the items answered. */
+export function subset(job: SubsetJob): ReturnType<typeof scoreSubset> {
+  return scoreSubset(job, refs);
 }
 
 export interface CompareJob {

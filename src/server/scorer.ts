@@ -9,7 +9,8 @@ import { Piscina } from 'piscina';
 import type { TopLevelSpec } from 'vega-lite';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { GoldOverrides } from '../scoring/reference.js';
-import type { ScoreJob, ScoreOutcome } from './score-upload.js';
+import type { EvaluationResult } from '../scoring/score.js';
+import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
 
 function workerUrl(): string {
@@ -61,6 +62,13 @@ export class Scorer {
       (b): b is ArrayBuffer => b instanceof ArrayBuffer,
     );
     return this.pool.run(job, { name: 'default', transferList }) as Promise<ScoreOutcome>;
+  }
+
+  subset(job: SubsetJob): Promise<{ result: EvaluationResult; overall: number | null }> {
+    return this.pool.run(job, { name: 'subset' }) as Promise<{
+      result: EvaluationResult;
+      overall: number | null;
+    }>;
   }
 
   compare(job: CompareJob): Promise<ComparisonResult> {

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SCRIPT, STYLE } from '../report/assets.js';
+import { ANNOTATE_SCRIPT } from './campaigns/annotate-script.js';
 
 const SERVER_STYLE = `
 body { max-width: 1280px; }
@@ -55,9 +56,49 @@ const SERVER_SCRIPT = `
 })();
 `;
 
+const ANNOTATE_STYLE = `
+body.annotate { max-width: 52rem; }
+.annotate-head { padding: .4rem 0 .6rem; border-bottom: 1px solid var(--line); margin-bottom: .6rem; }
+details.guidelines p { white-space: pre-wrap; }
+.item-nav { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin: .8rem 0; }
+.item-nav .item-state { flex: 1 1 auto; color: var(--muted); }
+.item-nav button { background: var(--ref); color: var(--fg); border: 1px solid var(--line); }
+.item-nav button.skip { color: var(--warn); }
+.item-text { white-space: pre-wrap; font-size: 1.05rem; line-height: 1.6; padding: .8rem; background: var(--ref);
+  border-radius: 4px; margin-bottom: 1rem; }
+.choices { display: flex; flex-wrap: wrap; gap: .6rem; }
+.choices .choice { background: var(--bg); color: var(--fg); border: 2px solid var(--line); font-size: 1.05rem;
+  padding: .6rem 1rem; min-width: 9rem; }
+.choices .choice.chosen { border-color: var(--accent); background: var(--accent); color: #fff; }
+.ranking input { width: 100%; font-size: 1.05rem; }
+ul.suggestions { list-style: none; padding: 0; margin: .2rem 0; border: 1px solid var(--line); border-radius: 4px; }
+ul.suggestions:empty { display: none; }
+ul.suggestions li { padding: .3rem .6rem; cursor: pointer; }
+ul.suggestions li.active { background: var(--accent); color: #fff; }
+ol.picks li { margin: .3rem 0; } ol.picks li span { display: inline-block; min-width: 16rem; }
+ol.picks button, ul.spans button { padding: .1rem .45rem; margin-left: .25rem; }
+.tokens { line-height: 2.2; font-size: 1.05rem; padding: .8rem; background: var(--ref); border-radius: 4px;
+  user-select: none; outline-offset: 3px; }
+.tok { padding: .15rem .1rem; border-radius: 3px; cursor: pointer; }
+.tok.selected { background: rgba(0,114,178,.25); }
+.tok.cursor { box-shadow: inset 0 -2px 0 var(--accent); }
+.tok.ent { border-bottom: 3px solid; }
+.tok[data-type]::before { content: attr(data-type); font-size: .65rem; vertical-align: super; margin-right: .15rem;
+  color: var(--muted); }
+.ent-Drugname { border-color: #0072B2; } .ent-Drugclass { border-color: #009E73; } .ent-Drugform { border-color: #E69F00; }
+.ent-DI { border-color: #CC79A7; } .ent-ADR { border-color: #D55E00; } .ent-Finding { border-color: #56B4E9; }
+.types { display: flex; flex-wrap: wrap; gap: .4rem; margin: .8rem 0; }
+.types .type { background: var(--bg); color: var(--fg); border: 2px solid; }
+button.confirm { margin-top: .5rem; }
+.save-status { padding: .4rem 0; color: var(--muted); min-height: 2rem; }
+.save-status.ok { color: #009E73; } .save-status.error { color: var(--err); font-weight: 600; }
+table.links code { font-size: .8rem; word-break: break-all; }
+`;
+
 export const ASSETS = {
-  css: STYLE + SERVER_STYLE,
+  css: STYLE + SERVER_STYLE + ANNOTATE_STYLE,
   js: SCRIPT + SERVER_SCRIPT,
+  annotate: ANNOTATE_SCRIPT,
 };
 
-export const ASSET_ETAG = `"${createHash('sha256').update(ASSETS.css).update(ASSETS.js).digest('hex').slice(0, 16)}"`;
+export const ASSET_ETAG = `"${createHash('sha256').update(ASSETS.css).update(ASSETS.js).update(ASSETS.annotate).digest('hex').slice(0, 16)}"`;

@@ -9,6 +9,8 @@ const LABELS = ['да', 'нет'] as const;
 export const rumedDaNet = {
   name: 'RuMedDaNet',
   title: 'yes/no question answering',
+  guidelines:
+    'Прочитайте фрагмент медицинского текста и ответьте на вопрос «да» или «нет», опираясь только на этот текст. Клавиши: Д или 1 — «да», Н или 2 — «нет». Enter — подтвердить ответ и перейти к следующему примеру, ← → — переход между примерами, «Пропустить» — оставить пример без ответа (пропуск не считается ответом).',
   kind: 'classification',
   idField: 'pairID',
   goldField: 'answer',

@@ -9,6 +9,8 @@ const LABELS = ['entailment', 'contradiction', 'neutral'] as const;
 export const rumedNli = {
   name: 'RuMedNLI',
   title: 'clinical natural language inference',
+  guidelines:
+    'Даны два утверждения из медицинской документации: посылка и гипотеза. Определите отношение между ними: гипотеза следует из посылки (1), противоречит ей (2) или нейтральна — не следует и не противоречит (3). Клавиши 1, 2, 3. Enter — подтвердить ответ и перейти к следующему примеру, ← → — переход между примерами, «Пропустить» — оставить пример без ответа (пропуск не считается ответом).',
   kind: 'classification',
   idField: 'pairID',
   goldField: 'gold_label',
@@ -17,6 +19,7 @@ export const rumedNli = {
   inOverall: true,
   metrics: ['accuracy'],
   labels: LABELS,
+  labelNames: { entailment: 'следует', contradiction: 'противоречит', neutral: 'нейтрально' },
   naiveLabel: 'neutral',
   prompt: {
     version: 'nli-v1',

@@ -9,6 +9,8 @@ const LABELS = ['1', '2', '3', '4'] as const;
 export const rumedTest = {
   name: 'RuMedTest',
   title: 'medical exam, four options',
+  guidelines:
+    'Выберите один правильный вариант ответа на вопрос медицинского экзамена. Клавиши 1–4. Enter — подтвердить ответ и перейти к следующему примеру, ← → — переход между примерами, «Пропустить» — оставить пример без ответа (пропуск не считается ответом).',
   kind: 'classification',
   idField: 'idx',
   goldField: 'answer',

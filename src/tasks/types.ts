@@ -57,6 +57,8 @@ interface TaskBase<Name extends string = string> {
   readonly inputFields: readonly string[];
   /** Splits published upstream (RuMedTest exists only as a private test with closed answers). */
   readonly splits: readonly Split[];
+  /** Instructions for people who answer the task in a human evaluation campaign (Russian; editable per campaign). */
+  readonly guidelines: string;
   /** Whether the task counts towards RuMedOverall (the paper's five public tasks). */
   readonly inOverall: boolean;
   readonly metrics: readonly MetricName[];
@@ -75,6 +77,8 @@ export interface RankingTask<Name extends string = string> extends TaskBase<Name
 export interface ClassificationTask<Name extends string = string> extends TaskBase<Name> {
   readonly kind: 'classification';
   readonly labels: readonly string[];
+  /** How a label reads to a person (Russian), where it is not self-explanatory. */
+  readonly labelNames?: Readonly<Record<string, string>>;
   /** The paper's naive baseline: this label for every item. */
   readonly naiveLabel: string;
   /**

@@ -88,6 +88,55 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_campaigns': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('campaigns')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('task', 'text', (c) => c.notNull())
+        .addColumn('split', 'text', (c) => c.notNull())
+        .addColumn('items', 'text', (c) => c.notNull())
+        .addColumn('overlap', 'integer', (c) => c.notNull())
+        .addColumn('seed', 'integer', (c) => c.notNull())
+        .addColumn('guidelines', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('submission_id', 'text')
+        .execute();
+      await db.schema
+        .createTable('annotators')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('campaign_id', 'text', (c) => c.notNull())
+        .addColumn('label', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('revoked_at', 'text')
+        .execute();
+      await db.schema
+        .createTable('assignments')
+        .addColumn('annotator_id', 'text', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('campaign_id', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('assignments_pk', ['annotator_id', 'item_id'])
+        .execute();
+      await db.schema
+        .createTable('answers')
+        .addColumn('annotator_id', 'text', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('campaign_id', 'text', (c) => c.notNull())
+        .addColumn('answer', 'text')
+        .addColumn('skipped', 'integer', (c) => c.notNull())
+        .addColumn('time_ms', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('answers_pk', ['annotator_id', 'item_id'])
+        .execute();
+      await db.schema.createIndex('answers_campaign').on('answers').column('campaign_id').execute();
+      await db.schema.createIndex('assignments_campaign').on('assignments').column('campaign_id').execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

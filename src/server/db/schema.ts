@@ -80,6 +80,57 @@ export interface PrivateGoldTable {
   answer: string;
 }
 
+export type CampaignSplit = 'test' | 'private_test';
+
+export interface CampaignsTable {
+  id: string;
+  name: string;
+  created_at: string;
+  task: string;
+  split: CampaignSplit;
+  /** The sampled item ids, in sample order, as a JSON array. */
+  items: string;
+  /** How many annotators answer each item. */
+  overlap: number;
+  seed: number;
+  guidelines: string;
+  status: 'open' | 'closed';
+  /** The human row published from the campaign's answers, if any. */
+  submission_id: string | null;
+}
+
+export interface AnnotatorsTable {
+  id: string;
+  campaign_id: string;
+  /** "annotator 1", …: what the admin sees; annotators are not named in the data. */
+  label: string;
+  /** Assignment order: the first answer by this order decides where the overlap is even. */
+  position: number;
+  token_hash: string;
+  revoked_at: string | null;
+}
+
+export interface AssignmentsTable {
+  annotator_id: string;
+  item_id: string;
+  /** The item's place in this annotator's queue. */
+  position: number;
+  campaign_id: string;
+}
+
+export interface AnswersTable {
+  annotator_id: string;
+  item_id: string;
+  campaign_id: string;
+  /** JSON: a label, a ranked list, or IOB2 tags; null when skipped. */
+  answer: string | null;
+  skipped: number;
+  /** Time spent on the item, summed over visits. */
+  time_ms: number;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   submissions: SubmissionsTable;
   submission_files: SubmissionFilesTable;
@@ -87,6 +138,10 @@ export interface Database {
   settings: SettingsTable;
   audit_log: AuditTable;
   private_gold: PrivateGoldTable;
+  campaigns: CampaignsTable;
+  annotators: AnnotatorsTable;
+  assignments: AssignmentsTable;
+  answers: AnswersTable;
 }
 
 export type SubmissionRow = Selectable<SubmissionsTable>;
@@ -95,3 +150,6 @@ export type ListedRow = Omit<SubmissionRow, 'result' | 'response'>;
 export type NewSubmission = Insertable<SubmissionsTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type AuditRow = Selectable<AuditTable>;
+export type CampaignRow = Selectable<CampaignsTable>;
+export type AnnotatorRow = Selectable<AnnotatorsTable>;
+export type AnswerRow = Selectable<AnswersTable>;

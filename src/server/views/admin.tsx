@@ -44,10 +44,13 @@ export const AdminPage: FC<{
 }> = ({ ctx, rows, tokens, audit }) => (
   <Layout ctx={ctx} title={ctx.t.admin}>
     <h1>{ctx.t.admin}</h1>
-    <form method="post" action="/admin/logout" class="inline">
-      <CsrfField ctx={ctx} />
-      <button type="submit">{ctx.t.logout}</button>
-    </form>
+    <p>
+      <a href={href(ctx, '/admin/campaigns')}>Human evaluation campaigns</a>{' '}
+      <form method="post" action="/admin/logout" class="inline">
+        <CsrfField ctx={ctx} />
+        <button type="submit">{ctx.t.logout}</button>
+      </form>
+    </p>
     <div class="table-wrap">
       <table class="sortable admin">
         <thead>

@@ -26,6 +26,13 @@ const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
     {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
     {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
     {e.hidden ? <span class="tag warn">hidden</span> : ''}
+    {e.coverage ? (
+      <span class="tag" title="items answered of those sampled">
+        {`${e.coverage.answered}/${e.coverage.sampled} items`}
+      </span>
+    ) : (
+      ''
+    )}
   </span>
 );
 
