@@ -25,8 +25,9 @@ export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export * from './errors.js';
 export { Journal, type JournalEntry } from './llm/journal.js';
+export { type LlamaOptions, LlamaProvider } from './llm/llama.js';
+export * from './llm/loglik.js';
 export { LlmRequestError, type OpenAIOptions, OpenAIProvider, retryAfterMs } from './llm/openai.js';
-export * from './llm/parse.js';
 export {
   buildMessages,
   type ChatMessage,
@@ -115,6 +116,7 @@ export {
   type ValidatedTask,
   validateTaskFile,
 } from './scoring/validate.js';
+export * from './tasks/parse.js';
 export { getTask, isTaskName, OVERALL_TASKS, parseTaskList, TASKS, type TaskName } from './tasks/registry.js';
 export type {
   MetricName,

@@ -5,6 +5,7 @@ import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { LlamaProvider } from '../llm/llama.js';
 import { OpenAIProvider } from '../llm/openai.js';
+import type { TaskFigures } from '../llm/outputs.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { runLlm, type SplitChoice } from '../llm/run.js';
@@ -30,7 +31,7 @@ export interface LlmFlags {
   stop: string[];
   system?: string;
   template?: string;
-  concurrency: number;
+  concurrency?: number;
   timeoutMs: number;
   maxRetries: number;
   limit?: number;
@@ -43,6 +44,9 @@ export interface LlmFlags {
   json?: boolean;
   contextSize: number;
   gpu?: boolean;
+  threads?: number;
+  mode: 'generate' | 'loglik';
+  labelWords?: boolean;
 }
 
 function headers(list: readonly string[]): Record<string, string> {
@@ -60,10 +64,13 @@ async function makeProvider(flags: LlmFlags): Promise<Provider> {
     if (!existsSync(flags.model)) {
       throw new UsageError(`--provider llama needs --model PATH.gguf; ${flags.model} does not exist`);
     }
+    // --concurrency N runs N sequences of one context, evaluated in batches by node-llama-cpp.
     return LlamaProvider.load({
       modelPath: flags.model,
       contextSize: flags.contextSize,
       gpu: flags.gpu ?? false,
+      sequences: flags.concurrency ?? 1,
+      ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     });
   }
   if (flags.provider !== 'openai')
@@ -107,6 +114,8 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     provider,
     tasks: parseTaskList(flags.tasks),
     splits: flags.split,
+    mode: flags.mode,
+    ...(flags.labelWords ? { labelWords: true } : {}),
     dataDir: resolveDataDir(flags.data),
     outDir: flags.out,
     shots: flags.shots,
@@ -117,7 +126,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       seed: flags.seed,
       ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
     },
-    concurrency: flags.concurrency,
+    concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
     bootstrap: flags.bootstrap,
     logger: io.log,
     progress: flags.progress && process.stderr.isTTY === true,
@@ -136,7 +145,8 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     return EXIT.ok;
   }
   const llm = result.summary.llm as {
-    tasks: Record<string, { samples: number; unparsed: number; unparsed_rate: number; failed: number }>;
+    mode: string;
+    tasks: Record<string, TaskFigures>;
     requests: { total: number; sent_this_run: number; throughput_rps: number };
     usage: { prompt_tokens: number; completion_tokens: number };
     latency_ms: { median: number | null; p95: number | null };
@@ -153,14 +163,29 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),
       renderDetails(result.evaluation),
       renderTable(
-        ['task', 'samples', 'unparsed', 'unparsed %', 'failed'],
+        [
+          'task',
+          'mode',
+          'samples',
+          'unparsed',
+          'unparsed %',
+          'failed',
+          'acc',
+          'acc_norm char',
+          'acc_norm byte',
+        ],
         Object.entries(llm.tasks).map(([t, v]) => [
           t,
+          v.mode,
           String(v.samples),
           String(v.unparsed),
           v.unparsed_rate.toFixed(1),
           String(v.failed),
+          v.acc?.toFixed(2) ?? '–',
+          v.acc_norm_char?.toFixed(2) ?? '–',
+          v.acc_norm_byte?.toFixed(2) ?? '–',
         ]),
+        2,
       ),
       `requests: ${llm.requests.total} in the run, ${llm.requests.sent_this_run} sent now (${llm.requests.throughput_rps.toFixed(1)}/s); ` +
         `tokens: ${llm.usage.prompt_tokens} prompt + ${llm.usage.completion_tokens} completion; ` +

@@ -157,6 +157,20 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         .argParser(parseCount('--context-size', 64)),
     )
     .option('--gpu', 'let the local model use a GPU where one is found')
+    .addOption(
+      new Option('--threads <n>', 'CPU threads of the local model (default: the cores)').argParser(
+        parseCount('--threads', 1),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--mode <mode>',
+        'generate (replies parsed) or loglik (candidates ranked by log-probability)',
+      )
+        .choices(['generate', 'loglik'])
+        .default('generate'),
+    )
+    .option('--label-words', 'loglik: score the RuMedNLI label words instead of the option numbers')
     .option('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1')
     .option('--api-key-env <name>', 'environment variable that holds the API key')
     .option('--header <header>', 'extra HTTP header "Name: value" (repeatable)', collect, [])
@@ -187,9 +201,10 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       'JSON prompt overrides per task: { "<Task>": { "system", "instruction", "item" } }',
     )
     .addOption(
-      new Option('--concurrency <n>', 'requests in flight')
-        .default(8)
-        .argParser(parseCount('--concurrency', 1)),
+      new Option(
+        '--concurrency <n>',
+        'requests in flight (default 8); --provider llama: sequences evaluated in parallel (default 1)',
+      ).argParser(parseCount('--concurrency', 1)),
     )
     .addOption(
       new Option('--timeout-ms <n>', 'per-request timeout')

@@ -19,6 +19,11 @@ export interface JournalEntry {
   latencyMs: number;
   error?: string;
   at: string;
+  /** Log-likelihood: per candidate, the summed log-probability (null: unscored) and its token count. */
+  logprobs?: (number | null)[];
+  tokens?: number[];
+  /** Log-likelihood: positions the engine evaluated. */
+  positions?: number;
 }
 
 export class Journal {

@@ -1,4 +1,5 @@
-/** What the harness needs of a model: one chat completion at a time, described for the run manifest. */
+/** What the harness needs of a model: chat completions, and log-probabilities of continuations where it can. */
+import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 
 export interface SamplingParams {
@@ -29,5 +30,9 @@ export interface Provider {
   /** For the manifest: provider, endpoint or file, model. */
   describe(): Record<string, unknown>;
   chat(messages: readonly ChatMessage[], params: SamplingParams, hints?: ChatHints): Promise<ChatReply>;
+  /** Scores continuations of a prompt by log-probability (`--mode loglik`); absent where the engine cannot. */
+  loglik?(request: LoglikRequest): Promise<LoglikResult>;
+  /** Checks, before a log-likelihood run, that the engine returns prompt log-probabilities; throws why not. */
+  checkLoglik?(): Promise<void>;
   close?(): Promise<void>;
 }

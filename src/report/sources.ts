@@ -250,7 +250,8 @@ async function readSamples(
       task,
       id: String(s.id),
       status: s.status as LlmSample['status'],
-      prompt: lastUserMessage(s.messages),
+      // A log-likelihood sample keeps its prompt as text; a generation sample, its messages.
+      prompt: typeof s.prompt === 'string' ? s.prompt : lastUserMessage(s.messages),
       reply: typeof s.reply === 'string' ? s.reply : null,
       answer: (s.answer ?? null) as Prediction | null,
       gold: s.gold as Prediction,

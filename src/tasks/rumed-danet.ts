@@ -1,7 +1,7 @@
 /** RuMedDaNet: yes/no questions on a medical passage. */
 import { z } from 'zod';
-import { parseYesNo } from '../llm/parse.js';
 import { text } from './fields.js';
+import { parseYesNo } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
 const LABELS = ['да', 'нет'] as const;
@@ -27,6 +27,13 @@ export const rumedDaNet = {
       'Прочитай текст и ответь на вопрос по нему словом «да» или «нет». Последняя строка ответа: «Ответ: да» или «Ответ: нет».',
     render: (raw) => `Текст: ${String(raw.context)}\nВопрос: ${String(raw.question)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
+    loglik: {
+      instruction: 'Прочитай текст и ответь на вопрос «да» или «нет», опираясь только на текст.',
+      candidates: () => [
+        { label: 'да', text: ' да' },
+        { label: 'нет', text: ' нет' },
+      ],
+    },
     parse: (reply) => parseYesNo(reply),
   },
   recordSchema: z.looseObject({

@@ -1,8 +1,8 @@
 /** RuMedNER: named entities in drug reviews (RuDReC), one IOB2 tag per token. */
 import { z } from 'zod';
-import { parseEntities } from '../llm/parse.js';
 import { getEntities } from '../metrics/seqeval.js';
 import { iob2Tags, text } from './fields.js';
+import { parseEntities } from './parse.js';
 import type { TaggingTask } from './types.js';
 
 const ENTITY_TYPES = ['ADR', 'DI', 'Drugclass', 'Drugform', 'Drugname', 'Finding'] as const;

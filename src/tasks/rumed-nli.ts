@@ -1,7 +1,7 @@
 /** RuMedNLI: natural language inference on clinical sentence pairs (translated MedNLI). */
 import { z } from 'zod';
-import { parseNli } from '../llm/parse.js';
 import { text } from './fields.js';
+import { parseNli } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
 const LABELS = ['entailment', 'contradiction', 'neutral'] as const;
@@ -22,14 +22,26 @@ export const rumedNli = {
   labelNames: { entailment: 'следует', contradiction: 'противоречит', neutral: 'нейтрально' },
   naiveLabel: 'neutral',
   prompt: {
-    version: 'nli-v1',
+    version: 'nli-v2',
     system: 'Ты опытный врач. Отвечай кратко и строго в требуемом формате.',
     instruction: () =>
-      'Даны два утверждения из медицинской документации: посылка и гипотеза. Определи отношение между ними: ' +
-      'entailment (гипотеза следует из посылки), contradiction (гипотеза противоречит посылке) или neutral ' +
-      '(ни то, ни другое). Последняя строка ответа: «Ответ: entailment», «Ответ: contradiction» или «Ответ: neutral».',
+      'Даны два утверждения из медицинской документации: посылка и гипотеза. Определи отношение между ними:\n' +
+      '1 — entailment (следование): гипотеза следует из посылки;\n' +
+      '2 — contradiction (противоречие): гипотеза противоречит посылке;\n' +
+      '3 — neutral (нейтрально): ни то, ни другое.\n' +
+      'Последняя строка ответа: «Ответ: entailment», «Ответ: contradiction» или «Ответ: neutral».',
     render: (raw) => `Посылка: ${String(raw.ru_sentence1)}\nГипотеза: ${String(raw.ru_sentence2)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
+    loglik: {
+      instruction:
+        'Даны два утверждения из медицинской документации: посылка и гипотеза. Определи отношение между ними:\n' +
+        '1 — entailment (следование): гипотеза следует из посылки;\n' +
+        '2 — contradiction (противоречие): гипотеза противоречит посылке;\n' +
+        '3 — neutral (нейтрально): ни то, ни другое.\n' +
+        'Ответь номером варианта.',
+      candidates: (_raw, _ctx, options) =>
+        LABELS.map((label, i) => ({ label, text: options.labelWords ? ` ${label}` : ` ${i + 1}` })),
+    },
     parse: (reply) => parseNli(reply),
   },
   recordSchema: z.looseObject({

@@ -1,7 +1,7 @@
 /** RuMedSymptomRec: the symptom a doctor should check next, given an incomplete description. */
 import { z } from 'zod';
-import { parseSymptomList } from '../llm/parse.js';
 import { text } from './fields.js';
+import { parseSymptomList } from './parse.js';
 import type { RankingTask } from './types.js';
 
 export const rumedSymptomRec = {
@@ -28,6 +28,11 @@ export const rumedSymptomRec = {
       `${(ctx.labels ?? []).join('; ')}. Последняя строка ответа: «Ответ: симптом1; симптом2; симптом3».`,
     render: (raw) => `Описание: ${String(raw.symptoms)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
+    loglik: {
+      instruction:
+        'По описанию состояния пациента определи, какой симптом врачу следует проверить следующим.',
+      candidates: (_raw, ctx) => (ctx.labels ?? []).map((label) => ({ label, text: ` ${label}` })),
+    },
     parse: (reply, _raw, ctx) => parseSymptomList(reply, ctx.labels ?? []),
   },
   recordSchema: z.looseObject({ idx: text, symptoms: text, code: text.optional() }),

@@ -1,7 +1,7 @@
 /** RuMedTest: four-option questions from Russian medical exams; the answers are closed (no public gold). */
 import { z } from 'zod';
-import { parseOption } from '../llm/parse.js';
 import { text } from './fields.js';
+import { parseOption } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
 const LABELS = ['1', '2', '3', '4'] as const;
@@ -30,6 +30,11 @@ export const rumedTest = {
     render: (raw) =>
       `Вопрос: ${String(raw.question)}\n${LABELS.map((l) => `${l}. ${String(raw[l])}`).join('\n')}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
+    loglik: {
+      instruction:
+        'Выбери один правильный вариант ответа на вопрос медицинского экзамена и ответь его номером.',
+      candidates: () => ['1', '2', '3', '4'].map((label) => ({ label, text: ` ${label}` })),
+    },
     parse: (reply) => parseOption(reply, LABELS),
   },
   recordSchema: z.looseObject({

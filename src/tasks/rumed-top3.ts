@@ -1,7 +1,7 @@
 /** RuMedTop3: the ICD-10 code (three characters) of a diagnosis from the patient's symptoms. */
 import { z } from 'zod';
-import { parseIcd10List } from '../llm/parse.js';
 import { text } from './fields.js';
+import { parseIcd10List } from './parse.js';
 import type { RankingTask } from './types.js';
 
 export const ICD10_CODE = /^[A-Z][0-9]{2}$/;
@@ -29,6 +29,10 @@ export const rumedTop3 = {
       'Последняя строка ответа: «Ответ: КОД1, КОД2, КОД3».',
     render: (raw) => `Жалобы: ${String(raw.symptoms)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
+    loglik: {
+      instruction: 'По жалобам пациента определи наиболее вероятный диагноз: код МКБ-10 из трёх знаков.',
+      candidates: (_raw, ctx) => (ctx.labels ?? []).map((label) => ({ label, text: ` ${label}` })),
+    },
     parse: (reply) => parseIcd10List(reply),
   },
   recordSchema: z.looseObject({

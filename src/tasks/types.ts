@@ -3,7 +3,7 @@
  * the scorer, reports (and later baselines and prompts) read only these definitions.
  */
 import type { z } from 'zod';
-import type { ParseResult } from '../llm/parse.js';
+import type { ParseResult } from './parse.js';
 
 export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
 export type Split = (typeof SPLITS)[number];
@@ -26,7 +26,7 @@ export interface PromptContext {
 
 /**
  * How a language model is asked the task and how its reply is read. Russian text; the reply's last line carries
- * the answer in a stated form, which the task's parser reads (see src/llm/parse.ts).
+ * the answer in a stated form, which the task's parser reads (see src/tasks/parse.ts).
  */
 export interface TaskPrompt {
   /** Bumped whenever the wording changes, so runs and caches with other wording are told apart. */
@@ -44,6 +44,23 @@ export interface TaskPrompt {
   ): ParseResult<string | string[]>;
   /** A JSON schema of the reply, for engines that constrain decoding to it. */
   readonly jsonSchema?: object;
+  /** How the task is asked for scoring by log-likelihood; absent where it stays generative (RuMedNER). */
+  readonly loglik?: LoglikSpec;
+}
+
+/**
+ * Scoring by log-likelihood: the prompt ends in "Ответ:" and each candidate answer is a continuation of it (with its
+ * leading space), scored by the model's log-probability.
+ */
+export interface LoglikSpec {
+  /** The instruction; candidates that are scored need not be listed in it. */
+  readonly instruction: string;
+  /** The continuations to score and the label each stands for. `labelWords`: label words instead of option numbers. */
+  candidates(
+    raw: Readonly<Record<string, unknown>>,
+    ctx: PromptContext,
+    options: { labelWords?: boolean },
+  ): { label: string; text: string }[];
 }
 
 interface TaskBase<Name extends string = string> {

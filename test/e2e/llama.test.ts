@@ -1,11 +1,13 @@
 /** The embedded engine end to end: a tiny random GGUF written by the test, every task, through node-llama-cpp. */
+
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rumedbenchOk } from '../helpers/cli.js';
-import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { CLI_ENV, rumedbenchOk } from '../helpers/cli.js';
+import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
 
 describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
@@ -54,5 +56,88 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     // RuMedNER decodes under its JSON schema: whatever the model says starts as a JSON list.
     for (const s of samples.filter((x) => x.task === 'RuMedNER'))
       expect(s.reply.trimStart().startsWith('[')).toBe(true);
+  });
+
+  const loglik = (gguf: string, out: string, ...more: string[]) => [
+    'llm',
+    '--provider',
+    'llama',
+    '--model',
+    gguf,
+    '--mode',
+    'loglik',
+    '--context-size',
+    '1024',
+    '--out',
+    out,
+    '--bootstrap',
+    '0',
+    '--no-progress',
+    ...more,
+  ];
+  const answers = (dir: string) =>
+    readFileSync(join(dir, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as { task: string; id: string; answer: unknown; candidates?: { logprob: number }[] },
+      );
+
+  it('scores all five public tasks by log-likelihood; four parallel sequences give the same answers', {
+    timeout: 300_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-llama-loglik-'));
+    const gguf = join(dir, 'tiny.gguf');
+    writeTinyGguf(gguf);
+    const { stdout } = await rumedbenchOk(...loglik(gguf, join(dir, 'one'), '--limit', '2', '--json'));
+    const summary = JSON.parse(stdout);
+    expect(Object.keys(summary.tasks).sort()).toEqual([
+      'RuMedDaNet',
+      'RuMedNER',
+      'RuMedNLI',
+      'RuMedSymptomRec',
+      'RuMedTop3',
+    ]);
+    expect(summary.llm.loglik.positions).toBeGreaterThan(0);
+    const one = answers(join(dir, 'one'));
+    for (const s of one.filter((x) => x.candidates))
+      expect(s.candidates?.every((c) => Number.isFinite(c.logprob) && c.logprob < 0)).toBe(true);
+    await rumedbenchOk(...loglik(gguf, join(dir, 'four'), '--limit', '2', '--concurrency', '4'));
+    expect(answers(join(dir, 'four')).map((s) => [s.task, s.id, s.answer])).toEqual(
+      one.map((s) => [s.task, s.id, s.answer]),
+    );
+  });
+
+  it('resumes a log-likelihood run killed with SIGKILL, ending as an uninterrupted run', {
+    timeout: 300_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-llama-kill-'));
+    const gguf = join(dir, 'tiny.gguf');
+    writeTinyGguf(gguf);
+    const out = join(dir, 'run');
+    const args = loglik(gguf, out, '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '20');
+    const child = spawn(process.execPath, [CLI, ...args], { env: CLI_ENV, stdio: 'ignore' });
+    const journal = join(out, 'journal.jsonl');
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (existsSync(journal) && readFileSync(journal, 'utf8').split('\n').length > 6) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+    });
+    await new Promise((r) => child.once('exit', r));
+    const done = readFileSync(journal, 'utf8').trim().split('\n').length;
+    expect(done).toBeLessThan(40);
+    await rumedbenchOk(...args, '--resume');
+    expect(readFileSync(journal, 'utf8').trim().split('\n')).toHaveLength(40);
+    await rumedbenchOk(
+      ...loglik(gguf, join(dir, 'fresh'), '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '20'),
+    );
+    expect(answers(out).map((s) => [s.id, s.answer])).toEqual(
+      answers(join(dir, 'fresh')).map((s) => [s.id, s.answer]),
+    );
   });
 });

@@ -145,7 +145,7 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
       model: 'fake-1',
       seed: 0,
       shots: 0,
-      prompt_versions: { RuMedNLI: 'nli-v1' },
+      prompt_versions: { RuMedNLI: 'nli-v2' },
     });
     expect(manifest.data_sha256['RuMedDaNet/test']).toMatch(/^[0-9a-f]{64}$/);
   });

@@ -27,6 +27,8 @@ export interface FakeOpenAI {
   url: string;
   /** Every request received, in order: the last user message's hash and the body. */
   requests: { key: string; body: ChatRequestBody }[];
+  /** Every /v1/completions request, in order. */
+  completions: CompletionsBody[];
   close(): Promise<void>;
 }
 
@@ -39,13 +41,95 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * The fake model's tokenizer, as vLLM's `/tokenize` serves it: a word with its leading space is one token (so
+ * " да" is one token and "да" another), a run of spaces one token; ids from a hash of the piece, BOS = 1.
+ */
+export function fakeTokenize(text: string, special = false): number[] {
+  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => 100 + (fnvHash(m[0]) % 50_000));
+  return special ? [1, ...ids] : ids;
+}
+
+/** The fake model's log-probability of a token after another: deterministic, between −1 and −10.6. */
+export const fakeLogprob = (prev: number, token: number): number =>
+  -(1 + ((prev * 31 + token * 17) % 97) / 10);
+
+function fnvHash(s: string): number {
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(s, 'utf8')) {
+    h ^= b;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+export interface CompletionsBody {
+  model: string;
+  prompt: string | number[] | number[][];
+  echo?: boolean;
+  logprobs?: number;
+  max_tokens?: number;
+}
+
 export async function startFakeOpenAI(options: {
   reply: (body: ChatRequestBody) => string;
   /** What to do with the n-th request (0-based); ok by default. */
   behaviour?: (n: number, body: ChatRequestBody) => Behaviour;
+  /** /v1/completions with echo returns the prompt's log-probabilities (as vLLM); true by default. */
+  promptLogprobs?: boolean;
+  /** /v1/completions without echo returns the top-k of the generated token: piece → log-probability. */
+  topLogprobs?: (prompt: string) => Record<string, number>;
+  /** /tokenize exists (vLLM); true by default. */
+  tokenize?: boolean;
+  /** Delay of each /v1/completions answer, ms. */
+  completionsDelayMs?: number;
 }): Promise<FakeOpenAI> {
   const requests: FakeOpenAI['requests'] = [];
+  const completions: CompletionsBody[] = [];
   const server: Server = createServer(async (req, res) => {
+    const json = (status: number, body: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
+      const body = JSON.parse(await readBody(req)) as { prompt: string; add_special_tokens?: boolean };
+      const tokens = fakeTokenize(body.prompt, body.add_special_tokens ?? true);
+      json(200, { tokens, count: tokens.length, max_model_len: 8192 });
+      return;
+    }
+    if (req.method === 'POST' && req.url?.endsWith('/v1/completions')) {
+      const body = JSON.parse(await readBody(req)) as CompletionsBody;
+      completions.push(body);
+      if (options.completionsDelayMs) await new Promise((r) => setTimeout(r, options.completionsDelayMs));
+      const prompts: (string | number[])[] =
+        Array.isArray(body.prompt) && Array.isArray(body.prompt[0])
+          ? (body.prompt as number[][])
+          : [body.prompt as string | number[]];
+      const choices = prompts.map((prompt, index) => {
+        const ids = typeof prompt === 'string' ? fakeTokenize(prompt, true) : prompt;
+        const generated = 2;
+        let logprobs: unknown = null;
+        if (body.logprobs !== undefined && body.echo && options.promptLogprobs !== false) {
+          const all = [...ids, generated];
+          logprobs = {
+            tokens: all.map(String),
+            token_logprobs: all.map((t, i) => (i === 0 ? null : fakeLogprob(all[i - 1] as number, t))),
+            top_logprobs: all.map(() => null),
+            text_offset: all.map((_, i) => i),
+          };
+        } else if (body.logprobs !== undefined && !body.echo && options.topLogprobs) {
+          const top = options.topLogprobs(typeof prompt === 'string' ? prompt : '');
+          logprobs = { tokens: ['x'], token_logprobs: [-0.1], top_logprobs: [top], text_offset: [0] };
+        }
+        return { index, text: ' x', logprobs, finish_reason: 'length' };
+      });
+      json(200, {
+        id: 'cmpl-fake',
+        object: 'text_completion',
+        model: body.model,
+        choices,
+        usage: { prompt_tokens: 1, completion_tokens: 1 },
+      });
+      return;
+    }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       res.writeHead(404, { 'content-type': 'application/json' }).end(
         JSON.stringify({
@@ -111,6 +195,7 @@ export async function startFakeOpenAI(options: {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    completions,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

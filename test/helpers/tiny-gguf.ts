@@ -48,10 +48,22 @@ type Kv =
   | [string, 'f32s', number[]]
   | [string, 'i32s', number[]];
 
-export function writeTinyGguf(file: string, seed = 1): void {
-  const nEmbd = 32;
-  const nFf = 64;
-  const nHead = 4;
+/** Sizes of the generated model; the default is the tiny test model. */
+export interface GgufShape {
+  embd: number;
+  ff: number;
+  heads: number;
+  layers: number;
+}
+
+export function writeTinyGguf(
+  file: string,
+  seed = 1,
+  shape: GgufShape = { embd: 32, ff: 64, heads: 4, layers: 1 },
+): void {
+  const nEmbd = shape.embd;
+  const nFf = shape.ff;
+  const nHead = shape.heads;
   const tokens = [
     '<unk>',
     '<s>',
@@ -65,7 +77,7 @@ export function writeTinyGguf(file: string, seed = 1): void {
     ['general.name', 'string', 'rumedbench-tiny-test'],
     ['llama.context_length', 'u32', 512],
     ['llama.embedding_length', 'u32', nEmbd],
-    ['llama.block_count', 'u32', 1],
+    ['llama.block_count', 'u32', shape.layers],
     ['llama.feed_forward_length', 'u32', nFf],
     ['llama.attention.head_count', 'u32', nHead],
     ['llama.attention.head_count_kv', 'u32', nHead],
@@ -84,15 +96,17 @@ export function writeTinyGguf(file: string, seed = 1): void {
     ['token_embd.weight', [nEmbd, nVocab]],
     ['output_norm.weight', [nEmbd]],
     ['output.weight', [nEmbd, nVocab]],
-    ['blk.0.attn_norm.weight', [nEmbd]],
-    ['blk.0.attn_q.weight', [nEmbd, nEmbd]],
-    ['blk.0.attn_k.weight', [nEmbd, nEmbd]],
-    ['blk.0.attn_v.weight', [nEmbd, nEmbd]],
-    ['blk.0.attn_output.weight', [nEmbd, nEmbd]],
-    ['blk.0.ffn_norm.weight', [nEmbd]],
-    ['blk.0.ffn_gate.weight', [nEmbd, nFf]],
-    ['blk.0.ffn_up.weight', [nEmbd, nFf]],
-    ['blk.0.ffn_down.weight', [nFf, nEmbd]],
+    ...Array.from({ length: shape.layers }, (_, l): [string, number[]][] => [
+      [`blk.${l}.attn_norm.weight`, [nEmbd]],
+      [`blk.${l}.attn_q.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_k.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_v.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.attn_output.weight`, [nEmbd, nEmbd]],
+      [`blk.${l}.ffn_norm.weight`, [nEmbd]],
+      [`blk.${l}.ffn_gate.weight`, [nEmbd, nFf]],
+      [`blk.${l}.ffn_up.weight`, [nEmbd, nFf]],
+      [`blk.${l}.ffn_down.weight`, [nFf, nEmbd]],
+    ]).flat(),
   ];
   const w = new Writer();
   w.push(Buffer.from('GGUF', 'ascii'));

@@ -84,24 +84,57 @@ export function parseYesNo(reply: string): ParseResult<'да' | 'нет'> {
   return v ? parsed(v) : unparsed('no да/нет (or synonym) in the answer');
 }
 
-const NLI: [RegExp, 'entailment' | 'contradiction' | 'neutral'][] = [
-  // "не следует" is no entailment: the negated verbs are not cues.
-  [cue('entailment|следование|следует|вытекает|подтверждает', '(?:не|нельзя)\\s'), 'entailment'],
-  [cue('contradiction|противоречие|противоречит|противоречат|опровергает', '(?:не|нет)\\s'), 'contradiction'],
+type NliLabel = 'entailment' | 'contradiction' | 'neutral';
+
+/** A negation just before a cue turns it off: "не следует", "не противоречит", "нет противоречия". */
+const NEGATED = '(?:не|нет|нельзя|ни)\\s+';
+
+/**
+ * The forms models write for each relation: English labels, Russian nouns in every case (следствие, следование,
+ * противоречие, нейтральность), verbs (следует, вытекает, противоречит) and adjectives (противоречащее,
+ * нейтральное). Matched on word boundaries that know Cyrillic (JavaScript's \b does not).
+ */
+const NLI: [RegExp, NliLabel][] = [
   [
     cue(
-      'neutral|нейтрально|нейтральное|нейтральный|нейтральная|нейтральность|не\\s+связаны|невозможно\\s+определить',
+      'entailment|entails?|следстви(?:е|я|ю|ем|и)|следовани(?:е|я|ю|ем|и)|логическое\\s+следование|следует|следуют|вытека(?:ет|ют)|выводится|подтвержда(?:ет|ют|ется)|импликаци(?:я|и|ю|ей)',
+      NEGATED,
+    ),
+    'entailment',
+  ],
+  [
+    cue(
+      'contradiction|contradicts?|contradictory|противоречи(?:е|я|ю|ем|и)|противореч(?:ит|ат)|противоречащ(?:ий|ая|ее|ие|его|ей|ую|им|их|ими)|противоречив(?:ый|ая|ое|ы|о)?|опроверга(?:ет|ют)',
+      NEGATED,
+    ),
+    'contradiction',
+  ],
+  [
+    cue(
+      'neutral|neutrality|нейтральн(?:о|ое|ый|ая|ые|ого|ой|ым|ую|ость|ости|остью)|не\\s+связаны|нет\\s+связи|невозможно\\s+(?:определить|сказать)|нельзя\\s+(?:определить|сказать)',
     ),
     'neutral',
   ],
 ];
 
-/** RuMedNLI: the relation, in Russian or English. */
-export function parseNli(reply: string): ParseResult<'entailment' | 'contradiction' | 'neutral'> {
-  const v = firstCue(finalAnswer(reply), NLI);
-  return v
-    ? parsed(v)
-    : unparsed('no entailment / contradiction / neutral (or Russian equivalent) in the answer');
+/** The numbered options of the RuMedNLI prompt. */
+const NLI_OPTIONS: Record<string, NliLabel> = { '1': 'entailment', '2': 'contradiction', '3': 'neutral' };
+/** An option number where the answer starts: "2", "2.", "2)", "2 — противоречие". */
+const LEADING_OPTION = /^[\s«"'(]*([123])(?![\p{L}\p{N}])/u;
+
+/** RuMedNLI: the relation, as a word in Russian or English (any form) or as the number of the option. */
+export function parseNli(reply: string): ParseResult<NliLabel> {
+  const answer = finalAnswer(reply);
+  const word = firstCue(answer, NLI);
+  if (word) return parsed(word);
+  const option = LEADING_OPTION.exec(answer);
+  if (option)
+    return parsed(NLI_OPTIONS[option[1] as string] as NliLabel, [
+      `option ${option[1]} read as ${NLI_OPTIONS[option[1] as string]}`,
+    ]);
+  return unparsed(
+    'no entailment / contradiction / neutral (or a Russian form, or an option number) in the answer',
+  );
 }
 
 // Cyrillic option letters, and the Latin letters that look like them (A for А, B for В).

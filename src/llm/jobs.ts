@@ -1,0 +1,145 @@
+/**
+ * Stage one of an LLM run: every request of the run, from the tasks' definitions and the data. A generation job is
+ * a chat (messages); a log-likelihood job is a prompt and its candidate continuations (tasks without a log-likelihood
+ * form, RuMedNER, stay generative in that mode). Each job has a key that the journal files its answer under.
+ */
+import { createHash } from 'node:crypto';
+import { sha256File } from '../data/checksum.js';
+import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
+import { splitPath } from '../data/paths.js';
+import type { Logger } from '../log.js';
+import type { PromptContext, Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { type LoglikItem, loglikItem } from './loglik.js';
+import { buildMessages, type ChatMessage, drawExamples, type PromptTemplate, requestKey } from './prompt.js';
+import type { SamplingParams } from './provider.js';
+
+export type SplitChoice = 'test' | 'private_test' | 'both';
+export type Mode = 'generate' | 'loglik';
+
+interface JobBase {
+  task: TaskDefinition;
+  split: Split;
+  record: TaskRecord;
+  key: string;
+  ctx: PromptContext;
+}
+export type Job =
+  | (JobBase & { kind: 'chat'; messages: ChatMessage[] })
+  | (JobBase & { kind: 'loglik'; item: LoglikItem });
+
+export interface PlanOptions {
+  tasks: readonly TaskDefinition[];
+  splits: SplitChoice;
+  dataDir: string;
+  mode: Mode;
+  shots: number;
+  seed: number;
+  limit?: number;
+  system?: string;
+  templates?: Record<string, PromptTemplate>;
+  /** Log-likelihood: score label words (RuMedNLI) instead of option numbers. */
+  labelWords?: boolean;
+  params: SamplingParams;
+  model: unknown;
+  log: Logger;
+}
+
+export interface Plan {
+  jobs: Job[];
+  /** sha256 of every data file used. */
+  dataFiles: Record<string, string>;
+  skipped: Record<string, string>;
+  /** Labels a uniform guess would choose among, per task. */
+  labelSpace: Record<string, number>;
+}
+
+const sha256 = async (file: string): Promise<string> => (await sha256File(file)).sha256;
+
+export async function planJobs(o: PlanOptions): Promise<Plan> {
+  const jobs: Job[] = [];
+  const dataFiles: Record<string, string> = {};
+  const skipped: Record<string, string> = {};
+  const labelSpace: Record<string, number> = {};
+  for (const t of o.tasks) if (t.kind === 'classification') labelSpace[t.name] = t.labels.length;
+  const keyParams = { model: o.model, ...o.params };
+  for (const task of o.tasks) {
+    const splits = (['test', 'private_test'] as const).filter(
+      (s) => (o.splits === 'both' || o.splits === s) && (task.splits as readonly Split[]).includes(s),
+    );
+    if (splits.length === 0) {
+      skipped[task.name] = `no ${o.splits === 'both' ? 'test or private_test' : o.splits} split`;
+      continue;
+    }
+    const trainFile = splitPath(o.dataDir, task, 'train');
+    let ctx: PromptContext = {};
+    if (task.kind === 'ranking') {
+      const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir: o.dataDir }));
+      if (labels) {
+        ctx = { labels: [...labels].sort() };
+        labelSpace[task.name] = labels.size;
+        dataFiles[`${task.name}/train`] = await sha256(trainFile);
+      } else if (o.mode === 'loglik') {
+        skipped[task.name] =
+          `scoring by log-likelihood ranks the train inventory, and ${trainFile} is missing`;
+        o.log.warn(`${task.name}: ${skipped[task.name]}; skipped`);
+        continue;
+      }
+    }
+    let examples: TaskRecord[] = [];
+    if (o.shots > 0) {
+      const train = await ifPresent(loadSplit(task, 'train', { dataDir: o.dataDir }));
+      if (!train) {
+        skipped[task.name] = `${o.shots}-shot prompts need ${trainFile}, which is missing`;
+        o.log.warn(`${task.name}: ${skipped[task.name]}; skipped`);
+        continue;
+      }
+      examples = drawExamples(task, train, o.shots, o.seed);
+      dataFiles[`${task.name}/train`] = await sha256(trainFile);
+    }
+    const scored = o.mode === 'loglik' && task.prompt.loglik !== undefined;
+    for (const split of splits) {
+      const records = await ifPresent(loadSplit(task, split, { dataDir: o.dataDir }));
+      if (!records) {
+        o.log.warn(`${task.name}: ${splitPath(o.dataDir, task, split)} is missing; skipped`);
+        continue;
+      }
+      dataFiles[`${task.name}/${split}`] = await sha256(splitPath(o.dataDir, task, split));
+      for (const record of records.slice(0, o.limit ?? records.length)) {
+        if (scored) {
+          // The examples of a k-shot prompt exclude the item asked, as in generation.
+          const item = loglikItem(
+            task,
+            record,
+            examples.filter((e) => e.id !== record.id).slice(0, o.shots),
+            ctx,
+            {
+              ...(o.labelWords ? { labelWords: true } : {}),
+            },
+          );
+          const key = createHash('sha256')
+            .update(
+              JSON.stringify({
+                mode: 'loglik',
+                model: o.model,
+                context: item.context,
+                candidates: item.candidates,
+              }),
+            )
+            .digest('hex')
+            .slice(0, 32);
+          jobs.push({ kind: 'loglik', task, split, record, item, key, ctx });
+          continue;
+        }
+        const messages = buildMessages(task, record, examples, {
+          shots: o.shots,
+          seed: o.seed,
+          context: ctx,
+          ...(o.system !== undefined ? { system: o.system } : {}),
+          ...(o.templates?.[task.name] ? { template: o.templates[task.name] as PromptTemplate } : {}),
+        });
+        jobs.push({ kind: 'chat', task, split, record, messages, key: requestKey(messages, keyParams), ctx });
+      }
+    }
+  }
+  return { jobs, dataFiles, skipped, labelSpace };
+}

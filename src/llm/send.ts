@@ -1,0 +1,111 @@
+/**
+ * Stage two of an LLM run: send the jobs that the journal does not answer yet, `concurrency` at a time, journaling
+ * each answer (or failure) the moment it arrives, with a progress bar on stderr.
+ */
+import type { Job } from './jobs.js';
+import type { Journal, JournalEntry } from './journal.js';
+import type { Provider, SamplingParams } from './provider.js';
+
+/** A one-line progress bar on stderr, redrawn at most every 200 ms. */
+export class ProgressBar {
+  done = 0;
+  correct = 0;
+  graded = 0;
+  unparsed = 0;
+  tokens = 0;
+  private last = 0;
+  private readonly start = Date.now();
+  constructor(
+    private readonly total: number,
+    private readonly enabled: boolean,
+  ) {}
+  tick(force = false): void {
+    if (!this.enabled) return;
+    const now = Date.now();
+    if (!force && now - this.last < 200) return;
+    this.last = now;
+    const rate = this.done / Math.max(1e-3, (now - this.start) / 1000);
+    const eta = rate > 0 ? Math.round((this.total - this.done) / rate) : 0;
+    const acc = this.graded > 0 ? `${((100 * this.correct) / this.graded).toFixed(1)}%` : '–';
+    const width = 24;
+    const filled = Math.round((width * this.done) / Math.max(1, this.total));
+    process.stderr.write(
+      `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} acc ${acc} unparsed ${this.unparsed} tokens ${this.tokens} ETA ${eta}s   `,
+    );
+    if (force) process.stderr.write('\n');
+  }
+}
+
+/** Asks the provider one job: a chat completion, or the log-probabilities of the candidates. */
+async function ask(provider: Provider, job: Job, params: SamplingParams): Promise<Partial<JournalEntry>> {
+  if (job.kind === 'loglik') {
+    if (!provider.loglik) throw new Error('this provider cannot score by log-likelihood');
+    const r = await provider.loglik({
+      context: job.item.context,
+      continuations: job.item.candidates.map((c) => c.text),
+    });
+    return {
+      logprobs: r.logprobs,
+      tokens: r.tokens,
+      ...(r.positions !== undefined ? { positions: r.positions } : {}),
+    };
+  }
+  const reply = await provider.chat(
+    job.messages,
+    params,
+    job.task.prompt.jsonSchema ? { jsonSchema: job.task.prompt.jsonSchema } : {},
+  );
+  return {
+    reply: reply.text,
+    ...(reply.usage ? { usage: reply.usage } : {}),
+    ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
+  };
+}
+
+export async function sendAll(options: {
+  pending: readonly Job[];
+  provider: Provider;
+  params: SamplingParams;
+  journal: Journal;
+  concurrency: number;
+  bar: ProgressBar;
+  /** Called with each answer as it arrives (the progress bar's running accuracy). */
+  onAnswer?: (job: Job, entry: JournalEntry) => void;
+}): Promise<number> {
+  const started = Date.now();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const job = options.pending[next++];
+      if (!job) return;
+      const t0 = performance.now();
+      const base = { key: job.key, task: job.task.name, split: job.split, id: job.record.id };
+      let entry: JournalEntry;
+      try {
+        const answer = await ask(options.provider, job, options.params);
+        entry = {
+          ...base,
+          status: 'ok',
+          ...answer,
+          latencyMs: performance.now() - t0,
+          at: new Date().toISOString(),
+        };
+      } catch (e) {
+        entry = {
+          ...base,
+          status: 'error',
+          error: e instanceof Error ? e.message : String(e),
+          latencyMs: performance.now() - t0,
+          at: new Date().toISOString(),
+        };
+      }
+      options.journal.append(entry);
+      options.bar.done++;
+      if (entry.status === 'ok') options.onAnswer?.(job, entry);
+      options.bar.tick();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, () => worker()));
+  options.bar.tick(true);
+  return (Date.now() - started) / 1000;
+}

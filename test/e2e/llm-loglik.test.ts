@@ -1,0 +1,195 @@
+/**
+ * `rumedbench llm --mode loglik` against a loopback server that speaks vLLM's protocol (/v1/completions with echo
+ * and logprobs over token ids, /tokenize): every candidate's score is the sum the model gives its tokens, the answer
+ * is the best one, RuMedNER stays generative, servers without prompt log-probabilities are refused (or scored from
+ * their top-k, unscored where a candidate is not listed), and a killed run resumes.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { type FakeOpenAI, fakeLogprob, fakeTokenize, startFakeOpenAI } from '../helpers/fake-openai.js';
+
+const servers: FakeOpenAI[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+const start = async (o: Omit<Parameters<typeof startFakeOpenAI>[0], 'reply'> = {}) => {
+  const s = await startFakeOpenAI({ reply: () => '[]', ...o });
+  servers.push(s);
+  return s;
+};
+const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-loglik-'));
+const samplesOf = (dir: string) =>
+  readFileSync(join(dir, 'samples.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map(
+      (l) =>
+        JSON.parse(l) as {
+          task: string;
+          id: string;
+          mode: string;
+          prompt?: string;
+          answer: unknown;
+          candidates?: { label: string; text: string; logprob: number | null; tokens: number }[];
+          status: string;
+        },
+    );
+
+/** What the fake model gives a continuation: its tokens' log-probabilities, split by count, summed. */
+function expectedScore(prompt: string, continuation: string): number {
+  const whole = [1, ...fakeTokenize(prompt + continuation)];
+  const n = 1 + fakeTokenize(prompt).length;
+  let sum = 0;
+  for (let i = n; i < whole.length; i++) sum += fakeLogprob(whole[i - 1] as number, whole[i] as number);
+  return sum;
+}
+
+const llm = (url: string, out: string, ...more: string[]) => [
+  'llm',
+  '--model',
+  'base-1',
+  '--base-url',
+  url,
+  '--mode',
+  'loglik',
+  '--out',
+  out,
+  '--bootstrap',
+  '0',
+  '--no-progress',
+  ...more,
+];
+
+describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+  it('scores every candidate of every task by its summed log-probability; RuMedNER stays generative', async () => {
+    const server = await start();
+    const out = join(tmp(), 'run');
+    const { stdout } = await rumedbenchOk(...llm(server.url, out, '--limit', '3', '--json'));
+    const summary = JSON.parse(stdout) as {
+      llm: { mode: string; tasks: Record<string, { mode: string; acc?: number; acc_norm_char?: number }> };
+    };
+    expect(summary.llm.mode).toBe('loglik');
+    expect(Object.fromEntries(Object.entries(summary.llm.tasks).map(([t, v]) => [t, v.mode]))).toEqual({
+      RuMedTop3: 'loglik',
+      RuMedSymptomRec: 'loglik',
+      RuMedDaNet: 'loglik',
+      RuMedNLI: 'loglik',
+      RuMedNER: 'generate',
+    });
+    const samples = samplesOf(out);
+    for (const s of samples.filter((x) => x.mode === 'loglik')) {
+      const c = s.candidates ?? [];
+      for (const cand of c) expect(cand.logprob).toBeCloseTo(expectedScore(s.prompt as string, cand.text), 9);
+      const best = [...c].sort((a, b) => (b.logprob as number) - (a.logprob as number));
+      if (s.task === 'RuMedTop3' || s.task === 'RuMedSymptomRec') {
+        expect(s.answer).toEqual(best.slice(0, 3).map((x) => x.label));
+      } else expect(s.answer).toBe(best[0]?.label);
+    }
+    const counts = Object.fromEntries(
+      ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI'].map((t) => [
+        t,
+        samples.find((s) => s.task === t)?.candidates?.length,
+      ]),
+    );
+    expect(counts).toEqual({ RuMedTop3: 105, RuMedSymptomRec: 141, RuMedDaNet: 2, RuMedNLI: 3 });
+    // The prompt ends in "Ответ:"; the candidates carry the space: " да", " 1", " M54".
+    const danet = samples.find((s) => s.task === 'RuMedDaNet');
+    expect([danet?.prompt?.endsWith('\nОтвет:'), danet?.candidates?.map((c) => c.text)]).toEqual([
+      true,
+      [' да', ' нет'],
+    ]);
+    const nli = samples.find((s) => s.task === 'RuMedNLI');
+    expect(nli?.candidates?.map((c) => [c.label, c.text])).toEqual([
+      ['entailment', ' 1'],
+      ['contradiction', ' 2'],
+      ['neutral', ' 3'],
+    ]);
+    const ner = samples.find((s) => s.task === 'RuMedNER');
+    expect([ner?.mode, ner?.candidates]).toEqual(['generate', undefined]);
+    // One batched request per item: the candidates' prompts together, as token ids, with echo.
+    const batch = server.completions.find(
+      (c) => Array.isArray(c.prompt) && (c.prompt as number[][]).length === 105,
+    );
+    expect([batch?.echo, batch?.logprobs, batch?.max_tokens]).toEqual([true, 1, 1]);
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    expect([manifest.mode, manifest.loglik_method, manifest.label_words]).toEqual([
+      'loglik',
+      'prompt-logprobs',
+      false,
+    ]);
+    // --label-words scores RuMedNLI's label words.
+    const words = join(tmp(), 'words');
+    await rumedbenchOk(...llm(server.url, words, '--limit', '1', '--tasks', 'RuMedNLI', '--label-words'));
+    expect(samplesOf(words)[0]?.candidates?.map((c) => c.text)).toEqual([
+      ' entailment',
+      ' contradiction',
+      ' neutral',
+    ]);
+  });
+
+  it('refuses a server that returns no prompt log-probabilities, naming the limitation', async () => {
+    const server = await start({ promptLogprobs: false });
+    const r = await rumedbench(...llm(server.url, join(tmp(), 'run'), '--limit', '1'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      'cannot score by log-likelihood: a three-token prompt came back without three log-probabilities',
+    );
+    expect(r.stderr).toContain('llama.cpp server, Ollama and LM Studio do not today');
+    const noTokenizer = await start({ tokenize: false });
+    const t = await rumedbench(...llm(noTokenizer.url, join(tmp(), 'run'), '--limit', '1'));
+    expect(t.stderr).toContain('cannot score by log-likelihood: no usable /tokenize endpoint');
+  });
+
+  it('falls back to the top-k of one generated token, leaving unlisted candidates unscored', async () => {
+    // The server lists " да" among its top tokens, never " нет".
+    const server = await start({
+      promptLogprobs: false,
+      topLogprobs: () => ({ ' да': -0.7, ' потому': -1.5 }),
+    });
+    const out = join(tmp(), 'run');
+    await rumedbenchOk(...llm(server.url, out, '--limit', '4', '--tasks', 'RuMedDaNet'));
+    const samples = samplesOf(out);
+    expect(samples.map((s) => [s.answer, s.candidates?.map((c) => c.logprob)])).toEqual(
+      samples.map(() => ['да', [-0.7, null]]),
+    );
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.loglik_method).toBe('top-k');
+  });
+
+  it('resumes a run killed with SIGKILL without asking a finished item again, and ends as an uninterrupted run', async () => {
+    const server = await start({ completionsDelayMs: 30 });
+    const args = llm(server.url, '', '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '12', '--concurrency', '2');
+    const out = join(tmp(), 'run');
+    args[args.indexOf('--out') + 1] = out;
+    const child: ChildProcess = spawn(process.execPath, [CLI, ...args], { env: CLI_ENV, stdio: 'ignore' });
+    // An item's request: its candidates' prompts as token ids (the capability probe's three tokens are not one).
+    const scored = (c: { prompt: unknown }) =>
+      Array.isArray(c.prompt) &&
+      Array.isArray((c.prompt as unknown[])[0]) &&
+      ((c.prompt as number[][])[0] as number[]).length > 3;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (server.completions.filter(scored).length >= 8) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 10);
+    });
+    await new Promise((r) => child.once('exit', r));
+    const journaled = readFileSync(join(out, 'journal.jsonl'), 'utf8').trim().split('\n').length;
+    const before = server.completions.filter(scored).length;
+    await rumedbenchOk(...args, '--resume');
+    const resumedItems = server.completions.filter(scored).length - before;
+    expect(resumedItems).toBe(24 - journaled);
+    const fresh = join(tmp(), 'fresh');
+    await rumedbenchOk(...args.map((a) => (a === out ? fresh : a)));
+    const answers = (dir: string) => samplesOf(dir).map((s) => [s.task, s.id, s.answer]);
+    expect(answers(out)).toEqual(answers(fresh));
+  });
+});
