@@ -90,7 +90,7 @@ export class ChecksumError extends RumedbenchError {
   readonly url: string;
   readonly expected: string;
   readonly found: string;
-  constructor(url: string, what: 'size' | 'sha256', expected: string, found: string) {
+  constructor(url: string, what: 'size' | 'sha256' | 'git blob sha1', expected: string, found: string) {
     super('CHECKSUM_MISMATCH', `${url}: ${what} mismatch: expected ${expected}, found ${found}`);
     this.name = 'ChecksumError';
     this.url = url;

@@ -23,7 +23,11 @@ export async function runDownload(
   io.out(
     `${renderTable(
       ['file', 'status', 'verified'],
-      reports.map((r) => [r.path, r.status, r.verified ? 'sha256' : 'no checksum known']),
+      reports.map((r) => [
+        r.path,
+        r.status,
+        r.check === 'git blob' ? 'git blob sha1' : r.verified ? 'sha256' : 'no checksum known',
+      ]),
     )}\n`,
   );
   return failed.length > 0 ? EXIT.submissionErrors : EXIT.ok;

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { downloadData } from './download.js';
+import { downloadData, gitBlobSha1 } from './download.js';
 import type { ManifestEntry } from './manifest.js';
 
 const BODY = Buffer.from(
@@ -71,11 +71,17 @@ describe('downloadData against a local server', () => {
     const dir = tmp();
     const manifest = [entry('Good/test_v1.jsonl')];
     expect(await run(dir, manifest)).toEqual([
-      { path: 'Good/test_v1.jsonl', status: 'downloaded', verified: true, bytes: BODY.length },
+      {
+        path: 'Good/test_v1.jsonl',
+        status: 'downloaded',
+        verified: true,
+        check: 'sha256',
+        bytes: BODY.length,
+      },
     ]);
     expect(readFileSync(join(dir, 'Good/test_v1.jsonl'))).toEqual(BODY);
     expect(await run(dir, manifest)).toEqual([
-      { path: 'Good/test_v1.jsonl', status: 'present', verified: true },
+      { path: 'Good/test_v1.jsonl', status: 'present', verified: true, check: 'sha256' },
     ]);
     expect(hits.get('Good/test_v1.jsonl')).toBe(1);
   });
@@ -121,6 +127,39 @@ describe('downloadData against a local server', () => {
     expect(hits.get('Missing/test_v1.jsonl')).toBe(1);
     expect(hits.get('Dead/test_v1.jsonl')).toBe(3);
     expect(existsSync(join(dir, 'Missing/test_v1.jsonl'))).toBe(false);
+  });
+
+  it("computes git's blob id as git does", async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'hello'), 'hello\n');
+    // `printf 'hello\n' | git hash-object --stdin`
+    expect(await gitBlobSha1(join(dir, 'hello'))).toBe('ce013625030ba8dba906f756967f9e9ca394464a');
+  });
+
+  it("checks a file with no sha256 against git's blob id at the pinned commit", async () => {
+    const blob = createHash('sha1').update(`blob ${BODY.length}\0`).update(BODY).digest('hex');
+    const nli = { path: 'Blob/train_v1.jsonl', size: null, sha256: null, gitBlob: blob };
+    scripts.set('Blob/train_v1.jsonl', ['ok']);
+    const dir = tmp();
+    expect(await run(dir, [nli])).toEqual([
+      {
+        path: 'Blob/train_v1.jsonl',
+        status: 'downloaded',
+        verified: true,
+        check: 'git blob',
+        bytes: BODY.length,
+      },
+    ]);
+    // Present and intact: kept.
+    expect((await run(dir, [nli]))[0]?.status).toBe('present');
+    scripts.set('BadBlob/train_v1.jsonl', ['wrong']);
+    const [bad] = await run(tmp(), [{ ...nli, path: 'BadBlob/train_v1.jsonl' }]);
+    expect([bad?.status, bad?.error]).toEqual([
+      'failed',
+      expect.stringMatching(
+        new RegExp(`BadBlob/train_v1\\.jsonl: git blob sha1 mismatch: expected ${blob}, found [0-9a-f]{40}$`),
+      ),
+    ]);
   });
 
   it('downloads a file with no known checksum and reports it unverified', async () => {

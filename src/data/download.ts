@@ -5,7 +5,7 @@
  * Network faults (dropped connections, timeouts, 5xx) are retried with exponential backoff; a 404 is not.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -39,18 +39,32 @@ export type DownloadStatus = 'present' | 'downloaded' | 'failed';
 export interface DownloadReport {
   path: string;
   status: DownloadStatus;
-  /** Whether size and sha256 were checked (false where the manifest has no checksum). */
+  /** Whether the file was checked (its sha256, or git's blob id); false where the manifest has neither. */
   verified: boolean;
+  /** How it was checked. */
+  check?: 'sha256' | 'git blob';
   bytes?: number;
   error?: string;
 }
+
+/** Git's blob id of a file: sha1 of `"blob <size>\0"` and the content. */
+export async function gitBlobSha1(file: string): Promise<string> {
+  const hash = createHash('sha1').update(`blob ${(await stat(file)).size}\0`);
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** How a file is checked: its sha256, else git's blob id, else not at all. */
+const checkOf = (entry: ManifestEntry): 'sha256' | 'git blob' | null =>
+  entry.sha256 !== null ? 'sha256' : entry.gitBlob ? 'git blob' : null;
 
 /** Whether a file on disk matches its manifest entry. */
 export async function isIntact(file: string, entry: ManifestEntry): Promise<boolean> {
   if (!existsSync(file)) return false;
   if (entry.size !== null && (await stat(file)).size !== entry.size) return false;
-  if (entry.sha256 === null) return true;
-  return (await sha256File(file)).sha256 === entry.sha256;
+  if (entry.sha256 !== null) return (await sha256File(file)).sha256 === entry.sha256;
+  if (entry.gitBlob) return (await gitBlobSha1(file)) === entry.gitBlob;
+  return true;
 }
 
 class NotFound extends DownloadError {}
@@ -90,6 +104,10 @@ async function fetchOnce(
     const digest = hash.digest('hex');
     if (entry.sha256 !== null && digest !== entry.sha256)
       throw new ChecksumError(url, 'sha256', entry.sha256, digest);
+    if (entry.sha256 === null && entry.gitBlob) {
+      const blob = await gitBlobSha1(tmp);
+      if (blob !== entry.gitBlob) throw new ChecksumError(url, 'git blob sha1', entry.gitBlob, blob);
+    }
     await rename(tmp, target);
     return size;
   } finally {
@@ -115,10 +133,11 @@ export async function downloadData(options: DownloadOptions): Promise<DownloadRe
   const reports: DownloadReport[] = [];
   for (const entry of entries) {
     const target = join(options.dir, entry.path);
-    const verified = entry.sha256 !== null;
+    const check = checkOf(entry);
+    const verified = check !== null;
     if (await isIntact(target, entry)) {
-      log.info(`${entry.path}: present${verified ? ', checksum ok' : ''}`);
-      reports.push({ path: entry.path, status: 'present', verified });
+      log.info(`${entry.path}: present${verified ? `, ${check} ok` : ''}`);
+      reports.push({ path: entry.path, status: 'present', verified, ...(check ? { check } : {}) });
       continue;
     }
     if (existsSync(target)) log.warn(`${entry.path}: corrupt or partial; fetching again`);
@@ -129,9 +148,15 @@ export async function downloadData(options: DownloadOptions): Promise<DownloadRe
       try {
         const bytes = await fetchOnce(url, target, entry, timeoutMs);
         log.info(
-          `${entry.path}: downloaded ${bytes} bytes${verified ? ', checksum ok' : ' (no checksum known: unverified)'}`,
+          `${entry.path}: downloaded ${bytes} bytes${verified ? `, ${check} ok` : ' (no checksum known: unverified)'}`,
         );
-        reports.push({ path: entry.path, status: 'downloaded', verified, bytes });
+        reports.push({
+          path: entry.path,
+          status: 'downloaded',
+          verified,
+          ...(check ? { check } : {}),
+          bytes,
+        });
         lastError = undefined;
         break;
       } catch (e) {

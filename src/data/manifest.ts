@@ -5,17 +5,24 @@
 
 export const UPSTREAM = {
   repository: 'sb-ai-lab/MedBench',
-  commit: 'dd57f4f',
-  /** Raw-file address of the pinned commit; `--base-url` or RUMEDBENCH_DATA_URL replaces it (mirrors, tests). */
-  baseUrl: 'https://raw.githubusercontent.com/sb-ai-lab/MedBench/dd57f4f/data',
+  commit: 'dd57f4f4f11aebe4fd18011b109d96b6d331a1bf',
+  /** Raw-file address of the pinned commit (the full hash: raw addresses may refuse a short one); `--base-url` or
+   * RUMEDBENCH_DATA_URL replaces it (mirrors, tests). */
+  baseUrl:
+    'https://raw.githubusercontent.com/sb-ai-lab/MedBench/dd57f4f4f11aebe4fd18011b109d96b6d331a1bf/data',
 } as const;
 
 export interface ManifestEntry {
   /** Relative to the data folder and to the base URL. */
   path: string;
-  /** Null where we have never seen the file (it could not be mirrored): it is downloaded unverified, and said so. */
+  /** Null where we have never seen the file (it could not be mirrored). */
   size: number | null;
   sha256: string | null;
+  /**
+   * Git's blob id of the file at the pinned commit: sha1 of `"blob " + size + "\0" + content`, read off upstream's
+   * tree. Where the sha256 is unknown, the file is checked against this.
+   */
+  gitBlob?: string;
 }
 
 export const MANIFEST: readonly ManifestEntry[] = [
@@ -69,7 +76,13 @@ export const MANIFEST: readonly ManifestEntry[] = [
     size: 583025,
     sha256: '6346e6de314a24d409ab7bcc1eaecd006155c51cfa13e885045e32e569b018e4',
   },
-  { path: 'RuMedNLI/train_v1.jsonl', size: null, sha256: null },
+  // Never mirrored here (over 4 MiB), so no sha256 of ours; upstream's tree at the pinned commit names its blob.
+  {
+    path: 'RuMedNLI/train_v1.jsonl',
+    size: null,
+    sha256: null,
+    gitBlob: 'a51f146177ca48b573458a6d5554b44d4c5a93bc',
+  },
   {
     path: 'RuMedNLI/dev_v1.jsonl',
     size: 538958,
