@@ -17,16 +17,6 @@ import { runCompare, runEval } from './eval.js';
 import { type CliIo, EXIT } from './io.js';
 import { runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
-import { runReportCommand } from './report.js';
-import {
-  runCampaignAction,
-  runCampaignCreate,
-  runImportGold,
-  runServe,
-  runTokenCreate,
-  runTokenList,
-  runTokenRevoke,
-} from './serve.js';
 
 /** Flags several commands share; a new Option each time (commander keeps state on them). */
 const bootstrapOption = (what = 'bootstrap resamples, 0 for none') =>
@@ -35,6 +25,11 @@ const seedOption = (what = 'seed of the resampling') =>
   new Option('--seed <n>', what).default(0).argParser(parseCount('--seed', 0));
 const FILE_GOLD =
   'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
+
+// The report and the server load heavy modules (Vega, Hono, Kysely, the database drivers, worker pools): their
+// commands import them when run, so that `rumedbench eval` or `tasks` starts as fast as before they existed.
+const reportCli = () => import('./report.js');
+const serveCli = () => import('./serve.js');
 
 function scoringOptions(cmd: Command): Command {
   return cmd
@@ -271,7 +266,9 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         .default(200)
         .argParser(parseCount('--max-examples', 0)),
     )
-    .action(async (paths: string[], flags) => setExit(await runReportCommand(paths, flags, io)));
+    .action(async (paths: string[], flags) =>
+      setExit(await (await reportCli()).runReportCommand(paths, flags, io)),
+    );
 
   const dbOptions = (cmd: Command): Command =>
     cmd
@@ -306,7 +303,7 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .addOption(new Option('--threads <n>', 'scoring workers').argParser(parseCount('--threads', 1)))
     .option('--trust-proxy', 'take the client address from X-Forwarded-For (behind your own proxy only)')
     .option('--secure-cookies', 'mark cookies Secure (when served over HTTPS)')
-    .action(async (flags) => setExit(await runServe(flags, io)));
+    .action(async (flags) => setExit(await (await serveCli()).runServe(flags, io)));
   dbOptions(
     serve
       .command('import-gold')
@@ -314,19 +311,19 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         "import the closed tests' gold (<Task>.jsonl: id and answer) and re-score the closed board",
       )
       .argument('<dir>', 'folder of <Task>.jsonl files'),
-  ).action(async (dir: string, flags) => setExit(await runImportGold(dir, flags, io)));
+  ).action(async (dir: string, flags) => setExit(await (await serveCli()).runImportGold(dir, flags, io)));
   const token = serve.command('token').description('team API tokens');
   dbOptions(
     token
       .command('create')
       .description('create a token (shown once)')
       .requiredOption('--team <name>', 'team'),
-  ).action(async (flags) => setExit(await runTokenCreate(flags, io)));
+  ).action(async (flags) => setExit(await (await serveCli()).runTokenCreate(flags, io)));
   dbOptions(token.command('revoke').description('revoke a token').argument('<id>', 'token id')).action(
-    async (id: string, flags) => setExit(await runTokenRevoke(id, flags, io)),
+    async (id: string, flags) => setExit(await (await serveCli()).runTokenRevoke(id, flags, io)),
   );
   dbOptions(token.command('list').description('list tokens')).action(async (flags) =>
-    setExit(await runTokenList(flags, io)),
+    setExit(await (await serveCli()).runTokenList(flags, io)),
   );
 
   const campaign = serve.command('campaign').description('human evaluation campaigns');
@@ -350,16 +347,16 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       .addOption(seedOption('seed of the sample and the assignment'))
       .option('--name <text>', 'a name for the campaign')
       .option('--base-url <url>', 'the address annotators reach', 'http://127.0.0.1:8080'),
-  ).action(async (flags) => setExit(await runCampaignCreate(flags, io)));
+  ).action(async (flags) => setExit(await (await serveCli()).runCampaignCreate(flags, io)));
   dbOptions(campaign.command('list').description('list campaigns')).action(async (flags) =>
-    setExit(await runCampaignAction('list', undefined, flags, io)),
+    setExit(await (await serveCli()).runCampaignAction('list', undefined, flags, io)),
   );
   for (const [name, what] of [
     ['close', 'close a campaign: its links stop working'],
     ['publish', "publish the campaign's answers as a human row on the board"],
   ] as const) {
     dbOptions(campaign.command(name).description(what).argument('<id>', 'campaign id')).action(
-      async (id: string, flags) => setExit(await runCampaignAction(name, id, flags, io)),
+      async (id: string, flags) => setExit(await (await serveCli()).runCampaignAction(name, id, flags, io)),
     );
   }
   dbOptions(
@@ -368,7 +365,9 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       .description('every answer as JSONL: annotator, item id, answer, time spent, timestamp')
       .argument('<id>', 'campaign id')
       .option('--out <file>', 'write to a file instead of stdout'),
-  ).action(async (id: string, flags) => setExit(await runCampaignAction('export', id, flags, io)));
+  ).action(async (id: string, flags) =>
+    setExit(await (await serveCli()).runCampaignAction('export', id, flags, io)),
+  );
 
   program
     .command('tasks')

@@ -538,7 +538,14 @@ export function unparsedChart(
           encoding: {
             y: { field: 'task', type: 'nominal', title: null, sort: null },
             yOffset: { field: 'system', type: 'nominal', sort: [...systems] },
-            x: { field: 'rate', type: 'quantitative', title: t.unparsedAxis, scale: { domainMin: 0 } },
+            x: {
+              field: 'rate',
+              type: 'quantitative',
+              title: t.unparsedAxis,
+              // With nothing unparsed the axis would collapse to a point: keep at least 0-1%.
+              scale: { domain: [0, Math.max(1, ...rows.map((r) => r.rate))], nice: true },
+              axis: { format: '~r' },
+            },
             color: systemColor(systems, palette, t.system),
             description: TIP,
             tooltip: [

@@ -240,6 +240,7 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
   </details>
 );
 
+/** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
 function settingsRows(s: ReportSystem): string[][] {
   const m = s.llm?.manifest ?? {};
   const rows: string[][] = [];
@@ -249,9 +250,13 @@ function settingsRows(s: ReportSystem): string[][] {
   for (const k of [
     'provider',
     'model',
-    'baseUrl',
-    'file',
-    'sha256',
+    'mode',
+    'loglik_method',
+    'label_words',
+    'gguf_file',
+    'gguf_sha256',
+    'context_size',
+    'sequences',
     'seed',
     'shots',
     'splits',
@@ -289,17 +294,20 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
     Object.entries(s.llm?.summary.tasks ?? {}).map(([task, r]) => [
       s.name,
       task,
+      r.mode ?? 'generate',
       String(r.samples),
       String(r.unparsed),
       f2(r.unparsed_rate),
       String(r.failed),
+      // Log-likelihood runs: accuracy of the argmax of the sum, and of the sum per character and per byte.
+      r.acc === undefined ? '–' : `${f2(r.acc)} / ${f2(r.acc_norm_char)} / ${f2(r.acc_norm_byte)}`,
     ]),
   );
   return (
     <section id="llm">
       <h2>{t.llm}</h2>
       <Table
-        header={[t.system, t.task, t.samples, t.unparsed, `${t.unparsed}, %`, t.failed]}
+        header={[t.system, t.task, t.mode, t.samples, t.unparsed, `${t.unparsed}, %`, t.failed, t.loglikAcc]}
         rows={taskRows}
         sortable
       />

@@ -63,6 +63,8 @@ const en = {
   unparsed: 'unparsed',
   failed: 'failed',
   wrong: 'wrong',
+  mode: 'mode',
+  loglikAcc: 'acc / acc_norm char / byte',
   failures: 'Wrong and unparsed answers (public test sets)',
   failuresNote: (shown: number, total: number) =>
     shown < total
@@ -164,6 +166,8 @@ const ru: Strings = {
   unparsed: 'нераспознано',
   failed: 'ошибок запроса',
   wrong: 'неверно',
+  mode: 'режим',
+  loglikAcc: 'acc / acc_norm по символам / байтам',
   failures: 'Неверные и нераспознанные ответы (открытые тестовые наборы)',
   failuresNote: (shown: number, total: number) =>
     shown < total

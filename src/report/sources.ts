@@ -56,7 +56,20 @@ export interface LlmDetails {
   manifest: Record<string, unknown>;
   /** The `llm` part of the run's summary.json. */
   summary: {
-    tasks: Record<string, { samples: number; unparsed: number; unparsed_rate: number; failed: number }>;
+    tasks: Record<
+      string,
+      {
+        samples: number;
+        unparsed: number;
+        unparsed_rate: number;
+        failed: number;
+        /** Scoring by log-likelihood: `loglik`, with the accuracies under each normalization. */
+        mode?: 'generate' | 'loglik';
+        acc?: number;
+        acc_norm_char?: number;
+        acc_norm_byte?: number;
+      }
+    >;
     usage?: { prompt_tokens: number; completion_tokens: number };
     cost?: number;
     requests?: { total: number; wall_s: number; throughput_rps: number };
