@@ -216,10 +216,29 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
       <dd>
         <pre>{clip(s.prompt)}</pre>
       </dd>
-      <dt>{t.reply}</dt>
-      <dd>
-        <pre>{s.reply === null ? '–' : clip(s.reply)}</pre>
-      </dd>
+      {s.candidates ? (
+        <>
+          <dt>{t.candidates}</dt>
+          <dd>
+            <Table
+              header={['#', t.answerLabel, 'log p']}
+              rows={s.candidates.map((c) => [
+                String(c.rank),
+                `${c.label}${c.label === s.gold ? ` (${t.gold})` : ''}`,
+                f2(c.logprob),
+              ])}
+              plain
+            />
+          </dd>
+        </>
+      ) : (
+        <>
+          <dt>{t.reply}</dt>
+          <dd>
+            <pre>{s.reply === null ? '–' : clip(s.reply)}</pre>
+          </dd>
+        </>
+      )}
       {s.reason ? (
         <>
           <dt>{t.reason}</dt>

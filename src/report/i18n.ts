@@ -64,6 +64,8 @@ const en = {
   failed: 'failed',
   wrong: 'wrong',
   mode: 'mode',
+  candidates: 'Best candidates by log-probability (and the gold)',
+  answerLabel: 'candidate',
   loglikAcc: 'acc / acc_norm char / byte',
   failures: 'Wrong and unparsed answers (public test sets)',
   failuresNote: (shown: number, total: number) =>
@@ -167,6 +169,8 @@ const ru: Strings = {
   failed: 'ошибок запроса',
   wrong: 'неверно',
   mode: 'режим',
+  candidates: 'Лучшие кандидаты по log-вероятности (и верный ответ)',
+  answerLabel: 'кандидат',
   loglikAcc: 'acc / acc_norm по символам / байтам',
   failures: 'Неверные и нераспознанные ответы (открытые тестовые наборы)',
   failuresNote: (shown: number, total: number) =>

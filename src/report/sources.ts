@@ -50,6 +50,19 @@ export interface LlmSample {
   gold?: Prediction;
   reason?: string;
   notes?: string[];
+  /** Scored by log-likelihood: the best candidates and the gold's, with their summed log-probabilities. */
+  candidates?: { label: string; logprob: number | null; rank: number }[];
+}
+
+/** The five best candidates of a log-likelihood sample, and the gold's place where it is not among them. */
+function topCandidates(raw: unknown[], gold: unknown): NonNullable<LlmSample['candidates']> {
+  const ranked = (raw as { label: string; logprob: number | null }[])
+    .map((c) => ({ label: String(c.label), logprob: typeof c.logprob === 'number' ? c.logprob : null }))
+    .sort((a, b) => (b.logprob ?? -Infinity) - (a.logprob ?? -Infinity))
+    .map((c, i) => ({ ...c, rank: i + 1 }));
+  const top = ranked.slice(0, 5);
+  const g = ranked.find((c) => c.label === gold);
+  return g && !top.includes(g) ? [...top, g] : top;
 }
 
 export interface LlmDetails {
@@ -270,6 +283,7 @@ async function readSamples(
       gold: s.gold as Prediction,
       ...(typeof s.reason === 'string' ? { reason: s.reason } : {}),
       ...(Array.isArray(s.notes) ? { notes: s.notes.map(String) } : {}),
+      ...(Array.isArray(s.candidates) ? { candidates: topCandidates(s.candidates, s.gold) } : {}),
     });
   }
   return { latencyMs, failures, failureCounts };

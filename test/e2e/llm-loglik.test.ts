@@ -122,6 +122,11 @@ describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DA
       'prompt-logprobs',
       false,
     ]);
+    // The report lists each wrong answer with its best candidates and the gold's score.
+    await rumedbenchOk('report', out, '--out', join(out, 'report.html'));
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('Best candidates by log-probability (and the gold)');
+    expect(html).toMatch(/<td>нет \(gold\)<\/td>|<td>да \(gold\)<\/td>/);
     // --label-words scores RuMedNLI's label words.
     const words = join(tmp(), 'words');
     await rumedbenchOk(...llm(server.url, words, '--limit', '1', '--tasks', 'RuMedNLI', '--label-words'));
