@@ -204,9 +204,13 @@ export class LlamaProvider implements Provider {
   }
 
   private async loglikOn(s: Sequence, request: LoglikRequest, trie: boolean): Promise<LoglikResult> {
+    // Candidates nearly always share one context string: tokenize it once, not once per candidate.
+    const contextLength = new Map<string, number>();
     const split = request.continuations.map((c) => {
       const [context, continuation] = moveTrailingWhitespace(request.context, c);
-      return splitByCount(this.tokenize(context + continuation), this.tokenize(context).length);
+      const n = contextLength.get(context) ?? this.tokenize(context).length;
+      contextLength.set(context, n);
+      return splitByCount(this.tokenize(context + continuation), n);
     });
     const logprobs = new Array<number | null>(split.length).fill(null);
     let positions = 0;

@@ -331,14 +331,15 @@ export class OpenAIProvider implements Provider {
       };
     }
     const bos = this.bos ?? [];
+    // Candidates nearly always share one context string: one /tokenize call for it, not one per candidate.
+    const contexts = new Map<string, Promise<number[]>>();
     const split = await Promise.all(
       request.continuations.map(async (c) => {
         const [context, continuation] = moveTrailingWhitespace(request.context, c);
-        const [whole, ctx] = await Promise.all([
-          this.tokenize(context + continuation),
-          this.tokenize(context),
-        ]);
-        return splitByCount([...bos, ...whole], bos.length + ctx.length);
+        const ctx = contexts.get(context) ?? this.tokenize(context);
+        contexts.set(context, ctx);
+        const [whole, ctxTokens] = await Promise.all([this.tokenize(context + continuation), ctx]);
+        return splitByCount([...bos, ...whole], bos.length + ctxTokens.length);
       }),
     );
     const prompts = split.map((x) => [...x.context, ...x.continuation]);

@@ -9,6 +9,7 @@
 import type { TopLevelSpec } from 'vega-lite';
 import type { Interval } from '../metrics/bootstrap.js';
 import type { Breakdown } from '../scoring/breakdown.js';
+import { ciText, f2, pValue } from './format.js';
 import type { Strings } from './i18n.js';
 
 export interface Chart {
@@ -53,8 +54,6 @@ const CONFIG = {
   title: { color: INK, anchor: 'start', fontSize: 13, subtitleColor: INK },
 } as const;
 
-const f2 = (x: number): string => x.toFixed(2);
-const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '–');
 /** Chart ids become file names: keep letters, digits and dashes. */
 export const slug = (s: string): string =>
   s
@@ -446,7 +445,7 @@ export function forestChart(
     lo: r.ci?.[0] ?? null,
     hi: r.ci?.[1] ?? null,
     p: r.p,
-    tip: `${r.system} · ${r.row}: ${r.delta > 0 ? '+' : ''}${f2(r.delta)} ${ciText(r.ci)}, p ${r.p < 0.001 ? '<0.001' : r.p.toFixed(3)}`,
+    tip: `${r.system} · ${r.row}: ${r.delta > 0 ? '+' : ''}${f2(r.delta)} ${ciText(r.ci)}, p ${pValue(r.p)}`,
   }));
   const order = [...new Set(rows.map((r) => r.row))];
   const y = { field: 'row', type: 'nominal', title: null, sort: order };
@@ -500,13 +499,7 @@ export function forestChart(
     }),
     table: {
       header: [t.system, t.metric, t.delta, '95% CI', 'p'],
-      rows: rows.map((r) => [
-        r.system,
-        r.row,
-        f2(r.delta),
-        ciText(r.ci),
-        r.p < 0.001 ? '<0.001' : r.p.toFixed(3),
-      ]),
+      rows: rows.map((r) => [r.system, r.row, f2(r.delta), ciText(r.ci), pValue(r.p)]),
     },
   };
 }

@@ -7,7 +7,6 @@
 
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
-import type { Interval } from '../metrics/bootstrap.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { formatIssue } from '../scoring/issues.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
@@ -15,19 +14,15 @@ import type { MetricName } from '../tasks/types.js';
 import { SCRIPT, STYLE } from './assets.js';
 import { allCharts, deltaRows, type Report } from './build.js';
 import type { Chart } from './charts.js';
+import { ciText, f2, pValue, signed } from './format.js';
 import type { Strings } from './i18n.js';
 import type { LlmSample, ReportSystem } from './sources.js';
 import { renderSvg } from './svg.js';
 
-const f2 = (x: number | null | undefined): string =>
-  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
-const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '');
 const cell = (metrics: Partial<Record<MetricName, number>> | undefined, names: readonly MetricName[]) =>
   metrics ? names.map((m) => f2(metrics[m])).join('/') : '–';
 const show = (p: Prediction | null | undefined): string =>
   p === null || p === undefined ? '–' : typeof p === 'string' ? p : p.join(', ');
-const signed = (x: number): string => `${x > 0 ? '+' : ''}${f2(x)}`;
-const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));
 /** Milliseconds as a person reads them: "850 ms", "2.41 s". */
 const duration = (ms: number | null | undefined): string =>
   ms === null || ms === undefined ? '–' : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
@@ -147,12 +142,12 @@ function ciRows(report: Report): string[][] {
       const r = s.tasks[task.name];
       if (!r) continue;
       for (const m of task.metrics)
-        rows.push([s.name, task.name, String(r.n), m, f2(r.metrics[m]), ciText(r.ci[m]) || '–']);
+        rows.push([s.name, task.name, String(r.n), m, f2(r.metrics[m]), ciText(r.ci[m])]);
       if (task.metrics.length > 1)
-        rows.push([s.name, task.name, String(r.n), report.t.score, f2(r.score), ciText(r.score_ci) || '–']);
+        rows.push([s.name, task.name, String(r.n), report.t.score, f2(r.score), ciText(r.score_ci)]);
     }
     if (s.overall !== null)
-      rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci) || '–']);
+      rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci)]);
     for (const [task, why] of Object.entries(s.unscored))
       rows.push([s.name, task, '', report.t.notScored, '–', why]);
   }
@@ -179,7 +174,7 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
         f2(d.a),
         f2(d.b),
         signed(d.delta.delta),
-        ciText(d.delta.ci) || '–',
+        ciText(d.delta.ci),
         pValue(d.delta.p),
       ]);
     }

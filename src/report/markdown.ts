@@ -1,15 +1,8 @@
-/**
- * The report's tables in Markdown, in the paper's form, for a README or a pull request: the summary (with the
- * paper's rows under `--reference`), the task scores with their intervals, and the paired comparisons.
- */
-import type { Interval } from '../metrics/bootstrap.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { deltaRows, type Report } from './build.js';
+import { ciText, f2, pValue, signed } from './format.js';
 
-const f2 = (x: number | null | undefined): string =>
-  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
-const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '–');
 /** Pipes and line breaks would end a cell; backslashes and HTML would be read as markup. */
 const esc = (s: string): string => s.replace(/[\\|`*_<>[\]]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
 const cell = (metrics: Partial<Record<MetricName, number>> | undefined, names: readonly MetricName[]) =>
@@ -60,6 +53,3 @@ export function renderReportMarkdown(report: Report): string {
   }
   return `${parts.join('\n\n')}\n`;
 }
-
-const signed = (x: number): string => (x > 0 ? `+${f2(x)}` : f2(x));
-const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));

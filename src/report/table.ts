@@ -4,11 +4,10 @@ import type { ComparisonResult } from '../scoring/compare.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
+import { ciText, f2, pValue, signed } from './format.js';
 import { PAPER_ROWS, type PaperRow } from './paper.js';
 
-const f2 = (x: number | undefined | null): string =>
-  x === undefined || x === null || Number.isNaN(x) ? '–' : x.toFixed(2);
-const ci = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '–');
+const ci = (i: Interval | null | undefined): string => ciText(i);
 
 /** Left-aligns the first column and right-aligns the others (numbers), unless `leftColumns` says otherwise. */
 export function renderTable(
@@ -136,13 +135,12 @@ export function renderBreakdown(result: EvaluationResult, maxLabels = 15): strin
   return parts.join('\n\n');
 }
 
-const signed = (x: number): string => (x > 0 ? `+${f2(x)}` : f2(x));
 const deltaRow = (task: string, metric: string, d: Delta): string[] => [
   task,
   metric,
   signed(d.delta),
   ci(d.ci),
-  d.p < 0.001 ? '<0.001' : d.p.toFixed(3),
+  pValue(d.p),
 ];
 
 export function renderComparison(c: ComparisonResult): string {

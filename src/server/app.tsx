@@ -22,6 +22,7 @@ import type { BoardName } from './db/schema.js';
 import { checkCsrf, type Env, isApi, render, requireAdmin } from './http.js';
 import { SERVER_STRINGS } from './i18n.js';
 import { type Entry, HttpError, type Leaderboard, parseMetadata, type UploadAnswer } from './leaderboard.js';
+import { BOARD_TASKS } from './score-upload.js';
 import { ASSET_ETAG, ASSETS } from './static.js';
 import type { UploadFile } from './upload.js';
 import { AdminPage, AdminSubmissionPage, LoginPage } from './views/admin.js';
@@ -56,7 +57,7 @@ export function csvCell(value: string): string {
 }
 
 function boardCsv(board: BoardName, entries: Entry[]): string {
-  const tasks = board === 'public' ? PAPER_TASKS.public : PAPER_TASKS.closed;
+  const tasks = BOARD_TASKS[board];
   const header = [
     'rank',
     'id',
@@ -87,11 +88,6 @@ function boardCsv(board: BoardName, entries: Entry[]): string {
   ]);
   return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
-
-const PAPER_TASKS: Record<BoardName, readonly string[]> = {
-  public: ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'],
-  closed: ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'],
-};
 
 /** A board entry as the JSON export and the API show it: metadata and aggregate scores, no internals. */
 function publicEntry(e: Entry) {

@@ -2,7 +2,7 @@
  * The charts of the leaderboard pages, built with the report's spec builders (one definition of each chart) and
  * drawn in the scoring workers; drawn charts are kept for a while, since a submission's result rarely changes.
  */
-import { levelsFor } from '../report/build.js';
+import { deltaRows, levelsFor } from '../report/build.js';
 import {
   type Chart,
   confusionChart,
@@ -42,23 +42,13 @@ export function entryCharts(e: Entry, r: Strings): Chart[] {
 }
 
 export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Chart[] {
-  const rows: ForestRow[] = [];
-  for (const task of TASKS) {
-    const t = c.tasks[task.name];
-    if (!t) continue;
-    for (const m of task.metrics) {
-      const d = t.metrics[m];
-      if (d) rows.push({ system: b.model, row: `${task.name} ${m}`, delta: d.delta, ci: d.ci, p: d.p });
-    }
-  }
-  if (c.overall)
-    rows.push({
-      system: b.model,
-      row: 'RuMedOverall score',
-      delta: c.overall.delta,
-      ci: c.overall.ci,
-      p: c.overall.p,
-    });
+  const rows: ForestRow[] = deltaRows(c).map((d) => ({
+    system: b.model,
+    row: `${d.task} ${d.metric}`,
+    delta: d.delta.delta,
+    ci: d.delta.ci,
+    p: d.delta.p,
+  }));
   return rows.length > 0 ? [forestChart(rows, [b.model], r)] : [];
 }
 

@@ -21,8 +21,8 @@ import {
   type BoardName,
   KINDS,
   type ListedRow,
-  type SubmissionKind,
   type SubmissionStatus,
+  type SubmissionsTable,
 } from './db/schema.js';
 import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
 import type { Scorer } from './scorer.js';
@@ -142,22 +142,25 @@ export interface TaskCell {
 }
 
 /** A submission as the boards and pages show it. */
-export interface Entry {
-  id: string;
-  created_at: string;
-  board: BoardName;
-  status: SubmissionStatus;
-  model: string;
-  team: string;
-  description: string;
-  link: string | null;
-  kind: SubmissionKind;
-  params: string | null;
+export interface Entry
+  extends Pick<
+    SubmissionsTable,
+    | 'id'
+    | 'created_at'
+    | 'board'
+    | 'status'
+    | 'model'
+    | 'team'
+    | 'description'
+    | 'link'
+    | 'kind'
+    | 'params'
+    | 'duplicate_of'
+  > {
   open_weights: boolean;
   verified: boolean;
   flagged: boolean;
   hidden: boolean;
-  duplicate_of: string | null;
   overall: number | null;
   overall_ci: Interval | null;
   tasks: Record<string, TaskCell>;

@@ -15,7 +15,8 @@ header.site nav { margin: 0; }
 .tags .tag { margin-left: .2rem; }
 .tag.ok { color: #009E73; border-color: currentColor; }
 .tag.warn, .warn { color: var(--warn); border-color: currentColor; }
-table.board td, table.board th { white-space: nowrap; }
+table.board td, table.board thead th { white-space: nowrap; }
+table.board tbody th { min-width: 9rem; }
 table.meta th { font-weight: 600; padding-right: 1.5rem; }
 .alert { border: 2px solid var(--err); padding: .6rem 1rem; margin: 1rem 0; border-radius: 4px; }
 .alert h2 { margin-top: .2rem; border: 0; color: var(--err); }

@@ -19,6 +19,7 @@ export const rumedDaNet = {
   inOverall: true,
   metrics: ['accuracy'],
   labels: LABELS,
+  labelKeys: { да: ['д'], нет: ['н'] },
   naiveLabel: 'да',
   prompt: {
     version: 'danet-v1',

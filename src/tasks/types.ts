@@ -96,6 +96,8 @@ export interface ClassificationTask<Name extends string = string> extends TaskBa
   readonly labels: readonly string[];
   /** How a label reads to a person (Russian), where it is not self-explanatory. */
   readonly labelNames?: Readonly<Record<string, string>>;
+  /** Keys an annotator may press for a label besides its number (the guidelines name them). */
+  readonly labelKeys?: Readonly<Record<string, readonly string[]>>;
   /** The paper's naive baseline: this label for every item. */
   readonly naiveLabel: string;
   /**

@@ -284,7 +284,7 @@ export class Campaigns {
         ? task.labels.map((value, i) => ({
             value,
             name: task.labelNames?.[value] ?? value,
-            keys: [String(i + 1), ...(task.name === 'RuMedDaNet' ? [value.slice(0, 1)] : [])],
+            keys: [String(i + 1), ...(task.labelKeys?.[value] ?? [])],
           }))
         : [];
     return {

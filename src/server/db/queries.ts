@@ -178,6 +178,14 @@ export async function deleteSubmission(db: Kysely<Database>, id: string, actor: 
   });
 }
 
+// The log is read newest first by time; two actions in one millisecond would otherwise come back in random (id)
+// order. Within a process, each entry is stamped at least a millisecond after the one before.
+let lastAudit = 0;
+function auditTime(): string {
+  lastAudit = Math.max(Date.now(), lastAudit + 1);
+  return new Date(lastAudit).toISOString();
+}
+
 export async function addAudit(
   db: Q,
   actor: string,
@@ -189,7 +197,7 @@ export async function addAudit(
     .insertInto('audit_log')
     .values({
       id: randomUUID(),
-      at: new Date().toISOString(),
+      at: auditTime(),
       actor,
       action,
       submission_id: submissionId,

@@ -3,7 +3,6 @@
  * Every string is escaped by hono/jsx; the only raw markup is the SVG that Vega drew.
  */
 import type { Child, FC } from 'hono/jsx';
-import type { Interval } from '../../metrics/bootstrap.js';
 import type { Lang, Strings } from '../../report/i18n.js';
 import type { ServerStrings } from '../i18n.js';
 
@@ -17,9 +16,7 @@ export interface PageContext {
   admin: boolean;
 }
 
-export const f2 = (x: number | null | undefined): string =>
-  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
-export const ciText = (i: Interval | null | undefined): string => (i ? `[${f2(i[0])}, ${f2(i[1])}]` : '');
+export { ciText, f2 } from '../../report/format.js';
 
 /** A link that keeps the page's language. */
 export const href = (ctx: PageContext, path: string): string =>

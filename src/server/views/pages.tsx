@@ -1,6 +1,8 @@
 /** The leaderboard's pages: boards, a submission, a comparison, the upload form and its answer, errors. */
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
+import { deltaRows } from '../../report/build.js';
+import { pValue, signed } from '../../report/format.js';
 import type { PaperRow } from '../../report/paper.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
@@ -15,7 +17,7 @@ const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: 
   metrics
     ? getTask(task)
         .metrics.map((m: MetricName) => f2(metrics[m]))
-        .join(' / ')
+        .join('/')
     : '–';
 
 const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
@@ -283,31 +285,17 @@ export const ComparePage: FC<{
 }> = ({ ctx, a, b, comparison, charts }) => {
   const rows: string[][] = [];
   if (comparison) {
-    for (const [task, r] of Object.entries(comparison.tasks)) {
-      for (const [m, d] of Object.entries(r.metrics)) {
-        if (!d) continue;
-        rows.push([
-          task,
-          m,
-          f2(r.a[m as MetricName]),
-          f2(r.b[m as MetricName]),
-          `${d.delta > 0 ? '+' : ''}${f2(d.delta)}`,
-          ciText(d.ci) || '–',
-          d.p < 0.001 ? '<0.001' : d.p.toFixed(3),
-        ]);
-      }
-    }
-    const o = comparison.overall;
-    if (o)
+    for (const d of deltaRows(comparison)) {
       rows.push([
-        'Overall',
-        ctx.r.score,
-        f2(o.a),
-        f2(o.b),
-        `${o.delta > 0 ? '+' : ''}${f2(o.delta)}`,
-        ciText(o.ci) || '–',
-        o.p < 0.001 ? '<0.001' : o.p.toFixed(3),
+        d.task === 'RuMedOverall' ? 'Overall' : d.task,
+        d.metric === 'score' ? ctx.r.score : d.metric,
+        f2(d.a),
+        f2(d.b),
+        signed(d.delta.delta),
+        ciText(d.delta.ci),
+        pValue(d.delta.p),
       ]);
+    }
   } else {
     for (const task of BOARD_TASKS[a.board]) {
       rows.push([task, ctx.r.score, f2(a.tasks[task]?.score), f2(b.tasks[task]?.score), '', '', '']);

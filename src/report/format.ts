@@ -1,0 +1,16 @@
+/** How numbers read in every table, chart label and page: percentages to two decimals, intervals, signed deltas, p. */
+import type { Interval } from '../metrics/bootstrap.js';
+
+/** Two decimals; a dash for a value that is missing or not a number. */
+export const f2 = (x: number | null | undefined): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(2);
+
+/** "[lo, hi]", or `empty` where there is no interval (bootstrap off, a saved result without one). */
+export const ciText = (i: Interval | null | undefined, empty = '–'): string =>
+  i ? `[${f2(i[0])}, ${f2(i[1])}]` : empty;
+
+/** A difference with its sign: "+0.39", "-4.58". */
+export const signed = (x: number): string => (x > 0 ? `+${f2(x)}` : f2(x));
+
+/** A p-value to three decimals, or "<0.001". */
+export const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));
