@@ -5,9 +5,11 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import type { Embedder } from '../encoders/embed.js';
 import { ModelError } from '../errors.js';
 import { getTask, isTaskName } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
+import { type EncoderRef, loadEncoderModel, openSavedEncoder } from './encoder.js';
 import { naiveModel } from './naive.js';
 import { loadTfidf } from './tfidf.js';
 import type { BaselineModel, SerializedModel } from './types.js';
@@ -22,7 +24,7 @@ const manifestSchema = z.object({
   format_version: z.literal(MODEL_FORMAT_VERSION),
   rumedbench_version: z.string(),
   task: z.string(),
-  method: z.enum(['naive', 'tfidf']),
+  method: z.enum(['naive', 'tfidf', 'encoder']),
   trained_on: z.object({ split: z.string(), records: z.number() }),
   meta: z.record(z.string(), z.unknown()),
   arrays: z.record(
@@ -71,10 +73,16 @@ export function saveModel(
   writeFileSync(join(dir, 'model.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
+export interface LoadModelOptions {
+  /** Opens the encoder of saved encoder heads on first use; by default the folder or hub id they name. */
+  openEncoder?: (ref: EncoderRef) => Promise<Embedder>;
+}
+
 /** Loads a saved model; `expectTask` (the `--task` flag) must match the task it was trained for. */
 export function loadModel(
   dir: string,
   expectTask?: string,
+  options: LoadModelOptions = {},
 ): { model: BaselineModel; manifest: ModelManifest } {
   const path = join(dir, 'model.json');
   if (!existsSync(path))
@@ -121,9 +129,11 @@ export function loadModel(
     if (!existsSync(p)) throw new ModelError(dir, `${file} is missing`);
     saved.strings[name] = JSON.parse(readFileSync(p, 'utf8')) as string[];
   }
-  const model =
-    manifest.method === 'naive'
-      ? naiveModel(task, (manifest.meta as { params: object }).params)
-      : loadTfidf(task, saved);
+  let model: BaselineModel;
+  if (manifest.method === 'naive') model = naiveModel(task, (manifest.meta as { params: object }).params);
+  else if (manifest.method === 'tfidf') model = loadTfidf(task, saved);
+  else {
+    model = loadEncoderModel(task, saved, options.openEncoder ?? ((ref) => openSavedEncoder(ref)));
+  }
   return { model, manifest };
 }

@@ -8,11 +8,13 @@ import { strToU8, zipSync } from 'fflate';
 import { toJsonl } from '../data/jsonl.js';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
+import type { Embedder, EmbedStats } from '../encoders/embed.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { platformLines, rumedbenchLines } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { DEFAULT_C, type EncoderRef, encoderRef, trainEncoder } from './encoder.js';
 import { saveModel } from './model-io.js';
 import { trainNaive } from './naive.js';
 import { trainTfidf } from './tfidf.js';
@@ -20,6 +22,10 @@ import type { BaselineMethod, BaselineModel, TrainOptions } from './types.js';
 
 export interface BaselineRunOptions {
   method: BaselineMethod;
+  /** The encoder of `method: 'encoder'`, shared by every task (the caller opens and closes it). */
+  embedder?: Embedder;
+  /** Inverse regularisation of the encoder heads' logistic regression. */
+  C?: number;
   tasks: readonly TaskDefinition[];
   dataDir: string;
   outDir: string;
@@ -46,6 +52,8 @@ export interface BaselineRunResult {
   predictionsDir: string;
   /** The MedBench platform zip of private-test predictions, where any task has a private test. */
   submissionZip?: string;
+  /** The encoder of an encoder run: what it was, its settings and how many inputs it embedded. */
+  encoder?: EncoderRef & { batchSize: number; C: number; embedding: EmbedStats };
   evaluation: EvaluationResult;
 }
 
@@ -53,10 +61,12 @@ export async function trainBaseline(
   method: BaselineMethod,
   task: TaskDefinition,
   train: readonly TaskRecord[],
-  options: TrainOptions,
+  options: TrainOptions & { embedder?: Embedder; C?: number },
 ): Promise<BaselineModel> {
   if (method === 'naive') return trainNaive(task, train, options.seed);
-  return trainTfidf(task, train, options);
+  if (method === 'tfidf') return trainTfidf(task, train, options);
+  if (!options.embedder) throw new Error('the encoder baseline needs an encoder (options.embedder)');
+  return trainEncoder(task, train, options.embedder, options);
 }
 
 /** Which split a task trains on; undefined when it needs none (multiple choice, naive constant answers). */
@@ -99,6 +109,8 @@ async function runTask(
   }
   const model = await trainBaseline(options.method, task, train, {
     seed,
+    ...(options.embedder ? { embedder: options.embedder } : {}),
+    ...(options.C !== undefined ? { C: options.C } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     progress: (line) => log.info(line),
   });
@@ -108,6 +120,7 @@ async function runTask(
   if (trainSplit !== 'dev') {
     const dev = await tryLoad(task, 'dev', options.dataDir);
     if (dev) {
+      await model.prepare?.(dev, `${task.name} dev`);
       const r = scoreRecords(task, dev, model);
       log.info(
         `${task.name}: dev ${Object.entries(r)
@@ -118,6 +131,7 @@ async function runTask(
   }
   const test = await tryLoad(task, 'test', options.dataDir);
   if (test) {
+    await model.prepare?.(test, `${task.name} test`);
     const predictions = model.predict(test);
     writeFileSync(
       join(predictionsDir, `${task.name}.jsonl`),
@@ -131,6 +145,7 @@ async function runTask(
   }
   const priv = await tryLoad(task, 'private_test', options.dataDir);
   if (priv) {
+    await model.prepare?.(priv, `${task.name} private_test`);
     const predictions = model.predict(priv);
     privateFiles[`${task.name}.jsonl`] = strToU8(
       toJsonl(
@@ -176,8 +191,25 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
     ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),
     seed,
   });
-  writeFileSync(join(options.outDir, 'summary.json'), `${JSON.stringify({ runs, evaluation }, null, 2)}\n`);
-  return { runs, predictionsDir, ...(submissionZip ? { submissionZip } : {}), evaluation };
+  const encoder = options.embedder
+    ? {
+        ...encoderRef(options.embedder),
+        batchSize: options.embedder.batchSize,
+        C: options.C ?? DEFAULT_C,
+        embedding: options.embedder.stats,
+      }
+    : undefined;
+  writeFileSync(
+    join(options.outDir, 'summary.json'),
+    `${JSON.stringify({ runs, ...(encoder ? { encoder } : {}), evaluation }, null, 2)}\n`,
+  );
+  return {
+    runs,
+    predictionsDir,
+    ...(submissionZip ? { submissionZip } : {}),
+    ...(encoder ? { encoder } : {}),
+    evaluation,
+  };
 }
 
 /** The task's metrics on records with gold, without the bootstrap (for dev-set progress lines). */

@@ -8,8 +8,6 @@
  *   training data, the vectorizer is fitted on the questions and options being answered.
  */
 import type { Prediction } from '../metrics/item-stats.js';
-import { ovrProbabilities } from '../ml/logreg.js';
-import { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from '../ml/ovr-parallel.js';
 import {
   fitTransform,
   type TfidfModel,
@@ -19,6 +17,7 @@ import {
 } from '../ml/tfidf.js';
 import type { ClassificationTask, RankingTask, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { loadCrfTagger, trainCrfTagger } from './crf.js';
+import { type LinearHead, rankRows, topK, trainLinearHead } from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
 
 export const TFIDF_OPTIONS: TfidfOptions = { ngramMin: 3, ngramMax: 8 };
@@ -29,56 +28,21 @@ export function inputText(task: TaskDefinition, record: TaskRecord): string {
   return task.inputFields.map((f) => String(record.raw[f] ?? '')).join(' ');
 }
 
-/** Sorted labels, as scikit-learn's `classes_`. */
-function classesOf(train: readonly TaskRecord[]): string[] {
-  return [...new Set(train.map((r) => r.gold as string))].sort();
-}
-
-function topK(
-  scores: Float64Array,
-  offset: number,
-  K: number,
-  classes: readonly string[],
-  top: number,
-): Scored[] {
-  const idx = Array.from({ length: K }, (_, c) => c);
-  // Highest first; equal scores keep class order, so results do not depend on sort stability quirks.
-  idx.sort((a, b) => (scores[offset + b] as number) - (scores[offset + a] as number) || a - b);
-  return idx.slice(0, top).map((c) => ({ label: classes[c] as string, score: scores[offset + c] as number }));
-}
-
 class TfidfClassifier implements BaselineModel {
   readonly method = 'tfidf';
   readonly scoreKind = 'probability';
   constructor(
     readonly task: RankingTask | ClassificationTask,
     private readonly tfidf: TfidfModel,
-    private readonly classes: string[],
-    private readonly blocks: OvrBlock[],
+    private readonly head: LinearHead,
   ) {}
 
-  /** Class probabilities, rows × classes. */
-  private probabilities(records: readonly TaskRecord[]): Float64Array {
+  rank(records: readonly TaskRecord[], top: number): Scored[][] {
     const x = transform(
       this.tfidf,
       records.map((r) => inputText(this.task, r)),
     );
-    const dv = blockDecisionValues(x, this.blocks, LR_OPTIONS.bias);
-    if (this.classes.length > 2) return ovrProbabilities(dv, records.length, this.classes.length);
-    // Binary: one problem whose positive class is classes[1], as in scikit-learn.
-    const out = new Float64Array(records.length * 2);
-    for (let r = 0; r < records.length; r++) {
-      const p = 1 / (1 + Math.exp(-(dv[r] as number)));
-      out[2 * r] = 1 - p;
-      out[2 * r + 1] = p;
-    }
-    return out;
-  }
-
-  rank(records: readonly TaskRecord[], top: number): Scored[][] {
-    const K = this.classes.length;
-    const p = this.probabilities(records);
-    return records.map((_, r) => topK(p, r * K, K, this.classes, top));
+    return rankRows(this.head, x, top);
   }
 
   predict(records: readonly TaskRecord[]): Prediction[] {
@@ -89,7 +53,7 @@ class TfidfClassifier implements BaselineModel {
 
   serialize(): SerializedModel {
     const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
-    this.blocks.forEach((b, g) => {
+    this.head.blocks.forEach((b, g) => {
       arrays[`weights${g}`] = b.weights;
     });
     return {
@@ -97,8 +61,8 @@ class TfidfClassifier implements BaselineModel {
         kind: 'tfidf-logreg',
         tfidf: this.tfidf.options,
         logreg: LR_OPTIONS,
-        classes: this.classes,
-        blocks: this.blocks.map((b) => b.positives),
+        classes: this.head.classes,
+        blocks: this.head.blocks.map((b) => b.positives),
       },
       arrays,
       strings: { vocabulary: this.tfidf.index.texts() },
@@ -172,21 +136,23 @@ export async function trainTfidf(
     TFIDF_OPTIONS,
   );
   log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams (${elapsed()})`);
-  const classes = classesOf(train);
-  const index = new Map(classes.map((c, i) => [c, i]));
-  const labels = Int32Array.from(train, (r) => index.get(r.gold as string) as number);
-  const positives = classes.length > 2 ? classes.map((_, i) => i) : [1];
-  const blocks = await trainOneVsRestParallel(matrix, labels, positives, {
-    ...LR_OPTIONS,
-    seed: options.seed,
-    ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    onEpoch: (group, epoch, active, violation) =>
-      log(
-        `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)} (${elapsed()})`,
-      ),
-  });
-  log(`${task.name}: logistic regression over ${positives.length} problem(s) done (${elapsed()})`);
-  return new TfidfClassifier(task, model, classes, blocks);
+  const head = await trainLinearHead(
+    matrix,
+    train.map((r) => r.gold as string),
+    {
+      ...LR_OPTIONS,
+      seed: options.seed,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      onEpoch: (group, epoch, active, violation) =>
+        log(
+          `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)} (${elapsed()})`,
+        ),
+    },
+  );
+  log(
+    `${task.name}: logistic regression over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done (${elapsed()})`,
+  );
+  return new TfidfClassifier(task, model, head);
 }
 
 /** Rebuilds a saved TF-IDF model. */
@@ -208,5 +174,5 @@ export function loadTfidf(task: TaskDefinition, saved: SerializedModel): Baselin
     positives,
     weights: saved.arrays[`weights${g}`] as Float32Array,
   }));
-  return new TfidfClassifier(task, tfidf, meta.classes, blocks);
+  return new TfidfClassifier(task, tfidf, { classes: meta.classes, blocks, bias: LR_OPTIONS.bias });
 }

@@ -2,7 +2,7 @@
 import type { Prediction } from '../metrics/item-stats.js';
 import type { TaskDefinition, TaskRecord } from '../tasks/types.js';
 
-export type BaselineMethod = 'naive' | 'tfidf';
+export type BaselineMethod = 'naive' | 'tfidf' | 'encoder';
 
 /** A label and the model's probability for it. */
 export interface Scored {
@@ -22,6 +22,13 @@ export interface BaselineModel {
    * undefined for tagging tasks, whose answer is the tag sequence itself.
    */
   rank?(records: readonly TaskRecord[], top: number): Scored[][];
+  /**
+   * Work a model must do before `predict` or `rank` can read these records (an encoder embeds them); absent where
+   * there is none.
+   */
+  prepare?(records: readonly TaskRecord[], label?: string): Promise<void>;
+  /** Releases what the model holds open (an encoder's session). */
+  close?(): Promise<void>;
   /** Everything needed to load the model again, as JSON plus named binary arrays. */
   serialize(): SerializedModel;
 }

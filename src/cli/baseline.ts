@@ -1,18 +1,32 @@
-/** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline and a loaded model. */
+/** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline (with an encoder where asked) and a loaded model. */
 import { readFileSync } from 'node:fs';
-import { loadModel } from '../baselines/model-io.js';
+import { basename } from 'node:path';
+import { loadModel, type ModelManifest } from '../baselines/model-io.js';
 import { runBaseline } from '../baselines/run.js';
-import type { BaselineMethod } from '../baselines/types.js';
+import type { BaselineMethod, BaselineModel } from '../baselines/types.js';
 import { parseJsonl } from '../data/jsonl.js';
 import { validateRecords } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
+import type { Embedder } from '../encoders/embed.js';
+import type { Dtype, Pooling } from '../encoders/model.js';
 import { UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
 import { type CliIo, EXIT } from './io.js';
 
 export interface BaselineFlags {
+  /** Encoder runs: the model folder or hub id, and how to embed. */
+  model?: string;
+  pooling?: Pooling;
+  dtype?: Dtype;
+  maxLength?: number;
+  batchSize?: number;
+  /** A folder, false for `--no-cache`, absent for the default folder. */
+  cache?: string | boolean;
+  download: boolean;
+  C?: number;
   tasks?: string;
   data?: string;
   out: string;
@@ -25,32 +39,89 @@ export interface BaselineFlags {
   json?: boolean;
 }
 
+const ENCODER_FLAGS = ['model', 'pooling', 'dtype', 'maxLength', 'batchSize', 'C'] as const;
+
 export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
-  if (method !== 'naive' && method !== 'tfidf')
-    throw new UsageError(`unknown baseline "${method}"; expected naive or tfidf`);
+  if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder')
+    throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf or encoder`);
   const quietLog = { ...io.log, info: () => {} };
+  const log = flags.quiet ? quietLog : io.log;
+  let embedder: Embedder | undefined;
+  if (method === 'encoder') {
+    if (!flags.model) throw new UsageError('baseline encoder needs --model DIR_OR_HUB_ID');
+    // onnxruntime's native library loads only for encoder runs.
+    const { defaultCacheDir, openEmbedder } = await import('../encoders/open.js');
+    embedder = await openEmbedder({
+      model: flags.model,
+      cacheDir:
+        flags.cache === false ? false : typeof flags.cache === 'string' ? flags.cache : defaultCacheDir(),
+      allowDownload: flags.download,
+      progress: (line) => log.info(line),
+      ...(flags.pooling ? { pooling: flags.pooling } : {}),
+      ...(flags.dtype ? { dtype: flags.dtype } : {}),
+      ...(flags.maxLength !== undefined ? { maxLength: flags.maxLength } : {}),
+      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+      ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
+    });
+    const i = embedder.encoder.info;
+    log.info(
+      `encoder ${i.model} (${i.dtype}, sha256 ${i.sha256.slice(0, 12)}…), ${embedder.pooling} pooling, max length ${embedder.maxLength}, batches of ${embedder.batchSize}`,
+    );
+  } else {
+    const stray = ENCODER_FLAGS.filter((f) => flags[f] !== undefined);
+    if (stray.length > 0)
+      throw new UsageError(
+        `${stray.map((f) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}: only for baseline encoder`,
+      );
+  }
+  try {
+    return await reportBaseline(method, flags, io, log, embedder);
+  } finally {
+    await embedder?.close();
+  }
+}
+
+async function reportBaseline(
+  method: BaselineMethod,
+  flags: BaselineFlags,
+  io: CliIo,
+  log: Logger,
+  embedder: Embedder | undefined,
+): Promise<number> {
   const result = await runBaseline({
-    method: method as BaselineMethod,
+    method,
+    ...(embedder ? { embedder } : {}),
+    ...(flags.C !== undefined ? { C: flags.C } : {}),
     tasks: parseTaskList(flags.tasks),
     dataDir: resolveDataDir(flags.data),
     outDir: flags.out,
     trainSplit: flags.trainSplit,
     seed: flags.seed,
     bootstrap: flags.bootstrap,
-    logger: flags.quiet ? quietLog : io.log,
+    logger: log,
     ...(flags.save !== undefined ? { saveDir: flags.save } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
   });
   if (flags.json) {
-    io.out(`${JSON.stringify({ runs: result.runs, evaluation: result.evaluation })}\n`);
+    io.out(
+      `${JSON.stringify({ runs: result.runs, ...(result.encoder ? { encoder: result.encoder } : {}), evaluation: result.evaluation })}\n`,
+    );
     return EXIT.ok;
   }
-  const label = `${method} (this run)`;
-  const notes = result.runs.map((r) =>
-    r.skipped
-      ? `${r.task}: skipped: ${r.skipped}`
-      : `${r.task}: ${r.trainedOn ? `trained on ${r.trainedOn.split} (${r.trainedOn.records} records)` : 'no training'}, ${r.seconds.toFixed(1)} s`,
-  );
+  const label = result.encoder ? `${basename(result.encoder.model)} (this run)` : `${method} (this run)`;
+  const embedded = result.encoder
+    ? [
+        `embedded ${result.encoder.embedding.embedded} input(s) in ${result.encoder.embedding.seconds.toFixed(1)} s, ${result.encoder.embedding.fromCache} from the cache`,
+      ]
+    : [];
+  const notes = [
+    ...embedded,
+    ...result.runs.map((r) =>
+      r.skipped
+        ? `${r.task}: skipped: ${r.skipped}`
+        : `${r.task}: ${r.trainedOn ? `trained on ${r.trainedOn.split} (${r.trainedOn.records} records)` : 'no training'}, ${r.seconds.toFixed(1)} s`,
+    ),
+  ];
   io.out(
     `${[
       renderSummary(result.evaluation, { reference: true, label }),
@@ -76,6 +147,19 @@ export interface PredictFlags {
 /** Predictions of a saved model: one text (`--text`) or a JSONL file of task records (`--input`), JSONL out. */
 export async function runPredict(flags: PredictFlags, io: CliIo): Promise<number> {
   const { model, manifest } = loadModel(flags.model, flags.task);
+  try {
+    return await predictWith(model, manifest, flags, io);
+  } finally {
+    await model.close?.();
+  }
+}
+
+async function predictWith(
+  model: BaselineModel,
+  manifest: ModelManifest,
+  flags: PredictFlags,
+  io: CliIo,
+): Promise<number> {
   const task = model.task;
   if ((flags.text === undefined) === (flags.input === undefined))
     throw new UsageError('give either --text or --input FILE');
@@ -95,6 +179,7 @@ export async function runPredict(flags: PredictFlags, io: CliIo): Promise<number
     const file = flags.input as string;
     records = validateRecords(task, 'private_test', file, [...parseJsonl(readFileSync(file, 'utf8'))]);
   }
+  await model.prepare?.(records, 'input');
   if (flags.text !== undefined && model.rank) {
     const ranked = model.rank(records, flags.top)[0] ?? [];
     io.out(

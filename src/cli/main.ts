@@ -30,6 +30,7 @@ const FILE_GOLD =
 // commands import them when run, so that `rumedbench eval` or `tasks` starts as fast as before they existed.
 const reportCli = () => import('./report.js');
 const serveCli = () => import('./serve.js');
+const encoderCli = () => import('./encoder.js');
 
 function scoringOptions(cmd: Command): Command {
   return cmd
@@ -92,10 +93,17 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .option('--json', 'print exactly one JSON object on stdout')
     .action(async (flags) => setExit(await runInfo(flags, io)));
 
+  const positive = (name: string) => (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a number > 0, got "${v}"`);
+    return n;
+  };
   program
     .command('baseline')
-    .description("train the paper's naive or feature-based baseline, predict the test sets, score them")
-    .argument('<method>', 'naive | tfidf')
+    .description(
+      "train the paper's naive or feature-based baseline, or heads over a frozen ONNX encoder; predict the test sets, score them",
+    )
+    .argument('<method>', 'naive | tfidf | encoder')
     .option('--tasks <list>', 'comma-separated task names (default: all)')
     .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
     .option('--out <dir>', 'output folder for predictions/ and submission.zip', 'baseline-out')
@@ -110,6 +118,35 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       ),
     )
     .addOption(bootstrapOption('bootstrap resamples for the score'))
+    .option(
+      '--model <dir|id>',
+      'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
+    )
+    .addOption(new Option('--pooling <how>', 'encoder: sentence vector').choices(['mean', 'cls']))
+    .addOption(
+      new Option(
+        '--dtype <type>',
+        'encoder: onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8)',
+      ).choices(['fp32', 'q8']),
+    )
+    .addOption(
+      new Option('--max-length <n>', "encoder: tokens per input (default: the model's limit)").argParser(
+        parseCount('--max-length', 4),
+      ),
+    )
+    .addOption(
+      new Option('--batch-size <n>', 'encoder: inputs per forward pass (default 16)').argParser(
+        parseCount('--batch-size', 1),
+      ),
+    )
+    .addOption(
+      new Option('--C <c>', 'encoder: inverse regularisation of the heads (default 1)').argParser(
+        positive('--C'),
+      ),
+    )
+    .option('--cache <dir>', 'encoder: embedding cache folder (default: the user cache folder)')
+    .option('--no-cache', 'encoder: embed everything afresh and keep nothing')
+    .option('--no-download', 'encoder: never fetch a hub model')
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object (runs and evaluation) on stdout')
     .action(async (method: string, flags) => setExit(await runBaselineCommand(method, flags, io)));
@@ -119,12 +156,56 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .description(
       'predict with a saved baseline model: --text for one text, --input for a JSONL file of records',
     )
-    .requiredOption('--model <dir>', 'a folder written by `baseline --save`')
+    .requiredOption(
+      '--model <dir>',
+      'a task folder written by `baseline --save` (encoder heads find their encoder)',
+    )
     .option('--task <task>', 'the task the model must be for')
     .option('--text <text>', 'one input text (tasks with one input field)')
     .option('--input <file>', 'JSONL records of the task (its input fields and id)')
     .addOption(new Option('--top <n>', 'labels to show').default(3).argParser(parseCount('--top', 1)))
     .action(async (flags) => setExit(await runPredict(flags, io)));
+
+  program
+    .command('predict-encoder')
+    .description(
+      'run a fine-tuned ONNX encoder (sequence or token classification) on a task and score its test predictions',
+    )
+    .requiredOption(
+      '--model <dir|id>',
+      'model folder (config.json with id2label, tokenizer.json, onnx/model.onnx)',
+    )
+    .requiredOption('--task <task>', 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI or RuMedNER')
+    .addOption(
+      new Option('--split <split>', 'what to answer')
+        .choices(['test', 'private_test', 'both'])
+        .default('both'),
+    )
+    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
+    .option('--out <dir>', 'output folder for predictions/, submission.zip and summary.json', 'encoder-out')
+    .addOption(new Option('--dtype <type>', 'fp32 or q8').choices(['fp32', 'q8']).default('fp32'))
+    .addOption(
+      new Option('--max-length <n>', "tokens per input (default: the model's limit)").argParser(
+        parseCount('--max-length', 4),
+      ),
+    )
+    .addOption(
+      new Option('--batch-size <n>', 'inputs per forward pass (default 16)').argParser(
+        parseCount('--batch-size', 1),
+      ),
+    )
+    .addOption(
+      new Option('--threads <n>', 'onnxruntime threads (default: all cores)').argParser(
+        parseCount('--threads', 1),
+      ),
+    )
+    .option('--labels <list|file>', "the model's labels in output order, where config.json says LABEL_0 …")
+    .option('--no-download', 'never fetch a hub model')
+    .addOption(bootstrapOption('bootstrap resamples for the score'))
+    .addOption(seedOption())
+    .option('--quiet', 'no progress on stderr')
+    .option('--json', 'print one JSON object on stdout')
+    .action(async (flags) => setExit(await (await encoderCli()).runPredictEncoder(flags, io)));
 
   const collect = (v: string, prev: string[]) => [...prev, v];
   const number = (name: string) => (v: string) => {

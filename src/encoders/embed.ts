@@ -1,0 +1,192 @@
+/**
+ * Texts, pairs and word-split sentences to vectors: tokenise (./tokenize.ts), run the encoder (./model.ts), pool,
+ * and keep every vector in the embedding cache as soon as its batch is done, so an interrupted run resumes where it
+ * stopped. Identical inputs are embedded once.
+ */
+import type { EmbeddingCache } from './cache.js';
+import { cacheKey } from './cache.js';
+import { type BatchOutput, type Encoder, type Pooling, pool } from './model.js';
+import type { EncodedInput, TextInput } from './tokenize.js';
+
+export interface EmbedderOptions {
+  pooling: Pooling;
+  /** Tokens per input, special tokens included; the model's position table by default (and at most that). */
+  maxLength?: number;
+  batchSize?: number;
+  cache?: EmbeddingCache;
+  /** Progress lines: inputs done, inputs/s, time left. */
+  progress?: (line: string) => void;
+  /** Milliseconds between progress lines. */
+  progressEvery?: number;
+}
+
+export interface EmbedStats {
+  embedded: number;
+  fromCache: number;
+  seconds: number;
+}
+
+const HIDDEN_OUTPUTS = ['last_hidden_state', 'token_embeddings'] as const;
+
+function duration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '?';
+  const m = Math.floor(seconds / 60);
+  const s = Math.round(seconds % 60);
+  return m > 0 ? `${m} min ${s} s` : `${s} s`;
+}
+
+export class Embedder {
+  readonly pooling: Pooling;
+  readonly maxLength: number;
+  readonly batchSize: number;
+  /** Running totals over every call, for summaries and tests. */
+  readonly stats: EmbedStats = { embedded: 0, fromCache: 0, seconds: 0 };
+  private readonly output: string;
+
+  constructor(
+    readonly encoder: Encoder,
+    private readonly options: EmbedderOptions,
+  ) {
+    this.pooling = options.pooling;
+    this.maxLength = Math.min(options.maxLength ?? encoder.info.maxPositions, encoder.info.maxPositions);
+    this.batchSize = options.batchSize ?? 16;
+    const output = HIDDEN_OUTPUTS.find((o) => encoder.outputNames.includes(o));
+    // The checks in Encoder.run name the outputs there are.
+    this.output = output ?? HIDDEN_OUTPUTS[0];
+  }
+
+  /** What a cached vector depends on besides its input. */
+  private space(kind: 'text' | 'words'): string {
+    const e = this.encoder.info;
+    return [e.sha256, kind === 'words' ? 'first-piece' : this.pooling, this.maxLength, kind].join(':');
+  }
+
+  /**
+   * Looks up `keys` in the cache, runs the missing ones through `compute` and stores what it yields. Returns one
+   * result per key, in order.
+   */
+  private async cached(
+    kind: 'text' | 'words',
+    keys: readonly Buffer[],
+    label: string,
+    compute: (missing: number[], done: (i: number, vector: Float32Array) => void) => Promise<void>,
+  ): Promise<Float32Array[]> {
+    const t0 = performance.now();
+    const space = this.space(kind);
+    const results: (Float32Array | undefined)[] = this.options.cache
+      ? this.options.cache.getMany(space, keys)
+      : keys.map(() => undefined);
+    // Identical inputs: compute the first, copy to the rest.
+    const firstOf = new Map<string, number>();
+    const missing: number[] = [];
+    const copies: [number, number][] = [];
+    results.forEach((r, i) => {
+      if (r) return;
+      const hex = (keys[i] as Buffer).toString('hex');
+      const first = firstOf.get(hex);
+      if (first === undefined) {
+        firstOf.set(hex, i);
+        missing.push(i);
+      } else copies.push([i, first]);
+    });
+    const fromCache = keys.length - missing.length - copies.length;
+    const log = this.options.progress;
+    const every = this.options.progressEvery ?? 2000;
+    let done = 0;
+    let lastLine = performance.now();
+    const pending: { key: Buffer; vector: Float32Array }[] = [];
+    if (missing.length > 0) {
+      log?.(
+        `${label}: embedding ${missing.length} input(s)${fromCache > 0 ? ` (${fromCache} from the cache)` : ''}`,
+      );
+      await compute(missing, (i, vector) => {
+        results[i] = vector;
+        pending.push({ key: keys[i] as Buffer, vector });
+        done++;
+        const now = performance.now();
+        if (now - lastLine >= every || done === missing.length) {
+          this.options.cache?.putMany(space, pending.splice(0));
+          const rate = done / ((now - t0) / 1000);
+          if (done < missing.length || now - lastLine >= every)
+            log?.(
+              `${label}: ${done}/${missing.length} embedded, ${rate.toFixed(1)}/s, ${duration((missing.length - done) / rate)} left`,
+            );
+          lastLine = now;
+        }
+      });
+      this.options.cache?.putMany(space, pending.splice(0));
+    } else if (keys.length > 0) log?.(`${label}: all ${keys.length} input(s) from the cache`);
+    for (const [i, first] of copies) results[i] = results[first];
+    const seconds = (performance.now() - t0) / 1000;
+    this.stats.embedded += missing.length;
+    this.stats.fromCache += fromCache;
+    this.stats.seconds += seconds;
+    return results as Float32Array[];
+  }
+
+  /** One pooled vector per text or pair. */
+  async embedTexts(inputs: readonly TextInput[], label = 'texts'): Promise<Float32Array[]> {
+    const keys = inputs.map((x) => cacheKey(x));
+    return this.cached('text', keys, label, async (missing, done) => {
+      const encoded = missing.map((i) =>
+        this.encoder.tokenizer.encode(inputs[i] as TextInput, this.maxLength),
+      );
+      await this.encoder.run(encoded, { batchSize: this.batchSize, output: this.output }, (batch) => {
+        const width = this.width(batch);
+        batch.rows.forEach((r, b) => {
+          done(
+            missing[r] as number,
+            pool(batch, b, (encoded[r] as EncodedInput).ids.length, this.pooling, width),
+          );
+        });
+      });
+    });
+  }
+
+  /** Per sentence, one vector per word: the hidden state of its first piece (words × width, row-major). */
+  async embedWords(sentences: readonly (readonly string[])[], label = 'sentences'): Promise<Float32Array[]> {
+    const keys = sentences.map((s) => cacheKey(s));
+    return this.cached('words', keys, label, async (missing, done) => {
+      const windows = missing.flatMap((i, m) =>
+        this.encoder.tokenizer
+          .encodeWords(sentences[i] as readonly string[], this.maxLength)
+          .map((w) => ({ ...w, sentence: m })),
+      );
+      const remaining = missing.map((i) => (sentences[i] as readonly string[]).length);
+      const vectors = new Map<number, Float32Array>();
+      await this.encoder.run(windows, { batchSize: this.batchSize, output: this.output }, (batch) => {
+        const width = this.width(batch);
+        batch.rows.forEach((r, b) => {
+          const w = windows[r] as (typeof windows)[number];
+          const words = (sentences[missing[w.sentence] as number] as readonly string[]).length;
+          let out = vectors.get(w.sentence);
+          if (!out) {
+            out = new Float32Array(words * width);
+            vectors.set(w.sentence, out);
+          }
+          w.wordStarts.forEach((pos, k) => {
+            const from = (b * batch.length + pos) * width;
+            (out as Float32Array).set(batch.data.subarray(from, from + width), (w.firstWord + k) * width);
+          });
+          remaining[w.sentence] = (remaining[w.sentence] as number) - w.wordStarts.length;
+          if (remaining[w.sentence] === 0) {
+            done(missing[w.sentence] as number, out);
+            vectors.delete(w.sentence);
+          }
+        });
+      });
+    });
+  }
+
+  /** Closes the encoder's session and the cache. */
+  async close(): Promise<void> {
+    await this.encoder.close();
+    this.options.cache?.close();
+  }
+
+  private width(batch: BatchOutput): number {
+    if (batch.dims.length !== 3)
+      throw new Error(`expected hidden states [batch, length, width], got [${batch.dims.join(', ')}]`);
+    return batch.dims[2] as number;
+  }
+}
