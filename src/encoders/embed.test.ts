@@ -76,6 +76,25 @@ describe('the encoder on a generated BERT', () => {
     }
   });
 
+  it('many inputs, tokenised ahead on a thread of their own in chunks, give the vectors of a few at a time', async () => {
+    const many = Array.from({ length: 700 }, (_, i) =>
+      i % 3 === 0
+        ? ([TEXTS[i % TEXTS.length] as string, `вопрос ${i}`] as const)
+        : `${TEXTS[i % TEXTS.length]} ${i}`,
+    );
+    const threaded = await new Embedder(encoder, { pooling: 'mean', batchSize: 16 }).embedTexts(many);
+    const inline: Float32Array[] = [];
+    for (let i = 0; i < many.length; i += 100)
+      inline.push(
+        ...(await new Embedder(encoder, { pooling: 'mean', batchSize: 16 }).embedTexts(
+          many.slice(i, i + 100),
+        )),
+      );
+    many.forEach((_, i) => {
+      expect(maxDiff(threaded[i] as Float32Array, inline[i] as Float32Array)).toBeLessThan(1e-5);
+    });
+  });
+
   it('pairs are encoded as pairs: swapping the segments or dropping the second changes the vector', async () => {
     const e = new Embedder(encoder, { pooling: 'mean' });
     const [ab, ba, a, joined] = await e.embedTexts([
@@ -141,6 +160,11 @@ describe('the encoder on a generated BERT', () => {
     await expect(Encoder.load(fp32Only, { dtype: 'q8' })).rejects.toThrow(
       'onnx/model_quantized.onnx is missing; onnx/model.onnx is there (--dtype fp32)',
     );
+    // optimum-cli's layout: model.onnx beside config.json.
+    renameSync(join(fp32Only, 'onnx', 'model.onnx'), join(fp32Only, 'model.onnx'));
+    const optimum = await Encoder.load(fp32Only);
+    expect(optimum.info.onnxFile).toBe(join(fp32Only, 'model.onnx'));
+    await optimum.close();
     renameSync(join(fp32Only, 'tokenizer.json'), join(fp32Only, 'tokenizer.json.bak'));
     await expect(Encoder.load(fp32Only)).rejects.toMatchObject({
       code: 'MODEL_INVALID',

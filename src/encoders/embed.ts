@@ -128,18 +128,18 @@ export class Embedder {
   async embedTexts(inputs: readonly TextInput[], label = 'texts'): Promise<Float32Array[]> {
     const keys = inputs.map((x) => cacheKey(x));
     return this.cached('text', keys, label, async (missing, done) => {
-      const encoded = missing.map((i) =>
-        this.encoder.tokenizer.encode(inputs[i] as TextInput, this.maxLength),
+      await this.encoder.runTexts(
+        missing.map((i) => inputs[i] as TextInput),
+        this.maxLength,
+        { batchSize: this.batchSize, output: this.output },
+        (batch) => {
+          const width = this.width(batch);
+          batch.rows.forEach((r, b) => {
+            const length = (batch.encoded[b] as EncodedInput).ids.length;
+            done(missing[r] as number, pool(batch, b, length, this.pooling, width));
+          });
+        },
       );
-      await this.encoder.run(encoded, { batchSize: this.batchSize, output: this.output }, (batch) => {
-        const width = this.width(batch);
-        batch.rows.forEach((r, b) => {
-          done(
-            missing[r] as number,
-            pool(batch, b, (encoded[r] as EncodedInput).ids.length, this.pooling, width),
-          );
-        });
-      });
     });
   }
 

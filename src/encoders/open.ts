@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import envPaths from 'env-paths';
 import { openEmbeddingCache } from './cache.js';
 import { Embedder } from './embed.js';
-import { type Dtype, Encoder, type Pooling } from './model.js';
+import { type Dtype, defaultDownloadDir, Encoder, type Pooling } from './model.js';
 
 export interface OpenEmbedderOptions {
   /** A model folder, or a hub id (fetched when `allowDownload`). */
@@ -23,10 +23,6 @@ export interface OpenEmbedderOptions {
 
 export function defaultCacheDir(): string {
   return join(envPaths('rumedbench', { suffix: '' }).cache, 'embeddings');
-}
-
-export function defaultDownloadDir(): string {
-  return join(envPaths('rumedbench', { suffix: '' }).cache, 'models');
 }
 
 export async function openEmbedder(options: OpenEmbedderOptions): Promise<Embedder> {

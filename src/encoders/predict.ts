@@ -19,7 +19,6 @@ import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { taskInput } from './inputs.js';
 import { type Dtype, Encoder, type LoadEncoderOptions } from './model.js';
-import type { EncodedInput } from './tokenize.js';
 
 export interface FinetunedOptions {
   model: string;
@@ -150,22 +149,25 @@ export async function predictFinetuned(
     });
     return out;
   }
-  const inputs: EncodedInput[] = records.map((r) =>
-    encoder.tokenizer.encode(taskInput(task, r), options.maxLength),
+  const inputs = records.map((r) => taskInput(task, r));
+  await encoder.runTexts(
+    inputs,
+    options.maxLength,
+    { batchSize: options.batchSize, output: 'logits' },
+    (batch) => {
+      if (batch.dims.length !== 2 || batch.dims[1] !== L)
+        throw new ModelError(
+          encoder.info.dir,
+          `logits are [${batch.dims.join(', ')}]; a sequence classifier over ${L} labels gives [batch, ${L}]`,
+        );
+      batch.rows.forEach((r, b) => {
+        out[r] =
+          task.kind === 'ranking'
+            ? ranked(batch.data, b * L, labels, 3)
+            : (labels[argmax(batch.data, b * L, L)] as string);
+      });
+    },
   );
-  await encoder.run(inputs, { batchSize: options.batchSize, output: 'logits' }, (batch) => {
-    if (batch.dims.length !== 2 || batch.dims[1] !== L)
-      throw new ModelError(
-        encoder.info.dir,
-        `logits are [${batch.dims.join(', ')}]; a sequence classifier over ${L} labels gives [batch, ${L}]`,
-      );
-    batch.rows.forEach((r, b) => {
-      out[r] =
-        task.kind === 'ranking'
-          ? ranked(batch.data, b * L, labels, 3)
-          : (labels[argmax(batch.data, b * L, L)] as string);
-    });
-  });
   return out;
 }
 

@@ -32,6 +32,11 @@ export interface SyntheticBertOptions {
   quantized?: boolean;
   /** Leave `tokenizer_class` out of tokenizer_config.json (a trap for pipelines that infer token type ids from it). */
   omitTokenizerClass?: boolean;
+  /**
+   * More vocabulary (whole words, and `##` endings): with a real language's frequent words, texts split into as
+   * few pieces as with RuBERT's vocabulary, which is what a benchmark of tokenisation needs.
+   */
+  extraVocabulary?: readonly string[];
 }
 
 const SPECIAL = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] as const;
@@ -60,10 +65,20 @@ const WORDS = [
 const SUFFIXES = ['##ная', '##ный', '##ой', '##ая', '##ые', '##ие', '##ть', '##ки', '##ка', '##ов'] as const;
 
 /** The tokenizer's vocabulary, in id order. */
-export function syntheticVocabulary(): string[] {
+export function syntheticVocabulary(extra: readonly string[] = []): string[] {
   const letters = [...'абвгдеёжзийклмнопрстуфхцчшщъыьэюя', ...'abcdefghijklmnopqrstuvwxyz', ...'0123456789'];
   const punctuation = [...'.,;:!?()-/%+«»"\'[]'];
-  return [...SPECIAL, ...WORDS, ...SUFFIXES, ...letters, ...letters.map((c) => `##${c}`), ...punctuation];
+  return [
+    ...new Set([
+      ...SPECIAL,
+      ...WORDS,
+      ...SUFFIXES,
+      ...letters,
+      ...letters.map((c) => `##${c}`),
+      ...punctuation,
+      ...extra,
+    ]),
+  ];
 }
 
 function tokenizerJson(vocab: readonly string[]): object {
@@ -256,7 +271,7 @@ class GraphBuilder {
 }
 
 function buildGraph(
-  opts: Required<Omit<SyntheticBertOptions, 'head' | 'omitTokenizerClass'>>,
+  opts: Required<Omit<SyntheticBertOptions, 'head' | 'omitTokenizerClass' | 'extraVocabulary'>>,
   head: SyntheticBertOptions['head'],
   quantized: boolean,
 ): Uint8Array {
@@ -365,7 +380,7 @@ function buildGraph(
 
 /** Writes the model folder under `dir` and returns `dir`. */
 export function writeSyntheticBert(dir: string, options: SyntheticBertOptions = {}): string {
-  const vocab = syntheticVocabulary();
+  const vocab = syntheticVocabulary(options.extraVocabulary);
   const opts = {
     hiddenSize: options.hiddenSize ?? 32,
     layers: options.layers ?? 2,

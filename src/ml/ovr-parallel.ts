@@ -3,10 +3,9 @@
  * {@link trainOneVsRest} in a worker thread on the same training matrix, shared (not copied) through
  * SharedArrayBuffers. Since the problems do not interact, the weights are the same for any number of threads.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerScript } from '../worker-script.js';
 import type { BinaryLrOptions } from './logreg.js';
 import type { OvrJob, OvrMessage } from './ovr-worker.js';
 import type { CsrMatrix } from './sparse.js';
@@ -28,15 +27,6 @@ function shared<T extends Int32Array | Float64Array>(a: T): T {
   const b = new (a.constructor as new (buf: SharedArrayBuffer) => T)(new SharedArrayBuffer(a.byteLength));
   b.set(a);
   return b;
-}
-
-/** The compiled worker; from TypeScript sources (tests) it is the build in dist/. */
-function workerUrl(): URL {
-  const here = new URL('./ovr-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(here))) return here;
-  const built = fileURLToPath(here).replace(/([/\\])src([/\\]ml[/\\]ovr-worker\.js)$/, '$1dist$2');
-  if (existsSync(built)) return pathToFileURL(built);
-  throw new Error(`worker script not found at ${fileURLToPath(here)}; run \`npm run build\` first`);
 }
 
 export async function trainOneVsRestParallel(
@@ -73,7 +63,7 @@ export async function trainOneVsRestParallel(
             options: { C, eps, maxEpochs, bias },
             seed: options.seed,
           };
-          const worker = new Worker(workerUrl(), { workerData: job });
+          const worker = new Worker(workerScript('ovr-worker.js', import.meta.url), { workerData: job });
           worker.on('message', (m: OvrMessage) => {
             if (m.type === 'epoch') options.onEpoch?.(g, m.epoch, m.active, m.violation);
             else resolve({ positives: group, weights: m.weights });

@@ -16,7 +16,7 @@ import { allCharts, deltaRows, type Report } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, f2, pValue, signed } from './format.js';
 import type { Strings } from './i18n.js';
-import type { LlmSample, ReportSystem } from './sources.js';
+import type { EncoderProvenance, LlmSample, ReportSystem } from './sources.js';
 import { renderSvg } from './svg.js';
 
 const cell = (metrics: Partial<Record<MetricName, number>> | undefined, names: readonly MetricName[]) =>
@@ -255,6 +255,19 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
 );
 
 /** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
+/** One line of where an encoder run's numbers come from: the model, its hash, and how it was run. */
+function encoderLine(e: EncoderProvenance, t: Strings): string {
+  return [
+    `${t.encoder} ${e.model} (${e.dtype}, sha256 ${e.sha256.slice(0, 12)}…)`,
+    e.pooling ? `${t.pooling} ${e.pooling}` : '',
+    e.maxLength !== undefined ? `${t.maxLength} ${e.maxLength}` : '',
+    e.C !== undefined ? `C = ${e.C}` : '',
+    e.labels ? `${t.labels}: ${e.labels.slice(0, 8).join(', ')}${e.labels.length > 8 ? ', …' : ''}` : '',
+  ]
+    .filter(Boolean)
+    .join('; ');
+}
+
 function settingsRows(s: ReportSystem): string[][] {
   const m = s.llm?.manifest ?? {};
   const rows: string[][] = [];
@@ -523,6 +536,13 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
                   ]),
                 )}
               />
+              {baselines
+                .filter((s) => s.baseline?.encoder)
+                .map((s) => (
+                  <p>
+                    {s.name}: {encoderLine(s.baseline?.encoder as EncoderProvenance, t)}
+                  </p>
+                ))}
             </section>
           ) : (
             ''

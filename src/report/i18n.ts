@@ -82,6 +82,10 @@ const en = {
   trainedOn: 'trained on',
   seconds: 'seconds',
   skipped: 'skipped',
+  encoder: 'encoder',
+  pooling: 'pooling',
+  maxLength: 'max length',
+  labels: 'labels',
   issues: 'Validation problems',
   issuesNote: (shown: number, total: number) =>
     shown < total ? `${shown} of ${total} shown.` : `${total} in all.`,
@@ -187,6 +191,10 @@ const ru: Strings = {
   trainedOn: 'обучено на',
   seconds: 'секунд',
   skipped: 'пропущено',
+  encoder: 'энкодер',
+  pooling: 'пулинг',
+  maxLength: 'макс. длина',
+  labels: 'метки',
   issues: 'Проблемы проверки',
   issuesNote: (shown: number, total: number) =>
     shown < total ? `Показано ${shown} из ${total}.` : `Всего ${total}.`,

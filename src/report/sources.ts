@@ -119,6 +119,34 @@ export interface ReportSystem {
       seconds: number;
       skipped?: string;
     }[];
+    /** The encoder of a `baseline encoder` run, or the fine-tuned model of a `predict-encoder` run. */
+    encoder?: EncoderProvenance;
+  };
+}
+
+export interface EncoderProvenance {
+  model: string;
+  sha256: string;
+  dtype: string;
+  pooling?: string;
+  maxLength?: number;
+  C?: number;
+  labels?: string[];
+}
+
+/** What a run's summary.json says of its encoder, if anything. */
+function encoderOf(summary: Record<string, unknown>): EncoderProvenance | undefined {
+  const e = (summary.encoder ?? summary.finetuned) as Record<string, unknown> | undefined;
+  if (!e || typeof e !== 'object' || typeof e.model !== 'string' || typeof e.sha256 !== 'string')
+    return undefined;
+  return {
+    model: e.model,
+    sha256: e.sha256,
+    dtype: String(e.dtype ?? ''),
+    ...(typeof e.pooling === 'string' ? { pooling: e.pooling } : {}),
+    ...(typeof e.maxLength === 'number' ? { maxLength: e.maxLength } : {}),
+    ...(typeof e.C === 'number' ? { C: e.C } : {}),
+    ...(Array.isArray(e.labels) ? { labels: e.labels.map(String) } : {}),
   };
 }
 
@@ -312,7 +340,11 @@ async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSyste
   if (Array.isArray(summary.runs)) {
     const system = await scorePredictions(predictions, basename(resolve(dir)), 'baseline', o);
     system.source = dir;
-    system.baseline = { runs: summary.runs as NonNullable<ReportSystem['baseline']>['runs'] };
+    const encoder = encoderOf(summary);
+    system.baseline = {
+      runs: summary.runs as NonNullable<ReportSystem['baseline']>['runs'],
+      ...(encoder ? { encoder } : {}),
+    };
     return system;
   }
   throw new ReportInputError(join(dir, 'summary.json'), 'neither an llm nor a baseline run summary');

@@ -2,24 +2,15 @@
  * The pool of scoring workers. Gold lives in the workers; when the closed tests' gold changes, the pool is replaced
  * (the old one finishes what it has). From TypeScript sources (tests) the worker is the build in dist/.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import type { TopLevelSpec } from 'vega-lite';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { GoldOverrides } from '../scoring/reference.js';
 import type { EvaluationResult } from '../scoring/score.js';
+import { workerScript } from '../worker-script.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
-
-function workerUrl(): string {
-  const here = new URL('./score-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(here))) return here.href;
-  const built = fileURLToPath(here).replace(/([/\\])src([/\\]server[/\\]score-worker\.js)$/, '$1dist$2');
-  if (existsSync(built)) return pathToFileURL(built).href;
-  throw new Error(`worker script not found at ${fileURLToPath(here)}; run \`npm run build\` first`);
-}
 
 export class Scorer {
   private pool: Piscina;
@@ -41,7 +32,7 @@ export class Scorer {
       ]),
     };
     return new Piscina({
-      filename: workerUrl(),
+      filename: workerScript('score-worker.js', import.meta.url).href,
       workerData,
       minThreads: this.threads,
       maxThreads: this.threads,

@@ -1,9 +1,11 @@
 /** `rumedbench baseline encoder`, `predict` with saved heads and `predict-encoder`, run as a user runs them. */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { rumedbench, rumedbenchOk, rumedbenchWith } from '../helpers/cli.js';
 import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { tinyBert } from '../helpers/tiny-bert.js';
 
@@ -108,6 +110,12 @@ describe.skipIf(!DATA_DIR)(`encoders (${DATA_DIR ? 'data found' : NO_DATA_REASON
     );
     expect(ner.tokens).toEqual(['Принимал', 'нурофен', 'от', 'боли']);
     expect(ner.prediction).toHaveLength(4);
+
+    // The report names the encoder a run's numbers come from.
+    await rumedbenchOk('report', join(work, 'a'), '--out', join(work, 'report.html'));
+    expect(readFileSync(join(work, 'report.html'), 'utf8')).toContain(
+      `a: encoder ${model} (fp32, sha256 ${first.encoder.sha256.slice(0, 12)}…); pooling mean; max length 128; C = 1`,
+    );
 
     // A q8 run is its own cache space.
     const q8 = await run(join(work, 'd'), '--dtype', 'q8', '--tasks', 'RuMedDaNet');
@@ -273,5 +281,76 @@ describe.skipIf(!DATA_DIR)(`encoders (${DATA_DIR ? 'data found' : NO_DATA_REASON
       join(work, 'v'),
     );
     expect(bare.stderr).toContain('no "logits" output (outputs: last_hidden_state)');
+  });
+
+  it('a hub id: fetched once from $HF_ENDPOINT (a loopback hub here), then read from the download folder', {
+    timeout: 120_000,
+  }, async () => {
+    const model = tinyBert();
+    const requests: string[] = [];
+    const hub = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      const m = /^\/someone\/tiny-bert\/resolve\/main\/(.+)$/.exec(req.url ?? '');
+      const file = m ? join(model, decodeURIComponent(m[1] as string)) : '';
+      if (!m || file.includes('..') || !existsSync(file) || statSync(file).isDirectory()) {
+        res.writeHead(404).end('Entry not found');
+        return;
+      }
+      const body = readFileSync(file);
+      res.writeHead(200, { 'content-length': body.length }).end(req.method === 'HEAD' ? undefined : body);
+    });
+    await new Promise<void>((resolve) => hub.listen(0, '127.0.0.1', resolve));
+    try {
+      const cache = mkdtempSync(join(tmpdir(), 'rumedbench-xdg-'));
+      const env = {
+        HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as AddressInfo).port}`,
+        XDG_CACHE_HOME: cache,
+      };
+      const args = [
+        '--tasks',
+        'RuMedDaNet',
+        '--bootstrap',
+        '0',
+        '--json',
+        '--quiet',
+        '--out',
+        join(cache, 'out'),
+      ];
+      const first = await rumedbenchWith(env, 'baseline', 'encoder', '--model', 'someone/tiny-bert', ...args);
+      expect(first.stderr).toBe('');
+      expect(JSON.parse(first.stdout).encoder.dir).toBe(
+        join(cache, 'rumedbench', 'models', 'someone', 'tiny-bert'),
+      );
+      expect(requests).toContain('GET /someone/tiny-bert/resolve/main/onnx/model.onnx');
+      const asked = requests.length;
+      const second = await rumedbenchWith(
+        env,
+        'baseline',
+        'encoder',
+        '--model',
+        'someone/tiny-bert',
+        ...args,
+      );
+      expect(second.code).toBe(0);
+      expect(requests.length).toBe(asked);
+
+      const absent = await rumedbenchWith(env, 'baseline', 'encoder', '--model', 'someone/absent', ...args);
+      expect(absent.code).toBe(1);
+      expect(absent.stderr).toMatch(
+        /^error: someone\/absent: cannot fetch it from http:\/\/127\.0\.0\.1:\d+\/: /,
+      );
+      const offline = await rumedbenchWith(
+        env,
+        'baseline',
+        'encoder',
+        '--model',
+        'someone/other',
+        '--no-download',
+        ...args,
+      );
+      expect(offline.stderr).toContain('downloading hub models is switched off (--no-download)');
+    } finally {
+      hub.close();
+    }
   });
 });
