@@ -5,6 +5,15 @@
  * const result = await evaluateSubmission('out/', { dataDir: 'data/' });
  */
 export { CRF_OPTIONS, sentenceFeatures, tokenFeatures } from './baselines/crf.js';
+export {
+  DEFAULT_C,
+  ENCODER_LR,
+  type EncoderRef,
+  loadEncoderModel,
+  openSavedEncoder,
+  trainEncoder,
+  viterbiIob2,
+} from './baselines/encoder.js';
 export { loadModel, type ModelManifest, saveModel } from './baselines/model-io.js';
 export { labelsByFrequency, trainNaive } from './baselines/naive.js';
 export {

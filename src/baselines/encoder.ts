@@ -142,25 +142,47 @@ abstract class EncoderModel implements BaselineModel {
   abstract serialize(): SerializedModel;
 }
 
-function headArrays(head: LinearHead, s: Standardizer): SerializedModel['arrays'] {
-  const arrays: SerializedModel['arrays'] = { mean: s.mean, scale: s.scale };
-  head.blocks.forEach((b, g) => {
-    arrays[`weights${g}`] = b.weights;
-  });
-  return arrays;
-}
-
-class EncoderClassifier extends EncoderModel {
+/** An encoder with a trained linear head over standardised vectors. */
+abstract class EncoderHeadModel extends EncoderModel {
   readonly scoreKind = 'probability';
   constructor(
-    readonly task: RankingTask | ClassificationTask,
     source: EmbedderSource,
     ref: EncoderRef,
-    private readonly standardizer: Standardizer,
-    private readonly head: LinearHead,
+    protected readonly standardizer: Standardizer,
+    protected readonly head: LinearHead,
     private readonly C: number,
   ) {
     super(source, ref);
+  }
+
+  protected serializeAs(kind: 'encoder-logreg' | 'encoder-tagger'): SerializedModel {
+    const arrays: SerializedModel['arrays'] = {
+      mean: this.standardizer.mean,
+      scale: this.standardizer.scale,
+    };
+    this.head.blocks.forEach((b, g) => {
+      arrays[`weights${g}`] = b.weights;
+    });
+    return {
+      meta: {
+        kind,
+        encoder: this.ref,
+        logreg: { ...ENCODER_LR, C: this.C },
+        classes: this.head.classes,
+        blocks: this.head.blocks.map((b) => b.positives),
+      },
+      arrays,
+      strings: {},
+    };
+  }
+}
+
+class EncoderClassifier extends EncoderHeadModel {
+  constructor(
+    readonly task: RankingTask | ClassificationTask,
+    ...rest: ConstructorParameters<typeof EncoderHeadModel>
+  ) {
+    super(...rest);
   }
 
   protected embed(
@@ -185,17 +207,7 @@ class EncoderClassifier extends EncoderModel {
   }
 
   serialize(): SerializedModel {
-    return {
-      meta: {
-        kind: 'encoder-logreg',
-        encoder: this.ref,
-        logreg: { ...ENCODER_LR, C: this.C },
-        classes: this.head.classes,
-        blocks: this.head.blocks.map((b) => b.positives),
-      },
-      arrays: headArrays(this.head, this.standardizer),
-      strings: {},
-    };
+    return this.serializeAs('encoder-logreg');
   }
 }
 
@@ -248,17 +260,12 @@ export function viterbiIob2(
   return path.reverse().map((k) => tags[k] as string);
 }
 
-class EncoderTagger extends EncoderModel {
-  readonly scoreKind = 'probability';
+class EncoderTagger extends EncoderHeadModel {
   constructor(
     readonly task: TaggingTask,
-    source: EmbedderSource,
-    ref: EncoderRef,
-    private readonly standardizer: Standardizer,
-    private readonly head: LinearHead,
-    private readonly C: number,
+    ...rest: ConstructorParameters<typeof EncoderHeadModel>
   ) {
-    super(source, ref);
+    super(...rest);
   }
 
   protected embed(
@@ -288,17 +295,7 @@ class EncoderTagger extends EncoderModel {
   }
 
   serialize(): SerializedModel {
-    return {
-      meta: {
-        kind: 'encoder-tagger',
-        encoder: this.ref,
-        logreg: { ...ENCODER_LR, C: this.C },
-        classes: this.head.classes,
-        blocks: this.head.blocks.map((b) => b.positives),
-      },
-      arrays: headArrays(this.head, this.standardizer),
-      strings: {},
-    };
+    return this.serializeAs('encoder-tagger');
   }
 }
 

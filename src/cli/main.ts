@@ -23,6 +23,20 @@ const bootstrapOption = (what = 'bootstrap resamples, 0 for none') =>
   new Option('--bootstrap <n>', what).default(1000).argParser(parseCount('--bootstrap', 0));
 const seedOption = (what = 'seed of the resampling') =>
   new Option('--seed <n>', what).default(0).argParser(parseCount('--seed', 0));
+/** Encoder flags of `baseline encoder` and `predict-encoder`; `prefix` says which commands use them. */
+const dtypeOption = (prefix: string) =>
+  new Option(
+    '--dtype <type>',
+    `${prefix}onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too`,
+  ).choices(['fp32', 'q8']);
+const maxLengthOption = (prefix: string) =>
+  new Option('--max-length <n>', `${prefix}tokens per input (default: the model's limit)`).argParser(
+    parseCount('--max-length', 4),
+  );
+const batchSizeOption = (prefix: string) =>
+  new Option('--batch-size <n>', `${prefix}inputs per forward pass (default 16)`).argParser(
+    parseCount('--batch-size', 1),
+  );
 const FILE_GOLD =
   'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
 
@@ -123,22 +137,9 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
     )
     .addOption(new Option('--pooling <how>', 'encoder: sentence vector').choices(['mean', 'cls']))
-    .addOption(
-      new Option(
-        '--dtype <type>',
-        'encoder: onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8)',
-      ).choices(['fp32', 'q8']),
-    )
-    .addOption(
-      new Option('--max-length <n>', "encoder: tokens per input (default: the model's limit)").argParser(
-        parseCount('--max-length', 4),
-      ),
-    )
-    .addOption(
-      new Option('--batch-size <n>', 'encoder: inputs per forward pass (default 16)').argParser(
-        parseCount('--batch-size', 1),
-      ),
-    )
+    .addOption(dtypeOption('encoder: '))
+    .addOption(maxLengthOption('encoder: '))
+    .addOption(batchSizeOption('encoder: '))
     .addOption(
       new Option('--C <c>', 'encoder: inverse regularisation of the heads (default 1)').argParser(
         positive('--C'),
@@ -183,17 +184,9 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     )
     .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
     .option('--out <dir>', 'output folder for predictions/, submission.zip and summary.json', 'encoder-out')
-    .addOption(new Option('--dtype <type>', 'fp32 or q8').choices(['fp32', 'q8']).default('fp32'))
-    .addOption(
-      new Option('--max-length <n>', "tokens per input (default: the model's limit)").argParser(
-        parseCount('--max-length', 4),
-      ),
-    )
-    .addOption(
-      new Option('--batch-size <n>', 'inputs per forward pass (default 16)').argParser(
-        parseCount('--batch-size', 1),
-      ),
-    )
+    .addOption(dtypeOption('').default('fp32'))
+    .addOption(maxLengthOption(''))
+    .addOption(batchSizeOption(''))
     .addOption(
       new Option('--threads <n>', 'onnxruntime threads (default: all cores)').argParser(
         parseCount('--threads', 1),

@@ -15,8 +15,9 @@ export interface EmbeddingCache {
   close(): void;
 }
 
-export function cacheKey(value: unknown): Buffer {
-  return createHash('sha256').update(JSON.stringify(value)).digest();
+/** The key of an input, given as its JSON. */
+export function cacheKey(json: string): Buffer {
+  return createHash('sha256').update(json).digest();
 }
 
 export function openEmbeddingCache(file: string): EmbeddingCache {

@@ -171,6 +171,8 @@ describe('the encoder on a generated BERT', () => {
       message: expect.stringContaining('tokenizer.json is missing'),
     });
     await expect(Encoder.load('/nonexistent/folder')).rejects.toThrow('no such folder, and not a hub id');
+    await expect(Encoder.load('../../../x', { allowDownload: true })).rejects.toThrow('not a hub id');
+    await expect(Encoder.load('../nope', { allowDownload: true })).rejects.toThrow('not a hub id');
     await expect(Encoder.load('someone/some-model', { allowDownload: false })).rejects.toThrow(
       'downloading hub models is switched off',
     );

@@ -67,29 +67,33 @@ export class Embedder {
    */
   private async cached(
     kind: 'text' | 'words',
-    keys: readonly Buffer[],
+    inputs: readonly unknown[],
     label: string,
     compute: (missing: number[], done: (i: number, vector: Float32Array) => void) => Promise<void>,
   ): Promise<Float32Array[]> {
     const t0 = performance.now();
     const space = this.space(kind);
-    const results: (Float32Array | undefined)[] = this.options.cache
-      ? this.options.cache.getMany(space, keys)
-      : keys.map(() => undefined);
+    const cache = this.options.cache;
+    // Inputs as JSON tell repeats apart; their sha256 (the cache key) is only worked out where there is a cache.
+    const texts = inputs.map((x) => JSON.stringify(x));
+    const keys = cache ? texts.map(cacheKey) : [];
+    const results: (Float32Array | undefined)[] = cache
+      ? cache.getMany(space, keys)
+      : inputs.map(() => undefined);
     // Identical inputs: compute the first, copy to the rest.
     const firstOf = new Map<string, number>();
     const missing: number[] = [];
     const copies: [number, number][] = [];
     results.forEach((r, i) => {
       if (r) return;
-      const hex = (keys[i] as Buffer).toString('hex');
-      const first = firstOf.get(hex);
+      const text = texts[i] as string;
+      const first = firstOf.get(text);
       if (first === undefined) {
-        firstOf.set(hex, i);
+        firstOf.set(text, i);
         missing.push(i);
       } else copies.push([i, first]);
     });
-    const fromCache = keys.length - missing.length - copies.length;
+    const fromCache = inputs.length - missing.length - copies.length;
     const log = this.options.progress;
     const every = this.options.progressEvery ?? 2000;
     let done = 0;
@@ -101,11 +105,11 @@ export class Embedder {
       );
       await compute(missing, (i, vector) => {
         results[i] = vector;
-        pending.push({ key: keys[i] as Buffer, vector });
+        if (cache) pending.push({ key: keys[i] as Buffer, vector });
         done++;
         const now = performance.now();
         if (now - lastLine >= every || done === missing.length) {
-          this.options.cache?.putMany(space, pending.splice(0));
+          cache?.putMany(space, pending.splice(0));
           const rate = done / ((now - t0) / 1000);
           if (done < missing.length || now - lastLine >= every)
             log?.(
@@ -114,8 +118,8 @@ export class Embedder {
           lastLine = now;
         }
       });
-      this.options.cache?.putMany(space, pending.splice(0));
-    } else if (keys.length > 0) log?.(`${label}: all ${keys.length} input(s) from the cache`);
+      cache?.putMany(space, pending.splice(0));
+    } else if (inputs.length > 0) log?.(`${label}: all ${inputs.length} input(s) from the cache`);
     for (const [i, first] of copies) results[i] = results[first];
     const seconds = (performance.now() - t0) / 1000;
     this.stats.embedded += missing.length;
@@ -126,8 +130,7 @@ export class Embedder {
 
   /** One pooled vector per text or pair. */
   async embedTexts(inputs: readonly TextInput[], label = 'texts'): Promise<Float32Array[]> {
-    const keys = inputs.map((x) => cacheKey(x));
-    return this.cached('text', keys, label, async (missing, done) => {
+    return this.cached('text', inputs, label, async (missing, done) => {
       await this.encoder.runTexts(
         missing.map((i) => inputs[i] as TextInput),
         this.maxLength,
@@ -145,8 +148,7 @@ export class Embedder {
 
   /** Per sentence, one vector per word: the hidden state of its first piece (words × width, row-major). */
   async embedWords(sentences: readonly (readonly string[])[], label = 'sentences'): Promise<Float32Array[]> {
-    const keys = sentences.map((s) => cacheKey(s));
-    return this.cached('words', keys, label, async (missing, done) => {
+    return this.cached('words', sentences, label, async (missing, done) => {
       const windows = missing.flatMap((i, m) =>
         this.encoder.tokenizer
           .encodeWords(sentences[i] as readonly string[], this.maxLength)

@@ -89,7 +89,8 @@ export async function sha256File(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
+/** owner/name; neither part starts with a dot, so an id never climbs out of the download folder. */
+const HUB_ID = /^[\w-][\w.-]*\/[\w-][\w.-]*$/;
 
 export function defaultDownloadDir(): string {
   return join(envPaths('rumedbench', { suffix: '' }).cache, 'models');

@@ -7,6 +7,7 @@
  * `quantize_dynamic` does. The WordPiece vocabulary holds every Cyrillic and Latin letter, digit and common
  * punctuation mark (alone and as a `##` continuation) and a few Russian medical words, so any RuMedBench text
  * tokenizes, mostly into letters; characters outside it become [UNK]. Same options, same bytes.
+ * Not part of the package's API: it needs onnx-proto, a development dependency.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
