@@ -379,7 +379,7 @@ export async function trainEncoder(
   if (isChoiceTask(task)) return new EncoderChoice(task, source, ref);
   const log = options.progress ?? (() => {});
   const C = options.C ?? DEFAULT_C;
-  const t0 = performance.now();
+  let t0 = performance.now();
   const lr = {
     ...ENCODER_LR,
     C,
@@ -401,6 +401,7 @@ export async function trainEncoder(
       train.map((r) => r.raw[task.tokensField] as string[]),
       `${task.name} train`,
     );
+    t0 = performance.now();
     const first = train[0];
     if (!first) throw new Error(`${task.name}: nothing to train on`);
     const width = (matrices[0] as Float32Array).length / (first.raw[task.tokensField] as string[]).length;
@@ -418,6 +419,7 @@ export async function trainEncoder(
     train.map((r) => taskInput(task, r)),
     `${task.name} train`,
   );
+  t0 = performance.now();
   const width = vectors[0]?.length ?? 0;
   const standardizer = fitStandardizer(vectors, width);
   const head = await trainLinearHead(

@@ -56,6 +56,20 @@ describe('encoding texts, pairs and words', () => {
     expect(Array.from(e.typeIds)).toEqual([...Array(12).fill(0), 1, 1, 1, 1]);
   });
 
+  it("reads special tokens written as objects (older tokenizer_config.json files), and finds a pad token it isn't told", () => {
+    const json = (f: string) => JSON.parse(readFileSync(join(dir, f), 'utf8'));
+    const config = {
+      ...json('tokenizer_config.json'),
+      pad_token: { content: '[PAD]', lstrip: false },
+      unk_token: { content: '[UNK]' },
+    };
+    const t = new EncoderTokenizer(json('tokenizer.json'), config, dir);
+    expect(t.padId).toBe(0);
+    expect(t.unkToken).toBe('[UNK]');
+    const { pad_token: _, ...noPad } = json('tokenizer_config.json');
+    expect(new EncoderTokenizer(json('tokenizer.json'), noPad, dir).padId).toBe(0);
+  });
+
   it('keeps token type ids when tokenizer_config.json names no tokenizer class', () => {
     const bare = load(tinyBert({ omitTokenizerClass: true }));
     expect(Array.from(bare.encode(['боль', 'да'], 32).typeIds)).toEqual([0, 0, 0, 1, 1]);

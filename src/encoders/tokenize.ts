@@ -53,6 +53,14 @@ export function longestFirst(lengthA: number, lengthB: number, budget: number): 
   return swap ? [keepLong, keepShort] : [keepShort, keepLong];
 }
 
+/** A special token as tokenizer_config.json names it: a string, or (older files) an object with its `content`. */
+function tokenName(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string')
+    return (value as { content: string }).content;
+  return undefined;
+}
+
 export class EncoderTokenizer {
   readonly padId: number;
   readonly unkToken: string;
@@ -77,10 +85,17 @@ export class EncoderTokenizer {
     this.specialsSingle = this.postProcess([], undefined).tokens.length;
     this.specialsPair = this.postProcess([], []).tokens.length;
     const model = tokenizerJson.model as { unk_token?: string } | undefined;
-    this.unkToken = String(tokenizerConfig.unk_token ?? model?.unk_token ?? '[UNK]');
-    const pad = String(tokenizerConfig.pad_token ?? '[PAD]');
-    const padId = this.tokenizer.token_to_id(pad);
-    if (padId === undefined) throw new ModelError(source, `the pad token "${pad}" is not in the vocabulary`);
+    this.unkToken = tokenName(tokenizerConfig.unk_token) ?? model?.unk_token ?? '[UNK]';
+    // Padding never reaches a real token (the attention mask hides it), but its id must exist in the embeddings.
+    const pad = tokenName(tokenizerConfig.pad_token);
+    const padId = [pad, '[PAD]', '<pad>']
+      .map((t) => (t === undefined ? undefined : this.tokenizer.token_to_id(t)))
+      .find((id) => id !== undefined);
+    if (padId === undefined)
+      throw new ModelError(
+        source,
+        `no pad token in the vocabulary (tokenizer_config.json pad_token: ${pad ?? 'none'})`,
+      );
     this.padId = padId;
     this.prefixSpace = JSON.stringify(tokenizerJson.pre_tokenizer ?? {}).includes('"ByteLevel"');
   }

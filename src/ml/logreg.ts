@@ -108,6 +108,15 @@ function splitPrivateFeatures(x: CsrMatrix): {
   const sharedColumns: number[] = [];
   for (let j = 0; j < x.cols; j++) if ((df[j] as number) > 1) sharedColumns.push(j);
   const sharedToColumn = Int32Array.from(sharedColumns);
+  // Dense features (an encoder's vectors) have no private column: train on x itself rather than on a copy.
+  if (sharedColumns.length === x.cols) {
+    return {
+      shared: x,
+      own: new Float64Array(x.rows),
+      sharedToColumn,
+      columnToShared: Int32Array.from(sharedToColumn),
+    };
+  }
   const columnToShared = new Int32Array(x.cols).fill(-1);
   sharedToColumn.forEach((j, s) => {
     columnToShared[j] = s;

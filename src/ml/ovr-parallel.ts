@@ -23,7 +23,9 @@ export interface OvrParallelOptions extends BinaryLrOptions {
   onEpoch?: (group: number, epoch: number, active: number, violation: number) => void;
 }
 
+/** `a` in shared memory, which the workers read without a copy each; already shared, as it is. */
 function shared<T extends Int32Array | Float64Array>(a: T): T {
+  if (a.buffer instanceof SharedArrayBuffer) return a;
   const b = new (a.constructor as new (buf: SharedArrayBuffer) => T)(new SharedArrayBuffer(a.byteLength));
   b.set(a);
   return b;

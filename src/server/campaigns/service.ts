@@ -69,7 +69,8 @@ export interface CampaignDetail {
 /** What the annotator's page needs: the task, the items of this annotator (never the gold), their answers. */
 export interface AnnotatorView {
   campaign: { id: string; name: string; task: string; kind: TaskDefinition['kind']; guidelines: string };
-  annotator: string;
+  /** The annotator's number (1, 2, …): the page is in Russian, the admin's label («annotator 1») is not. */
+  annotator: number;
   labels: { value: string; name: string; keys: string[] }[];
   /** Ranking tasks: the inventory to choose from. */
   inventory: string[];
@@ -295,7 +296,7 @@ export class Campaigns {
         kind: task.kind,
         guidelines: campaign.guidelines,
       },
-      annotator: annotator.label,
+      annotator: annotator.position + 1,
       labels,
       inventory: task.kind === 'ranking' ? await this.inventory(task) : [],
       entityTypes: task.kind === 'tagging' ? [...task.entityTypes] : [],

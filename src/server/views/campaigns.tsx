@@ -358,7 +358,7 @@ export const AnnotatePage: FC<{ view: AnnotatorView; token: string }> = ({ view,
     </head>
     <body class="annotate">
       <header class="annotate-head">
-        <strong>{view.campaign.name}</strong> · {view.annotator} · <span id="progress"></span>
+        <strong>{view.campaign.name}</strong> · разметчик {view.annotator} · <span id="progress"></span>
       </header>
       <details class="guidelines" open={Object.keys(view.answers).length === 0}>
         <summary>Инструкция</summary>
