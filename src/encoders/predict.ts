@@ -184,7 +184,7 @@ export async function runFinetuned(options: FinetunedOptions): Promise<Finetuned
   try {
     const labels = options.labels ? [...options.labels] : modelLabels(encoder.info.config, encoder.info.dir);
     const mismatch = labelMismatch(task, labels);
-    if (mismatch) throw new ModelError(encoder.info.dir, mismatch);
+    if (mismatch) throw new ModelError(options.model, mismatch);
     if (!encoder.outputNames.includes('logits'))
       throw new ModelError(
         encoder.info.dir,
