@@ -62,8 +62,8 @@ export class Embedder {
   }
 
   /**
-   * Looks up `keys` in the cache, runs the missing ones through `compute` and stores what it yields. Returns one
-   * result per key, in order.
+   * Looks `inputs` up in the cache, runs the missing ones (each repeat once) through `compute` and stores what it
+   * yields. Returns one vector per input, in order.
    */
   private async cached(
     kind: 'text' | 'words',
