@@ -86,7 +86,10 @@ function fitStandardizer(vectors: readonly Float32Array[], width: number): Stand
     const m = (mean[d] as number) / n;
     mean[d] = m;
     const variance = Math.max(0, (sq[d] as number) / n - m * m);
-    scale[d] = Math.max(Math.sqrt(variance), 1e-6) * Math.sqrt(width);
+    // A dimension constant on train says nothing: an infinite scale makes it 0 everywhere, rather than letting a
+    // tiny spread blow a test value up.
+    const sd = Math.sqrt(variance);
+    scale[d] = sd > 1e-6 ? sd * Math.sqrt(width) : Number.POSITIVE_INFINITY;
   }
   return { mean: Float32Array.from(mean), scale };
 }
@@ -379,29 +382,29 @@ export async function trainEncoder(
   if (isChoiceTask(task)) return new EncoderChoice(task, source, ref);
   const log = options.progress ?? (() => {});
   const C = options.C ?? DEFAULT_C;
-  let t0 = performance.now();
   const lr = {
     ...ENCODER_LR,
     C,
     seed: options.seed,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     onEpoch: (group: number, epoch: number, active: number, violation: number) => {
-      if (epoch % 10 === 0)
+      // Every 20th pass visits every pair (see ../ml/logreg.ts): only then is the largest gradient the real one.
+      if (epoch % 20 === 0)
         log(
           `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)}`,
         );
     },
   };
-  const done = (head: LinearHead) =>
+  const done = (head: LinearHead, started: number) =>
     log(
-      `${task.name}: logistic regression (C = ${C}) over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      `${task.name}: logistic regression (C = ${C}) over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
   if (task.kind === 'tagging') {
     const matrices = await embedder.embedWords(
       train.map((r) => r.raw[task.tokensField] as string[]),
       `${task.name} train`,
     );
-    t0 = performance.now();
+    const started = performance.now();
     const first = train[0];
     if (!first) throw new Error(`${task.name}: nothing to train on`);
     const width = (matrices[0] as Float32Array).length / (first.raw[task.tokensField] as string[]).length;
@@ -412,14 +415,14 @@ export async function trainEncoder(
       train.flatMap((r) => r.gold as string[]),
       lr,
     );
-    done(head);
+    done(head, started);
     return new EncoderTagger(task, source, ref, standardizer, head, C);
   }
   const vectors = await embedder.embedTexts(
     train.map((r) => taskInput(task, r)),
     `${task.name} train`,
   );
-  t0 = performance.now();
+  const started = performance.now();
   const width = vectors[0]?.length ?? 0;
   const standardizer = fitStandardizer(vectors, width);
   const head = await trainLinearHead(
@@ -427,7 +430,7 @@ export async function trainEncoder(
     train.map((r) => r.gold as string),
     lr,
   );
-  done(head);
+  done(head, started);
   return new EncoderClassifier(task, source, ref, standardizer, head, C);
 }
 

@@ -170,6 +170,9 @@ describe('the encoder on a generated BERT', () => {
       code: 'MODEL_INVALID',
       message: expect.stringContaining('tokenizer.json is missing'),
     });
+    await expect(Encoder.load(tinyBert({ extraInputs: ['position_ids'] }))).rejects.toThrow(
+      'the model asks for inputs this tool does not give (position_ids); it gives input_ids, attention_mask, token_type_ids',
+    );
     await expect(Encoder.load('/nonexistent/folder')).rejects.toThrow('no such folder, and not a hub id');
     await expect(Encoder.load('../../../x', { allowDownload: true })).rejects.toThrow('not a hub id');
     await expect(Encoder.load('../nope', { allowDownload: true })).rejects.toThrow('not a hub id');

@@ -127,6 +127,8 @@ async function fromHub(model: string, dtype: Dtype, downloadDir: string): Promis
 // The int64 inputs are written as pairs of 32-bit words, low word first.
 if (endianness() !== 'LE') throw new Error('rumedbench encoders need a little-endian machine');
 
+const KNOWN_INPUTS = ['input_ids', 'attention_mask', 'token_type_ids'];
+
 /** Batches per chunk that the tokenizer thread encodes ahead of the runtime. */
 const CHUNK_BATCHES = 16;
 
@@ -190,6 +192,12 @@ export class Encoder {
           `the model has no input "${required}" (inputs: ${session.inputNames.join(', ')})`,
         );
     }
+    const unknown = session.inputNames.filter((n) => !KNOWN_INPUTS.includes(n));
+    if (unknown.length > 0)
+      throw new ModelError(
+        dir,
+        `the model asks for inputs this tool does not give (${unknown.join(', ')}); it gives ${KNOWN_INPUTS.join(', ')}`,
+      );
     const maxPositions = Number(config.max_position_embeddings ?? 512);
     // RoBERTa's position ids start after the padding index: two of its positions are never usable.
     const usable =

@@ -33,6 +33,8 @@ export interface SyntheticBertOptions {
   quantized?: boolean;
   /** Leave `tokenizer_class` out of tokenizer_config.json (a trap for pipelines that infer token type ids from it). */
   omitTokenizerClass?: boolean;
+  /** Graph inputs beyond the usual three (declared, unused), as some exports ask for `position_ids`. */
+  extraInputs?: readonly string[];
   /**
    * More vocabulary (whole words, and `##` endings): with a real language's frequent words, texts split into as
    * few pieces as with RuBERT's vocabulary, which is what a benchmark of tokenisation needs.
@@ -272,9 +274,12 @@ class GraphBuilder {
 }
 
 function buildGraph(
-  opts: Required<Omit<SyntheticBertOptions, 'head' | 'omitTokenizerClass' | 'extraVocabulary'>>,
+  opts: Required<
+    Omit<SyntheticBertOptions, 'head' | 'omitTokenizerClass' | 'extraVocabulary' | 'extraInputs'>
+  >,
   head: SyntheticBertOptions['head'],
   quantized: boolean,
+  extraInputs: readonly string[] = [],
 ): Uint8Array {
   const H = opts.hiddenSize;
   const heads = opts.heads;
@@ -370,7 +375,7 @@ function buildGraph(
       name: 'synthetic_bert',
       node: g.nodes,
       initializer: g.initializers,
-      input: ['input_ids', 'attention_mask', 'token_type_ids'].map((n) =>
+      input: ['input_ids', 'attention_mask', 'token_type_ids', ...extraInputs].map((n) =>
         valueInfo(n, INT64, ['batch_size', 'sequence_length']),
       ),
       output: outputs.map((o) => valueInfo(o.name, onnx.TensorProto.DataType.FLOAT, o.dims)),
@@ -437,7 +442,11 @@ export function writeSyntheticBert(dir: string, options: SyntheticBertOptions = 
       2,
     )}\n`,
   );
-  writeFileSync(join(dir, 'onnx', 'model.onnx'), buildGraph(opts, head, false));
-  if (opts.quantized) writeFileSync(join(dir, 'onnx', 'model_quantized.onnx'), buildGraph(opts, head, true));
+  writeFileSync(join(dir, 'onnx', 'model.onnx'), buildGraph(opts, head, false, options.extraInputs));
+  if (opts.quantized)
+    writeFileSync(
+      join(dir, 'onnx', 'model_quantized.onnx'),
+      buildGraph(opts, head, true, options.extraInputs),
+    );
   return dir;
 }
