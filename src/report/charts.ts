@@ -243,34 +243,64 @@ export function labelChart(
     id: `labels-${slug(task)}`,
     title,
     description: `${title}; ${names.length} system(s).`,
-    spec: top(title, `${title}.`, {
-      data: { values },
-      facet: { column: { field: 'metric', type: 'nominal', title: null, sort: ['accuracy', 'Hit@3'] } },
-      spec: {
-        width: 230,
-        height: { step: 16 },
-        layer: [
-          {
-            name: 'labelValue',
-            mark: { type: 'point', filled: true, size: 50, opacity: 0.9 },
-            encoding: {
-              y: { field: 'label', type: 'nominal', title: null, sort: null },
-              x: { field: 'value', type: 'quantitative', title: '%', scale: { domain: [0, 100] } },
-              color: systemColor(names, palette),
-              description: TIP,
-              tooltip: [
-                { field: 'system', type: 'nominal' },
-                { field: 'label', type: 'nominal' },
-                { field: 'metric', type: 'nominal' },
-                { field: 'value', type: 'quantitative', format: '.1f' },
-              ],
-            },
-          },
-        ],
-      },
+    spec: metricDots(title, values, {
+      field: 'label',
+      fieldTitle: null,
+      metrics: ['accuracy', 'Hit@3'],
+      mark: 'labelValue',
+      width: 230,
+      step: 16,
+      size: 50,
+      color: systemColor(names, palette),
     }),
     table: { header: [t.system, 'label', 'n', 'accuracy', 'Hit@3'], rows },
   };
+}
+
+/**
+ * One panel per metric, one row per `field` value (a label, an entity type), one dot per system: the per-label and
+ * per-entity charts.
+ */
+function metricDots(
+  title: string,
+  values: Record<string, unknown>[],
+  o: {
+    field: string;
+    fieldTitle: string | null;
+    metrics: readonly string[];
+    mark: string;
+    width: number;
+    step: number;
+    size: number;
+    color: ReturnType<typeof systemColor>;
+  },
+): TopLevelSpec {
+  return top(title, `${title}.`, {
+    data: { values },
+    facet: { column: { field: 'metric', type: 'nominal', title: null, sort: [...o.metrics] } },
+    spec: {
+      width: o.width,
+      height: { step: o.step },
+      layer: [
+        {
+          name: o.mark,
+          mark: { type: 'point', filled: true, size: o.size, opacity: 0.9 },
+          encoding: {
+            y: { field: o.field, type: 'nominal', title: o.fieldTitle, sort: null },
+            x: { field: 'value', type: 'quantitative', title: '%', scale: { domain: [0, 100] } },
+            color: o.color,
+            description: TIP,
+            tooltip: [
+              { field: 'system', type: 'nominal' },
+              { field: o.field, type: 'nominal' },
+              { field: 'metric', type: 'nominal' },
+              { field: 'value', type: 'quantitative', format: '.1f' },
+            ],
+          },
+        },
+      ],
+    },
+  });
 }
 
 /** Classification tasks: a heat map per system, rows gold and columns predicted, shaded by the row's share. */
@@ -388,33 +418,15 @@ export function entityChart(
     id: 'entities-rumedner',
     title: t.byEntity,
     description: `${t.byEntity}.`,
-    spec: top(t.byEntity, `${t.byEntity}.`, {
-      data: { values },
-      facet: {
-        column: { field: 'metric', type: 'nominal', title: null, sort: ['precision', 'recall', 'F1'] },
-      },
-      spec: {
-        width: 170,
-        height: { step: 22 },
-        layer: [
-          {
-            name: 'entityValue',
-            mark: { type: 'point', filled: true, size: 60, opacity: 0.9 },
-            encoding: {
-              y: { field: 'type', type: 'nominal', title: t.entityType, sort: null },
-              x: { field: 'value', type: 'quantitative', title: '%', scale: { domain: [0, 100] } },
-              color: systemColor(names, palette),
-              description: TIP,
-              tooltip: [
-                { field: 'system', type: 'nominal' },
-                { field: 'type', type: 'nominal' },
-                { field: 'metric', type: 'nominal' },
-                { field: 'value', type: 'quantitative', format: '.1f' },
-              ],
-            },
-          },
-        ],
-      },
+    spec: metricDots(t.byEntity, values, {
+      field: 'type',
+      fieldTitle: t.entityType,
+      metrics: ['precision', 'recall', 'F1'],
+      mark: 'entityValue',
+      width: 170,
+      step: 22,
+      size: 60,
+      color: systemColor(names, palette),
     }),
     table: { header: [t.system, t.entityType, 'support', 'precision', 'recall', 'F1'], rows },
   };

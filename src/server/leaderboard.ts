@@ -19,6 +19,7 @@ import type { Db } from './db/connect.js';
 import * as q from './db/queries.js';
 import {
   type BoardName,
+  FIELD_LIMITS,
   KINDS,
   type ListedRow,
   type SubmissionStatus,
@@ -73,13 +74,13 @@ const text = (max: number) =>
 
 /** The metadata of an upload, checked at the edge. */
 export const metadataSchema = z.object({
-  model: text(200).min(1, 'required'),
-  team: text(200).default(''),
-  description: text(4000).default(''),
+  model: text(FIELD_LIMITS.model).min(1, 'required'),
+  team: text(FIELD_LIMITS.team).default(''),
+  description: text(FIELD_LIMITS.description).default(''),
   link: z
     .string()
     .trim()
-    .max(500, 'at most 500 characters')
+    .max(FIELD_LIMITS.link, `at most ${FIELD_LIMITS.link} characters`)
     .refine((v) => {
       if (v === '') return true;
       try {
@@ -92,7 +93,7 @@ export const metadataSchema = z.object({
     .transform((v) => (v === '' ? null : v))
     .default(''),
   kind: z.enum(KINDS, { error: `one of ${KINDS.join(', ')}` }),
-  params: text(100)
+  params: text(FIELD_LIMITS.params)
     .transform((v) => (v === '' ? null : v))
     .default(''),
   open_weights: boolish.default(false),

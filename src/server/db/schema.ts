@@ -9,6 +9,8 @@ export type BoardName = 'public' | 'closed';
 export type SubmissionStatus = 'scored' | 'rejected' | 'pending';
 export const KINDS = ['LLM', 'encoder', 'feature-based', 'baseline', 'human'] as const;
 export type SubmissionKind = (typeof KINDS)[number];
+/** Longest text each submission field takes: the upload check and both forms read it. */
+export const FIELD_LIMITS = { model: 200, team: 200, description: 4000, link: 500, params: 100 } as const;
 
 export interface SubmissionsTable {
   id: string;

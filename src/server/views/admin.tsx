@@ -1,9 +1,8 @@
 /** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
 import type { FC } from 'hono/jsx';
 import type { AuditRow, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
-import { KINDS } from '../db/schema.js';
 import type { Entry } from '../leaderboard.js';
-import { CsrfField, f2, href, IssueList, Layout, type PageContext } from './layout.js';
+import { CsrfField, f2, href, IssueList, Layout, type PageContext, SubmissionFields } from './layout.js';
 
 export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, failed }) => (
   <Layout ctx={ctx} title={ctx.t.login}>
@@ -168,42 +167,18 @@ export const AdminSubmissionPage: FC<{
     <h2>{ctx.t.edit}</h2>
     <form method="post" action={`/admin/submissions/${row.id}/edit`} class="upload">
       <CsrfField ctx={ctx} />
-      <label>
-        {ctx.t.model}
-        <input name="model" value={row.model} required maxlength={200} />
-      </label>
-      <label>
-        {ctx.t.team}
-        <input name="team" value={row.team} maxlength={200} />
-      </label>
-      <label>
-        {ctx.t.kind}
-        <select name="kind">
-          {KINDS.map((k) => (
-            <option value={k} selected={k === row.kind}>
-              {k}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        {ctx.t.params}
-        <input name="params" value={row.params ?? ''} maxlength={100} />
-      </label>
-      <label>
-        {ctx.t.link}
-        <input name="link" value={row.link ?? ''} maxlength={500} />
-      </label>
-      <label>
-        {ctx.t.description}
-        <textarea name="description" maxlength={4000} rows={3}>
-          {row.description}
-        </textarea>
-      </label>
-      <label class="check">
-        <input type="checkbox" name="open_weights" value="yes" checked={row.open_weights === 1} />{' '}
-        {ctx.t.openWeights}
-      </label>
+      <SubmissionFields
+        ctx={ctx}
+        values={{
+          model: row.model,
+          team: row.team,
+          kind: row.kind,
+          params: row.params ?? '',
+          link: row.link ?? '',
+          description: row.description,
+          openWeights: row.open_weights === 1,
+        }}
+      />
       <button type="submit">{ctx.t.save}</button>
     </form>
   </Layout>

@@ -8,10 +8,18 @@ import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import type { BoardName } from '../db/schema.js';
-import { KINDS } from '../db/schema.js';
 import type { Entry, UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
-import { CsrfField, ciText, f2, href, IssueList, Layout, type PageContext } from './layout.js';
+import {
+  CsrfField,
+  ciText,
+  f2,
+  href,
+  IssueList,
+  Layout,
+  type PageContext,
+  SubmissionFields,
+} from './layout.js';
 
 const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
   metrics
@@ -365,42 +373,13 @@ export const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<s
     <p class="note">
       {ctx.t.maxSize(maxMb)} <span class="size-warning warn" hidden data-text={ctx.t.tooLarge(maxMb)}></span>
     </p>
-    <label>
-      {ctx.t.model} *
-      <input name="model" required maxlength={200} value={values.model} />
-    </label>
-    <label>
-      {ctx.t.team}
-      <input name="team" maxlength={200} value={values.team} />
-    </label>
-    <label>
-      {ctx.t.kind} *
-      <select name="kind" required>
-        {KINDS.map((k) => (
-          <option value={k} selected={values.kind === k}>
-            {k}
-          </option>
-        ))}
-      </select>
-    </label>
-    <label>
-      {ctx.t.params}
-      <input name="params" maxlength={100} placeholder="7B" value={values.params} />
-    </label>
-    <label>
-      {ctx.t.link}
-      <input name="link" type="url" maxlength={500} placeholder="https://" value={values.link} />
-    </label>
-    <label>
-      {ctx.t.description}
-      <textarea name="description" maxlength={4000} rows={3}>
-        {values.description ?? ''}
-      </textarea>
-    </label>
-    <label class="check">
-      <input type="checkbox" name="open_weights" value="yes" checked={values.open_weights === 'yes'} />{' '}
-      {ctx.t.openWeights}
-    </label>
+    <SubmissionFields
+      ctx={ctx}
+      values={{
+        ...values,
+        ...(values.open_weights !== undefined ? { openWeights: values.open_weights === 'yes' } : {}),
+      }}
+    />
     <label>
       {ctx.t.board}
       <select name="board">
