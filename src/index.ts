@@ -126,7 +126,15 @@ export {
   validateTaskFile,
 } from './scoring/validate.js';
 export * from './tasks/parse.js';
-export { getTask, isTaskName, OVERALL_TASKS, parseTaskList, TASKS, type TaskName } from './tasks/registry.js';
+export {
+  getTask,
+  isChoiceTask,
+  isTaskName,
+  OVERALL_TASKS,
+  parseTaskList,
+  TASKS,
+  type TaskName,
+} from './tasks/registry.js';
 export type {
   MetricName,
   PromptContext,

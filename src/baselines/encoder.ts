@@ -19,6 +19,7 @@ import { ModelError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import type { OvrBlock } from '../ml/ovr-parallel.js';
 import { type CsrMatrix, denseToCsr } from '../ml/sparse.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type {
   ClassificationTask,
   RankingTask,
@@ -27,7 +28,6 @@ import type {
   TaskRecord,
 } from '../tasks/types.js';
 import { type LinearHead, linearProbabilities, rankRows, topK, trainLinearHead } from './linear.js';
-import { isChoiceTask } from './tfidf.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
 
 /** Our dual solver's stopping rule, as for TF-IDF; C is the run's (`--C`). */

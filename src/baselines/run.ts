@@ -2,17 +2,16 @@
  * `rumedbench baseline`: train a baseline on each task's train split, predict the test split (RuMedBench format,
  * scored at once) and the private test split (MedBench platform zip), and optionally save the models.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { strToU8, zipSync } from 'fflate';
-import { toJsonl } from '../data/jsonl.js';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import type { Embedder, EmbedStats } from '../encoders/embed.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
-import { platformLines, rumedbenchLines } from '../scoring/formats.js';
+import { RunFolder } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { DEFAULT_C, type EncoderRef, encoderRef, trainEncoder } from './encoder.js';
 import { saveModel } from './model-io.js';
@@ -72,7 +71,7 @@ export async function trainBaseline(
 /** Which split a task trains on; undefined when it needs none (multiple choice, naive constant answers). */
 function needsTraining(method: BaselineMethod, task: TaskDefinition): boolean {
   if (method === 'naive') return task.kind !== 'classification';
-  return !(task.kind === 'classification' && task.choices);
+  return !isChoiceTask(task);
 }
 
 /** A split of the task, or undefined where the task has no such split or its file is missing. */
@@ -81,14 +80,13 @@ function tryLoad(task: TaskDefinition, split: Split, dataDir: string): Promise<T
   return ifPresent(loadSplit(task, split, { dataDir }));
 }
 
-/** Trains one task's baseline, writes its test predictions and keeps its private-test ones for the zip. */
+/** Trains one task's baseline, writes its test predictions and hands its private-test ones to the zip. */
 async function runTask(
   task: TaskDefinition,
   options: BaselineRunOptions,
   trainSplit: Split,
   seed: number,
-  predictionsDir: string,
-  privateFiles: Record<string, Uint8Array>,
+  folder: RunFolder,
   log: Logger,
 ): Promise<TaskRun> {
   const t0 = performance.now();
@@ -133,27 +131,18 @@ async function runTask(
   if (test) {
     await model.prepare?.(test, `${task.name} test`);
     const predictions = model.predict(test);
-    writeFileSync(
-      join(predictionsDir, `${task.name}.jsonl`),
-      toJsonl(
-        rumedbenchLines(
-          task,
-          test.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null })),
-        ),
-      ),
+    folder.writeTest(
+      task,
+      test.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null })),
     );
   }
   const priv = await tryLoad(task, 'private_test', options.dataDir);
   if (priv) {
     await model.prepare?.(priv, `${task.name} private_test`);
     const predictions = model.predict(priv);
-    privateFiles[`${task.name}.jsonl`] = strToU8(
-      toJsonl(
-        platformLines(
-          task,
-          priv.map((r, i) => ({ id: r.id, prediction: predictions[i] ?? null })),
-        ),
-      ),
+    folder.addPrivate(
+      task,
+      priv.map((r, i) => ({ id: r.id, prediction: predictions[i] ?? null })),
     );
   }
   return {
@@ -167,25 +156,15 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
   const log = options.logger ?? silentLogger;
   const seed = options.seed ?? 0;
   const trainSplit = options.trainSplit ?? 'train';
-  const predictionsDir = join(options.outDir, 'predictions');
-  // A run owns its output folder: predictions of an earlier run must not be scored as this one's.
-  rmSync(predictionsDir, { recursive: true, force: true });
-  rmSync(join(options.outDir, 'submission.zip'), { force: true });
-  mkdirSync(predictionsDir, { recursive: true });
-  const privateFiles: Record<string, Uint8Array> = {};
+  const folder = new RunFolder(options.outDir);
+  const { predictionsDir } = folder;
   const runs: TaskRun[] = [];
 
   // One task at a time, each in a call of its own: when it returns, its model, matrix and vocabulary are garbage.
   // (Inside one loop of this async function, the suspended frame kept the previous task's model alive while the
   // next one trained: three tasks peaked at 1,150 MB instead of the 800 MB of the largest alone.)
-  for (const task of options.tasks)
-    runs.push(await runTask(task, options, trainSplit, seed, predictionsDir, privateFiles, log));
-
-  let submissionZip: string | undefined;
-  if (Object.keys(privateFiles).length > 0) {
-    submissionZip = join(options.outDir, 'submission.zip');
-    writeFileSync(submissionZip, zipSync(privateFiles));
-  }
+  for (const task of options.tasks) runs.push(await runTask(task, options, trainSplit, seed, folder, log));
+  const submissionZip = folder.finish();
   const evaluation = await evaluateSubmission(predictionsDir, {
     dataDir: options.dataDir,
     ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),

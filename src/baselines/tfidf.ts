@@ -15,6 +15,7 @@ import {
   tfidfFromVocabulary,
   transform,
 } from '../ml/tfidf.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { ClassificationTask, RankingTask, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { loadCrfTagger, trainCrfTagger } from './crf.js';
 import { type LinearHead, rankRows, topK, trainLinearHead } from './linear.js';
@@ -114,10 +115,6 @@ class TfidfChoice implements BaselineModel {
   serialize(): SerializedModel {
     return { meta: { kind: 'tfidf-choice', tfidf: TFIDF_OPTIONS }, arrays: {}, strings: {} };
   }
-}
-
-export function isChoiceTask(task: TaskDefinition): task is ClassificationTask {
-  return task.kind === 'classification' && task.choices !== undefined;
 }
 
 /** Fits TF-IDF and the one-vs-rest classifier on `train` (or returns the untrained multiple-choice model). */

@@ -9,7 +9,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { renderTable } from '../report/table.js';
-import { TASKS } from '../tasks/registry.js';
+import { isChoiceTask, TASKS } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
 import { runBaselineCommand, runPredict } from './baseline.js';
 import { runDownload, runInfo } from './data.js';
@@ -176,7 +176,12 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       '--model <dir|id>',
       'model folder (config.json with id2label, tokenizer.json, onnx/model.onnx)',
     )
-    .requiredOption('--task <task>', 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI or RuMedNER')
+    .requiredOption(
+      '--task <task>',
+      TASKS.filter((t) => !isChoiceTask(t))
+        .map((t) => t.name)
+        .join(', '),
+    )
     .addOption(
       new Option('--split <split>', 'what to answer')
         .choices(['test', 'private_test', 'both'])

@@ -149,34 +149,32 @@ export class Embedder {
   /** Per sentence, one vector per word: the hidden state of its first piece (words × width, row-major). */
   async embedWords(sentences: readonly (readonly string[])[], label = 'sentences'): Promise<Float32Array[]> {
     return this.cached('words', sentences, label, async (missing, done) => {
-      const windows = missing.flatMap((i, m) =>
-        this.encoder.tokenizer
-          .encodeWords(sentences[i] as readonly string[], this.maxLength)
-          .map((w) => ({ ...w, sentence: m })),
-      );
-      const remaining = missing.map((i) => (sentences[i] as readonly string[]).length);
+      const chosen = missing.map((i) => sentences[i] as readonly string[]);
+      const remaining = chosen.map((words) => words.length);
       const vectors = new Map<number, Float32Array>();
-      await this.encoder.run(windows, { batchSize: this.batchSize, output: this.output }, (batch) => {
-        const width = this.width(batch);
-        batch.rows.forEach((r, b) => {
-          const w = windows[r] as (typeof windows)[number];
-          const words = (sentences[missing[w.sentence] as number] as readonly string[]).length;
-          let out = vectors.get(w.sentence);
-          if (!out) {
-            out = new Float32Array(words * width);
-            vectors.set(w.sentence, out);
-          }
-          w.wordStarts.forEach((pos, k) => {
-            const from = (b * batch.length + pos) * width;
-            (out as Float32Array).set(batch.data.subarray(from, from + width), (w.firstWord + k) * width);
-          });
-          remaining[w.sentence] = (remaining[w.sentence] as number) - w.wordStarts.length;
-          if (remaining[w.sentence] === 0) {
-            done(missing[w.sentence] as number, out);
-            vectors.delete(w.sentence);
-          }
-        });
+      // A sentence without words has nothing to run and an empty matrix.
+      remaining.forEach((n, m) => {
+        if (n === 0) done(missing[m] as number, new Float32Array(0));
       });
+      await this.encoder.runWords(
+        chosen,
+        this.maxLength,
+        { batchSize: this.batchSize, output: this.output },
+        (m, word, batch, offset) => {
+          const width = this.width(batch);
+          let out = vectors.get(m);
+          if (!out) {
+            out = new Float32Array((chosen[m] as readonly string[]).length * width);
+            vectors.set(m, out);
+          }
+          out.set(batch.data.subarray(offset, offset + width), word * width);
+          remaining[m] = (remaining[m] as number) - 1;
+          if (remaining[m] === 0) {
+            done(missing[m] as number, out);
+            vectors.delete(m);
+          }
+        },
+      );
     });
   }
 

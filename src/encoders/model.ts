@@ -322,6 +322,31 @@ export class Encoder {
     }
   }
 
+  /**
+   * Runs word-split sentences, each in windows of whole words (./tokenize.ts), and hands every word's first piece
+   * to `onWord`: the batch's `output` tensor and where that piece's row starts in it. Every word of every sentence
+   * is handed over exactly once.
+   */
+  async runWords(
+    sentences: readonly (readonly string[])[],
+    maxLength: number,
+    options: { batchSize: number; output: string },
+    onWord: (sentence: number, word: number, batch: BatchOutput, offset: number) => void,
+  ): Promise<void> {
+    const windows = sentences.flatMap((words, sentence) =>
+      this.tokenizer.encodeWords(words, maxLength).map((w) => ({ ...w, sentence })),
+    );
+    await this.run(windows, options, (batch) => {
+      const width = batch.dims[batch.dims.length - 1] as number;
+      batch.rows.forEach((r, b) => {
+        const w = windows[r] as (typeof windows)[number];
+        w.wordStarts.forEach((pos, k) => {
+          onWord(w.sentence, w.firstWord + k, batch, (b * batch.length + pos) * width);
+        });
+      });
+    });
+  }
+
   async close(): Promise<void> {
     await this.thread?.close();
     this.thread = undefined;

@@ -6,16 +6,15 @@
  * Ranking tasks are ranked by logit (top three); classification takes the best logit; tagging takes each word's
  * first piece, as the model was trained (`label_all_tokens=False`).
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { strToU8, zipSync } from 'fflate';
-import { toJsonl } from '../data/jsonl.js';
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { ModelError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import type { Prediction } from '../metrics/item-stats.js';
-import { platformLines, rumedbenchLines } from '../scoring/formats.js';
+import { RunFolder } from '../scoring/formats.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { taskInput } from './inputs.js';
 import { type Dtype, Encoder, type LoadEncoderOptions } from './model.js';
@@ -83,7 +82,7 @@ export function labelMismatch(task: TaskDefinition, labels: readonly string[]): 
     if (bad.length === 0) return undefined;
     return `${bad.length} of ${labels.length} label(s) are not ${task.labelDescription}: ${bad.slice(0, 10).join(', ')}${bad.length > 10 ? ', …' : ''}${hint}`;
   }
-  if (task.kind === 'classification' && task.choices)
+  if (isChoiceTask(task))
     return `${task.name} is a multiple-choice exam with no training data; predict-encoder runs classification heads (use \`baseline encoder\` or \`llm\`)`;
   const expected = task.kind === 'tagging' ? task.tags : task.labels;
   const missing = expected.filter((l) => !labels.includes(l));
@@ -123,27 +122,21 @@ export async function predictFinetuned(
   const L = labels.length;
   const out: Prediction[] = new Array(records.length);
   if (task.kind === 'tagging') {
-    const windows = records.flatMap((r, i) =>
-      encoder.tokenizer
-        .encodeWords(r.raw[task.tokensField] as string[], options.maxLength)
-        .map((w) => ({ ...w, record: i })),
+    const sentences = records.map((r) => r.raw[task.tokensField] as string[]);
+    const tags = sentences.map((words) => new Array<string>(words.length));
+    await encoder.runWords(
+      sentences,
+      options.maxLength,
+      { batchSize: options.batchSize, output: 'logits' },
+      (sentence, word, batch, offset) => {
+        if (batch.dims.length !== 3 || batch.dims[2] !== L)
+          throw new ModelError(
+            encoder.info.dir,
+            `logits are [${batch.dims.join(', ')}]; a token classifier over ${L} labels gives [batch, length, ${L}]`,
+          );
+        (tags[sentence] as string[])[word] = labels[argmax(batch.data, offset, L)] as string;
+      },
     );
-    const tags = records.map((r) => new Array<string>((r.raw[task.tokensField] as string[]).length));
-    await encoder.run(windows, { batchSize: options.batchSize, output: 'logits' }, (batch) => {
-      if (batch.dims.length !== 3 || batch.dims[2] !== L)
-        throw new ModelError(
-          encoder.info.dir,
-          `logits are [${batch.dims.join(', ')}]; a token classifier over ${L} labels gives [batch, length, ${L}]`,
-        );
-      batch.rows.forEach((r, b) => {
-        const w = windows[r] as (typeof windows)[number];
-        w.wordStarts.forEach((pos, k) => {
-          (tags[w.record] as string[])[w.firstWord + k] = labels[
-            argmax(batch.data, (b * batch.length + pos) * L, L)
-          ] as string;
-        });
-      });
-    });
     tags.forEach((t, i) => {
       out[i] = t;
     });
@@ -198,12 +191,9 @@ export async function runFinetuned(options: FinetunedOptions): Promise<Finetuned
     }
     const maxLength = Math.min(options.maxLength ?? encoder.info.maxPositions, encoder.info.maxPositions);
     const batchSize = options.batchSize ?? 16;
-    const predictionsDir = join(options.outDir, 'predictions');
-    rmSync(predictionsDir, { recursive: true, force: true });
-    rmSync(join(options.outDir, 'submission.zip'), { force: true });
-    mkdirSync(predictionsDir, { recursive: true });
+    const folder = new RunFolder(options.outDir);
+    const { predictionsDir } = folder;
     const answered: FinetunedResult['answered'] = {};
-    let submissionZip: string | undefined;
     for (const split of options.splits) {
       if (!(task.splits as readonly Split[]).includes(split)) {
         log.warn(`${task.name} has no ${split} split`);
@@ -217,21 +207,11 @@ export async function runFinetuned(options: FinetunedOptions): Promise<Finetuned
         `${task.name} ${split}: ${records.length} records in ${seconds.toFixed(1)} s (${(records.length / seconds).toFixed(1)}/s)`,
       );
       answered[split] = records.length;
-      if (split === 'private_test') {
-        submissionZip = join(options.outDir, 'submission.zip');
-        const lines = platformLines(
-          task,
-          records.map((r, i) => ({ id: r.id, prediction: predictions[i] ?? null })),
-        );
-        writeFileSync(submissionZip, zipSync({ [`${task.name}.jsonl`]: strToU8(toJsonl(lines)) }));
-      } else {
-        const lines = rumedbenchLines(
-          task,
-          records.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null })),
-        );
-        writeFileSync(join(predictionsDir, `${task.name}.jsonl`), toJsonl(lines));
-      }
+      const items = records.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null }));
+      if (split === 'private_test') folder.addPrivate(task, items);
+      else folder.writeTest(task, items);
     }
+    const submissionZip = folder.finish();
     const evaluation =
       answered.test !== undefined
         ? await evaluateSubmission(predictionsDir, {

@@ -3,12 +3,11 @@
  * candidates' scores turned into an answer), then the run folder: samples.jsonl, predictions/ (RuMedBench format,
  * test sets), submission.zip (MedBench platform format, private tests), and the usage figures of the summary.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { strToU8, zipSync } from 'fflate';
 import { toJsonl } from '../data/jsonl.js';
 import type { Prediction } from '../metrics/item-stats.js';
-import { platformLines, rumedbenchLines } from '../scoring/formats.js';
+import { RunFolder } from '../scoring/formats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
@@ -116,37 +115,23 @@ export function writePredictions(
   samples: readonly SampleLog[],
 ): string {
   writeFileSync(join(outDir, 'samples.jsonl'), toJsonl(samples));
-  const predictionsDir = join(outDir, 'predictions');
-  rmSync(predictionsDir, { recursive: true, force: true });
-  mkdirSync(predictionsDir, { recursive: true });
-  const zipFiles: Record<string, Uint8Array> = {};
+  const folder = new RunFolder(outDir);
   for (const task of tasks) {
     const test = samples.filter((s) => s.task === task.name && s.split === 'test');
-    if (test.length > 0) {
-      writeFileSync(
-        join(predictionsDir, `${task.name}.jsonl`),
-        toJsonl(
-          rumedbenchLines(
-            task,
-            test.map((s) => ({ id: s.id, gold: s.gold, prediction: s.answer })),
-          ),
-        ),
+    if (test.length > 0)
+      folder.writeTest(
+        task,
+        test.map((s) => ({ id: s.id, gold: s.gold, prediction: s.answer })),
       );
-    }
     const priv = samples.filter((s) => s.task === task.name && s.split === 'private_test');
-    if (priv.length > 0) {
-      zipFiles[`${task.name}.jsonl`] = strToU8(
-        toJsonl(
-          platformLines(
-            task,
-            priv.map((s) => ({ id: s.id, prediction: s.answer })),
-          ),
-        ),
+    if (priv.length > 0)
+      folder.addPrivate(
+        task,
+        priv.map((s) => ({ id: s.id, prediction: s.answer })),
       );
-    }
   }
-  if (Object.keys(zipFiles).length > 0) writeFileSync(join(outDir, 'submission.zip'), zipSync(zipFiles));
-  return predictionsDir;
+  folder.finish();
+  return folder.predictionsDir;
 }
 
 export interface TaskFigures {

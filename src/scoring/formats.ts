@@ -2,6 +2,10 @@
  * Writing predictions in the two formats `eval` reads: RuMedBench (upstream `code/*\/out`: id, gold, `prediction`) and
  * the MedBench platform (id, and the gold field carrying the answer). `null` is "no answer".
  */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { strToU8, zipSync } from 'fflate';
+import { toJsonl } from '../data/jsonl.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 
@@ -19,4 +23,39 @@ export function rumedbenchLines(task: TaskDefinition, items: readonly Answered[]
 /** One JSONL line per item, MedBench platform format. */
 export function platformLines(task: TaskDefinition, items: readonly Answered[]): Record<string, unknown>[] {
   return items.map((it) => ({ [task.idField]: it.id, [task.goldField]: it.prediction }));
+}
+
+/**
+ * A run's output folder, as every run writes it (baselines, encoders, LLMs): `predictions/<Task>.jsonl` in the
+ * RuMedBench format for test sets (what `eval` scores) and `submission.zip` in the platform format for private tests.
+ * The run owns both: files of an earlier run are removed when it starts, so they are never scored as this one's.
+ */
+export class RunFolder {
+  readonly predictionsDir: string;
+  private readonly zipFiles: Record<string, Uint8Array> = {};
+
+  constructor(readonly outDir: string) {
+    this.predictionsDir = join(outDir, 'predictions');
+    rmSync(this.predictionsDir, { recursive: true, force: true });
+    rmSync(join(outDir, 'submission.zip'), { force: true });
+    mkdirSync(this.predictionsDir, { recursive: true });
+  }
+
+  /** predictions/<Task>.jsonl, with the gold each item carries. */
+  writeTest(task: TaskDefinition, items: readonly Answered[]): void {
+    writeFileSync(join(this.predictionsDir, `${task.name}.jsonl`), toJsonl(rumedbenchLines(task, items)));
+  }
+
+  /** The task's private-test answers, for the zip `finish` writes. */
+  addPrivate(task: TaskDefinition, items: readonly Answered[]): void {
+    this.zipFiles[`${task.name}.jsonl`] = strToU8(toJsonl(platformLines(task, items)));
+  }
+
+  /** Writes submission.zip where any private test was answered; returns its path. */
+  finish(): string | undefined {
+    if (Object.keys(this.zipFiles).length === 0) return undefined;
+    const zip = join(this.outDir, 'submission.zip');
+    writeFileSync(zip, zipSync(this.zipFiles));
+    return zip;
+  }
 }

@@ -9,7 +9,7 @@ import { rumedNli } from './rumed-nli.js';
 import { rumedSymptomRec } from './rumed-symptom-rec.js';
 import { rumedTest } from './rumed-test.js';
 import { rumedTop3 } from './rumed-top3.js';
-import type { TaskDefinition } from './types.js';
+import type { ClassificationTask, TaskDefinition } from './types.js';
 
 /** In the paper's column order. */
 export const TASKS = [rumedTop3, rumedSymptomRec, rumedDaNet, rumedNli, rumedNer, rumedTest] as const;
@@ -20,6 +20,13 @@ export type TaskName = (typeof TASKS)[number]['name'];
 export const PLATFORM_ONLY_TASKS: readonly string[] = ['ECG2Pathology'];
 
 const BY_NAME = new Map<string, TaskDefinition>(TASKS.map((t) => [t.name, t]));
+
+/** A multiple-choice task (RuMedTest): options instead of training data. */
+export function isChoiceTask(
+  task: TaskDefinition,
+): task is ClassificationTask & { choices: NonNullable<ClassificationTask['choices']> } {
+  return task.kind === 'classification' && task.choices !== undefined;
+}
 
 export function isTaskName(name: string): name is TaskName {
   return BY_NAME.has(name);

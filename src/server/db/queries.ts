@@ -470,17 +470,7 @@ export async function answersOfCampaign(db: Q, campaignId: string): Promise<Answ
 }
 
 /** Saves an answer (or a skip), replacing an earlier one; the time spent adds up over visits. */
-export async function saveAnswer(
-  db: Q,
-  row: {
-    annotator_id: string;
-    item_id: string;
-    campaign_id: string;
-    answer: string | null;
-    skipped: number;
-    time_ms: number;
-  },
-): Promise<void> {
+export async function saveAnswer(db: Q, row: Omit<AnswerRow, 'created_at' | 'updated_at'>): Promise<void> {
   const now = new Date().toISOString();
   await db
     .insertInto('answers')
