@@ -68,7 +68,7 @@ const WORDS = [
 const SUFFIXES = ['##ная', '##ный', '##ой', '##ая', '##ые', '##ие', '##ть', '##ки', '##ка', '##ов'] as const;
 
 /** The tokenizer's vocabulary, in id order. */
-export function syntheticVocabulary(extra: readonly string[] = []): string[] {
+function syntheticVocabulary(extra: readonly string[] = []): string[] {
   const letters = [...'абвгдеёжзийклмнопрстуфхцчшщъыьэюя', ...'abcdefghijklmnopqrstuvwxyz', ...'0123456789'];
   const punctuation = [...'.,;:!?()-/%+«»"\'[]'];
   return [
