@@ -61,7 +61,7 @@ export const AdminPage: FC<{
               ctx.t.model,
               ctx.t.team,
               ctx.t.overall,
-              'address',
+              ctx.t.sender,
               ctx.t.actions,
             ].map((h) => (
               <th scope="col">{h}</th>
@@ -112,11 +112,20 @@ export const AdminPage: FC<{
           <tr>
             <th scope="col">id</th>
             <th scope="col">{ctx.t.team}</th>
-            <th scope="col">created</th>
-            <th scope="col">revoked</th>
+            <th scope="col">{ctx.t.created}</th>
+            <th scope="col">{ctx.t.revoked}</th>
           </tr>
         </thead>
         <tbody>
+          {tokens.length === 0 ? (
+            <tr>
+              <td colspan={4} class="note">
+                {ctx.t.noTokens}
+              </td>
+            </tr>
+          ) : (
+            ''
+          )}
           {tokens.map((t) => (
             <tr>
               <td>
