@@ -24,6 +24,13 @@ const TASKS = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedN
 const files = TASKS.map((t) => ({ name: `${t}.jsonl`, data: readFileSync(join(preds, `${t}.jsonl`)) }));
 const ADMIN = `bench-admin-${randomBytes(16).toString('hex')}`;
 const cli = join(root, 'dist/cli/main.js');
+// Side by side with another build (say the commit before a change): RUMEDBENCH_BENCH_BEFORE=/path/to/dist/cli/main.js.
+const before = process.env.RUMEDBENCH_BENCH_BEFORE;
+// This build rate-limits token uploads (60 a minute by default); the bench uploads far more on purpose.
+const BUILDS = [
+  ...(before ? [{ label: 'before', cli: before, args: [] }] : []),
+  { label: before ? 'after' : 'this', cli, args: ['--token-per-minute', '1000000'] },
+];
 // Asks for the board page every 25 ms and prints each answer's latency in ms.
 const READER = `
 const url = process.argv[1];
@@ -38,8 +45,8 @@ const url = process.argv[1];
 })();
 `;
 
-function start(db) {
-  const child = spawn(process.execPath, [cli, 'serve', '--db', db, '--port', '0'], {
+function start(db, build) {
+  const child = spawn(process.execPath, [build.cli, 'serve', '--db', db, '--port', '0', ...build.args], {
     env: { ...process.env, RUMEDBENCH_DATA: dataDir, RUMEDBENCH_ADMIN_TOKEN: ADMIN },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -54,11 +61,15 @@ function start(db) {
   });
 }
 
-function token(db) {
-  const out = spawn(process.execPath, [cli, 'serve', 'token', 'create', '--team', 'bench', '--db', db], {
-    env: { ...process.env, RUMEDBENCH_DATA: dataDir },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+function token(db, build) {
+  const out = spawn(
+    process.execPath,
+    [build.cli, 'serve', 'token', 'create', '--team', 'bench', '--db', db],
+    {
+      env: { ...process.env, RUMEDBENCH_DATA: dataDir },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   let text = '';
   out.stdout.on('data', (d) => {
     text += d;
@@ -105,9 +116,9 @@ async function round(url, auth, clients, total, counter, answered) {
   return { p50: pct(times, 0.5), p95: pct(times, 0.95), rate: total / wall };
 }
 
-async function engineRun(name, db) {
-  const auth = await token(db);
-  const { url, child } = await start(db);
+async function engineRun(name, db, build) {
+  const auth = await token(db, build);
+  const { url, child } = await start(db, build);
   const answered = [];
   const counter = { n: 0 };
   try {
@@ -146,7 +157,16 @@ async function engineRun(name, db) {
     const ids = board.entries.map((e) => e.id);
     const lost = answered.filter((id) => !ids.includes(id)).length;
     const dup = ids.length - new Set(ids).size;
-    return { name, rows, lost, dup, count: ids.length, answered: answered.length };
+    return {
+      name: `${name} ${build.label}`,
+      engine: name,
+      build: build.label,
+      rows,
+      lost,
+      dup,
+      count: ids.length,
+      answered: answered.length,
+    };
   } finally {
     child.kill('SIGTERM');
   }
@@ -163,27 +183,46 @@ async function pgDatabase(base) {
   return u.toString();
 }
 
-const runs = [
-  await engineRun('SQLite', join(mkdtempSync(join(tmpdir(), 'rumedbench-bench-serve-')), 'b.sqlite')),
-];
+const runs = [];
 const pgUrl = process.env.RUMEDBENCH_TEST_PG_URL;
-if (pgUrl) runs.push(await engineRun('PostgreSQL', await pgDatabase(pgUrl)));
-else
+if (!pgUrl)
   console.log(
     'PostgreSQL skipped: set RUMEDBENCH_TEST_PG_URL (`source .ci/postgres.sh` starts a throwaway server)',
   );
+for (const build of BUILDS) {
+  runs.push(
+    await engineRun(
+      'SQLite',
+      join(mkdtempSync(join(tmpdir(), 'rumedbench-bench-serve-')), 'b.sqlite'),
+      build,
+    ),
+  );
+  if (pgUrl) runs.push(await engineRun('PostgreSQL', await pgDatabase(pgUrl), build));
+}
 
 const f = (x) => (x === null ? '–' : x.toFixed(0));
-console.log('engine      clients  uploads  p50 ms  p95 ms  uploads/s  board page p95 ms (n)');
+console.log('engine + build     clients  uploads  p50 ms  p95 ms  uploads/s  board page p95 ms (n)');
 for (const r of runs) {
   for (const row of r.rows) {
     console.log(
-      `${r.name.padEnd(10)}  ${String(row.clients).padStart(7)}  ${String(row.total).padStart(7)}  ${f(row.p50).padStart(6)}  ${f(row.p95).padStart(6)}  ${row.rate.toFixed(1).padStart(9)}  ${row.page95 === null ? '–' : `${f(row.page95)} (${row.pages})`}`,
+      `${r.name.padEnd(17)}  ${String(row.clients).padStart(7)}  ${String(row.total).padStart(7)}  ${f(row.p50).padStart(6)}  ${f(row.p95).padStart(6)}  ${row.rate.toFixed(1).padStart(9)}  ${row.page95 === null ? '–' : `${f(row.page95)} (${row.pages})`}`,
     );
   }
   console.log(
     `${r.name}: ${r.answered} answered 201, ${r.count} on the board, ${r.lost} lost, ${r.dup} duplicated`,
   );
+}
+if (before) {
+  console.log('\nafter / before (p50 and p95: lower is better; uploads/s: higher is better)');
+  for (const a of runs.filter((r) => r.build === 'after')) {
+    const b = runs.find((r) => r.build === 'before' && r.engine === a.engine);
+    a.rows.forEach((row, i) => {
+      const old = b.rows[i];
+      console.log(
+        `${a.engine.padEnd(10)} ${String(row.clients).padStart(3)} clients: p50 ${(row.p50 / old.p50).toFixed(2)}x, p95 ${(row.p95 / old.p95).toFixed(2)}x, uploads/s ${(row.rate / old.rate).toFixed(2)}x${row.page95 !== null && old.page95 !== null ? `, board page p95 ${(row.page95 / old.page95).toFixed(2)}x` : ''}`,
+      );
+    });
+  }
 }
 const ok = runs.every(
   (r) => r.rows[0].p50 < 100 && r.rows[1].rate >= 20 && r.rows[2].page95 < 50 && r.lost === 0 && r.dup === 0,

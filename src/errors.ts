@@ -14,6 +14,10 @@ export type ErrorCode =
   | 'CHECKSUM_MISMATCH'
   | 'MODEL_INVALID'
   | 'LLM_REQUEST_FAILED'
+  /** The server refused what no retry can fix (the key, the model, the URL, a redirect): the run stopped. */
+  | 'LLM_SERVER_REFUSED'
+  /** Some requests of an LLM run failed and were not accepted (`--allow-failures`): not scored. */
+  | 'RUN_INCOMPLETE'
   | 'REPORT_INPUT_INVALID'
   | 'DATABASE_FAILED'
   | 'SERVER_CONFIG';

@@ -6,4 +6,9 @@ export interface CliIo {
   log: Logger;
 }
 
-export const EXIT = { ok: 0, submissionErrors: 1, usage: 2 } as const;
+/**
+ * Exit codes: 0 done; 1 the input has errors (or a run scored nothing); 2 a bad command line; 3 an LLM run with
+ * failed requests, not scored (see --retry-errors, --allow-failures); 4 an LLM run stopped by the server's refusal
+ * (key, model, URL, redirect). 70: an internal error (a bug).
+ */
+export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refused: 4 } as const;

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { LlamaProvider } from '../llm/llama.js';
-import { OpenAIProvider } from '../llm/openai.js';
+import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
 import type { TaskFigures } from '../llm/outputs.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
@@ -34,6 +34,9 @@ export interface LlmFlags {
   concurrency?: number;
   timeoutMs: number;
   maxRetries: number;
+  maxWait: number;
+  maxReplyBytes: number;
+  allowFailures?: { count: number } | { percent: number };
   limit?: number;
   resume?: boolean;
   retryErrors?: boolean;
@@ -59,7 +62,7 @@ function headers(list: readonly string[]): Record<string, string> {
   );
 }
 
-async function makeProvider(flags: LlmFlags): Promise<Provider> {
+async function makeProvider(flags: LlmFlags, io: CliIo): Promise<Provider> {
   if (flags.provider === 'llama') {
     if (!existsSync(flags.model)) {
       throw new UsageError(`--provider llama needs --model PATH.gguf; ${flags.model} does not exist`);
@@ -77,6 +80,7 @@ async function makeProvider(flags: LlmFlags): Promise<Provider> {
     throw new UsageError(`unknown provider "${flags.provider}"; expected openai or llama`);
   if (!flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
+  checkBaseUrl(flags.baseUrl);
   let apiKey: string | undefined;
   if (flags.apiKeyEnv) {
     apiKey = process.env[flags.apiKeyEnv];
@@ -89,8 +93,27 @@ async function makeProvider(flags: LlmFlags): Promise<Provider> {
     headers: headers(flags.header),
     timeoutMs: flags.timeoutMs,
     maxRetries: flags.maxRetries,
+    maxWaitMs: flags.maxWait * 1000,
+    maxReplyBytes: flags.maxReplyBytes,
+    onRetry: retryNotices(io),
     ...(apiKey ? { apiKey } : {}),
   });
+}
+
+/**
+ * Says on stderr why the run waits, when the wait is long enough to look like a hang (3 s or more, or after a
+ * timed-out request), at most once a second.
+ */
+function retryNotices(io: CliIo): (n: RetryNotice) => void {
+  let last = 0;
+  return (n) => {
+    const now = Date.now();
+    if ((n.waitMs < 3000 && !/timed out/.test(n.reason)) || now - last < 1000) return;
+    last = now;
+    io.log.warn(
+      `waiting ${(n.waitMs / 1000).toFixed(0)} s before retry ${n.attempt} of ${n.maxRetries}: ${n.reason}`,
+    );
+  };
 }
 
 /** Uniform guessing over each task's label space (train inventory for the open ones); – where it has none. */
@@ -109,37 +132,42 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
   }
-  const provider = await makeProvider(flags);
-  const result = await runLlm({
-    provider,
-    tasks: parseTaskList(flags.tasks),
-    splits: flags.split,
-    mode: flags.mode,
-    ...(flags.labelWords ? { labelWords: true } : {}),
-    dataDir: resolveDataDir(flags.data),
-    outDir: flags.out,
-    shots: flags.shots,
-    seed: flags.seed,
-    params: {
-      temperature: flags.temperature,
-      maxTokens: flags.maxTokens,
+  const provider = await makeProvider(flags, io);
+  let result: Awaited<ReturnType<typeof runLlm>>;
+  try {
+    result = await runLlm({
+      provider,
+      tasks: parseTaskList(flags.tasks),
+      splits: flags.split,
+      mode: flags.mode,
+      ...(flags.labelWords ? { labelWords: true } : {}),
+      dataDir: resolveDataDir(flags.data),
+      outDir: flags.out,
+      shots: flags.shots,
       seed: flags.seed,
-      ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
-    },
-    concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
-    bootstrap: flags.bootstrap,
-    logger: io.log,
-    progress: flags.progress && process.stderr.isTTY === true,
-    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-    ...(flags.resume ? { resume: true } : {}),
-    ...(flags.retryErrors ? { retryErrors: true } : {}),
-    ...(flags.system !== undefined ? { system: flags.system } : {}),
-    ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
-    ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
-      ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
-      : {}),
-  });
-  await provider.close?.();
+      params: {
+        temperature: flags.temperature,
+        maxTokens: flags.maxTokens,
+        seed: flags.seed,
+        ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
+      },
+      concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
+      bootstrap: flags.bootstrap,
+      logger: io.log,
+      progress: flags.progress && process.stderr.isTTY === true,
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      ...(flags.resume ? { resume: true } : {}),
+      ...(flags.retryErrors ? { retryErrors: true } : {}),
+      ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
+      ...(flags.system !== undefined ? { system: flags.system } : {}),
+      ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
+      ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
+        ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
+        : {}),
+    });
+  } finally {
+    await provider.close?.();
+  }
   if (flags.json) {
     io.out(`${JSON.stringify(result.summary)}\n`);
     return EXIT.ok;

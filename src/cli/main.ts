@@ -5,7 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { renderTable } from '../report/table.js';
@@ -291,6 +291,25 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         .argParser(parseCount('--max-retries', 0)),
     )
     .addOption(
+      new Option(
+        '--max-wait <s>',
+        'the longest single wait before a retry; a longer Retry-After fails the request',
+      )
+        .default(60)
+        .argParser(parseCount('--max-wait', 1)),
+    )
+    .addOption(
+      new Option('--max-reply-bytes <n>', 'bytes of one reply at most; a longer one fails its request')
+        .default(4 << 20)
+        .argParser(parseCount('--max-reply-bytes', 1024)),
+    )
+    .addOption(
+      new Option(
+        '--allow-failures <n|p%>',
+        'score the run although up to N requests (or P% of them) failed, counting those as wrong',
+      ).argParser(parseAllowance),
+    )
+    .addOption(
       new Option('--limit <n>', 'at most N items per task and split').argParser(parseCount('--limit', 1)),
     )
     .option('--resume', 'continue the run in --out, sending only unanswered requests')
@@ -370,6 +389,11 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
         .argParser(parseCount('--anonymous-per-minute', 1)),
     )
     .addOption(
+      new Option('--token-per-minute <n>', 'uploads per team token and minute (rejected ones count too)')
+        .default(60)
+        .argParser(parseCount('--token-per-minute', 1)),
+    )
+    .addOption(
       new Option('--quota-per-day <n>', 'accepted uploads per token and per address and day (0: no quota)')
         .default(0)
         .argParser(parseCount('--quota-per-day', 0)),
@@ -382,6 +406,10 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .addOption(new Option('--threads <n>', 'scoring workers').argParser(parseCount('--threads', 1)))
     .option('--trust-proxy', 'take the client address from X-Forwarded-For (behind your own proxy only)')
     .option('--secure-cookies', 'mark cookies Secure (when served over HTTPS)')
+    .option(
+      '--public-url <url>',
+      'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
+    )
     .action(async (flags) => setExit(await (await serveCli()).runServe(flags, io)));
   dbOptions(
     serve
@@ -458,6 +486,15 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   return program;
 }
 
+/** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
+function parseAllowance(v: string): { count: number } | { percent: number } {
+  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim());
+  const n = m ? Number(m[1]) : Number.NaN;
+  if (!m || (m[2] === '%' ? n > 100 : !Number.isInteger(n)))
+    throw new InvalidArgumentError('a whole number of requests (12) or a percentage (2.5%)');
+  return m[2] === '%' ? { percent: n } : { count: n };
+}
+
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit status. */
 export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Promise<number> {
   const full: CliIo = {
@@ -481,6 +518,8 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     }
     if (e instanceof RumedbenchError) {
       full.log.error(e.message);
+      if (e.code === 'RUN_INCOMPLETE') return EXIT.incomplete;
+      if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;
       return EXIT.submissionErrors;
     }
     throw e;

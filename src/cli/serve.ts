@@ -17,11 +17,13 @@ export interface ServeFlags {
   host: string;
   anonymous: boolean;
   anonymousPerMinute: number;
+  tokenPerMinute: number;
   quotaPerDay: number;
   maxUploadMb: number;
   threads?: number;
   trustProxy?: boolean;
   secureCookies?: boolean;
+  publicUrl?: string;
 }
 
 /** `--db`, else DATABASE_URL, else an SQLite file in the per-user data folder. */
@@ -37,6 +39,7 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     port: flags.port,
     anonymous: flags.anonymous,
     anonymousPerMinute: flags.anonymousPerMinute,
+    tokenPerMinute: flags.tokenPerMinute,
     quotaPerDay: flags.quotaPerDay,
     limits: {
       ...DEFAULT_LIMITS,
@@ -49,6 +52,7 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     ...(flags.trustProxy ? { trustProxy: true } : {}),
     ...(flags.secureCookies ? { secureCookies: true } : {}),
+    ...(flags.publicUrl ? { publicUrl: flags.publicUrl } : {}),
   });
   await new Promise<void>((resolve) => {
     const stop = () => {

@@ -3,8 +3,11 @@
  * run killed at any point (SIGKILL included) loses at most the requests in flight. Entries are keyed by the request
  * (messages and sampling parameters): a resumed run sends only what has no successful entry. Failures are journaled
  * too, for the record and for `--retry-errors`, but never stand in for an answer.
+ *
+ * A journal is read as a stream of bytes split at newlines, never as one string: a journal of any size opens, and a
+ * line over `maxLineBytes` (a reply from before replies were capped) is skipped unread, its request asked again.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, createReadStream, existsSync } from 'node:fs';
 import type { Usage } from './provider.js';
 
 export interface JournalEntry {
@@ -15,7 +18,11 @@ export interface JournalEntry {
   status: 'ok' | 'error';
   reply?: string;
   usage?: Usage;
+  /** Why the server's token counts were not taken. */
+  usageProblem?: string;
   finishReason?: string;
+  /** The model the server says answered. */
+  model?: string;
   latencyMs: number;
   error?: string;
   at: string;
@@ -26,22 +33,74 @@ export interface JournalEntry {
   positions?: number;
 }
 
+/** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
+export const MAX_JOURNAL_LINE_BYTES = 64 << 20;
+
+/** Calls `f` with each line of a file, read in chunks; a line over `maxBytes` is counted and skipped, never decoded. */
+export async function forEachLine(
+  file: string,
+  maxBytes: number,
+  f: (line: string) => void,
+): Promise<{ skipped: number }> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let oversized = false;
+  let skipped = 0;
+  const end = () => {
+    if (oversized) skipped++;
+    else if (size > 0) f(Buffer.concat(parts, size).toString('utf8'));
+    parts = [];
+    size = 0;
+    oversized = false;
+  };
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    let from = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, from);
+      const piece = chunk.subarray(from, nl < 0 ? chunk.length : nl);
+      if (!oversized) {
+        size += piece.length;
+        if (size > maxBytes) {
+          oversized = true;
+          parts = [];
+        } else parts.push(piece);
+      }
+      if (nl < 0) break;
+      end();
+      from = nl + 1;
+    }
+  }
+  end();
+  return { skipped };
+}
+
 export class Journal {
   /** Latest entry per key. */
   private readonly entries = new Map<string, JournalEntry>();
+  /** Lines skipped on opening: too long, or cut short by a kill. */
+  skipped = 0;
 
-  constructor(private readonly file: string) {
-    if (!existsSync(file)) return;
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (line.trim() === '') continue;
+  private constructor(private readonly file: string) {}
+
+  static async open(file: string, maxLineBytes = MAX_JOURNAL_LINE_BYTES): Promise<Journal> {
+    const journal = new Journal(file);
+    if (!existsSync(file)) return journal;
+    const { skipped } = await forEachLine(file, maxLineBytes, (line) => {
+      if (line.trim() === '') return;
       try {
-        const e = JSON.parse(line) as JournalEntry;
-        // A success is never overwritten by a later failure of the same request.
-        if (e.status === 'ok' || this.entries.get(e.key)?.status !== 'ok') this.entries.set(e.key, e);
+        journal.keep(JSON.parse(line) as JournalEntry);
       } catch {
         // The last line of a killed run can be cut short; its request is simply asked again.
+        journal.skipped++;
       }
-    }
+    });
+    journal.skipped += skipped;
+    return journal;
+  }
+
+  /** A success is never overwritten by a later failure of the same request. */
+  private keep(e: JournalEntry): void {
+    if (e.status === 'ok' || this.entries.get(e.key)?.status !== 'ok') this.entries.set(e.key, e);
   }
 
   get(key: string): JournalEntry | undefined {
@@ -54,7 +113,6 @@ export class Journal {
 
   append(entry: JournalEntry): void {
     appendFileSync(this.file, `${JSON.stringify(entry)}\n`);
-    if (entry.status === 'ok' || this.entries.get(entry.key)?.status !== 'ok')
-      this.entries.set(entry.key, entry);
+    this.keep(entry);
   }
 }

@@ -1,12 +1,18 @@
 /**
  * Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server, LM Studio), and, for
  * scoring by log-likelihood, servers that return prompt log-probabilities: `/v1/completions` with `echo` and
- * `logprobs` over token ids from the server's `/tokenize` (vLLM). Retries with
- * exponential backoff and full jitter on 429, 5xx, timeouts and dropped connections; a 429's `Retry-After` pauses
- * every request of the run (the server asked the client, not one request, to slow down). Other 4xx answers fail
- * at once with the server's message.
+ * `logprobs` over token ids from the server's `/tokenize` (vLLM).
+ *
+ * Every reply is treated as possibly broken. Three outcomes of a failed request:
+ * - retried (429, 5xx, 408, timeouts, dropped connections), with exponential backoff and full jitter; a 429's
+ *   `Retry-After` pauses every request of the run (the server asked the client, not one request, to slow down), and
+ *   no single wait is longer than `maxWaitMs` (a longer `Retry-After` fails the request, saying so);
+ * - failed, the run going on (a 400 such as a prompt over the context length, a reply with no text, a reply over
+ *   `maxReplyBytes`, log-probabilities that cannot be right): journaled with its reason, re-askable later;
+ * - fatal: the run stops at once (401/403: the key; 404: the model or the URL; any redirect), since retrying or
+ *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
  */
-import { RumedbenchError } from '../errors.js';
+import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams } from './provider.js';
@@ -14,17 +20,35 @@ import type { ChatReply, Provider, SamplingParams } from './provider.js';
 export class LlmRequestError extends RumedbenchError {
   readonly status: number | undefined;
   readonly retryable: boolean;
+  /** No later request can succeed either (the key, the model, the URL): the run stops. */
+  readonly fatal: boolean;
+  /** A reply that is not what the protocol says (retried once at most: a server that garbles once garbles again). */
+  readonly malformed: boolean;
+  /** A 429's Retry-After, in ms. */
+  readonly retryAfter: number | undefined;
   constructor(
     message: string,
     status: number | undefined,
     retryable: boolean,
-    options?: { cause?: unknown },
+    options: { cause?: unknown; fatal?: boolean; malformed?: boolean; retryAfter?: number } = {},
   ) {
-    super('LLM_REQUEST_FAILED', message, options);
+    super(options.fatal ? 'LLM_SERVER_REFUSED' : 'LLM_REQUEST_FAILED', message, { cause: options.cause });
     this.name = 'LlmRequestError';
     this.status = status;
     this.retryable = retryable;
+    this.fatal = options.fatal ?? false;
+    this.malformed = options.malformed ?? false;
+    this.retryAfter = options.retryAfter;
   }
+}
+
+/** A wait before a retry, for the user to see (a long one must not look like a hang). */
+export interface RetryNotice {
+  url: string;
+  attempt: number;
+  maxRetries: number;
+  waitMs: number;
+  reason: string;
 }
 
 export interface OpenAIOptions {
@@ -40,7 +64,88 @@ export interface OpenAIOptions {
   backoffMs?: number;
   /** Ceiling of one backoff, in ms; 60 s by default. */
   maxBackoffMs?: number;
+  /** The longest single wait (backoff or Retry-After), in ms; 60 s by default. A longer Retry-After fails the request. */
+  maxWaitMs?: number;
+  /** Bytes of one reply at most, counted while it arrives; 4 MiB by default. */
+  maxReplyBytes?: number;
+  /** Told of every retry before its wait. */
+  onRetry?: (notice: RetryNotice) => void;
 }
+
+export const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
+export const DEFAULT_MAX_WAIT_MS = 60_000;
+
+/** Refuses a base URL that carries credentials: they would be written into the manifest and the journal. */
+export function checkBaseUrl(baseUrl: string): URL {
+  let u: URL;
+  try {
+    u = new URL(baseUrl);
+  } catch {
+    throw new UsageError(`--base-url: not a URL: "${baseUrl}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new UsageError(`--base-url: an http:// or https:// URL, not "${u.protocol}"`);
+  if (u.username !== '' || u.password !== '') {
+    throw new UsageError(
+      '--base-url must not carry a user name or password (they would be written into the run folder): give the key with --api-key-env, or a header with --header',
+    );
+  }
+  return u;
+}
+
+/** What a server said about an error: OpenAI's `{error: {message}}`, vLLM's `{message}`, FastAPI's `{detail}`, or the text. */
+export function serverMessage(json: unknown, text: string): string | undefined {
+  const j = json as { error?: unknown; message?: unknown; detail?: unknown } | undefined;
+  const candidates = [
+    (j?.error as { message?: unknown } | undefined)?.message,
+    j?.error,
+    j?.message,
+    j?.detail,
+  ];
+  const found = candidates.find((m): m is string => typeof m === 'string' && m.trim() !== '');
+  if (found) return found.trim().slice(0, 500);
+  if (json === undefined && text.trim() !== '') return snippet(text);
+  return undefined;
+}
+
+/** The start of a body for a message: tags of an HTML page dropped, whitespace folded. */
+export function snippet(text: string, length = 200): string {
+  const plain = text
+    .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return plain.length > length ? `${plain.slice(0, length)}…` : plain;
+}
+
+/** Why a fetch failed, with the host and the system's code (fetch's own message is only "fetch failed"). */
+export function connectionProblem(url: string, e: unknown): string {
+  const err = e as Error & { cause?: { code?: string; message?: string; hostname?: string } };
+  if (err.name === 'TimeoutError') return 'timed out';
+  const host = (() => {
+    try {
+      return new URL(url).host;
+    } catch {
+      return url;
+    }
+  })();
+  const cause = err.cause;
+  const code = cause?.code ? ` (${cause.code})` : '';
+  const why =
+    cause?.code === 'ENOTFOUND' || cause?.code === 'EAI_AGAIN'
+      ? 'the host name does not resolve'
+      : cause?.code === 'ECONNREFUSED'
+        ? 'nothing listens there'
+        : (cause?.message ?? err.message);
+  return `cannot reach ${host}: ${why}${code}`;
+}
+
+const CONTEXT_LENGTH =
+  /context.length|context window|maximum context|too many tokens|prompt is too long|max_tokens|context_length_exceeded|longer than the model/i;
+
+/** A token count as a server gives it: a non-negative whole number, or undefined. */
+const count = (v: unknown): number | undefined =>
+  Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
 
 /** Retry-After as seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
@@ -61,9 +166,9 @@ interface CompletionsLogprobs {
 }
 
 interface CompletionBody {
-  choices?: { message?: { content?: string | null }; finish_reason?: string }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
-  error?: { message?: string };
+  model?: unknown;
+  choices?: { message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }[];
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
 }
 
 export class OpenAIProvider implements Provider {
@@ -71,6 +176,7 @@ export class OpenAIProvider implements Provider {
   private pausedUntil = 0;
 
   constructor(private readonly options: OpenAIOptions) {
+    checkBaseUrl(options.baseUrl);
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   }
 
@@ -90,19 +196,36 @@ export class OpenAIProvider implements Provider {
   private async retrying<T>(f: () => Promise<T>): Promise<T> {
     const maxRetries = this.options.maxRetries ?? 6;
     const base = this.options.backoffMs ?? 1000;
-    const cap = this.options.maxBackoffMs ?? 60_000;
+    const maxWait = this.options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+    const cap = Math.min(this.options.maxBackoffMs ?? 60_000, maxWait);
+    let malformed = 0;
     for (let attempt = 0; ; attempt++) {
-      const wait = this.pausedUntil - Date.now();
+      const wait = Math.min(this.pausedUntil - Date.now(), maxWait);
       if (wait > 0) await sleep(wait);
       try {
         return await f();
       } catch (e) {
         const err =
           e instanceof LlmRequestError ? e : new LlmRequestError(String(e), undefined, true, { cause: e });
-        if (!err.retryable || attempt >= maxRetries) throw err;
-        const hinted = (err as LlmRequestError & { retryAfter?: number }).retryAfter;
+        if (err.malformed) malformed++;
+        if (!err.retryable || attempt >= maxRetries || malformed > 1) throw err;
+        const hinted = err.retryAfter;
+        if (hinted !== undefined && hinted > maxWait) {
+          throw new LlmRequestError(
+            `${err.message}: the server asks to wait ${Math.round(hinted / 1000)} s (Retry-After), longer than --max-wait ${Math.round(maxWait / 1000)} s`,
+            err.status,
+            false,
+          );
+        }
         const delay = hinted ?? Math.random() * Math.min(cap, base * 2 ** attempt);
         if (hinted !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + hinted);
+        this.options.onRetry?.({
+          url: this.url,
+          attempt: attempt + 1,
+          maxRetries,
+          waitMs: delay,
+          reason: err.message,
+        });
         await sleep(delay);
       }
     }
@@ -118,31 +241,83 @@ export class OpenAIProvider implements Provider {
     if (params.seed !== undefined) body.seed = params.seed;
     if (params.stop && params.stop.length > 0) body.stop = params.stop;
     const { json, text, status } = await this.post<CompletionBody>(this.url, body);
-    const choice = json?.choices?.[0];
-    if (!json || !choice)
+    const choice = Array.isArray(json?.choices) ? json.choices[0] : undefined;
+    if (!json || typeof json !== 'object' || !choice) {
       throw new LlmRequestError(
-        `${this.url}: the reply is not a chat completion: ${text.slice(0, 200)}`,
+        `${this.url}: the reply is not a chat completion (no choices): ${snippet(text)}`,
         status,
         true,
+        { malformed: true },
       );
+    }
+    const content = choice.message?.content;
+    if (typeof content !== 'string') {
+      const tool = Array.isArray(choice.message?.tool_calls) && choice.message.tool_calls.length > 0;
+      throw new LlmRequestError(
+        `${this.url}: the reply has no text (${tool ? 'the model called a tool instead of answering' : `content is ${content === null ? 'null' : typeof content}`})`,
+        status,
+        false,
+      );
+    }
+    const prompt = count(json.usage?.prompt_tokens);
+    const completion = count(json.usage?.completion_tokens);
+    const usageGiven = json.usage !== undefined && json.usage !== null;
+    const usageOk = usageGiven && prompt !== undefined && completion !== undefined;
     return {
-      text: choice.message?.content ?? '',
-      ...(json.usage
+      text: content,
+      ...(usageOk ? { usage: { promptTokens: prompt, completionTokens: completion } } : {}),
+      ...(usageGiven && !usageOk
         ? {
-            usage: {
-              promptTokens: json.usage.prompt_tokens ?? 0,
-              completionTokens: json.usage.completion_tokens ?? 0,
-            },
+            usageProblem: `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`,
           }
         : {}),
-      ...(choice.finish_reason ? { finishReason: choice.finish_reason } : {}),
+      ...(typeof choice.finish_reason === 'string'
+        ? { finishReason: choice.finish_reason.slice(0, 100) }
+        : {}),
+      ...(typeof json.model === 'string' ? { model: json.model.slice(0, 200) } : {}),
     };
+  }
+
+  /** The body of a reply, at most `maxReplyBytes`, counted as it arrives. */
+  private async readCapped(url: string, res: Response): Promise<string> {
+    const max = this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+    if (!res.body) return '';
+    const reader = res.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        bytes += value.length;
+        if (bytes > max) {
+          await reader.cancel().catch(() => undefined);
+          throw new LlmRequestError(
+            `${url}: the reply is larger than --max-reply-bytes (${max} bytes); it was cut off and not read`,
+            res.status,
+            false,
+          );
+        }
+        chunks.push(value);
+      }
+    } catch (e) {
+      if (e instanceof LlmRequestError) throw e;
+      throw new LlmRequestError(
+        `${url}: the reply broke off (${(e as Error).name === 'TimeoutError' ? 'timed out' : (e as Error).message})`,
+        res.status,
+        true,
+        { cause: e },
+      );
+    }
+    return new TextDecoder().decode(Buffer.concat(chunks));
   }
 
   /** One POST of JSON; HTTP errors become LlmRequestErrors (429 with its Retry-After), retryable where they may pass. */
   private async post<T>(
     url: string,
     body: unknown,
+    /** A 404 stops the run (wrong model or URL); not for optional endpoints, whose 404 means "not offered". */
+    options: { notFoundIsFatal?: boolean } = {},
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     let res: Response;
     try {
@@ -154,27 +329,36 @@ export class OpenAIProvider implements Provider {
           ...this.options.headers,
         },
         body: JSON.stringify(body),
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 120_000),
       });
     } catch (e) {
-      const timeout = (e as Error).name === 'TimeoutError';
+      const why = connectionProblem(url, e);
+      const timeout = why === 'timed out';
       throw new LlmRequestError(
-        `${url}: ${timeout ? 'timed out' : `request failed: ${(e as Error).message}`}`,
+        `${url}: ${timeout ? `timed out after ${Math.round((this.options.timeoutMs ?? 120_000) / 1000)} s` : why}`,
         undefined,
         true,
-        {
-          cause: e,
-        },
+        { cause: e },
       );
     }
-    let text: string;
-    try {
-      text = await res.text();
-    } catch (e) {
-      throw new LlmRequestError(`${url}: connection broke off: ${(e as Error).message}`, res.status, true, {
-        cause: e,
-      });
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => undefined);
+      const location = res.headers.get('location');
+      let target = '(no Location)';
+      try {
+        if (location) target = new URL(location, url).toString();
+      } catch {
+        target = location ?? target;
+      }
+      throw new LlmRequestError(
+        `${url}: HTTP ${res.status}, a redirect to ${target.slice(0, 300)}; redirects are not followed (the key and headers could go elsewhere): give the final address as --base-url`,
+        res.status,
+        false,
+        { fatal: true },
+      );
     }
+    const text = await this.readCapped(url, res);
     let json: T | undefined;
     try {
       json = JSON.parse(text) as T;
@@ -182,15 +366,47 @@ export class OpenAIProvider implements Provider {
       json = undefined;
     }
     if (!res.ok) {
-      const detail = (json as { error?: { message?: string } } | undefined)?.error?.message;
-      const message = `${url}: HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
-      const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
-      const err = new LlmRequestError(message, res.status, retryable);
-      if (res.status === 429) {
-        const after = retryAfterMs(res.headers.get('retry-after'));
-        if (after !== undefined) Object.assign(err, { retryAfter: after });
+      const detail = serverMessage(json, text);
+      const said = `${url}: HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
+      if (res.status === 401 || res.status === 403) {
+        throw new LlmRequestError(
+          `${said} (the server refused the key: check --api-key-env and --header)`,
+          res.status,
+          false,
+          {
+            fatal: true,
+          },
+        );
       }
-      throw err;
+      if (res.status === 404 && (options.notFoundIsFatal ?? true)) {
+        throw new LlmRequestError(
+          `${said} (no such model or endpoint: check --model and --base-url, which usually ends in /v1)`,
+          res.status,
+          false,
+          { fatal: true },
+        );
+      }
+      const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
+      const context = !retryable && detail !== undefined && CONTEXT_LENGTH.test(detail);
+      const after = res.status === 429 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
+      throw new LlmRequestError(
+        context
+          ? `${said} (the prompt does not fit the model's context: this item fails, the run goes on)`
+          : said,
+        res.status,
+        retryable,
+        after !== undefined ? { retryAfter: after } : {},
+      );
+    }
+    if (json === undefined) {
+      throw new LlmRequestError(
+        `${url}: the reply is not JSON: ${snippet(text) || '(empty)'}`,
+        res.status,
+        true,
+        {
+          malformed: true,
+        },
+      );
     }
     return { json, text, status: res.status };
   }
@@ -211,14 +427,14 @@ export class OpenAIProvider implements Provider {
         json,
         text: raw,
         status,
-      } = await this.post<{ tokens?: unknown }>(this.tokenizeUrl, {
-        model: this.options.model,
-        prompt: text,
-        add_special_tokens: special,
-      });
+      } = await this.post<{ tokens?: unknown }>(
+        this.tokenizeUrl,
+        { model: this.options.model, prompt: text, add_special_tokens: special },
+        { notFoundIsFatal: false },
+      );
       if (!json || !Array.isArray(json.tokens) || !json.tokens.every((t) => Number.isInteger(t))) {
         throw new LlmRequestError(
-          `${this.tokenizeUrl}: not a tokenizer's answer: ${raw.slice(0, 200)}`,
+          `${this.tokenizeUrl}: not a tokenizer's answer: ${snippet(raw)}`,
           status,
           false,
         );
@@ -230,26 +446,42 @@ export class OpenAIProvider implements Provider {
   /** The log-probability of every prompt token after the first, for each prompt (one batched request). */
   private async promptLogprobs(prompts: number[][]): Promise<(number | null)[][]> {
     return this.retrying(async () => {
-      const { json, text, status } = await this.post<CompletionsLogprobs>(this.completionsUrl, {
-        model: this.options.model,
-        prompt: prompts,
-        max_tokens: 1,
-        temperature: 0,
-        echo: true,
-        logprobs: 1,
-      });
-      const choices = json?.choices ?? [];
+      const { json, text, status } = await this.post<CompletionsLogprobs>(
+        this.completionsUrl,
+        {
+          model: this.options.model,
+          prompt: prompts,
+          max_tokens: 1,
+          temperature: 0,
+          echo: true,
+          logprobs: 1,
+        },
+        { notFoundIsFatal: false },
+      );
+      const choices = Array.isArray(json?.choices) ? json.choices : [];
       const out: (number | null)[][] = prompts.map(() => []);
       for (const c of choices) {
         const lp = c.logprobs?.token_logprobs;
         if (typeof c.index === 'number' && Array.isArray(lp)) out[c.index] = lp;
       }
-      if (out.some((lp, i) => lp.length < (prompts[i] as number[]).length)) {
-        throw new LlmRequestError(
-          `${this.completionsUrl}: no log-probabilities for the prompt tokens in the answer: ${text.slice(0, 200)}`,
-          status,
-          false,
-        );
+      const fail = (why: string) =>
+        new LlmRequestError(`${this.completionsUrl}: ${why}: ${snippet(text)}`, status, false);
+      for (const [i, lp] of out.entries()) {
+        const n = (prompts[i] as number[]).length;
+        // One per prompt token (the first may be null: nothing precedes it), then the one generated token
+        // (max_tokens 1). More would be read from the wrong positions; fewer leave tokens unscored.
+        if (lp.length === 0) throw fail('no log-probabilities for the prompt tokens in the answer');
+        if (lp.length !== n && lp.length !== n + 1)
+          throw fail(
+            `${lp.length} log-probabilities for a prompt of ${n} tokens and 1 generated (there must be one per token)`,
+          );
+        for (const [k, v] of lp.slice(0, n).entries()) {
+          if (k === 0 && v === null) continue;
+          if (typeof v !== 'number' || !Number.isFinite(v) || v > 0)
+            throw fail(
+              `log-probability ${typeof v === 'number' ? String(v) : JSON.stringify(v)} at token ${k} is not a finite number ≤ 0`,
+            );
+        }
       }
       return out;
     });
@@ -277,16 +509,21 @@ export class OpenAIProvider implements Provider {
       this.bos = await this.tokenize('', true);
       probe = (await this.tokenize('Да нет да нет')).slice(0, 3);
     } catch (e) {
+      // A refused key or a wrong URL is that, not a missing capability.
+      if (e instanceof LlmRequestError && e.fatal) throw e;
       throw refuse(`no usable /tokenize endpoint (${(e as Error).message})`);
     }
     if (probe.length < 3) throw refuse('its tokenizer gave fewer than three tokens for a probe text');
+    let why = 'a three-token prompt came back without three log-probabilities';
     try {
       const [lp] = await this.promptLogprobs([probe]);
       if (lp && lp.length >= 3 && lp.slice(1, 3).every((x) => typeof x === 'number')) {
         this.method = 'prompt-logprobs';
         return;
       }
-    } catch {
+    } catch (e) {
+      if (e instanceof LlmRequestError && e.fatal) throw e;
+      why = `a three-token prompt came back without three log-probabilities (${(e as Error).message})`;
       // Try the top-k fallback below.
     }
     try {
@@ -295,27 +532,26 @@ export class OpenAIProvider implements Provider {
         this.method = 'top-k';
         return;
       }
-    } catch {
+    } catch (e) {
+      if (e instanceof LlmRequestError && e.fatal) throw e;
       // Refused below.
     }
-    throw refuse(
-      'a three-token prompt came back without three log-probabilities, and without top-k log-probabilities',
-    );
+    throw refuse(`${why}, and without top-k log-probabilities`);
   }
 
   /** The top-k log-probabilities of the first token generated after a text. */
   private async topLogprobs(prompt: string): Promise<Map<string, number>> {
     return this.retrying(async () => {
-      const { json } = await this.post<CompletionsLogprobs>(this.completionsUrl, {
-        model: this.options.model,
-        prompt,
-        max_tokens: 1,
-        temperature: 0,
-        logprobs: 20,
-      });
+      const { json } = await this.post<CompletionsLogprobs>(
+        this.completionsUrl,
+        { model: this.options.model, prompt, max_tokens: 1, temperature: 0, logprobs: 20 },
+        { notFoundIsFatal: false },
+      );
       const top = json?.choices?.[0]?.logprobs?.top_logprobs?.[0];
       return new Map(
-        Object.entries(top ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'),
+        Object.entries(top ?? {}).filter(
+          (e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1]) && e[1] <= 0,
+        ),
       );
     });
   }
@@ -339,6 +575,14 @@ export class OpenAIProvider implements Provider {
         const ctx = contexts.get(context) ?? this.tokenize(context);
         contexts.set(context, ctx);
         const [whole, ctxTokens] = await Promise.all([this.tokenize(context + continuation), ctx]);
+        if (whole.length <= ctxTokens.length) {
+          // The counts do not add up (a broken /tokenize): the candidate would get no tokens and a score of 0.
+          throw new LlmRequestError(
+            `${this.tokenizeUrl}: the prompt with the candidate ${JSON.stringify(continuation.slice(0, 40))} has ${whole.length} tokens, the prompt alone ${ctxTokens.length}: the candidate has no tokens of its own`,
+            undefined,
+            false,
+          );
+        }
         return splitByCount([...bos, ...whole], bos.length + ctxTokens.length);
       }),
     );

@@ -18,7 +18,11 @@ export interface Usage {
 export interface ChatReply {
   text: string;
   usage?: Usage;
+  /** Why the reply's token counts were not taken (negative, fractional, not numbers). */
+  usageProblem?: string;
   finishReason?: string;
+  /** The model the server says answered (a router may serve another than asked). */
+  model?: string;
 }
 
 /** Per-request hints a provider may use: a JSON schema the answer must follow (constrained decoding). */

@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { UsageError } from '../errors.js';
+import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
@@ -49,6 +49,11 @@ export interface LlmRunOptions {
   resume?: boolean;
   /** Continue the run, sending only the requests whose last attempt failed. */
   retryErrors?: boolean;
+  /**
+   * Failed requests accepted before the run is scored (then scored as wrong, and counted apart in the summary):
+   * a count, or a share of the run's requests in percent. None by default: a run with failures is not scored.
+   */
+  allowFailures?: { count: number } | { percent: number };
   system?: string;
   templates?: Record<string, PromptTemplate>;
   /** Prices per million prompt and completion tokens, for the cost line. */
@@ -85,7 +90,11 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     await options.provider.checkLoglik?.();
   }
   mkdirSync(options.outDir, { recursive: true });
-  const journal = new Journal(journalFile);
+  const journal = await Journal.open(journalFile);
+  if (journal.skipped > 0)
+    log.warn(
+      `${journalFile}: ${journal.skipped} unreadable or oversized line(s) skipped; their requests are asked again`,
+    );
   const model = options.provider.describe();
 
   // 1. Plan.
@@ -131,7 +140,17 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
       }
     },
+  }).catch((e: unknown) => {
+    if (!(e instanceof RumedbenchError) || e.code !== 'LLM_SERVER_REFUSED') throw e;
+    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    throw new RumedbenchError(
+      'LLM_SERVER_REFUSED',
+      `${e.message}\nThe run stopped at once: no retry can fix this. ${answered} of ${jobs.length} requests are answered in ${journalFile}; fix the cause, then continue with the same command and --resume (nothing answered is asked again).`,
+      { cause: e },
+    );
   });
+  const accepted = checkFailures(jobs, journal, journalFile, options.allowFailures);
+  if (accepted) log.warn(accepted);
 
   // 3. Read the answers, write the run folder.
   const samples = collectSamples(jobs, journal);
@@ -149,6 +168,18 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const promptTokens = ok.reduce((n, e) => n + (e.usage?.promptTokens ?? 0), 0);
   const completionTokens = ok.reduce((n, e) => n + (e.usage?.completionTokens ?? 0), 0);
   const latencies = ok.map((e) => e.latencyMs);
+  const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
+  if (usageProblems.length > 0)
+    log.warn(
+      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); they count for nothing in the tokens and the cost`,
+    );
+  const served: Record<string, number> = {};
+  for (const e of ok) if (e.model !== undefined) served[e.model] = (served[e.model] ?? 0) + 1;
+  const others = Object.entries(served).filter(([m]) => m !== model.model);
+  if (others.length > 0)
+    log.warn(
+      `the server says another model answered: ${others.map(([m, n]) => `"${m}" (${n} replies)`).join(', ')}; asked for "${String(model.model)}"`,
+    );
   const summary = {
     ...evaluation,
     llm: {
@@ -173,7 +204,13 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         wall_s: wallS,
         throughput_rps: pending.length / Math.max(1e-9, wallS),
       },
-      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens },
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        replies_with_invalid_counts: usageProblems.length,
+      },
+      served_models: served,
+      failed_requests: jobs.length - ok.length,
       latency_ms: { median: percentile(latencies, 50), p95: percentile(latencies, 95) },
       ...(options.prices
         ? {
@@ -211,4 +248,50 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     )}\n`,
   );
   return { evaluation, summary, outDir: options.outDir, sent: pending.length };
+}
+
+/**
+ * A run whose requests failed is not scored unless the user accepts that many failures: a failed request is not a
+ * wrong answer. Says how many failed, the first distinct reasons, and how to continue.
+ */
+function checkFailures(
+  jobs: readonly { key: string }[],
+  journal: Journal,
+  journalFile: string,
+  allow: LlmRunOptions['allowFailures'],
+): string | undefined {
+  const failed = jobs.map((j) => journal.get(j.key)).filter((e) => e?.status !== 'ok');
+  if (failed.length === 0) return undefined;
+  const allowed =
+    allow === undefined ? 0 : 'count' in allow ? allow.count : (allow.percent / 100) * jobs.length;
+  const reasons = new Map<string, number>();
+  for (const e of failed) {
+    const why = (e?.error ?? 'not sent').slice(0, 300);
+    reasons.set(why, (reasons.get(why) ?? 0) + 1);
+  }
+  const top = [...reasons]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([why, n]) => `  ${n}× ${why}`);
+  const more = reasons.size > 3 ? [`  … and ${reasons.size - 3} other reason(s)`] : [];
+  const head = `${failed.length} of ${jobs.length} requests failed`;
+  if (failed.length > allowed) {
+    throw new RumedbenchError(
+      'RUN_INCOMPLETE',
+      [
+        `${head}, so the run is incomplete and was not scored:`,
+        ...top,
+        ...more,
+        `Ask only those again with the same command and --retry-errors; or score them as wrong with --allow-failures ${failed.length}.`,
+        `Every answer so far is kept in ${journalFile}.`,
+      ].join('\n'),
+    );
+  }
+  if (failed.length === jobs.length) {
+    throw new RumedbenchError(
+      'LLM_REQUEST_FAILED',
+      [`${head}: every one; nothing to score:`, ...top, ...more].join('\n'),
+    );
+  }
+  return [`${head} and are scored as wrong (--allow-failures):`, ...top, ...more].join('\n');
 }

@@ -2,6 +2,7 @@
  * Stage two of an LLM run: send the jobs that the journal does not answer yet, `concurrency` at a time, journaling
  * each answer (or failure) the moment it arrives, with a progress bar on stderr.
  */
+import { RumedbenchError } from '../errors.js';
 import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { Provider, SamplingParams } from './provider.js';
@@ -58,7 +59,9 @@ async function ask(provider: Provider, job: Job, params: SamplingParams): Promis
   return {
     reply: reply.text,
     ...(reply.usage ? { usage: reply.usage } : {}),
+    ...(reply.usageProblem ? { usageProblem: reply.usageProblem } : {}),
     ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
+    ...(reply.model ? { model: reply.model } : {}),
   };
 }
 
@@ -74,8 +77,12 @@ export async function sendAll(options: {
 }): Promise<number> {
   const started = Date.now();
   let next = 0;
+  // An error no retry can fix (a refused key, a wrong model or URL) stops the run: nothing more is sent, the
+  // requests in flight finish, and the error is thrown once they have.
+  let stopped: RumedbenchError | undefined;
   const worker = async (): Promise<void> => {
     for (;;) {
+      if (stopped) return;
       const job = options.pending[next++];
       if (!job) return;
       const t0 = performance.now();
@@ -91,6 +98,7 @@ export async function sendAll(options: {
           at: new Date().toISOString(),
         };
       } catch (e) {
+        if (e instanceof RumedbenchError && e.code === 'LLM_SERVER_REFUSED') stopped ??= e;
         entry = {
           ...base,
           status: 'error',
@@ -107,5 +115,6 @@ export async function sendAll(options: {
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, () => worker()));
   options.bar.tick(true);
+  if (stopped) throw stopped;
   return (Date.now() - started) / 1000;
 }

@@ -34,6 +34,8 @@ export type IssueCode =
   | 'LABEL_OUTSIDE_TRAIN'
   | 'MISSING_TASK'
   | 'DATA_VERSION_HINT'
+  | 'FILE_GOLD_IGNORED'
+  | 'UNANSWERED_ITEMS'
   // Uploads to the leaderboard server (src/server/upload.ts):
   | 'UPLOAD_TOO_LARGE'
   | 'TOO_MANY_FILES'

@@ -11,11 +11,16 @@ export class ReferenceLoader {
   readonly dataDir: string;
   private readonly cache = new Map<string, Promise<Reference>>();
   private readonly privateGold: GoldOverrides;
+  private readonly hiddenGold: boolean;
 
-  /** `privateGold` gives the private_test split its gold; the data files carry none. */
-  constructor(dataDir?: string, options: { privateGold?: GoldOverrides } = {}) {
+  /**
+   * `privateGold` gives the private_test split its gold; the data files carry none. `hiddenGold` marks that gold
+   * secret (a leaderboard's closed tests): see {@link Reference.hiddenGold}.
+   */
+  constructor(dataDir?: string, options: { privateGold?: GoldOverrides; hiddenGold?: boolean } = {}) {
     this.dataDir = resolveDataDir(dataDir);
     this.privateGold = options.privateGold ?? {};
+    this.hiddenGold = options.hiddenGold ?? false;
   }
 
   /** The split's records, or no records where the file is missing; invalid data files throw. */
@@ -31,7 +36,10 @@ export class ReferenceLoader {
   }
 
   private async read(task: TaskDefinition, split: Split, withRecords: boolean): Promise<Reference> {
-    const ref: Reference = { split };
+    const ref: Reference = {
+      split,
+      ...(this.hiddenGold && split === 'private_test' ? { hiddenGold: true } : {}),
+    };
     if (withRecords) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
       const gold = split === 'private_test' ? this.privateGold[task.name] : undefined;

@@ -26,6 +26,12 @@ export interface Reference {
   records?: readonly TaskRecord[];
   /** Set when the caller chose to score on the gold in the files alone (`--file-gold`). */
   fileGoldOnly?: boolean;
+  /**
+   * A closed test (a leaderboard's private_test): the gold is secret. Answer fields in a file are ignored (never
+   * compared with the gold, never scored on), and every item must be answered, so that no message and no score
+   * tells anything about one item.
+   */
+  hiddenGold?: boolean;
   /** Labels seen in train (ranking tasks), to count predictions that can never be right. */
   trainLabels?: ReadonlySet<string>;
 }
@@ -144,6 +150,8 @@ export function validateTaskFile(
   const fieldsHint = `"${task.idField}" with "${PREDICTION}" (RuMedBench format) or "${task.goldField}" (MedBench platform format)`;
 
   let format: SubmissionFormat | undefined;
+  let fileGoldIgnored = 0;
+  let unanswered = 0;
   const seen = new Map<string, number>();
   const answers = new Map<string, { prediction: Prediction | null; fileGold?: Prediction }>();
 
@@ -247,8 +255,11 @@ export function validateTaskFile(
       continue;
     }
 
+    if (prediction === null && reference.hiddenGold) unanswered += 1;
     let fileGold: Prediction | undefined;
-    if (format === 'rumedbench') {
+    if (format === 'rumedbench' && reference.hiddenGold) {
+      if (rec[task.goldField] !== undefined) fileGoldIgnored += 1;
+    } else if (format === 'rumedbench') {
       const g = rec[task.goldField];
       if (g === undefined) {
         if (!ref) {
@@ -310,6 +321,23 @@ export function validateTaskFile(
 
   const unknown = issues.filter((i) => i.code === 'UNKNOWN_ID').length;
   const missing = issues.filter((i) => i.code === 'MISSING_ITEM').length;
+  if (reference.hiddenGold && (unanswered > 0 || missing > 0)) {
+    const total = records?.length ?? seen.size;
+    err({
+      code: 'UNANSWERED_ITEMS',
+      message: `${missing + unanswered} of ${total} items have no answer (${missing} missing, ${unanswered} null): a closed test is scored only when every item is answered`,
+      expected: `an answer for each of the ${total} items`,
+    });
+  }
+  if (fileGoldIgnored > 0) {
+    issues.push({
+      severity: 'warning',
+      file,
+      task: task.name,
+      code: 'FILE_GOLD_IGNORED',
+      message: `the "${task.goldField}" field of ${fileGoldIgnored} line(s) was ignored: a closed test is scored only against the gold its organisers hold`,
+    });
+  }
   if (unknown > 0 && missing > 0) {
     issues.push({
       severity: 'warning',

@@ -47,7 +47,7 @@ function form(
   return fd;
 }
 
-const META = { model: 'TF-IDF', kind: 'feature-based', team: 'SAI' };
+const META = { model: 'TF-IDF', kind: 'feature-based' };
 
 /** Synthetic gold for the published private_test ids: a function of the id, so a test can compute any score. */
 const syntheticGold = (task: string, id: string): string => {
@@ -87,7 +87,7 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
         limits: LIMITS,
       });
       await lb.ensureAdminSecret(ADMIN);
-      app = createApp({ lb, sessionKey: await lb.sessionKey(), log }) as unknown as App;
+      app = createApp({ lb, log }) as unknown as App;
     });
     afterAll(async () => {
       await lb?.close();
@@ -96,7 +96,7 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
     /** A variant of the service on the same database and workers, with other options. */
     const variant = async (options: Partial<Leaderboard['options']>) => {
       const other = new Leaderboard(lb.db, lb.scorer, { ...lb.options, ...options });
-      return createApp({ lb: other, sessionKey: await lb.sessionKey(), log }) as unknown as App;
+      return createApp({ lb: other, log }) as unknown as App;
     };
 
     it('serves the public board with the paper’s rows, under a strict Content-Security-Policy', async () => {
@@ -401,18 +401,21 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
     it('escapes every user string on the pages and guards the CSV export', async () => {
       const hostile = {
         model: '<script>alert(1)</script>',
-        team: '=HYPERLINK("http://evil.example")',
         description: '"><img src=x onerror=alert(2)>',
         link: 'https://example.org/"><script>alert(3)</script>',
         kind: 'LLM',
       };
+      // A team name comes from its token, so the hostile team is the admin's typo, not an uploader's field.
+      const { token } = await lb.createToken('=HYPERLINK("http://evil.example")');
+      const auth = { authorization: `Bearer ${token}` };
       const f = [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref('naive'), 'RuMedDaNet.jsonl')) }];
-      const { body } = await upload(f, hostile);
+      const { body } = await upload(f, hostile, auth);
       // The naive file answers 18 items the split no longer has: rejected, so upload a valid one.
       expect(body.status).toBe('rejected');
       const good = await upload(
         [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref('bilstm'), 'RuMedDaNet.jsonl')) }],
         hostile,
+        auth,
       );
       expect(good.res.status).toBe(201);
       for (const path of [`/submissions/${good.body.id}`, '/']) {
@@ -462,7 +465,7 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
       // The sign-in form carries a CSRF token bound to the browser's cookie.
       const loginPage = await request('/admin/login');
       const cookie = (loginPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
-      const csrf = attr(
+      let csrf = attr(
         elements(
           parseHtml(await loginPage.text()),
           (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf',
@@ -479,6 +482,15 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
       expect(session.startsWith('rmb_admin=')).toBe(true);
       const asAdmin = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
         post(path, fields, { cookie: `${cookie}; ${session}`, ...headers });
+      // The sign-in page's token dies with the anonymous state: forms now carry one bound to the session.
+      expect((await asAdmin(`/admin/submissions/${id}/hide`, { _csrf: csrf })).status).toBe(403);
+      csrf = attr(
+        elements(
+          parseHtml(await (await request('/admin', { headers: { cookie: `${cookie}; ${session}` } })).text()),
+          (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf',
+        )[0] as Element,
+        'value',
+      ) as string;
 
       expect((await asAdmin(`/admin/submissions/${id}/hide`, {})).status).toBe(403);
       expect(
@@ -538,7 +550,6 @@ describe.skipIf(!ready)(`leaderboard routes (${ready ? 'data found' : NO_DATA_RE
       await gone.close();
       const broken = createApp({
         lb: new Leaderboard(gone, lb.scorer, lb.options),
-        sessionKey: 'k',
         log,
       }) as unknown as App;
       const crash = await broken.request('/api/boards/public');

@@ -13,27 +13,41 @@ import type { Logger } from '../log.js';
 import { STRINGS } from '../report/i18n.js';
 import { PAPER_ROWS } from '../report/paper.js';
 import { getTask } from '../tasks/registry.js';
-import { csrfToken, newNonce, sessionCookie, validSession } from './auth.js';
+import { csrfToken, newNonce, newSessionToken, sha256Hex } from './auth.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { campaignsOf } from './campaigns/service.js';
 import { ChartCache, comparisonCharts, entryCharts } from './charts.js';
 import * as q from './db/queries.js';
-import type { BoardName } from './db/schema.js';
+import { type BoardName, FIELD_LIMITS } from './db/schema.js';
 import { checkCsrf, type Env, isApi, render, requireAdmin } from './http.js';
 import { SERVER_STRINGS } from './i18n.js';
-import { type Entry, HttpError, type Leaderboard, parseMetadata, type UploadAnswer } from './leaderboard.js';
+import {
+  type Entry,
+  HttpError,
+  type Leaderboard,
+  parseMetadata,
+  UPLOAD_FIELDS,
+  type UploadAnswer,
+} from './leaderboard.js';
+import { readMultipart } from './multipart.js';
+import { RateLimiter } from './rate-limit.js';
 import { BOARD_TASKS } from './score-upload.js';
 import { ASSET_ETAG, ASSETS } from './static.js';
-import type { UploadFile } from './upload.js';
 import { AdminPage, AdminSubmissionPage, LoginPage } from './views/admin.js';
 import type { PageContext } from './views/layout.js';
 import { BoardPage, ComparePage, ErrorPage, SubmissionPage, UploadPage } from './views/pages.js';
 
 export interface AppOptions {
   lb: Leaderboard;
-  /** Signs admin sessions and CSRF tokens. */
-  sessionKey: string;
   log: Logger;
+  /**
+   * The Host headers this server answers (`host[:port]`, lower case); any other is refused (421), so that a page
+   * of another site resolved to this address (DNS rebinding) cannot read it. Unset or empty: no check. Read at each
+   * request, so that a server may fill it once it knows its port.
+   */
+  allowedHosts?: readonly string[];
+  /** The origin browsers see (behind a proxy): forms must come from it. Unset: the request's own origin. */
+  publicOrigin?: string;
   /** Take the client's address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy?: boolean;
   /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
@@ -43,6 +57,14 @@ export interface AppOptions {
 const NONCE_COOKIE = 'rmb_nonce';
 const SESSION_COOKIE = 'rmb_admin';
 const SESSION_TTL_MS = 8 * 3600_000;
+/** Every body but an upload's: forms and JSON answers are small. */
+const SMALL_BODY_BYTES = 64 << 10;
+/** Failed admin sign-ins per address before it must wait, and for how long. */
+const LOGIN_FAILURES = 5;
+const LOGIN_WINDOW_MS = 15 * 60_000;
+/** Comparisons computed per address and minute (cached ones are free). */
+const COMPARES_PER_MINUTE = 30;
+const UPLOAD_PATHS = new Set(['/api/submissions', '/submit']);
 const BOARDS: readonly BoardName[] = ['public', 'closed'];
 
 function parseBoard(name: string | undefined): BoardName {
@@ -53,7 +75,8 @@ function parseBoard(name: string | undefined): BoardName {
 /** RFC 4180 quoting, and a leading quote before =, +, - and @ so that a spreadsheet never runs a cell. */
 export function csvCell(value: string): string {
   const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  // Quoted when it holds either separator a spreadsheet may pick (a comma, or the semicolon of Russian locales).
+  return /[",;\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 function boardCsv(board: BoardName, entries: Entry[]): string {
@@ -137,6 +160,24 @@ export function createApp(options: AppOptions): Hono<Env> {
     }),
   );
 
+  const loginFailures = new RateLimiter(LOGIN_FAILURES, LOGIN_WINDOW_MS);
+  const compares = new RateLimiter(COMPARES_PER_MINUTE, 60_000);
+  const allowedHosts = options.allowedHosts;
+
+  // The Host first: a request for another name is refused before anything else runs.
+  app.use('*', async (c, next) => {
+    // The request's URL is built from its Host header (node-server), or given whole (in-process requests).
+    const host = new URL(c.req.url).host.toLowerCase();
+    if (allowedHosts && allowedHosts.length > 0 && !allowedHosts.includes(host)) {
+      throw new HttpError(
+        421,
+        'MISDIRECTED',
+        `this server does not answer for the host "${host.slice(0, 100)}"`,
+      );
+    }
+    await next();
+  });
+
   // The page context: language, the browser's CSRF token, whether the admin is signed in; and the address.
   app.use('*', async (c, next) => {
     const asked = c.req.query('lang');
@@ -156,14 +197,20 @@ export function createApp(options: AppOptions): Hono<Env> {
         secure: options.secureCookies ?? false,
       });
     }
+    // A session is a row in the database: sign-out deletes it, and a copied database signs nobody in.
+    const session = getCookie(c, SESSION_COOKIE);
+    const admin =
+      session !== undefined &&
+      /^[\w-]{43}$/.test(session) &&
+      (await q.adminSessionAlive(lb.db.db, sha256Hex(session)));
     const url = new URL(c.req.url);
     c.set('ctx', {
       lang,
       t: SERVER_STRINGS[lang],
       r: STRINGS[lang],
       path: `${url.pathname}${url.search}`,
-      csrf: csrfToken(options.sessionKey, nonce),
-      admin: validSession(options.sessionKey, getCookie(c, SESSION_COOKIE)),
+      csrf: csrfToken(admin ? `session:${session}` : `nonce:${nonce}`),
+      admin,
     });
     let address = 'unknown';
     const forwarded = options.trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
@@ -179,57 +226,62 @@ export function createApp(options: AppOptions): Hono<Env> {
     // A form posted from another site is refused before anything reads it.
     if (c.req.method === 'POST' && !isApi(c.req.path)) {
       const origin = c.req.header('origin');
-      if (origin && origin !== url.origin) throw new HttpError(403, 'CSRF', SERVER_STRINGS[lang].csrf);
+      const ours = options.publicOrigin ?? url.origin;
+      if (origin && origin !== ours) throw new HttpError(403, 'CSRF', SERVER_STRINGS[lang].csrf);
     }
     await next();
   });
 
-  const uploadLimit = bodyLimit({
-    maxSize: limits.maxBodyBytes,
+  // Every body is capped before a byte of it is read: an upload at the upload limit, anything else at 64 KiB.
+  const smallLimit = bodyLimit({
+    maxSize: SMALL_BODY_BYTES,
     onError: () => {
-      throw new HttpError(413, 'UPLOAD_TOO_LARGE', `the request body is larger than ${maxMb} MiB`, {
-        limit_bytes: limits.maxBodyBytes,
-      });
+      throw new HttpError(
+        413,
+        'BODY_TOO_LARGE',
+        `the request body is larger than ${SMALL_BODY_BYTES >> 10} KiB`,
+        {
+          limit_bytes: SMALL_BODY_BYTES,
+        },
+      );
     },
   });
+  app.use('*', async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD' || UPLOAD_PATHS.has(c.req.path)) return next();
+    return smallLimit(c, next);
+  });
 
-  /** The files and fields of a multipart body. */
-  async function readForm(c: Context<Env>): Promise<{ files: UploadFile[]; fields: Record<string, string> }> {
-    const type = c.req.header('content-type') ?? '';
-    if (!/^multipart\/form-data/i.test(type)) {
-      throw new HttpError(
-        415,
-        'UNSUPPORTED_MEDIA_TYPE',
-        'send multipart/form-data with one or more `file` fields',
-      );
-    }
-    let body: Record<string, string | File | (string | File)[]>;
-    try {
-      body = (await c.req.parseBody({ all: true })) as typeof body;
-    } catch (e) {
-      throw new HttpError(
-        400,
-        'BAD_MULTIPART',
-        `the multipart body could not be read: ${(e as Error).message}`,
-      );
-    }
-    const files: UploadFile[] = [];
-    const fields: Record<string, string> = {};
-    for (const [key, value] of Object.entries(body)) {
-      for (const v of Array.isArray(value) ? value : [value]) {
-        if (typeof v === 'string') {
-          if (key === 'file') continue;
-          if (key in fields)
-            throw new HttpError(400, 'INVALID_METADATA', `the field "${key}" is given twice`);
-          fields[key] = v;
-        } else if (key === 'file') {
-          if (v.size === 0 && v.name === '') continue; // an empty file input
-          files.push({ name: v.name, data: new Uint8Array(await v.arrayBuffer()) });
-        } else
-          throw new HttpError(400, 'INVALID_METADATA', `a file in the field "${key}"; files go in "file"`);
+  /** The files and metadata of an upload, read as a stream with every cap checked as the bytes arrive. */
+  async function readUploadForm(c: Context<Env>, ignore: readonly string[] = []) {
+    const { files, fields } = await readMultipart(c.req.raw, {
+      maxBodyBytes: limits.maxBodyBytes,
+      maxFiles: limits.maxFiles,
+      maxFileBytes: limits.maxFileBytes,
+      maxFields: UPLOAD_FIELDS.length + ignore.length,
+      maxFieldBytes: 4 * FIELD_LIMITS.description,
+    });
+    const metadata: Record<string, string> = {};
+    for (const [name, value] of fields) {
+      if (ignore.includes(name)) continue;
+      if (!UPLOAD_FIELDS.includes(name)) {
+        throw new HttpError(
+          400,
+          'INVALID_METADATA',
+          `unknown field "${name.slice(0, 100)}"; an upload takes ${UPLOAD_FIELDS.join(', ')} and \`file\``,
+        );
       }
+      metadata[name] = value;
     }
-    return { files, fields };
+    return { files, metadata };
+  }
+
+  /** A small form's fields (urlencoded or multipart, already capped at 64 KiB); its CSRF token is checked. */
+  async function readSmallForm(c: Context<Env>): Promise<Record<string, string>> {
+    const body = (await c.req.parseBody()) as Record<string, unknown>;
+    checkCsrf(c, body);
+    const fields: Record<string, string> = {};
+    for (const [k, v] of Object.entries(body)) if (k !== '_csrf' && typeof v === 'string') fields[k] = v;
+    return fields;
   }
 
   const withQuotaHeaders = (c: Context<Env>, answer: UploadAnswer, replayed: boolean) => {
@@ -289,14 +341,15 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   // Submissions
 
-  app.post('/api/submissions', uploadLimit, async (c) => {
+  // An upload is authenticated and admitted (rate, quota) from its headers alone, before its body is read.
+  app.post('/api/submissions', async (c) => {
     const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
-    const { files, fields } = await readForm(c);
-    const metadata = parseMetadata(fields);
+    await lb.admit(who);
+    const { files, metadata } = await readUploadForm(c);
     const key = c.req.header('idempotency-key');
     const { status, body, replayed } = await lb.submit({
       files,
-      metadata,
+      metadata: parseMetadata(metadata, who),
       who,
       ...(key !== undefined ? { idempotencyKey: key } : {}),
     });
@@ -308,13 +361,14 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.entry(c.req.param('id')))));
 
   app.get('/submit', (c) => render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} />));
-  app.post('/submit', uploadLimit, async (c) => {
+  // The browser's form carries its CSRF token in the action's query, so that it is checked before the body is read.
+  app.post('/submit', async (c) => {
     const ctx = c.get('ctx');
-    const { files, fields } = await readForm(c);
-    checkCsrf(c, fields);
-    const { _csrf: _, ...meta } = fields;
+    checkCsrf(c, { _csrf: c.req.query('_csrf') });
     const who = await lb.authenticate(undefined, c.get('address'));
-    const { status, body } = await lb.submit({ files, metadata: parseMetadata(meta), who });
+    await lb.admit(who);
+    const { files, metadata: meta } = await readUploadForm(c, ['_csrf']);
+    const { status, body } = await lb.submit({ files, metadata: parseMetadata(meta, who), who });
     if (status === 201 || (status === 200 && body.status === 'scored')) {
       return c.redirect(`/submissions/${body.id}?lang=${ctx.lang}`, 303);
     }
@@ -340,6 +394,13 @@ export function createApp(options: AppOptions): Hono<Env> {
     const a = c.req.query('a');
     const b = c.req.query('b');
     if (!a || !b) throw new HttpError(400, 'BAD_REQUEST', 'compare needs ?a=ID&b=ID');
+    if (!lb.hasComparison(a, b)) {
+      const wait = compares.hit(c.get('address'));
+      if (wait > 0)
+        throw new HttpError(429, 'RATE_LIMITED', `at most ${COMPARES_PER_MINUTE} new comparisons a minute`, {
+          retryAfter: wait,
+        });
+    }
     const r = await lb.compare(a, b);
     const blocks = r.comparison
       ? await charts.draw(`cmp:${a}:${b}:${ctx.lang}`, () =>
@@ -379,25 +440,46 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
   app.post('/admin/login', async (c) => {
     const ctx = c.get('ctx');
-    const body = (await c.req.parseBody()) as Record<string, unknown>;
-    checkCsrf(c, body);
-    const token = typeof body.token === 'string' ? body.token : '';
+    const address = c.get('address');
+    const wait = loginFailures.retryAfter(address);
+    if (wait > 0) {
+      throw new HttpError(
+        429,
+        'RATE_LIMITED',
+        `too many failed sign-ins from this address; try again in ${wait} s`,
+        {
+          retryAfter: wait,
+        },
+      );
+    }
+    const body = await readSmallForm(c);
+    const token = body.token ?? '';
     if (!(await lb.isAdminSecret(token))) {
-      log.warn(`admin sign-in refused from ${c.get('address')}`);
+      loginFailures.hit(address);
+      log.warn(`admin sign-in refused from ${address}`);
       return render(c, <LoginPage ctx={ctx} failed />, 403);
     }
-    setCookie(c, SESSION_COOKIE, sessionCookie(options.sessionKey, SESSION_TTL_MS), {
+    loginFailures.reset(address);
+    const session = newSessionToken();
+    await q.createAdminSession(lb.db.db, {
+      token_hash: sha256Hex(session),
+      expires_at: new Date(Date.now() + SESSION_TTL_MS).toISOString(),
+      address,
+    });
+    setCookie(c, SESSION_COOKIE, session, {
       httpOnly: true,
       sameSite: 'Strict',
       path: '/',
       secure: options.secureCookies ?? false,
       maxAge: SESSION_TTL_MS / 1000,
     });
-    await q.addAudit(lb.db.db, 'admin', 'sign-in', null, { address: c.get('address') });
+    await q.addAudit(lb.db.db, 'admin', 'sign-in', null, { address });
     return c.redirect(`/admin?lang=${ctx.lang}`, 303);
   });
   app.post('/admin/logout', async (c) => {
-    checkCsrf(c, (await c.req.parseBody()) as Record<string, unknown>);
+    await readSmallForm(c);
+    const session = getCookie(c, SESSION_COOKIE);
+    if (session) await q.endAdminSession(lb.db.db, sha256Hex(session));
     setCookie(c, SESSION_COOKIE, '', { path: '/', maxAge: 0 });
     return c.redirect('/', 303);
   });
@@ -431,16 +513,14 @@ export function createApp(options: AppOptions): Hono<Env> {
   });
   app.post('/admin/submissions/:id/edit', async (c) => {
     requireAdmin(c);
-    const body = (await c.req.parseBody()) as Record<string, string>;
-    checkCsrf(c, body);
-    const { _csrf: _, ...fields } = body;
+    const fields = await readSmallForm(c);
     await lb.adminEdit(c.req.param('id'), { open_weights: 'no', ...fields });
     charts.clear();
     return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
   });
   app.post('/admin/submissions/:id/:action{[a-z]+}', async (c) => {
     requireAdmin(c);
-    checkCsrf(c, (await c.req.parseBody()) as Record<string, unknown>);
+    await readSmallForm(c);
     await lb.adminAction(c.req.param('id'), c.req.param('action'));
     return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
   });
@@ -451,10 +531,15 @@ export function createApp(options: AppOptions): Hono<Env> {
       throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
     if (c.req.param('action') === 'edit') {
       const type = c.req.header('content-type') ?? '';
-      const fields = /json/i.test(type)
-        ? ((await c.req.json()) as Record<string, unknown>)
-        : ((await c.req.parseBody()) as Record<string, unknown>);
-      await lb.adminEdit(c.req.param('id'), fields);
+      let fields: unknown;
+      try {
+        fields = /json/i.test(type) ? await c.req.json() : await c.req.parseBody();
+      } catch (e) {
+        throw new HttpError(400, 'BAD_JSON', `the body could not be read: ${(e as Error).message}`);
+      }
+      if (typeof fields !== 'object' || fields === null || Array.isArray(fields))
+        throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object of submission fields');
+      await lb.adminEdit(c.req.param('id'), fields as Record<string, unknown>);
     } else await lb.adminAction(c.req.param('id'), c.req.param('action'));
     return c.json({ ok: true });
   });

@@ -1,9 +1,8 @@
 /**
- * Secrets of the leaderboard: team API tokens and the admin secret are stored only as sha256 hashes; the admin's
- * browser session and the forms' CSRF tokens are HMACs under a random key kept in the database, so that several
- * server processes on one PostgreSQL accept each other's sessions.
+ * Secrets of the leaderboard: team API tokens, the admin secret and admin sessions are stored only as sha256
+ * hashes (a copy of the database signs nobody in); CSRF tokens are derived from a cookie the browser alone holds.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RumedbenchError } from '../errors.js';
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -51,22 +50,14 @@ export function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-const hmac = (key: string, text: string): string =>
-  createHmac('sha256', key).update(text).digest('base64url');
+/** A new admin session token for the cookie; the database keeps only its sha256, and sign-out deletes it. */
+export const newSessionToken = (): string => randomBytes(32).toString('base64url');
 
-/** An admin session cookie: `expiry.mac`. */
-export function sessionCookie(key: string, ttlMs: number, now = Date.now()): string {
-  const expires = String(now + ttlMs);
-  return `${expires}.${hmac(key, `admin:${expires}`)}`;
-}
-
-export function validSession(key: string, cookie: string | undefined, now = Date.now()): boolean {
-  if (!cookie) return false;
-  const [expires, mac] = cookie.split('.');
-  if (!expires || !mac || !/^\d+$/.test(expires) || Number(expires) < now) return false;
-  return safeEqual(mac, hmac(key, `admin:${expires}`));
-}
-
-/** The CSRF token of a browser: an HMAC of the random nonce in its cookie. */
-export const csrfToken = (key: string, nonce: string): string => hmac(key, `csrf:${nonce}`);
+/**
+ * The CSRF token of a form: a hash of a secret that only this browser holds, in an httpOnly SameSite=Strict cookie:
+ * the admin's session token when signed in (so the token dies with the session), else a random nonce. No key is
+ * kept anywhere, so every server process on one database agrees on it.
+ */
+export const csrfToken = (secret: string): string =>
+  createHash('sha256').update(`rumedbench-csrf:${secret}`).digest('base64url');
 export const newNonce = (): string => randomBytes(18).toString('base64url');

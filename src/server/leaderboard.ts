@@ -14,7 +14,7 @@ import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { getTask, isTaskName } from '../tasks/registry.js';
-import { assertStrongSecret, newNonce, newToken, sha256Hex } from './auth.js';
+import { assertStrongSecret, newToken, sha256Hex } from './auth.js';
 import type { Db } from './db/connect.js';
 import * as q from './db/queries.js';
 import {
@@ -25,9 +25,13 @@ import {
   type SubmissionStatus,
   type SubmissionsTable,
 } from './db/schema.js';
+import { HttpError } from './errors.js';
+import { RateLimiter } from './rate-limit.js';
 import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
 import type { Scorer } from './scorer.js';
 import { DEFAULT_LIMITS, type UploadFile, type UploadLimits } from './upload.js';
+
+export { HttpError };
 
 export interface LeaderboardOptions {
   dataDir: string;
@@ -35,6 +39,8 @@ export interface LeaderboardOptions {
   anonymous: boolean;
   /** Anonymous uploads per address and minute, in this process. */
   anonymousPerMinute: number;
+  /** Uploads per token and minute, in this process (rejected ones count too). */
+  tokenPerMinute: number;
   /** Scored uploads per token and per address and UTC day; 0 turns the quota off (the default). */
   quotaPerDay: number;
   bootstrap: number;
@@ -45,23 +51,12 @@ export interface LeaderboardOptions {
 export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
   anonymous: true,
   anonymousPerMinute: 20,
+  tokenPerMinute: 60,
   quotaPerDay: 0,
   bootstrap: 1000,
   seed: 0,
   limits: DEFAULT_LIMITS,
 };
-
-/** An error answered as JSON `{error, code}` (API) or an error page (browser), with its HTTP status. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429,
-    readonly code: string,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
 
 const boolish = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
@@ -101,10 +96,25 @@ export const metadataSchema = z.object({
 });
 export type Metadata = z.output<typeof metadataSchema>;
 
-export function parseMetadata(fields: Record<string, unknown>): Metadata {
+/** The fields an upload may carry (a form's `_csrf` aside): the schema's. */
+export const UPLOAD_FIELDS: readonly string[] = Object.keys(metadataSchema.shape);
+
+/**
+ * Checks an upload's or an admin edit's metadata. An upload (`who` given) is refused the human kind (human rows come
+ * from campaigns) and a team name unless a token gives it: nobody can pose as a team or as the human row.
+ */
+export function parseMetadata(fields: Record<string, unknown>, who?: Uploader): Metadata {
   const r = metadataSchema.safeParse(fields);
-  if (r.success) return r.data;
-  const problems = r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);
+  const problems = r.success
+    ? []
+    : r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);
+  if (who && r.success) {
+    if (r.data.kind === 'human')
+      problems.push('kind: "human" rows come only from the platform\'s evaluation campaigns');
+    if (who.tokenId === null && r.data.team !== '')
+      problems.push('team: a team name comes from a team token; anonymous uploads are shown as anonymous');
+  }
+  if (r.success && problems.length === 0) return r.data;
   throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${problems.join('; ')}`, { problems });
 }
 
@@ -129,6 +139,8 @@ export interface UploadAnswer {
   result: EvaluationResult;
   errors: SubmissionIssue[];
   warnings: SubmissionIssue[];
+  /** Issues left out of `errors` and `warnings` (past the first few of each code), counted per code. */
+  omitted: Record<string, number>;
   /** An earlier submission with the same normalised content on this board. */
   duplicate_of: string | null;
   quota: Quota | null;
@@ -230,6 +242,38 @@ export function rank(entries: Entry[]): Entry[] {
   );
 }
 
+const visible = (row: { hidden: number; status: SubmissionStatus }): boolean =>
+  row.hidden === 0 && row.status === 'scored';
+
+const CUT = 300;
+const cut = (v: string | undefined): string | undefined =>
+  v === undefined || v.length <= CUT ? v : `${v.slice(0, CUT)}… (${v.length} characters)`;
+
+/** The first `perCode` issues of each code, their strings cut to a few hundred characters; the rest counted. */
+export function capIssues(
+  issues: readonly SubmissionIssue[],
+  perCode = 20,
+): { shown: SubmissionIssue[]; omitted: Record<string, number> } {
+  const seen = new Map<string, number>();
+  const shown: SubmissionIssue[] = [];
+  const omitted: Record<string, number> = {};
+  for (const i of issues) {
+    const n = (seen.get(i.code) ?? 0) + 1;
+    seen.set(i.code, n);
+    if (n > perCode) {
+      omitted[i.code] = (omitted[i.code] ?? 0) + 1;
+      continue;
+    }
+    const c: SubmissionIssue = { ...i, message: cut(i.message) as string, file: cut(i.file) as string };
+    for (const k of ['id', 'expected', 'found', 'task'] as const) {
+      const v = cut(i[k]);
+      if (v !== undefined) c[k] = v;
+    }
+    shown.push(c);
+  }
+  return { shown, omitted };
+}
+
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
 const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
 
@@ -239,7 +283,9 @@ const startOfUtcDay = (now: Date): string =>
 export class Leaderboard {
   private goldSeen = 'none';
   private readonly boardCache = new Map<BoardName, { at: number; entries: Entry[] }>();
-  private readonly anonymousWindow = new Map<string, { start: number; count: number }>();
+  private readonly anonymousRate: RateLimiter;
+  private readonly tokenRate: RateLimiter;
+  private readonly compareCache = new Map<string, Promise<ComparisonResult>>();
   /** Run after closed-test gold is imported (the campaigns re-publish their human rows). */
   readonly afterGoldImport: (() => Promise<void>)[] = [];
   /** Pages are cached this long, so that several processes on one database agree within it. */
@@ -249,7 +295,10 @@ export class Leaderboard {
     readonly db: Db,
     readonly scorer: Scorer,
     readonly options: LeaderboardOptions,
-  ) {}
+  ) {
+    this.anonymousRate = new RateLimiter(options.anonymousPerMinute, 60_000);
+    this.tokenRate = new RateLimiter(options.tokenPerMinute, 60_000);
+  }
 
   /** Loads the closed tests' gold into the workers if another process (or the admin command) changed it. */
   async syncGold(): Promise<void> {
@@ -283,11 +332,6 @@ export class Leaderboard {
     return stored !== undefined && stored === sha256Hex(secret);
   }
 
-  /** The key of session cookies and CSRF tokens, shared by every process on the database. */
-  async sessionKey(): Promise<string> {
-    return q.setSettingOnce(this.db.db, 'session_key', `${newNonce()}${newNonce()}`);
-  }
-
   // Uploads
 
   async authenticate(authorization: string | undefined, address: string): Promise<Uploader> {
@@ -308,26 +352,32 @@ export class Leaderboard {
     return { tokenId: null, team: null, address };
   }
 
-  /** The anonymous rate limit, per address and minute (a fixed window). */
-  private checkRate(who: Uploader, now = Date.now()): void {
-    if (who.tokenId !== null) return;
-    const w = this.anonymousWindow.get(who.address);
-    if (!w || now - w.start >= 60_000) {
-      this.anonymousWindow.set(who.address, { start: now, count: 1 });
-      if (this.anonymousWindow.size > 10_000) this.anonymousWindow.clear();
-      return;
+  /**
+   * Lets an uploader in, or refuses it (429), before its body is read: the rate per token or (anonymous) address
+   * and minute, which every upload counts, rejected ones too; and the daily quota.
+   */
+  async admit(who: Uploader, now = Date.now()): Promise<void> {
+    const [rate, key, limit, whose] =
+      who.tokenId !== null
+        ? [this.tokenRate, who.tokenId, this.options.tokenPerMinute, 'token']
+        : [this.anonymousRate, who.address, this.options.anonymousPerMinute, 'address'];
+    const wait = rate.hit(key, now);
+    if (wait > 0) {
+      throw new HttpError(429, 'RATE_LIMITED', `at most ${limit} uploads a minute from one ${whose}`, {
+        retryAfter: wait,
+      });
     }
-    if (w.count >= this.options.anonymousPerMinute) {
+    const quota = await this.quota(who, new Date(now));
+    if (quota && quota.remaining === 0) {
       throw new HttpError(
         429,
-        'RATE_LIMITED',
-        `at most ${this.options.anonymousPerMinute} anonymous uploads a minute from one address`,
+        'QUOTA_EXCEEDED',
+        `the daily quota of ${quota.limit} scored uploads is used up`,
         {
-          retryAfter: Math.ceil((w.start + 60_000 - now) / 1000),
+          quota,
         },
       );
     }
-    w.count++;
   }
 
   async quota(who: Uploader, now = new Date()): Promise<Quota | null> {
@@ -363,7 +413,6 @@ export class Leaderboard {
       const seen = await q.findByIdempotencyKey(this.db.db, idemKey);
       if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
     }
-    this.checkRate(who);
     const before = await this.quota(who);
     if (before && before.remaining === 0) {
       throw new HttpError(
@@ -385,7 +434,12 @@ export class Leaderboard {
       limits: this.options.limits,
     });
     const id = crypto.randomUUID();
-    const duplicateOf = await q.firstWithHash(this.db.db, outcome.board, outcome.contentHash);
+    const duplicateOf = await q.firstWithHash(this.db.db, outcome.board, outcome.contentHash, who);
+    // Issues are capped (the first few per code, long strings cut): a hostile file cannot make a huge answer or row.
+    const errors = capIssues(outcome.result.errors);
+    const warnings = capIssues(outcome.result.warnings);
+    const result = { ...outcome.result, errors: errors.shown, warnings: warnings.shown };
+    const omitted = { ...errors.omitted, ...warnings.omitted };
     const quota =
       before && outcome.status === 'scored'
         ? { ...before, used: before.used + 1, remaining: before.remaining - 1 }
@@ -395,9 +449,10 @@ export class Leaderboard {
       status: outcome.status,
       board: outcome.board,
       overall: outcome.overall,
-      result: outcome.result,
-      errors: outcome.result.errors,
-      warnings: outcome.result.warnings,
+      result,
+      errors: errors.shown,
+      warnings: warnings.shown,
+      omitted,
       duplicate_of: duplicateOf ?? null,
       quota,
     };
@@ -411,7 +466,7 @@ export class Leaderboard {
           board: outcome.board,
           status: outcome.status,
           model: m.model,
-          team: who.team ?? m.team,
+          team: who.team ?? '',
           description: m.description,
           link: m.link,
           kind: m.kind,
@@ -422,7 +477,7 @@ export class Leaderboard {
           content_hash: outcome.contentHash,
           duplicate_of: duplicateOf ?? null,
           idempotency_key: idemKey,
-          result: JSON.stringify(outcome.result),
+          result: JSON.stringify(result),
           summary: JSON.stringify(summarize(outcome.result)),
           overall: outcome.overall,
           response: JSON.stringify(body),
@@ -436,7 +491,7 @@ export class Leaderboard {
       if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
       throw e;
     }
-    this.boardCache.delete(outcome.board);
+    this.invalidate();
     return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
   }
 
@@ -448,6 +503,9 @@ export class Leaderboard {
     const hit = this.boardCache.get(board);
     if (hit && Date.now() - hit.at < Leaderboard.BOARD_TTL_MS) return hit.entries;
     const entries = rank((await q.listBoard(this.db.db, board)).map((r) => toEntry(r)));
+    // A repeat links only to an entry that is on the board (never a hidden or rejected one).
+    const visible = new Set(entries.map((e) => e.id));
+    for (const e of entries) if (e.duplicate_of && !visible.has(e.duplicate_of)) e.duplicate_of = null;
     this.boardCache.set(board, { at: Date.now(), entries });
     return entries;
   }
@@ -455,10 +513,15 @@ export class Leaderboard {
   /** A submission as its page shows it; hidden and rejected ones only to the admin. */
   async entry(id: string, options: { admin?: boolean } = {}): Promise<Entry> {
     const row = await q.getSubmission(this.db.db, id);
-    if (!row || (!options.admin && (row.hidden === 1 || row.status !== 'scored'))) {
+    if (!row || (!options.admin && !visible(row))) {
       throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
     }
-    return toEntry(row, JSON.parse(row.result) as EvaluationResult);
+    const entry = toEntry(row, JSON.parse(row.result) as EvaluationResult);
+    if (!options.admin && entry.duplicate_of) {
+      const first = await q.getSubmission(this.db.db, entry.duplicate_of);
+      if (!first || !visible(first)) entry.duplicate_of = null;
+    }
+    return entry;
   }
 
   /** The paired comparison of two scored public-board submissions (closed tests show aggregates only). */
@@ -474,14 +537,29 @@ export class Leaderboard {
       source: e.model,
       files: await q.getSubmissionFiles(this.db.db, e.id),
     });
-    const comparison = await this.scorer.compare({
-      board: a.board,
-      a: await files(a),
-      b: await files(b),
-      bootstrap: this.options.bootstrap,
-      seed: this.options.seed,
-    });
-    return { a, b, comparison };
+    // Cached until the boards change: a comparison costs a bootstrap, and anybody may ask for one.
+    const key = `${a.id}:${b.id}`;
+    let comparison = this.compareCache.get(key);
+    if (!comparison) {
+      comparison = (async () =>
+        this.scorer.compare({
+          board: a.board,
+          a: await files(a),
+          b: await files(b),
+          bootstrap: this.options.bootstrap,
+          seed: this.options.seed,
+        }))();
+      comparison.catch(() => this.compareCache.delete(key));
+      if (this.compareCache.size >= 256)
+        this.compareCache.delete(this.compareCache.keys().next().value as string);
+      this.compareCache.set(key, comparison);
+    }
+    return { a, b, comparison: await comparison };
+  }
+
+  /** Whether the comparison of a and b is cached (a cached one costs nothing to show again). */
+  hasComparison(aId: string, bId: string): boolean {
+    return this.compareCache.has(`${aId}:${bId}`);
   }
 
   // Admin
@@ -504,7 +582,7 @@ export class Leaderboard {
     else if (marks[action]) ok = await q.updateSubmission(this.db.db, id, marks[action], actor, action);
     else throw new HttpError(400, 'BAD_ACTION', `unknown action "${action}"`);
     if (!ok) throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
-    this.boardCache.clear();
+    this.invalidate();
   }
 
   async adminEdit(id: string, fields: Record<string, unknown>, actor = 'admin'): Promise<void> {
@@ -525,7 +603,7 @@ export class Leaderboard {
       'edit',
     );
     if (!ok) throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
-    this.boardCache.clear();
+    this.invalidate();
   }
 
   /**
@@ -624,13 +702,14 @@ export class Leaderboard {
       });
     }
     await q.updateResults(this.db.db, updates);
-    this.boardCache.clear();
+    this.invalidate();
     return updates.length;
   }
 
   /** Forgets cached boards (after a change made outside `submit`). */
   invalidate(): void {
     this.boardCache.clear();
+    this.compareCache.clear();
   }
 
   async createToken(team: string): Promise<{ id: string; token: string }> {

@@ -31,6 +31,7 @@ const setup = workerData as WorkerSetup;
 const refs: BoardReferences = {
   public: new ReferenceLoader(setup.dataDir),
   closed: new ReferenceLoader(setup.dataDir, {
+    hiddenGold: true,
     privateGold: Object.fromEntries(setup.privateGold.map(([task, items]) => [task, new Map(items)])),
   }),
 };

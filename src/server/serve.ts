@@ -26,6 +26,8 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
   threads?: number;
   trustProxy?: boolean;
   secureCookies?: boolean;
+  /** The address browsers use (`https://board.example.org`): its Host alone is answered, forms come from its origin. */
+  publicUrl?: string;
   adminToken?: string;
   log: Logger;
 }
@@ -95,14 +97,30 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     await lb.close();
     throw e;
   }
+  let publicOrigin: URL | undefined;
+  if (options.publicUrl !== undefined) {
+    try {
+      publicOrigin = new URL(options.publicUrl);
+      if (publicOrigin.protocol !== 'http:' && publicOrigin.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      await lb.close();
+      throw new RumedbenchError(
+        'USAGE',
+        `--public-url: an http:// or https:// URL, not "${options.publicUrl}"`,
+      );
+    }
+  }
+  const host = options.host ?? '127.0.0.1';
+  // Filled once the port is known. Empty: no check (a public bind without --public-url, warned about below).
+  const allowedHosts: string[] = [];
   const app = createApp({
     lb,
-    sessionKey: await lb.sessionKey(),
     log,
+    allowedHosts,
+    ...(publicOrigin ? { publicOrigin: publicOrigin.origin } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     ...(options.secureCookies !== undefined ? { secureCookies: options.secureCookies } : {}),
   });
-  const host = options.host ?? '127.0.0.1';
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8080 }, () => resolve(s));
     s.once('error', reject);
@@ -110,6 +128,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const loopback = /^(127\.|localhost$|::1$)/.test(host);
+  if (publicOrigin || loopback) {
+    allowedHosts.push(`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`);
+    if (loopback && host.startsWith('127.')) allowedHosts.push(`${host}:${port}`);
+    if (publicOrigin) allowedHosts.push(publicOrigin.host);
+  } else {
+    log.warn(
+      `serving on ${host} without --public-url: the Host header is not checked (give --public-url to guard against DNS rebinding)`,
+    );
+  }
   log.info(`rumedbench leaderboard on ${url} (${lb.db.engine}: ${lb.db.location})`);
   return {
     lb,

@@ -15,6 +15,7 @@ import {
   launchBrowser,
   NO_BROWSER_REASON,
 } from '../helpers/browser.js';
+import { rumedbench } from '../helpers/cli.js';
 import { DATA_DIR, NO_DATA_REASON, PLATFORM_SUBMISSIONS, REFERENCE_PREDICTIONS } from '../helpers/data.js';
 import { type ServerProcess, startServe, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
 
@@ -42,7 +43,23 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
       name: `${t}.jsonl`,
       data: readFileSync(ref(`${t}.jsonl`)),
     }));
-    const r = await uploadTo(server.url, all, { model: 'BiLSTM (upstream)', kind: 'encoder', team: 'SAI' });
+    // A team name on the board comes from the team's token.
+    const created = await rumedbench(
+      'serve',
+      'token',
+      'create',
+      '--team',
+      'SAI',
+      '--db',
+      join(dir, 'board.sqlite'),
+    );
+    const token = /token: (\S+)/.exec(created.stdout)?.[1] as string;
+    const r = await uploadTo(
+      server.url,
+      all,
+      { model: 'BiLSTM (upstream)', kind: 'encoder' },
+      { authorization: `Bearer ${token}` },
+    );
     expect(r.status).toBe(201);
     browser = await launchBrowser();
   });
@@ -78,7 +95,8 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     );
     await page.setInputFiles('input[type=file]', files);
     await page.fill('input[name=model]', HOSTILE);
-    await page.fill('input[name=team]', 'Sber AI Lab');
+    // No team field: an anonymous upload cannot pose as a team.
+    expect(await page.locator('input[name=team]').count()).toBe(0);
     await page.selectOption('select[name=kind]', 'feature-based');
     await page.fill('input[name=link]', 'https://github.com/sb-ai-lab/MedBench');
     await Promise.all([page.waitForURL(/\/submissions\//), page.click('button[type=submit]')]);

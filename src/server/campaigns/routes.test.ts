@@ -34,7 +34,7 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
       await lb.ensureAdminSecret(ADMIN);
       app = createApp({
         lb,
-        sessionKey: await lb.sessionKey(),
+
         log: createLogger('silent'),
       }) as unknown as Hono;
       const login = await app.request('/admin/login');
@@ -52,6 +52,14 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
         headers: { cookie: nonce },
       });
       cookie = `${nonce}; ${(signed.headers.get('set-cookie') ?? '').split(';')[0]}`;
+      // Once signed in, forms carry a token bound to the session.
+      csrf = attr(
+        elements(
+          parseHtml(await (await app.request('/admin', { headers: { cookie } })).text()),
+          (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf',
+        )[0] as Element,
+        'value',
+      ) as string;
     });
     afterAll(async () => {
       await lb?.close();

@@ -137,6 +137,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('assignments_campaign').on('assignments').column('campaign_id').execute();
     },
   },
+  '0003_admin_sessions': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('admin_sessions')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addColumn('address', 'text', (c) => c.notNull())
+        .execute();
+      // Sessions used to be HMACs under a key kept here: whoever could read the database could mint one.
+      await (db as Kysely<{ settings: { key: string } }>)
+        .deleteFrom('settings')
+        .where('key', '=', 'session_key')
+        .execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

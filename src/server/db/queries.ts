@@ -53,17 +53,28 @@ export async function findByIdempotencyKey(db: Q, key: string): Promise<Submissi
   return db.selectFrom('submissions').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
 }
 
-/** The earliest submission with this content on this board. */
-export async function firstWithHash(db: Q, board: BoardName, hash: string): Promise<string | undefined> {
-  const r = await db
+/**
+ * The earliest visible, scored submission with this content on this board from the same uploader (token, or
+ * address for anonymous uploads): hidden, rejected and other people's entries are never named.
+ */
+export async function firstWithHash(
+  db: Q,
+  board: BoardName,
+  hash: string,
+  who: { tokenId: string | null; address: string },
+): Promise<string | undefined> {
+  let q = db
     .selectFrom('submissions')
     .select('id')
     .where('board', '=', board)
     .where('content_hash', '=', hash)
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
+    .where('status', '=', 'scored')
+    .where('hidden', '=', 0);
+  q =
+    who.tokenId !== null
+      ? q.where('token_id', '=', who.tokenId)
+      : q.where('address', '=', who.address).where('token_id', 'is', null);
+  const r = await q.orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
   return r?.id;
 }
 
@@ -252,6 +263,36 @@ export async function revokeToken(db: Kysely<Database>, id: string): Promise<boo
 
 export async function listTokens(db: Q): Promise<TokenRow[]> {
   return db.selectFrom('tokens').selectAll().orderBy('created_at').execute();
+}
+
+// Admin sessions
+
+export async function createAdminSession(
+  db: Q,
+  row: { token_hash: string; expires_at: string; address: string },
+): Promise<void> {
+  await db
+    .insertInto('admin_sessions')
+    .values({ ...row, created_at: new Date().toISOString() })
+    .execute();
+}
+
+export async function adminSessionAlive(db: Q, tokenHash: string, now = new Date()): Promise<boolean> {
+  const r = await db
+    .selectFrom('admin_sessions')
+    .select('token_hash')
+    .where('token_hash', '=', tokenHash)
+    .where('expires_at', '>', now.toISOString())
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** Deletes one session (sign-out) and every expired one. */
+export async function endAdminSession(db: Q, tokenHash: string, now = new Date()): Promise<void> {
+  await db
+    .deleteFrom('admin_sessions')
+    .where((eb) => eb.or([eb('token_hash', '=', tokenHash), eb('expires_at', '<=', now.toISOString())]))
+    .execute();
 }
 
 // Settings

@@ -9,6 +9,8 @@ export type BoardName = 'public' | 'closed';
 export type SubmissionStatus = 'scored' | 'rejected' | 'pending';
 export const KINDS = ['LLM', 'encoder', 'feature-based', 'baseline', 'human'] as const;
 export type SubmissionKind = (typeof KINDS)[number];
+/** What an upload may call itself: human rows come only from the platform's own evaluation campaigns. */
+export const UPLOAD_KINDS = KINDS.filter((k) => k !== 'human');
 /** Longest text each submission field takes: the upload check and both forms read it. */
 export const FIELD_LIMITS = { model: 200, team: 200, description: 4000, link: 500, params: 100 } as const;
 
@@ -133,7 +135,16 @@ export interface AnswersTable {
   updated_at: string;
 }
 
+/** A signed-in admin's browser session: the cookie holds a random token, the table its sha256; sign-out deletes it. */
+export interface AdminSessionsTable {
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  address: string;
+}
+
 export interface Database {
+  admin_sessions: AdminSessionsTable;
   submissions: SubmissionsTable;
   submission_files: SubmissionFilesTable;
   tokens: TokensTable;

@@ -4,7 +4,7 @@
  */
 import type { Child, FC } from 'hono/jsx';
 import type { Lang, Strings } from '../../report/i18n.js';
-import { FIELD_LIMITS, KINDS } from '../db/schema.js';
+import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from '../db/schema.js';
 import type { ServerStrings } from '../i18n.js';
 
 export interface PageContext {
@@ -78,24 +78,32 @@ export interface SubmissionFieldValues {
   openWeights?: boolean;
 }
 
-/** The submission's description fields, shared by the upload form and the admin's edit form. */
-export const SubmissionFields: FC<{ ctx: PageContext; values: SubmissionFieldValues }> = ({
+/**
+ * The submission's description fields, shared by the upload form and the admin's edit form. An upload names no team
+ * (a team comes from its API token) and cannot be a human row (those come from campaigns).
+ */
+export const SubmissionFields: FC<{ ctx: PageContext; values: SubmissionFieldValues; upload?: boolean }> = ({
   ctx,
   values,
+  upload = false,
 }) => (
   <>
     <label>
       {ctx.t.model} *
       <input name="model" required maxlength={FIELD_LIMITS.model} value={values.model} />
     </label>
-    <label>
-      {ctx.t.team}
-      <input name="team" maxlength={FIELD_LIMITS.team} value={values.team} />
-    </label>
+    {upload ? (
+      ''
+    ) : (
+      <label>
+        {ctx.t.team}
+        <input name="team" maxlength={FIELD_LIMITS.team} value={values.team} />
+      </label>
+    )}
     <label>
       {ctx.t.kind} *
       <select name="kind" required>
-        {KINDS.map((k) => (
+        {(upload ? UPLOAD_KINDS : KINDS).map((k) => (
           <option value={k} selected={values.kind === k}>
             {k}
           </option>

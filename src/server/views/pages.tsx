@@ -115,7 +115,7 @@ export const BoardPage: FC<{
                     <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
                     <Tags e={row.e} ctx={ctx} />
                   </th>
-                  <td>{row.e.team}</td>
+                  <td>{row.e.team || <span class="note">{ctx.t.anonymous}</span>}</td>
                   {tasks.map((t) => {
                     const c = row.e.tasks[t];
                     return (
@@ -150,7 +150,7 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
     <tbody>
       <tr>
         <th scope="row">{ctx.t.team}</th>
-        <td>{e.team || '–'}</td>
+        <td>{e.team || ctx.t.anonymous}</td>
       </tr>
       <tr>
         <th scope="row">{ctx.t.kind}</th>
@@ -360,7 +360,7 @@ export const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<s
 }) => (
   <form
     method="post"
-    action={href(ctx, '/submit')}
+    action={`${href(ctx, '/submit')}&_csrf=${encodeURIComponent(ctx.csrf)}`}
     enctype="multipart/form-data"
     class="upload"
     data-max-bytes={String(maxMb * 1024 * 1024)}
@@ -375,6 +375,7 @@ export const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<s
     </p>
     <SubmissionFields
       ctx={ctx}
+      upload
       values={{
         ...values,
         ...(values.open_weights !== undefined ? { openWeights: values.open_weights === 'yes' } : {}),

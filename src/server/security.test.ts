@@ -1,0 +1,448 @@
+/**
+ * The leaderboard against an attacker (issue #19), in process on SQLite and PostgreSQL: each finding of the audit
+ * has a test here that failed before its fix. Closed tests: no gold in any answer, no score from a file's own answer
+ * fields, complete files only. Then bodies capped before they are read, part floods stopped while streaming,
+ * rejected uploads that stay small, no posing as a team or as the human row, no hidden ids through `duplicate_of`,
+ * admin sessions that end, and the smaller hardening (CSV, Host, sign-in throttle, `__proto__`, compare).
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Hono } from 'hono';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../../test/helpers/data.js';
+import { ENGINES, freshDatabase } from '../../test/helpers/engines.js';
+import { attr, type Element, elements, parseHtml } from '../../test/helpers/html.js';
+import { loadSplit } from '../data/load.js';
+import { createLogger } from '../log.js';
+import { getTask } from '../tasks/registry.js';
+import type { TaskRecord } from '../tasks/types.js';
+import { createApp, csvCell } from './app.js';
+import { Leaderboard } from './leaderboard.js';
+import { openLeaderboard } from './serve.js';
+import { DEFAULT_LIMITS } from './upload.js';
+
+const ready = DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined;
+const ADMIN = 'sEc-test-admin-secret-7Hq2Lz9Kp4Wm';
+type App = Hono<never>;
+type Body = Record<string, unknown>;
+
+const gold = (task: string, id: string): string => {
+  const h = createHash('sha256').update(`gold:${id}`).digest()[0] as number;
+  if (task === 'RuMedDaNet') return h % 2 ? 'да' : 'нет';
+  if (task === 'RuMedNLI') return ['entailment', 'contradiction', 'neutral'][h % 3] as string;
+  return String((h % 4) + 1);
+};
+
+function form(
+  fileList: { name: string; data: Uint8Array | string }[],
+  fields: Record<string, string>,
+): FormData {
+  const fd = new FormData();
+  for (const f of fileList) fd.append('file', new Blob([f.data]), f.name);
+  for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+  return fd;
+}
+
+/** A request body that counts how many chunks the server pulled from it. */
+function countingBody(
+  chunks: number,
+  chunk: Uint8Array,
+): { body: ReadableStream<Uint8Array>; pulled: () => number } {
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (pulled >= chunks) return controller.close();
+        pulled++;
+        controller.enqueue(chunk);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, pulled: () => pulled };
+}
+
+const csrfOf = (html: string): string =>
+  attr(
+    elements(parseHtml(html), (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf')[0] as Element,
+    'value',
+  ) as string;
+
+describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_REASON})`, () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    let lb: Leaderboard;
+    let app: App;
+    const records: Record<string, TaskRecord[]> = {};
+    const upload = async (
+      files: { name: string; data: Uint8Array | string }[],
+      fields: Record<string, string> = { model: 'm', kind: 'LLM' },
+      headers: Record<string, string> = {},
+      on: App = app,
+    ) => {
+      const res = await on.request('/api/submissions', {
+        method: 'POST',
+        body: form(files, fields),
+        headers,
+      });
+      return { res, body: (await res.json()) as Body };
+    };
+    /** A RuMedDaNet private_test file: `answer` fields that "probe" the gold, and predictions. */
+    const danet = (lines: (r: TaskRecord) => Record<string, unknown> | undefined) => ({
+      name: 'RuMedDaNet.jsonl',
+      data: (records.RuMedDaNet ?? [])
+        .map(lines)
+        .filter((l) => l !== undefined)
+        .map((l) => JSON.stringify(l))
+        .join('\n'),
+    });
+    const variant = (
+      options: Partial<Leaderboard['options']>,
+      extra: Partial<Parameters<typeof createApp>[0]> = {},
+    ) =>
+      createApp({
+        lb: new Leaderboard(lb.db, lb.scorer, { ...lb.options, ...options }),
+        log: createLogger('silent'),
+        ...extra,
+      }) as unknown as App;
+
+    beforeAll(async () => {
+      lb = await openLeaderboard({
+        dataDir: DATA_DIR as string,
+        db: await freshDatabase(engine),
+        threads: 1,
+        bootstrap: 50,
+        anonymousPerMinute: 1000,
+        tokenPerMinute: 1000,
+        limits: { ...DEFAULT_LIMITS, maxBodyBytes: 16 << 20 },
+      });
+      await lb.ensureAdminSecret(ADMIN);
+      app = createApp({ lb, log: createLogger('silent') }) as unknown as App;
+      for (const name of ['RuMedDaNet', 'RuMedNLI', 'RuMedTest']) {
+        records[name] = await loadSplit(getTask(name), 'private_test', { dataDir: DATA_DIR as string });
+      }
+    });
+    afterAll(async () => {
+      await lb?.close();
+    });
+
+    const importGold = async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rumedbench-sec-gold-'));
+      for (const [name, recs] of Object.entries(records)) {
+        const task = getTask(name);
+        writeFileSync(
+          join(dir, `${name}.jsonl`),
+          recs
+            .map((r) => JSON.stringify({ [task.idField]: r.id, [task.goldField]: gold(name, r.id) }))
+            .join('\n'),
+        );
+      }
+      await lb.importGold(dir);
+    };
+
+    it('scores a closed test never on the answers a file carries, and keeps it pending until the gold is in (finding 2)', async () => {
+      // Before the gold: the file's own `answer` fields agree with its predictions, which used to score 100.
+      const forged = danet((r) => ({ pairID: r.id, prediction: 'да', answer: 'да' }));
+      const { res, body } = await upload([forged], { model: 'forged', kind: 'LLM', board: 'closed' });
+      expect([res.status, body.status, body.overall]).toEqual([202, 'pending', null]);
+      const warnings = (body.warnings as { code: string; message: string; task?: string }[]).filter(
+        (w) => w.task === 'RuMedDaNet',
+      );
+      expect(warnings.map((w) => [w.code, w.message])).toEqual([
+        [
+          'FILE_GOLD_IGNORED',
+          'the "answer" field of 512 line(s) was ignored: a closed test is scored only against the gold its organisers hold',
+        ],
+        [
+          'NO_GOLD',
+          'no gold labels in the private_test split of RuMedDaNet (closed test): validated, not scored',
+        ],
+      ]);
+      expect(body.result).not.toHaveProperty('tasks.RuMedDaNet');
+      const closed = (await (await app.request('/api/boards/closed')).json()) as { entries: unknown[] };
+      expect(closed.entries).toEqual([]);
+    });
+
+    it('never shows the hidden gold in an answer, whatever the file says it is (finding 1)', async () => {
+      await importGold();
+      // The attack: "answer": "да" on every line; a mismatch used to be answered with `expected "нет"` per item.
+      const probe = danet((r) => ({ pairID: r.id, prediction: 'да', answer: 'да' }));
+      const { res, body } = await upload([probe], { model: 'probe', kind: 'LLM', board: 'closed' });
+      const text = JSON.stringify(body);
+      expect([res.status, body.status]).toEqual([201, 'scored']);
+      expect(text).not.toContain('GOLD_MISMATCH');
+      expect(text).not.toContain('нет');
+      // Scored against the imported gold, not against the file's: the share of "да" in our synthetic gold.
+      const yes = (records.RuMedDaNet ?? []).filter((r) => gold('RuMedDaNet', r.id) === 'да').length;
+      const accuracy = (body.result as { tasks: Record<string, { metrics: { accuracy: number } }> }).tasks
+        .RuMedDaNet?.metrics.accuracy;
+      expect(accuracy).toBeCloseTo((100 * yes) / 512, 10);
+      expect(yes).toBeLessThan(512);
+      // Invalid gold fields are not checked either: no message depends on the hidden answers.
+      const junk = danet((r) => ({ pairID: r.id, prediction: 'нет', answer: 42 }));
+      const again = await upload([junk], { model: 'junk', kind: 'LLM', board: 'closed' });
+      expect([again.res.status, (again.body.errors as unknown[]).length]).toEqual([201, 0]);
+    });
+
+    it('scores a closed test only when every item is answered, with one error that counts the rest (finding 7)', async () => {
+      const [first] = records.RuMedDaNet ?? [];
+      const oneAnswered = danet((r) => ({ pairID: r.id, answer: r.id === first?.id ? 'да' : null }));
+      const { res, body } = await upload([oneAnswered], { model: 'oracle', kind: 'LLM', board: 'closed' });
+      expect([res.status, body.status]).toEqual([422, 'rejected']);
+      expect((body.errors as { code: string; message: string }[]).map((e) => [e.code, e.message])).toEqual([
+        [
+          'UNANSWERED_ITEMS',
+          '511 of 512 items have no answer (0 missing, 511 null): a closed test is scored only when every item is answered',
+        ],
+      ]);
+      const oneLine = danet((r) => (r.id === first?.id ? { pairID: r.id, answer: 'да' } : undefined));
+      const partial = await upload([oneLine], { model: 'oracle', kind: 'LLM', board: 'closed' });
+      const codes = (partial.body.errors as { code: string }[]).map((e) => e.code);
+      expect([partial.res.status, codes.at(-1), codes.filter((c) => c === 'MISSING_ITEM').length]).toEqual([
+        422,
+        'UNANSWERED_ITEMS',
+        20, // the first 20 of 511, the rest counted
+      ]);
+      expect(partial.body.omitted).toEqual({ MISSING_ITEM: 491 });
+    });
+
+    it('caps every body before reading it, at the size its route needs (finding 3)', async () => {
+      const big = 'token=' + 'x'.repeat(1 << 20);
+      const login = await app.request('/admin/login', {
+        method: 'POST',
+        body: big,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(login.status).toBe(413);
+      // Without a Content-Length (chunked), the count stops the stream at the cap.
+      const chunked = countingBody(1000, new Uint8Array(64 << 10).fill(65));
+      const annotate = await app.request('/api/annotate/rmb_nobody/answers', {
+        // undici needs `duplex` for a stream body
+
+        method: 'POST',
+        body: chunked.body,
+        headers: { 'content-type': 'application/json' },
+        duplex: 'half',
+      });
+      expect([annotate.status, ((await annotate.json()) as Body).code]).toEqual([413, 'BODY_TOO_LARGE']);
+      expect(chunked.pulled()).toBeLessThan(5);
+    });
+
+    it('refuses a flood of multipart parts while streaming, and refuses before reading when it can (finding 4)', async () => {
+      const boundary = 'xyz';
+      const part = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename=""\r\n\r\n\r\n`;
+      const flood = `${part.repeat(150_000)}--${boundary}--\r\n`;
+      const t0 = performance.now();
+      const res = await app.request('/api/submissions', {
+        method: 'POST',
+        body: flood,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
+      const ms = performance.now() - t0;
+      expect([res.status, ((await res.json()) as Body).code]).toEqual([413, 'TOO_MANY_PARTS']);
+      expect(ms).toBeLessThan(2000); // a sanity bound, not a benchmark: it used to block for seconds
+
+      // No token where one is needed, or no CSRF token on the browser form: answered before a byte is read.
+      const closedDoor = variant({ anonymous: false });
+      const stream = countingBody(100, new TextEncoder().encode(part));
+      const refused = await closedDoor.request('/api/submissions', {
+        method: 'POST',
+        body: stream.body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        duplex: 'half',
+      });
+      expect([refused.status, stream.pulled()]).toEqual([401, 0]);
+      const noCsrf = countingBody(100, new TextEncoder().encode(part));
+      const page = await app.request('/submit', {
+        method: 'POST',
+        body: noCsrf.body,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        duplex: 'half',
+      });
+      expect([page.status, noCsrf.pulled()]).toEqual([403, 0]);
+    });
+
+    it('keeps a rejected upload small in the answer and the database, and rate-limits token uploads too (finding 5)', async () => {
+      const longId = 'я'.repeat(100_000); // 200 KB of UTF-8 per id
+      const lines = Array.from({ length: 75 }, (_, i) =>
+        JSON.stringify({ pairID: `${longId}${i}`, answer: 'да' }),
+      );
+      const file = { name: 'RuMedDaNet.jsonl', data: lines.join('\n') };
+      expect(Buffer.byteLength(file.data)).toBeGreaterThan(14 << 20);
+      const { res, body } = await upload([file], { model: 'long ids', kind: 'LLM', board: 'public' });
+      const answered = Buffer.byteLength(JSON.stringify(body));
+      expect([res.status, body.status]).toEqual([422, 'rejected']);
+      expect(answered).toBeLessThan(64 << 10);
+      expect(body.omitted).toEqual({ UNKNOWN_ID: 55, MISSING_ITEM: 236 });
+      const { getSubmission } = await import('./db/queries.js');
+      const row = await getSubmission(lb.db.db, body.id as string);
+      expect(Buffer.byteLength(row?.result ?? '') + Buffer.byteLength(row?.response ?? '')).toBeLessThan(
+        128 << 10,
+      );
+
+      const { token } = await lb.createToken('rate team');
+      const limited = variant({ tokenPerMinute: 2 });
+      const auth = { authorization: `Bearer ${token}` };
+      const small = [{ name: 'RuMedDaNet.jsonl', data: '{"pairID": "nope", "answer": "да"}' }];
+      const codes = [];
+      for (let i = 0; i < 3; i++)
+        codes.push((await upload(small, { model: 'r', kind: 'LLM' }, auth, limited)).res.status);
+      expect(codes).toEqual([422, 422, 429]);
+    });
+
+    it('takes a team only from a token, and the human kind from nobody (finding 6)', async () => {
+      const f = [
+        {
+          name: 'RuMedDaNet.jsonl',
+          data: readFileSync(join(REFERENCE_PREDICTIONS as string, 'bilstm', 'RuMedDaNet.jsonl')),
+        },
+      ];
+      const posing = await upload(f, { model: 'm', kind: 'LLM', team: 'SAI' });
+      expect([posing.res.status, posing.body.problems]).toEqual([
+        400,
+        ['team: a team name comes from a team token; anonymous uploads are shown as anonymous'],
+      ]);
+      const { token } = await lb.createToken('Real Team');
+      const human = await upload(f, { model: 'Human', kind: 'human' }, { authorization: `Bearer ${token}` });
+      expect([human.res.status, human.body.problems]).toEqual([
+        400,
+        ['kind: "human" rows come only from the platform\'s evaluation campaigns'],
+      ]);
+      const real = await upload(
+        f,
+        { model: 'm', kind: 'LLM', team: 'Other' },
+        { authorization: `Bearer ${token}` },
+      );
+      const entry = (await (await app.request(`/api/submissions/${real.body.id}`)).json()) as Body;
+      expect([real.res.status, entry.team]).toEqual([201, 'Real Team']);
+    });
+
+    it('links a repeat only to a visible entry of the same uploader (finding 8)', async () => {
+      const f = [
+        {
+          name: 'RuMedNLI.jsonl',
+          data: readFileSync(join(REFERENCE_PREDICTIONS as string, 'bilstm', 'RuMedNLI.jsonl')),
+        },
+      ];
+      const { token: a } = await lb.createToken('A');
+      const { token: b } = await lb.createToken('B');
+      const first = await upload(f, { model: 'first', kind: 'LLM' }, { authorization: `Bearer ${a}` });
+      const mine = await upload(f, { model: 'again', kind: 'LLM' }, { authorization: `Bearer ${a}` });
+      const theirs = await upload(f, { model: 'copy', kind: 'LLM' }, { authorization: `Bearer ${b}` });
+      expect([mine.body.duplicate_of, theirs.body.duplicate_of]).toEqual([first.body.id, null]);
+      await lb.adminAction(first.body.id as string, 'hide');
+      const later = await upload(f, { model: 'later', kind: 'LLM' }, { authorization: `Bearer ${a}` });
+      expect(later.body.duplicate_of).toBe(mine.body.id);
+      // The stored link to the now hidden entry shows nowhere.
+      const page = (await (await app.request(`/api/submissions/${mine.body.id}`)).json()) as Body;
+      const board = (await (await app.request('/api/boards/public')).json()) as { entries: Body[] };
+      expect(page.duplicate_of).toBeNull();
+      expect(JSON.stringify(board)).not.toContain(first.body.id as string);
+    });
+
+    it('ends admin sessions at sign-out, keeps no signing key in the database, binds CSRF tokens to the session, and throttles failed sign-ins (finding 9)', async () => {
+      const loginPage = await app.request('/admin/login');
+      const nonce = (loginPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const post = (path: string, fields: Record<string, string>, cookie: string) =>
+        app.request(path, { method: 'POST', body: new URLSearchParams(fields), headers: { cookie } });
+      const signed = await post(
+        '/admin/login',
+        { _csrf: csrfOf(await loginPage.text()), token: ADMIN },
+        nonce,
+      );
+      expect(signed.status).toBe(303);
+      const cookie = `${nonce}; ${(signed.headers.get('set-cookie') ?? '').split(';')[0]}`;
+      const adminPage = await app.request('/admin', { headers: { cookie } });
+      expect(adminPage.status).toBe(200);
+      const csrf = csrfOf(await adminPage.text());
+      const { getSetting } = await import('./db/queries.js');
+      expect(await getSetting(lb.db.db, 'session_key')).toBeUndefined();
+      expect((await post('/admin/logout', { _csrf: csrf }, cookie)).status).toBe(303);
+      // The old cookie opens nothing, and its CSRF token is dead with it.
+      expect((await app.request('/admin', { headers: { cookie } })).status).toBe(303);
+      expect((await post('/admin/submissions/x/hide', { _csrf: csrf }, cookie)).status).toBe(401);
+
+      const door = variant({});
+      const page = await door.request('/admin/login');
+      const c2 = (page.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const t2 = csrfOf(await page.text());
+      const tries = [];
+      for (let i = 0; i < 6; i++)
+        tries.push(
+          (
+            await door.request('/admin/login', {
+              method: 'POST',
+              body: new URLSearchParams({ _csrf: t2, token: `wrong-${i}` }),
+              headers: { cookie: c2 },
+            })
+          ).status,
+        );
+      expect(tries).toEqual([403, 403, 403, 403, 403, 429]);
+    });
+
+    it('answers malformed JSON to the admin API with 400, not 500 (finding 10)', async () => {
+      const res = await app.request('/api/admin/submissions/x/edit', {
+        method: 'POST',
+        body: '{"model": ',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      });
+      expect([res.status, ((await res.json()) as Body).code]).toEqual([400, 'BAD_JSON']);
+    });
+
+    it('checks the Host header, the Origin against the public origin, field names, and the cost of /compare', async () => {
+      const pinned = variant(
+        {},
+        { allowedHosts: ['board.example.org'], publicOrigin: 'https://board.example.org' },
+      );
+      expect((await pinned.request('http://rebound.example/')).status).toBe(421);
+      const okHost = await pinned.request('http://board.example.org/');
+      expect(okHost.status).toBe(200);
+      const crossSite = await pinned.request('http://board.example.org/admin/login', {
+        method: 'POST',
+        body: new URLSearchParams({ token: 'x' }),
+        headers: { origin: 'http://board.example.org' }, // the Host's origin, not the public https one
+      });
+      expect(crossSite.status).toBe(403);
+
+      // JSON.parse makes `__proto__` an own key (an object literal would set the prototype instead).
+      const protoFields = JSON.parse('{"model": "m", "kind": "LLM", "__proto__": "x"}') as Record<
+        string,
+        string
+      >;
+      const proto = await upload([{ name: 'RuMedDaNet.jsonl', data: '{}' }], protoFields);
+      // FormData keeps `__proto__` as a field name, which the server refuses by name.
+      expect([proto.res.status, proto.body.error]).toEqual([
+        400,
+        'unknown field "__proto__"; an upload takes model, team, description, link, kind, params, open_weights, board and `file`',
+      ]);
+
+      const f = (n: string) => [
+        {
+          name: 'RuMedNLI.jsonl',
+          data: readFileSync(join(REFERENCE_PREDICTIONS as string, n, 'RuMedNLI.jsonl')),
+        },
+      ];
+      const a = await upload(f('bilstm'), { model: 'a', kind: 'LLM' });
+      const b = await upload(f('linear_models'), { model: 'b', kind: 'LLM' });
+      const cmp = variant({});
+      const statuses = [];
+      for (let i = 0; i < 32; i++)
+        statuses.push((await cmp.request(`/compare?a=${a.body.id}&b=${b.body.id}`)).status);
+      // Computed once, then served from the cache: the rate limit counts only new comparisons.
+      expect(statuses.every((s) => s === 200)).toBe(true);
+    });
+  });
+});
+
+describe('CSV cells', () => {
+  it('quotes a cell with either separator, and defuses formulas', () => {
+    expect(['a;b', 'a,b', 'plain', '=1+1', 'x"y'].map(csvCell)).toEqual([
+      '"a;b"',
+      '"a,b"',
+      'plain',
+      "'=1+1",
+      '"x""y"',
+    ]);
+  });
+});

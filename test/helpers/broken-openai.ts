@@ -1,0 +1,214 @@
+/**
+ * A loopback OpenAI-compatible server that misbehaves in one chosen way, as real servers and proxies do (an nginx
+ * error page, vLLM's top-level `{"message"}` errors, a 50 MiB reply, a hang, a redirect, a tool call instead of text,
+ * log-probabilities that cannot be right), and is otherwise healthy: chat completions answer "да", `/tokenize` and
+ * `/v1/completions` with `echo` behave as vLLM's (the tokenizer and log-probabilities of fake-openai.ts).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fakeLogprob, fakeTokenize } from './fake-openai.js';
+
+export type Misbehaviour =
+  | 'healthy'
+  | 'html-502'
+  | 'retry-after-3600'
+  | 'hang'
+  | 'unauthorized'
+  | 'vllm-404'
+  | 'context-length'
+  | 'huge-reply'
+  | 'null-content'
+  | 'tool-call'
+  | 'not-json'
+  | 'truncated-json'
+  | 'redirect'
+  | 'absurd-usage'
+  | 'other-model'
+  | 'positive-logprobs'
+  | 'long-logprobs'
+  | 'tokenize-mismatch'
+  | 'infinite-logprob';
+
+export interface BrokenServer {
+  url: string;
+  /** Requests received, by path. */
+  counts: { chat: number; completions: number; tokenize: number };
+  /** Headers of every request received. */
+  headers: IncomingMessage['headers'][];
+  close(): Promise<void>;
+}
+
+const readBody = async (req: IncomingMessage): Promise<string> => {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+};
+
+export async function startBrokenServer(
+  mode: Misbehaviour,
+  options: {
+    redirectTo?: string;
+    hugeBytes?: number;
+    /** Misbehave on /v1/completions from this request on (1: from the first; 2: after a healthy probe). */
+    completionsFrom?: number;
+  } = {},
+): Promise<BrokenServer> {
+  const counts = { chat: 0, completions: 0, tokenize: 0 };
+  const headers: IncomingMessage['headers'][] = [];
+  const hanging = new Set<ServerResponse>();
+  const json = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) =>
+    res.writeHead(status, { 'content-type': 'application/json', ...extra }).end(JSON.stringify(body));
+
+  const server: Server = createServer(async (req, res) => {
+    headers.push(req.headers);
+    const body = await readBody(req);
+    const path = req.url ?? '';
+    if (mode === 'unauthorized') {
+      json(res, 401, {
+        error: { message: 'Incorrect API key provided: sk-…abcd.', type: 'invalid_request_error' },
+      });
+      return;
+    }
+    if (mode === 'vllm-404') {
+      json(res, 404, {
+        object: 'error',
+        message: 'The model `fake-1` does not exist.',
+        type: 'NotFoundError',
+        code: 404,
+      });
+      return;
+    }
+    if (mode === 'redirect') {
+      res.writeHead(307, { location: `${options.redirectTo ?? 'http://127.0.0.1:9'}${path}` }).end();
+      return;
+    }
+    if (path === '/tokenize') {
+      counts.tokenize++;
+      const b = JSON.parse(body) as { prompt: string; add_special_tokens?: boolean };
+      let tokens = fakeTokenize(b.prompt, b.add_special_tokens ?? true);
+      // A tokenizer whose counts do not add up: every text is three tokens.
+      if (mode === 'tokenize-mismatch' && b.prompt !== '') tokens = tokens.slice(0, 3);
+      json(res, 200, { tokens, count: tokens.length, max_model_len: 8192 });
+      return;
+    }
+    if (path.endsWith('/v1/completions')) {
+      counts.completions++;
+      const misbehave = counts.completions >= (options.completionsFrom ?? 1);
+      const b = JSON.parse(body) as { prompt: number[] | number[][]; echo?: boolean };
+      const prompts = Array.isArray(b.prompt[0]) ? (b.prompt as number[][]) : [b.prompt as number[]];
+      const choices = prompts.map((ids, index) => {
+        const all = [...ids, 2];
+        let lp: (number | null)[] = all.map((t, i) =>
+          i === 0 ? null : fakeLogprob(all[i - 1] as number, t),
+        );
+        if (misbehave && mode === 'positive-logprobs') lp = lp.map((v) => (v === null ? v : 240));
+        if (misbehave && mode === 'long-logprobs') lp = [...lp, -1, -1, -1];
+        return { index, text: ' x', logprobs: { token_logprobs: lp, top_logprobs: lp.map(() => null) } };
+      });
+      let text = JSON.stringify({ id: 'cmpl', object: 'text_completion', model: 'fake-1', choices });
+      // JSON has no Infinity; a server printing a huge float writes 1e999, which JSON.parse reads as Infinity.
+      if (misbehave && mode === 'infinite-logprob') text = text.replace(/-\d+(\.\d+)?(?=,|\])/, '-1e999');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+      return;
+    }
+    if (!path.endsWith('/chat/completions')) {
+      json(res, 404, { error: { message: 'Not found' } });
+      return;
+    }
+    counts.chat++;
+    const request = JSON.parse(body) as { model: string };
+    const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      json(res, 200, {
+        id: `chatcmpl-${counts.chat}`,
+        object: 'chat.completion',
+        model: request.model,
+        choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 20, completion_tokens: 1, total_tokens: 21 },
+        ...extra,
+      });
+    switch (mode) {
+      case 'html-502':
+        res
+          .writeHead(502, { 'content-type': 'text/html' })
+          .end(
+            '<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>',
+          );
+        return;
+      case 'retry-after-3600':
+        json(res, 429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '3600' });
+        return;
+      case 'hang':
+        hanging.add(res);
+        return;
+      case 'context-length':
+        json(res, 400, {
+          object: 'error',
+          message: "This model's maximum context length is 2048 tokens. However, you requested 4096 tokens.",
+          type: 'BadRequestError',
+          code: 400,
+        });
+        return;
+      case 'huge-reply': {
+        // 50 MiB of a JSON string, written as fast as the client takes it.
+        const total = options.hugeBytes ?? 50 << 20;
+        const chunk = Buffer.alloc(1 << 20, 'a');
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"choices":[{"message":{"content":"');
+        let sent = 0;
+        const pump = () => {
+          while (sent < total) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end('"}}]}');
+        };
+        res.on('error', () => undefined);
+        pump();
+        return;
+      }
+      case 'null-content':
+        ok({ content: null });
+        return;
+      case 'tool-call':
+        ok({
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'answer', arguments: '{"a":"да"}' } },
+          ],
+        });
+        return;
+      case 'not-json':
+        res
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end('<html><body>Welcome to nginx!</body></html>');
+        return;
+      case 'truncated-json':
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"id":"chatcmpl-1","choices":[{"mess');
+        return;
+      case 'absurd-usage':
+        ok({ content: 'да' }, { usage: { prompt_tokens: -5, completion_tokens: 'many' } });
+        return;
+      case 'other-model':
+        ok({ content: 'да' }, { model: 'gpt-3.5-turbo-0125' });
+        return;
+      default:
+        ok({ content: 'да' });
+    }
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    counts,
+    headers,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const res of hanging) res.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
