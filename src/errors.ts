@@ -16,6 +16,10 @@ export type ErrorCode =
   | 'LLM_REQUEST_FAILED'
   /** The server refused what no retry can fix (the key, the model, the URL, a redirect): the run stopped. */
   | 'LLM_SERVER_REFUSED'
+  /** The engine's log-likelihood method cannot score a task's candidates. */
+  | 'LOGLIK_UNSUPPORTED'
+  /** A run that scored no item at all. */
+  | 'NOTHING_SCORED'
   /** Some requests of an LLM run failed and were not accepted (`--allow-failures`): not scored. */
   | 'RUN_INCOMPLETE'
   | 'REPORT_INPUT_INVALID'

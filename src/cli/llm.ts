@@ -93,6 +93,7 @@ async function makeProvider(flags: LlmFlags, io: CliIo): Promise<Provider> {
     headers: headers(flags.header),
     timeoutMs: flags.timeoutMs,
     maxRetries: flags.maxRetries,
+    maxInFlight: flags.concurrency ?? 8,
     maxWaitMs: flags.maxWait * 1000,
     maxReplyBytes: flags.maxReplyBytes,
     onRetry: retryNotices(io),

@@ -12,6 +12,7 @@
  * - fatal: the run stops at once (401/403: the key; 404: the model or the URL; any redirect), since retrying or
  *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
  */
+import pLimit, { type LimitFunction } from 'p-limit';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
@@ -70,9 +71,16 @@ export interface OpenAIOptions {
   maxReplyBytes?: number;
   /** Told of every retry before its wait. */
   onRetry?: (notice: RetryNotice) => void;
+  /**
+   * HTTP requests in flight at most, whatever asks for them (`--concurrency`): a log-likelihood item sends one
+   * /tokenize per candidate, and without this bound 8 RuMedTop3 items would open some 850 connections. 8 by default.
+   */
+  maxInFlight?: number;
 }
 
 export const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
+/** How many next tokens the top-k fallback asks for (OpenAI's and vLLM's usual ceiling). */
+const TOP_K = 20;
 export const DEFAULT_MAX_WAIT_MS = 60_000;
 
 /** Refuses a base URL that carries credentials: they would be written into the manifest and the journal. */
@@ -174,9 +182,11 @@ interface CompletionBody {
 export class OpenAIProvider implements Provider {
   private readonly url: string;
   private pausedUntil = 0;
+  private readonly inFlight: LimitFunction;
 
   constructor(private readonly options: OpenAIOptions) {
     checkBaseUrl(options.baseUrl);
+    this.inFlight = pLimit(Math.max(1, options.maxInFlight ?? 8));
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   }
 
@@ -318,6 +328,15 @@ export class OpenAIProvider implements Provider {
     body: unknown,
     /** A 404 stops the run (wrong model or URL); not for optional endpoints, whose 404 means "not offered". */
     options: { notFoundIsFatal?: boolean } = {},
+  ): Promise<{ json: T | undefined; text: string; status: number }> {
+    // The slot is held from the request until its body is read (or refused), never across a retry's wait.
+    return this.inFlight(() => this.postNow<T>(url, body, options));
+  }
+
+  private async postNow<T>(
+    url: string,
+    body: unknown,
+    options: { notFoundIsFatal?: boolean },
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     let res: Response;
     try {
@@ -539,12 +558,35 @@ export class OpenAIProvider implements Provider {
     throw refuse(`${why}, and without top-k log-probabilities`);
   }
 
+  /** The top-k method scores a candidate only if it is one token and among the k listed: say why an item's cannot be. */
+  async loglikLimitation(request: LoglikRequest): Promise<string | undefined> {
+    if (!this.method) await this.checkLoglik();
+    if (this.method !== 'top-k') return undefined;
+    const problems: string[] = [];
+    if (request.continuations.length > TOP_K) {
+      problems.push(
+        `${request.continuations.length} candidates, but the server lists only the ${TOP_K} most likely next tokens`,
+      );
+    }
+    const multi: string[] = [];
+    for (const c of request.continuations.slice(0, 50)) {
+      const [, continuation] = moveTrailingWhitespace(request.context, c);
+      if ((await this.tokenize(continuation)).length > 1) multi.push(JSON.stringify(continuation));
+      if (multi.length >= 3) break;
+    }
+    if (multi.length > 0)
+      problems.push(`candidates of several tokens (${multi.join(', ')}), which a top-k list cannot hold`);
+    return problems.length > 0
+      ? `the server gives no prompt log-probabilities, only the top ${TOP_K} of a generated token: ${problems.join('; ')}`
+      : undefined;
+  }
+
   /** The top-k log-probabilities of the first token generated after a text. */
   private async topLogprobs(prompt: string): Promise<Map<string, number>> {
     return this.retrying(async () => {
       const { json } = await this.post<CompletionsLogprobs>(
         this.completionsUrl,
-        { model: this.options.model, prompt, max_tokens: 1, temperature: 0, logprobs: 20 },
+        { model: this.options.model, prompt, max_tokens: 1, temperature: 0, logprobs: TOP_K },
         { notFoundIsFatal: false },
       );
       const top = json?.choices?.[0]?.logprobs?.top_logprobs?.[0];

@@ -38,5 +38,10 @@ export interface Provider {
   loglik?(request: LoglikRequest): Promise<LoglikResult>;
   /** Checks, before a log-likelihood run, that the engine returns prompt log-probabilities; throws why not. */
   checkLoglik?(): Promise<void>;
+  /**
+   * Why the engine's log-likelihood method cannot score an item's candidates (too many, or several tokens each,
+   * for a method that sees only the top k next tokens); undefined where it can. Asked of each task's first item.
+   */
+  loglikLimitation?(request: LoglikRequest): Promise<string | undefined>;
   close?(): Promise<void>;
 }

@@ -12,7 +12,7 @@ import { type Logger, silentLogger } from '../log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import { type Mode, planJobs, type SplitChoice } from './jobs.js';
+import { type Job, type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
   collectSamples,
@@ -114,6 +114,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...(options.labelWords ? { labelWords: true } : {}),
   });
   const { jobs } = plan;
+  if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
 
   // 2. Send what the journal does not answer yet.
   const pending = jobs.filter((j) => {
@@ -154,6 +155,13 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
 
   // 3. Read the answers, write the run folder.
   const samples = collectSamples(jobs, journal);
+  const loglikSamples = samples.filter((x) => x.mode === 'loglik');
+  if (loglikSamples.length > 0 && loglikSamples.every((x) => x.status !== 'parsed')) {
+    throw new RumedbenchError(
+      'NOTHING_SCORED',
+      `no item could be scored by log-likelihood (${loglikSamples[0]?.reason ?? 'no candidate had a score'}): the server answered, but gave no usable log-probability for any candidate. Use --mode generate, or a server that returns prompt log-probabilities (vLLM).`,
+    );
+  }
   const predictionsDir = writePredictions(options.outDir, options.tasks, samples);
 
   // 4. Score, summarize, record how the run was made.
@@ -294,4 +302,26 @@ function checkFailures(
     );
   }
   return [`${head} and are scored as wrong (--allow-failures):`, ...top, ...more].join('\n');
+}
+
+/** Before anything is sent: each log-likelihood task's first item must be one the engine's method can score. */
+async function checkLoglikTasks(provider: Provider, jobs: readonly Job[]): Promise<void> {
+  if (!provider.loglikLimitation) return;
+  const seen = new Set<string>();
+  const refused: string[] = [];
+  for (const job of jobs) {
+    if (job.kind !== 'loglik' || seen.has(job.task.name)) continue;
+    seen.add(job.task.name);
+    const why = await provider.loglikLimitation({
+      context: job.item.context,
+      continuations: job.item.candidates.map((c) => c.text),
+    });
+    if (why) refused.push(`${job.task.name}: ${why}`);
+  }
+  if (refused.length > 0) {
+    throw new RumedbenchError(
+      'LOGLIK_UNSUPPORTED',
+      `cannot score these tasks by log-likelihood on this server; nothing was sent:\n  ${refused.join('\n  ')}\nLeave them out (--tasks), use --mode generate, or a server that returns prompt log-probabilities (vLLM).`,
+    );
+  }
 }

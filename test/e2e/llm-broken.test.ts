@@ -337,6 +337,22 @@ describe.skipIf(!DATA_DIR)(`llm against broken servers (${DATA_DIR ? 'data found
     ]).toEqual([2, 2, 4]);
   });
 
+  it('keeps log-likelihood requests in flight within --concurrency, over reused connections (#18)', async () => {
+    const healthy = await start('healthy');
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-broken-inflight-'));
+    const args = run(healthy.url, out, 'loglik', '--concurrency', '4').map((a) =>
+      a === 'RuMedDaNet' ? 'RuMedTop3' : a,
+    );
+    const r = await cli(args);
+    expect(r.code).toBe(0);
+    // Each RuMedTop3 item asks /tokenize once per candidate (105) and the context once.
+    expect(healthy.counts.tokenize).toBeGreaterThan(400);
+    expect(healthy.peak.inFlight).toBeLessThanOrEqual(4);
+    // Reused: before this bound, one run opened 424 connections here. A socket goes back to the pool a moment after
+    // its reply is read, so a request sent at once may open one more: never more than twice --concurrency.
+    expect(healthy.peak.connections).toBeLessThanOrEqual(8);
+  });
+
   it('refuses credentials in --base-url before sending anything, and a bad --allow-failures', async () => {
     const healthy = await start('healthy');
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-broken-cred-'));

@@ -166,6 +166,44 @@ describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DA
     expect(manifest.loglik_method).toBe('top-k');
   });
 
+  it('refuses, before sending an item, tasks whose candidates a top-k list cannot hold, and fails a run that scores nothing (#18)', async () => {
+    const server = await start({
+      promptLogprobs: false,
+      topLogprobs: () => ({ ' потому': -0.3, ' что': -1.5 }),
+    });
+    const r = await rumedbench(
+      ...llm(
+        server.url,
+        join(tmp(), 'run'),
+        '--limit',
+        '2',
+        '--tasks',
+        'RuMedTop3,RuMedSymptomRec,RuMedDaNet',
+      ),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      'cannot score these tasks by log-likelihood on this server; nothing was sent:',
+    );
+    expect(r.stderr).toMatch(
+      /RuMedTop3: the server gives no prompt log-probabilities, only the top 20 of a generated token: 105 candidates, but the server lists only the 20 most likely next tokens\n/,
+    );
+    expect(r.stderr).toMatch(/RuMedSymptomRec: .*141 candidates.*; candidates of several tokens \(" /);
+    // Only the capability probe's requests: no item was asked.
+    expect(server.completions.filter((c) => c.prompt !== 'Да нет да' && !Array.isArray(c.prompt))).toEqual(
+      [],
+    );
+
+    // RuMedDaNet's two candidates fit, but this server never lists them: nothing scored is a failure, not a 0.
+    const none = await rumedbench(
+      ...llm(server.url, join(tmp(), 'run'), '--limit', '4', '--tasks', 'RuMedDaNet'),
+    );
+    expect([none.code, none.stderr]).toEqual([
+      1,
+      expect.stringContaining('no item could be scored by log-likelihood (no candidate could be scored)'),
+    ]);
+  });
+
   it('resumes a run killed with SIGKILL without asking a finished item again, and ends as an uninterrupted run', async () => {
     const server = await start({ completionsDelayMs: 30 });
     const args = llm(server.url, '', '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '12', '--concurrency', '2');

@@ -35,6 +35,8 @@ export interface BrokenServer {
   counts: { chat: number; completions: number; tokenize: number };
   /** Headers of every request received. */
   headers: IncomingMessage['headers'][];
+  /** Most requests in flight at once, and TCP connections opened. */
+  peak: { inFlight: number; connections: number };
   close(): Promise<void>;
 }
 
@@ -55,13 +57,20 @@ export async function startBrokenServer(
 ): Promise<BrokenServer> {
   const counts = { chat: 0, completions: 0, tokenize: 0 };
   const headers: IncomingMessage['headers'][] = [];
+  const peak = { inFlight: 0, connections: 0 };
+  let inFlight = 0;
   const hanging = new Set<ServerResponse>();
   const json = (res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) =>
     res.writeHead(status, { 'content-type': 'application/json', ...extra }).end(JSON.stringify(body));
 
   const server: Server = createServer(async (req, res) => {
     headers.push(req.headers);
+    inFlight++;
+    peak.inFlight = Math.max(peak.inFlight, inFlight);
+    res.once('close', () => inFlight--);
     const body = await readBody(req);
+    // A little latency, so that requests sent together overlap here as they would on a real server.
+    await new Promise((r) => setTimeout(r, 2));
     const path = req.url ?? '';
     if (mode === 'unauthorized') {
       json(res, 401, {
@@ -197,13 +206,15 @@ export async function startBrokenServer(
         ok({ content: 'да' });
     }
   });
-  server.keepAliveTimeout = 1000;
+  server.keepAliveTimeout = 5000;
+  server.on('connection', () => peak.connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,
     counts,
     headers,
+    peak,
     close: () =>
       new Promise<void>((r) => {
         for (const res of hanging) res.destroy();
