@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'UNKNOWN_TASK'
   | 'DATA_NOT_FOUND'
   | 'DATA_INVALID'
+  /** A file that is not UTF-8 (its likely encoding named). */
+  | 'BAD_ENCODING'
   | 'SUBMISSION_NOT_FOUND'
   | 'SUBMISSION_INVALID'
   | 'DOWNLOAD_FAILED'

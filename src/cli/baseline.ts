@@ -1,5 +1,5 @@
 /** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline (with an encoder where asked) and a loaded model. */
-import { readFileSync } from 'node:fs';
+
 import { basename } from 'node:path';
 import { loadModel, type ModelManifest } from '../baselines/model-io.js';
 import { runBaseline } from '../baselines/run.js';
@@ -7,6 +7,7 @@ import type { BaselineMethod, BaselineModel } from '../baselines/types.js';
 import { parseJsonl } from '../data/jsonl.js';
 import { validateRecords } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
+import { readUtf8File } from '../data/text.js';
 import type { Embedder } from '../encoders/embed.js';
 import type { Dtype, Pooling } from '../encoders/model.js';
 import { UsageError } from '../errors.js';
@@ -177,7 +178,7 @@ async function predictWith(
     records = [{ id: 'text', gold: undefined, raw: { [field]: value }, line: 1 }];
   } else {
     const file = flags.input as string;
-    records = validateRecords(task, 'private_test', file, [...parseJsonl(readFileSync(file, 'utf8'))]);
+    records = validateRecords(task, 'private_test', file, [...parseJsonl(readUtf8File(file))]);
   }
   await model.prepare?.(records, 'input');
   if (flags.text !== undefined && model.rank) {

@@ -1,7 +1,9 @@
 /** `rumedbench predict-encoder`: a thin wrapper over runFinetuned. */
-import { existsSync, readFileSync } from 'node:fs';
+
+import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
+import { readUtf8File } from '../data/text.js';
 import type { Dtype } from '../encoders/model.js';
 import { runFinetuned } from '../encoders/predict.js';
 import { UsageError } from '../errors.js';
@@ -30,7 +32,7 @@ export interface PredictEncoderFlags {
 
 /** `--labels`: a file with one label per line, or a comma-separated list. */
 function parseLabels(value: string): string[] {
-  const text = existsSync(value) ? readFileSync(value, 'utf8') : value;
+  const text = existsSync(value) ? readUtf8File(value) : value;
   const labels = text
     .split(existsSync(value) ? /\r?\n/ : ',')
     .map((l) => l.trim())

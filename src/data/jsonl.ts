@@ -2,8 +2,7 @@
  * JSONL reading: one JSON value a line, with the line number kept for messages. Blank lines carry no record and
  * are passed over; everything else is either a value or a parse error, never dropped.
  */
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { readUtf8Lines } from './text.js';
 
 export type JsonlLine = { line: number; value: unknown } | { line: number; error: string };
 
@@ -16,17 +15,12 @@ function parseLine(text: string, line: number): JsonlLine | undefined {
   }
 }
 
-/** Streams a JSONL file line by line. */
+/** Streams a JSONL file line by line; a file that is not UTF-8 throws a TextEncodingError naming its encoding. */
 export async function* readJsonlFile(file: string): AsyncGenerator<JsonlLine> {
-  const lines = createInterface({
-    input: createReadStream(file, 'utf8'),
-    crlfDelay: Number.POSITIVE_INFINITY,
-  });
   let n = 0;
-  for await (const text of lines) {
+  for await (const text of readUtf8Lines(file)) {
     n += 1;
-    // A UTF-8 byte-order mark is common in files saved by Windows tools.
-    const parsed = parseLine(n === 1 ? text.replace(/^\uFEFF/, '') : text, n);
+    const parsed = parseLine(text, n);
     if (parsed) yield parsed;
   }
 }

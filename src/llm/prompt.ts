@@ -5,8 +5,8 @@
  */
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { readUtf8File } from '../data/text.js';
 import { UsageError } from '../errors.js';
 import { createRng } from '../metrics/rng.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
@@ -39,7 +39,7 @@ const templateFile = z.record(
 export function readTemplates(file: string): Record<string, PromptTemplate> {
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(readUtf8File(file));
   } catch (e) {
     throw new UsageError(`${file}: not a readable JSON file (${(e as Error).message})`);
   }

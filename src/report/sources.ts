@@ -7,10 +7,12 @@
  * - a saved `eval --json` result (shown as saved; it cannot be compared pairwise, it has no items);
  * - a saved `compare --json` result (two systems and their paired comparison, as saved).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+
+import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { readJsonlFile } from '../data/jsonl.js';
+import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Interval } from '../metrics/bootstrap.js';
 import type { MetricValues, Prediction } from '../metrics/item-stats.js';
@@ -229,7 +231,7 @@ const compareJson = z
 
 function readJson(file: string): unknown {
   try {
-    return JSON.parse(readFileSync(file, 'utf8').replace(/^\uFEFF/, '')) as unknown;
+    return JSON.parse(readUtf8File(file)) as unknown;
   } catch (e) {
     throw new ReportInputError(file, `not valid JSON (${(e as Error).message})`);
   }

@@ -4,8 +4,9 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { strFromU8, unzipSync } from 'fflate';
+import { unzipSync } from 'fflate';
 import { type JsonlLine, parseJsonl, readJsonlFile } from '../data/jsonl.js';
+import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
 import { isTaskName, PLATFORM_ONLY_TASKS } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
 
@@ -65,9 +66,8 @@ async function readFolder(dir: string): Promise<Submission> {
     if (!statSync(path).isFile()) continue;
     const hit = classify(name, path, issues);
     if (!hit) continue;
-    const lines: JsonlLine[] = [];
-    for await (const l of readJsonlFile(path)) lines.push(l);
-    files.push({ task: hit.task, file: path, lines });
+    const lines = await readLines(path, issues);
+    if (lines) files.push({ task: hit.task, file: path, lines });
   }
   return { source: dir, files, issues };
 }
@@ -94,7 +94,10 @@ function readZip(zipPath: string): Submission {
   const names = Object.keys(entries).filter((n) => !n.endsWith('/'));
   return submissionFromEntries(
     zipPath,
-    names.map((name) => ({ name, text: () => strFromU8(entries[name] as Uint8Array) })),
+    names.map((name) => ({
+      name,
+      text: () => decodeUtf8(entries[name] as Uint8Array, `${zipPath}!${name}`),
+    })),
     issues,
   );
 }
@@ -145,7 +148,15 @@ export function submissionFromEntries(
     }
     const hit = classify(inner, display, issues);
     if (!hit) continue;
-    files.push({ task: hit.task, file: display, lines: [...parseJsonl(text())] });
+    let content: string;
+    try {
+      content = text();
+    } catch (e) {
+      if (!(e instanceof TextEncodingError)) throw e;
+      issues.push(encodingIssue(display, e));
+      continue;
+    }
+    files.push({ task: hit.task, file: display, lines: [...parseJsonl(content)] });
   }
   return { source, files, issues };
 }
@@ -173,7 +184,28 @@ export async function readSubmission(path: string): Promise<Submission> {
   const issues: SubmissionIssue[] = [];
   const hit = classify(basename(path), path, issues);
   if (!hit) return { source: path, files: [], issues };
+  const lines = await readLines(path, issues);
+  return { source: path, files: lines ? [{ task: hit.task, file: path, lines }] : [], issues };
+}
+
+const encodingIssue = (file: string, e: TextEncodingError): SubmissionIssue => ({
+  severity: 'error',
+  code: 'BAD_ENCODING',
+  file,
+  message: encodingMessage(e.found),
+  expected: 'UTF-8',
+  found: e.found,
+});
+
+/** A task file's lines, or one BAD_ENCODING issue (not an error per line) when it is not UTF-8. */
+async function readLines(path: string, issues: SubmissionIssue[]): Promise<JsonlLine[] | undefined> {
   const lines: JsonlLine[] = [];
-  for await (const l of readJsonlFile(path)) lines.push(l);
-  return { source: path, files: [{ task: hit.task, file: path, lines }], issues };
+  try {
+    for await (const l of readJsonlFile(path)) lines.push(l);
+  } catch (e) {
+    if (!(e instanceof TextEncodingError)) throw e;
+    issues.push(encodingIssue(path, e));
+    return undefined;
+  }
+  return lines;
 }

@@ -111,7 +111,7 @@ describe('reading uploads', () => {
       [
         'BAD_ENCODING',
         'RuMedDaNet.jsonl',
-        'the file is not UTF-8: it looks like Windows-1251 (cp1251); save it as UTF-8',
+        'the file is not UTF-8: it looks like Windows-1251 (cp1251); save it as UTF-8 (iconv -f cp1251 -t utf-8)',
       ],
     ]);
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(line, 'utf16le')]);

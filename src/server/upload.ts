@@ -6,6 +6,7 @@
  * named as such), with a BOM and CRLF line ends accepted, and each file's line count and line length capped.
  */
 import yauzl from 'yauzl';
+import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { NamedText } from '../scoring/submission.js';
 
@@ -74,28 +75,12 @@ export function badName(name: string): string | undefined {
 
 /** Decodes UTF-8 strictly and checks the line caps; a wrong encoding is named. */
 export function decodeText(bytes: Uint8Array, file: string, limits: UploadLimits): string {
-  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
-    throw problem('BAD_ENCODING', file, 'the file is UTF-16; save it as UTF-8', {
-      expected: 'UTF-8',
-      found: 'UTF-16',
-    });
-  }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    const cp1251 = new TextDecoder('windows-1251').decode(bytes);
-    const cyrillic = (cp1251.match(/[А-яЁё]/g) ?? []).length;
-    const letters = (cp1251.match(/[^\s\d\p{P}]/gu) ?? []).length;
-    const looksCp1251 = cyrillic >= 2 && cyrillic >= 0.5 * letters;
-    throw problem(
-      'BAD_ENCODING',
-      file,
-      looksCp1251
-        ? 'the file is not UTF-8: it looks like Windows-1251 (cp1251); save it as UTF-8'
-        : 'the file is not valid UTF-8',
-      { expected: 'UTF-8', found: looksCp1251 ? 'Windows-1251 (cp1251)' : 'invalid UTF-8 bytes' },
-    );
+    text = decodeUtf8(bytes, file);
+  } catch (e) {
+    if (!(e instanceof TextEncodingError)) throw e;
+    throw problem('BAD_ENCODING', file, encodingMessage(e.found), { expected: 'UTF-8', found: e.found });
   }
   const lines = text.split('\n');
   if (lines.at(-1) === '') lines.pop();
