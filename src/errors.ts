@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'RUN_INCOMPLETE'
   | 'REPORT_INPUT_INVALID'
   | 'DATABASE_FAILED'
+  /** An optional inference engine (node-llama-cpp, onnxruntime-node, …) is not installed. */
+  | 'ENGINE_MISSING'
   | 'SERVER_CONFIG';
 
 export class RumedbenchError extends Error {

@@ -10,11 +10,13 @@
  *   question's.
  * Vectors come from `prepare(records)`, which embeds them (through the cache) before `predict` or `rank` read them.
  */
+
 import { existsSync } from 'node:fs';
 import type { Embedder } from '../encoders/embed.js';
 import { taskInput } from '../encoders/inputs.js';
 import type { Dtype, Pooling } from '../encoders/model.js';
 import type { OpenEmbedderOptions } from '../encoders/open.js';
+import { withEngines } from '../engines.js';
 import { ModelError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import type { OvrBlock } from '../ml/ovr-parallel.js';
@@ -491,7 +493,7 @@ export async function openSavedEncoder(
 ): Promise<Embedder> {
   const where = existsSync(ref.dir) ? ref.dir : ref.model;
   // Loaded here, not at the top: onnxruntime's native library is only needed once an encoder runs.
-  const { openEmbedder } = await import('../encoders/open.js');
+  const { openEmbedder } = await withEngines('an encoder baseline', () => import('../encoders/open.js'));
   const embedder = await openEmbedder({
     ...options,
     model: where,

@@ -10,6 +10,7 @@ import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { Embedder } from '../encoders/embed.js';
 import type { Dtype, Pooling } from '../encoders/model.js';
+import { withEngines } from '../engines.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
@@ -51,7 +52,10 @@ export async function runBaselineCommand(method: string, flags: BaselineFlags, i
   if (method === 'encoder') {
     if (!flags.model) throw new UsageError('baseline encoder needs --model DIR_OR_HUB_ID');
     // onnxruntime's native library loads only for encoder runs.
-    const { defaultCacheDir, openEmbedder } = await import('../encoders/open.js');
+    const { defaultCacheDir, openEmbedder } = await withEngines(
+      'rumedbench baseline encoder',
+      () => import('../encoders/open.js'),
+    );
     embedder = await openEmbedder({
       model: flags.model,
       cacheDir:

@@ -6,6 +6,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { withEngines } from '../engines.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { renderTable } from '../report/table.js';
@@ -44,7 +45,7 @@ const FILE_GOLD =
 // commands import them when run, so that `rumedbench eval` or `tasks` starts as fast as before they existed.
 const reportCli = () => import('./report.js');
 const serveCli = () => import('./serve.js');
-const encoderCli = () => import('./encoder.js');
+const encoderCli = () => withEngines('rumedbench predict-encoder', () => import('./encoder.js'));
 
 function scoringOptions(cmd: Command): Command {
   return cmd

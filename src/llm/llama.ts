@@ -8,9 +8,11 @@
  * sampling options), and the candidate's tokens erased again after its subtree.
  * node-llama-cpp is loaded only when this provider is used.
  */
+
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { sha256File } from '../data/checksum.js';
+import { withEngines } from '../engines.js';
 import { RumedbenchError } from '../errors.js';
 import {
   buildTrie,
@@ -64,18 +66,7 @@ export class LlamaProvider implements Provider {
   }
 
   static async load(options: LlamaOptions): Promise<LlamaProvider> {
-    let lib: NodeLlamaCpp;
-    try {
-      lib = await import('node-llama-cpp');
-    } catch (e) {
-      throw new RumedbenchError(
-        'LLM_REQUEST_FAILED',
-        `node-llama-cpp could not be loaded: ${(e as Error).message}`,
-        {
-          cause: e,
-        },
-      );
-    }
+    const lib: NodeLlamaCpp = await withEngines('--provider llama', () => import('node-llama-cpp'));
     const llama = await lib.getLlama({ gpu: options.gpu ? 'auto' : false, build: 'never' });
     let model: LlamaModel;
     try {

@@ -27,6 +27,15 @@ export const PLATFORM_SUBMISSIONS = existsSync(join(SHARED, 'platform-submission
 export const NO_DATA_REASON =
   'RuMedBench data not found: set RUMEDBENCH_DATA or place ../shared/rumedbench beside the repo';
 
+/** `.ci/run` sets RUMEDBENCH_REQUIRE_DATA=1: there a missing data folder fails the run instead of skipping suites. */
+export const DATA_REQUIRED = process.env.RUMEDBENCH_REQUIRE_DATA === '1';
+const missing = [
+  ...(DATA_DIR ? [] : ['the data folder']),
+  ...(REFERENCE_PREDICTIONS ? [] : ['reference-predictions/']),
+  ...(PLATFORM_SUBMISSIONS ? [] : ['platform-submissions/']),
+];
+if (missing.length > 0 && DATA_REQUIRED)
+  throw new Error(`RUMEDBENCH_REQUIRE_DATA=1, but ${missing.join(', ')} not found: ${NO_DATA_REASON}`);
 if (!DATA_DIR) console.warn(`[rumedbench tests] skipping data-dependent tests: ${NO_DATA_REASON}`);
 
 export const CLI = join(REPO_ROOT, 'dist', 'cli', 'main.js');
