@@ -35,6 +35,11 @@ export interface JournalEntry {
 
 /** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
 export const MAX_JOURNAL_LINE_BYTES = 64 << 20;
+/**
+ * A reply longer than this (in characters) is not kept as an answer: it can only come from a run made before replies
+ * were capped (4 MiB by default), and a few of them would not fit in one string when the run folder is written.
+ */
+export const MAX_JOURNAL_REPLY_CHARS = 4 << 20;
 
 /** Calls `f` with each line of a file, read in chunks; a line over `maxBytes` is counted and skipped, never decoded. */
 export async function forEachLine(
@@ -79,6 +84,8 @@ export class Journal {
   private readonly entries = new Map<string, JournalEntry>();
   /** Lines skipped on opening: too long, or cut short by a kill. */
   skipped = 0;
+  /** Answers dropped on opening because their reply was too long to keep. */
+  oversized = 0;
 
   private constructor(private readonly file: string) {}
 
@@ -88,7 +95,16 @@ export class Journal {
     const { skipped } = await forEachLine(file, maxLineBytes, (line) => {
       if (line.trim() === '') return;
       try {
-        journal.keep(JSON.parse(line) as JournalEntry);
+        const e = JSON.parse(line) as JournalEntry;
+        if (e.status === 'ok' && typeof e.reply === 'string' && e.reply.length > MAX_JOURNAL_REPLY_CHARS) {
+          const { reply, ...rest } = e;
+          journal.keep({
+            ...rest,
+            status: 'error',
+            error: `a reply of ${reply.length} characters, over the ${MAX_JOURNAL_REPLY_CHARS} a journal keeps (from a run before replies were capped): asked again`,
+          });
+          journal.oversized++;
+        } else journal.keep(e);
       } catch {
         // The last line of a killed run can be cut short; its request is simply asked again.
         journal.skipped++;

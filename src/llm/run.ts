@@ -91,6 +91,10 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   }
   mkdirSync(options.outDir, { recursive: true });
   const journal = await Journal.open(journalFile);
+  if (journal.oversized > 0)
+    log.warn(
+      `${journalFile}: ${journal.oversized} answer(s) with a reply too long to keep are counted as failed; --resume or --retry-errors asks them again`,
+    );
   if (journal.skipped > 0)
     log.warn(
       `${journalFile}: ${journal.skipped} unreadable or oversized line(s) skipped; their requests are asked again`,

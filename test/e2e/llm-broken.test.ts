@@ -424,6 +424,11 @@ describe('the journal and the messages', () => {
     const lines: string[] = [];
     expect(await forEachLine(file, 1 << 20, (l) => lines.push(l))).toEqual({ skipped: 0 });
     expect(lines.length).toBe(4);
+    // A reply too long to keep (a run from before the cap) is a failure to ask again, not an answer.
+    const old = join(dir, 'old.jsonl');
+    writeFileSync(old, entry('e', 'я'.repeat((4 << 20) + 1)));
+    const o = await Journal.open(old);
+    expect([o.get('e')?.status, o.get('e')?.reply, o.oversized]).toEqual(['error', undefined, 1]);
   });
 
   it('names what a server said, in any of the shapes servers say it', () => {
