@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
 import { campaignsOf } from '../server/campaigns/service.js';
 import * as q from '../server/db/queries.js';
-import { HttpError } from '../server/leaderboard.js';
+import { HttpError } from '../server/errors.js';
 import { defaultDbFile, openLeaderboard, startServer } from '../server/serve.js';
 import { DEFAULT_LIMITS } from '../server/upload.js';
 import { type CliIo, EXIT } from './io.js';

@@ -1,8 +1,11 @@
 /** What every route group of the leaderboard shares: the request's variables, page rendering, CSRF and admin checks. */
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from '../log.js';
 import { safeEqual } from './auth.js';
-import { HttpError } from './leaderboard.js';
+import type { ChartCache } from './charts.js';
+import { HttpError } from './errors.js';
+import type { Leaderboard } from './leaderboard.js';
 import type { PageContext } from './views/layout.js';
 
 export type Env = { Variables: { ctx: PageContext; address: string } };
@@ -24,3 +27,28 @@ export function requireAdmin(c: Context<Env>): void {
 }
 
 export const isApi = (path: string): boolean => path.startsWith('/api/');
+
+export interface AppOptions {
+  lb: Leaderboard;
+  log: Logger;
+  /**
+   * The Host headers this server answers (`host[:port]`, lower case); any other is refused (421), so that a page
+   * of another site resolved to this address (DNS rebinding) cannot read it. Unset or empty: no check. Read at each
+   * request, so that a server may fill it once it knows its port.
+   */
+  allowedHosts?: readonly string[];
+  /** The origin browsers see (behind a proxy): forms must come from it. Unset: the request's own origin. */
+  publicOrigin?: string;
+  /** Take the client's address from X-Forwarded-For (only behind a proxy you run). */
+  trustProxy?: boolean;
+  /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
+  secureCookies?: boolean;
+}
+
+/** What the route groups share: the service, the log, the options, and the chart cache. */
+export interface RouteDeps {
+  lb: Leaderboard;
+  log: Logger;
+  options: AppOptions;
+  charts: ChartCache;
+}

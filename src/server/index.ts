@@ -8,9 +8,9 @@ export { createApp } from './app.js';
 export { type CampaignSpec, Campaigns, campaignsOf } from './campaigns/service.js';
 export { openDatabase } from './db/connect.js';
 export type { BoardName, SubmissionKind, SubmissionStatus } from './db/schema.js';
+export { HttpError } from './errors.js';
 export {
   type Entry,
-  HttpError,
   Leaderboard,
   type LeaderboardOptions,
   type UploadAnswer,

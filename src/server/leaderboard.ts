@@ -31,8 +31,6 @@ import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
 import type { Scorer } from './scorer.js';
 import { DEFAULT_LIMITS, type UploadFile, type UploadLimits } from './upload.js';
 
-export { HttpError };
-
 export interface LeaderboardOptions {
   dataDir: string;
   /** Anonymous uploads (on by default, as on medbench.ru). */

@@ -391,6 +391,12 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
     });
 
     it('checks the Host header, the Origin against the public origin, field names, and the cost of /compare', async () => {
+      // One handler serves the static files; a name it does not have is the site's usual 404.
+      expect((await app.request('/static/style.css')).headers.get('content-type')).toBe(
+        'text/css; charset=utf-8',
+      );
+      const nope = await app.request('/static/__proto__');
+      expect([nope.status, (await nope.text()).includes('<!DOCTYPE html>')]).toEqual([404, true]);
       const pinned = variant(
         {},
         { allowedHosts: ['board.example.org'], publicOrigin: 'https://board.example.org' },

@@ -3,8 +3,10 @@
  * script and style. They extend the report's: the same tables, tags and chart styles, and the same sorting.
  */
 import { createHash } from 'node:crypto';
+import { Hono } from 'hono';
 import { SCRIPT, STYLE } from '../report/assets.js';
 import { ANNOTATE_SCRIPT } from './campaigns/annotate-script.js';
+import type { Env } from './http.js';
 
 const SERVER_STYLE = `
 body { max-width: 1280px; }
@@ -103,3 +105,23 @@ export const ASSETS = {
 };
 
 export const ASSET_ETAG = `"${createHash('sha256').update(ASSETS.css).update(ASSETS.js).update(ASSETS.annotate).digest('hex').slice(0, 16)}"`;
+
+const STATIC_FILES: Record<string, { type: string; body: () => string }> = {
+  'style.css': { type: 'text/css; charset=utf-8', body: () => ASSETS.css },
+  'app.js': { type: 'text/javascript; charset=utf-8', body: () => ASSETS.js },
+  'annotate.js': { type: 'text/javascript; charset=utf-8', body: () => ASSETS.annotate },
+};
+
+/** `/static/<name>`: the pages' stylesheet and scripts, cached for an hour and validated by their ETag. */
+export function staticRoutes(): Hono<Env> {
+  const app = new Hono<Env>();
+  app.get('/static/:name', (c) => {
+    const file = STATIC_FILES[c.req.param('name')];
+    if (!file || !Object.hasOwn(STATIC_FILES, c.req.param('name'))) return c.notFound();
+    c.header('Content-Type', file.type);
+    c.header('ETag', ASSET_ETAG);
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(file.body());
+  });
+  return app;
+}

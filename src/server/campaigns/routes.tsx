@@ -3,8 +3,8 @@
  * annotator's (the invitation token in the link is the only credential; it sees only that annotator's items).
  */
 import { Hono } from 'hono';
+import { HttpError } from '../errors.js';
 import { checkCsrf, type Env, render, requireAdmin } from '../http.js';
-import { HttpError } from '../leaderboard.js';
 import {
   AnnotateClosedPage,
   AnnotatePage,

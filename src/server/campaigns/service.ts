@@ -12,7 +12,8 @@ import type { TaskDefinition, TaskRecord } from '../../tasks/types.js';
 import { newToken, sha256Hex } from '../auth.js';
 import * as q from '../db/queries.js';
 import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } from '../db/schema.js';
-import { HttpError, type Leaderboard, summarize } from '../leaderboard.js';
+import { HttpError } from '../errors.js';
+import { type Leaderboard, summarize } from '../leaderboard.js';
 import { assignItems, sampleItems } from './plan.js';
 import {
   type Agreement,

@@ -1,0 +1,132 @@
+/**
+ * The admin: signing in (a session row in the database, failed attempts throttled per address) and out (the row
+ * deleted), every submission with its actions and edits, the team tokens and the audit log; the same actions for
+ * scripts with the admin token as a bearer token.
+ */
+import { Hono } from 'hono';
+import { getCookie, setCookie } from 'hono/cookie';
+import { newSessionToken, sha256Hex } from '../auth.js';
+import * as q from '../db/queries.js';
+import { HttpError } from '../errors.js';
+import { type Env, type RouteDeps, render, requireAdmin } from '../http.js';
+import { SESSION_COOKIE } from '../middleware/context.js';
+import { readSmallForm } from '../middleware/forms.js';
+import { RateLimiter } from '../rate-limit.js';
+import { AdminPage, AdminSubmissionPage, LoginPage } from '../views/admin.js';
+
+const SESSION_TTL_MS = 8 * 3600_000;
+/** Failed admin sign-ins per address before it must wait, and for how long. */
+const LOGIN_FAILURES = 5;
+const LOGIN_WINDOW_MS = 15 * 60_000;
+
+export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const loginFailures = new RateLimiter(LOGIN_FAILURES, LOGIN_WINDOW_MS);
+  app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
+  app.post('/admin/login', async (c) => {
+    const ctx = c.get('ctx');
+    const address = c.get('address');
+    const wait = loginFailures.retryAfter(address);
+    if (wait > 0) {
+      throw new HttpError(
+        429,
+        'RATE_LIMITED',
+        `too many failed sign-ins from this address; try again in ${wait} s`,
+        {
+          retryAfter: wait,
+        },
+      );
+    }
+    const body = await readSmallForm(c);
+    const token = body.token ?? '';
+    if (!(await lb.isAdminSecret(token))) {
+      loginFailures.hit(address);
+      log.warn(`admin sign-in refused from ${address}`);
+      return render(c, <LoginPage ctx={ctx} failed />, 403);
+    }
+    loginFailures.reset(address);
+    const session = newSessionToken();
+    await q.createAdminSession(lb.db.db, {
+      token_hash: sha256Hex(session),
+      expires_at: new Date(Date.now() + SESSION_TTL_MS).toISOString(),
+      address,
+    });
+    setCookie(c, SESSION_COOKIE, session, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+      secure: options.secureCookies ?? false,
+      maxAge: SESSION_TTL_MS / 1000,
+    });
+    await q.addAudit(lb.db.db, 'admin', 'sign-in', null, { address });
+    return c.redirect(`/admin?lang=${ctx.lang}`, 303);
+  });
+  app.post('/admin/logout', async (c) => {
+    await readSmallForm(c);
+    const session = getCookie(c, SESSION_COOKIE);
+    if (session) await q.endAdminSession(lb.db.db, sha256Hex(session));
+    setCookie(c, SESSION_COOKIE, '', { path: '/', maxAge: 0 });
+    return c.redirect('/', 303);
+  });
+  app.get('/admin', async (c) => {
+    const ctx = c.get('ctx');
+    if (!ctx.admin) return c.redirect(`/admin/login?lang=${ctx.lang}`, 303);
+    return render(
+      c,
+      <AdminPage
+        ctx={ctx}
+        rows={await lb.adminList()}
+        tokens={await q.listTokens(lb.db.db)}
+        audit={await q.listAudit(lb.db.db)}
+      />,
+    );
+  });
+  app.get('/admin/submissions/:id', async (c) => {
+    requireAdmin(c);
+    const row = await q.getSubmission(lb.db.db, c.req.param('id'));
+    if (!row) throw new HttpError(404, 'NOT_FOUND', `no submission ${c.req.param('id')}`);
+    const entry = await lb.entry(row.id, { admin: true });
+    return render(
+      c,
+      <AdminSubmissionPage
+        ctx={c.get('ctx')}
+        row={row}
+        entry={entry}
+        files={JSON.parse(row.files) as { name: string; chars: number }[]}
+      />,
+    );
+  });
+  app.post('/admin/submissions/:id/edit', async (c) => {
+    requireAdmin(c);
+    const fields = await readSmallForm(c);
+    await lb.adminEdit(c.req.param('id'), { open_weights: 'no', ...fields });
+    charts.clear();
+    return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
+  });
+  app.post('/admin/submissions/:id/:action{[a-z]+}', async (c) => {
+    requireAdmin(c);
+    await readSmallForm(c);
+    await lb.adminAction(c.req.param('id'), c.req.param('action'));
+    return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
+  });
+  // The same actions for scripts, with the admin token as a bearer token.
+  app.post('/api/admin/submissions/:id/:action{[a-z]+}', async (c) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
+    if (!m || !(await lb.isAdminSecret(m[1] as string)))
+      throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+    if (c.req.param('action') === 'edit') {
+      const type = c.req.header('content-type') ?? '';
+      let fields: unknown;
+      try {
+        fields = /json/i.test(type) ? await c.req.json() : await c.req.parseBody();
+      } catch (e) {
+        throw new HttpError(400, 'BAD_JSON', `the body could not be read: ${(e as Error).message}`);
+      }
+      if (typeof fields !== 'object' || fields === null || Array.isArray(fields))
+        throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object of submission fields');
+      await lb.adminEdit(c.req.param('id'), fields as Record<string, unknown>);
+    } else await lb.adminAction(c.req.param('id'), c.req.param('action'));
+    return c.json({ ok: true });
+  });
+  return app;
+}

@@ -1,0 +1,57 @@
+/** The boards: the public and closed pages, their CSV and JSON exports. */
+import { type Context, Hono } from 'hono';
+import { PAPER_ROWS } from '../../report/paper.js';
+import type { BoardName } from '../db/schema.js';
+import type { Env, RouteDeps } from '../http.js';
+import type { Entry } from '../leaderboard.js';
+import { BoardPage } from '../views/pages.js';
+import { boardCsv, parseBoard, publicEntry } from './present.js';
+
+export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  // A board's page is drawn once per list of entries (the service caches the list) and language.
+  const boardHtml = new WeakMap<Entry[], Map<string, string>>();
+  const boardPage = async (c: Context<Env>, board: BoardName) => {
+    const ctx = c.get('ctx');
+    const entries = await lb.board(board);
+    let pages = boardHtml.get(entries);
+    if (!pages) {
+      pages = new Map();
+      boardHtml.set(entries, pages);
+    }
+    const key = `${board}:${ctx.lang}:${ctx.admin}:${ctx.path}`;
+    let html = pages.get(key);
+    if (html === undefined) {
+      html = `<!DOCTYPE html>\n${String(
+        <BoardPage
+          ctx={ctx}
+          board={board}
+          entries={entries}
+          paperRows={board === 'public' ? PAPER_ROWS : []}
+        />,
+      )}`;
+      if (pages.size < 64) pages.set(key, html);
+    }
+    return c.html(html);
+  };
+  app.get('/', (c) => boardPage(c, 'public'));
+  app.get('/board/:name{[a-z]+\\.csv}', async (c) => {
+    const board = parseBoard(c.req.param('name').replace(/\.csv$/, ''));
+    c.header('Content-Type', 'text/csv; charset=utf-8');
+    c.header('Content-Disposition', `attachment; filename="rumedbench-${board}.csv"`);
+    return c.body(boardCsv(board, await lb.board(board)));
+  });
+  app.get('/board/:name', (c) => boardPage(c, parseBoard(c.req.param('name'))));
+  app.get('/api/boards/:name', async (c) => {
+    const board = parseBoard(c.req.param('name'));
+    const entries = await lb.board(board);
+    return c.json({
+      board,
+      overall:
+        board === 'public' ? 'mean of the five public task scores' : 'mean of the three closed task scores',
+      entries: entries.map(publicEntry),
+      reference: board === 'public' ? PAPER_ROWS : [],
+    });
+  });
+  return app;
+}

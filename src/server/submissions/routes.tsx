@@ -1,0 +1,102 @@
+/**
+ * Submissions: uploads by API and by the browser's form (authenticated and admitted from their headers before a byte
+ * of the body is read), a submission's page and JSON, and the paired comparison of two.
+ */
+import { type Context, Hono } from 'hono';
+import { publicEntry } from '../boards/present.js';
+import { comparisonCharts, entryCharts } from '../charts.js';
+import { HttpError } from '../errors.js';
+import { checkCsrf, type Env, type RouteDeps, render } from '../http.js';
+import { parseMetadata, type UploadAnswer } from '../leaderboard.js';
+import { readUploadForm } from '../middleware/forms.js';
+import { RateLimiter } from '../rate-limit.js';
+import { ComparePage, SubmissionPage, UploadPage } from '../views/pages.js';
+
+/** The paths whose bodies are uploads (capped by their own reader, not by the 64 KiB body cap). */
+export const UPLOAD_PATHS: ReadonlySet<string> = new Set(['/api/submissions', '/submit']);
+/** Comparisons computed per address and minute (cached ones are free). */
+const COMPARES_PER_MINUTE = 30;
+
+export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const limits = lb.options.limits;
+  const maxMb = Math.round(limits.maxBodyBytes / (1 << 20));
+  const compares = new RateLimiter(COMPARES_PER_MINUTE, 60_000);
+  const withQuotaHeaders = (c: Context<Env>, answer: UploadAnswer, replayed: boolean) => {
+    if (answer.quota) {
+      c.header('X-Quota-Limit', String(answer.quota.limit));
+      c.header('X-Quota-Remaining', String(answer.quota.remaining));
+    }
+    if (replayed) c.header('Idempotent-Replayed', 'true');
+  };
+
+  // An upload is authenticated and admitted (rate, quota) from its headers alone, before its body is read.
+  app.post('/api/submissions', async (c) => {
+    const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
+    await lb.admit(who);
+    const { files, metadata } = await readUploadForm(c, limits);
+    const key = c.req.header('idempotency-key');
+    const { status, body, replayed } = await lb.submit({
+      files,
+      metadata: parseMetadata(metadata, who),
+      who,
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+    });
+    withQuotaHeaders(c, body, replayed);
+    if (status === 201) c.header('Location', `/api/submissions/${body.id}`);
+    return c.json(body, status);
+  });
+
+  app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.entry(c.req.param('id')))));
+
+  app.get('/submit', (c) => render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} />));
+  // The browser's form carries its CSRF token in the action's query, so that it is checked before the body is read.
+  app.post('/submit', async (c) => {
+    const ctx = c.get('ctx');
+    checkCsrf(c, { _csrf: c.req.query('_csrf') });
+    const who = await lb.authenticate(undefined, c.get('address'));
+    await lb.admit(who);
+    const { files, metadata: meta } = await readUploadForm(c, limits, ['_csrf']);
+    const { status, body } = await lb.submit({ files, metadata: parseMetadata(meta, who), who });
+    if (status === 201 || (status === 200 && body.status === 'scored')) {
+      return c.redirect(`/submissions/${body.id}?lang=${ctx.lang}`, 303);
+    }
+    return render(
+      c,
+      <UploadPage ctx={ctx} maxMb={maxMb} answer={body} values={meta} />,
+      status === 202 ? 200 : 422,
+    );
+  });
+
+  app.get('/submissions/:id', async (c) => {
+    const ctx = c.get('ctx');
+    const e = await lb.entry(c.req.param('id'), { admin: ctx.admin });
+    const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result?.rumedbench_version}:${e.overall}`, () =>
+      entryCharts(e, ctx.r),
+    );
+    const others = e.status === 'scored' ? (await lb.board(e.board)).filter((o) => o.id !== e.id) : [];
+    return render(c, <SubmissionPage ctx={ctx} e={e} charts={blocks} others={others} />);
+  });
+
+  app.get('/compare', async (c) => {
+    const ctx = c.get('ctx');
+    const a = c.req.query('a');
+    const b = c.req.query('b');
+    if (!a || !b) throw new HttpError(400, 'BAD_REQUEST', 'compare needs ?a=ID&b=ID');
+    if (!lb.hasComparison(a, b)) {
+      const wait = compares.hit(c.get('address'));
+      if (wait > 0)
+        throw new HttpError(429, 'RATE_LIMITED', `at most ${COMPARES_PER_MINUTE} new comparisons a minute`, {
+          retryAfter: wait,
+        });
+    }
+    const r = await lb.compare(a, b);
+    const blocks = r.comparison
+      ? await charts.draw(`cmp:${a}:${b}:${ctx.lang}`, () =>
+          comparisonCharts(r.comparison as NonNullable<typeof r.comparison>, r.b, ctx.r),
+        )
+      : [];
+    return render(c, <ComparePage ctx={ctx} a={r.a} b={r.b} comparison={r.comparison} charts={blocks} />);
+  });
+  return app;
+}
