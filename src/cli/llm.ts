@@ -13,6 +13,7 @@ import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
 import { type CliIo, EXIT } from './io.js';
+import { progressBar } from './progress.js';
 
 export interface LlmFlags {
   provider: string;
@@ -155,7 +156,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
       bootstrap: flags.bootstrap,
       logger: io.log,
-      progress: flags.progress && process.stderr.isTTY === true,
+      ...(flags.progress && process.stderr.isTTY === true ? { onProgress: progressBar() } : {}),
       ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),

@@ -182,12 +182,16 @@ interface CompletionBody {
 export class OpenAIProvider implements Provider {
   private readonly url: string;
   private pausedUntil = 0;
-  private readonly inFlight: LimitFunction;
+  private inFlight: LimitFunction;
 
   constructor(private readonly options: OpenAIOptions) {
     checkBaseUrl(options.baseUrl);
     this.inFlight = pLimit(Math.max(1, options.maxInFlight ?? 8));
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  limitInFlight(n: number): void {
+    this.inFlight = pLimit(Math.max(1, n));
   }
 
   describe(): Record<string, unknown> {

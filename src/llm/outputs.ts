@@ -180,9 +180,3 @@ export function taskFigures(
   }
   return out;
 }
-
-export function percentile(values: number[], q: number): number | null {
-  if (values.length === 0) return null;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((q / 100) * s.length))] as number;
-}

@@ -43,5 +43,7 @@ export interface Provider {
    * for a method that sees only the top k next tokens); undefined where it can. Asked of each task's first item.
    */
   loglikLimitation?(request: LoglikRequest): Promise<string | undefined>;
+  /** Bounds the requests the provider has in flight at once (a run's `concurrency`, whatever sends them). */
+  limitInFlight?(n: number): void;
   close?(): Promise<void>;
 }

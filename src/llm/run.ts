@@ -9,22 +9,16 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
+import { percentileOf } from '../metrics/bootstrap.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type Job, type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal, type JournalEntry } from './journal.js';
-import {
-  collectSamples,
-  isCorrect,
-  percentile,
-  readAnswer,
-  taskFigures,
-  writePredictions,
-} from './outputs.js';
+import { collectSamples, isCorrect, readAnswer, taskFigures, writePredictions } from './outputs.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
-import { ProgressBar, sendAll } from './send.js';
+import { newProgress, type RunProgress, sendAll } from './send.js';
 
 export type { Mode, SplitChoice } from './jobs.js';
 export type { SampleLog } from './outputs.js';
@@ -60,8 +54,8 @@ export interface LlmRunOptions {
   prices?: { prompt: number; completion: number };
   bootstrap?: number;
   logger?: Logger;
-  /** Draw a progress bar on stderr. */
-  progress?: boolean;
+  /** Told where the run stands after each answer, and at the end (`final`); the CLI draws a bar from it. */
+  onProgress?: (p: RunProgress, final: boolean) => void;
 }
 
 export interface LlmRunResult {
@@ -90,6 +84,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     await options.provider.checkLoglik?.();
   }
   mkdirSync(options.outDir, { recursive: true });
+  options.provider.limitInFlight?.(options.concurrency ?? 8);
   const journal = await Journal.open(journalFile);
   if (journal.oversized > 0)
     log.warn(
@@ -128,14 +123,15 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   log.info(
     `${jobs.length} requests in the run, ${jobs.length - pending.length} already answered, ${pending.length} to send`,
   );
-  const bar = new ProgressBar(pending.length, options.progress ?? false);
+  const bar = newProgress(pending.length);
   const wallS = await sendAll({
     pending,
     provider: options.provider,
     params: options.params,
     journal,
     concurrency: options.concurrency ?? 8,
-    bar,
+    progress: bar,
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     onAnswer: (job, entry) => {
       bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
       const r = readAnswer(job, entry);
@@ -223,7 +219,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       },
       served_models: served,
       failed_requests: jobs.length - ok.length,
-      latency_ms: { median: percentile(latencies, 50), p95: percentile(latencies, 95) },
+      latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
         ? {
             cost: (promptTokens * options.prices.prompt + completionTokens * options.prices.completion) / 1e6,

@@ -1,41 +1,32 @@
 /**
  * Stage two of an LLM run: send the jobs that the journal does not answer yet, `concurrency` at a time, journaling
- * each answer (or failure) the moment it arrives, with a progress bar on stderr.
+ * each answer (or failure) the moment it arrives, reporting progress to the caller.
  */
 import { RumedbenchError } from '../errors.js';
 import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { Provider, SamplingParams } from './provider.js';
 
-/** A one-line progress bar on stderr, redrawn at most every 200 ms. */
-export class ProgressBar {
-  done = 0;
-  correct = 0;
-  graded = 0;
-  unparsed = 0;
-  tokens = 0;
-  private last = 0;
-  private readonly start = Date.now();
-  constructor(
-    private readonly total: number,
-    private readonly enabled: boolean,
-  ) {}
-  tick(force = false): void {
-    if (!this.enabled) return;
-    const now = Date.now();
-    if (!force && now - this.last < 200) return;
-    this.last = now;
-    const rate = this.done / Math.max(1e-3, (now - this.start) / 1000);
-    const eta = rate > 0 ? Math.round((this.total - this.done) / rate) : 0;
-    const acc = this.graded > 0 ? `${((100 * this.correct) / this.graded).toFixed(1)}%` : '–';
-    const width = 24;
-    const filled = Math.round((width * this.done) / Math.max(1, this.total));
-    process.stderr.write(
-      `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.done}/${this.total} acc ${acc} unparsed ${this.unparsed} tokens ${this.tokens} ETA ${eta}s   `,
-    );
-    if (force) process.stderr.write('\n');
-  }
+/** Where a run stands, for a progress display (the CLI draws it; the library writes nothing itself). */
+export interface RunProgress {
+  done: number;
+  total: number;
+  correct: number;
+  graded: number;
+  unparsed: number;
+  tokens: number;
+  startedAt: number;
 }
+
+export const newProgress = (total: number): RunProgress => ({
+  done: 0,
+  total,
+  correct: 0,
+  graded: 0,
+  unparsed: 0,
+  tokens: 0,
+  startedAt: Date.now(),
+});
 
 /** Asks the provider one job: a chat completion, or the log-probabilities of the candidates. */
 async function ask(provider: Provider, job: Job, params: SamplingParams): Promise<Partial<JournalEntry>> {
@@ -71,7 +62,9 @@ export async function sendAll(options: {
   params: SamplingParams;
   journal: Journal;
   concurrency: number;
-  bar: ProgressBar;
+  progress: RunProgress;
+  /** Told after each answer, and once more at the end (`final`). */
+  onProgress?: (p: RunProgress, final: boolean) => void;
   /** Called with each answer as it arrives (the progress bar's running accuracy). */
   onAnswer?: (job: Job, entry: JournalEntry) => void;
 }): Promise<number> {
@@ -108,13 +101,13 @@ export async function sendAll(options: {
         };
       }
       options.journal.append(entry);
-      options.bar.done++;
+      options.progress.done++;
       if (entry.status === 'ok') options.onAnswer?.(job, entry);
-      options.bar.tick();
+      options.onProgress?.(options.progress, false);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, () => worker()));
-  options.bar.tick(true);
+  options.onProgress?.(options.progress, true);
   if (stopped) throw stopped;
   return (Date.now() - started) / 1000;
 }

@@ -33,6 +33,11 @@ export function percentile(sorted: Float64Array, q: number): number {
   return a + (b - a) * (pos - lo);
 }
 
+/** The percentile of unsorted values (null when there are none), numpy's linear rule. */
+export function percentileOf(values: readonly number[], q: number): number | null {
+  return values.length === 0 ? null : percentile(Float64Array.from(values).sort(), q);
+}
+
 function interval(values: Float64Array, level: number): Interval {
   const sorted = Float64Array.from(values).sort();
   const tail = ((1 - level) / 2) * 100;

@@ -1,7 +1,7 @@
 /** RuMedNER: named entities in drug reviews (RuDReC), one IOB2 tag per token. */
 import { z } from 'zod';
-import { getEntities } from '../metrics/seqeval.js';
 import { iob2Tags, text } from './fields.js';
+import { getEntities } from './iob2.js';
 import { parseEntities } from './parse.js';
 import type { TaggingTask } from './types.js';
 
