@@ -1,8 +1,38 @@
-/** An error answered as JSON `{error, code}` (API) or an error page (browser), with its HTTP status. */
+/**
+ * The error of the HTTP edge, with a closed set of codes (one per meaning; scripts read `code`), answered as JSON
+ * `{error, code}` under /api or as an error page, with its status. Services throw it; `createApp` maps it in one place.
+ */
+export type HttpErrorCode =
+  | 'ADMIN_ONLY'
+  | 'BAD_ACTION'
+  | 'BAD_ANSWER'
+  | 'BAD_CAMPAIGN'
+  | 'BAD_IDEMPOTENCY_KEY'
+  | 'BAD_JSON'
+  | 'BAD_MULTIPART'
+  | 'BAD_REQUEST'
+  | 'BAD_TOKEN'
+  | 'BODY_TOO_LARGE'
+  | 'CAMPAIGN_CLOSED'
+  | 'CSRF'
+  | 'DIFFERENT_BOARDS'
+  | 'INVALID_METADATA'
+  | 'MISDIRECTED'
+  | 'NOT_FOUND'
+  | 'NOTHING_TO_PUBLISH'
+  | 'NOT_SCORED'
+  | 'NO_GOLD'
+  | 'QUOTA_EXCEEDED'
+  | 'RATE_LIMITED'
+  | 'TOKEN_REQUIRED'
+  | 'TOO_MANY_PARTS'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'UPLOAD_TOO_LARGE';
+
 export class HttpError extends Error {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 422 | 429,
-    readonly code: string,
+    readonly code: HttpErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {
