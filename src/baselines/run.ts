@@ -2,7 +2,6 @@
  * `rumedbench baseline`: train a baseline on each task's train split, predict the test split (RuMedBench format,
  * scored at once) and the private test split (MedBench platform zip), and optionally save the models.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
@@ -10,6 +9,7 @@ import type { Embedder, EmbedStats } from '../encoders/embed.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
+import { writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
@@ -178,9 +178,9 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
         embedding: options.embedder.stats,
       }
     : undefined;
-  writeFileSync(
-    join(options.outDir, 'summary.json'),
-    `${JSON.stringify({ runs, ...(encoder ? { encoder } : {}), evaluation }, null, 2)}\n`,
+  writeRunSummary(
+    options.outDir,
+    encoder ? { kind: 'encoder', runs, encoder, evaluation } : { kind: 'baseline', runs, evaluation },
   );
   return {
     runs,

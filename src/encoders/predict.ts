@@ -6,13 +6,12 @@
  * Ranking tasks are ranked by logit (top three); classification takes the best logit; tagging takes each word's
  * first piece, as the model was trained (`label_all_tokens=False`).
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { ModelError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
+import { writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
@@ -223,10 +222,12 @@ export async function runFinetuned(options: FinetunedOptions): Promise<Finetuned
     const model = { model: options.model, sha256: encoder.info.sha256, dtype: encoder.info.dtype, labels };
     const seconds = (performance.now() - started) / 1000;
     // `runs` in the shape of a baseline run's, so that `rumedbench report` reads this folder as one.
-    writeFileSync(
-      join(options.outDir, 'summary.json'),
-      `${JSON.stringify({ runs: [{ task: task.name, seconds }], finetuned: { ...model, answered }, ...(evaluation ? { evaluation } : {}) }, null, 2)}\n`,
-    );
+    writeRunSummary(options.outDir, {
+      kind: 'finetuned',
+      runs: [{ task: task.name, seconds }],
+      finetuned: { ...model, answered },
+      ...(evaluation ? { evaluation } : {}),
+    });
     return {
       model,
       predictionsDir,

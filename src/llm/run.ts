@@ -5,11 +5,12 @@
  * each answer as it arrives so that a killed run resumes without asking again (send.ts), read the answers and write
  * the run folder (outputs.ts), then score the predictions and write the summary and the manifest (here).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { percentileOf } from '../metrics/bootstrap.js';
+import { writeLlmManifest, writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -229,32 +230,24 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   };
   for (const [name, t] of Object.entries(evaluation.tasks))
     Object.assign(t, { unparsed_rate: perTask[name]?.unparsed_rate ?? 0 });
-  writeFileSync(join(options.outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  writeFileSync(
-    join(options.outDir, 'manifest.json'),
-    `${JSON.stringify(
-      {
-        schema_version: 1,
-        rumedbench_version: VERSION,
-        created: new Date().toISOString(),
-        ...model,
-        mode,
-        ...(mode === 'loglik' ? { label_words: options.labelWords ?? false } : {}),
-        params: options.params,
-        seed,
-        shots,
-        splits,
-        concurrency: options.concurrency ?? 8,
-        limit: options.limit ?? null,
-        system_override: options.system ?? null,
-        templates: options.templates ?? null,
-        prompt_versions: Object.fromEntries(options.tasks.map((t) => [t.name, t.prompt.version])),
-        data_sha256: plan.dataFiles,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  writeRunSummary(options.outDir, { kind: 'llm', ...summary });
+  writeLlmManifest(options.outDir, {
+    rumedbench_version: VERSION,
+    created: new Date().toISOString(),
+    ...model,
+    mode,
+    ...(mode === 'loglik' ? { label_words: options.labelWords ?? false } : {}),
+    params: options.params,
+    seed,
+    shots,
+    splits,
+    concurrency: options.concurrency ?? 8,
+    limit: options.limit ?? null,
+    system_override: options.system ?? null,
+    templates: options.templates ?? null,
+    prompt_versions: Object.fromEntries(options.tasks.map((t) => [t.name, t.prompt.version])),
+    data_sha256: plan.dataFiles,
+  });
   return { evaluation, summary, outDir: options.outDir, sent: pending.length };
 }
 

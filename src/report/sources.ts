@@ -20,6 +20,7 @@ import type { Breakdown } from '../scoring/breakdown.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
+import { evaluationSchema, type RunFolder, RunFolderError, readRunFolder } from '../scoring/run-folder.js';
 import {
   type EvaluationResult,
   scoreValidated,
@@ -136,22 +137,6 @@ export interface EncoderProvenance {
   labels?: string[];
 }
 
-/** What a run's summary.json says of its encoder, if anything. */
-function encoderOf(summary: Record<string, unknown>): EncoderProvenance | undefined {
-  const e = (summary.encoder ?? summary.finetuned) as Record<string, unknown> | undefined;
-  if (!e || typeof e !== 'object' || typeof e.model !== 'string' || typeof e.sha256 !== 'string')
-    return undefined;
-  return {
-    model: e.model,
-    sha256: e.sha256,
-    dtype: String(e.dtype ?? ''),
-    ...(typeof e.pooling === 'string' ? { pooling: e.pooling } : {}),
-    ...(typeof e.maxLength === 'number' ? { maxLength: e.maxLength } : {}),
-    ...(typeof e.C === 'number' ? { C: e.C } : {}),
-    ...(Array.isArray(e.labels) ? { labels: e.labels.map(String) } : {}),
-  };
-}
-
 export interface LoadedInput {
   systems: ReportSystem[];
   /** A saved `compare --json`: its comparison, between the two systems it brought. */
@@ -179,32 +164,7 @@ export class ReportInputError extends RumedbenchError {
 }
 
 const interval = z.tuple([z.number(), z.number()]);
-const taskScores = z
-  .object({
-    n: z.number(),
-    metrics: z.record(z.string(), z.number()),
-    score: z.number(),
-    ci: z.record(z.string(), interval).default({}),
-    score_ci: interval.nullable().default(null),
-  })
-  .passthrough();
-const issue = z
-  .object({ severity: z.enum(['error', 'warning']), code: z.string(), file: z.string() })
-  .passthrough();
-const evalJson = z
-  .object({
-    schema_version: z.literal(1),
-    source: z.string(),
-    split: z.string(),
-    overall: z.number().nullable(),
-    overall_ci: interval.nullable(),
-    tasks: z.record(z.string(), taskScores),
-    unscored: z.record(z.string(), z.string()).default({}),
-    bootstrap: z.object({ resamples: z.number() }).passthrough(),
-    errors: z.array(issue).default([]),
-    warnings: z.array(issue).default([]),
-  })
-  .passthrough();
+const evalJson = evaluationSchema;
 const delta = z.object({ delta: z.number(), ci: interval.nullable(), p: z.number() }).passthrough();
 const compareJson = z
   .object({
@@ -320,36 +280,44 @@ async function readSamples(
 }
 
 async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSystem> {
-  const summary = readJson(join(dir, 'summary.json')) as Record<string, unknown>;
+  let folder: RunFolder;
+  try {
+    folder = readRunFolder(dir);
+  } catch (e) {
+    if (e instanceof RunFolderError) throw new ReportInputError(e.file, e.message.slice(e.file.length + 2));
+    throw e;
+  }
   const predictions = join(dir, 'predictions');
   if (!existsSync(predictions)) throw new ReportInputError(dir, 'a run folder without predictions/');
-  const manifestFile = join(dir, 'manifest.json');
-  if (summary.llm && typeof summary.llm === 'object') {
-    const manifest = existsSync(manifestFile) ? (readJson(manifestFile) as Record<string, unknown>) : {};
+  const { summary } = folder;
+  if (summary.kind === 'llm') {
+    const manifest = folder.manifest;
     // A run limited to the first N items answers fewer items than the split has: score it on its own gold.
-    const limited = manifest.limit !== null && manifest.limit !== undefined;
-    const name = typeof manifest.model === 'string' ? basename(manifest.model) : basename(resolve(dir));
-    const system = await scorePredictions(predictions, name, 'llm', o, limited);
+    const limit = manifest?.limit ?? undefined;
+    const name = manifest?.model !== undefined ? basename(manifest.model) : basename(resolve(dir));
+    const system = await scorePredictions(predictions, name, 'llm', o, limit !== undefined);
     system.source = dir;
-    if (limited && typeof manifest.limit === 'number') system.limit = manifest.limit;
+    if (limit !== undefined) system.limit = limit;
     system.llm = {
-      manifest,
+      manifest: (manifest ?? {}) as Record<string, unknown>,
       summary: summary.llm as LlmDetails['summary'],
       ...(await readSamples(join(dir, 'samples.jsonl'), o)),
     };
     return system;
   }
-  if (Array.isArray(summary.runs)) {
-    const system = await scorePredictions(predictions, basename(resolve(dir)), 'baseline', o);
-    system.source = dir;
-    const encoder = encoderOf(summary);
-    system.baseline = {
-      runs: summary.runs as NonNullable<ReportSystem['baseline']>['runs'],
-      ...(encoder ? { encoder } : {}),
-    };
-    return system;
-  }
-  throw new ReportInputError(join(dir, 'summary.json'), 'neither an llm nor a baseline run summary');
+  const system = await scorePredictions(predictions, basename(resolve(dir)), 'baseline', o);
+  system.source = dir;
+  const encoder =
+    summary.kind === 'encoder'
+      ? summary.encoder
+      : summary.kind === 'finetuned'
+        ? summary.finetuned
+        : undefined;
+  system.baseline = {
+    runs: summary.runs as NonNullable<ReportSystem['baseline']>['runs'],
+    ...(encoder ? { encoder: encoder as EncoderProvenance } : {}),
+  };
+  return system;
 }
 
 function loadJsonResult(file: string): LoadedInput {
