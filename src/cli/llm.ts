@@ -8,49 +8,107 @@ import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js
 import type { TaskFigures } from '../llm/outputs.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
-import { runLlm, type SplitChoice } from '../llm/run.js';
+import { runLlm } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
+import { choice, count, custom, decimal, type FlagsOf, type FlagTable, many, on, text } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { progressBar } from './progress.js';
 
-export interface LlmFlags {
-  provider: string;
-  model: string;
-  baseUrl?: string;
-  apiKeyEnv?: string;
-  header: string[];
-  tasks?: string;
-  split: SplitChoice;
-  data?: string;
-  out: string;
-  shots: number;
-  seed: number;
-  temperature: number;
-  maxTokens: number;
-  stop: string[];
-  system?: string;
-  template?: string;
-  concurrency?: number;
-  timeoutMs: number;
-  maxRetries: number;
-  maxWait: number;
-  maxReplyBytes: number;
-  allowFailures?: { count: number } | { percent: number };
-  limit?: number;
-  resume?: boolean;
-  retryErrors?: boolean;
-  pricePrompt?: number;
-  priceCompletion?: number;
-  bootstrap: number;
-  progress: boolean;
-  json?: boolean;
-  contextSize: number;
-  gpu?: boolean;
-  threads?: number;
-  mode: 'generate' | 'loglik';
-  labelWords?: boolean;
+/** The flags of `rumedbench llm`, declared once: the command's flag type is inferred from this table. */
+export const LLM_FLAGS = {
+  provider: choice(
+    '--provider <name>',
+    'an OpenAI-compatible endpoint, or a local GGUF model',
+    ['openai', 'llama'],
+    {
+      default: 'openai',
+    },
+  ),
+  model: text('--model <name>', 'model name as the endpoint knows it, or the .gguf file (--provider llama)', {
+    required: true,
+  }),
+  contextSize: count('--context-size <n>', 'context window of the local model', { min: 64, default: 4096 }),
+  gpu: on('--gpu', 'let the local model use a GPU where one is found'),
+  threads: count('--threads <n>', 'CPU threads of the local model (default: the cores)', { min: 1 }),
+  mode: choice(
+    '--mode <mode>',
+    'generate (replies parsed) or loglik (candidates ranked by log-probability)',
+    ['generate', 'loglik'],
+    { default: 'generate' },
+  ),
+  labelWords: on('--label-words', 'loglik: score the RuMedNLI label words instead of the option numbers'),
+  baseUrl: text('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1'),
+  apiKeyEnv: text('--api-key-env <name>', 'environment variable that holds the API key'),
+  header: many('--header <header>', 'extra HTTP header "Name: value" (repeatable)'),
+  tasks: text('--tasks <list>', 'comma-separated task names (default: all)'),
+  split: choice('--split <split>', 'which splits to ask', ['test', 'private_test', 'both'], {
+    default: 'test',
+  }),
+  data: text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
+  out: text('--out <dir>', 'run folder', { required: true }),
+  shots: count('--shots <k>', 'worked examples from train', { min: 0, default: 0 }),
+  seed: count('--seed <n>', 'seed for examples, sampling and the bootstrap', { min: 0, default: 0 }),
+  temperature: decimal('--temperature <t>', 'sampling temperature', { default: 0 }),
+  maxTokens: count('--max-tokens <n>', 'completion tokens per reply', { min: 1, default: 1024 }),
+  stop: many('--stop <text>', 'stop sequence (repeatable)'),
+  system: text('--system <text>', "replace the tasks' system prompt ('' sends none)"),
+  template: text(
+    '--template <file>',
+    'JSON prompt overrides per task: { "<Task>": { "system", "instruction", "item" } }',
+  ),
+  concurrency: count(
+    '--concurrency <n>',
+    'requests in flight (default 8); --provider llama: sequences evaluated in parallel (default 1)',
+    { min: 1 },
+  ),
+  timeoutMs: count('--timeout-ms <n>', 'per-request timeout', { min: 1, default: 120_000 }),
+  maxRetries: count('--max-retries <n>', 'retries per request (429, 5xx, timeouts, dropped connections)', {
+    min: 0,
+    default: 6,
+  }),
+  maxWait: count(
+    '--max-wait <s>',
+    'the longest single wait before a retry; a longer Retry-After fails the request',
+    {
+      min: 1,
+      default: 60,
+    },
+  ),
+  maxReplyBytes: count(
+    '--max-reply-bytes <n>',
+    'bytes of one reply at most; a longer one fails its request',
+    {
+      min: 1024,
+      default: 4 << 20,
+    },
+  ),
+  allowFailures: custom(
+    '--allow-failures <n|p%>',
+    'score the run although up to N requests (or P% of them) failed, counting those as wrong',
+    parseAllowance,
+  ),
+  limit: count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  resume: on('--resume', 'continue the run in --out, sending only unanswered requests'),
+  retryErrors: on('--retry-errors', 'continue the run in --out, re-asking only the requests that failed'),
+  pricePrompt: decimal('--price-prompt <usd>', 'price per million prompt tokens'),
+  priceCompletion: decimal('--price-completion <usd>', 'price per million completion tokens'),
+  bootstrap: count('--bootstrap <n>', 'bootstrap resamples for the score', { min: 0, default: 1000 }),
+  progress: on('--no-progress', 'no progress bar'),
+  json: on('--json', 'print summary.json on stdout'),
+} satisfies FlagTable;
+export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
+
+/** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
+export function parseAllowance(v: string): { count: number } | { percent: number } {
+  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim());
+  const n = m ? Number(m[1]) : Number.NaN;
+  if (!m || (m[2] === '%' ? n > 100 : !Number.isInteger(n)))
+    throw new UsageError(
+      `--allow-failures: a whole number of requests (12) or a percentage (2.5%), got "${v}"`,
+    );
+  return m[2] === '%' ? { percent: n } : { count: n };
 }
 
 function headers(list: readonly string[]): Record<string, string> {

@@ -5,7 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -15,8 +15,9 @@ import { VERSION } from '../version.js';
 import { runBaselineCommand, runPredict } from './baseline.js';
 import { runDownload, runInfo } from './data.js';
 import { runCompare, runEval } from './eval.js';
+import { addFlags } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
-import { runLlmCommand } from './llm.js';
+import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
 import { parseCount, parseSplit } from './options.js';
 
 /** Flags several commands share; a new Option each time (commander keeps state on them). */
@@ -206,129 +207,13 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .option('--json', 'print one JSON object on stdout')
     .action(async (flags) => setExit(await (await encoderCli()).runPredictEncoder(flags, io)));
 
-  const collect = (v: string, prev: string[]) => [...prev, v];
-  const number = (name: string) => (v: string) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new UsageError(`${name} must be a number ≥ 0, got "${v}"`);
-    return n;
-  };
-  program
+  const llm = program
     .command('llm')
     .description(
       'evaluate a language model (an OpenAI-compatible endpoint or a local GGUF file) on the tasks',
     )
-    .addOption(
-      new Option('--provider <name>', 'an OpenAI-compatible endpoint, or a local GGUF model')
-        .choices(['openai', 'llama'])
-        .default('openai'),
-    )
-    .requiredOption(
-      '--model <name>',
-      'model name as the endpoint knows it, or the .gguf file (--provider llama)',
-    )
-    .addOption(
-      new Option('--context-size <n>', 'context window of the local model')
-        .default(4096)
-        .argParser(parseCount('--context-size', 64)),
-    )
-    .option('--gpu', 'let the local model use a GPU where one is found')
-    .addOption(
-      new Option('--threads <n>', 'CPU threads of the local model (default: the cores)').argParser(
-        parseCount('--threads', 1),
-      ),
-    )
-    .addOption(
-      new Option(
-        '--mode <mode>',
-        'generate (replies parsed) or loglik (candidates ranked by log-probability)',
-      )
-        .choices(['generate', 'loglik'])
-        .default('generate'),
-    )
-    .option('--label-words', 'loglik: score the RuMedNLI label words instead of the option numbers')
-    .option('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1')
-    .option('--api-key-env <name>', 'environment variable that holds the API key')
-    .option('--header <header>', 'extra HTTP header "Name: value" (repeatable)', collect, [])
-    .option('--tasks <list>', 'comma-separated task names (default: all)')
-    .addOption(
-      new Option('--split <split>', 'which splits to ask')
-        .choices(['test', 'private_test', 'both'])
-        .default('test'),
-    )
-    .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
-    .requiredOption('--out <dir>', 'run folder')
-    .addOption(
-      new Option('--shots <k>', 'worked examples from train').default(0).argParser(parseCount('--shots', 0)),
-    )
-    .addOption(seedOption('seed for examples, sampling and the bootstrap'))
-    .addOption(
-      new Option('--temperature <t>', 'sampling temperature').default(0).argParser(number('--temperature')),
-    )
-    .addOption(
-      new Option('--max-tokens <n>', 'completion tokens per reply')
-        .default(1024)
-        .argParser(parseCount('--max-tokens', 1)),
-    )
-    .option('--stop <text>', 'stop sequence (repeatable)', collect, [])
-    .option('--system <text>', "replace the tasks' system prompt ('' sends none)")
-    .option(
-      '--template <file>',
-      'JSON prompt overrides per task: { "<Task>": { "system", "instruction", "item" } }',
-    )
-    .addOption(
-      new Option(
-        '--concurrency <n>',
-        'requests in flight (default 8); --provider llama: sequences evaluated in parallel (default 1)',
-      ).argParser(parseCount('--concurrency', 1)),
-    )
-    .addOption(
-      new Option('--timeout-ms <n>', 'per-request timeout')
-        .default(120_000)
-        .argParser(parseCount('--timeout-ms', 1)),
-    )
-    .addOption(
-      new Option('--max-retries <n>', 'retries per request (429, 5xx, timeouts, dropped connections)')
-        .default(6)
-        .argParser(parseCount('--max-retries', 0)),
-    )
-    .addOption(
-      new Option(
-        '--max-wait <s>',
-        'the longest single wait before a retry; a longer Retry-After fails the request',
-      )
-        .default(60)
-        .argParser(parseCount('--max-wait', 1)),
-    )
-    .addOption(
-      new Option('--max-reply-bytes <n>', 'bytes of one reply at most; a longer one fails its request')
-        .default(4 << 20)
-        .argParser(parseCount('--max-reply-bytes', 1024)),
-    )
-    .addOption(
-      new Option(
-        '--allow-failures <n|p%>',
-        'score the run although up to N requests (or P% of them) failed, counting those as wrong',
-      ).argParser(parseAllowance),
-    )
-    .addOption(
-      new Option('--limit <n>', 'at most N items per task and split').argParser(parseCount('--limit', 1)),
-    )
-    .option('--resume', 'continue the run in --out, sending only unanswered requests')
-    .option('--retry-errors', 'continue the run in --out, re-asking only the requests that failed')
-    .addOption(
-      new Option('--price-prompt <usd>', 'price per million prompt tokens').argParser(
-        number('--price-prompt'),
-      ),
-    )
-    .addOption(
-      new Option('--price-completion <usd>', 'price per million completion tokens').argParser(
-        number('--price-completion'),
-      ),
-    )
-    .addOption(bootstrapOption('bootstrap resamples for the score'))
-    .option('--no-progress', 'no progress bar')
-    .option('--json', 'print summary.json on stdout')
-    .action(async (flags) => setExit(await runLlmCommand(flags, io)));
+    .action(async (flags: LlmFlags) => setExit(await runLlmCommand(flags, io)));
+  addFlags(llm, LLM_FLAGS);
 
   program
     .command('report')
@@ -485,15 +370,6 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
       io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);
     });
   return program;
-}
-
-/** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
-function parseAllowance(v: string): { count: number } | { percent: number } {
-  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim());
-  const n = m ? Number(m[1]) : Number.NaN;
-  if (!m || (m[2] === '%' ? n > 100 : !Number.isInteger(n)))
-    throw new InvalidArgumentError('a whole number of requests (12) or a percentage (2.5%)');
-  return m[2] === '%' ? { percent: n } : { count: n };
 }
 
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit status. */

@@ -1,0 +1,145 @@
+/**
+ * Flags declared once, as typed tables (vitest's `cli-config.ts` is the model): a command module declares its
+ * table, `addFlags` registers it with commander, and the command's flag type is inferred from the table
+ * (`FlagsOf<typeof TABLE>`), never kept by hand beside it. A flag with a default, or required, is always there; any
+ * other may be undefined. Every value is parsed and checked when the command line is read, before any work starts.
+ */
+import { type Command, Option } from 'commander';
+import { UsageError } from '../errors.js';
+
+interface Spec<T> {
+  /** `--name <value>`, `--name` (a switch) or `--no-name` (on unless given). */
+  flag: string;
+  description: string;
+  default?: T;
+  parse?: (value: string, previous: T) => T;
+  choices?: readonly string[];
+  required?: boolean;
+}
+/** A flag that always has a value (a default, or required). */
+export interface Always<T> extends Spec<T> {
+  readonly always: true;
+}
+/** A flag that may be absent. */
+export interface Maybe<T> extends Spec<T> {
+  readonly always: false;
+}
+export type Flag<T> = Always<T> | Maybe<T>;
+// biome-ignore lint/suspicious/noExplicitAny: a table holds flags of any value type
+export type FlagTable = Record<string, Flag<any>>;
+export type FlagsOf<T extends FlagTable> = {
+  [K in keyof T]: T[K] extends Always<infer V> ? V : T[K] extends Maybe<infer V> ? V | undefined : never;
+};
+
+// Parsers throw a UsageError saying what they expected; runCli prints it and exits 2.
+const checked = <T>(parse: (v: string) => T) => parse;
+
+/** The flag's value as text. */
+export function text(flag: string, description: string): Maybe<string>;
+export function text(
+  flag: string,
+  description: string,
+  o: { default: string } | { required: true },
+): Always<string>;
+export function text(
+  flag: string,
+  description: string,
+  o: { default?: string; required?: true } = {},
+): Flag<string> {
+  return { flag, description, ...o, always: (o.default !== undefined || o.required === true) as never };
+}
+
+/** A whole number at least `min`. */
+export function count(flag: string, description: string, o: { min: number }): Maybe<number>;
+export function count(flag: string, description: string, o: { min: number; default: number }): Always<number>;
+export function count(flag: string, description: string, o: { min: number; default?: number }): Flag<number> {
+  const name = flag.split(' ')[0] as string;
+  const parse = checked((v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < o.min)
+      throw new UsageError(`${name} must be an integer ≥ ${o.min}, got "${v}"`);
+    return n;
+  });
+  return {
+    flag,
+    description,
+    parse,
+    ...(o.default !== undefined ? { default: o.default } : {}),
+    always: (o.default !== undefined) as never,
+  };
+}
+
+/** A number ≥ 0 (a temperature, a price). */
+export function decimal(flag: string, description: string): Maybe<number>;
+export function decimal(flag: string, description: string, o: { default: number }): Always<number>;
+export function decimal(flag: string, description: string, o: { default?: number } = {}): Flag<number> {
+  const name = flag.split(' ')[0] as string;
+  const parse = checked((v: string) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < 0)
+      throw new UsageError(`${name} must be a number ≥ 0, got "${v}"`);
+    return n;
+  });
+  return { flag, description, parse, ...o, always: (o.default !== undefined) as never };
+}
+
+/** One of a few words. */
+export function choice<const C extends string>(
+  flag: string,
+  description: string,
+  choices: readonly C[],
+  o: { default: C },
+): Always<C>;
+export function choice<const C extends string>(
+  flag: string,
+  description: string,
+  choices: readonly C[],
+): Maybe<C>;
+export function choice<const C extends string>(
+  flag: string,
+  description: string,
+  choices: readonly C[],
+  o: { default?: C } = {},
+): Flag<C> {
+  return { flag, description, choices, ...o, always: (o.default !== undefined) as never };
+}
+
+/** A switch: `--name` sets it; `--no-name` declares one that is on unless given. */
+export function on(flag: string, description: string): Always<boolean> {
+  return { flag, description, default: flag.startsWith('--no-'), always: true };
+}
+
+/** Repeatable: every value given, in order. */
+export function many(flag: string, description: string): Always<string[]> {
+  return { flag, description, default: [], parse: (v, prev) => [...(prev ?? []), v], always: true };
+}
+
+/** Any other value, parsed by `parse` (which throws a UsageError saying what it expected). */
+export function custom<T>(flag: string, description: string, parse: (v: string) => T): Maybe<T> {
+  return { flag, description, parse: checked(parse), always: false };
+}
+
+/** Registers a table on a command; a key that is not the flag's own camel-cased name is a bug, caught here. */
+export function addFlags(cmd: Command, table: FlagTable): Command {
+  // Switches and repeatable flags start off and empty; said in help only where it says something.
+  const quiet: [string, unknown][] = [];
+  for (const [key, spec] of Object.entries(table)) {
+    const option = new Option(spec.flag, spec.description);
+    if (option.attributeName() !== key)
+      throw new Error(
+        `flag table of ${cmd.name()}: "${key}" is named "${option.attributeName()}" by ${spec.flag}`,
+      );
+    if (spec.choices) option.choices(spec.choices);
+    if (spec.parse) option.argParser(spec.parse);
+    const d = spec.default;
+    if (typeof d === 'boolean' || Array.isArray(d)) {
+      if (!spec.flag.startsWith('--no-')) quiet.push([key, d]);
+    } else if (d !== undefined) option.default(d);
+    if (spec.required) option.makeOptionMandatory();
+    cmd.addOption(option);
+  }
+  cmd.hook('preAction', (_, action) => {
+    for (const [key, d] of quiet) if (action.getOptionValue(key) === undefined) action.setOptionValue(key, d);
+  });
+  return cmd;
+}
