@@ -9,37 +9,73 @@ import { validateRecords } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { Embedder } from '../encoders/embed.js';
-import type { Dtype, Pooling } from '../encoders/model.js';
 import { withEngines } from '../engines.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
+import {
+  bootstrapFlag,
+  choice,
+  count,
+  custom,
+  dataFlag,
+  type FlagsOf,
+  type FlagTable,
+  jsonFlag,
+  on,
+  quietFlag,
+  seedFlag,
+  tasksFlag,
+  text,
+  textOrOff,
+} from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-export interface BaselineFlags {
-  /** Encoder runs: the model folder or hub id, and how to embed. */
-  model?: string;
-  pooling?: Pooling;
-  dtype?: Dtype;
-  maxLength?: number;
-  batchSize?: number;
-  /** A folder, false for `--no-cache`, absent for the default folder. */
-  cache?: string | boolean;
-  download: boolean;
-  C?: number;
-  tasks?: string;
-  data?: string;
-  out: string;
-  save?: string;
-  trainSplit: 'train' | 'dev';
-  seed: number;
-  threads?: number;
-  bootstrap: number;
-  quiet?: boolean;
-  json?: boolean;
-}
+const positive = (name: string) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a number > 0, got "${v}"`);
+  return n;
+};
+
+/** Encoder flags of `baseline encoder` and `predict-encoder`; `prefix` says which commands use them. */
+export const encoderFlags = (prefix: string) => ({
+  dtype: choice(
+    '--dtype <type>',
+    `${prefix}onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too`,
+    ['fp32', 'q8'],
+  ),
+  maxLength: count('--max-length <n>', `${prefix}tokens per input (default: the model's limit)`, { min: 4 }),
+  batchSize: count('--batch-size <n>', `${prefix}inputs per forward pass (default 16)`, { min: 1 }),
+});
+
+export const BASELINE_FLAGS = {
+  tasks: tasksFlag(),
+  data: dataFlag(),
+  out: text('--out <dir>', 'output folder for predictions/ and submission.zip', { default: 'baseline-out' }),
+  save: text('--save <dir>', 'save each trained model under DIR/<Task>'),
+  trainSplit: choice('--train-split <split>', 'split to train on', ['train', 'dev'], { default: 'train' }),
+  seed: seedFlag('seed'),
+  threads: count('--threads <n>', 'training threads (default: all cores)', { min: 1 }),
+  bootstrap: bootstrapFlag('bootstrap resamples for the score'),
+  model: text(
+    '--model <dir|id>',
+    'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
+  ),
+  pooling: choice('--pooling <how>', 'encoder: sentence vector', ['mean', 'cls']),
+  ...encoderFlags('encoder: '),
+  C: custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
+  cache: textOrOff(
+    '--cache <dir>',
+    'encoder: embedding cache folder (default: the user cache folder)',
+    'encoder: embed everything afresh and keep nothing',
+  ),
+  download: on('--no-download', 'encoder: never fetch a hub model'),
+  quiet: quietFlag(),
+  json: jsonFlag('print one JSON object (runs and evaluation) on stdout'),
+} satisfies FlagTable;
+export type BaselineFlags = FlagsOf<typeof BASELINE_FLAGS>;
 
 const ENCODER_FLAGS = ['model', 'pooling', 'dtype', 'maxLength', 'batchSize', 'C'] as const;
 
@@ -141,13 +177,20 @@ async function reportBaseline(
   return EXIT.ok;
 }
 
-export interface PredictFlags {
-  model: string;
-  task?: string;
-  text?: string;
-  input?: string;
-  top: number;
-}
+export const PREDICT_FLAGS = {
+  model: text(
+    '--model <dir>',
+    'a task folder written by `baseline --save` (encoder heads find their encoder)',
+    {
+      required: true,
+    },
+  ),
+  task: text('--task <task>', 'the task the model must be for'),
+  text: text('--text <text>', 'one input text (tasks with one input field)'),
+  input: text('--input <file>', 'JSONL records of the task (its input fields and id)'),
+  top: count('--top <n>', 'labels to show', { min: 1, default: 3 }),
+} satisfies FlagTable;
+export type PredictFlags = FlagsOf<typeof PREDICT_FLAGS>;
 
 /** Predictions of a saved model: one text (`--text`) or a JSONL file of task records (`--input`), JSONL out. */
 export async function runPredict(flags: PredictFlags, io: CliIo): Promise<number> {

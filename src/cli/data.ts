@@ -4,12 +4,25 @@ import { dataInfo } from '../data/info.js';
 import { resolveDataDir } from '../data/paths.js';
 import { renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
+import { count, dataFlag, type FlagsOf, type FlagTable, jsonFlag, tasksFlag, text } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-export async function runDownload(
-  flags: { dir?: string; baseUrl?: string; tasks?: string },
-  io: CliIo,
-): Promise<number> {
+export const DOWNLOAD_FLAGS = {
+  dir: text('--dir <dir>', 'target folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
+  baseUrl: text('--base-url <url>', 'mirror to fetch from (default: $RUMEDBENCH_DATA_URL, else upstream)'),
+  tasks: tasksFlag(),
+} satisfies FlagTable;
+export type DownloadFlags = FlagsOf<typeof DOWNLOAD_FLAGS>;
+
+export const INFO_FLAGS = {
+  data: dataFlag(),
+  tasks: tasksFlag(),
+  top: count('--top <n>', 'labels shown per split', { min: 0, default: 3 }),
+  json: jsonFlag(),
+} satisfies FlagTable;
+export type InfoFlags = FlagsOf<typeof INFO_FLAGS>;
+
+export async function runDownload(flags: DownloadFlags, io: CliIo): Promise<number> {
   const dir = resolveDataDir(flags.dir);
   const tasks = parseTaskList(flags.tasks).map((t) => t.name);
   io.log.info(`data folder: ${dir}`);
@@ -33,10 +46,7 @@ export async function runDownload(
   return failed.length > 0 ? EXIT.submissionErrors : EXIT.ok;
 }
 
-export async function runInfo(
-  flags: { data?: string; tasks?: string; json?: boolean; top: number },
-  io: CliIo,
-): Promise<number> {
+export async function runInfo(flags: InfoFlags, io: CliIo): Promise<number> {
   const dir = resolveDataDir(flags.data);
   const infos = await dataInfo(dir, { tasks: parseTaskList(flags.tasks), top: flags.top });
   if (flags.json) {

@@ -4,31 +4,66 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
-import type { Dtype } from '../encoders/model.js';
-import { runFinetuned } from '../encoders/predict.js';
+import { withEngines } from '../engines.js';
 import { UsageError } from '../errors.js';
 import { renderDetails, renderSummary } from '../report/table.js';
-import { getTask, isTaskName } from '../tasks/registry.js';
+import { getTask, isChoiceTask, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
+import { encoderFlags } from './baseline.js';
+import {
+  bootstrapFlag,
+  choice,
+  count,
+  dataFlag,
+  type FlagsOf,
+  type FlagTable,
+  jsonFlag,
+  on,
+  quietFlag,
+  seedFlag,
+  text,
+} from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-export interface PredictEncoderFlags {
-  model: string;
-  task: string;
-  split: 'test' | 'private_test' | 'both';
-  data?: string;
-  out: string;
-  dtype: Dtype;
-  maxLength?: number;
-  batchSize?: number;
-  threads?: number;
-  labels?: string;
-  download: boolean;
-  bootstrap: number;
-  seed: number;
-  quiet?: boolean;
-  json?: boolean;
-}
+export const PREDICT_ENCODER_FLAGS = {
+  model: text(
+    '--model <dir|id>',
+    'model folder (config.json with id2label, tokenizer.json, onnx/model.onnx)',
+    {
+      required: true,
+    },
+  ),
+  task: text(
+    '--task <task>',
+    TASKS.filter((t) => !isChoiceTask(t))
+      .map((t) => t.name)
+      .join(', '),
+    { required: true },
+  ),
+  split: choice('--split <split>', 'what to answer', ['test', 'private_test', 'both'], { default: 'both' }),
+  data: dataFlag(),
+  out: text('--out <dir>', 'output folder for predictions/, submission.zip and summary.json', {
+    default: 'encoder-out',
+  }),
+  ...encoderFlags(''),
+  dtype: choice(
+    '--dtype <type>',
+    'onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too',
+    ['fp32', 'q8'],
+    { default: 'fp32' },
+  ),
+  threads: count('--threads <n>', 'onnxruntime threads (default: all cores)', { min: 1 }),
+  labels: text(
+    '--labels <list|file>',
+    "the model's labels in output order, where config.json says LABEL_0 …",
+  ),
+  download: on('--no-download', 'never fetch a hub model'),
+  bootstrap: bootstrapFlag('bootstrap resamples for the score'),
+  seed: seedFlag(),
+  quiet: quietFlag(),
+  json: jsonFlag('print one JSON object on stdout'),
+} satisfies FlagTable;
+export type PredictEncoderFlags = FlagsOf<typeof PREDICT_ENCODER_FLAGS>;
 
 /** `--labels`: a file with one label per line, or a comma-separated list. */
 function parseLabels(value: string): string[] {
@@ -46,6 +81,11 @@ export async function runPredictEncoder(flags: PredictEncoderFlags, io: CliIo): 
   const task = getTask(flags.task);
   const splits: Split[] = flags.split === 'both' ? ['test', 'private_test'] : [flags.split];
   const log = flags.quiet ? { ...io.log, info: () => {} } : io.log;
+  // The engines load with the command, not with the program: they are optional, and heavy.
+  const { runFinetuned } = await withEngines(
+    'rumedbench predict-encoder',
+    () => import('../encoders/predict.js'),
+  );
   const result = await runFinetuned({
     model: flags.model,
     task,

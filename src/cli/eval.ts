@@ -4,19 +4,42 @@ import { compareSubmissions } from '../scoring/compare.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
 import type { Split } from '../tasks/types.js';
+import {
+  bootstrapFlag,
+  count,
+  custom,
+  dataFlag,
+  type FlagsOf,
+  type FlagTable,
+  jsonFlag,
+  on,
+  seedFlag,
+} from './flags.js';
 import { type CliIo, EXIT } from './io.js';
+import { parseSplit } from './options.js';
 
-export interface EvalFlags {
-  data?: string;
-  split: Split;
-  bootstrap: number;
-  seed: number;
-  json?: boolean;
-  reference?: boolean;
-  breakdown?: boolean;
-  fileGold?: boolean;
-  maxIssues: number;
-}
+const FILE_GOLD =
+  'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
+
+/** The flags `eval` and `compare` share. */
+const SCORING_FLAGS = {
+  data: dataFlag(),
+  split: custom('--split <split>', 'split the predictions answer', parseSplit, { default: 'test' as Split }),
+  bootstrap: bootstrapFlag(),
+  seed: seedFlag(),
+  fileGold: on('--file-gold', FILE_GOLD),
+  maxIssues: count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
+  json: jsonFlag(),
+} satisfies FlagTable;
+
+export const EVAL_FLAGS = {
+  ...SCORING_FLAGS,
+  reference: on('--reference', "show the paper's rows (Naive … Human) beside the result"),
+  breakdown: on('--breakdown', 'per-label and per-entity-type tables, confusion matrices'),
+} satisfies FlagTable;
+export const COMPARE_FLAGS = SCORING_FLAGS;
+export type EvalFlags = FlagsOf<typeof EVAL_FLAGS>;
+export type CompareFlags = FlagsOf<typeof COMPARE_FLAGS>;
 
 function reportIssues(io: CliIo, errors: SubmissionIssue[], warnings: SubmissionIssue[], max: number): void {
   for (const [list, write] of [
@@ -28,7 +51,7 @@ function reportIssues(io: CliIo, errors: SubmissionIssue[], warnings: Submission
   }
 }
 
-function evaluateOptions(flags: EvalFlags) {
+function evaluateOptions(flags: CompareFlags) {
   return {
     split: flags.split,
     bootstrap: flags.bootstrap,
@@ -60,7 +83,7 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
   return result.errors.length > 0 ? EXIT.submissionErrors : EXIT.ok;
 }
 
-export async function runCompare(a: string, b: string, flags: EvalFlags, io: CliIo): Promise<number> {
+export async function runCompare(a: string, b: string, flags: CompareFlags, io: CliIo): Promise<number> {
   const result = await compareSubmissions(a, b, evaluateOptions(flags));
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {

@@ -15,6 +15,8 @@ interface Spec<T> {
   parse?: (value: string, previous: T) => T;
   choices?: readonly string[];
   required?: boolean;
+  /** Also `--no-<name>`, with this description: the value is then `false`. */
+  off?: string;
 }
 /** A flag that always has a value (a default, or required). */
 export interface Always<T> extends Spec<T> {
@@ -104,6 +106,11 @@ export function choice<const C extends string>(
   return { flag, description, choices, ...o, always: (o.default !== undefined) as never };
 }
 
+/** A value, or `--no-<name>` to turn the thing off (`false`). */
+export function textOrOff(flag: string, description: string, off: string): Maybe<string | false> {
+  return { flag, description, off, always: false };
+}
+
 /** A switch: `--name` sets it; `--no-name` declares one that is on unless given. */
 export function on(flag: string, description: string): Always<boolean> {
   return { flag, description, default: flag.startsWith('--no-'), always: true };
@@ -115,9 +122,32 @@ export function many(flag: string, description: string): Always<string[]> {
 }
 
 /** Any other value, parsed by `parse` (which throws a UsageError saying what it expected). */
-export function custom<T>(flag: string, description: string, parse: (v: string) => T): Maybe<T> {
-  return { flag, description, parse: checked(parse), always: false };
+export function custom<T>(flag: string, description: string, parse: (v: string) => T): Maybe<T>;
+export function custom<T>(
+  flag: string,
+  description: string,
+  parse: (v: string) => T,
+  o: { default: T },
+): Always<T>;
+export function custom<T>(
+  flag: string,
+  description: string,
+  parse: (v: string) => T,
+  o: { default?: T } = {},
+): Flag<T> {
+  return { flag, description, parse: checked(parse), ...o, always: (o.default !== undefined) as never };
 }
+
+// Flags several commands share, each a new spec (commander keeps state on its options).
+export const dataFlag = () =>
+  text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)');
+export const tasksFlag = () => text('--tasks <list>', 'comma-separated task names (default: all)');
+export const bootstrapFlag = (what = 'bootstrap resamples, 0 for none') =>
+  count('--bootstrap <n>', what, { min: 0, default: 1000 });
+export const seedFlag = (what = 'seed of the resampling') =>
+  count('--seed <n>', what, { min: 0, default: 0 });
+export const jsonFlag = (what = 'print exactly one JSON object on stdout') => on('--json', what);
+export const quietFlag = () => on('--quiet', 'no progress on stderr');
 
 /** Registers a table on a command; a key that is not the flag's own camel-cased name is a bug, caught here. */
 export function addFlags(cmd: Command, table: FlagTable): Command {
@@ -132,11 +162,12 @@ export function addFlags(cmd: Command, table: FlagTable): Command {
     if (spec.choices) option.choices(spec.choices);
     if (spec.parse) option.argParser(spec.parse);
     const d = spec.default;
-    if (typeof d === 'boolean' || Array.isArray(d)) {
+    if (typeof d === 'boolean' || (Array.isArray(d) && d.length === 0)) {
       if (!spec.flag.startsWith('--no-')) quiet.push([key, d]);
     } else if (d !== undefined) option.default(d);
     if (spec.required) option.makeOptionMandatory();
     cmd.addOption(option);
+    if (spec.off) cmd.addOption(new Option(`--no-${option.name()}`, spec.off));
   }
   cmd.hook('preAction', (_, action) => {
     for (const [key, d] of quiet) if (action.getOptionValue(key) === undefined) action.setOptionValue(key, d);

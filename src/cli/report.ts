@@ -1,30 +1,53 @@
 /** `rumedbench report`: a thin wrapper over runReport. */
 import { UsageError } from '../errors.js';
-import type { Lang } from '../report/i18n.js';
-import { runReport } from '../report/run.js';
 import { formatIssue } from '../scoring/issues.js';
+import {
+  bootstrapFlag,
+  choice,
+  count,
+  dataFlag,
+  type FlagsOf,
+  type FlagTable,
+  on,
+  seedFlag,
+  text,
+} from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-export interface ReportFlags {
-  out?: string;
-  data?: string;
-  split: 'test' | 'dev';
-  title?: string;
-  name?: string;
-  reference?: boolean;
-  lang: Lang;
-  svgDir?: string;
-  format: 'html' | 'markdown';
-  bootstrap: number;
-  seed: number;
-  maxLabels: number;
-  maxExamples: number;
-  fileGold?: boolean;
-}
+const FILE_GOLD =
+  'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
+
+export const REPORT_FLAGS = {
+  out: text('--out <file>', 'HTML file to write (default: report.html); with --format markdown, stdout'),
+  data: dataFlag(),
+  split: choice('--split <split>', 'split the predictions answer', ['test', 'dev'], { default: 'test' }),
+  title: text('--title <text>', 'the report title'),
+  name: text('--name <list>', 'comma-separated display names, one per PATH'),
+  reference: on('--reference', "the paper's rows in the summary table"),
+  lang: choice('--lang <lang>', 'language of the report', ['en', 'ru'], { default: 'en' }),
+  svgDir: text('--svg-dir <dir>', 'also write every chart as its own SVG file'),
+  fileGold: on('--file-gold', FILE_GOLD),
+  format: choice('--format <format>', 'html, or Markdown tables on stdout', ['html', 'markdown'], {
+    default: 'html',
+  }),
+  bootstrap: bootstrapFlag(),
+  seed: seedFlag(),
+  maxLabels: count('--max-labels <n>', 'gold labels in the RuMedTop3/RuMedSymptomRec charts', {
+    min: 1,
+    default: 15,
+  }),
+  maxExamples: count('--max-examples <n>', 'wrong or unparsed LLM answers listed per task', {
+    min: 0,
+    default: 200,
+  }),
+} satisfies FlagTable;
+export type ReportFlags = FlagsOf<typeof REPORT_FLAGS>;
 
 export async function runReportCommand(paths: string[], flags: ReportFlags, io: CliIo): Promise<number> {
   const names = flags.name?.split(',').map((n) => n.trim());
   if (names?.some((n) => n === '')) throw new UsageError('--name: empty name in the list');
+  // Vega and the views load with the command, so that `eval` and `tasks` start without them.
+  const { runReport } = await import('../report/run.js');
   const { report, text, written } = await runReport(paths, {
     split: flags.split,
     lang: flags.lang,
