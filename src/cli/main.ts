@@ -5,7 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { renderTable } from '../report/table.js';
@@ -29,15 +29,30 @@ import {
 } from './data.js';
 import { PREDICT_ENCODER_FLAGS, type PredictEncoderFlags, runPredictEncoder } from './encoder.js';
 import { COMPARE_FLAGS, type CompareFlags, EVAL_FLAGS, type EvalFlags, runCompare, runEval } from './eval.js';
-import { addFlags } from './flags.js';
+import { addFlags, type FlagsOf } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
-import { parseCount } from './options.js';
 import { REPORT_FLAGS, type ReportFlags, runReportCommand } from './report.js';
+import {
+  CAMPAIGN_CREATE_FLAGS,
+  CAMPAIGN_EXPORT_FLAGS,
+  type CampaignFlags,
+  DB_FLAGS,
+  type DbFlags,
+  runCampaignAction,
+  runCampaignCreate,
+  runImportGold,
+  runServe,
+  runTokenCreate,
+  runTokenList,
+  runTokenRevoke,
+  SERVE_FLAGS,
+  type ServeFlags,
+  TOKEN_CREATE_FLAGS,
+} from './serve.js';
 
 // The server loads heavy modules (Hono, Kysely, the database drivers, worker pools) and the report Vega: their
 // commands import them when run, so that `rumedbench eval` or `tasks` starts as fast as before they existed.
-const serveCli = () => import('./serve.js');
 
 export function buildProgram(io: CliIo, setExit: (code: number) => void): Command {
   const program = new Command('rumedbench')
@@ -128,116 +143,58 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     REPORT_FLAGS,
   ).action(async (paths: string[], flags: ReportFlags) => setExit(await runReportCommand(paths, flags, io)));
 
-  const dbOptions = (cmd: Command): Command =>
-    cmd
-      .option('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)')
-      .option(
-        '--db <file|url>',
-        'SQLite file or postgres:// URL (default: $DATABASE_URL, else the user data folder)',
-      );
-  const serve = dbOptions(
+  // The serve commands' modules load the server when run; their flag tables are light.
+  const serve = addFlags(
     program
       .command('serve')
       .description('a self-hostable leaderboard: public and closed boards, uploads, admin'),
-  )
-    .addOption(new Option('--port <n>', 'port').default(8080).argParser(parseCount('--port', 0)))
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option('--no-anonymous', 'refuse uploads without a team token')
-    .addOption(
-      new Option('--anonymous-per-minute <n>', 'anonymous uploads per address and minute')
-        .default(20)
-        .argParser(parseCount('--anonymous-per-minute', 1)),
-    )
-    .addOption(
-      new Option('--token-per-minute <n>', 'uploads per team token and minute (rejected ones count too)')
-        .default(60)
-        .argParser(parseCount('--token-per-minute', 1)),
-    )
-    .addOption(
-      new Option('--quota-per-day <n>', 'accepted uploads per token and per address and day (0: no quota)')
-        .default(0)
-        .argParser(parseCount('--quota-per-day', 0)),
-    )
-    .addOption(
-      new Option('--max-upload-mb <n>', 'largest request body, MiB')
-        .default(16)
-        .argParser(parseCount('--max-upload-mb', 1)),
-    )
-    .addOption(new Option('--threads <n>', 'scoring workers').argParser(parseCount('--threads', 1)))
-    .option('--trust-proxy', 'take the client address from X-Forwarded-For (behind your own proxy only)')
-    .option('--secure-cookies', 'mark cookies Secure (when served over HTTPS)')
-    .option(
-      '--public-url <url>',
-      'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
-    )
-    .action(async (flags) => setExit(await (await serveCli()).runServe(flags, io)));
-  dbOptions(
+    SERVE_FLAGS,
+  ).action(async (flags: ServeFlags) => setExit(await runServe(flags, io)));
+  addFlags(
     serve
       .command('import-gold')
       .description(
         "import the closed tests' gold (<Task>.jsonl: id and answer) and re-score the closed board",
       )
       .argument('<dir>', 'folder of <Task>.jsonl files'),
-  ).action(async (dir: string, flags) => setExit(await (await serveCli()).runImportGold(dir, flags, io)));
+    DB_FLAGS,
+  ).action(async (dir: string, flags: DbFlags) => setExit(await runImportGold(dir, flags, io)));
   const token = serve.command('token').description('team API tokens');
-  dbOptions(
-    token
-      .command('create')
-      .description('create a token (shown once)')
-      .requiredOption('--team <name>', 'team'),
-  ).action(async (flags) => setExit(await (await serveCli()).runTokenCreate(flags, io)));
-  dbOptions(token.command('revoke').description('revoke a token').argument('<id>', 'token id')).action(
-    async (id: string, flags) => setExit(await (await serveCli()).runTokenRevoke(id, flags, io)),
+  addFlags(token.command('create').description('create a token (shown once)'), TOKEN_CREATE_FLAGS).action(
+    async (flags: FlagsOf<typeof TOKEN_CREATE_FLAGS>) => setExit(await runTokenCreate(flags, io)),
   );
-  dbOptions(token.command('list').description('list tokens')).action(async (flags) =>
-    setExit(await (await serveCli()).runTokenList(flags, io)),
+  addFlags(
+    token.command('revoke').description('revoke a token').argument('<id>', 'token id'),
+    DB_FLAGS,
+  ).action(async (id: string, flags: DbFlags) => setExit(await runTokenRevoke(id, flags, io)));
+  addFlags(token.command('list').description('list tokens'), DB_FLAGS).action(async (flags: DbFlags) =>
+    setExit(await runTokenList(flags, io)),
   );
 
   const campaign = serve.command('campaign').description('human evaluation campaigns');
-  dbOptions(
-    campaign
-      .command('create')
-      .description('create a campaign and print one invitation link per annotator')
-      .requiredOption('--task <task>', 'the task to annotate')
-      .addOption(
-        new Option('--split <split>', 'test or private_test')
-          .choices(['test', 'private_test'])
-          .default('test'),
-      )
-      .option('--items <n>', 'items to sample (stratified by gold label where known), or all', 'all')
-      .addOption(
-        new Option('--overlap <k>', 'annotators per item').default(1).argParser(parseCount('--overlap', 1)),
-      )
-      .addOption(
-        new Option('--annotators <n>', 'annotators').default(3).argParser(parseCount('--annotators', 1)),
-      )
-      .addOption(
-        new Option('--seed <n>', 'seed of the sample and the assignment')
-          .default(0)
-          .argParser(parseCount('--seed', 0)),
-      )
-      .option('--name <text>', 'a name for the campaign')
-      .option('--base-url <url>', 'the address annotators reach', 'http://127.0.0.1:8080'),
-  ).action(async (flags) => setExit(await (await serveCli()).runCampaignCreate(flags, io)));
-  dbOptions(campaign.command('list').description('list campaigns')).action(async (flags) =>
-    setExit(await (await serveCli()).runCampaignAction('list', undefined, flags, io)),
+  addFlags(
+    campaign.command('create').description('create a campaign and print one invitation link per annotator'),
+    CAMPAIGN_CREATE_FLAGS,
+  ).action(async (flags: CampaignFlags) => setExit(await runCampaignCreate(flags, io)));
+  addFlags(campaign.command('list').description('list campaigns'), DB_FLAGS).action(async (flags: DbFlags) =>
+    setExit(await runCampaignAction('list', undefined, flags, io)),
   );
   for (const [name, what] of [
     ['close', 'close a campaign: its links stop working'],
     ['publish', "publish the campaign's answers as a human row on the board"],
   ] as const) {
-    dbOptions(campaign.command(name).description(what).argument('<id>', 'campaign id')).action(
-      async (id: string, flags) => setExit(await (await serveCli()).runCampaignAction(name, id, flags, io)),
+    addFlags(campaign.command(name).description(what).argument('<id>', 'campaign id'), DB_FLAGS).action(
+      async (id: string, flags: DbFlags) => setExit(await runCampaignAction(name, id, flags, io)),
     );
   }
-  dbOptions(
+  addFlags(
     campaign
       .command('export')
       .description('every answer as JSONL: annotator, item id, answer, time spent, timestamp')
-      .argument('<id>', 'campaign id')
-      .option('--out <file>', 'write to a file instead of stdout'),
-  ).action(async (id: string, flags) =>
-    setExit(await (await serveCli()).runCampaignAction('export', id, flags, io)),
+      .argument('<id>', 'campaign id'),
+    CAMPAIGN_EXPORT_FLAGS,
+  ).action(async (id: string, flags: FlagsOf<typeof CAMPAIGN_EXPORT_FLAGS>) =>
+    setExit(await runCampaignAction('export', id, flags, io)),
   );
 
   program

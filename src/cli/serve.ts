@@ -1,40 +1,105 @@
-/** `rumedbench serve` and its admin commands: thin wrappers over the leaderboard service. */
+/**
+ * `rumedbench serve` and its admin commands: their flags, declared once, and thin wrappers over the leaderboard
+ * service. The server's modules (Hono, Kysely, the database drivers, the worker pool) load when a command runs, so
+ * that the program starts without them.
+ */
 import { writeFileSync } from 'node:fs';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
-import { campaignsOf } from '../server/campaigns/service.js';
-import * as q from '../server/db/queries.js';
 import { HttpError } from '../server/errors.js';
-import { defaultDbFile, openLeaderboard, startServer } from '../server/serve.js';
-import { DEFAULT_LIMITS } from '../server/upload.js';
+import { choice, count, dataFlag, type FlagsOf, type FlagTable, on, seedFlag, text } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-export interface ServeFlags {
-  data?: string;
-  db?: string;
-  port: number;
-  host: string;
-  anonymous: boolean;
-  anonymousPerMinute: number;
-  tokenPerMinute: number;
-  quotaPerDay: number;
-  maxUploadMb: number;
-  threads?: number;
-  trustProxy?: boolean;
-  secureCookies?: boolean;
-  publicUrl?: string;
-}
+const server = async () => {
+  const [serve, campaigns, queries, upload] = await Promise.all([
+    import('../server/serve.js'),
+    import('../server/campaigns/service.js'),
+    import('../server/db/queries.js'),
+    import('../server/upload.js'),
+  ]);
+  return { ...serve, campaignsOf: campaigns.campaignsOf, q: queries, DEFAULT_LIMITS: upload.DEFAULT_LIMITS };
+};
+
+/** Every serve command takes these. */
+export const DB_FLAGS = {
+  data: dataFlag(),
+  db: text(
+    '--db <file|url>',
+    'SQLite file or postgres:// URL (default: $DATABASE_URL, else the user data folder)',
+  ),
+} satisfies FlagTable;
+export type DbFlags = FlagsOf<typeof DB_FLAGS>;
+
+export const SERVE_FLAGS = {
+  ...DB_FLAGS,
+  port: count('--port <n>', 'port', { min: 0, default: 8080 }),
+  host: text('--host <host>', 'address to listen on', { default: '127.0.0.1' }),
+  anonymous: on('--no-anonymous', 'refuse uploads without a team token'),
+  anonymousPerMinute: count('--anonymous-per-minute <n>', 'anonymous uploads per address and minute', {
+    min: 1,
+    default: 20,
+  }),
+  tokenPerMinute: count(
+    '--token-per-minute <n>',
+    'uploads per team token and minute (rejected ones count too)',
+    {
+      min: 1,
+      default: 60,
+    },
+  ),
+  quotaPerDay: count(
+    '--quota-per-day <n>',
+    'accepted uploads per token and per address and day (0: no quota)',
+    {
+      min: 0,
+      default: 0,
+    },
+  ),
+  maxUploadMb: count('--max-upload-mb <n>', 'largest request body, MiB', { min: 1, default: 16 }),
+  threads: count('--threads <n>', 'scoring workers', { min: 1 }),
+  trustProxy: on(
+    '--trust-proxy',
+    'take the client address from X-Forwarded-For (behind your own proxy only)',
+  ),
+  secureCookies: on('--secure-cookies', 'mark cookies Secure (when served over HTTPS)'),
+  publicUrl: text(
+    '--public-url <url>',
+    'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
+  ),
+} satisfies FlagTable;
+export type ServeFlags = FlagsOf<typeof SERVE_FLAGS>;
+
+export const TOKEN_CREATE_FLAGS = { ...DB_FLAGS, team: text('--team <name>', 'team', { required: true }) };
+export const CAMPAIGN_CREATE_FLAGS = {
+  ...DB_FLAGS,
+  task: text('--task <task>', 'the task to annotate', { required: true }),
+  split: choice('--split <split>', 'test or private_test', ['test', 'private_test'], { default: 'test' }),
+  items: text('--items <n>', 'items to sample (stratified by gold label where known), or all', {
+    default: 'all',
+  }),
+  overlap: count('--overlap <k>', 'annotators per item', { min: 1, default: 1 }),
+  annotators: count('--annotators <n>', 'annotators', { min: 1, default: 3 }),
+  seed: seedFlag('seed of the sample and the assignment'),
+  name: text('--name <text>', 'a name for the campaign'),
+  baseUrl: text('--base-url <url>', 'the address annotators reach', { default: 'http://127.0.0.1:8080' }),
+} satisfies FlagTable;
+export type CampaignFlags = FlagsOf<typeof CAMPAIGN_CREATE_FLAGS>;
+export const CAMPAIGN_EXPORT_FLAGS = {
+  ...DB_FLAGS,
+  out: text('--out <file>', 'write to a file instead of stdout'),
+};
 
 /** `--db`, else DATABASE_URL, else an SQLite file in the per-user data folder. */
-export const dbTarget = (flag: string | undefined): string =>
-  flag ?? (process.env.DATABASE_URL || undefined) ?? defaultDbFile();
+export const dbTarget = async (flag: string | undefined): Promise<string> =>
+  flag ?? (process.env.DATABASE_URL || undefined) ?? (await server()).defaultDbFile();
 
 export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
   const maxBodyBytes = flags.maxUploadMb * (1 << 20);
+  const { startServer, DEFAULT_LIMITS } = await server();
   const running = await startServer({
     dataDir: resolveDataDir(flags.data),
-    db: dbTarget(flags.db),
+    db: await dbTarget(flags.db),
     host: flags.host,
     port: flags.port,
     anonymous: flags.anonymous,
@@ -65,27 +130,26 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
   return EXIT.ok;
 }
 
+type Server = Awaited<ReturnType<typeof server>>;
+
 async function withLeaderboard<T>(
-  flags: { data?: string; db?: string },
-  f: (lb: Awaited<ReturnType<typeof openLeaderboard>>) => Promise<T>,
+  flags: DbFlags,
+  f: (lb: Awaited<ReturnType<Server['openLeaderboard']>>, s: Server) => Promise<T>,
 ) {
-  const lb = await openLeaderboard({
+  const s = await server();
+  const lb = await s.openLeaderboard({
     dataDir: resolveDataDir(flags.data),
-    db: dbTarget(flags.db),
+    db: await dbTarget(flags.db),
     threads: 1,
   });
   try {
-    return await f(lb);
+    return await f(lb, s);
   } finally {
     await lb.close();
   }
 }
 
-export async function runImportGold(
-  dir: string,
-  flags: { data?: string; db?: string },
-  io: CliIo,
-): Promise<number> {
+export async function runImportGold(dir: string, flags: DbFlags, io: CliIo): Promise<number> {
   const r = await withLeaderboard(flags, (lb) => lb.importGold(dir));
   io.out(
     `${renderTable(
@@ -96,10 +160,7 @@ export async function runImportGold(
   return EXIT.ok;
 }
 
-export async function runTokenCreate(
-  flags: { team: string; data?: string; db?: string },
-  io: CliIo,
-): Promise<number> {
+export async function runTokenCreate(flags: FlagsOf<typeof TOKEN_CREATE_FLAGS>, io: CliIo): Promise<number> {
   const { id, token } = await withLeaderboard(flags, (lb) => lb.createToken(flags.team));
   io.out(`team:  ${flags.team}\nid:    ${id}\ntoken: ${token}\n`);
   io.log.info(
@@ -108,19 +169,15 @@ export async function runTokenCreate(
   return EXIT.ok;
 }
 
-export async function runTokenRevoke(
-  id: string,
-  flags: { data?: string; db?: string },
-  io: CliIo,
-): Promise<number> {
-  const ok = await withLeaderboard(flags, (lb) => q.revokeToken(lb.db.db, id));
+export async function runTokenRevoke(id: string, flags: DbFlags, io: CliIo): Promise<number> {
+  const ok = await withLeaderboard(flags, (lb, { q }) => q.revokeToken(lb.db.db, id));
   if (!ok) throw new UsageError(`no active token with id ${id}`);
   io.out(`revoked ${id}\n`);
   return EXIT.ok;
 }
 
-export async function runTokenList(flags: { data?: string; db?: string }, io: CliIo): Promise<number> {
-  const tokens = await withLeaderboard(flags, (lb) => q.listTokens(lb.db.db));
+export async function runTokenList(flags: DbFlags, io: CliIo): Promise<number> {
+  const tokens = await withLeaderboard(flags, (lb, { q }) => q.listTokens(lb.db.db));
   io.out(
     `${renderTable(
       ['id', 'team', 'created', 'revoked'],
@@ -129,19 +186,6 @@ export async function runTokenList(flags: { data?: string; db?: string }, io: Cl
     )}\n`,
   );
   return EXIT.ok;
-}
-
-export interface CampaignFlags {
-  task: string;
-  split: 'test' | 'private_test';
-  items: string;
-  overlap: number;
-  seed: number;
-  annotators: number;
-  name?: string;
-  baseUrl: string;
-  data?: string;
-  db?: string;
 }
 
 export async function runCampaignCreate(flags: CampaignFlags, io: CliIo): Promise<number> {
@@ -154,7 +198,7 @@ export async function runCampaignCreate(flags: CampaignFlags, io: CliIo): Promis
   } catch {
     throw new UsageError(`--base-url must be a URL, got "${flags.baseUrl}"`);
   }
-  const { campaign, invitations } = await withLeaderboard(flags, (lb) =>
+  const { campaign, invitations } = await withLeaderboard(flags, (lb, { campaignsOf }) =>
     campaignsOf(lb)
       .create({
         task: flags.task,
@@ -183,10 +227,10 @@ export async function runCampaignCreate(flags: CampaignFlags, io: CliIo): Promis
 export async function runCampaignAction(
   action: 'list' | 'close' | 'publish' | 'export',
   id: string | undefined,
-  flags: { data?: string; db?: string; out?: string },
+  flags: DbFlags & { out?: string | undefined },
   io: CliIo,
 ): Promise<number> {
-  return withLeaderboard(flags, async (lb) => {
+  return withLeaderboard(flags, async (lb, { campaignsOf }) => {
     const campaigns = campaignsOf(lb);
     try {
       if (action === 'list') {
