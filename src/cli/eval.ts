@@ -11,6 +11,7 @@ import {
   dataFlag,
   type FlagsOf,
   type FlagTable,
+  fileGoldFlag,
   jsonFlag,
   on,
   seedFlag,
@@ -18,16 +19,13 @@ import {
 import { type CliIo, EXIT } from './io.js';
 import { parseSplit } from './options.js';
 
-const FILE_GOLD =
-  'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
-
 /** The flags `eval` and `compare` share. */
 const SCORING_FLAGS = {
   data: dataFlag(),
   split: custom('--split <split>', 'split the predictions answer', parseSplit, { default: 'test' as Split }),
   bootstrap: bootstrapFlag(),
   seed: seedFlag(),
-  fileGold: on('--file-gold', FILE_GOLD),
+  fileGold: fileGoldFlag(),
   maxIssues: count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
   json: jsonFlag(),
 } satisfies FlagTable;

@@ -148,6 +148,11 @@ export const seedFlag = (what = 'seed of the resampling') =>
   count('--seed <n>', what, { min: 0, default: 0 });
 export const jsonFlag = (what = 'print exactly one JSON object on stdout') => on('--json', what);
 export const quietFlag = () => on('--quiet', 'no progress on stderr');
+export const fileGoldFlag = () =>
+  on(
+    '--file-gold',
+    'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)',
+  );
 
 /** Registers a table on a command; a key that is not the flag's own camel-cased name is a bug, caught here. */
 export function addFlags(cmd: Command, table: FlagTable): Command {

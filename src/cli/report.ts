@@ -8,14 +8,12 @@ import {
   dataFlag,
   type FlagsOf,
   type FlagTable,
+  fileGoldFlag,
   on,
   seedFlag,
   text,
 } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
-
-const FILE_GOLD =
-  'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)';
 
 export const REPORT_FLAGS = {
   out: text('--out <file>', 'HTML file to write (default: report.html); with --format markdown, stdout'),
@@ -26,7 +24,7 @@ export const REPORT_FLAGS = {
   reference: on('--reference', "the paper's rows in the summary table"),
   lang: choice('--lang <lang>', 'language of the report', ['en', 'ru'], { default: 'en' }),
   svgDir: text('--svg-dir <dir>', 'also write every chart as its own SVG file'),
-  fileGold: on('--file-gold', FILE_GOLD),
+  fileGold: fileGoldFlag(),
   format: choice('--format <format>', 'html, or Markdown tables on stdout', ['html', 'markdown'], {
     default: 'html',
   }),
