@@ -3,6 +3,7 @@
  * annotator's (the invitation token in the link is the only credential; it sees only that annotator's items).
  */
 import { Hono } from 'hono';
+import { z } from 'zod';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env, render, requireAdmin } from '../http.js';
 import {
@@ -16,6 +17,66 @@ import type { Campaigns } from './service.js';
 
 const form = async (c: { req: { parseBody: () => Promise<Record<string, unknown>> } }) =>
   (await c.req.parseBody()) as Record<string, string>;
+
+const whole = (name: string, min: number) =>
+  z.coerce
+    .number({ error: `${name}: a whole number` })
+    .int(`${name}: a whole number`)
+    .min(min, `${name}: at least ${min}`);
+
+/** The admin's form for a new campaign, checked at the edge (the service checks what needs the data). */
+const campaignForm = z.object({
+  task_split: z
+    .string()
+    .default('')
+    .transform((v) => {
+      const [task = '', split = ''] = v.split('/');
+      return { task, split: split as 'test' | 'private_test' };
+    }),
+  items: z.union([z.literal('all'), whole('items', 1)]).default('all'),
+  overlap: whole('overlap', 1),
+  annotators: whole('annotators', 1),
+  seed: whole('seed', 0).default(0),
+  base_url: z
+    .string({ error: 'the address for the links must be an http:// or https:// URL' })
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        const u = new URL(v);
+        if (u.protocol === 'http:' || u.protocol === 'https:') return u;
+      } catch {
+        // Refused below.
+      }
+      ctx.addIssue({
+        code: 'custom',
+        message: 'the address for the links must be an http:// or https:// URL',
+      });
+      return z.NEVER;
+    }),
+  name: z.string().max(200, 'name: at most 200 characters').optional(),
+  guidelines: z.string().max(20_000, 'guidelines: at most 20,000 characters').optional(),
+});
+
+/** An annotator's answer, as the page sends it. */
+const answerBody = z.object({
+  item_id: z.string({ error: 'not one of your items' }).max(200, 'not one of your items'),
+  answer: z.unknown().optional(),
+  skipped: z.boolean().default(false),
+  // A missing or unreadable time counts as none: the answer still counts.
+  time_ms: z
+    .unknown()
+    .optional()
+    .transform((v) =>
+      typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(Math.round(v), 86_400_000)) : 0,
+    ),
+});
+export type AnswerBody = z.output<typeof answerBody>;
+
+function parseForm<S extends z.ZodType>(schema: S, body: Record<string, string>): z.output<S> {
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  throw new HttpError(400, 'BAD_CAMPAIGN', r.error.issues.map((i) => i.message).join('; '));
+}
 
 export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
   const r = new Hono<Env>();
@@ -33,33 +94,18 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     requireAdmin(c);
     const body = await form(c);
     checkCsrf(c, body);
-    const [task = '', split = ''] = (body.task_split ?? '').split('/');
-    const int = (name: string, v: string | undefined): number => {
-      const n = Number(v);
-      if (!Number.isInteger(n)) throw new HttpError(400, 'BAD_CAMPAIGN', `${name}: a whole number`);
-      return n;
-    };
-    let base: URL;
-    try {
-      base = new URL(body.base_url ?? '');
-      if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error('scheme');
-    } catch {
-      throw new HttpError(
-        400,
-        'BAD_CAMPAIGN',
-        'the address for the links must be an http:// or https:// URL',
-      );
-    }
+    const f = parseForm(campaignForm, body);
     const { campaign, invitations } = await campaigns.create({
-      task,
-      split: split as 'test' | 'private_test',
-      items: body.items === 'all' ? 'all' : int('items', body.items),
-      overlap: int('overlap', body.overlap),
-      annotators: int('annotators', body.annotators),
-      seed: int('seed', body.seed),
-      ...(body.name ? { name: body.name } : {}),
-      ...(body.guidelines ? { guidelines: body.guidelines } : {}),
+      task: f.task_split.task,
+      split: f.task_split.split,
+      items: f.items,
+      overlap: f.overlap,
+      annotators: f.annotators,
+      seed: f.seed,
+      ...(f.name ? { name: f.name } : {}),
+      ...(f.guidelines ? { guidelines: f.guidelines } : {}),
     });
+    const base = f.base_url;
     const links = invitations.map((i) => ({ ...i, url: new URL(`/annotate/${i.token}`, base).toString() }));
     return render(c, <InvitationsPage ctx={c.get('ctx')} campaign={campaign} links={links} />);
   });
@@ -140,7 +186,12 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     } catch {
       throw new HttpError(400, 'BAD_ANSWER', 'the body is not JSON');
     }
-    await campaigns.answer(c.req.param('token'), body);
+    const parsed = answerBody.safeParse(body);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0];
+      throw new HttpError(400, 'BAD_ANSWER', `${i?.path.join('.') || 'body'}: ${i?.message ?? 'invalid'}`);
+    }
+    await campaigns.answer(c.req.param('token'), parsed.data);
     return c.json({ ok: true });
   });
 
