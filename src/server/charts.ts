@@ -15,7 +15,7 @@ import {
 import type { Strings } from '../report/i18n.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import { TASKS } from '../tasks/registry.js';
-import type { Entry } from './leaderboard.js';
+import type { Entry } from './boards/entries.js';
 import type { Scorer } from './scorer.js';
 import type { ChartBlock } from './views/pages.js';
 

@@ -5,15 +5,11 @@
  * const server = await startServer({ dataDir: 'data/', db: 'board.sqlite', port: 8080, log: createLogger() });
  */
 export { createApp } from './app.js';
+export type { Entry } from './boards/entries.js';
 export { type CampaignSpec, Campaigns, campaignsOf } from './campaigns/service.js';
 export { openDatabase } from './db/connect.js';
 export type { BoardName, SubmissionKind, SubmissionStatus } from './db/schema.js';
 export { HttpError } from './errors.js';
-export {
-  type Entry,
-  Leaderboard,
-  type LeaderboardOptions,
-  type UploadAnswer,
-} from './leaderboard.js';
+export { Leaderboard, type LeaderboardOptions, type UploadAnswer } from './leaderboard.js';
 export { openLeaderboard, type RunningServer, type ServeOptions, startServer } from './serve.js';
 export { DEFAULT_LIMITS, readUpload, type UploadLimits } from './upload.js';

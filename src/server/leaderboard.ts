@@ -1,34 +1,29 @@
 /**
  * The leaderboard service, apart from HTTP: uploads (authentication by token, idempotency, quotas, scoring in the
  * worker pool, one transaction per submission), the boards, submissions and comparisons as data, the closed tests'
- * gold, and the admin's actions. Routes (routes/*.tsx) and the admin commands (cli/serve.ts) both call this.
+ * gold, and the admin's actions. The route groups and the admin commands (cli/serve.ts) both call this; metadata,
+ * board entries and issue caps live beside their routes (submissions/, boards/).
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { readJsonlFile } from '../data/jsonl.js';
 import { loadSplit } from '../data/load.js';
 import { RumedbenchError } from '../errors.js';
-import type { Interval } from '../metrics/bootstrap.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { getTask, isTaskName } from '../tasks/registry.js';
 import { assertStrongSecret, newToken, sha256Hex } from './auth.js';
+import { type Entry, rank, summarize, toEntry, visible } from './boards/entries.js';
 import type { Db } from './db/connect.js';
 import * as q from './db/queries.js';
-import {
-  type BoardName,
-  FIELD_LIMITS,
-  KINDS,
-  type ListedRow,
-  type SubmissionStatus,
-  type SubmissionsTable,
-} from './db/schema.js';
+import type { BoardName, ListedRow, SubmissionStatus } from './db/schema.js';
 import { HttpError } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
 import { BOARD_TASKS, type ScoreOutcome } from './score-upload.js';
 import type { Scorer } from './scorer.js';
+import { capIssues } from './submissions/issues.js';
+import { type Metadata, parseMetadata, type Uploader } from './submissions/metadata.js';
 import { DEFAULT_LIMITS, type UploadFile, type UploadLimits } from './upload.js';
 
 export interface LeaderboardOptions {
@@ -56,72 +51,6 @@ export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
   limits: DEFAULT_LIMITS,
 };
 
-const boolish = z
-  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
-  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes' || v === 'on');
-const text = (max: number) =>
-  z
-    .string({ error: (iss) => (iss.input === undefined ? 'required' : 'must be text') })
-    .trim()
-    .max(max, `at most ${max} characters`);
-
-/** The metadata of an upload, checked at the edge. */
-export const metadataSchema = z.object({
-  model: text(FIELD_LIMITS.model).min(1, 'required'),
-  team: text(FIELD_LIMITS.team).default(''),
-  description: text(FIELD_LIMITS.description).default(''),
-  link: z
-    .string()
-    .trim()
-    .max(FIELD_LIMITS.link, `at most ${FIELD_LIMITS.link} characters`)
-    .refine((v) => {
-      if (v === '') return true;
-      try {
-        const u = new URL(v);
-        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-      } catch {
-        return false;
-      }
-    }, 'an http:// or https:// URL')
-    .transform((v) => (v === '' ? null : v))
-    .default(''),
-  kind: z.enum(KINDS, { error: `one of ${KINDS.join(', ')}` }),
-  params: text(FIELD_LIMITS.params)
-    .transform((v) => (v === '' ? null : v))
-    .default(''),
-  open_weights: boolish.default(false),
-  board: z.enum(['auto', 'public', 'closed']).default('auto'),
-});
-export type Metadata = z.output<typeof metadataSchema>;
-
-/** The fields an upload may carry (a form's `_csrf` aside): the schema's. */
-export const UPLOAD_FIELDS: readonly string[] = Object.keys(metadataSchema.shape);
-
-/**
- * Checks an upload's or an admin edit's metadata. An upload (`who` given) is refused the human kind (human rows come
- * from campaigns) and a team name unless a token gives it: nobody can pose as a team or as the human row.
- */
-export function parseMetadata(fields: Record<string, unknown>, who?: Uploader): Metadata {
-  const r = metadataSchema.safeParse(fields);
-  const problems = r.success
-    ? []
-    : r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);
-  if (who && r.success) {
-    if (r.data.kind === 'human')
-      problems.push('kind: "human" rows come only from the platform\'s evaluation campaigns');
-    if (who.tokenId === null && r.data.team !== '')
-      problems.push('team: a team name comes from a team token; anonymous uploads are shown as anonymous');
-  }
-  if (r.success && problems.length === 0) return r.data;
-  throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${problems.join('; ')}`, { problems });
-}
-
-export interface Uploader {
-  tokenId: string | null;
-  team: string | null;
-  address: string;
-}
-
 export interface Quota {
   limit: number;
   used: number;
@@ -142,134 +71,6 @@ export interface UploadAnswer {
   /** An earlier submission with the same normalised content on this board. */
   duplicate_of: string | null;
   quota: Quota | null;
-}
-
-export interface TaskCell {
-  n: number;
-  metrics: Record<string, number>;
-  score: number;
-  score_ci: Interval | null;
-  ci: Record<string, Interval>;
-}
-
-/** A submission as the boards and pages show it. */
-export interface Entry
-  extends Pick<
-    SubmissionsTable,
-    | 'id'
-    | 'created_at'
-    | 'board'
-    | 'status'
-    | 'model'
-    | 'team'
-    | 'description'
-    | 'link'
-    | 'kind'
-    | 'params'
-    | 'duplicate_of'
-  > {
-  open_weights: boolean;
-  verified: boolean;
-  flagged: boolean;
-  hidden: boolean;
-  overall: number | null;
-  overall_ci: Interval | null;
-  tasks: Record<string, TaskCell>;
-  coverage?: { answered: number; sampled: number };
-  /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
-  result?: EvaluationResult;
-}
-
-/** What a board row needs of a result: the per-task numbers and the overall's interval, without breakdowns. */
-export interface Summary {
-  tasks: Record<string, TaskCell>;
-  overall_ci: Interval | null;
-  /** A human row from a campaign: how many of the sampled items it answers, and how answers were combined. */
-  coverage?: { answered: number; sampled: number };
-  rule?: 'first' | 'majority';
-}
-
-export function summarize(result: EvaluationResult): Summary {
-  const tasks: Record<string, TaskCell> = {};
-  for (const [name, t] of Object.entries(result.tasks)) {
-    tasks[name] = {
-      n: t.n,
-      metrics: t.metrics as Record<string, number>,
-      score: t.score,
-      score_ci: t.score_ci,
-      ci: t.ci as Record<string, Interval>,
-    };
-  }
-  return { tasks, overall_ci: result.overall_ci };
-}
-
-function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
-  const { tasks, overall_ci, coverage } = JSON.parse(row.summary) as Summary;
-  return {
-    id: row.id,
-    created_at: row.created_at,
-    board: row.board,
-    status: row.status,
-    model: row.model,
-    team: row.team,
-    description: row.description,
-    link: row.link,
-    kind: row.kind,
-    params: row.params,
-    open_weights: row.open_weights === 1,
-    verified: row.verified === 1,
-    flagged: row.flagged === 1,
-    hidden: row.hidden === 1,
-    duplicate_of: row.duplicate_of,
-    overall: row.overall === null ? null : Number(row.overall),
-    // The closed board's overall has no interval of its own; the public one is the scorer's.
-    overall_ci: row.board === 'public' ? overall_ci : null,
-    tasks,
-    ...(coverage ? { coverage } : {}),
-    ...(result ? { result } : {}),
-  };
-}
-
-/** Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have. */
-export function rank(entries: Entry[]): Entry[] {
-  return [...entries].sort(
-    (a, b) =>
-      (b.overall ?? -1) - (a.overall ?? -1) ||
-      Object.keys(b.tasks).length - Object.keys(a.tasks).length ||
-      a.created_at.localeCompare(b.created_at),
-  );
-}
-
-const visible = (row: { hidden: number; status: SubmissionStatus }): boolean =>
-  row.hidden === 0 && row.status === 'scored';
-
-const CUT = 300;
-const cut = (v: string | undefined): string | undefined =>
-  v === undefined || v.length <= CUT ? v : `${v.slice(0, CUT)}… (${v.length} characters)`;
-
-/** The first `perCode` issues of each code, their strings cut to a few hundred characters; the rest counted. */
-export function capIssues(
-  issues: readonly SubmissionIssue[],
-  perCode = 20,
-): { shown: SubmissionIssue[]; omitted: Record<string, number> } {
-  const seen = new Map<string, number>();
-  const shown: SubmissionIssue[] = [];
-  const omitted: Record<string, number> = {};
-  for (const i of issues) {
-    const n = (seen.get(i.code) ?? 0) + 1;
-    seen.set(i.code, n);
-    if (n > perCode) {
-      omitted[i.code] = (omitted[i.code] ?? 0) + 1;
-      continue;
-    }
-    const c: SubmissionIssue = { ...i, message: cut(i.message) as string, file: cut(i.file) as string };
-    for (const k of ['id', 'expected', 'found', 'task'] as const) {
-      const v = cut(i[k]);
-      if (v !== undefined) c[k] = v;
-    }
-    shown.push(c);
-  }
-  return { shown, omitted };
 }
 
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */

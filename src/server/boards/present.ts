@@ -2,8 +2,8 @@
 import { getTask } from '../../tasks/registry.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import type { Entry } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
+import type { Entry } from './entries.js';
 
 const BOARDS: readonly BoardName[] = ['public', 'closed'];
 

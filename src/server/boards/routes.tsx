@@ -3,8 +3,8 @@ import { type Context, Hono } from 'hono';
 import { PAPER_ROWS } from '../../report/paper.js';
 import type { BoardName } from '../db/schema.js';
 import type { Env, RouteDeps } from '../http.js';
-import type { Entry } from '../leaderboard.js';
 import { BoardPage } from '../views/pages.js';
+import type { Entry } from './entries.js';
 import { boardCsv, parseBoard, publicEntry } from './present.js';
 
 export function boardRoutes({ lb }: RouteDeps): Hono<Env> {

@@ -10,10 +10,11 @@ import { checkAnswer } from '../../scoring/validate.js';
 import { getTask, isTaskName } from '../../tasks/registry.js';
 import type { TaskDefinition, TaskRecord } from '../../tasks/types.js';
 import { newToken, sha256Hex } from '../auth.js';
+import { summarize } from '../boards/entries.js';
 import * as q from '../db/queries.js';
 import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import { type Leaderboard, summarize } from '../leaderboard.js';
+import type { Leaderboard } from '../leaderboard.js';
 import { assignItems, sampleItems } from './plan.js';
 import {
   type Agreement,

@@ -6,8 +6,8 @@ import type { Context } from 'hono';
 import { FIELD_LIMITS } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env } from '../http.js';
-import { UPLOAD_FIELDS } from '../leaderboard.js';
 import { readMultipart } from '../multipart.js';
+import { UPLOAD_FIELDS } from '../submissions/metadata.js';
 import type { UploadLimits } from '../upload.js';
 
 /** The files and metadata of an upload, read as a stream with every cap checked as the bytes arrive. */

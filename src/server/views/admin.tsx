@@ -1,7 +1,7 @@
 /** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
 import type { FC } from 'hono/jsx';
+import type { Entry } from '../boards/entries.js';
 import type { AuditRow, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
-import type { Entry } from '../leaderboard.js';
 import { CsrfField, f2, href, IssueList, Layout, type PageContext, SubmissionFields } from './layout.js';
 
 export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, failed }) => (

@@ -7,8 +7,9 @@ import type { PaperRow } from '../../report/paper.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
+import type { Entry } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
-import type { Entry, UploadAnswer } from '../leaderboard.js';
+import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import {
   CsrfField,

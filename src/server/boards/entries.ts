@@ -1,0 +1,104 @@
+/** Submissions as the boards show them: the row a board reads, summarized from a result, and the ranking. */
+import type { Interval } from '../../metrics/bootstrap.js';
+import type { EvaluationResult } from '../../scoring/score.js';
+import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
+
+export interface TaskCell {
+  n: number;
+  metrics: Record<string, number>;
+  score: number;
+  score_ci: Interval | null;
+  ci: Record<string, Interval>;
+}
+
+/** A submission as the boards and pages show it. */
+export interface Entry
+  extends Pick<
+    SubmissionsTable,
+    | 'id'
+    | 'created_at'
+    | 'board'
+    | 'status'
+    | 'model'
+    | 'team'
+    | 'description'
+    | 'link'
+    | 'kind'
+    | 'params'
+    | 'duplicate_of'
+  > {
+  open_weights: boolean;
+  verified: boolean;
+  flagged: boolean;
+  hidden: boolean;
+  overall: number | null;
+  overall_ci: Interval | null;
+  tasks: Record<string, TaskCell>;
+  coverage?: { answered: number; sampled: number };
+  /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
+  result?: EvaluationResult;
+}
+
+/** What a board row needs of a result: the per-task numbers and the overall's interval, without breakdowns. */
+export interface Summary {
+  tasks: Record<string, TaskCell>;
+  overall_ci: Interval | null;
+  /** A human row from a campaign: how many of the sampled items it answers, and how answers were combined. */
+  coverage?: { answered: number; sampled: number };
+  rule?: 'first' | 'majority';
+}
+
+export function summarize(result: EvaluationResult): Summary {
+  const tasks: Record<string, TaskCell> = {};
+  for (const [name, t] of Object.entries(result.tasks)) {
+    tasks[name] = {
+      n: t.n,
+      metrics: t.metrics as Record<string, number>,
+      score: t.score,
+      score_ci: t.score_ci,
+      ci: t.ci as Record<string, Interval>,
+    };
+  }
+  return { tasks, overall_ci: result.overall_ci };
+}
+
+export function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
+  const { tasks, overall_ci, coverage } = JSON.parse(row.summary) as Summary;
+  return {
+    id: row.id,
+    created_at: row.created_at,
+    board: row.board,
+    status: row.status,
+    model: row.model,
+    team: row.team,
+    description: row.description,
+    link: row.link,
+    kind: row.kind,
+    params: row.params,
+    open_weights: row.open_weights === 1,
+    verified: row.verified === 1,
+    flagged: row.flagged === 1,
+    hidden: row.hidden === 1,
+    duplicate_of: row.duplicate_of,
+    overall: row.overall === null ? null : Number(row.overall),
+    // The closed board's overall has no interval of its own; the public one is the scorer's.
+    overall_ci: row.board === 'public' ? overall_ci : null,
+    tasks,
+    ...(coverage ? { coverage } : {}),
+    ...(result ? { result } : {}),
+  };
+}
+
+/** Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have. */
+export function rank(entries: Entry[]): Entry[] {
+  return [...entries].sort(
+    (a, b) =>
+      (b.overall ?? -1) - (a.overall ?? -1) ||
+      Object.keys(b.tasks).length - Object.keys(a.tasks).length ||
+      a.created_at.localeCompare(b.created_at),
+  );
+}
+
+/** Shown to everybody: scored and not hidden. */
+export const visible = (row: { hidden: number; status: SubmissionStatus }): boolean =>
+  row.hidden === 0 && row.status === 'scored';

@@ -1,0 +1,74 @@
+/**
+ * An upload's metadata, checked at the edge: what it may say of itself (model, kind, link, …), and what it may not
+ * (a team name without that team's token, the human kind, which only campaigns give).
+ */
+import { z } from 'zod';
+import { FIELD_LIMITS, KINDS } from '../db/schema.js';
+import { HttpError } from '../errors.js';
+
+const boolish = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes' || v === 'on');
+const text = (max: number) =>
+  z
+    .string({ error: (iss) => (iss.input === undefined ? 'required' : 'must be text') })
+    .trim()
+    .max(max, `at most ${max} characters`);
+
+/** The metadata of an upload, checked at the edge. */
+export const metadataSchema = z.object({
+  model: text(FIELD_LIMITS.model).min(1, 'required'),
+  team: text(FIELD_LIMITS.team).default(''),
+  description: text(FIELD_LIMITS.description).default(''),
+  link: z
+    .string()
+    .trim()
+    .max(FIELD_LIMITS.link, `at most ${FIELD_LIMITS.link} characters`)
+    .refine((v) => {
+      if (v === '') return true;
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'an http:// or https:// URL')
+    .transform((v) => (v === '' ? null : v))
+    .default(''),
+  kind: z.enum(KINDS, { error: `one of ${KINDS.join(', ')}` }),
+  params: text(FIELD_LIMITS.params)
+    .transform((v) => (v === '' ? null : v))
+    .default(''),
+  open_weights: boolish.default(false),
+  board: z.enum(['auto', 'public', 'closed']).default('auto'),
+});
+export type Metadata = z.output<typeof metadataSchema>;
+
+/** The fields an upload may carry (a form's `_csrf` aside): the schema's. */
+export const UPLOAD_FIELDS: readonly string[] = Object.keys(metadataSchema.shape);
+
+/**
+ * Checks an upload's or an admin edit's metadata. An upload (`who` given) is refused the human kind (human rows come
+ * from campaigns) and a team name unless a token gives it: nobody can pose as a team or as the human row.
+ */
+export function parseMetadata(fields: Record<string, unknown>, who?: Uploader): Metadata {
+  const r = metadataSchema.safeParse(fields);
+  const problems = r.success
+    ? []
+    : r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);
+  if (who && r.success) {
+    if (r.data.kind === 'human')
+      problems.push('kind: "human" rows come only from the platform\'s evaluation campaigns');
+    if (who.tokenId === null && r.data.team !== '')
+      problems.push('team: a team name comes from a team token; anonymous uploads are shown as anonymous');
+  }
+  if (r.success && problems.length === 0) return r.data;
+  throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${problems.join('; ')}`, { problems });
+}
+
+/** Who sends an upload: a team's token, or an anonymous address. */
+export interface Uploader {
+  tokenId: string | null;
+  team: string | null;
+  address: string;
+}
