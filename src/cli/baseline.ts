@@ -15,22 +15,8 @@ import type { Logger } from '../log.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
-import {
-  bootstrapFlag,
-  choice,
-  count,
-  custom,
-  dataFlag,
-  type FlagsOf,
-  type FlagTable,
-  jsonFlag,
-  on,
-  quietFlag,
-  seedFlag,
-  tasksFlag,
-  text,
-  textOrOff,
-} from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 const positive = (name: string) => (v: string) => {
@@ -41,39 +27,45 @@ const positive = (name: string) => (v: string) => {
 
 /** Encoder flags of `baseline encoder` and `predict-encoder`; `prefix` says which commands use them. */
 export const encoderFlags = (prefix: string) => ({
-  dtype: choice(
+  dtype: flag.choice(
     '--dtype <type>',
     `${prefix}onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too`,
     ['fp32', 'q8'],
   ),
-  maxLength: count('--max-length <n>', `${prefix}tokens per input (default: the model's limit)`, { min: 4 }),
-  batchSize: count('--batch-size <n>', `${prefix}inputs per forward pass (default 16)`, { min: 1 }),
+  maxLength: flag.count('--max-length <n>', `${prefix}tokens per input (default: the model's limit)`, {
+    min: 4,
+  }),
+  batchSize: flag.count('--batch-size <n>', `${prefix}inputs per forward pass (default 16)`, { min: 1 }),
 });
 
 export const BASELINE_FLAGS = {
-  tasks: tasksFlag(),
-  data: dataFlag(),
-  out: text('--out <dir>', 'output folder for predictions/ and submission.zip', { default: 'baseline-out' }),
-  save: text('--save <dir>', 'save each trained model under DIR/<Task>'),
-  trainSplit: choice('--train-split <split>', 'split to train on', ['train', 'dev'], { default: 'train' }),
-  seed: seedFlag('seed'),
-  threads: count('--threads <n>', 'training threads (default: all cores)', { min: 1 }),
-  bootstrap: bootstrapFlag('bootstrap resamples for the score'),
-  model: text(
+  tasks: flag.tasksFlag(),
+  data: flag.dataFlag(),
+  out: flag.text('--out <dir>', 'output folder for predictions/ and submission.zip', {
+    default: 'baseline-out',
+  }),
+  save: flag.text('--save <dir>', 'save each trained model under DIR/<Task>'),
+  trainSplit: flag.choice('--train-split <split>', 'split to train on', ['train', 'dev'], {
+    default: 'train',
+  }),
+  seed: flag.seedFlag('seed'),
+  threads: flag.count('--threads <n>', 'training threads (default: all cores)', { min: 1 }),
+  bootstrap: flag.bootstrapFlag('bootstrap resamples for the score'),
+  model: flag.text(
     '--model <dir|id>',
     'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
   ),
-  pooling: choice('--pooling <how>', 'encoder: sentence vector', ['mean', 'cls']),
+  pooling: flag.choice('--pooling <how>', 'encoder: sentence vector', ['mean', 'cls']),
   ...encoderFlags('encoder: '),
-  C: custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
-  cache: textOrOff(
+  C: flag.custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
+  cache: flag.textOrOff(
     '--cache <dir>',
     'encoder: embedding cache folder (default: the user cache folder)',
     'encoder: embed everything afresh and keep nothing',
   ),
-  download: on('--no-download', 'encoder: never fetch a hub model'),
-  quiet: quietFlag(),
-  json: jsonFlag('print one JSON object (runs and evaluation) on stdout'),
+  download: flag.on('--no-download', 'encoder: never fetch a hub model'),
+  quiet: flag.quietFlag(),
+  json: flag.jsonFlag('print one JSON object (runs and evaluation) on stdout'),
 } satisfies FlagTable;
 export type BaselineFlags = FlagsOf<typeof BASELINE_FLAGS>;
 
@@ -178,17 +170,17 @@ async function reportBaseline(
 }
 
 export const PREDICT_FLAGS = {
-  model: text(
+  model: flag.text(
     '--model <dir>',
     'a task folder written by `baseline --save` (encoder heads find their encoder)',
     {
       required: true,
     },
   ),
-  task: text('--task <task>', 'the task the model must be for'),
-  text: text('--text <text>', 'one input text (tasks with one input field)'),
-  input: text('--input <file>', 'JSONL records of the task (its input fields and id)'),
-  top: count('--top <n>', 'labels to show', { min: 1, default: 3 }),
+  task: flag.text('--task <task>', 'the task the model must be for'),
+  text: flag.text('--text <text>', 'one input text (tasks with one input field)'),
+  input: flag.text('--input <file>', 'JSONL records of the task (its input fields and id)'),
+  top: flag.count('--top <n>', 'labels to show', { min: 1, default: 3 }),
 } satisfies FlagTable;
 export type PredictFlags = FlagsOf<typeof PREDICT_FLAGS>;
 

@@ -4,21 +4,25 @@ import { dataInfo } from '../data/info.js';
 import { resolveDataDir } from '../data/paths.js';
 import { renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
-import { count, dataFlag, type FlagsOf, type FlagTable, jsonFlag, tasksFlag, text } from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 export const DOWNLOAD_FLAGS = {
-  dir: text('--dir <dir>', 'target folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
-  baseUrl: text('--base-url <url>', 'mirror to fetch from (default: $RUMEDBENCH_DATA_URL, else upstream)'),
-  tasks: tasksFlag(),
+  dir: flag.text('--dir <dir>', 'target folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
+  baseUrl: flag.text(
+    '--base-url <url>',
+    'mirror to fetch from (default: $RUMEDBENCH_DATA_URL, else upstream)',
+  ),
+  tasks: flag.tasksFlag(),
 } satisfies FlagTable;
 export type DownloadFlags = FlagsOf<typeof DOWNLOAD_FLAGS>;
 
 export const INFO_FLAGS = {
-  data: dataFlag(),
-  tasks: tasksFlag(),
-  top: count('--top <n>', 'labels shown per split', { min: 0, default: 3 }),
-  json: jsonFlag(),
+  data: flag.dataFlag(),
+  tasks: flag.tasksFlag(),
+  top: flag.count('--top <n>', 'labels shown per split', { min: 0, default: 3 }),
+  json: flag.jsonFlag(),
 } satisfies FlagTable;
 export type InfoFlags = FlagsOf<typeof INFO_FLAGS>;
 

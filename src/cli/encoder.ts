@@ -10,58 +10,49 @@ import { renderDetails, renderSummary } from '../report/table.js';
 import { getTask, isChoiceTask, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { encoderFlags } from './baseline.js';
-import {
-  bootstrapFlag,
-  choice,
-  count,
-  dataFlag,
-  type FlagsOf,
-  type FlagTable,
-  jsonFlag,
-  on,
-  quietFlag,
-  seedFlag,
-  text,
-} from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 export const PREDICT_ENCODER_FLAGS = {
-  model: text(
+  model: flag.text(
     '--model <dir|id>',
     'model folder (config.json with id2label, tokenizer.json, onnx/model.onnx)',
     {
       required: true,
     },
   ),
-  task: text(
+  task: flag.text(
     '--task <task>',
     TASKS.filter((t) => !isChoiceTask(t))
       .map((t) => t.name)
       .join(', '),
     { required: true },
   ),
-  split: choice('--split <split>', 'what to answer', ['test', 'private_test', 'both'], { default: 'both' }),
-  data: dataFlag(),
-  out: text('--out <dir>', 'output folder for predictions/, submission.zip and summary.json', {
+  split: flag.choice('--split <split>', 'what to answer', ['test', 'private_test', 'both'], {
+    default: 'both',
+  }),
+  data: flag.dataFlag(),
+  out: flag.text('--out <dir>', 'output folder for predictions/, submission.zip and summary.json', {
     default: 'encoder-out',
   }),
   ...encoderFlags(''),
-  dtype: choice(
+  dtype: flag.choice(
     '--dtype <type>',
     'onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too',
     ['fp32', 'q8'],
     { default: 'fp32' },
   ),
-  threads: count('--threads <n>', 'onnxruntime threads (default: all cores)', { min: 1 }),
-  labels: text(
+  threads: flag.count('--threads <n>', 'onnxruntime threads (default: all cores)', { min: 1 }),
+  labels: flag.text(
     '--labels <list|file>',
     "the model's labels in output order, where config.json says LABEL_0 …",
   ),
-  download: on('--no-download', 'never fetch a hub model'),
-  bootstrap: bootstrapFlag('bootstrap resamples for the score'),
-  seed: seedFlag(),
-  quiet: quietFlag(),
-  json: jsonFlag('print one JSON object on stdout'),
+  download: flag.on('--no-download', 'never fetch a hub model'),
+  bootstrap: flag.bootstrapFlag('bootstrap resamples for the score'),
+  seed: flag.seedFlag(),
+  quiet: flag.quietFlag(),
+  json: flag.jsonFlag('print one JSON object on stdout'),
 } satisfies FlagTable;
 export type PredictEncoderFlags = FlagsOf<typeof PREDICT_ENCODER_FLAGS>;
 

@@ -4,36 +4,28 @@ import { compareSubmissions } from '../scoring/compare.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
 import type { Split } from '../tasks/types.js';
-import {
-  bootstrapFlag,
-  count,
-  custom,
-  dataFlag,
-  type FlagsOf,
-  type FlagTable,
-  fileGoldFlag,
-  jsonFlag,
-  on,
-  seedFlag,
-} from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { parseSplit } from './options.js';
 
 /** The flags `eval` and `compare` share. */
 const SCORING_FLAGS = {
-  data: dataFlag(),
-  split: custom('--split <split>', 'split the predictions answer', parseSplit, { default: 'test' as Split }),
-  bootstrap: bootstrapFlag(),
-  seed: seedFlag(),
-  fileGold: fileGoldFlag(),
-  maxIssues: count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
-  json: jsonFlag(),
+  data: flag.dataFlag(),
+  split: flag.custom('--split <split>', 'split the predictions answer', parseSplit, {
+    default: 'test' as Split,
+  }),
+  bootstrap: flag.bootstrapFlag(),
+  seed: flag.seedFlag(),
+  fileGold: flag.fileGoldFlag(),
+  maxIssues: flag.count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
+  json: flag.jsonFlag(),
 } satisfies FlagTable;
 
 export const EVAL_FLAGS = {
   ...SCORING_FLAGS,
-  reference: on('--reference', "show the paper's rows (Naive … Human) beside the result"),
-  breakdown: on('--breakdown', 'per-label and per-entity-type tables, confusion matrices'),
+  reference: flag.on('--reference', "show the paper's rows (Naive … Human) beside the result"),
+  breakdown: flag.on('--breakdown', 'per-label and per-entity-type tables, confusion matrices'),
 } satisfies FlagTable;
 export const COMPARE_FLAGS = SCORING_FLAGS;
 export type EvalFlags = FlagsOf<typeof EVAL_FLAGS>;

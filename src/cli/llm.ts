@@ -12,13 +12,14 @@ import { runLlm } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
-import { choice, count, custom, decimal, type FlagsOf, type FlagTable, many, on, text } from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { progressBar } from './progress.js';
 
 /** The flags of `rumedbench llm`, declared once: the command's flag type is inferred from this table. */
 export const LLM_FLAGS = {
-  provider: choice(
+  provider: flag.choice(
     '--provider <name>',
     'an OpenAI-compatible endpoint, or a local GGUF model',
     ['openai', 'llama'],
@@ -26,49 +27,63 @@ export const LLM_FLAGS = {
       default: 'openai',
     },
   ),
-  model: text('--model <name>', 'model name as the endpoint knows it, or the .gguf file (--provider llama)', {
-    required: true,
+  model: flag.text(
+    '--model <name>',
+    'model name as the endpoint knows it, or the .gguf file (--provider llama)',
+    {
+      required: true,
+    },
+  ),
+  contextSize: flag.count('--context-size <n>', 'context window of the local model', {
+    min: 64,
+    default: 4096,
   }),
-  contextSize: count('--context-size <n>', 'context window of the local model', { min: 64, default: 4096 }),
-  gpu: on('--gpu', 'let the local model use a GPU where one is found'),
-  threads: count('--threads <n>', 'CPU threads of the local model (default: the cores)', { min: 1 }),
-  mode: choice(
+  gpu: flag.on('--gpu', 'let the local model use a GPU where one is found'),
+  threads: flag.count('--threads <n>', 'CPU threads of the local model (default: the cores)', { min: 1 }),
+  mode: flag.choice(
     '--mode <mode>',
     'generate (replies parsed) or loglik (candidates ranked by log-probability)',
     ['generate', 'loglik'],
     { default: 'generate' },
   ),
-  labelWords: on('--label-words', 'loglik: score the RuMedNLI label words instead of the option numbers'),
-  baseUrl: text('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1'),
-  apiKeyEnv: text('--api-key-env <name>', 'environment variable that holds the API key'),
-  header: many('--header <header>', 'extra HTTP header "Name: value" (repeatable)'),
-  tasks: text('--tasks <list>', 'comma-separated task names (default: all)'),
-  split: choice('--split <split>', 'which splits to ask', ['test', 'private_test', 'both'], {
+  labelWords: flag.on(
+    '--label-words',
+    'loglik: score the RuMedNLI label words instead of the option numbers',
+  ),
+  baseUrl: flag.text('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1'),
+  apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the API key'),
+  header: flag.many('--header <header>', 'extra HTTP header "Name: value" (repeatable)'),
+  tasks: flag.text('--tasks <list>', 'comma-separated task names (default: all)'),
+  split: flag.choice('--split <split>', 'which splits to ask', ['test', 'private_test', 'both'], {
     default: 'test',
   }),
-  data: text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
-  out: text('--out <dir>', 'run folder', { required: true }),
-  shots: count('--shots <k>', 'worked examples from train', { min: 0, default: 0 }),
-  seed: count('--seed <n>', 'seed for examples, sampling and the bootstrap', { min: 0, default: 0 }),
-  temperature: decimal('--temperature <t>', 'sampling temperature', { default: 0 }),
-  maxTokens: count('--max-tokens <n>', 'completion tokens per reply', { min: 1, default: 1024 }),
-  stop: many('--stop <text>', 'stop sequence (repeatable)'),
-  system: text('--system <text>', "replace the tasks' system prompt ('' sends none)"),
-  template: text(
+  data: flag.text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
+  out: flag.text('--out <dir>', 'run folder', { required: true }),
+  shots: flag.count('--shots <k>', 'worked examples from train', { min: 0, default: 0 }),
+  seed: flag.count('--seed <n>', 'seed for examples, sampling and the bootstrap', { min: 0, default: 0 }),
+  temperature: flag.decimal('--temperature <t>', 'sampling temperature', { default: 0 }),
+  maxTokens: flag.count('--max-tokens <n>', 'completion tokens per reply', { min: 1, default: 1024 }),
+  stop: flag.many('--stop <text>', 'stop sequence (repeatable)'),
+  system: flag.text('--system <text>', "replace the tasks' system prompt ('' sends none)"),
+  template: flag.text(
     '--template <file>',
     'JSON prompt overrides per task: { "<Task>": { "system", "instruction", "item" } }',
   ),
-  concurrency: count(
+  concurrency: flag.count(
     '--concurrency <n>',
     'requests in flight (default 8); --provider llama: sequences evaluated in parallel (default 1)',
     { min: 1 },
   ),
-  timeoutMs: count('--timeout-ms <n>', 'per-request timeout', { min: 1, default: 120_000 }),
-  maxRetries: count('--max-retries <n>', 'retries per request (429, 5xx, timeouts, dropped connections)', {
-    min: 0,
-    default: 6,
-  }),
-  maxWait: count(
+  timeoutMs: flag.count('--timeout-ms <n>', 'per-request timeout', { min: 1, default: 120_000 }),
+  maxRetries: flag.count(
+    '--max-retries <n>',
+    'retries per request (429, 5xx, timeouts, dropped connections)',
+    {
+      min: 0,
+      default: 6,
+    },
+  ),
+  maxWait: flag.count(
     '--max-wait <s>',
     'the longest single wait before a retry; a longer Retry-After fails the request',
     {
@@ -76,7 +91,7 @@ export const LLM_FLAGS = {
       default: 60,
     },
   ),
-  maxReplyBytes: count(
+  maxReplyBytes: flag.count(
     '--max-reply-bytes <n>',
     'bytes of one reply at most; a longer one fails its request',
     {
@@ -84,19 +99,22 @@ export const LLM_FLAGS = {
       default: 4 << 20,
     },
   ),
-  allowFailures: custom(
+  allowFailures: flag.custom(
     '--allow-failures <n|p%>',
     'score the run although up to N requests (or P% of them) failed, counting those as wrong',
     parseAllowance,
   ),
-  limit: count('--limit <n>', 'at most N items per task and split', { min: 1 }),
-  resume: on('--resume', 'continue the run in --out, sending only unanswered requests'),
-  retryErrors: on('--retry-errors', 'continue the run in --out, re-asking only the requests that failed'),
-  pricePrompt: decimal('--price-prompt <usd>', 'price per million prompt tokens'),
-  priceCompletion: decimal('--price-completion <usd>', 'price per million completion tokens'),
-  bootstrap: count('--bootstrap <n>', 'bootstrap resamples for the score', { min: 0, default: 1000 }),
-  progress: on('--no-progress', 'no progress bar'),
-  json: on('--json', 'print summary.json on stdout'),
+  limit: flag.count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  resume: flag.on('--resume', 'continue the run in --out, sending only unanswered requests'),
+  retryErrors: flag.on(
+    '--retry-errors',
+    'continue the run in --out, re-asking only the requests that failed',
+  ),
+  pricePrompt: flag.decimal('--price-prompt <usd>', 'price per million prompt tokens'),
+  priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
+  bootstrap: flag.count('--bootstrap <n>', 'bootstrap resamples for the score', { min: 0, default: 1000 }),
+  progress: flag.on('--no-progress', 'no progress bar'),
+  json: flag.on('--json', 'print summary.json on stdout'),
 } satisfies FlagTable;
 export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
 

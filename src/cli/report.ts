@@ -1,40 +1,30 @@
 /** `rumedbench report`: a thin wrapper over runReport. */
 import { UsageError } from '../errors.js';
 import { formatIssue } from '../scoring/issues.js';
-import {
-  bootstrapFlag,
-  choice,
-  count,
-  dataFlag,
-  type FlagsOf,
-  type FlagTable,
-  fileGoldFlag,
-  on,
-  seedFlag,
-  text,
-} from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 export const REPORT_FLAGS = {
-  out: text('--out <file>', 'HTML file to write (default: report.html); with --format markdown, stdout'),
-  data: dataFlag(),
-  split: choice('--split <split>', 'split the predictions answer', ['test', 'dev'], { default: 'test' }),
-  title: text('--title <text>', 'the report title'),
-  name: text('--name <list>', 'comma-separated display names, one per PATH'),
-  reference: on('--reference', "the paper's rows in the summary table"),
-  lang: choice('--lang <lang>', 'language of the report', ['en', 'ru'], { default: 'en' }),
-  svgDir: text('--svg-dir <dir>', 'also write every chart as its own SVG file'),
-  fileGold: fileGoldFlag(),
-  format: choice('--format <format>', 'html, or Markdown tables on stdout', ['html', 'markdown'], {
+  out: flag.text('--out <file>', 'HTML file to write (default: report.html); with --format markdown, stdout'),
+  data: flag.dataFlag(),
+  split: flag.choice('--split <split>', 'split the predictions answer', ['test', 'dev'], { default: 'test' }),
+  title: flag.text('--title <text>', 'the report title'),
+  name: flag.text('--name <list>', 'comma-separated display names, one per PATH'),
+  reference: flag.on('--reference', "the paper's rows in the summary table"),
+  lang: flag.choice('--lang <lang>', 'language of the report', ['en', 'ru'], { default: 'en' }),
+  svgDir: flag.text('--svg-dir <dir>', 'also write every chart as its own SVG file'),
+  fileGold: flag.fileGoldFlag(),
+  format: flag.choice('--format <format>', 'html, or Markdown tables on stdout', ['html', 'markdown'], {
     default: 'html',
   }),
-  bootstrap: bootstrapFlag(),
-  seed: seedFlag(),
-  maxLabels: count('--max-labels <n>', 'gold labels in the RuMedTop3/RuMedSymptomRec charts', {
+  bootstrap: flag.bootstrapFlag(),
+  seed: flag.seedFlag(),
+  maxLabels: flag.count('--max-labels <n>', 'gold labels in the RuMedTop3/RuMedSymptomRec charts', {
     min: 1,
     default: 15,
   }),
-  maxExamples: count('--max-examples <n>', 'wrong or unparsed LLM answers listed per task', {
+  maxExamples: flag.count('--max-examples <n>', 'wrong or unparsed LLM answers listed per task', {
     min: 0,
     default: 200,
   }),

@@ -8,7 +8,8 @@ import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
 import { HttpError } from '../server/errors.js';
-import { choice, count, dataFlag, type FlagsOf, type FlagTable, on, seedFlag, text } from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 const server = async () => {
@@ -23,8 +24,8 @@ const server = async () => {
 
 /** Every serve command takes these. */
 export const DB_FLAGS = {
-  data: dataFlag(),
-  db: text(
+  data: flag.dataFlag(),
+  db: flag.text(
     '--db <file|url>',
     'SQLite file or postgres:// URL (default: $DATABASE_URL, else the user data folder)',
   ),
@@ -33,14 +34,14 @@ export type DbFlags = FlagsOf<typeof DB_FLAGS>;
 
 export const SERVE_FLAGS = {
   ...DB_FLAGS,
-  port: count('--port <n>', 'port', { min: 0, default: 8080 }),
-  host: text('--host <host>', 'address to listen on', { default: '127.0.0.1' }),
-  anonymous: on('--no-anonymous', 'refuse uploads without a team token'),
-  anonymousPerMinute: count('--anonymous-per-minute <n>', 'anonymous uploads per address and minute', {
+  port: flag.count('--port <n>', 'port', { min: 0, default: 8080 }),
+  host: flag.text('--host <host>', 'address to listen on', { default: '127.0.0.1' }),
+  anonymous: flag.on('--no-anonymous', 'refuse uploads without a team token'),
+  anonymousPerMinute: flag.count('--anonymous-per-minute <n>', 'anonymous uploads per address and minute', {
     min: 1,
     default: 20,
   }),
-  tokenPerMinute: count(
+  tokenPerMinute: flag.count(
     '--token-per-minute <n>',
     'uploads per team token and minute (rejected ones count too)',
     {
@@ -48,7 +49,7 @@ export const SERVE_FLAGS = {
       default: 60,
     },
   ),
-  quotaPerDay: count(
+  quotaPerDay: flag.count(
     '--quota-per-day <n>',
     'accepted uploads per token and per address and day (0: no quota)',
     {
@@ -56,38 +57,45 @@ export const SERVE_FLAGS = {
       default: 0,
     },
   ),
-  maxUploadMb: count('--max-upload-mb <n>', 'largest request body, MiB', { min: 1, default: 16 }),
-  threads: count('--threads <n>', 'scoring workers', { min: 1 }),
-  trustProxy: on(
+  maxUploadMb: flag.count('--max-upload-mb <n>', 'largest request body, MiB', { min: 1, default: 16 }),
+  threads: flag.count('--threads <n>', 'scoring workers', { min: 1 }),
+  trustProxy: flag.on(
     '--trust-proxy',
     'take the client address from X-Forwarded-For (behind your own proxy only)',
   ),
-  secureCookies: on('--secure-cookies', 'mark cookies Secure (when served over HTTPS)'),
-  publicUrl: text(
+  secureCookies: flag.on('--secure-cookies', 'mark cookies Secure (when served over HTTPS)'),
+  publicUrl: flag.text(
     '--public-url <url>',
     'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
   ),
 } satisfies FlagTable;
 export type ServeFlags = FlagsOf<typeof SERVE_FLAGS>;
 
-export const TOKEN_CREATE_FLAGS = { ...DB_FLAGS, team: text('--team <name>', 'team', { required: true }) };
+export const TOKEN_CREATE_FLAGS = {
+  ...DB_FLAGS,
+  team: flag.text('--team <name>', 'team', { required: true }),
+};
 export const CAMPAIGN_CREATE_FLAGS = {
   ...DB_FLAGS,
-  task: text('--task <task>', 'the task to annotate', { required: true }),
-  split: choice('--split <split>', 'test or private_test', ['test', 'private_test'], { default: 'test' }),
-  items: text('--items <n>', 'items to sample (stratified by gold label where known), or all', {
+  task: flag.text('--task <task>', 'the task to annotate', { required: true }),
+  split: flag.choice('--split <split>', 'test or private_test', ['test', 'private_test'], {
+    default: 'test',
+  }),
+  items: flag.text('--items <n>', 'items to sample (stratified by gold label where known), or all', {
     default: 'all',
   }),
-  overlap: count('--overlap <k>', 'annotators per item', { min: 1, default: 1 }),
-  annotators: count('--annotators <n>', 'annotators', { min: 1, default: 3 }),
-  seed: seedFlag('seed of the sample and the assignment'),
-  name: text('--name <text>', 'a name for the campaign'),
-  baseUrl: text('--base-url <url>', 'the address annotators reach', { default: 'http://127.0.0.1:8080' }),
+  overlap: flag.count('--overlap <k>', 'annotators per item', { min: 1, default: 1 }),
+  annotators: flag.count('--annotators <n>', 'annotators', { min: 1, default: 3 }),
+  seed: flag.seedFlag('seed of the sample and the assignment'),
+  name: flag.text('--name <text>', 'a name for the campaign'),
+  baseUrl: flag.text('--base-url <url>', 'the address annotators reach', {
+    default: 'http://127.0.0.1:8080',
+  }),
 } satisfies FlagTable;
 export type CampaignFlags = FlagsOf<typeof CAMPAIGN_CREATE_FLAGS>;
 export const CAMPAIGN_EXPORT_FLAGS = {
   ...DB_FLAGS,
-  out: text('--out <file>', 'write to a file instead of stdout'),
+  out: flag.text('--out <file>', 'write to a file instead of stdout'),
 };
 
 /** `--db`, else DATABASE_URL, else an SQLite file in the per-user data folder. */
