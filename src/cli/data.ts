@@ -30,6 +30,9 @@ export async function runDownload(flags: DownloadFlags, io: CliIo): Promise<numb
   const dir = resolveDataDir(flags.dir);
   const tasks = parseTaskList(flags.tasks).map((t) => t.name);
   io.log.info(`data folder: ${dir}`);
+  io.log.info(
+    'the RuMedBench data (sb-ai-lab/MedBench) is distributed under CC BY-NC 4.0: attribution, non-commercial use',
+  );
   const reports = await downloadData({
     dir,
     tasks,
