@@ -25,6 +25,8 @@ export type ErrorCode =
   /** Some requests of an LLM run failed and were not accepted (`--allow-failures`): not scored. */
   | 'RUN_INCOMPLETE'
   | 'REPORT_INPUT_INVALID'
+  /** A run folder whose summary.json or manifest does not fit the run-folder schema. */
+  | 'RUN_FOLDER_INVALID'
   | 'DATABASE_FAILED'
   /** An optional inference engine (node-llama-cpp, onnxruntime-node, …) is not installed. */
   | 'ENGINE_MISSING'

@@ -6,6 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from '../errors.js';
+import { parseCount } from './options.js';
 
 interface Spec<T> {
   /** `--name <value>`, `--name` (a switch) or `--no-name` (on unless given). */
@@ -34,8 +35,6 @@ export type FlagsOf<T extends FlagTable> = {
 };
 
 // Parsers throw a UsageError saying what they expected; runCli prints it and exits 2.
-const checked = <T>(parse: (v: string) => T) => parse;
-
 /** The flag's value as text. */
 export function text(flag: string, description: string): Maybe<string>;
 export function text(
@@ -55,13 +54,7 @@ export function text(
 export function count(flag: string, description: string, o: { min: number }): Maybe<number>;
 export function count(flag: string, description: string, o: { min: number; default: number }): Always<number>;
 export function count(flag: string, description: string, o: { min: number; default?: number }): Flag<number> {
-  const name = flag.split(' ')[0] as string;
-  const parse = checked((v: string) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < o.min)
-      throw new UsageError(`${name} must be an integer ≥ ${o.min}, got "${v}"`);
-    return n;
-  });
+  const parse = parseCount(flag.split(' ')[0] as string, o.min);
   return {
     flag,
     description,
@@ -76,12 +69,12 @@ export function decimal(flag: string, description: string): Maybe<number>;
 export function decimal(flag: string, description: string, o: { default: number }): Always<number>;
 export function decimal(flag: string, description: string, o: { default?: number } = {}): Flag<number> {
   const name = flag.split(' ')[0] as string;
-  const parse = checked((v: string) => {
+  const parse = (v: string) => {
     const n = Number(v);
     if (v.trim() === '' || !Number.isFinite(n) || n < 0)
       throw new UsageError(`${name} must be a number ≥ 0, got "${v}"`);
     return n;
-  });
+  };
   return { flag, description, parse, ...o, always: (o.default !== undefined) as never };
 }
 
@@ -135,7 +128,7 @@ export function custom<T>(
   parse: (v: string) => T,
   o: { default?: T } = {},
 ): Flag<T> {
-  return { flag, description, parse: checked(parse), ...o, always: (o.default !== undefined) as never };
+  return { flag, description, parse, ...o, always: (o.default !== undefined) as never };
 }
 
 // Flags several commands share, each a new spec (commander keeps state on its options).

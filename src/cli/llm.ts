@@ -237,6 +237,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),
       ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
+      ...(flags.provider === 'openai' ? { maxReplyBytes: flags.maxReplyBytes } : {}),
       ...(flags.system !== undefined ? { system: flags.system } : {}),
       ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
       ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined

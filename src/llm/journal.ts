@@ -36,10 +36,11 @@ export interface JournalEntry {
 /** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
 export const MAX_JOURNAL_LINE_BYTES = 64 << 20;
 /**
- * A reply longer than this (in characters) is not kept as an answer: it can only come from a run made before replies
- * were capped (4 MiB by default), and a few of them would not fit in one string when the run folder is written.
+ * A reply longer than the run's reply cap (`--max-reply-bytes`; a character is at least a byte) is not kept as an
+ * answer: it can only come from a run made before replies were capped, and a few of them would not fit in one string
+ * when the run folder is written.
  */
-export const MAX_JOURNAL_REPLY_CHARS = 4 << 20;
+export const DEFAULT_JOURNAL_REPLY_CHARS = 4 << 20;
 
 /** Calls `f` with each line of a file, read in chunks; a line over `maxBytes` is counted and skipped, never decoded. */
 export async function forEachLine(
@@ -89,19 +90,24 @@ export class Journal {
 
   private constructor(private readonly file: string) {}
 
-  static async open(file: string, maxLineBytes = MAX_JOURNAL_LINE_BYTES): Promise<Journal> {
+  static async open(
+    file: string,
+    o: { maxLineBytes?: number; maxReplyChars?: number } = {},
+  ): Promise<Journal> {
+    const maxLineBytes = o.maxLineBytes ?? MAX_JOURNAL_LINE_BYTES;
+    const maxReplyChars = o.maxReplyChars ?? DEFAULT_JOURNAL_REPLY_CHARS;
     const journal = new Journal(file);
     if (!existsSync(file)) return journal;
     const { skipped } = await forEachLine(file, maxLineBytes, (line) => {
       if (line.trim() === '') return;
       try {
         const e = JSON.parse(line) as JournalEntry;
-        if (e.status === 'ok' && typeof e.reply === 'string' && e.reply.length > MAX_JOURNAL_REPLY_CHARS) {
+        if (e.status === 'ok' && typeof e.reply === 'string' && e.reply.length > maxReplyChars) {
           const { reply, ...rest } = e;
           journal.keep({
             ...rest,
             status: 'error',
-            error: `a reply of ${reply.length} characters, over the ${MAX_JOURNAL_REPLY_CHARS} a journal keeps (from a run before replies were capped): asked again`,
+            error: `a reply of ${reply.length} characters, over the ${maxReplyChars} a journal keeps (--max-reply-bytes): asked again`,
           });
           journal.oversized++;
         } else journal.keep(e);

@@ -44,6 +44,8 @@ export interface LlmRunOptions {
   resume?: boolean;
   /** Continue the run, sending only the requests whose last attempt failed. */
   retryErrors?: boolean;
+  /** The reply cap the provider reads with (`--max-reply-bytes`): a journaled reply over it is asked again. */
+  maxReplyBytes?: number;
   /**
    * Failed requests accepted before the run is scored (then scored as wrong, and counted apart in the summary):
    * a count, or a share of the run's requests in percent. None by default: a run with failures is not scored.
@@ -86,7 +88,10 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   }
   mkdirSync(options.outDir, { recursive: true });
   options.provider.limitInFlight?.(options.concurrency ?? 8);
-  const journal = await Journal.open(journalFile);
+  const journal = await Journal.open(
+    journalFile,
+    options.maxReplyBytes !== undefined ? { maxReplyChars: options.maxReplyBytes } : {},
+  );
   if (journal.oversized > 0)
     log.warn(
       `${journalFile}: ${journal.oversized} answer(s) with a reply too long to keep are counted as failed; --resume or --retry-errors asks them again`,

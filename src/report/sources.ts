@@ -20,7 +20,7 @@ import type { Breakdown } from '../scoring/breakdown.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
-import { evaluationSchema, type RunFolder, RunFolderError, readRunFolder } from '../scoring/run-folder.js';
+import { evaluationSchema, readRunFolder } from '../scoring/run-folder.js';
 import {
   type EvaluationResult,
   scoreValidated,
@@ -164,7 +164,6 @@ export class ReportInputError extends RumedbenchError {
 }
 
 const interval = z.tuple([z.number(), z.number()]);
-const evalJson = evaluationSchema;
 const delta = z.object({ delta: z.number(), ci: interval.nullable(), p: z.number() }).passthrough();
 const compareJson = z
   .object({
@@ -280,13 +279,7 @@ async function readSamples(
 }
 
 async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSystem> {
-  let folder: RunFolder;
-  try {
-    folder = readRunFolder(dir);
-  } catch (e) {
-    if (e instanceof RunFolderError) throw new ReportInputError(e.file, e.message.slice(e.file.length + 2));
-    throw e;
-  }
+  const folder = readRunFolder(dir);
   const predictions = join(dir, 'predictions');
   if (!existsSync(predictions)) throw new ReportInputError(dir, 'a run folder without predictions/');
   const { summary } = folder;
@@ -322,7 +315,7 @@ async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSyste
 
 function loadJsonResult(file: string): LoadedInput {
   const value = readJson(file);
-  const asEval = evalJson.safeParse(value);
+  const asEval = evaluationSchema.safeParse(value);
   if (asEval.success) {
     const e = asEval.data as unknown as EvaluationResult;
     return { systems: [fromEvaluation(basename(file, '.json'), 'eval-json', e)] };

@@ -28,7 +28,7 @@ export class RunFolderError extends RumedbenchError {
     readonly file: string,
     message: string,
   ) {
-    super('REPORT_INPUT_INVALID', `${file}: ${message}`);
+    super('RUN_FOLDER_INVALID', `${file}: ${message}`);
     this.name = 'RunFolderError';
   }
 }

@@ -21,7 +21,6 @@ import { submissionRoutes, UPLOAD_PATHS } from './submissions/routes.js';
 import type { PageContext } from './views/layout.js';
 import { ErrorPage } from './views/pages.js';
 
-export { csvCell } from './boards/present.js';
 export type { AppOptions } from './http.js';
 
 export function createApp(options: AppOptions): Hono<Env> {

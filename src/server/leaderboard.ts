@@ -153,9 +153,9 @@ export class Leaderboard {
 
   /**
    * Lets an uploader in, or refuses it (429), before its body is read: the rate per token or (anonymous) address
-   * and minute, which every upload counts, rejected ones too; and the daily quota.
+   * and minute, which every upload counts, rejected ones too; and the daily quota, which it answers.
    */
-  async admit(who: Uploader, now = Date.now()): Promise<void> {
+  async admit(who: Uploader, now = Date.now()): Promise<Quota | null> {
     const [rate, key, limit, whose] =
       who.tokenId !== null
         ? [this.tokenRate, who.tokenId, this.options.tokenPerMinute, 'token']
@@ -166,7 +166,12 @@ export class Leaderboard {
         retryAfter: wait,
       });
     }
-    const quota = await this.quota(who, new Date(now));
+    return this.checkQuota(who, new Date(now));
+  }
+
+  /** The daily quota, refused (429) when it is used up. */
+  private async checkQuota(who: Uploader, now = new Date()): Promise<Quota | null> {
+    const quota = await this.quota(who, now);
     if (quota && quota.remaining === 0) {
       throw new HttpError(
         429,
@@ -177,6 +182,22 @@ export class Leaderboard {
         },
       );
     }
+    return quota;
+  }
+
+  /** The key a retried upload is known by: scoped to its uploader, so nobody can replay another's answer. */
+  private idempotencyKey(who: Uploader, key: string | undefined): string | null {
+    if (key === undefined) return null;
+    if (!/^[\x21-\x7e]{1,200}$/.test(key))
+      throw new HttpError(400, 'BAD_IDEMPOTENCY_KEY', 'Idempotency-Key: 1 to 200 printable ASCII characters');
+    return sha256Hex(`${who.tokenId ? `token:${who.tokenId}` : `address:${who.address}`}\n${key}`);
+  }
+
+  /** The first answer to an upload sent again with the same Idempotency-Key, if there was one. */
+  async replay(who: Uploader, key: string | undefined): Promise<UploadAnswer | undefined> {
+    const idemKey = this.idempotencyKey(who, key);
+    const seen = idemKey ? await q.findByIdempotencyKey(this.db.db, idemKey) : undefined;
+    return seen ? (JSON.parse(seen.response) as UploadAnswer) : undefined;
   }
 
   async quota(who: Uploader, now = new Date()): Promise<Quota | null> {
@@ -200,29 +221,16 @@ export class Leaderboard {
     metadata: Metadata;
     who: Uploader;
     idempotencyKey?: string;
+    /** Set by a route that already looked for a replay and admitted the uploader (`replay`, `admit`). */
+    admitted?: { quota: Quota | null };
   }): Promise<{ status: 200 | 201 | 202 | 422; body: UploadAnswer; replayed: boolean }> {
     const { who } = input;
-    const scope = who.tokenId ? `token:${who.tokenId}` : `address:${who.address}`;
-    if (input.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,200}$/.test(input.idempotencyKey)) {
-      throw new HttpError(400, 'BAD_IDEMPOTENCY_KEY', 'Idempotency-Key: 1 to 200 printable ASCII characters');
+    const idemKey = this.idempotencyKey(who, input.idempotencyKey);
+    if (!input.admitted) {
+      const seen = await this.replay(who, input.idempotencyKey);
+      if (seen) return { status: 200, body: seen, replayed: true };
     }
-    const idemKey =
-      input.idempotencyKey === undefined ? null : sha256Hex(`${scope}\n${input.idempotencyKey}`);
-    if (idemKey) {
-      const seen = await q.findByIdempotencyKey(this.db.db, idemKey);
-      if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
-    }
-    const before = await this.quota(who);
-    if (before && before.remaining === 0) {
-      throw new HttpError(
-        429,
-        'QUOTA_EXCEEDED',
-        `the daily quota of ${before.limit} scored uploads is used up`,
-        {
-          quota: before,
-        },
-      );
-    }
+    const before = input.admitted ? input.admitted.quota : await this.checkQuota(who);
     await this.syncGold();
     const outcome: ScoreOutcome = await this.scorer.score({
       files: input.files,

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { HttpError } from './errors.js';
-import type { UploadFile } from './upload.js';
+import { mib, type UploadFile } from './upload.js';
 
 export interface FormLimits {
   /** Bytes of the whole body: a Content-Length over it is refused unread, and a chunked body is cut there. */
@@ -22,8 +22,6 @@ export interface ReadForm {
   files: UploadFile[];
   fields: Map<string, string>;
 }
-
-const mib = (n: number): string => `${Math.round(n / (1 << 20))} MiB`;
 
 export async function readMultipart(req: Request, limits: FormLimits): Promise<ReadForm> {
   const type = req.headers.get('content-type') ?? '';

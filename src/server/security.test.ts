@@ -13,12 +13,13 @@ import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../../test/helpers/data.js';
 import { ENGINES, freshDatabase } from '../../test/helpers/engines.js';
-import { attr, type Element, elements, parseHtml } from '../../test/helpers/html.js';
+import { attr, type Element, elements, parseHtml, textOf } from '../../test/helpers/html.js';
 import { loadSplit } from '../data/load.js';
 import { createLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
-import { createApp, csvCell } from './app.js';
+import { createApp } from './app.js';
+import { csvCell } from './boards/present.js';
 import { Leaderboard } from './leaderboard.js';
 import { openLeaderboard } from './serve.js';
 import { DEFAULT_LIMITS } from './upload.js';
@@ -208,7 +209,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
     });
 
     it('caps every body before reading it, at the size its route needs (finding 3)', async () => {
-      const big = 'token=' + 'x'.repeat(1 << 20);
+      const big = `token=${'x'.repeat(1 << 20)}`;
       const login = await app.request('/admin/login', {
         method: 'POST',
         body: big,
@@ -219,7 +220,6 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
       const chunked = countingBody(1000, new Uint8Array(64 << 10).fill(65));
       const annotate = await app.request('/api/annotate/rmb_nobody/answers', {
         // undici needs `duplex` for a stream body
-
         method: 'POST',
         body: chunked.body,
         headers: { 'content-type': 'application/json' },
@@ -227,6 +227,13 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
       });
       expect([annotate.status, ((await annotate.json()) as Body).code]).toEqual([413, 'BODY_TOO_LARGE']);
       expect(chunked.pulled()).toBeLessThan(5);
+      // Within the cap, a link that is no invitation is refused before its body is parsed (this one is not JSON).
+      const stranger = await app.request('/api/annotate/rmb_nobody/answers', {
+        method: 'POST',
+        body: '{"item_id": ',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect([stranger.status, ((await stranger.json()) as Body).code]).toEqual([401, 'BAD_TOKEN']);
     });
 
     it('refuses a flood of multipart parts while streaming, and refuses before reading when it can (finding 4)', async () => {
@@ -289,6 +296,32 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
       for (let i = 0; i < 3; i++)
         codes.push((await upload(small, { model: 'r', kind: 'LLM' }, auth, limited)).res.status);
       expect(codes).toEqual([422, 422, 429]);
+      // A retry of an upload that landed is answered as the first time, not counted against the rate.
+      const once = variant({ tokenPerMinute: 1 });
+      const key = { ...auth, 'idempotency-key': 'retry-1' };
+      const first = await upload(small, { model: 'r', kind: 'LLM' }, key, once);
+      const retry = await upload(small, { model: 'r', kind: 'LLM' }, key, once);
+      expect([
+        first.res.status,
+        retry.res.status,
+        retry.res.headers.get('idempotent-replayed'),
+        retry.body.id,
+      ]).toEqual([422, 200, 'true', first.body.id]);
+
+      // The browser's form says how many problems it left out.
+      const formPage = await app.request('/submit');
+      const cookie = (formPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const csrf = csrfOf(await formPage.text());
+      const page = await app.request(`/submit?_csrf=${encodeURIComponent(csrf)}`, {
+        method: 'POST',
+        body: form([file], { model: 'long ids', kind: 'LLM', board: 'public' }),
+        headers: { cookie },
+      });
+      const omitted = elements(parseHtml(await page.text()), (e) => attr(e, 'id') === 'upload-omitted')[0];
+      expect([page.status, omitted ? textOf(omitted) : '']).toEqual([
+        422,
+        '… and 55 more UNKNOWN_ID… and 236 more MISSING_ITEM',
+      ]);
     });
 
     it('takes a team only from a token, and the human kind from nobody (finding 6)', async () => {

@@ -48,7 +48,8 @@ export interface ReadUpload {
 }
 
 const ARCHIVE = /\.(zip|gz|tgz|tar|bz2|xz|7z|rar|zst|jar)$/i;
-const mib = (n: number): string => `${(n / (1 << 20)).toFixed(n % (1 << 20) === 0 ? 0 : 1)} MiB`;
+/** Bytes as MiB for messages (`16 MiB`, `1.5 MiB`). */
+export const mib = (n: number): string => `${(n / (1 << 20)).toFixed(n % (1 << 20) === 0 ? 0 : 1)} MiB`;
 
 class UploadProblem extends Error {
   constructor(readonly issue: SubmissionIssue) {

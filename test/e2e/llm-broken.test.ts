@@ -413,7 +413,7 @@ describe('the journal and the messages', () => {
       file,
       [entry('a', 'да'), entry('b', 'x'.repeat(10_000)), entry('c', 'нет'), '{"key": "d", "sta'].join('\n'),
     );
-    const j = await Journal.open(file, 1024);
+    const j = await Journal.open(file, { maxLineBytes: 1024 });
     expect([j.get('a')?.reply, j.get('b'), j.get('c')?.reply, j.get('d'), j.skipped]).toEqual([
       'да',
       undefined,

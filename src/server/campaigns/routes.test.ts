@@ -97,6 +97,20 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
         answers: Record<string, unknown>;
       };
 
+    it('takes guidelines of 20,000 Cyrillic characters from the form (within its body cap)', async () => {
+      const guidelines = 'Выберите ответ. '.repeat(1250);
+      expect(guidelines.length).toBe(20_000);
+      const { res, id } = await create({
+        task_split: 'RuMedDaNet/test',
+        annotators: '2',
+        overlap: '1',
+        guidelines,
+      });
+      expect(res.status).toBe(200);
+      const { getCampaign } = await import('../db/queries.js');
+      expect((await getCampaign(lb.db.db, id))?.guidelines).toBe(guidelines.trim());
+    });
+
     it('refuses impossible campaigns and anyone but the signed-in admin', async () => {
       expect((await app.request('/admin/campaigns')).status).toBe(303);
       const anon = await app.request('/admin/campaigns', {

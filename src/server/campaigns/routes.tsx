@@ -178,7 +178,8 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     if (!/^application\/json\b/i.test(c.req.header('content-type') ?? '')) {
       throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the answer as application/json');
     }
-    // The body was capped (64 KiB) before it was read, by the app's body limit.
+    // The link first: a body from an unknown or revoked link is never parsed (it was capped by the app already).
+    const session = await campaigns.session(c.req.param('token'));
     const text = await c.req.text();
     let body: unknown;
     try {
@@ -191,7 +192,7 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
       const i = parsed.error.issues[0];
       throw new HttpError(400, 'BAD_ANSWER', `${i?.path.join('.') || 'body'}: ${i?.message ?? 'invalid'}`);
     }
-    await campaigns.answer(c.req.param('token'), parsed.data);
+    await campaigns.answer(session, parsed.data);
     return c.json({ ok: true });
   });
 

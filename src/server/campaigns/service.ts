@@ -315,10 +315,9 @@ export class Campaigns {
   /** Saves one answer (or a skip) of the annotator behind `token`, checked like a submission's prediction. */
   /** An answer, its shape checked at the route (routes.tsx); here what needs the campaign and the data. */
   async answer(
-    token: string,
+    { campaign, annotator }: { campaign: CampaignRow; annotator: AnnotatorRow },
     b: { item_id: string; answer?: unknown; skipped: boolean; time_ms: number },
   ): Promise<void> {
-    const { campaign, annotator } = await this.session(token);
     if (!(await q.isAssigned(this.lb.db.db, annotator.id, b.item_id))) {
       throw new HttpError(400, 'BAD_ANSWER', 'item_id: not one of your items');
     }

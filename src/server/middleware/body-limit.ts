@@ -1,6 +1,7 @@
 /**
  * Every body is capped before a byte of it is read: an upload's by its own reader, at the upload limit, while it
- * streams (routes in `uploadPaths`); anything else at 64 KiB here (forms and JSON answers are small).
+ * streams (routes in `uploadPaths`); the admin's campaign forms at 256 KiB (guidelines of 20,000 Cyrillic characters,
+ * percent-encoded, take some 120 KB); anything else at 64 KiB (sign-in, admin actions, an annotator's answer).
  */
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -8,23 +9,23 @@ import { HttpError } from '../errors.js';
 import type { Env } from '../http.js';
 
 export const SMALL_BODY_BYTES = 64 << 10;
+export const CAMPAIGN_FORM_BYTES = 256 << 10;
 
-export function bodyCaps(uploadPaths: ReadonlySet<string>): MiddlewareHandler<Env> {
-  const small = bodyLimit({
-    maxSize: SMALL_BODY_BYTES,
+const capAt = (bytes: number) =>
+  bodyLimit({
+    maxSize: bytes,
     onError: () => {
-      throw new HttpError(
-        413,
-        'BODY_TOO_LARGE',
-        `the request body is larger than ${SMALL_BODY_BYTES >> 10} KiB`,
-        {
-          limit_bytes: SMALL_BODY_BYTES,
-        },
-      );
+      throw new HttpError(413, 'BODY_TOO_LARGE', `the request body is larger than ${bytes >> 10} KiB`, {
+        limit_bytes: bytes,
+      });
     },
   });
+
+export function bodyCaps(uploadPaths: ReadonlySet<string>): MiddlewareHandler<Env> {
+  const small = capAt(SMALL_BODY_BYTES);
+  const campaignForm = capAt(CAMPAIGN_FORM_BYTES);
   return async (c, next) => {
     if (c.req.method === 'GET' || c.req.method === 'HEAD' || uploadPaths.has(c.req.path)) return next();
-    return small(c, next);
+    return (c.req.path.startsWith('/admin/campaigns') ? campaignForm : small)(c, next);
   };
 }

@@ -34,13 +34,20 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   // An upload is authenticated and admitted (rate, quota) from its headers alone, before its body is read.
   app.post('/api/submissions', async (c) => {
     const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
-    await lb.admit(who);
-    const { files, metadata } = await readUploadForm(c, limits);
+    // A retry of an upload that landed gets its first answer, whatever the rate or the quota say now.
     const key = c.req.header('idempotency-key');
+    const seen = await lb.replay(who, key);
+    if (seen) {
+      withQuotaHeaders(c, seen, true);
+      return c.json(seen, 200);
+    }
+    const quota = await lb.admit(who);
+    const { files, metadata } = await readUploadForm(c, limits);
     const { status, body, replayed } = await lb.submit({
       files,
       metadata: parseMetadata(metadata, who),
       who,
+      admitted: { quota },
       ...(key !== undefined ? { idempotencyKey: key } : {}),
     });
     withQuotaHeaders(c, body, replayed);
@@ -56,9 +63,14 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     const ctx = c.get('ctx');
     checkCsrf(c, { _csrf: c.req.query('_csrf') });
     const who = await lb.authenticate(undefined, c.get('address'));
-    await lb.admit(who);
+    const quota = await lb.admit(who);
     const { files, metadata: meta } = await readUploadForm(c, limits, ['_csrf']);
-    const { status, body } = await lb.submit({ files, metadata: parseMetadata(meta, who), who });
+    const { status, body } = await lb.submit({
+      files,
+      metadata: parseMetadata(meta, who),
+      who,
+      admitted: { quota },
+    });
     if (status === 201 || (status === 200 && body.status === 'scored')) {
       return c.redirect(`/submissions/${body.id}?lang=${ctx.lang}`, 303);
     }

@@ -420,6 +420,15 @@ export const UploadPage: FC<{
         <p>{ctx.t.rejectedNote}</p>
         <IssueList issues={answer.errors} />
         {answer.warnings.length > 0 ? <IssueList issues={answer.warnings} /> : ''}
+        {Object.keys(answer.omitted ?? {}).length > 0 ? (
+          <ul class="issues" id="upload-omitted">
+            {Object.entries(answer.omitted).map(([code, n]) => (
+              <li>{ctx.t.omitted(n, code)}</li>
+            ))}
+          </ul>
+        ) : (
+          ''
+        )}
       </div>
     ) : (
       ''
