@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbenchOk } from '../helpers/cli.js';
 import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
@@ -104,9 +105,27 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     for (const s of one.filter((x) => x.candidates))
       expect(s.candidates?.every((c) => Number.isFinite(c.logprob) && c.logprob < 0)).toBe(true);
     await rumedbenchOk(...loglik(gguf, join(dir, 'four'), '--limit', '2', '--concurrency', '4'));
-    expect(answers(join(dir, 'four')).map((s) => [s.task, s.id, s.answer])).toEqual(
-      one.map((s) => [s.task, s.id, s.answer]),
-    );
+    const four = answers(join(dir, 'four'));
+    expect(four.map((s) => [s.task, s.id])).toEqual(one.map((s) => [s.task, s.id]));
+    // llama.cpp's sums depend on how sequences share a batch, so four parallel sequences agree with one to float
+    // precision, not bit for bit: a random model's near-ties may swap (CI once saw I49 and I25 trade places).
+    // Scores must agree within TOL; answers must agree wherever no two candidates that decide them are that close.
+    const TOL = 0.02; // nats; CI measured differences up to 0.005 on sums near -20
+    let decided = 0;
+    one.forEach((a, i) => {
+      const b = four[i] as (typeof four)[number];
+      if (!a.candidates) return expect(b.answer).toEqual(a.answer);
+      const lp = (s: typeof a) => (s.candidates ?? []).map((c) => c.logprob);
+      lp(b).forEach((x, j) => expect(Math.abs(x - (lp(a)[j] as number))).toBeLessThan(TOL));
+      const sorted = lp(a).sort((x, y) => y - x);
+      const deciding = getTask(a.task).kind === 'ranking' ? 4 : 2;
+      const gaps = sorted.slice(0, deciding - 1).map((x, j) => x - (sorted[j + 1] as number));
+      if (gaps.every((g) => g > 2 * TOL)) {
+        decided++;
+        expect([b.task, b.id, b.answer]).toEqual([a.task, a.id, a.answer]);
+      }
+    });
+    expect(decided).toBeGreaterThan(0);
   });
 
   it('resumes a log-likelihood run killed with SIGKILL, ending as an uninterrupted run', {
