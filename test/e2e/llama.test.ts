@@ -112,11 +112,14 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     // Scores must agree within TOL; answers must agree wherever no two candidates that decide them are that close.
     const TOL = 0.02; // nats; CI measured differences up to 0.005 on sums near -20
     let decided = 0;
-    one.forEach((a, i) => {
+    for (const [i, a] of one.entries()) {
       const b = four[i] as (typeof four)[number];
-      if (!a.candidates) return expect(b.answer).toEqual(a.answer);
+      if (!a.candidates) {
+        expect(b.answer).toEqual(a.answer);
+        continue;
+      }
       const lp = (s: typeof a) => (s.candidates ?? []).map((c) => c.logprob);
-      lp(b).forEach((x, j) => expect(Math.abs(x - (lp(a)[j] as number))).toBeLessThan(TOL));
+      for (const [j, x] of lp(b).entries()) expect(Math.abs(x - (lp(a)[j] as number))).toBeLessThan(TOL);
       const sorted = lp(a).sort((x, y) => y - x);
       const deciding = getTask(a.task).kind === 'ranking' ? 4 : 2;
       const gaps = sorted.slice(0, deciding - 1).map((x, j) => x - (sorted[j + 1] as number));
@@ -124,7 +127,7 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
         decided++;
         expect([b.task, b.id, b.answer]).toEqual([a.task, a.id, a.answer]);
       }
-    });
+    }
     expect(decided).toBeGreaterThan(0);
   });
 
