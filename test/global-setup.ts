@@ -5,12 +5,5 @@ import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-  execFileSync(
-    process.execPath,
-    [resolve(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: root,
-      stdio: 'inherit',
-    },
-  );
+  execFileSync(process.execPath, [resolve(root, 'scripts/build.js')], { cwd: root, stdio: 'inherit' });
 }

@@ -11,7 +11,7 @@ import type { Prediction } from '../metrics/item-stats.js';
 import { formatIssue } from '../scoring/issues.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
-import { SCRIPT, STYLE } from './assets.js';
+import { browserAsset } from './assets.js';
 import { allCharts, deltaRows, type Report } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, f2, pValue, signed } from './format.js';
@@ -466,7 +466,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
         <meta name="color-scheme" content="light dark" />
         <meta name="generator" content={`rumedbench ${report.provenance.version}`} />
         <title>{report.title}</title>
-        <style>{raw(STYLE)}</style>
+        <style>{raw(browserAsset('report.css'))}</style>
       </head>
       <body>
         <header>
@@ -550,7 +550,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
           <Issues report={report} />
           <Provenance report={report} />
         </main>
-        <script>{raw(SCRIPT)}</script>
+        <script type="module">{raw(browserAsset('report.js'))}</script>
       </body>
     </html>
   );

@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
 import {
@@ -69,9 +69,15 @@ describe.skipIf(!runs)(`annotating in a browser (${runs ? 'Chromium and data fou
         : { viewport: { width: 1100, height: 800 } },
     );
     const page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(url);
     return page;
   }
+  // The script throws nothing, whatever a test does to the page (offline included).
+  const pageErrors: string[] = [];
+  afterEach(() => {
+    expect(pageErrors.splice(0)).toEqual([]);
+  });
 
   it('answers RuMedDaNet with the keyboard, reloads halfway without losing anything, and publishes the human row', async () => {
     const { id, links } = await campaign(

@@ -180,6 +180,10 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     const ru = await open('/', { lang: 'ru-RU' });
     await expect(ru.locator('h1').textContent()).resolves.toBe('Открытые тестовые наборы');
     await shot(ru, 'board-ru');
+    // app.js imports the report's module, which makes the board sortable.
+    const team = ru.locator('table#board thead th').nth(2);
+    await team.click();
+    await expect(team.getAttribute('aria-sort')).resolves.toBe('descending');
     const closedPage = await open('/board/closed');
     await shot(closedPage, 'board-closed');
 

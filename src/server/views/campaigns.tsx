@@ -2,6 +2,7 @@
 
 import { raw } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
+import type { AnnotateData } from '../../browser/annotate-data.js';
 import { TASKS } from '../../tasks/registry.js';
 import type { AnnotatorView, CampaignDetail, Invitation } from '../campaigns/service.js';
 import type { CampaignRow } from '../db/schema.js';
@@ -345,36 +346,39 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
 };
 
 /** The annotator's page: a shell that /static/annotate.js brings to life with the data embedded in it. */
-export const AnnotatePage: FC<{ view: AnnotatorView; token: string }> = ({ view, token }) => (
-  <html lang="ru">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="color-scheme" content="light dark" />
-      <meta name="referrer" content="no-referrer" />
-      <title>{`${view.campaign.name} · разметка`}</title>
-      <link rel="stylesheet" href="/static/style.css" />
-      <script src="/static/annotate.js" defer></script>
-    </head>
-    <body class="annotate">
-      <header class="annotate-head">
-        <strong>{view.campaign.name}</strong> · разметчик {view.annotator} · <span id="progress"></span>
-      </header>
-      <details class="guidelines" open={Object.keys(view.answers).length === 0}>
-        <summary>Инструкция</summary>
-        <p>{view.campaign.guidelines}</p>
-      </details>
-      <noscript>
-        <p class="alert">Для разметки нужен JavaScript: включите его в браузере.</p>
-      </noscript>
-      <main id="app" aria-live="polite"></main>
-      <p id="save-status" class="save-status" role="status"></p>
-      <script type="application/json" id="annotate-data">
-        {raw(JSON.stringify({ ...view, token }).replace(/</g, '\\u003c'))}
-      </script>
-    </body>
-  </html>
-);
+export const AnnotatePage: FC<{ view: AnnotatorView; token: string }> = ({ view, token }) => {
+  const data: AnnotateData = { ...view, token };
+  return (
+    <html lang="ru">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="color-scheme" content="light dark" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{`${view.campaign.name} · разметка`}</title>
+        <link rel="stylesheet" href="/static/style.css" />
+        <script type="module" src="/static/annotate.js"></script>
+      </head>
+      <body class="annotate">
+        <header class="annotate-head">
+          <strong>{view.campaign.name}</strong> · разметчик {view.annotator} · <span id="progress"></span>
+        </header>
+        <details class="guidelines" open={Object.keys(view.answers).length === 0}>
+          <summary>Инструкция</summary>
+          <p>{view.campaign.guidelines}</p>
+        </details>
+        <noscript>
+          <p class="alert">Для разметки нужен JavaScript: включите его в браузере.</p>
+        </noscript>
+        <main id="app" aria-live="polite"></main>
+        <p id="save-status" class="save-status" role="status"></p>
+        <script type="application/json" id="annotate-data">
+          {raw(JSON.stringify(data).replace(/</g, '\\u003c'))}
+        </script>
+      </body>
+    </html>
+  );
+};
 
 export const AnnotateClosedPage: FC<{ message: string }> = ({ message }) => (
   <html lang="ru">

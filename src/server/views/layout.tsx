@@ -41,7 +41,7 @@ export const Layout: FC<{ ctx: PageContext; title: string; children?: Child }> =
       <meta name="color-scheme" content="light dark" />
       <title>{`${title} · ${ctx.t.site}`}</title>
       <link rel="stylesheet" href="/static/style.css" />
-      <script src="/static/app.js" defer></script>
+      <script type="module" src="/static/app.js"></script>
     </head>
     <body>
       <header class="site">

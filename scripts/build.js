@@ -1,0 +1,17 @@
+/**
+ * Builds dist/: the library and the CLI, then the browser's scripts (their own tsconfig, with the DOM's types and
+ * none of Node's), then the stylesheets beside them. The report inlines them and the server serves them from there.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const tsc = join(root, 'node_modules/typescript/bin/tsc');
+for (const project of ['tsconfig.build.json', 'src/browser/tsconfig.json'])
+  execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
+const out = join(root, 'dist/browser');
+mkdirSync(out, { recursive: true });
+for (const f of readdirSync(join(root, 'src/browser')).filter((f) => f.endsWith('.css')))
+  copyFileSync(join(root, 'src/browser', f), join(out, f));
