@@ -19,7 +19,7 @@ import { securityHeaders } from './middleware/security-headers.js';
 import { staticRoutes } from './static.js';
 import { submissionRoutes, UPLOAD_PATHS } from './submissions/routes.js';
 import type { PageContext } from './views/layout.js';
-import { ErrorPage } from './views/pages.js';
+import { ErrorPage } from './views/layout.js';
 
 export type { AppOptions } from './http.js';
 

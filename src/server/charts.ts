@@ -17,7 +17,14 @@ import type { ComparisonResult } from '../scoring/compare.js';
 import { TASKS } from '../tasks/registry.js';
 import type { Entry } from './boards/entries.js';
 import type { Scorer } from './scorer.js';
-import type { ChartBlock } from './views/pages.js';
+
+/** A drawn chart, ready for a page. */
+export interface ChartBlock {
+  id: string;
+  title: string;
+  description: string;
+  svg: string;
+}
 
 /** Score charts for every task; on the public board also the breakdowns (closed tests have none to show). */
 export function entryCharts(e: Entry, r: Strings): Chart[] {

@@ -5,14 +5,13 @@
  */
 import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import { newSessionToken, sha256Hex } from '../auth.js';
-import * as q from '../db/queries.js';
 import { HttpError } from '../errors.js';
 import { type Env, type RouteDeps, render, requireAdmin } from '../http.js';
 import { SESSION_COOKIE } from '../middleware/context.js';
 import { readSmallForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
-import { AdminPage, AdminSubmissionPage, LoginPage } from '../views/admin.js';
+import { AdminService } from './service.js';
+import { AdminPage, AdminSubmissionPage, LoginPage } from './views.js';
 
 const SESSION_TTL_MS = 8 * 3600_000;
 /** Failed admin sign-ins per address before it must wait, and for how long. */
@@ -21,6 +20,7 @@ const LOGIN_WINDOW_MS = 15 * 60_000;
 
 export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
+  const admin = new AdminService(lb);
   const loginFailures = new RateLimiter(LOGIN_FAILURES, LOGIN_WINDOW_MS);
   app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
   app.post('/admin/login', async (c) => {
@@ -45,12 +45,7 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
       return render(c, <LoginPage ctx={ctx} failed />, 403);
     }
     loginFailures.reset(address);
-    const session = newSessionToken();
-    await q.createAdminSession(lb.db.db, {
-      token_hash: sha256Hex(session),
-      expires_at: new Date(Date.now() + SESSION_TTL_MS).toISOString(),
-      address,
-    });
+    const session = await admin.startSession(address, SESSION_TTL_MS);
     setCookie(c, SESSION_COOKIE, session, {
       httpOnly: true,
       sameSite: 'Strict',
@@ -58,42 +53,25 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
       secure: options.secureCookies ?? false,
       maxAge: SESSION_TTL_MS / 1000,
     });
-    await q.addAudit(lb.db.db, 'admin', 'sign-in', null, { address });
     return c.redirect(`/admin?lang=${ctx.lang}`, 303);
   });
   app.post('/admin/logout', async (c) => {
     await readSmallForm(c);
     const session = getCookie(c, SESSION_COOKIE);
-    if (session) await q.endAdminSession(lb.db.db, sha256Hex(session));
+    if (session) await admin.endSession(session);
     setCookie(c, SESSION_COOKIE, '', { path: '/', maxAge: 0 });
     return c.redirect('/', 303);
   });
   app.get('/admin', async (c) => {
     const ctx = c.get('ctx');
     if (!ctx.admin) return c.redirect(`/admin/login?lang=${ctx.lang}`, 303);
-    return render(
-      c,
-      <AdminPage
-        ctx={ctx}
-        rows={await lb.adminList()}
-        tokens={await q.listTokens(lb.db.db)}
-        audit={await q.listAudit(lb.db.db)}
-      />,
-    );
+    return render(c, <AdminPage ctx={ctx} {...(await admin.overview())} />);
   });
   app.get('/admin/submissions/:id', async (c) => {
     requireAdmin(c);
-    const row = await q.getSubmission(lb.db.db, c.req.param('id'));
-    if (!row) throw new HttpError(404, 'NOT_FOUND', `no submission ${c.req.param('id')}`);
-    const entry = await lb.entry(row.id, { admin: true });
     return render(
       c,
-      <AdminSubmissionPage
-        ctx={c.get('ctx')}
-        row={row}
-        entry={entry}
-        files={JSON.parse(row.files) as { name: string; chars: number }[]}
-      />,
+      <AdminSubmissionPage ctx={c.get('ctx')} {...(await admin.submission(c.req.param('id')))} />,
     );
   });
   app.post('/admin/submissions/:id/edit', async (c) => {

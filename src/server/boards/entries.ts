@@ -3,6 +3,8 @@ import type { Interval } from '../../metrics/bootstrap.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
 
+export type { BoardName } from '../db/schema.js';
+
 export interface TaskCell {
   n: number;
   metrics: Record<string, number>;

@@ -3,9 +3,9 @@ import { type Context, Hono } from 'hono';
 import { PAPER_ROWS } from '../../report/paper.js';
 import type { BoardName } from '../db/schema.js';
 import type { Env, RouteDeps } from '../http.js';
-import { BoardPage } from '../views/pages.js';
 import type { Entry } from './entries.js';
 import { boardCsv, parseBoard, publicEntry } from './present.js';
+import { BoardPage } from './views.js';
 
 export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();

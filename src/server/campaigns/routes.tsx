@@ -6,14 +6,8 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env, render, requireAdmin } from '../http.js';
-import {
-  AnnotateClosedPage,
-  AnnotatePage,
-  CampaignPage,
-  CampaignsPage,
-  InvitationsPage,
-} from '../views/campaigns.js';
 import type { Campaigns } from './service.js';
+import { AnnotateClosedPage, AnnotatePage, CampaignPage, CampaignsPage, InvitationsPage } from './views.js';
 
 const form = async (c: { req: { parseBody: () => Promise<Record<string, unknown>> } }) =>
   (await c.req.parseBody()) as Record<string, string>;

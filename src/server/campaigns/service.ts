@@ -13,6 +13,10 @@ import { newToken, sha256Hex } from '../auth.js';
 import { summarize } from '../boards/entries.js';
 import * as q from '../db/queries.js';
 import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } from '../db/schema.js';
+
+/** A campaign as stored: what its pages show. */
+export type Campaign = CampaignRow;
+
 import { HttpError } from '../errors.js';
 import type { Leaderboard } from '../leaderboard.js';
 import { assignItems, sampleItems } from './plan.js';

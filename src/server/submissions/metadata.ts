@@ -4,6 +4,10 @@
  */
 import { z } from 'zod';
 import { FIELD_LIMITS, KINDS } from '../db/schema.js';
+
+/** The submission kinds and field limits, for the forms that show them. */
+export { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from '../db/schema.js';
+
 import { HttpError } from '../errors.js';
 
 const boolish = z

@@ -10,8 +10,8 @@ import { checkCsrf, type Env, type RouteDeps, render } from '../http.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { readUploadForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
-import { ComparePage, SubmissionPage, UploadPage } from '../views/pages.js';
 import { parseMetadata } from './metadata.js';
+import { ComparePage, SubmissionPage, UploadPage } from './views.js';
 
 /** The paths whose bodies are uploads (capped by their own reader, not by the 64 KiB body cap). */
 export const UPLOAD_PATHS: ReadonlySet<string> = new Set(['/api/submissions', '/submit']);

@@ -4,7 +4,6 @@
  */
 import type { Child, FC } from 'hono/jsx';
 import type { Lang, Strings } from '../../report/i18n.js';
-import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from '../db/schema.js';
 import type { ServerStrings } from '../i18n.js';
 
 export interface PageContext {
@@ -67,76 +66,6 @@ export const CsrfField: FC<{ ctx: PageContext }> = ({ ctx }) => (
   <input type="hidden" name="_csrf" value={ctx.csrf} />
 );
 
-/** What a submission's fields show: the values given (an upload sent back with its errors, or a stored row). */
-export interface SubmissionFieldValues {
-  model?: string;
-  team?: string;
-  kind?: string;
-  params?: string;
-  link?: string;
-  description?: string;
-  openWeights?: boolean;
-}
-
-/**
- * The submission's description fields, shared by the upload form and the admin's edit form. An upload names no team
- * (a team comes from its API token) and cannot be a human row (those come from campaigns).
- */
-export const SubmissionFields: FC<{ ctx: PageContext; values: SubmissionFieldValues; upload?: boolean }> = ({
-  ctx,
-  values,
-  upload = false,
-}) => (
-  <>
-    <label>
-      {ctx.t.model} *
-      <input name="model" required maxlength={FIELD_LIMITS.model} value={values.model} />
-    </label>
-    {upload ? (
-      ''
-    ) : (
-      <label>
-        {ctx.t.team}
-        <input name="team" maxlength={FIELD_LIMITS.team} value={values.team} />
-      </label>
-    )}
-    <label>
-      {ctx.t.kind} *
-      <select name="kind" required>
-        {(upload ? UPLOAD_KINDS : KINDS).map((k) => (
-          <option value={k} selected={values.kind === k}>
-            {k}
-          </option>
-        ))}
-      </select>
-    </label>
-    <label>
-      {ctx.t.params}
-      <input name="params" maxlength={FIELD_LIMITS.params} placeholder="7B" value={values.params} />
-    </label>
-    <label>
-      {ctx.t.link}
-      <input
-        name="link"
-        type="url"
-        maxlength={FIELD_LIMITS.link}
-        placeholder="https://"
-        value={values.link}
-      />
-    </label>
-    <label>
-      {ctx.t.description}
-      <textarea name="description" maxlength={FIELD_LIMITS.description} rows={3}>
-        {values.description ?? ''}
-      </textarea>
-    </label>
-    <label class="check">
-      <input type="checkbox" name="open_weights" value="yes" checked={values.openWeights === true} />{' '}
-      {ctx.t.openWeights}
-    </label>
-  </>
-);
-
 export const IssueList: FC<{
   issues: readonly {
     severity: string;
@@ -160,4 +89,15 @@ export const IssueList: FC<{
       </li>
     ))}
   </ul>
+);
+
+export const ErrorPage: FC<{ ctx: PageContext; title: string; message: string }> = ({
+  ctx,
+  title,
+  message,
+}) => (
+  <Layout ctx={ctx} title={title}>
+    <h1>{title}</h1>
+    <p>{message}</p>
+  </Layout>
 );

@@ -1,8 +1,8 @@
 /** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
 import type { FC } from 'hono/jsx';
-import type { Entry } from '../boards/entries.js';
-import type { AuditRow, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
-import { CsrfField, f2, href, IssueList, Layout, type PageContext, SubmissionFields } from './layout.js';
+import { SubmissionFields } from '../submissions/views.js';
+import { CsrfField, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import type { AdminListedSubmission, AdminOverview, AdminSubmission } from './service.js';
 
 export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, failed }) => (
   <Layout ctx={ctx} title={ctx.t.login}>
@@ -25,7 +25,7 @@ export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, fai
   </Layout>
 );
 
-const ACTIONS: [string, (r: ListedRow) => boolean][] = [
+const ACTIONS: [string, (r: AdminListedSubmission) => boolean][] = [
   ['hide', (r) => r.hidden === 0],
   ['unhide', (r) => r.hidden === 1],
   ['flag', (r) => r.flagged === 0],
@@ -35,12 +35,11 @@ const ACTIONS: [string, (r: ListedRow) => boolean][] = [
   ['delete', () => true],
 ];
 
-export const AdminPage: FC<{
-  ctx: PageContext;
-  rows: ListedRow[];
-  tokens: TokenRow[];
-  audit: AuditRow[];
-}> = ({ ctx, rows, tokens, audit }) => (
+export const AdminPage: FC<
+  {
+    ctx: PageContext;
+  } & AdminOverview
+> = ({ ctx, rows, tokens, audit }) => (
   <Layout ctx={ctx} title={ctx.t.admin}>
     <h1>{ctx.t.admin}</h1>
     <p>
@@ -160,12 +159,12 @@ export const AdminPage: FC<{
   </Layout>
 );
 
-export const AdminSubmissionPage: FC<{
-  ctx: PageContext;
-  row: SubmissionRow;
-  entry: Entry;
-  files: { name: string; chars: number }[];
-}> = ({ ctx, row, entry, files }) => (
+export const AdminSubmissionPage: FC<{ ctx: PageContext } & AdminSubmission> = ({
+  ctx,
+  row,
+  entry,
+  files,
+}) => (
   <Layout ctx={ctx} title={`${ctx.t.admin}: ${row.model}`}>
     <h1>{row.model}</h1>
     <p class="note">

@@ -4,9 +4,8 @@ import { raw } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
 import type { AnnotateData } from '../../browser/annotate-data.js';
 import { TASKS } from '../../tasks/registry.js';
-import type { AnnotatorView, CampaignDetail, Invitation } from '../campaigns/service.js';
-import type { CampaignRow } from '../db/schema.js';
-import { CsrfField, f2, href, Layout, type PageContext } from './layout.js';
+import { CsrfField, f2, href, Layout, type PageContext } from '../views/layout.js';
+import type { AnnotatorView, Campaign, CampaignDetail, Invitation } from './service.js';
 
 /** Every task and split a campaign can annotate: the test sets and the closed tests. */
 const KINDS_OF_SPLIT = TASKS.flatMap((t) =>
@@ -20,7 +19,7 @@ const pct = (x: number | null | undefined): string =>
 const num = (x: number | null | undefined, digits = 3): string =>
   x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(digits);
 
-export const CampaignsPage: FC<{ ctx: PageContext; campaigns: CampaignRow[]; origin: string }> = ({
+export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin: string }> = ({
   ctx,
   campaigns,
   origin,
@@ -104,7 +103,7 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: CampaignRow[]; ori
 
 export const InvitationsPage: FC<{
   ctx: PageContext;
-  campaign: CampaignRow;
+  campaign: Campaign;
   links: (Invitation & { url: string })[];
 }> = ({ ctx, campaign, links }) => (
   <Layout ctx={ctx} title={campaign.name}>

@@ -1,150 +1,17 @@
-/** The leaderboard's pages: boards, a submission, a comparison, the upload form and its answer, errors. */
+/** A submission's page, the comparison of two, the upload form and its answer. */
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { deltaRows } from '../../report/build.js';
 import { pValue, signed } from '../../report/format.js';
-import type { PaperRow } from '../../report/paper.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
-import type { MetricName } from '../../tasks/types.js';
 import type { Entry } from '../boards/entries.js';
-import type { BoardName } from '../db/schema.js';
+import { Tags } from '../boards/views.js';
+import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
-import {
-  CsrfField,
-  ciText,
-  f2,
-  href,
-  IssueList,
-  Layout,
-  type PageContext,
-  SubmissionFields,
-} from './layout.js';
-
-const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
-  metrics
-    ? getTask(task)
-        .metrics.map((m: MetricName) => f2(metrics[m]))
-        .join('/')
-    : '–';
-
-const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
-  <span class="tags">
-    <span class="tag">{e.kind}</span>
-    {e.params ? <span class="tag">{e.params}</span> : ''}
-    {e.open_weights ? <span class="tag">open</span> : ''}
-    {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
-    {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
-    {e.hidden ? <span class="tag warn">hidden</span> : ''}
-    {e.coverage ? (
-      <span class="tag" title="items answered of those sampled">
-        {`${e.coverage.answered}/${e.coverage.sampled} items`}
-      </span>
-    ) : (
-      ''
-    )}
-  </span>
-);
-
-export const BoardPage: FC<{
-  ctx: PageContext;
-  board: BoardName;
-  entries: Entry[];
-  paperRows: readonly PaperRow[];
-}> = ({ ctx, board, entries, paperRows }) => {
-  const tasks = BOARD_TASKS[board];
-  const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
-  // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
-  type Row =
-    | { kind: 'paper'; p: PaperRow; at: number }
-    | { kind: 'entry'; e: Entry; rank?: number; at: number };
-  const ranked: Row[] = entries.map((e, i) => ({
-    kind: 'entry',
-    e,
-    at: e.overall ?? -1,
-    ...(e.overall !== null ? { rank: i + 1 } : {}),
-  }));
-  const rows: Row[] = [...paperRows.map((p): Row => ({ kind: 'paper', p, at: p.overall })), ...ranked].sort(
-    (a, b) => b.at - a.at,
-  );
-  return (
-    <Layout ctx={ctx} title={title}>
-      <h1>{title}</h1>
-      <p class="note">{board === 'public' ? ctx.t.publicNote : ctx.t.closedNote}</p>
-      <p class="note">
-        {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
-        <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
-      </p>
-      <div class="table-wrap">
-        <table class="sortable board" id="board">
-          <thead>
-            <tr>
-              <th scope="col" class="num">
-                {ctx.t.rank}
-              </th>
-              <th scope="col">{ctx.t.model}</th>
-              <th scope="col">{ctx.t.team}</th>
-              {tasks.map((t) => (
-                <th scope="col" class="num">
-                  {t}
-                </th>
-              ))}
-              <th scope="col" class="num">
-                {ctx.t.overall}
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) =>
-              row.kind === 'paper' ? (
-                <tr class="reference">
-                  <td class="num"></td>
-                  <th scope="row">
-                    {row.p.model} <span class="tag">{ctx.t.reference}</span>
-                  </th>
-                  <td>Blinov et al., 2022</td>
-                  {tasks.map((t) => (
-                    <td class="num">{metricCell(row.p.tasks[t], t)}</td>
-                  ))}
-                  <td class="num">{f2(row.p.overall)}</td>
-                </tr>
-              ) : (
-                <tr class="entry" data-id={row.e.id}>
-                  <td class="num">{row.rank ?? ''}</td>
-                  <th scope="row">
-                    <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
-                    <Tags e={row.e} ctx={ctx} />
-                  </th>
-                  <td>{row.e.team || <span class="note">{ctx.t.anonymous}</span>}</td>
-                  {tasks.map((t) => {
-                    const c = row.e.tasks[t];
-                    return (
-                      <td
-                        class="num"
-                        title={
-                          c?.score_ci ? `${ctx.r.score} ${f2(c.score)} ${ciText(c.score_ci)}` : undefined
-                        }
-                      >
-                        {metricCell(c?.metrics, t)}
-                        {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
-                      </td>
-                    );
-                  })}
-                  <td class="num">
-                    <strong>{f2(row.e.overall)}</strong>
-                    {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
-                  </td>
-                </tr>
-              ),
-            )}
-          </tbody>
-        </table>
-      </div>
-      {entries.length === 0 ? <p class="note">{ctx.t.empty}</p> : ''}
-    </Layout>
-  );
-};
+import { CsrfField, ciText, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from './metadata.js';
 
 const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
   <table class="meta">
@@ -192,13 +59,6 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
     </tbody>
   </table>
 );
-
-export interface ChartBlock {
-  id: string;
-  title: string;
-  description: string;
-  svg: string;
-}
 
 const Charts: FC<{ charts: ChartBlock[] }> = ({ charts }) => (
   <>
@@ -447,13 +307,72 @@ export const UploadPage: FC<{
   </Layout>
 );
 
-export const ErrorPage: FC<{ ctx: PageContext; title: string; message: string }> = ({
+/** What a submission's fields show: the values given (an upload sent back with its errors, or a stored row). */
+export interface SubmissionFieldValues {
+  model?: string;
+  team?: string;
+  kind?: string;
+  params?: string;
+  link?: string;
+  description?: string;
+  openWeights?: boolean;
+}
+
+/**
+ * The submission's description fields, shared by the upload form and the admin's edit form. An upload names no team
+ * (a team comes from its API token) and cannot be a human row (those come from campaigns).
+ */
+export const SubmissionFields: FC<{ ctx: PageContext; values: SubmissionFieldValues; upload?: boolean }> = ({
   ctx,
-  title,
-  message,
+  values,
+  upload = false,
 }) => (
-  <Layout ctx={ctx} title={title}>
-    <h1>{title}</h1>
-    <p>{message}</p>
-  </Layout>
+  <>
+    <label>
+      {ctx.t.model} *
+      <input name="model" required maxlength={FIELD_LIMITS.model} value={values.model} />
+    </label>
+    {upload ? (
+      ''
+    ) : (
+      <label>
+        {ctx.t.team}
+        <input name="team" maxlength={FIELD_LIMITS.team} value={values.team} />
+      </label>
+    )}
+    <label>
+      {ctx.t.kind} *
+      <select name="kind" required>
+        {(upload ? UPLOAD_KINDS : KINDS).map((k) => (
+          <option value={k} selected={values.kind === k}>
+            {k}
+          </option>
+        ))}
+      </select>
+    </label>
+    <label>
+      {ctx.t.params}
+      <input name="params" maxlength={FIELD_LIMITS.params} placeholder="7B" value={values.params} />
+    </label>
+    <label>
+      {ctx.t.link}
+      <input
+        name="link"
+        type="url"
+        maxlength={FIELD_LIMITS.link}
+        placeholder="https://"
+        value={values.link}
+      />
+    </label>
+    <label>
+      {ctx.t.description}
+      <textarea name="description" maxlength={FIELD_LIMITS.description} rows={3}>
+        {values.description ?? ''}
+      </textarea>
+    </label>
+    <label class="check">
+      <input type="checkbox" name="open_weights" value="yes" checked={values.openWeights === true} />{' '}
+      {ctx.t.openWeights}
+    </label>
+  </>
 );

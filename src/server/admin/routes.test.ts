@@ -1,0 +1,108 @@
+/**
+ * The admin's routes, in process, on SQLite and PostgreSQL: only the signed-in admin (a session bound to CSRF
+ * tokens and the origin) hides, flags, verifies, edits and deletes, scripts do the same with the bearer token,
+ * everything is in the audit log; a weak admin secret is refused.
+ */
+import { describe, expect, it } from 'vitest';
+import { NO_DATA_REASON } from '../../../test/helpers/data.js';
+import { ENGINES } from '../../../test/helpers/engines.js';
+import { attr, type Element, elements, parseHtml } from '../../../test/helpers/html.js';
+import {
+  ADMIN,
+  type Body,
+  files,
+  ROUTES_READY,
+  ref,
+  useLeaderboardApp,
+} from '../../../test/helpers/leaderboard-app.js';
+
+describe.skipIf(!ROUTES_READY)(`admin routes (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    const t = useLeaderboardApp(engine);
+    const { request, upload } = t;
+
+    it('lets only the signed-in admin hide, flag, verify, edit and delete, with CSRF tokens, and logs it all', async () => {
+      const { body } = await upload(files(ref('bilstm')), { model: 'to moderate', kind: 'encoder' });
+      const id = body.id as string;
+      expect((await request('/admin')).status).toBe(303);
+      // The sign-in form carries a CSRF token bound to the browser's cookie.
+      const loginPage = await request('/admin/login');
+      const cookie = (loginPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      let csrf = attr(
+        elements(
+          parseHtml(await loginPage.text()),
+          (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf',
+        )[0] as Element,
+        'value',
+      ) as string;
+      const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+        request(path, { method: 'POST', body: new URLSearchParams(fields), headers: { cookie, ...headers } });
+      expect((await post('/admin/login', { _csrf: csrf, token: 'wrong' })).status).toBe(403);
+      expect((await post('/admin/login', { token: ADMIN })).status).toBe(403); // no CSRF token
+      const signedIn = await post('/admin/login', { _csrf: csrf, token: ADMIN });
+      expect(signedIn.status).toBe(303);
+      const session = (signedIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      expect(session.startsWith('rmb_admin=')).toBe(true);
+      const asAdmin = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+        post(path, fields, { cookie: `${cookie}; ${session}`, ...headers });
+      // The sign-in page's token dies with the anonymous state: forms now carry one bound to the session.
+      expect((await asAdmin(`/admin/submissions/${id}/hide`, { _csrf: csrf })).status).toBe(403);
+      csrf = attr(
+        elements(
+          parseHtml(await (await request('/admin', { headers: { cookie: `${cookie}; ${session}` } })).text()),
+          (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf',
+        )[0] as Element,
+        'value',
+      ) as string;
+
+      expect((await asAdmin(`/admin/submissions/${id}/hide`, {})).status).toBe(403);
+      expect(
+        (await asAdmin(`/admin/submissions/${id}/hide`, { _csrf: csrf }, { origin: 'http://evil.example' }))
+          .status,
+      ).toBe(403);
+      expect((await post(`/admin/submissions/${id}/hide`, { _csrf: csrf })).status).toBe(401); // not signed in
+      expect((await asAdmin(`/admin/submissions/${id}/hide`, { _csrf: csrf })).status).toBe(303);
+      const board = (await (await request('/api/boards/public')).json()) as { entries: { id: string }[] };
+      expect(board.entries.map((e) => e.id)).not.toContain(id);
+      expect((await request(`/submissions/${id}`)).status).toBe(404);
+      expect((await request(`/submissions/${id}`, { headers: { cookie: session } })).status).toBe(200);
+      for (const action of ['unhide', 'flag', 'verify']) {
+        expect((await asAdmin(`/admin/submissions/${id}/${action}`, { _csrf: csrf })).status).toBe(303);
+      }
+      const edited = await asAdmin(`/admin/submissions/${id}/edit`, {
+        _csrf: csrf,
+        model: 'BiLSTM (edited)',
+        kind: 'encoder',
+        link: 'https://example.org/paper',
+      });
+      expect(edited.status).toBe(303);
+      const entry = (await (await request(`/api/submissions/${id}`)).json()) as Body;
+      expect([entry.model, entry.flagged, entry.verified, entry.link]).toEqual([
+        'BiLSTM (edited)',
+        true,
+        true,
+        'https://example.org/paper',
+      ]);
+      const adminPage = await (await request('/admin', { headers: { cookie: session } })).text();
+      expect(adminPage).toContain('BiLSTM (edited)');
+      const api = await request(`/api/admin/submissions/${id}/delete`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      expect(api.status).toBe(200);
+      expect((await request(`/api/submissions/${id}`)).status).toBe(404);
+      const { listAudit } = await import('../db/queries.js');
+      const actions = (await listAudit(t.lb.db.db))
+        .filter((a) => a.submission_id === id)
+        .map((a) => a.action);
+      expect(actions.reverse()).toEqual(['upload', 'hide', 'unhide', 'flag', 'verify', 'edit', 'delete']);
+      expect((await request(`/api/admin/submissions/${id}/hide`, { method: 'POST' })).status).toBe(401);
+    });
+
+    it('refuses a weak admin secret', async () => {
+      for (const weak of ['admin', 'changeme-changeme-changeme', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa']) {
+        await expect(t.lb.ensureAdminSecret(weak)).rejects.toThrow(/the admin secret is refused/);
+      }
+    });
+  });
+});

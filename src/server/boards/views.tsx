@@ -1,0 +1,132 @@
+/** The boards' page: the paper's rows and the entries, ranked, with their intervals. */
+import type { FC } from 'hono/jsx';
+import type { PaperRow } from '../../report/paper.js';
+import { getTask } from '../../tasks/registry.js';
+import type { MetricName } from '../../tasks/types.js';
+import { BOARD_TASKS } from '../score-upload.js';
+import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
+import type { BoardName, Entry } from './entries.js';
+
+const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
+  metrics
+    ? getTask(task)
+        .metrics.map((m: MetricName) => f2(metrics[m]))
+        .join('/')
+    : '–';
+
+export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
+  <span class="tags">
+    <span class="tag">{e.kind}</span>
+    {e.params ? <span class="tag">{e.params}</span> : ''}
+    {e.open_weights ? <span class="tag">open</span> : ''}
+    {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
+    {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
+    {e.hidden ? <span class="tag warn">hidden</span> : ''}
+    {e.coverage ? (
+      <span class="tag" title="items answered of those sampled">
+        {`${e.coverage.answered}/${e.coverage.sampled} items`}
+      </span>
+    ) : (
+      ''
+    )}
+  </span>
+);
+
+export const BoardPage: FC<{
+  ctx: PageContext;
+  board: BoardName;
+  entries: Entry[];
+  paperRows: readonly PaperRow[];
+}> = ({ ctx, board, entries, paperRows }) => {
+  const tasks = BOARD_TASKS[board];
+  const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
+  // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
+  type Row =
+    | { kind: 'paper'; p: PaperRow; at: number }
+    | { kind: 'entry'; e: Entry; rank?: number; at: number };
+  const ranked: Row[] = entries.map((e, i) => ({
+    kind: 'entry',
+    e,
+    at: e.overall ?? -1,
+    ...(e.overall !== null ? { rank: i + 1 } : {}),
+  }));
+  const rows: Row[] = [...paperRows.map((p): Row => ({ kind: 'paper', p, at: p.overall })), ...ranked].sort(
+    (a, b) => b.at - a.at,
+  );
+  return (
+    <Layout ctx={ctx} title={title}>
+      <h1>{title}</h1>
+      <p class="note">{board === 'public' ? ctx.t.publicNote : ctx.t.closedNote}</p>
+      <p class="note">
+        {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
+        <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
+      </p>
+      <div class="table-wrap">
+        <table class="sortable board" id="board">
+          <thead>
+            <tr>
+              <th scope="col" class="num">
+                {ctx.t.rank}
+              </th>
+              <th scope="col">{ctx.t.model}</th>
+              <th scope="col">{ctx.t.team}</th>
+              {tasks.map((t) => (
+                <th scope="col" class="num">
+                  {t}
+                </th>
+              ))}
+              <th scope="col" class="num">
+                {ctx.t.overall}
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((row) =>
+              row.kind === 'paper' ? (
+                <tr class="reference">
+                  <td class="num"></td>
+                  <th scope="row">
+                    {row.p.model} <span class="tag">{ctx.t.reference}</span>
+                  </th>
+                  <td>Blinov et al., 2022</td>
+                  {tasks.map((t) => (
+                    <td class="num">{metricCell(row.p.tasks[t], t)}</td>
+                  ))}
+                  <td class="num">{f2(row.p.overall)}</td>
+                </tr>
+              ) : (
+                <tr class="entry" data-id={row.e.id}>
+                  <td class="num">{row.rank ?? ''}</td>
+                  <th scope="row">
+                    <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
+                    <Tags e={row.e} ctx={ctx} />
+                  </th>
+                  <td>{row.e.team || <span class="note">{ctx.t.anonymous}</span>}</td>
+                  {tasks.map((t) => {
+                    const c = row.e.tasks[t];
+                    return (
+                      <td
+                        class="num"
+                        title={
+                          c?.score_ci ? `${ctx.r.score} ${f2(c.score)} ${ciText(c.score_ci)}` : undefined
+                        }
+                      >
+                        {metricCell(c?.metrics, t)}
+                        {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
+                      </td>
+                    );
+                  })}
+                  <td class="num">
+                    <strong>{f2(row.e.overall)}</strong>
+                    {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
+                  </td>
+                </tr>
+              ),
+            )}
+          </tbody>
+        </table>
+      </div>
+      {entries.length === 0 ? <p class="note">{ctx.t.empty}</p> : ''}
+    </Layout>
+  );
+};
