@@ -64,7 +64,6 @@ export const BASELINE_FLAGS = {
     'encoder: embed everything afresh and keep nothing',
   ),
   download: flag.on('--no-download', 'encoder: never fetch a hub model'),
-  quiet: flag.quietFlag(),
   json: flag.jsonFlag('print one JSON object (runs and evaluation) on stdout'),
 } satisfies FlagTable;
 export type BaselineFlags = FlagsOf<typeof BASELINE_FLAGS>;
@@ -74,8 +73,7 @@ const ENCODER_FLAGS = ['model', 'pooling', 'dtype', 'maxLength', 'batchSize', 'C
 export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
   if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder')
     throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf or encoder`);
-  const quietLog = { ...io.log, info: () => {} };
-  const log = flags.quiet ? quietLog : io.log;
+  const log = io.log;
   let embedder: Embedder | undefined;
   if (method === 'encoder') {
     if (!flags.model) throw new UsageError('baseline encoder needs --model DIR_OR_HUB_ID');

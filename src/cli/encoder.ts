@@ -51,7 +51,6 @@ export const PREDICT_ENCODER_FLAGS = {
   download: flag.on('--no-download', 'never fetch a hub model'),
   bootstrap: flag.bootstrapFlag('bootstrap resamples for the score'),
   seed: flag.seedFlag(),
-  quiet: flag.quietFlag(),
   json: flag.jsonFlag('print one JSON object on stdout'),
 } satisfies FlagTable;
 export type PredictEncoderFlags = FlagsOf<typeof PREDICT_ENCODER_FLAGS>;
@@ -71,7 +70,7 @@ export async function runPredictEncoder(flags: PredictEncoderFlags, io: CliIo): 
   if (!isTaskName(flags.task)) throw new UsageError(`unknown task "${flags.task}"`);
   const task = getTask(flags.task);
   const splits: Split[] = flags.split === 'both' ? ['test', 'private_test'] : [flags.split];
-  const log = flags.quiet ? { ...io.log, info: () => {} } : io.log;
+  const log = io.log;
   // The engines load with the command, not with the program: they are optional, and heavy.
   const { runFinetuned } = await withEngines(
     'rumedbench predict-encoder',

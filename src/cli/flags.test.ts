@@ -1,8 +1,16 @@
 /** Flag tables (#18): declared once, registered on commander, the values typed and checked as the line is read. */
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { createLogger } from '../log.js';
 import { addFlags, choice, count, type FlagsOf, many, on, text } from './flags.js';
 import { LLM_FLAGS, type LlmFlags } from './llm.js';
+import { buildProgram, runCli } from './main.js';
 
 const TABLE = {
   model: text('--model <name>', 'm', { required: true }),
@@ -77,5 +85,48 @@ describe('flag tables', () => {
       'flag table of t: "max" is named "maxTokens" by --max-tokens <n>',
     );
     expect(() => addFlags(new Command('llm'), LLM_FLAGS)).not.toThrow();
+  });
+
+  it('give every command one --quiet, which drops notes and keeps warnings (#18)', async () => {
+    const leaves: string[] = [];
+    const walk = (cmd: Command, path: string) => {
+      for (const sub of cmd.commands) {
+        if (sub.commands.length > 0) walk(sub, `${path} ${sub.name()}`);
+        else if (!sub.options.some((o) => o.long === '--quiet' && o.short === '-q'))
+          leaves.push(`${path} ${sub.name()}`);
+      }
+    };
+    walk(
+      buildProgram({ out: () => {}, log: createLogger('silent') }, () => {}),
+      'rumedbench',
+    );
+    expect(leaves).toEqual([]);
+
+    const run = async (...argv: string[]) => {
+      const lines: string[] = [];
+      const code = await runCli(argv, { out: () => {}, log: createLogger('debug', (l) => lines.push(l)) });
+      return { code, lines };
+    };
+    // A download from a loopback server that has nothing: notes (the folder, the licence), then an error per file.
+    const server = createServer((_, res) => res.writeHead(404).end()).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-quiet-'));
+    const args = [
+      'data',
+      'download',
+      '--dir',
+      dir,
+      '--tasks',
+      'RuMedTest',
+      '--base-url',
+      `http://127.0.0.1:${port}/`,
+    ];
+    const loud = await run(...args);
+    const quiet = await run(...args, '--quiet');
+    server.close();
+    expect(quiet.code).toBe(loud.code);
+    expect(loud.lines.some((l) => !/^(warning|error): /.test(l))).toBe(true);
+    expect(quiet.lines).toEqual(loud.lines.filter((l) => /^(warning|error): /.test(l)));
   });
 });

@@ -140,14 +140,16 @@ export const bootstrapFlag = (what = 'bootstrap resamples, 0 for none') =>
 export const seedFlag = (what = 'seed of the resampling') =>
   count('--seed <n>', what, { min: 0, default: 0 });
 export const jsonFlag = (what = 'print exactly one JSON object on stdout') => on('--json', what);
-export const quietFlag = () => on('--quiet', 'no progress on stderr');
 export const fileGoldFlag = () =>
   on(
     '--file-gold',
     'score RuMedBench-format files on the gold they carry, without checking ids against the data (as upstream eval.py)',
   );
 
-/** Registers a table on a command; a key that is not the flag's own camel-cased name is a bug, caught here. */
+/**
+ * Registers a table on a command, with the `--quiet` every command takes; a key that is not the flag's own
+ * camel-cased name is a bug, caught here.
+ */
 export function addFlags(cmd: Command, table: FlagTable): Command {
   // Switches and repeatable flags start off and empty; said in help only where it says something.
   const quiet: [string, unknown][] = [];
@@ -167,6 +169,9 @@ export function addFlags(cmd: Command, table: FlagTable): Command {
     cmd.addOption(option);
     if (spec.off) cmd.addOption(new Option(`--no-${option.name()}`, spec.off));
   }
+  // Every command's --quiet: the program's hook quietens the command's logger (see main.ts).
+  if (!cmd.options.some((o) => o.long === '--quiet'))
+    cmd.addOption(new Option('-q, --quiet', 'only warnings and errors on stderr: no progress, no notes'));
   cmd.hook('preAction', (_, action) => {
     for (const [key, d] of quiet) if (action.getOptionValue(key) === undefined) action.setOptionValue(key, d);
   });

@@ -4,6 +4,8 @@ import type { Logger } from '../log.js';
 export interface CliIo {
   out: (text: string) => void;
   log: Logger;
+  /** Set by `--quiet`: the logger then drops notes, and no progress is drawn. */
+  quiet?: boolean;
 }
 
 /**

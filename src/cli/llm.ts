@@ -232,7 +232,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
       bootstrap: flags.bootstrap,
       logger: io.log,
-      ...(flags.progress && process.stderr.isTTY === true ? { onProgress: progressBar() } : {}),
+      ...(flags.progress && !io.quiet && process.stderr.isTTY === true ? { onProgress: progressBar() } : {}),
       ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),

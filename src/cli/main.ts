@@ -62,6 +62,12 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .version(VERSION)
     .showHelpAfterError()
     .exitOverride();
+  // One --quiet for every command (addFlags declares it on each).
+  program.hook('preAction', (_, action) => {
+    if (action.getOptionValue('quiet') !== true) return;
+    io.quiet = true;
+    io.log = { ...io.log, info: () => {}, debug: () => {} };
+  });
 
   addFlags(
     program
@@ -197,13 +203,10 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     setExit(await runCampaignAction('export', id, flags, io)),
   );
 
-  program
-    .command('tasks')
-    .description('list the tasks and their metrics')
-    .action(() => {
-      const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);
-      io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);
-    });
+  addFlags(program.command('tasks').description('list the tasks and their metrics'), {}).action(() => {
+    const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);
+    io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);
+  });
   return program;
 }
 
