@@ -108,6 +108,7 @@ export { type ComparisonResult, compareSubmissions, compareValidated } from './s
 export { type Answered, platformLines, rumedbenchLines } from './scoring/formats.js';
 export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
 export { ReferenceLoader } from './scoring/reference.js';
+export { type RunFolder, RunFolderError, type RunSummary, readRunFolder } from './scoring/run-folder.js';
 export {
   type EvaluateOptions,
   type EvaluationResult,

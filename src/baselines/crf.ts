@@ -17,12 +17,12 @@ const LOWER = /\p{Ll}/u;
 const DIGITS = /^\p{Nd}+$/u;
 
 /** str.isupper(): at least one cased character, and no lower-case one. */
-export function isUpper(s: string): boolean {
+function isUpper(s: string): boolean {
   return CASED.test(s) && !LOWER.test(s);
 }
 
 /** str.istitle(): upper-case letters only after uncased characters, lower-case ones only after cased ones. */
-export function isTitle(s: string): boolean {
+function isTitle(s: string): boolean {
   let cased = false;
   let previousCased = false;
   for (const ch of s) {
@@ -39,7 +39,7 @@ export function isTitle(s: string): boolean {
   return cased;
 }
 
-export function isDigit(s: string): boolean {
+function isDigit(s: string): boolean {
   return DIGITS.test(s);
 }
 

@@ -50,7 +50,7 @@ export interface EncoderRef {
  * The run's embedder (shared by every task and closed by the run), or, for heads loaded from disk, one opened on
  * first use and closed with the model.
  */
-export interface EmbedderSource {
+interface EmbedderSource {
   get(): Promise<Embedder>;
   close(): Promise<void>;
 }
@@ -360,7 +360,7 @@ class EncoderChoice extends EncoderModel {
   }
 }
 
-export function cosine(a: Float32Array, b: Float32Array): number {
+function cosine(a: Float32Array, b: Float32Array): number {
   let dot = 0;
   let na = 0;
   let nb = 0;

@@ -14,7 +14,7 @@ export interface LinearHead {
   bias: number;
 }
 
-export interface LinearTrainOptions {
+interface LinearTrainOptions {
   C: number;
   eps: number;
   maxEpochs: number;

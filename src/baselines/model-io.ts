@@ -14,7 +14,7 @@ import { naiveModel } from './naive.js';
 import { loadTfidf } from './tfidf.js';
 import type { BaselineModel, SerializedModel } from './types.js';
 
-export const MODEL_FORMAT_VERSION = 1;
+const MODEL_FORMAT_VERSION = 1;
 
 const ARRAY_TYPES = { f32: Float32Array, f64: Float64Array, i32: Int32Array } as const;
 type ArrayType = keyof typeof ARRAY_TYPES;
@@ -73,7 +73,7 @@ export function saveModel(
   writeFileSync(join(dir, 'model.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
-export interface LoadModelOptions {
+interface LoadModelOptions {
   /** Opens the encoder of saved encoder heads on first use; by default the folder or hub id they name. */
   openEncoder?: (ref: EncoderRef) => Promise<Embedder>;
 }

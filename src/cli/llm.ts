@@ -119,7 +119,7 @@ export const LLM_FLAGS = {
 export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
 
 /** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
-export function parseAllowance(v: string): { count: number } | { percent: number } {
+function parseAllowance(v: string): { count: number } | { percent: number } {
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim());
   const n = m ? Number(m[1]) : Number.NaN;
   if (!m || (m[2] === '%' ? n > 100 : !Number.isInteger(n)))

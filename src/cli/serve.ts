@@ -99,7 +99,7 @@ export const CAMPAIGN_EXPORT_FLAGS = {
 };
 
 /** `--db`, else DATABASE_URL, else an SQLite file in the per-user data folder. */
-export const dbTarget = async (flag: string | undefined): Promise<string> =>
+const dbTarget = async (flag: string | undefined): Promise<string> =>
   flag ?? (process.env.DATABASE_URL || undefined) ?? (await server()).defaultDbFile();
 
 export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {

@@ -16,7 +16,7 @@ import { type Logger, silentLogger } from '../log.js';
 import { sha256File } from './checksum.js';
 import { MANIFEST, type ManifestEntry, UPSTREAM } from './manifest.js';
 
-export const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
+const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
 
 export interface DownloadOptions {
   /** Target data folder. */
@@ -34,7 +34,7 @@ export interface DownloadOptions {
   logger?: Logger;
 }
 
-export type DownloadStatus = 'present' | 'downloaded' | 'failed';
+type DownloadStatus = 'present' | 'downloaded' | 'failed';
 
 export interface DownloadReport {
   path: string;

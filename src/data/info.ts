@@ -9,7 +9,7 @@ import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { loadSplit } from './load.js';
 import { splitPath } from './paths.js';
 
-export interface LengthStats {
+interface LengthStats {
   unit: 'chars' | 'tokens';
   min: number;
   median: number;

@@ -22,7 +22,7 @@ function missingHint(task: TaskDefinition, split: Split): string {
 }
 
 /** Converts zod's issue path and message into one readable phrase. */
-export function describeSchemaIssue(issue: { path: PropertyKey[]; message: string }): string {
+function describeSchemaIssue(issue: { path: PropertyKey[]; message: string }): string {
   const field = issue.path.map(String).join('.');
   return field === '' ? issue.message : `field "${field}": ${issue.message}`;
 }

@@ -8,7 +8,7 @@
 import { createReadStream, readFileSync } from 'node:fs';
 import { RumedbenchError } from '../errors.js';
 
-export type Encoding = 'UTF-16' | 'Windows-1251 (cp1251)' | 'invalid UTF-8 bytes';
+type Encoding = 'UTF-16' | 'Windows-1251 (cp1251)' | 'invalid UTF-8 bytes';
 
 export class TextEncodingError extends RumedbenchError {
   constructor(

@@ -7,12 +7,12 @@
  * Inputs are built by ./tokenize.ts and run batch by batch, sorted by length so that a batch pads little;
  * padding and batch size change no vector (the attention mask hides the padding from every real token).
  */
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import envPaths from 'env-paths';
 import * as ort from 'onnxruntime-node';
+import { sha256File } from '../data/checksum.js';
 import { ModelError } from '../errors.js';
 import type { TextInput } from './inputs.js';
 import { type EncodedInput, EncoderTokenizer } from './tokenize.js';
@@ -81,12 +81,6 @@ function readJson(dir: string, file: string): Record<string, unknown> {
   } catch (e) {
     throw new ModelError(dir, `${file} is not JSON (${(e as Error).message})`);
   }
-}
-
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
 
 /** owner/name; neither part starts with a dot, so an id never climbs out of the download folder. */
@@ -168,7 +162,7 @@ export class Encoder {
       throw new ModelError(dir, `${ONNX_FILES[dtype]} is missing${hint}`);
     }
     const onnxFile = join(dir, found);
-    const sha256 = await sha256File(onnxFile);
+    const { sha256 } = await sha256File(onnxFile);
     const threads = options.threads ?? 0;
     let session: ort.InferenceSession;
     try {

@@ -27,7 +27,7 @@ export type Job =
   | (JobBase & { kind: 'chat'; messages: ChatMessage[] })
   | (JobBase & { kind: 'loglik'; item: LoglikItem });
 
-export interface PlanOptions {
+interface PlanOptions {
   tasks: readonly TaskDefinition[];
   splits: SplitChoice;
   dataDir: string;

@@ -34,13 +34,13 @@ export interface JournalEntry {
 }
 
 /** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
-export const MAX_JOURNAL_LINE_BYTES = 64 << 20;
+const MAX_JOURNAL_LINE_BYTES = 64 << 20;
 /**
  * A reply longer than the run's reply cap (`--max-reply-bytes`; a character is at least a byte) is not kept as an
  * answer: it can only come from a run made before replies were capped, and a few of them would not fit in one string
  * when the run folder is written.
  */
-export const DEFAULT_JOURNAL_REPLY_CHARS = 4 << 20;
+const DEFAULT_JOURNAL_REPLY_CHARS = 4 << 20;
 
 /** Calls `f` with each line of a file, read in chunks; a line over `maxBytes` is counted and skipped, never decoded. */
 export async function forEachLine(

@@ -78,10 +78,10 @@ export interface OpenAIOptions {
   maxInFlight?: number;
 }
 
-export const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
+const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
 /** How many next tokens the top-k fallback asks for (OpenAI's and vLLM's usual ceiling). */
 const TOP_K = 20;
-export const DEFAULT_MAX_WAIT_MS = 60_000;
+const DEFAULT_MAX_WAIT_MS = 60_000;
 
 /** Refuses a base URL that carries credentials: they would be written into the manifest and the journal. */
 export function checkBaseUrl(baseUrl: string): URL {

@@ -53,7 +53,7 @@ export function readTemplates(file: string): Record<string, PromptTemplate> {
   return parsed.data as Record<string, PromptTemplate>;
 }
 
-export interface PromptOptions {
+interface PromptOptions {
   shots: number;
   seed: number;
   /** Replaces the task's system prompt; an empty string sends none. */

@@ -51,11 +51,11 @@ function hashName(name: string): number {
   return h;
 }
 
-export function taskRng(seed: number, taskName: string): Rng {
+function taskRng(seed: number, taskName: string): Rng {
   return createRng((seed ^ hashName(taskName)) >>> 0);
 }
 
-export interface BootstrapOptions {
+interface BootstrapOptions {
   /** Resamples; 0 turns the bootstrap off. */
   resamples: number;
   seed: number;
@@ -80,7 +80,7 @@ function record(rep: Replicates, b: number, values: MetricValues, score: number)
   rep.score[b] = score;
 }
 
-export interface TaskIntervals {
+interface TaskIntervals {
   metrics: Partial<Record<MetricName, Interval>>;
   score: Interval;
 }
@@ -138,7 +138,7 @@ export interface Delta {
   p: number;
 }
 
-export interface TaskComparison {
+interface TaskComparison {
   metrics: Partial<Record<MetricName, Delta>>;
   score: Delta;
 }

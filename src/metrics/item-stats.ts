@@ -15,7 +15,7 @@ import { countEntities, prf } from './seqeval.js';
 /** A validated prediction: a label, a ranked label list, or one tag per token. */
 export type Prediction = string | readonly string[];
 
-export interface StatsLayout {
+interface StatsLayout {
   /** Counts per item. */
   readonly width: number;
   /** Each metric from the column sums and the number of items, in percent. */
@@ -50,7 +50,7 @@ export function statsLayout(task: TaskDefinition): StatsLayout {
 }
 
 /** Writes one item's counts into `out` at `offset`. Inputs are already validated for the task's kind. */
-export function writeItemStats(
+function writeItemStats(
   task: TaskDefinition,
   gold: Prediction,
   prediction: Prediction | null,

@@ -48,7 +48,7 @@ export interface CrfModel {
 }
 
 /** Expands python-crfsuite's dict convention into (attribute name, value) pairs, dropping zero values. */
-export function attributePairs(features: TokenAttributes): [string, number][] {
+function attributePairs(features: TokenAttributes): [string, number][] {
   const out: [string, number][] = [];
   for (const [k, v] of Object.entries(features)) {
     if (typeof v === 'string') out.push([`${k}:${v}`, 1]);

@@ -10,7 +10,6 @@
 const EMPTY = 0;
 /** Words per slot: hash, id, length (negative: in the pool), four words of packed code points, one spare. */
 const W = 8;
-export const MAX_NGRAM = 8;
 
 export class NgramIndex {
   private table: Int32Array;

@@ -16,7 +16,7 @@ export interface OvrBlock {
   weights: Float32Array;
 }
 
-export interface OvrParallelOptions extends BinaryLrOptions {
+interface OvrParallelOptions extends BinaryLrOptions {
   seed: number;
   /** Worker threads; defaults to the machine's parallelism. */
   threads?: number;

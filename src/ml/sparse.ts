@@ -9,42 +9,6 @@ export interface CsrMatrix {
   readonly data: Float64Array;
 }
 
-/** Dot product of row r of `x` with a dense vector. */
-export function rowDot(x: CsrMatrix, r: number, w: ArrayLike<number>): number {
-  let s = 0;
-  const end = x.indptr[r + 1] as number;
-  for (let k = x.indptr[r] as number; k < end; k++)
-    s += (x.data[k] as number) * (w[x.indices[k] as number] as number);
-  return s;
-}
-
-/** Squared L2 norm of row r. */
-export function rowNorm2(x: CsrMatrix, r: number): number {
-  let s = 0;
-  const end = x.indptr[r + 1] as number;
-  for (let k = x.indptr[r] as number; k < end; k++) s += (x.data[k] as number) ** 2;
-  return s;
-}
-
-/** Rows `r` of `x` as a new matrix. */
-export function selectRows(x: CsrMatrix, rows: readonly number[]): CsrMatrix {
-  const indptr = new Int32Array(rows.length + 1);
-  let nnz = 0;
-  rows.forEach((r, i) => {
-    nnz += (x.indptr[r + 1] as number) - (x.indptr[r] as number);
-    indptr[i + 1] = nnz;
-  });
-  const indices = new Int32Array(nnz);
-  const data = new Float64Array(nnz);
-  rows.forEach((r, i) => {
-    const from = x.indptr[r] as number;
-    const to = x.indptr[r + 1] as number;
-    indices.set(x.indices.subarray(from, to), indptr[i] as number);
-    data.set(x.data.subarray(from, to), indptr[i] as number);
-  });
-  return { rows: rows.length, cols: x.cols, indptr, indices, data };
-}
-
 /** Dense rows (all of equal width) as a CSR matrix, each value mapped by `f(value, column)`. */
 export function denseToCsr(
   rows: readonly Float32Array[],

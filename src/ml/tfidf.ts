@@ -23,7 +23,7 @@ export interface TfidfOptions {
 }
 
 /** The text as scikit-learn's char analyzer sees it, as code points (Python indexes strings by code point). */
-export function preprocess(text: string): Uint32Array {
+function preprocess(text: string): Uint32Array {
   const t = text.toLowerCase().replace(WHITE_RUNS, ' ');
   const cps = new Uint32Array(t.length);
   let n = 0;

@@ -308,7 +308,7 @@ function layoutCharts(
   return { ...(overall ? { overall } : {}), tasks, ...(forest ? { forest } : {}), llm };
 }
 
-export interface DeltaRow {
+interface DeltaRow {
   task: string;
   metric: string;
   a: number | undefined;

@@ -143,7 +143,7 @@ export interface LoadedInput {
   comparison?: ComparisonResult;
 }
 
-export interface SourceOptions {
+interface SourceOptions {
   references: ReferenceLoader;
   split: Split;
   bootstrap: number;

@@ -33,6 +33,6 @@ export async function renderSvg(spec: TopLevelSpec, label: string): Promise<stri
   }
 }
 
-export function escapeAttribute(text: string): string {
+function escapeAttribute(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

@@ -21,7 +21,7 @@ import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { EvaluationResult } from './score.js';
 
-export const RUN_FOLDER_VERSION = 1;
+const RUN_FOLDER_VERSION = 1;
 
 export class RunFolderError extends RumedbenchError {
   constructor(
@@ -77,7 +77,7 @@ const llmTaskFigures = z
   .passthrough();
 
 /** The `llm` part of an LLM run's summary. */
-export const llmDetailsSchema = z
+const llmDetailsSchema = z
   .object({
     mode: z.enum(['generate', 'loglik']).default('generate'),
     tasks: z.record(z.string(), llmTaskFigures),
@@ -99,7 +99,6 @@ export const llmDetailsSchema = z
     failed_requests: z.number().optional(),
   })
   .passthrough();
-export type LlmDetailsSummary = z.output<typeof llmDetailsSchema>;
 
 const baselineRun = z
   .object({
@@ -143,17 +142,17 @@ const finetunedSummary = z
   })
   .passthrough();
 
-export const runSummarySchema = z.discriminatedUnion('kind', [
+const runSummarySchema = z.discriminatedUnion('kind', [
   llmSummary,
   baselineSummary,
   encoderSummary,
   finetunedSummary,
 ]);
 export type RunSummary = z.output<typeof runSummarySchema>;
-export type RunKind = RunSummary['kind'];
+type RunKind = RunSummary['kind'];
 
 /** The manifest of an LLM run: how it was made (provider, model, sampling, prompts, data hashes). */
-export const llmManifestSchema = z
+const llmManifestSchema = z
   .object({
     schema_version: z.literal(1),
     rumedbench_version: z.string(),
@@ -163,10 +162,10 @@ export const llmManifestSchema = z
     limit: z.number().nullable().default(null),
   })
   .passthrough();
-export type LlmManifest = z.output<typeof llmManifestSchema>;
+type LlmManifest = z.output<typeof llmManifestSchema>;
 
 /** What a writer gives: a summary without the version, which the writer adds. */
-export type RunSummaryInput =
+type RunSummaryInput =
   | (EvaluationResult & { kind: 'llm'; llm: Record<string, unknown> })
   | { kind: 'baseline'; runs: unknown[]; evaluation: EvaluationResult }
   | { kind: 'encoder'; runs: unknown[]; encoder: Record<string, unknown>; evaluation: EvaluationResult }

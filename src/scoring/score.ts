@@ -108,7 +108,7 @@ export async function validateRead(
 }
 
 /** Item stats of every scorable task, in registry order. */
-export function scorableStats(v: ValidatedSubmission): ItemStats[] {
+function scorableStats(v: ValidatedSubmission): ItemStats[] {
   return v.tasks.flatMap((t) => (t.items ? [buildItemStats(t.task, t.items)] : []));
 }
 

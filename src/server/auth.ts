@@ -29,7 +29,7 @@ const WELL_KNOWN = new Set(
 );
 
 /** Why a proposed admin secret is refused, or undefined: at least 24 characters, not a known word, not a pattern. */
-export function weakSecret(secret: string): string | undefined {
+function weakSecret(secret: string): string | undefined {
   if (secret.length < 24) return `it has ${secret.length} characters; at least 24 are needed`;
   const bare = secret.toLowerCase().replace(/[^a-z]/g, '');
   if (WELL_KNOWN.has(secret.toLowerCase()) || (WELL_KNOWN.has(bare) && bare.length >= secret.length / 2))

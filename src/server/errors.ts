@@ -2,7 +2,7 @@
  * The error of the HTTP edge, with a closed set of codes (one per meaning; scripts read `code`), answered as JSON
  * `{error, code}` under /api or as an error page, with its status. Services throw it; `createApp` maps it in one place.
  */
-export type HttpErrorCode =
+type HttpErrorCode =
   | 'ADMIN_ONLY'
   | 'BAD_ACTION'
   | 'BAD_ANSWER'

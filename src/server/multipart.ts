@@ -8,7 +8,7 @@ import busboy from 'busboy';
 import { HttpError } from './errors.js';
 import { mib, type UploadFile } from './upload.js';
 
-export interface FormLimits {
+interface FormLimits {
   /** Bytes of the whole body: a Content-Length over it is refused unread, and a chunked body is cut there. */
   maxBodyBytes: number;
   maxFiles: number;
@@ -18,7 +18,7 @@ export interface FormLimits {
   maxFieldBytes: number;
 }
 
-export interface ReadForm {
+interface ReadForm {
   files: UploadFile[];
   fields: Map<string, string>;
 }

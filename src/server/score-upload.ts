@@ -53,7 +53,7 @@ export interface BoardReferences {
 const baseName = (name: string): string => name.slice(name.lastIndexOf('/') + 1);
 
 /** sha256 over each task file's non-blank lines, trimmed and sorted: the same predictions hash alike. */
-export function contentHash(entries: readonly { name: string; text: string }[]): string {
+function contentHash(entries: readonly { name: string; text: string }[]): string {
   const h = createHash('sha256');
   for (const e of [...entries].sort((a, b) => baseName(a.name).localeCompare(baseName(b.name)))) {
     const lines = e.text
@@ -127,7 +127,7 @@ function aggregateOnly(result: EvaluationResult): EvaluationResult {
   return { ...result, tasks };
 }
 
-export function boardOverall(board: BoardName, result: EvaluationResult): number | null {
+function boardOverall(board: BoardName, result: EvaluationResult): number | null {
   if (board === 'public') return result.overall;
   const scores = BOARD_TASKS.closed.map((t) => result.tasks[t]?.score);
   return scores.every((s) => s !== undefined) ? mean(scores as number[]) : null;

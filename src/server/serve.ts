@@ -36,7 +36,7 @@ export const defaultDbFile = (): string =>
   join(envPaths('rumedbench', { suffix: '' }).data, 'leaderboard.sqlite');
 
 /** The data files a server scores against; all must be there. */
-export function checkDataFolder(dataDir: string): void {
+function checkDataFolder(dataDir: string): void {
   const missing = TASKS.flatMap((t) =>
     (['test', 'private_test'] as const)
       .filter((s) => (t.splits as readonly string[]).includes(s))

@@ -40,7 +40,7 @@ export interface UploadFile {
   data: Uint8Array;
 }
 
-export interface ReadUpload {
+interface ReadUpload {
   entries: NamedText[];
   issues: SubmissionIssue[];
   /** Bytes read in all (inflated). */
@@ -65,7 +65,7 @@ const problem = (
 ) => new UploadProblem({ severity: 'error', code, file, message, ...extra });
 
 /** Why a file name cannot be accepted, or undefined. */
-export function badName(name: string): string | undefined {
+function badName(name: string): string | undefined {
   if (name.includes('\0')) return 'contains a NUL character';
   if (name.includes('\\')) return 'contains a backslash';
   if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'is an absolute path';
@@ -75,7 +75,7 @@ export function badName(name: string): string | undefined {
 }
 
 /** Decodes UTF-8 strictly and checks the line caps; a wrong encoding is named. */
-export function decodeText(bytes: Uint8Array, file: string, limits: UploadLimits): string {
+function decodeText(bytes: Uint8Array, file: string, limits: UploadLimits): string {
   let text: string;
   try {
     text = decodeUtf8(bytes, file);

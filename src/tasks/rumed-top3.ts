@@ -4,7 +4,7 @@ import { text } from './fields.js';
 import { parseIcd10List } from './parse.js';
 import type { RankingTask } from './types.js';
 
-export const ICD10_CODE = /^[A-Z][0-9]{2}$/;
+const ICD10_CODE = /^[A-Z][0-9]{2}$/;
 
 export const rumedTop3 = {
   name: 'RuMedTop3',

@@ -52,7 +52,7 @@ export interface TaskPrompt {
  * Scoring by log-likelihood: the prompt ends in "Ответ:" and each candidate answer is a continuation of it (with its
  * leading space), scored by the model's log-probability.
  */
-export interface LoglikSpec {
+interface LoglikSpec {
   /** The instruction; candidates that are scored need not be listed in it. */
   readonly instruction: string;
   /** The continuations to score and the label each stands for. `labelWords`: label words instead of option numbers. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { REPO_ROOT } from './data.js';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const BROWSER_REQUIRED = process.env.RUMEDBENCH_REQUIRE_BROWSER === '1';
 export const HAVE_BROWSER = existsSync(CHROMIUM);
 export const NO_BROWSER_REASON = `no Chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`;

@@ -7,7 +7,7 @@ const exec = promisify(execFile);
 
 export const CLI_ENV: NodeJS.ProcessEnv = { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' };
 
-export interface CliResult {
+interface CliResult {
   code: number;
   stdout: string;
   stderr: string;

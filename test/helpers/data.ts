@@ -28,7 +28,7 @@ export const NO_DATA_REASON =
   'RuMedBench data not found: set RUMEDBENCH_DATA or place ../shared/rumedbench beside the repo';
 
 /** `.ci/run` sets RUMEDBENCH_REQUIRE_DATA=1: there a missing data folder fails the run instead of skipping suites. */
-export const DATA_REQUIRED = process.env.RUMEDBENCH_REQUIRE_DATA === '1';
+const DATA_REQUIRED = process.env.RUMEDBENCH_REQUIRE_DATA === '1';
 const missing = [
   ...(DATA_DIR ? [] : ['the data folder']),
   ...(REFERENCE_PREDICTIONS ? [] : ['reference-predictions/']),

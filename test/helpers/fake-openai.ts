@@ -32,7 +32,7 @@ export interface FakeOpenAI {
   close(): Promise<void>;
 }
 
-export const contentKey = (body: ChatRequestBody): string =>
+const contentKey = (body: ChatRequestBody): string =>
   createHash('sha256').update(JSON.stringify(body.messages)).digest('hex').slice(0, 16);
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -28,8 +28,7 @@ export function elements(root: Node, test: (e: Element) => boolean = () => true)
 export const attr = (e: Element, name: string): string | undefined =>
   e.attrs.find((a) => a.name === name)?.value;
 
-export const hasClass = (e: Element, cls: string): boolean =>
-  (attr(e, 'class') ?? '').split(/\s+/).includes(cls);
+const hasClass = (e: Element, cls: string): boolean => (attr(e, 'class') ?? '').split(/\s+/).includes(cls);
 
 export const byId = (root: Node, id: string): Element | undefined =>
   elements(root, (e) => attr(e, 'id') === id)[0];

@@ -38,7 +38,7 @@ export function form(
   return fd;
 }
 
-export interface LeaderboardApp {
+interface LeaderboardApp {
   readonly lb: Leaderboard;
   readonly app: App;
   /** The app's logger, and the lines it logged at warn and above. */

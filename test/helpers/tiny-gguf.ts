@@ -49,7 +49,7 @@ type Kv =
   | [string, 'i32s', number[]];
 
 /** Sizes of the generated model; the default is the tiny test model. */
-export interface GgufShape {
+interface GgufShape {
   embd: number;
   ff: number;
   heads: number;

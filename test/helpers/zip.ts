@@ -4,7 +4,7 @@
  */
 import { crc32, deflateRawSync } from 'node:zlib';
 
-export interface ZipEntry {
+interface ZipEntry {
   name: string;
   data: Uint8Array | string;
   /** Store instead of deflating. */

@@ -64,7 +64,6 @@ const answerBody = z.object({
       typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(Math.round(v), 86_400_000)) : 0,
     ),
 });
-export type AnswerBody = z.output<typeof answerBody>;
 
 function parseForm<S extends z.ZodType>(schema: S, body: Record<string, string>): z.output<S> {
   const r = schema.safeParse(body);

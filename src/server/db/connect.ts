@@ -21,7 +21,7 @@ export interface Db {
   close(): Promise<void>;
 }
 
-export const isPostgresUrl = (target: string): boolean => /^postgres(ql)?:\/\//i.test(target);
+const isPostgresUrl = (target: string): boolean => /^postgres(ql)?:\/\//i.test(target);
 
 const redact = (url: string): string => {
   try {

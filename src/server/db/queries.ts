@@ -151,7 +151,7 @@ export async function getSubmissionFiles(db: Q, id: string): Promise<{ name: str
     .execute();
 }
 
-export type EditableFields = Partial<
+type EditableFields = Partial<
   Pick<SubmissionsTable, 'model' | 'team' | 'description' | 'link' | 'kind' | 'params' | 'open_weights'>
 >;
 export interface Marks {
@@ -387,7 +387,7 @@ export async function submissionsOfBoard(db: Q, board: BoardName): Promise<Submi
 
 // Human evaluation campaigns
 
-export interface NewCampaign {
+interface NewCampaign {
   campaign: Insertable<CampaignsTable>;
   annotators: Insertable<AnnotatorsTable>[];
   assignments: Insertable<AssignmentsTable>[];

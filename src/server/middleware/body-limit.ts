@@ -8,8 +8,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { HttpError } from '../errors.js';
 import type { Env } from '../http.js';
 
-export const SMALL_BODY_BYTES = 64 << 10;
-export const CAMPAIGN_FORM_BYTES = 256 << 10;
+const SMALL_BODY_BYTES = 64 << 10;
+const CAMPAIGN_FORM_BYTES = 256 << 10;
 
 const capAt = (bytes: number) =>
   bodyLimit({

@@ -13,7 +13,7 @@ import { HttpError } from '../errors.js';
 import { type AppOptions, type Env, isApi } from '../http.js';
 import { SERVER_STRINGS } from '../i18n.js';
 
-export const NONCE_COOKIE = 'rmb_nonce';
+const NONCE_COOKIE = 'rmb_nonce';
 export const SESSION_COOKIE = 'rmb_admin';
 
 export const pageContext =

@@ -214,7 +214,7 @@ export const ComparePage: FC<{
 };
 
 /** The upload form; after a rejected upload it keeps what was typed (files cannot be kept by a browser). */
-export const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<string, string> }> = ({
+const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<string, string> }> = ({
   ctx,
   maxMb,
   values = {},
@@ -308,7 +308,7 @@ export const UploadPage: FC<{
 );
 
 /** What a submission's fields show: the values given (an upload sent back with its errors, or a stored row). */
-export interface SubmissionFieldValues {
+interface SubmissionFieldValues {
   model?: string;
   team?: string;
   kind?: string;
