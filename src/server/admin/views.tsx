@@ -43,7 +43,7 @@ export const AdminPage: FC<
   <Layout ctx={ctx} title={ctx.t.admin}>
     <h1>{ctx.t.admin}</h1>
     <p>
-      <a href={href(ctx, '/admin/campaigns')}>Human evaluation campaigns</a>{' '}
+      <a href={href(ctx, '/admin/campaigns')}>{ctx.t.campaigns.heading}</a>{' '}
       <form method="post" action="/admin/logout" class="inline">
         <CsrfField ctx={ctx} />
         <button type="submit">{ctx.t.logout}</button>

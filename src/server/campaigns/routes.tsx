@@ -137,10 +137,10 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     else {
       try {
         const sid = await campaigns.publish(id);
-        notice = `Published: the human row is submission ${sid}.`;
+        notice = c.get('ctx').t.campaigns.publishedNotice(sid);
       } catch (e) {
         if (!(e instanceof HttpError)) throw e;
-        notice = `Not published: ${e.message}`;
+        notice = c.get('ctx').t.campaigns.notPublished(e.message);
       }
     }
     if (notice)

@@ -24,13 +24,13 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
   campaigns,
   origin,
 }) => (
-  <Layout ctx={ctx} title="Campaigns">
-    <h1>Human evaluation campaigns</h1>
+  <Layout ctx={ctx} title={ctx.t.campaigns.title}>
+    <h1>{ctx.t.campaigns.heading}</h1>
     <div class="table-wrap">
       <table class="sortable">
         <thead>
           <tr>
-            {['Name', 'Task', 'Split', 'Items', 'Overlap', 'Status', 'Created', 'Human row'].map((h) => (
+            {ctx.t.campaigns.columns.map((h) => (
               <th scope="col">{h}</th>
             ))}
           </tr>
@@ -48,22 +48,26 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
               <td>{c.status}</td>
               <td>{c.created_at.slice(0, 16).replace('T', ' ')}</td>
               <td>
-                {c.submission_id ? <a href={href(ctx, `/submissions/${c.submission_id}`)}>published</a> : ''}
+                {c.submission_id ? (
+                  <a href={href(ctx, `/submissions/${c.submission_id}`)}>{ctx.t.campaigns.published}</a>
+                ) : (
+                  ''
+                )}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
     </div>
-    <h2>New campaign</h2>
+    <h2>{ctx.t.campaigns.newCampaign}</h2>
     <form method="post" action="/admin/campaigns" class="upload">
       <CsrfField ctx={ctx} />
       <label>
-        Name
-        <input name="name" maxlength={200} placeholder="RuMedNLI, doctors, round 1" />
+        {ctx.t.campaigns.name}
+        <input name="name" maxlength={200} placeholder={ctx.t.campaigns.namePlaceholder} />
       </label>
       <label>
-        Task and split
+        {ctx.t.campaigns.taskSplit}
         <select name="task_split" required>
           {KINDS_OF_SPLIT.map(([task, split]) => (
             <option value={`${task}/${split}`}>
@@ -73,30 +77,30 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
         </select>
       </label>
       <label>
-        Items (a number, or all)
+        {ctx.t.campaigns.items}
         <input name="items" value="all" required pattern="all|[1-9][0-9]*" />
       </label>
       <label>
-        Annotators
+        {ctx.t.campaigns.annotators}
         <input name="annotators" type="number" min={1} max={200} value="3" required />
       </label>
       <label>
-        Overlap (annotators per item; 1 is the paper's procedure)
+        {ctx.t.campaigns.overlap}
         <input name="overlap" type="number" min={1} max={200} value="1" required />
       </label>
       <label>
-        Seed
+        {ctx.t.campaigns.seed}
         <input name="seed" type="number" min={0} value="0" required />
       </label>
       <label>
-        Address annotators reach (for the links)
+        {ctx.t.campaigns.baseUrl}
         <input name="base_url" value={origin} required />
       </label>
       <label>
-        Guidelines (empty: the task's own, in Russian)
+        {ctx.t.campaigns.guidelinesEmpty}
         <textarea name="guidelines" rows={4} maxlength={20000}></textarea>
       </label>
-      <button type="submit">Create and show the invitation links</button>
+      <button type="submit">{ctx.t.campaigns.create}</button>
     </form>
   </Layout>
 );
@@ -109,10 +113,7 @@ export const InvitationsPage: FC<{
   <Layout ctx={ctx} title={campaign.name}>
     <h1>{campaign.name}</h1>
     <div class="notice" role="status">
-      <p>
-        Send each annotator their own link. The links are shown <strong>once</strong>: only their hashes are
-        stored.
-      </p>
+      <p>{ctx.t.campaigns.linksOnce}</p>
     </div>
     <table class="links">
       <tbody>
@@ -127,7 +128,7 @@ export const InvitationsPage: FC<{
       </tbody>
     </table>
     <p>
-      <a href={href(ctx, `/admin/campaigns/${campaign.id}`)}>Progress and results</a>
+      <a href={href(ctx, `/admin/campaigns/${campaign.id}`)}>{ctx.t.campaigns.progressLink}</a>
     </p>
   </Layout>
 );
@@ -158,14 +159,15 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
         ''
       )}
       <p class="note">
-        {c.task} · {c.split} · {String(d.items)} items · overlap {String(c.overlap)} · seed {String(c.seed)} ·{' '}
-        {c.status} · answers combined by{' '}
-        {d.rule === 'majority' ? 'the majority (odd overlap)' : "the first annotator's answer"}
+        {c.task} · {c.split} ·{' '}
+        {ctx.t.campaigns.summary(d.items, c.overlap, c.seed, c.status, d.rule === 'majority')}
       </p>
       <div class="actions">
         <form method="post" action={`/admin/campaigns/${c.id}/publish`} class="inline">
           <CsrfField ctx={ctx} />
-          <button type="submit">{c.submission_id ? 'Publish again' : 'Publish the human row'}</button>
+          <button type="submit">
+            {c.submission_id ? ctx.t.campaigns.publishAgain : ctx.t.campaigns.publish}
+          </button>
         </form>{' '}
         <form
           method="post"
@@ -174,29 +176,32 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
         >
           <CsrfField ctx={ctx} />
           <button type="submit" class={c.status === 'open' ? 'danger' : undefined}>
-            {c.status === 'open' ? 'Close the campaign' : 'Reopen'}
+            {c.status === 'open' ? ctx.t.campaigns.close : ctx.t.campaigns.reopen}
           </button>
         </form>{' '}
-        <a href={`/admin/campaigns/${c.id}/answers.jsonl`}>Export the answers (JSONL)</a>
+        <a href={`/admin/campaigns/${c.id}/answers.jsonl`}>{ctx.t.campaigns.exportAnswers}</a>
         {c.submission_id ? (
           <>
             {' '}
-            · <a href={href(ctx, `/submissions/${c.submission_id}`)}>the human row</a>
+            · <a href={href(ctx, `/submissions/${c.submission_id}`)}>{ctx.t.campaigns.humanRow}</a>
           </>
         ) : (
           ''
         )}
       </div>
-      <Section title="Progress">
+      <Section title={ctx.t.campaigns.progress}>
         <p>
-          Coverage: {String(d.coverage.answered)} of {String(d.coverage.sampled)} sampled items have an answer
-          ({pct(d.coverage.answered / Math.max(1, d.coverage.sampled))}%).
+          {ctx.t.campaigns.coverage(
+            d.coverage.answered,
+            d.coverage.sampled,
+            pct(d.coverage.answered / Math.max(1, d.coverage.sampled)),
+          )}
         </p>
         <div class="table-wrap">
           <table class="progress">
             <thead>
               <tr>
-                {['Annotator', 'Assigned', 'Answered', 'Skipped', 'Median s/item', ''].map((h) => (
+                {ctx.t.campaigns.progressColumns.map((h) => (
                   <th scope="col">{h}</th>
                 ))}
               </tr>
@@ -211,7 +216,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
                   <td class="num">{num(p.median_seconds, 1)}</td>
                   <td>
                     {p.revoked ? (
-                      'revoked'
+                      ctx.t.campaigns.revoked
                     ) : (
                       <form
                         method="post"
@@ -220,7 +225,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
                       >
                         <CsrfField ctx={ctx} />
                         <button type="submit" class="danger">
-                          revoke link
+                          {ctx.t.campaigns.revoke}
                         </button>
                       </form>
                     )}
@@ -231,17 +236,17 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
           </table>
         </div>
       </Section>
-      <Section title="Agreement">
-        <p class="note">On the {String(a.items)} item(s) answered by two annotators or more.</p>
+      <Section title={ctx.t.campaigns.agreement}>
+        <p class="note">{ctx.t.campaigns.agreementOn(a.items)}</p>
         <table class="meta" id="agreement">
           <tbody>
             <tr>
-              <th scope="row">Observed agreement</th>
+              <th scope="row">{ctx.t.campaigns.observed}</th>
               <td>{pct(a.observed)}%</td>
             </tr>
             {a.fleiss_kappa !== undefined && c.overlap > 1 ? (
               <tr>
-                <th scope="row">Fleiss' kappa</th>
+                <th scope="row">{ctx.t.campaigns.fleiss}</th>
                 <td>{num(a.fleiss_kappa)}</td>
               </tr>
             ) : (
@@ -249,7 +254,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
             )}
             {a.krippendorff_alpha !== null ? (
               <tr>
-                <th scope="row">Krippendorff's alpha (nominal)</th>
+                <th scope="row">{ctx.t.campaigns.krippendorff}</th>
                 <td>{num(a.krippendorff_alpha)}</td>
               </tr>
             ) : (
@@ -257,7 +262,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
             )}
             {a.set_overlap !== undefined ? (
               <tr>
-                <th scope="row">Set overlap of the answers (Jaccard)</th>
+                <th scope="row">{ctx.t.campaigns.setOverlap}</th>
                 <td>{num(a.set_overlap)}</td>
               </tr>
             ) : (
@@ -265,7 +270,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
             )}
             {a.entity_f1 !== undefined ? (
               <tr>
-                <th scope="row">Entity-level F1 between annotators</th>
+                <th scope="row">{ctx.t.campaigns.entityF1}</th>
                 <td>{pct(a.entity_f1)}%</td>
               </tr>
             ) : (
@@ -278,7 +283,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
             <table class="pairs">
               <thead>
                 <tr>
-                  {['Pair', 'Items', 'Observed %', "Cohen's kappa", 'Set overlap', 'Entity F1 %'].map((h) => (
+                  {ctx.t.campaigns.pairColumns.map((h) => (
                     <th scope="col">{h}</th>
                   ))}
                 </tr>
@@ -304,12 +309,12 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
         )}
       </Section>
       {d.scores ? (
-        <Section title="Each annotator against the gold (public test split)">
+        <Section title={ctx.t.campaigns.againstGold}>
           <div class="table-wrap">
             <table class="scores">
               <thead>
                 <tr>
-                  {['Annotator', 'Answered', 'Accuracy %', 'Hit@3 %', 'Entity F1 %'].map((h) => (
+                  {ctx.t.campaigns.scoreColumns.map((h) => (
                     <th scope="col">{h}</th>
                   ))}
                 </tr>
@@ -329,15 +334,15 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
           </div>
         </Section>
       ) : (
-        <p class="note">A closed test: no per-annotator figures, only the aggregate of the published row.</p>
+        <p class="note">{ctx.t.campaigns.closedNote}</p>
       )}
-      <Section title="Guidelines">
+      <Section title={ctx.t.campaigns.guidelines}>
         <form method="post" action={`/admin/campaigns/${c.id}/guidelines`} class="upload">
           <CsrfField ctx={ctx} />
           <textarea name="guidelines" rows={8} maxlength={20000}>
             {c.guidelines}
           </textarea>
-          <button type="submit">Save the guidelines</button>
+          <button type="submit">{ctx.t.campaigns.saveGuidelines}</button>
         </form>
       </Section>
     </Layout>
