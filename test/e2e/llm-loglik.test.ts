@@ -10,8 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, fakeLogprob, fakeTokenize, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { FIXTURE_CODES, FIXTURE_SYMPTOMS, fixtureDataDir } from '../helpers/fixture-data.js';
+
+/** The suite's data: a small folder the tests write (test/helpers/fixture-data.ts), not ../shared. */
+const DATA = fixtureDataDir();
 
 const servers: FakeOpenAI[] = [];
 afterEach(async () => {
@@ -62,10 +66,12 @@ const llm = (url: string, out: string, ...more: string[]) => [
   '--bootstrap',
   '0',
   '--no-progress',
+  '--data',
+  DATA,
   ...more,
 ];
 
-describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+describe('llm --mode loglik (on fixture data the test writes)', () => {
   it('scores every candidate of every task by its summed log-probability; RuMedNER stays generative', async () => {
     const server = await start();
     const out = join(tmp(), 'run');
@@ -96,7 +102,12 @@ describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DA
         samples.find((s) => s.task === t)?.candidates?.length,
       ]),
     );
-    expect(counts).toEqual({ RuMedTop3: 105, RuMedSymptomRec: 141, RuMedDaNet: 2, RuMedNLI: 3 });
+    expect(counts).toEqual({
+      RuMedTop3: FIXTURE_CODES.length,
+      RuMedSymptomRec: FIXTURE_SYMPTOMS.length,
+      RuMedDaNet: 2,
+      RuMedNLI: 3,
+    });
     // The prompt ends in "Ответ:"; the candidates carry the space: " да", " 1", " M54".
     const danet = samples.find((s) => s.task === 'RuMedDaNet');
     expect([danet?.prompt?.endsWith('\nОтвет:'), danet?.candidates?.map((c) => c.text)]).toEqual([
@@ -113,7 +124,7 @@ describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DA
     expect([ner?.mode, ner?.candidates]).toEqual(['generate', undefined]);
     // One batched request per item: the candidates' prompts together, as token ids, with echo.
     const batch = server.completions.find(
-      (c) => Array.isArray(c.prompt) && (c.prompt as number[][]).length === 105,
+      (c) => Array.isArray(c.prompt) && (c.prompt as number[][]).length === FIXTURE_CODES.length,
     );
     expect([batch?.echo, batch?.logprobs, batch?.max_tokens]).toEqual([true, 1, 1]);
     const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as Record<string, unknown>;
@@ -185,10 +196,12 @@ describe.skipIf(!DATA_DIR)(`llm --mode loglik (${DATA_DIR ? 'data found' : NO_DA
     expect(r.stderr).toContain(
       'cannot score these tasks by log-likelihood on this server; nothing was sent:',
     );
-    expect(r.stderr).toMatch(
-      /RuMedTop3: the server gives no prompt log-probabilities, only the top 20 of a generated token: 105 candidates, but the server lists only the 20 most likely next tokens\n/,
+    expect(r.stderr).toContain(
+      `RuMedTop3: the server gives no prompt log-probabilities, only the top 20 of a generated token: ${FIXTURE_CODES.length} candidates, but the server lists only the 20 most likely next tokens\n`,
     );
-    expect(r.stderr).toMatch(/RuMedSymptomRec: .*141 candidates.*; candidates of several tokens \(" /);
+    expect(r.stderr).toMatch(
+      new RegExp(`RuMedSymptomRec: .*${FIXTURE_SYMPTOMS.length} candidates.*; candidates of several tokens \\(" `),
+    );
     // Only the capability probe's requests: no item was asked.
     expect(server.completions.filter((c) => c.prompt !== 'Да нет да' && !Array.isArray(c.prompt))).toEqual(
       [],

@@ -9,8 +9,12 @@ import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
 import type { Split, TaskRecord } from '../../src/tasks/types.js';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { CLI } from '../helpers/data.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { FIXTURE_CODES, FIXTURE_SYMPTOMS, fixtureDataDir } from '../helpers/fixture-data.js';
+
+/** The suite's data: a small folder the tests write (test/helpers/fixture-data.ts), not ../shared. */
+const DATA = fixtureDataDir();
 
 const servers: FakeOpenAI[] = [];
 afterEach(async () => {
@@ -25,7 +29,7 @@ async function oracle(
   const answers = new Map<string, string>();
   for (const [name, split] of tasks) {
     const task = getTask(name);
-    const records: TaskRecord[] = await loadSplit(task, split, { dataDir: DATA_DIR as string });
+    const records: TaskRecord[] = await loadSplit(task, split, { dataDir: DATA });
     for (const r of records) {
       const text = garble(r.id)
         ? 'Затрудняюсь ответить.'
@@ -42,12 +46,12 @@ async function oracle(
 }
 
 /** `rumedbench llm` with the fake model, and no progress bar. */
-const llm = (...args: string[]) => ['llm', '--model', 'fake-1', '--no-progress', ...args];
+const llm = (...args: string[]) => ['llm', '--model', 'fake-1', '--no-progress', '--data', DATA, ...args];
 const cli = (args: string[]) => rumedbenchOk(...llm(...args));
 
 const garbleEvery5th = (id: string) => id.charCodeAt(id.length - 1) % 5 === 0;
 
-describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+describe('llm harness (on fixture data the test writes)', () => {
   it('asks every task, reads the replies, and writes the run folder; unreadable replies are unparsed, not defaulted', async () => {
     const reply = await oracle(
       [
@@ -121,8 +125,8 @@ describe.skipIf(!DATA_DIR)(`llm harness (${DATA_DIR ? 'data found' : NO_DATA_REA
     expect(summary.llm.tasks.RuMedNLI.unparsed).toBe(12 + garbled('RuMedNLI'));
     // What the chance row of the text summary divides by: the train inventory of the open label spaces.
     expect(summary.llm.label_space).toEqual({
-      RuMedTop3: 105,
-      RuMedSymptomRec: 141,
+      RuMedTop3: FIXTURE_CODES.length,
+      RuMedSymptomRec: FIXTURE_SYMPTOMS.length,
       RuMedDaNet: 2,
       RuMedNLI: 3,
       RuMedTest: 4,
