@@ -7,19 +7,25 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rumedbench, rumedbenchWith } from '../helpers/cli.js';
-import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import { rumedbenchWith as rumedbenchEnv } from '../helpers/cli.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
-import { startServe, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
+import { startServe as startServeOn, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
 
-const ready = DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined;
-const danet = () => ({
-  name: 'RuMedDaNet.jsonl',
-  data: readFileSync(join(REFERENCE_PREDICTIONS as string, 'bilstm', 'RuMedDaNet.jsonl')),
-});
+/** The suite's data and uploads: a small folder and predictions the tests write, not ../shared. */
+const DATA = { RUMEDBENCH_DATA: fixtureDataDir() };
+const PREDICTIONS = writeFixturePredictions(
+  DATA.RUMEDBENCH_DATA,
+  mkdtempSync(join(tmpdir(), 'rumedbench-serve-p-')),
+);
+const danet = () => ({ name: 'RuMedDaNet.jsonl', data: readFileSync(join(PREDICTIONS, 'RuMedDaNet.jsonl')) });
+const startServe = (args: string[], env: NodeJS.ProcessEnv = {}) => startServeOn(args, { ...DATA, ...env });
+const rumedbench = (...args: string[]) => rumedbenchEnv(DATA, ...args);
+const rumedbenchWith = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+  rumedbenchEnv({ ...DATA, ...env }, ...args);
 const sqliteFile = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-serve-')), 'board.sqlite');
 
-describe.skipIf(!ready)(`rumedbench serve (${ready ? 'data found' : NO_DATA_REASON})`, () => {
+describe('rumedbench serve (on fixture data the test writes)', () => {
   it('refuses a weak admin token, and manages team tokens from the command line', async () => {
     const db = sqliteFile();
     const refused = await rumedbenchWith(
