@@ -4,15 +4,15 @@
  * their own suite beside them (boards/, submissions/, admin/, campaigns/); security.test.ts has the attacks.
  */
 import { describe, expect, it } from 'vitest';
-import { NO_DATA_REASON } from '../../test/helpers/data.js';
 import { ENGINES, freshDatabase } from '../../test/helpers/engines.js';
-import { type App, ROUTES_READY, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
+import { fixtureDataDir } from '../../test/helpers/fixture-data.js';
+import { type App, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
 import { createApp } from './app.js';
 import { Leaderboard } from './leaderboard.js';
 
-describe.skipIf(!ROUTES_READY)(`app (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
+describe('app (on fixture data the test writes)', () => {
   describe.each(ENGINES)('on %s', (engine) => {
-    const t = useLeaderboardApp(engine);
+    const t = useLeaderboardApp(engine, fixtureDataDir());
     const { request, logged } = t;
 
     it('answers unknown paths and ids with 404, and a crash with a generic 500 that is logged', async () => {

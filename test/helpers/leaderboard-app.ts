@@ -55,14 +55,15 @@ interface LeaderboardApp {
   variant(options: Partial<Leaderboard['options']>): Promise<App>;
 }
 
-export function useLeaderboardApp(engine: EngineName): LeaderboardApp {
+/** `dataDir`: the real data by default; suites about plumbing pass the fixture folder (fixture-data.ts). */
+export function useLeaderboardApp(engine: EngineName, dataDir: string = DATA_DIR as string): LeaderboardApp {
   let lb: Leaderboard;
   let app: App;
   const logged: string[] = [];
   const log = createLogger('warn', (l) => logged.push(l));
   beforeAll(async () => {
     lb = await openLeaderboard({
-      dataDir: DATA_DIR as string,
+      dataDir,
       db: await freshDatabase(engine),
       threads: 1,
       anonymousPerMinute: 1000,

@@ -3,26 +3,27 @@
  * tokens and the origin) hides, flags, verifies, edits and deletes, scripts do the same with the bearer token,
  * everything is in the audit log; a weak admin secret is refused.
  */
-import { describe, expect, it } from 'vitest';
-import { NO_DATA_REASON } from '../../../test/helpers/data.js';
-import { ENGINES } from '../../../test/helpers/engines.js';
-import { attr, type Element, elements, parseHtml } from '../../../test/helpers/html.js';
-import {
-  ADMIN,
-  type Body,
-  files,
-  ROUTES_READY,
-  ref,
-  useLeaderboardApp,
-} from '../../../test/helpers/leaderboard-app.js';
 
-describe.skipIf(!ROUTES_READY)(`admin routes (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ENGINES } from '../../../test/helpers/engines.js';
+import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
+import { attr, type Element, elements, parseHtml } from '../../../test/helpers/html.js';
+import { ADMIN, type Body, files, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
+
+/** The suite's data and upload: a small folder and predictions the tests write, not ../shared. */
+const DATA = fixtureDataDir();
+const PREDICTIONS = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-admin-p-')));
+
+describe('admin routes (on fixture data the test writes)', () => {
   describe.each(ENGINES)('on %s', (engine) => {
-    const t = useLeaderboardApp(engine);
+    const t = useLeaderboardApp(engine, DATA);
     const { request, upload } = t;
 
     it('lets only the signed-in admin hide, flag, verify, edit and delete, with CSRF tokens, and logs it all', async () => {
-      const { body } = await upload(files(ref('bilstm')), { model: 'to moderate', kind: 'encoder' });
+      const { body } = await upload(files(PREDICTIONS), { model: 'to moderate', kind: 'encoder' });
       const id = body.id as string;
       expect((await request('/admin')).status).toBe(303);
       // The sign-in form carries a CSRF token bound to the browser's cookie.

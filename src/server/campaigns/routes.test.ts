@@ -5,8 +5,8 @@
  */
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATA_DIR, NO_DATA_REASON } from '../../../test/helpers/data.js';
 import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
+import { FIXTURE_CODES, fixtureDataDir } from '../../../test/helpers/fixture-data.js';
 import { attr, type Element, elements, parseHtml, textOf } from '../../../test/helpers/html.js';
 import { loadSplit } from '../../data/load.js';
 import { createLogger } from '../../log.js';
@@ -18,7 +18,10 @@ import { openLeaderboard } from '../serve.js';
 
 const ADMIN = 'campaign-admin-Secret-7Hq2mZ4pL8wX9';
 
-describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+/** The suite's data: a small folder the tests write, not ../shared. */
+const DATA_DIR = fixtureDataDir();
+
+describe('campaign routes (on fixture data the test writes)', () => {
   describe.each(ENGINES)('on %s', (engine) => {
     let lb: Leaderboard;
     let app: Hono;
@@ -27,7 +30,7 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
 
     beforeAll(async () => {
       lb = await openLeaderboard({
-        dataDir: DATA_DIR as string,
+        dataDir: DATA_DIR,
         db: await freshDatabase(engine),
         threads: 1,
       });
@@ -149,7 +152,7 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
       expect(links).toHaveLength(3);
       const task = getTask('RuMedDaNet');
       const gold = new Map(
-        (await loadSplit(task, 'test', { dataDir: DATA_DIR as string })).map((r) => [r.id, r.gold as string]),
+        (await loadSplit(task, 'test', { dataDir: DATA_DIR })).map((r) => [r.id, r.gold as string]),
       );
 
       // Each annotator sees only their own 16 items (24 × 2 / 3), and nothing of the gold.
@@ -311,10 +314,11 @@ describe.skipIf(!DATA_DIR)(`campaign routes (${DATA_DIR ? 'data found' : NO_DATA
       const top3 = await create({ task_split: 'RuMedTop3/test', items: '4', annotators: '1', overlap: '1' });
       const t = top3.links[0] as string;
       const item = (await view(t)).items[0]?.id as string;
-      expect((await answer(t, { item_id: item, answer: ['M54', 'I11'] })).status).toBe(200);
+      const [c1, c2, c3, c4] = FIXTURE_CODES as [string, string, string, string];
+      expect((await answer(t, { item_id: item, answer: [c1, c2] })).status).toBe(200);
       const outside = await answer(t, { item_id: item, answer: ['Z99'] });
       expect(((await outside.json()) as { error: string }).error).toBe('answer: choose from the list');
-      expect((await answer(t, { item_id: item, answer: ['M54', 'I11', 'G54', 'J06'] })).status).toBe(400);
+      expect((await answer(t, { item_id: item, answer: [c1, c2, c3, c4] })).status).toBe(400);
 
       const ner = await create({ task_split: 'RuMedNER/test', items: '3', annotators: '1', overlap: '1' });
       const n = ner.links[0] as string;
