@@ -4,6 +4,8 @@ import type { Logger } from '../log.js';
 export interface CliIo {
   out: (text: string) => void;
   log: Logger;
+  /** Raw stderr text: commander's usage errors and help after them (everything else goes through `log`). */
+  err?: (text: string) => void;
   /** Set by `--quiet`: the logger then drops notes, and no progress is drawn. */
   quiet?: boolean;
 }

@@ -61,7 +61,12 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     .description('RuMedBench: the Russian medical language-understanding benchmark')
     .version(VERSION)
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    // Set before the commands are made, which inherit it: help to stdout, usage errors to stderr, both through io.
+    .configureOutput({
+      writeOut: (t) => io.out(t),
+      writeErr: (t) => (io.err ?? ((x: string) => process.stderr.write(x)))(t),
+    });
   // One --quiet for every command (addFlags declares it on each).
   program.hook('preAction', (_, action) => {
     if (action.getOptionValue('quiet') !== true) return;
@@ -215,6 +220,7 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
   const full: CliIo = {
     out: io?.out ?? ((t) => process.stdout.write(t)),
     log: io?.log ?? createLogger('info'),
+    err: io?.err ?? ((t) => process.stderr.write(t)),
   };
   let code: number = EXIT.ok;
   const program = buildProgram(full, (c) => {

@@ -1,10 +1,35 @@
-/** The built `rumedbench` command, run as a user runs it, on real files. */
+/**
+ * The `rumedbench` command on real files, in process; the smoke tests at the top run the built binary as a child
+ * process, as a user runs it (its exit codes, stdout and stderr).
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rumedbench } from '../helpers/cli.js';
+import { rumedbench, rumedbenchProcess } from '../helpers/cli.js';
 import { DATA_DIR, NO_DATA_REASON, PLATFORM_SUBMISSIONS, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
+
+describe('the built binary (smoke)', () => {
+  it('prints its version and help, exits 2 on a bad command line, 0 on a good file and 1 on a broken one', async () => {
+    const version = await rumedbenchProcess('--version');
+    expect([version.code, version.stdout.trim()]).toEqual([0, expect.stringMatching(/^\d+\.\d+\.\d+/)]);
+    const help = await rumedbenchProcess('eval', '--help');
+    expect([help.code, help.stdout]).toEqual([0, expect.stringContaining('-q, --quiet')]);
+    const bad = await rumedbenchProcess('eval', 'x', '--bootstrap', 'many');
+    expect([bad.code, bad.stderr]).toEqual([
+      2,
+      expect.stringContaining('--bootstrap must be an integer ≥ 0'),
+    ]);
+    const data = fixtureDataDir();
+    const predictions = writeFixturePredictions(data, mkdtempSync(join(tmpdir(), 'rumedbench-smoke-')));
+    const good = await rumedbenchProcess('eval', predictions, '--data', data, '--bootstrap', '0', '--json');
+    expect([good.code, JSON.parse(good.stdout).tasks.RuMedDaNet.metrics.accuracy]).toEqual([0, 50]);
+    writeFileSync(join(predictions, 'RuMedNLI.jsonl'), '{"pairID": ');
+    const broken = await rumedbenchProcess('eval', predictions, '--data', data, '--bootstrap', '0');
+    expect([broken.code, broken.stderr]).toEqual([1, expect.stringContaining('MALFORMED_JSON')]);
+  });
+});
 
 describe('usage', () => {
   it('exits 2 with a message on a bad flag value or an unknown command', async () => {

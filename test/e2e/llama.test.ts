@@ -1,4 +1,7 @@
-/** The embedded engine end to end: a tiny random GGUF written by the test, every task, through node-llama-cpp. */
+/**
+ * The embedded engine end to end: a tiny random GGUF written by the test, every task, through node-llama-cpp. The
+ * built CLI runs as a child process here, as a user runs it (the native engine stays out of the test process).
+ */
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -7,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../../src/tasks/registry.js';
-import { CLI_ENV, rumedbenchOk } from '../helpers/cli.js';
+import { CLI_ENV, rumedbenchProcessOk as rumedbenchOk } from '../helpers/cli.js';
 import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
 

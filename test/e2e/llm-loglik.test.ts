@@ -200,7 +200,9 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
       `RuMedTop3: the server gives no prompt log-probabilities, only the top 20 of a generated token: ${FIXTURE_CODES.length} candidates, but the server lists only the 20 most likely next tokens\n`,
     );
     expect(r.stderr).toMatch(
-      new RegExp(`RuMedSymptomRec: .*${FIXTURE_SYMPTOMS.length} candidates.*; candidates of several tokens \\(" `),
+      new RegExp(
+        `RuMedSymptomRec: .*${FIXTURE_SYMPTOMS.length} candidates.*; candidates of several tokens \\(" `,
+      ),
     );
     // Only the capability probe's requests: no item was asked.
     expect(server.completions.filter((c) => c.prompt !== 'Да нет да' && !Array.isArray(c.prompt))).toEqual(
