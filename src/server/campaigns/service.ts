@@ -5,6 +5,7 @@
  * figures. Annotators see only their own items: never the gold, never another annotator's answers.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import type { AnnotateData } from '../../browser/annotate-data.js';
 import { loadSplit, readGoldLabels } from '../../data/load.js';
 import { checkAnswer } from '../../scoring/validate.js';
 import { getTask, isTaskName } from '../../tasks/registry.js';
@@ -13,9 +14,6 @@ import { newToken, sha256Hex } from '../auth.js';
 import { summarize } from '../boards/entries.js';
 import * as q from '../db/queries.js';
 import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } from '../db/schema.js';
-
-/** A campaign as stored: what its pages show. */
-export type Campaign = CampaignRow;
 
 import { HttpError } from '../errors.js';
 import type { Leaderboard } from '../leaderboard.js';
@@ -31,6 +29,9 @@ import {
   type Rule,
   ruleOf,
 } from './results.js';
+
+/** A campaign as stored: what its pages show. */
+export type Campaign = CampaignRow;
 
 export interface CampaignSpec {
   task: string;
@@ -72,18 +73,11 @@ export interface CampaignDetail {
   scores: AnnotatorScore[] | null;
 }
 
-/** What the annotator's page needs: the task, the items of this annotator (never the gold), their answers. */
-export interface AnnotatorView {
-  campaign: { id: string; name: string; task: string; kind: TaskDefinition['kind']; guidelines: string };
-  /** The annotator's number (1, 2, …): the page is in Russian, the admin's label («annotator 1») is not. */
-  annotator: number;
-  labels: { value: string; name: string; keys: string[] }[];
-  /** Ranking tasks: the inventory to choose from. */
-  inventory: string[];
-  entityTypes: string[];
-  items: { id: string; text: string; tokens?: string[] }[];
-  answers: Record<string, { answer: AnswerValue | null; skipped: boolean }>;
-}
+/**
+ * What the annotator's page needs: the task, the items of this annotator (never the gold), their answers. The page
+ * adds its token; the shape is the one its script reads (src/browser/annotate-data.ts).
+ */
+export type AnnotatorView = Omit<AnnotateData, 'token'>;
 
 const BOARD_OF: Record<CampaignSplit, BoardName> = { test: 'public', private_test: 'closed' };
 
