@@ -30,7 +30,9 @@ export type ErrorCode =
   | 'DATABASE_FAILED'
   /** An optional inference engine (node-llama-cpp, onnxruntime-node, …) is not installed. */
   | 'ENGINE_MISSING'
-  | 'SERVER_CONFIG';
+  | 'SERVER_CONFIG'
+  /** An evaluation plan that cannot be run as written (its file, line and column named). */
+  | 'PLAN_INVALID';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;
@@ -120,5 +122,15 @@ export class ModelError extends RumedbenchError {
     super('MODEL_INVALID', `${dir}: ${message}`);
     this.name = 'ModelError';
     this.dir = dir;
+  }
+}
+
+/** A plan file that cannot be run: `plan.yaml:LINE:COL: reason`, one line per problem. */
+export class PlanError extends RumedbenchError {
+  constructor(
+    readonly file: string,
+    readonly problems: readonly string[],
+  ) {
+    super('PLAN_INVALID', problems.length === 1 ? (problems[0] as string) : `${file}: ${problems.length} problems:\n  ${problems.join('\n  ')}`);
   }
 }

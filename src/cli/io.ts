@@ -1,4 +1,5 @@
 /** What a command writes to: stdout for results, stderr (through the logger) for everything else. */
+import type { RunProgress } from '../llm/send.js';
 import type { Logger } from '../log.js';
 
 export interface CliIo {
@@ -8,6 +9,8 @@ export interface CliIo {
   err?: (text: string) => void;
   /** Set by `--quiet`: the logger then drops notes, and no progress is drawn. */
   quiet?: boolean;
+  /** Where an LLM run reports its progress instead of drawing a bar (a plan gathers its cells' progress). */
+  onProgress?: (p: RunProgress, final: boolean) => void;
 }
 
 /**

@@ -232,7 +232,11 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
       bootstrap: flags.bootstrap,
       logger: io.log,
-      ...(flags.progress && !io.quiet && process.stderr.isTTY === true ? { onProgress: progressBar() } : {}),
+      ...(io.onProgress
+        ? { onProgress: io.onProgress }
+        : flags.progress && !io.quiet && process.stderr.isTTY === true
+          ? { onProgress: progressBar() }
+          : {}),
       ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),

@@ -32,6 +32,7 @@ import { COMPARE_FLAGS, type CompareFlags, EVAL_FLAGS, type EvalFlags, runCompar
 import { addFlags, type FlagsOf } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
+import { PLAN_CHECK_FLAGS, PLAN_RUN_FLAGS, runPlanCheck, runPlanRun } from './plan.js';
 import { REPORT_FLAGS, type ReportFlags, runReportCommand } from './report.js';
 import {
   CAMPAIGN_CREATE_FLAGS,
@@ -206,6 +207,28 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     CAMPAIGN_EXPORT_FLAGS,
   ).action(async (id: string, flags: FlagsOf<typeof CAMPAIGN_EXPORT_FLAGS>) =>
     setExit(await runCampaignAction('export', id, flags, io)),
+  );
+
+  const plan = program.command('plan').description('evaluation plans: many models × settings from one file');
+  addFlags(
+    plan
+      .command('check')
+      .description('list the cells of a plan, their requests and cost estimate, without sending anything')
+      .argument('<plan>', 'plan file (.yaml or .json)'),
+    PLAN_CHECK_FLAGS,
+  ).action(async (file: string, flags: FlagsOf<typeof PLAN_CHECK_FLAGS>) =>
+    setExit(await runPlanCheck(file, flags, io)),
+  );
+  addFlags(
+    plan
+      .command('run')
+      .description(
+        'run every cell of a plan into its own run folder, side by side; then summary.json and report.html',
+      )
+      .argument('<plan>', 'plan file (.yaml or .json)'),
+    PLAN_RUN_FLAGS,
+  ).action(async (file: string, flags: FlagsOf<typeof PLAN_RUN_FLAGS>) =>
+    setExit(await runPlanRun(file, flags, io)),
   );
 
   addFlags(program.command('tasks').description('list the tasks and their metrics'), {}).action(() => {

@@ -1,0 +1,333 @@
+/**
+ * `rumedbench plan check|run PLAN`: an evaluation plan (src/plans/) made of this CLI's own commands. A plan setting
+ * is the flag of the same name (`max_tokens` is `--max-tokens`), read and checked by the same parser, so that a cell
+ * runs exactly the command line one would type; `plan run` runs those command lines in process, side by side.
+ */
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { resolveDataDir } from '../data/paths.js';
+import { readUtf8File } from '../data/text.js';
+import { RumedbenchError } from '../errors.js';
+import { planJobs } from '../llm/jobs.js';
+import { readTemplates } from '../llm/prompt.js';
+import { createLogger, silentLogger } from '../log.js';
+import { type Cell, expandPlan } from '../plans/cells.js';
+import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
+import { type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
+import { renderTable } from '../report/table.js';
+import { parseTaskList } from '../tasks/registry.js';
+import { BASELINE_FLAGS } from './baseline.js';
+import * as flag from './flags.js';
+import { addFlags, type Flag, type FlagsOf, type FlagTable } from './flags.js';
+import { type CliIo, EXIT } from './io.js';
+import { LLM_FLAGS, type LlmFlags } from './llm.js';
+
+export const PLAN_CHECK_FLAGS = {
+  json: flag.jsonFlag('print the cells as one JSON object'),
+} satisfies FlagTable;
+
+export const PLAN_RUN_FLAGS = {
+  out: flag.text('--out <dir>', 'plan folder: <model>/<axis=value,…>/ per cell, summary.json, report.html', {
+    required: true,
+  }),
+  resume: flag.on('--resume', 'finish a plan run in --out: done cells are kept, journaled ones continue'),
+  jobs: flag.count('--jobs <n>', 'cells run at once', { min: 1, default: 4 }),
+  maxInFlight: flag.count(
+    '--max-in-flight <n>',
+    "requests in flight per endpoint across its cells (default: the plan's max_in_flight, else 32)",
+    { min: 1 },
+  ),
+  progress: flag.on('--no-progress', 'no progress line'),
+  json: flag.jsonFlag('print the plan summary as one JSON object'),
+} satisfies FlagTable;
+
+/** Plan keys are the flags' names in snake case: `maxTokens` (`--max-tokens`) is `max_tokens`. */
+const planKey = (attribute: string) =>
+  attribute === attribute.toUpperCase()
+    ? attribute
+    : attribute.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+// biome-ignore lint/suspicious/noExplicitAny: a table holds flags of any value type
+function settingOf(spec: Flag<any>): Setting {
+  const name = spec.flag.split(' ')[0] as string;
+  const takesValue = spec.flag.includes('<');
+  return {
+    toArgs(value: unknown): string[] {
+      if (!takesValue) {
+        if (typeof value !== 'boolean') throw new Error(`true or false, got ${JSON.stringify(value)}`);
+        // `--no-x` is on unless given: false turns it off.
+        if (name.startsWith('--no-')) return value ? [] : [name];
+        return value ? [name] : [];
+      }
+      if (spec.off && value === false) return [`--no-${name.slice(2)}`];
+      const values =
+        Array.isArray(value) && spec.default !== undefined && Array.isArray(spec.default) ? value : [value];
+      const out: string[] = [];
+      for (const v of values) {
+        if (typeof v !== 'string' && typeof v !== 'number')
+          throw new Error(
+            `a ${spec.choices ? `word (${spec.choices.join(', ')})` : 'text or number'}, got ${JSON.stringify(v)}`,
+          );
+        const text = String(v);
+        if (spec.choices && !spec.choices.includes(text))
+          throw new Error(`one of ${spec.choices.join(', ')}, got "${text}"`);
+        spec.parse?.(text, spec.default);
+        out.push(name, text);
+      }
+      return out;
+    },
+  };
+}
+
+const SET_BY_PLAN = new Set(['out', 'json', 'resume', 'retryErrors', 'progress', 'provider', 'quiet']);
+
+function settingsOf(table: FlagTable, leaveOut: readonly string[]): Map<string, Setting> {
+  const out = new Map<string, Setting>();
+  for (const [key, spec] of Object.entries(table))
+    if (!SET_BY_PLAN.has(key) && !leaveOut.includes(key)) out.set(planKey(key), settingOf(spec));
+  return out;
+}
+
+const concurrencyOf = (s: Readonly<Record<string, unknown>>) =>
+  typeof s.concurrency === 'number' ? s.concurrency : Number(s.concurrency ?? 8);
+
+/** The providers a plan model can name, from the commands' flag tables. */
+export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
+  openai: {
+    command: ['llm', '--provider', 'openai', '--no-progress'],
+    settings: settingsOf(LLM_FLAGS, ['contextSize', 'gpu', 'threads']),
+    endpoint: (s) => `openai ${String(s.base_url ?? '')}`,
+    inFlight: concurrencyOf,
+    paths: ['data', 'template'],
+  },
+  llama: {
+    command: ['llm', '--provider', 'llama', '--no-progress'],
+    settings: settingsOf(LLM_FLAGS, [
+      'baseUrl',
+      'apiKeyEnv',
+      'header',
+      'timeoutMs',
+      'maxRetries',
+      'maxWait',
+      'maxReplyBytes',
+    ]),
+    // A local model holds the machine: one such cell at a time.
+    endpoint: () => 'this machine',
+    inFlight: () => Number.POSITIVE_INFINITY,
+    paths: ['data', 'template', 'model'],
+  },
+  encoder: {
+    command: ['baseline', 'encoder'],
+    settings: settingsOf(BASELINE_FLAGS, ['save']),
+    endpoint: () => 'this machine',
+    inFlight: () => Number.POSITIVE_INFINITY,
+    paths: ['data', 'model', 'cache'],
+  },
+};
+
+function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } {
+  const path = resolve(file);
+  const plan = parsePlan(readUtf8File(path), path, PLAN_PROVIDERS);
+  const { cells, notes } = expandPlan(plan, PLAN_PROVIDERS);
+  return { plan, cells, notes };
+}
+
+/** An LLM cell's flags as the `llm` command reads them. */
+function llmFlagsOf(cell: Cell): LlmFlags {
+  let flags: LlmFlags | undefined;
+  const cmd = addFlags(
+    new Command('llm').exitOverride().configureOutput({ writeErr: () => {} }),
+    LLM_FLAGS,
+  ).action((f: LlmFlags) => {
+    flags = f;
+  });
+  cmd.parse([...cell.argv.slice(1), '--out', '-'], { from: 'user' });
+  return flags as LlmFlags;
+}
+
+interface CellCheck {
+  cell: string;
+  provider: string;
+  axes: Record<string, unknown>;
+  requests: number | null;
+  prompt_tokens_estimate: number | null;
+  cost_estimate: { min: number; max: number } | null;
+  note?: string;
+}
+
+/** What a cell will ask: its requests and, for LLM cells, prompt tokens (≈ characters / 4) and the cost bounds. */
+async function checkCell(cell: Cell): Promise<CellCheck> {
+  const row: CellCheck = {
+    cell: cell.id,
+    provider: cell.provider,
+    axes: cell.axes,
+    requests: null,
+    prompt_tokens_estimate: null,
+    cost_estimate: null,
+  };
+  if (cell.provider === 'encoder') return { ...row, note: 'encoder: no requests' };
+  try {
+    const f = llmFlagsOf(cell);
+    const plan = await planJobs({
+      tasks: parseTaskList(f.tasks),
+      splits: f.split,
+      dataDir: resolveDataDir(f.data),
+      mode: f.mode,
+      shots: f.shots,
+      seed: f.seed,
+      params: { temperature: f.temperature, maxTokens: f.maxTokens, seed: f.seed },
+      model: f.model,
+      log: silentLogger,
+      ...(f.limit !== undefined ? { limit: f.limit } : {}),
+      ...(f.system !== undefined ? { system: f.system } : {}),
+      ...(f.template ? { templates: readTemplates(f.template) } : {}),
+      ...(f.labelWords ? { labelWords: true } : {}),
+    });
+    const chars = plan.jobs.reduce(
+      (sum, j) =>
+        sum +
+        (j.kind === 'chat'
+          ? j.messages.reduce((a, m) => a + m.content.length, 0)
+          : j.item.context.length + j.item.candidates.reduce((a, c) => a + c.text.length, 0)),
+      0,
+    );
+    const prompt = Math.round(chars / 4);
+    const generated = plan.jobs.filter((j) => j.kind === 'chat').length * f.maxTokens;
+    return {
+      ...row,
+      requests: plan.jobs.length,
+      prompt_tokens_estimate: prompt,
+      ...(f.pricePrompt !== undefined && f.priceCompletion !== undefined
+        ? {
+            cost_estimate: {
+              min: (prompt * f.pricePrompt) / 1e6,
+              max: (prompt * f.pricePrompt + generated * f.priceCompletion) / 1e6,
+            },
+          }
+        : {}),
+    };
+  } catch (e) {
+    if (e instanceof RumedbenchError) return { ...row, note: e.message };
+    throw e;
+  }
+}
+
+export async function runPlanCheck(
+  file: string,
+  flags: FlagsOf<typeof PLAN_CHECK_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const { plan, cells, notes } = loadPlan(file);
+  const checks: CellCheck[] = [];
+  for (const c of cells) checks.push(await checkCell(c));
+  if (flags.json) {
+    io.out(
+      `${JSON.stringify({ name: plan.name, cells: checks.map((c, i) => ({ ...c, argv: cells[i]?.argv })), notes })}\n`,
+    );
+    return EXIT.ok;
+  }
+  const rows = checks.map((c) => [
+    c.cell,
+    c.provider,
+    c.requests === null ? '–' : String(c.requests),
+    c.prompt_tokens_estimate === null ? '–' : `≈${c.prompt_tokens_estimate}`,
+    c.cost_estimate ? `$${c.cost_estimate.min.toFixed(4)}–${c.cost_estimate.max.toFixed(4)}` : '–',
+    c.note ?? '',
+  ]);
+  io.out(`plan ${plan.name}: ${cells.length} cell(s)\n\n`);
+  io.out(`${renderTable(['cell', 'provider', 'requests', 'prompt tokens', 'cost', 'note'], rows, 2)}\n`);
+  for (const n of notes) io.log.info(n);
+  return EXIT.ok;
+}
+
+/** One line of progress: cells, requests, rate and time left. */
+function progressLine(write: (t: string) => void): (p: PlanProgress, final?: boolean) => void {
+  let last = 0;
+  return (p, final = false) => {
+    const now = Date.now();
+    if (!final && now - last < 500) return;
+    last = now;
+    const rate = p.requests.done / Math.max(1e-3, (now - p.startedAt) / 1000);
+    const left = rate > 0 ? Math.round((p.requests.total - p.requests.done) / rate) : 0;
+    write(
+      `\rcells ${p.cells.done}/${p.cells.total} done, ${p.cells.running} running${p.cells.failed ? `, ${p.cells.failed} failed` : ''} · requests ${p.requests.done}/${p.requests.total} · ${rate.toFixed(1)}/s · ${left}s left   ${final ? '\n' : ''}`,
+    );
+  };
+}
+
+const f2 = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(2));
+
+export async function runPlanRun(
+  file: string,
+  flags: FlagsOf<typeof PLAN_RUN_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const { plan, cells, notes } = loadPlan(file);
+  for (const n of notes) io.log.info(n);
+  const { runCli } = await import('./main.js');
+  const draw =
+    flags.progress && !io.quiet && process.stderr.isTTY === true
+      ? progressLine((t) => process.stderr.write(t))
+      : undefined;
+  const summary = await runPlan({
+    plan,
+    cells,
+    outDir: resolve(flags.out),
+    jobs: flags.jobs,
+    log: io.log,
+    ...(flags.resume ? { resume: true } : {}),
+    ...(flags.maxInFlight !== undefined ? { maxInFlight: flags.maxInFlight } : {}),
+    ...(draw ? { onProgress: (p: PlanProgress) => draw(p) } : {}),
+    async runCell(cell, argv, hooks) {
+      let lastError: string | undefined;
+      const cellLog = createLogger(io.quiet ? 'warn' : 'info', (line) => {
+        if (line.startsWith('error: ')) lastError = line.slice(7).trim();
+        // Notes of a cell are many and interleaved: only its warnings and errors reach the plan's stderr.
+        if (/^(warning|error): /.test(line))
+          io.log.warn(`${cell.id}: ${line.replace(/^(warning|error): /, '').trimEnd()}`);
+      });
+      const code = await runCli([...argv, '--quiet'], {
+        out: () => {},
+        log: cellLog,
+        err: (t) => io.log.warn(`${cell.id}: ${t.trimEnd()}`),
+        onProgress: (p) => hooks.onProgress({ done: p.done, total: p.total }),
+      });
+      return { code, ...(code !== 0 && lastError ? { error: lastError } : {}) };
+    },
+  });
+  if (draw)
+    draw(
+      { cells: { done: 0, failed: 0, running: 0, total: 0 }, requests: { done: 0, total: 0 }, startedAt: 0 },
+      true,
+    );
+  const done = summary.cells.filter((c) => c.status === 'done');
+  if (done.length > 0) {
+    const { runReport } = await import('../report/run.js');
+    await runReport(
+      done.map((c) => c.dir),
+      { out: resolve(flags.out, 'report.html'), names: done.map((c) => c.cell), title: `Plan ${plan.name}` },
+    );
+  }
+  if (flags.json) io.out(`${JSON.stringify(summary)}\n`);
+  else {
+    const tasks = [...new Set(summary.cells.flatMap((c) => Object.keys(c.tasks)))];
+    const rows = summary.cells.map((c: PlanRow) => [
+      c.cell,
+      c.status,
+      ...tasks.map((t) => f2(c.tasks[t]?.score)),
+      f2(c.overall),
+      c.unparsed_rate === null ? '–' : `${(100 * c.unparsed_rate).toFixed(1)}%`,
+      c.cost === null ? '–' : `$${c.cost.toFixed(4)}`,
+      c.wall_s === null ? '–' : `${c.wall_s.toFixed(1)}s`,
+    ]);
+    io.out(`${renderTable(['cell', 'status', ...tasks, 'overall', 'unparsed', 'cost', 'wall'], rows, 2)}\n`);
+  }
+  const failed = summary.cells.filter((c) => c.status === 'failed');
+  if (failed.length > 0) {
+    io.log.error(
+      `${failed.length} of ${summary.cells.length} cell(s) failed: ${failed.map((c) => c.cell).join(', ')}; fix and run again with --resume`,
+    );
+    return failed.length === summary.cells.length ? EXIT.submissionErrors : EXIT.incomplete;
+  }
+  return EXIT.ok;
+}

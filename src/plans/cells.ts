@@ -1,0 +1,82 @@
+/**
+ * A plan's cells: each model × one value of each matrix axis its provider takes. A cell is an ordinary command line
+ * (`rumedbench llm …` or `rumedbench baseline encoder …`) with its own run folder, `<out>/<model>/<axis=value,…>/`,
+ * so that a plan is nothing but many run folders, each what the command alone would write.
+ */
+import { dirname, join, resolve } from 'node:path';
+import type { Plan, ProviderSpec } from './file.js';
+
+export interface Cell {
+  /** `<model>/<axis=value,…>`, or `<model>/default` without axes. */
+  id: string;
+  model: string;
+  provider: string;
+  /** The axes' values of this cell, in the matrix's order. */
+  axes: Record<string, unknown>;
+  /** Every setting the cell runs with (defaults, the model's own, the axes'), those its provider takes. */
+  settings: Record<string, unknown>;
+  /** The command line, without `--out`. */
+  argv: string[];
+  endpoint: string;
+  inFlight: number;
+}
+
+export interface Expansion {
+  cells: Cell[];
+  /** What was left out, and why: axes or defaults a provider does not take. */
+  notes: string[];
+}
+
+/** Keeps folder names portable: the value as text, with anything but letters, digits and ".-_" replaced. */
+const safe = (v: unknown) => String(v).replace(/[^\p{L}\p{N}._-]+/gu, '_');
+
+export function expandPlan(plan: Plan, providers: Readonly<Record<string, ProviderSpec>>): Expansion {
+  const cells: Cell[] = [];
+  const notes: string[] = [];
+  for (const m of plan.models) {
+    const spec = providers[m.provider] as ProviderSpec;
+    const axes = plan.matrix.filter(([k]) => spec.settings.has(k) && !(k in m.settings));
+    for (const [k] of plan.matrix) {
+      if (!spec.settings.has(k))
+        notes.push(`${m.name}: "${k}" is not a ${m.provider} setting; its cells do not vary by it`);
+      else if (k in m.settings) notes.push(`${m.name}: sets "${k}" itself; its cells do not vary by it`);
+    }
+    const unused = Object.keys(plan.defaults).filter((k) => !spec.settings.has(k));
+    if (unused.length > 0) notes.push(`${m.name}: defaults not taken by ${m.provider}: ${unused.join(', ')}`);
+    const base: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(plan.defaults)) if (spec.settings.has(k)) base[k] = v;
+    Object.assign(base, m.settings);
+    if (spec.settings.has('tasks') && !('tasks' in base)) base.tasks = plan.tasks.join(',');
+    if (spec.settings.has('split') && !('split' in base)) base.split = plan.split;
+    if (spec.settings.has('data') && !('data' in base) && plan.data !== undefined) base.data = plan.data;
+    for (const combo of product(axes)) {
+      const settings = { ...base, ...combo };
+      for (const k of spec.paths) {
+        const v = settings[k];
+        if (typeof v === 'string' && /^\.\.?(\/|$)/.test(v)) settings[k] = resolve(dirname(plan.file), v);
+      }
+      const argv = [...spec.command];
+      for (const [k, v] of Object.entries(settings)) argv.push(...(spec.settings.get(k)?.toArgs(v) ?? []));
+      const label = Object.entries(combo)
+        .map(([k, v]) => `${k}=${safe(v)}`)
+        .join(',');
+      cells.push({
+        id: join(m.name, label || 'default'),
+        model: m.name,
+        provider: m.provider,
+        axes: combo,
+        settings,
+        argv,
+        endpoint: spec.endpoint(settings),
+        inFlight: spec.inFlight(settings),
+      });
+    }
+  }
+  return { cells, notes };
+}
+
+function product(axes: readonly [string, unknown[]][]): Record<string, unknown>[] {
+  let out: Record<string, unknown>[] = [{}];
+  for (const [k, values] of axes) out = out.flatMap((o) => values.map((v) => ({ ...o, [k]: v })));
+  return out;
+}

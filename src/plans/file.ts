@@ -1,0 +1,266 @@
+/**
+ * An evaluation plan: many models × settings in one YAML or JSON file (JSON is read as the YAML it also is), so that
+ * each problem is named with its line and column. What a setting means, and which values it takes, is not known
+ * here: the caller passes each provider's settings (the CLI derives them from the commands' flag tables), so a
+ * setting means in a plan exactly what its flag means on the command line.
+ */
+import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument, type YAMLMap } from 'yaml';
+import { PlanError } from '../errors.js';
+import { isTaskName, TASKS } from '../tasks/registry.js';
+
+/** One setting a provider's command takes: its value from the plan turned into command-line words. */
+export interface Setting {
+  /** Throws an Error saying what the value should be. */
+  toArgs(value: unknown): string[];
+}
+
+/** How one kind of model is run: the command and the settings it takes, by plan key (`max_tokens`). */
+export interface ProviderSpec {
+  command: readonly string[];
+  settings: ReadonlyMap<string, Setting>;
+  /** Where the requests of a cell go, for the in-flight budget (one endpoint, one local model). */
+  endpoint(settings: Readonly<Record<string, unknown>>): string;
+  /** Requests one cell of this provider keeps in flight (its concurrency); Infinity for a cell that holds the machine. */
+  inFlight(settings: Readonly<Record<string, unknown>>): number;
+  /** Settings that are paths: a relative one (`./`, `../`) is read from the plan file's folder. */
+  paths: readonly string[];
+}
+
+/** Keys the plan sets for every cell itself. */
+const RESERVED = new Set(['out', 'json', 'resume', 'retry_errors', 'progress', 'quiet', 'provider']);
+/** Keys that would hold a secret: a plan names the environment variable instead. */
+const SECRET_KEY = /^(api[_-]?key|key|token|secret|password|authorization)$/i;
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+export interface PlanModel {
+  name: string;
+  provider: string;
+  settings: Record<string, unknown>;
+}
+
+export interface Plan {
+  file: string;
+  name: string;
+  split: 'test' | 'private_test' | 'both';
+  tasks: string[];
+  data?: string;
+  defaults: Record<string, unknown>;
+  models: PlanModel[];
+  /** Axis → its values, in the file's order. */
+  matrix: [string, unknown[]][];
+  /** Requests in flight per endpoint across the cells that share it (default: the largest cell's concurrency). */
+  maxInFlight?: number;
+}
+
+const PLAN_KEYS = ['name', 'split', 'tasks', 'data', 'defaults', 'models', 'matrix', 'max_in_flight'];
+
+/** Reads and checks a plan; every problem is collected and thrown at once, as `file:line:col: reason`. */
+export function parsePlan(
+  text: string,
+  file: string,
+  providers: Readonly<Record<string, ProviderSpec>>,
+): Plan {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const where = (node: Node | null | undefined): string => {
+    const offset = node?.range?.[0] ?? 0;
+    const { line, col } = lineCounter.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  const problems: string[] = [];
+  const fail = (node: Node | null | undefined, reason: string) => problems.push(`${where(node)}: ${reason}`);
+  for (const e of doc.errors) {
+    const { line, col } = lineCounter.linePos(e.pos[0]);
+    problems.push(`${file}:${line}:${col}: ${e.message.split('\n')[0]}`);
+  }
+  if (problems.length > 0) throw new PlanError(file, problems);
+  const root = doc.contents;
+  if (!isMap(root))
+    throw new PlanError(file, [`${where(root)}: a plan is a mapping of name, tasks, models, …`]);
+
+  const pairs = new Map<string, Pair>();
+  for (const pair of root.items) {
+    const key = keyOf(pair);
+    if (!PLAN_KEYS.includes(key))
+      fail(pair.key as Node, `unknown key "${key}"; a plan takes ${PLAN_KEYS.join(', ')}`);
+    else pairs.set(key, pair);
+  }
+  const valueOf = (key: string) => pairs.get(key)?.value as Node | null | undefined;
+  const js = (node: Node | null | undefined): unknown => (node ? node.toJSON() : undefined);
+
+  const name = js(valueOf('name'));
+  if (typeof name !== 'string' || name.trim() === '')
+    fail(valueOf('name') ?? root, 'name: a text naming the plan');
+  const split = js(valueOf('split')) ?? 'test';
+  if (split !== 'test' && split !== 'private_test' && split !== 'both')
+    fail(valueOf('split'), `split: one of test, private_test, both, got ${JSON.stringify(split)}`);
+  let tasks: string[] = TASKS.map((t) => t.name);
+  const tasksNode = valueOf('tasks');
+  if (tasksNode) {
+    const raw = js(tasksNode);
+    const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : raw;
+    if (!Array.isArray(list) || list.length === 0 || !list.every((t) => typeof t === 'string'))
+      fail(tasksNode, 'tasks: a list of task names');
+    else {
+      tasks = list as string[];
+      const items = isSeq(tasksNode) ? tasksNode.items : [];
+      tasks.forEach((t, i) => {
+        if (!isTaskName(t))
+          fail(
+            (items[i] as Node | undefined) ?? tasksNode,
+            `unknown task "${t}"; the tasks are ${TASKS.map((x) => x.name).join(', ')}`,
+          );
+      });
+    }
+  }
+  const data = js(valueOf('data'));
+  if (data !== undefined && typeof data !== 'string') fail(valueOf('data'), 'data: a folder path');
+  const maxInFlight = js(valueOf('max_in_flight'));
+  if (maxInFlight !== undefined && !(Number.isInteger(maxInFlight) && (maxInFlight as number) >= 1))
+    fail(valueOf('max_in_flight'), 'max_in_flight: a whole number ≥ 1 (requests in flight per endpoint)');
+
+  const anyTakes = (key: string) => Object.values(providers).some((p) => p.settings.has(key));
+  /** Checks one setting against every provider that takes it (or only `only`). */
+  const checkSetting = (keyNode: Node, valueNode: Node | null, key: string, only?: ProviderSpec): void => {
+    if (RESERVED.has(key))
+      return void fail(keyNode, `"${key}" is set by the plan itself and cannot be given`);
+    if (SECRET_KEY.test(key))
+      return void fail(
+        keyNode,
+        `"${key}": a secret in the plan file; put it in an environment variable and name that with api_key_env`,
+      );
+    const value = js(valueNode);
+    if (
+      key === 'header' &&
+      [value].flat().some((h) => typeof h === 'string' && /^\s*(authorization|x-api-key)\s*:/i.test(h))
+    )
+      return void fail(
+        valueNode ?? keyNode,
+        'a credential in a header; put it in an environment variable and name that with api_key_env',
+      );
+    const specs = only ? [only] : Object.values(providers).filter((p) => p.settings.has(key));
+    if (specs.length === 0) return void fail(keyNode, `unknown setting "${key}"`);
+    for (const p of specs) {
+      try {
+        p.settings.get(key)?.toArgs(value);
+      } catch (e) {
+        fail(valueNode ?? keyNode, `${key}: ${(e as Error).message}`);
+        return;
+      }
+    }
+  };
+  const settingsOf = (
+    node: Node | null | undefined,
+    what: string,
+    only?: ProviderSpec,
+    skip: string[] = [],
+  ) => {
+    const out: Record<string, unknown> = {};
+    if (node === undefined || node === null) return out;
+    if (!isMap(node)) {
+      fail(node, `${what}: a mapping of settings`);
+      return out;
+    }
+    for (const pair of (node as YAMLMap).items) {
+      const key = keyOf(pair);
+      if (skip.includes(key)) continue;
+      if (!only && !anyTakes(key) && !RESERVED.has(key) && !SECRET_KEY.test(key)) {
+        fail(pair.key as Node, `unknown setting "${key}" in ${what}`);
+        continue;
+      }
+      checkSetting(pair.key as Node, pair.value as Node | null, key, only);
+      out[key] = js(pair.value as Node | null);
+    }
+    return out;
+  };
+
+  const defaults = settingsOf(valueOf('defaults'), 'defaults');
+
+  const models: PlanModel[] = [];
+  const modelsNode = valueOf('models');
+  if (!isSeq(modelsNode) || modelsNode.items.length === 0)
+    fail(modelsNode ?? root, 'models: a list of at least one model');
+  else {
+    const seen = new Map<string, Node>();
+    for (const item of modelsNode.items as Node[]) {
+      if (!isMap(item)) {
+        fail(item, 'a model is a mapping: {name, provider, model, …}');
+        continue;
+      }
+      const get = (k: string) => item.items.find((p) => keyOf(p) === k)?.value as Node | undefined;
+      const mname = js(get('name'));
+      const provider = js(get('provider'));
+      if (typeof mname !== 'string' || !MODEL_NAME.test(mname)) {
+        fail(get('name') ?? item, 'name: letters, digits, ".", "_" or "-" (it names the model\'s folder)');
+        continue;
+      }
+      if (seen.has(mname))
+        fail(get('name'), `duplicate model name "${mname}" (first at ${where(seen.get(mname))})`);
+      seen.set(mname, get('name') as Node);
+      const spec = typeof provider === 'string' ? providers[provider] : undefined;
+      if (!spec || !Object.hasOwn(providers, provider as string)) {
+        fail(
+          get('provider') ?? item,
+          `provider: one of ${Object.keys(providers).join(', ')}, got ${JSON.stringify(provider)}`,
+        );
+        continue;
+      }
+      const settings = settingsOf(item, `model ${mname}`, spec, ['name', 'provider']);
+      for (const pair of item.items) {
+        const k = keyOf(pair);
+        if (
+          k !== 'name' &&
+          k !== 'provider' &&
+          !spec.settings.has(k) &&
+          !RESERVED.has(k) &&
+          !SECRET_KEY.test(k)
+        )
+          fail(pair.key as Node, `"${k}" is not a setting of provider ${provider}`);
+      }
+      if (!('model' in settings) && !('model' in defaults))
+        fail(item, `model ${mname}: no "model" (a name, path or hub id)`);
+      models.push({ name: mname, provider: provider as string, settings });
+    }
+  }
+
+  const matrix: [string, unknown[]][] = [];
+  const matrixNode = valueOf('matrix');
+  if (matrixNode !== undefined && matrixNode !== null) {
+    if (!isMap(matrixNode)) fail(matrixNode, 'matrix: a mapping of setting → list of values');
+    else
+      for (const pair of matrixNode.items) {
+        const key = keyOf(pair);
+        const values = pair.value as Node | null;
+        if (!isSeq(values) || values.items.length === 0) {
+          fail(values ?? (pair.key as Node), `matrix.${key}: a list of at least one value`);
+          continue;
+        }
+        if (!anyTakes(key)) {
+          fail(
+            pair.key as Node,
+            RESERVED.has(key) ? `"${key}" is set by the plan itself` : `unknown setting "${key}" in matrix`,
+          );
+          continue;
+        }
+        for (const v of values.items as Node[]) checkSetting(pair.key as Node, v, key);
+        matrix.push([key, values.items.map((v) => js(v as Node))]);
+      }
+  }
+
+  if (problems.length > 0) throw new PlanError(file, problems);
+  return {
+    file,
+    name: name as string,
+    split: split as Plan['split'],
+    tasks,
+    ...(typeof data === 'string' ? { data } : {}),
+    defaults,
+    models,
+    matrix,
+    ...(typeof maxInFlight === 'number' ? { maxInFlight } : {}),
+  };
+}
+
+function keyOf(pair: Pair): string {
+  return isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+}
