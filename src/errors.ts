@@ -31,6 +31,8 @@ export type ErrorCode =
   /** An optional inference engine (node-llama-cpp, onnxruntime-node, …) is not installed. */
   | 'ENGINE_MISSING'
   | 'SERVER_CONFIG'
+  /** A leaderboard that could not be reached, or did not answer as its API does. */
+  | 'SUBMIT_UNREACHABLE'
   /** An evaluation plan that cannot be run as written (its file, line and column named). */
   | 'PLAN_INVALID';
 
@@ -131,6 +133,11 @@ export class PlanError extends RumedbenchError {
     readonly file: string,
     readonly problems: readonly string[],
   ) {
-    super('PLAN_INVALID', problems.length === 1 ? (problems[0] as string) : `${file}: ${problems.length} problems:\n  ${problems.join('\n  ')}`);
+    super(
+      'PLAN_INVALID',
+      problems.length === 1
+        ? (problems[0] as string)
+        : `${file}: ${problems.length} problems:\n  ${problems.join('\n  ')}`,
+    );
   }
 }

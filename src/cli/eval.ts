@@ -31,7 +31,13 @@ export const COMPARE_FLAGS = SCORING_FLAGS;
 export type EvalFlags = FlagsOf<typeof EVAL_FLAGS>;
 export type CompareFlags = FlagsOf<typeof COMPARE_FLAGS>;
 
-function reportIssues(io: CliIo, errors: SubmissionIssue[], warnings: SubmissionIssue[], max: number): void {
+/** Errors and warnings, as `eval` prints them (also `submit`'s answer). */
+export function reportIssues(
+  io: CliIo,
+  errors: SubmissionIssue[],
+  warnings: SubmissionIssue[],
+  max: number,
+): void {
   for (const [list, write] of [
     [errors, io.log.error],
     [warnings, io.log.warn],

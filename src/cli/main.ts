@@ -51,6 +51,7 @@ import {
   type ServeFlags,
   TOKEN_CREATE_FLAGS,
 } from './serve.js';
+import { runSubmit, SUBMIT_FLAGS, type SubmitFlags } from './submit.js';
 
 // The server loads heavy modules (Hono, Kysely, the database drivers, worker pools) and the report Vega: their
 // commands import them when run, so that `rumedbench eval` or `tasks` starts as fast as before they existed.
@@ -208,6 +209,14 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   ).action(async (id: string, flags: FlagsOf<typeof CAMPAIGN_EXPORT_FLAGS>) =>
     setExit(await runCampaignAction('export', id, flags, io)),
   );
+
+  addFlags(
+    program
+      .command('submit')
+      .description('send a run folder, predictions folder or zip to a leaderboard; print its answer')
+      .argument('<path>', 'run folder, predictions folder, .zip or <Task>.jsonl'),
+    SUBMIT_FLAGS,
+  ).action(async (path: string, flags: SubmitFlags) => setExit(await runSubmit(path, flags, io)));
 
   const plan = program.command('plan').description('evaluation plans: many models × settings from one file');
   addFlags(

@@ -13,8 +13,9 @@ import { readTemplates } from '../llm/prompt.js';
 import { createLogger, silentLogger } from '../log.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
 import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
-import { type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
+import { type CellOutcome, type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
+import { submitRun } from '../submit/client.js';
 import { parseTaskList } from '../tasks/registry.js';
 import { BASELINE_FLAGS } from './baseline.js';
 import * as flag from './flags.js';
@@ -36,6 +37,10 @@ export const PLAN_RUN_FLAGS = {
     '--max-in-flight <n>',
     "requests in flight per endpoint across its cells (default: the plan's max_in_flight, else 32)",
     { min: 1 },
+  ),
+  submit: flag.text(
+    '--submit <url>',
+    'send each finished cell to this leaderboard as `submit` does (token from $RUMEDBENCH_TOKEN)',
   ),
   progress: flag.on('--no-progress', 'no progress line'),
   json: flag.jsonFlag('print the plan summary as one JSON object'),
@@ -255,6 +260,32 @@ function progressLine(write: (t: string) => void): (p: PlanProgress, final?: boo
   };
 }
 
+/** `plan run --submit`: a finished cell sent as `rumedbench submit` sends it; a refusal is reported, not fatal. */
+async function submitCell(
+  dir: string,
+  server: string,
+  id: string,
+  io: CliIo,
+): Promise<NonNullable<CellOutcome['submission']>> {
+  const token = process.env.RUMEDBENCH_TOKEN || undefined;
+  try {
+    const a = await submitRun(dir, { server, log: io.log, ...(token ? { token } : {}) });
+    const status = String(a.body.status ?? a.status);
+    if (a.status >= 300)
+      io.log.warn(`${id}: the leaderboard refused it (${a.status}): ${String(a.body.error ?? status)}`);
+    else io.log.info(`${id}: submitted, ${status}${a.url ? `: ${a.url}` : ''}`);
+    return {
+      status,
+      ...(typeof a.body.id === 'string' ? { id: a.body.id } : {}),
+      ...(a.url ? { url: a.url } : {}),
+    };
+  } catch (e) {
+    if (!(e instanceof RumedbenchError)) throw e;
+    io.log.warn(`${id}: not submitted: ${e.message}`);
+    return { status: 'not submitted', error: e.message };
+  }
+}
+
 const f2 = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(2));
 
 export async function runPlanRun(
@@ -292,7 +323,20 @@ export async function runPlanRun(
         err: (t) => io.log.warn(`${cell.id}: ${t.trimEnd()}`),
         onProgress: (p) => hooks.onProgress({ done: p.done, total: p.total }),
       });
-      return { code, ...(code !== 0 && lastError ? { error: lastError } : {}) };
+      if (code !== 0) return { code, ...(lastError ? { error: lastError } : {}) };
+      return {
+        code,
+        ...(flags.submit
+          ? {
+              submission: await submitCell(
+                argv[argv.indexOf('--out') + 1] as string,
+                flags.submit,
+                cell.id,
+                io,
+              ),
+            }
+          : {}),
+      };
     },
   });
   if (draw)

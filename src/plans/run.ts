@@ -32,6 +32,8 @@ export interface CellOutcome {
   code: number;
   /** The cell's own message when it failed (its last error line). */
   error?: string;
+  /** What a leaderboard answered when the cell was submitted (`plan run --submit`). */
+  submission?: { status: string; id?: string; url?: string; error?: string };
 }
 
 export interface PlanRunOptions {
@@ -68,6 +70,7 @@ export interface PlanRow {
   tokens: { prompt: number; completion: number } | null;
   cost: number | null;
   wall_s: number | null;
+  submission?: CellOutcome['submission'];
 }
 
 export interface PlanSummary {
@@ -251,6 +254,7 @@ function rowOf(
   }
   return {
     ...base,
+    ...(outcome.submission ? { submission: outcome.submission } : {}),
     status: 'done',
     overall: evaluation?.overall ?? null,
     overall_ci: evaluation?.overall_ci ?? null,

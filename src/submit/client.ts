@@ -1,0 +1,203 @@
+/**
+ * Sends a run to a RuMedBench leaderboard (`rumedbench serve`, or any server with its API): the predictions of a
+ * run folder, a predictions folder or a zip, with metadata taken from the run's summary and manifest unless given.
+ * The upload carries an Idempotency-Key derived from its content and metadata, so a retried submit lands once;
+ * connection errors and 429 (honouring Retry-After) are retried.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { RumedbenchError, UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { SubmissionIssue } from '../scoring/issues.js';
+import { readRunFolder } from '../scoring/run-folder.js';
+
+export type BoardChoice = 'auto' | 'public' | 'closed';
+
+export interface SubmitOptions {
+  server: string;
+  token?: string;
+  model?: string;
+  kind?: string;
+  team?: string;
+  description?: string;
+  link?: string;
+  board?: BoardChoice;
+  /** Attempts on connection errors and 429 (default 5). */
+  attempts?: number;
+  /** Longest wait honoured from a Retry-After, seconds (default 120). */
+  maxWaitS?: number;
+  log?: Logger;
+}
+
+export interface SubmitAnswer {
+  /** HTTP status of the last answer. */
+  status: number;
+  /** The server's JSON answer. */
+  body: Record<string, unknown>;
+  /** The entry's page, when the server made one. */
+  url?: string;
+  /** True when the server replayed an earlier identical upload. */
+  replayed: boolean;
+}
+
+/** A server that could not be reached, or did not answer as the API does: exit 2. */
+export class SubmitUnreachableError extends RumedbenchError {
+  constructor(message: string) {
+    super('SUBMIT_UNREACHABLE', message);
+  }
+}
+
+interface Upload {
+  files: { name: string; data: Buffer }[];
+  metadata: Record<string, string>;
+}
+
+const KINDS: Record<string, string> = {
+  llm: 'LLM',
+  encoder: 'encoder',
+  finetuned: 'encoder',
+  baseline: 'baseline',
+};
+
+/** What PATH holds: its files for the chosen board, and what its summary and manifest say of the run. */
+export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): Upload {
+  if (!existsSync(path)) throw new UsageError(`${path} does not exist`);
+  const board = o.board ?? 'auto';
+  let files: Upload['files'];
+  const found: Record<string, string> = {};
+  if (statSync(path).isFile()) {
+    if (!path.endsWith('.zip') && !path.endsWith('.jsonl'))
+      throw new UsageError(`${path}: a run folder, a predictions folder, a .zip or a <Task>.jsonl file`);
+    files = [{ name: basename(path), data: readFileSync(path) }];
+  } else {
+    const predictions = existsSync(join(path, 'predictions')) ? join(path, 'predictions') : path;
+    const jsonl = readdirSync(predictions)
+      .filter((f) => f.endsWith('.jsonl'))
+      .sort()
+      .map((f) => ({ name: f, data: readFileSync(join(predictions, f)) }));
+    const zip = join(path, 'submission.zip');
+    const closed = existsSync(zip) ? [{ name: 'submission.zip', data: readFileSync(zip) }] : [];
+    // A run's predictions/ answer the public test sets, its submission.zip the closed tests: one board per upload.
+    files = board === 'closed' ? closed : board === 'public' ? jsonl : jsonl.length > 0 ? jsonl : closed;
+    if (existsSync(join(path, 'summary.json'))) {
+      const run = readRunFolder(path);
+      const s = run.summary;
+      found.kind = KINDS[s.kind] ?? 'baseline';
+      if (s.kind === 'llm') {
+        const m = (run.manifest ?? {}) as Record<string, unknown>;
+        if (typeof m.limit === 'number')
+          throw new UsageError(
+            `${path}: a run of at most ${m.limit} items per task (--limit) is a quick look; a leaderboard scores every test item`,
+          );
+        if (typeof m.model === 'string') found.model = basename(m.model);
+        const details = ['mode', 'shots', 'seed', 'temperature', 'max_tokens', 'limit', 'provider']
+          .filter((k) => m[k] !== undefined && m[k] !== null)
+          .map((k) => `${k}=${JSON.stringify(m[k])}`);
+        found.description = `rumedbench ${String(m.rumedbench_version ?? '')} llm: ${details.join(', ')}`;
+      } else if (s.kind === 'encoder' || s.kind === 'finetuned') {
+        const e = s.kind === 'encoder' ? s.encoder : s.finetuned;
+        found.model = basename(e.model);
+        found.description = `rumedbench ${s.kind}: ${e.model} (sha256 ${e.sha256.slice(0, 12)}, ${e.dtype || 'fp32'}${e.pooling ? `, ${e.pooling} pooling` : ''})`;
+      }
+    }
+  }
+  if (files.length === 0)
+    throw new UsageError(
+      `${path}: nothing to submit${board === 'closed' ? ' to the closed board (no submission.zip)' : ' (no <Task>.jsonl files)'}`,
+    );
+  const metadata: Record<string, string> = {
+    model: o.model ?? found.model ?? basename(path).replace(/\.(zip|jsonl)$/, ''),
+    kind: o.kind ?? found.kind ?? 'LLM',
+    ...((o.description ?? found.description)
+      ? { description: (o.description ?? found.description) as string }
+      : {}),
+    ...(o.team !== undefined ? { team: o.team } : {}),
+    ...(o.link !== undefined ? { link: o.link } : {}),
+    ...(board !== 'auto' ? { board } : {}),
+  };
+  return { files, metadata };
+}
+
+/** The same content and metadata give the same key: a repeat lands once. */
+export function idempotencyKey(upload: Upload): string {
+  const h = createHash('sha256');
+  for (const f of upload.files) h.update(f.name).update('\0').update(f.data).update('\0');
+  h.update(JSON.stringify(Object.entries(upload.metadata).sort()));
+  return `rmb-${h.digest('hex').slice(0, 40)}`;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitAnswer> {
+  const upload = collectUpload(path, o);
+  const key = idempotencyKey(upload);
+  const base = o.server.replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(`${base}/api/submissions`);
+  } catch {
+    throw new UsageError(`--server: not a URL: ${o.server}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--server: an http(s) URL, got ${o.server}`);
+  const attempts = o.attempts ?? 5;
+  let lastProblem = '';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const form = new FormData();
+    for (const f of upload.files) form.append('file', new Blob([new Uint8Array(f.data)]), f.name);
+    for (const [k, v] of Object.entries(upload.metadata)) form.append(k, v);
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        body: form,
+        redirect: 'manual',
+        headers: { 'idempotency-key': key, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+      });
+    } catch (e) {
+      lastProblem = `${url.origin}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`;
+      if (attempt < attempts) {
+        const wait = Math.min(30_000, 500 * 2 ** (attempt - 1));
+        o.log?.warn(`${lastProblem}; retrying in ${(wait / 1000).toFixed(1)} s (${attempt}/${attempts - 1})`);
+        await sleep(wait);
+      }
+      continue;
+    }
+    if (res.status === 429 && attempt < attempts) {
+      const after = Number(res.headers.get('retry-after'));
+      const wait = Number.isFinite(after) && after >= 0 ? after : 2 ** attempt;
+      if (wait > (o.maxWaitS ?? 120)) {
+        return answerOf(res, base);
+      }
+      o.log?.warn(`the server asks to wait ${wait} s (429); retrying`);
+      await sleep(wait * 1000);
+      continue;
+    }
+    return answerOf(res, base);
+  }
+  throw new SubmitUnreachableError(
+    `could not reach the leaderboard after ${attempts} attempts: ${lastProblem}`,
+  );
+}
+
+async function answerOf(res: Response, base: string): Promise<SubmitAnswer> {
+  const text = await res.text();
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new SubmitUnreachableError(
+      `${base} answered ${res.status} with something that is not the leaderboard's JSON: ${text.slice(0, 200)}`,
+    );
+  }
+  const id = typeof body.id === 'string' ? body.id : undefined;
+  return {
+    status: res.status,
+    body,
+    replayed: res.headers.get('idempotent-replayed') === 'true',
+    ...(id && body.status !== 'rejected' ? { url: `${base}/submissions/${id}` } : {}),
+  };
+}
+
+export type { SubmissionIssue };

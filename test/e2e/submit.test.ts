@@ -1,0 +1,144 @@
+/**
+ * `rumedbench submit` and `plan run --submit` against `rumedbench serve` as a process, on fixture data: a run folder
+ * scored and shown on the board with its metadata, a repeat landing once, a broken file answered with every problem
+ * as `eval` prints them, an unreachable server named (exit 2).
+ */
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
+import { type ServerProcess, startServe } from '../helpers/server.js';
+
+const DATA = fixtureDataDir();
+const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-submit-'));
+
+describe('submit (on fixture data the test writes)', () => {
+  let board: ServerProcess;
+  let model: FakeOpenAI;
+  beforeAll(async () => {
+    board = await startServe(['--db', join(tmp(), 'board.sqlite')], { RUMEDBENCH_DATA: DATA });
+    model = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+  });
+  afterAll(async () => {
+    await board?.stop();
+    await model?.close();
+  });
+  const entries = async () =>
+    ((await (await fetch(`${board.url}/api/boards/public`)).json()) as { entries: Record<string, unknown>[] })
+      .entries;
+
+  it('sends a run folder: scored, on the board with its model and settings; a repeat lands once', async () => {
+    const llm = [
+      'llm',
+      '--base-url',
+      model.url,
+      '--model',
+      'org/fake-7b',
+      '--data',
+      DATA,
+      '--bootstrap',
+      '0',
+    ];
+    const quick = join(tmp(), 'quick');
+    await rumedbenchOk(...llm, '--tasks', 'RuMedDaNet', '--limit', '10', '--out', quick);
+    const refused = await rumedbench('submit', quick, '--server', board.url);
+    expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining('(--limit) is a quick look')]);
+    const run = join(tmp(), 'run');
+    await rumedbenchOk(...llm, '--tasks', 'RuMedDaNet,RuMedNLI', '--out', run);
+    const first = await rumedbench('submit', run, '--server', board.url);
+    expect([first.code, first.stderr]).toEqual([0, '']);
+    const id = /scored on the public board: (\S+)/.exec(first.stdout)?.[1] as string;
+    expect(first.stdout).toContain(`${board.url}/submissions/${id}`);
+    expect(first.stdout).toMatch(/RuMedDaNet\s+\d+\.\d\d/);
+    const listed = await entries();
+    expect(listed.map((e) => [e.id, e.model, e.kind])).toEqual([[id, 'fake-7b', 'LLM']]);
+    const entry = (await (await fetch(`${board.url}/api/submissions/${id}`)).json()) as {
+      description: string;
+    };
+    expect(entry.description).toMatch(/^rumedbench \S+ llm: mode="generate", shots=0, seed=0/);
+
+    const again = await rumedbench('submit', run, '--server', board.url, '--json');
+    expect(again.code).toBe(0);
+    expect((JSON.parse(again.stdout) as { id: string }).id).toBe(id);
+    expect((await entries()).map((e) => e.id)).toEqual([id]);
+  });
+
+  it('answers a broken upload with every problem, as eval prints them, and exit 1', async () => {
+    const dir = writeFixturePredictions(DATA, tmp());
+    writeFileSync(join(dir, 'RuMedNLI.jsonl'), '{"pairID": "nope", "prediction": "entailment"}\n{"pairID": ');
+    const r = await rumedbench(
+      'submit',
+      dir,
+      '--server',
+      board.url,
+      '--model',
+      'broken',
+      '--kind',
+      'baseline',
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('RuMedNLI.jsonl:1 (id nope)');
+    expect(r.stderr).toContain('[UNKNOWN_ID]');
+    expect(r.stderr).toContain('[MALFORMED_JSON]');
+  });
+
+  it('names a server it cannot reach (exit 2), and one that is not a leaderboard', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => closed.once('listening', r));
+    const port = (closed.address() as AddressInfo).port;
+    closed.close();
+    const dir = writeFixturePredictions(DATA, tmp());
+    const r = await rumedbench('submit', dir, '--server', `http://127.0.0.1:${port}`);
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      expect.stringContaining('could not reach the leaderboard after 5 attempts'),
+    ]);
+    const html = createServer((_, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>hi</h1>'),
+    );
+    html.listen(0, '127.0.0.1');
+    await new Promise((res) => html.once('listening', res));
+    const h = await rumedbench(
+      'submit',
+      dir,
+      '--server',
+      `http://127.0.0.1:${(html.address() as AddressInfo).port}`,
+    );
+    html.close();
+    expect([h.code, h.stderr]).toEqual([2, expect.stringContaining("not the leaderboard's JSON")]);
+  });
+
+  it('plan run --submit sends each finished cell', async () => {
+    const dir = tmp();
+    const plan = join(dir, 'plan.yaml');
+    writeFileSync(
+      plan,
+      [
+        'name: submitted',
+        'tasks: [RuMedDaNet]',
+        `data: ${DATA}`,
+        'defaults: {bootstrap: 0}',
+        'models:',
+        `  - {name: planned, provider: openai, base_url: "${model.url}", model: planned-1}`,
+        'matrix: {seed: [1, 2]}',
+      ].join('\n'),
+    );
+    const out = join(dir, 'out');
+    await rumedbenchOk('plan', 'run', plan, '--out', out, '--submit', board.url);
+    const summary = (await import(join(out, 'summary.json'), { with: { type: 'json' } })).default as {
+      cells: { cell: string; submission?: { status: string; id: string } }[];
+    };
+    expect(summary.cells.map((c) => [c.cell, c.submission?.status])).toEqual([
+      ['planned/seed=1', 'scored'],
+      ['planned/seed=2', 'scored'],
+    ]);
+    const ids = (await entries()).filter((e) => e.model === 'planned-1').map((e) => e.id);
+    expect(ids.sort()).toEqual(summary.cells.map((c) => c.submission?.id).sort());
+  });
+});
