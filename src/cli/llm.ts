@@ -105,6 +105,11 @@ export const LLM_FLAGS = {
     parseAllowance,
   ),
   limit: flag.count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  shard: flag.custom(
+    '--shard <i/n>',
+    'only shard I of N of the requests (by a hash of each); auto/N takes I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX; `merge` joins the shards',
+    parseShard,
+  ),
   resume: flag.on('--resume', 'continue the run in --out, sending only unanswered requests'),
   retryErrors: flag.on(
     '--retry-errors',
@@ -117,6 +122,31 @@ export const LLM_FLAGS = {
   json: flag.on('--json', 'print summary.json on stdout'),
 } satisfies FlagTable;
 export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
+
+/** `--shard I/N` (I from 1) or `auto/N`. */
+export function parseShard(v: string): { index: number | 'auto'; count: number } {
+  const m = /^(\d+|auto)\/(\d+)$/.exec(v.trim());
+  const count = Number(m?.[2]);
+  const index = m?.[1] === 'auto' ? 'auto' : Number(m?.[1]);
+  if (!m || count < 1 || (index !== 'auto' && (index < 1 || index > count)))
+    throw new UsageError(`--shard: I/N with 1 ≤ I ≤ N (e.g. 2/8), or auto/N; got "${v}"`);
+  return { index, count };
+}
+
+/** The shard this process runs: auto/N reads the array index a Slurm or Kubernetes job gives each of its tasks. */
+export function resolveShard(
+  s: { index: number | 'auto'; count: number },
+  env: NodeJS.ProcessEnv = process.env,
+): { index: number; count: number } {
+  if (s.index !== 'auto') return { index: s.index, count: s.count };
+  const raw = env.SLURM_ARRAY_TASK_ID ?? env.JOB_COMPLETION_INDEX;
+  if (raw === undefined || !/^\d+$/.test(raw))
+    throw new UsageError(
+      '--shard auto/N: neither SLURM_ARRAY_TASK_ID (a Slurm array) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set',
+    );
+  // Arrays number their tasks from 0 or from 1: either way, index mod N gives each of N tasks its own shard.
+  return { index: (Number(raw) % s.count) + 1, count: s.count };
+}
 
 /** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
 function parseAllowance(v: string): { count: number } | { percent: number } {
@@ -238,6 +268,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
           ? { onProgress: progressBar() }
           : {}),
       ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),
       ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
@@ -251,9 +282,20 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   } finally {
     await provider.close?.();
   }
-  if (flags.json) {
+  printLlmResult(result, flags.model, flags.json, io);
+  return EXIT.ok;
+}
+
+/** An LLM run's result on stdout: summary.json with --json, else the tables (also `merge`'s). */
+export function printLlmResult(
+  result: Awaited<ReturnType<typeof runLlm>>,
+  label: string,
+  json: boolean,
+  io: CliIo,
+): void {
+  if (json) {
     io.out(`${JSON.stringify(result.summary)}\n`);
-    return EXIT.ok;
+    return;
   }
   const llm = result.summary.llm as {
     mode: string;
@@ -271,7 +313,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   ];
   io.out(
     `${[
-      renderSummary(result.evaluation, { reference: true, label: flags.model, rows }),
+      renderSummary(result.evaluation, { reference: true, label, rows }),
       renderDetails(result.evaluation),
       renderTable(
         [
@@ -306,5 +348,4 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       `run folder: ${result.outDir}`,
     ].join('\n\n')}\n`,
   );
-  return EXIT.ok;
 }

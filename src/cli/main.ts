@@ -32,6 +32,7 @@ import { COMPARE_FLAGS, type CompareFlags, EVAL_FLAGS, type EvalFlags, runCompar
 import { addFlags, type FlagsOf } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
+import { MERGE_FLAGS, runMerge } from './merge.js';
 import { PLAN_CHECK_FLAGS, PLAN_RUN_FLAGS, runPlanCheck, runPlanRun } from './plan.js';
 import { REPORT_FLAGS, type ReportFlags, runReportCommand } from './report.js';
 import {
@@ -208,6 +209,18 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     CAMPAIGN_EXPORT_FLAGS,
   ).action(async (id: string, flags: FlagsOf<typeof CAMPAIGN_EXPORT_FLAGS>) =>
     setExit(await runCampaignAction('export', id, flags, io)),
+  );
+
+  addFlags(
+    program
+      .command('merge')
+      .description(
+        "join the run folders of an LLM run's shards (--shard I/N) into the run folder of the whole run",
+      )
+      .argument('<runs...>', "the shards' run folders"),
+    MERGE_FLAGS,
+  ).action(async (runs: string[], flags: FlagsOf<typeof MERGE_FLAGS>) =>
+    setExit(await runMerge(runs, flags, io)),
   );
 
   addFlags(

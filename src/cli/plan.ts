@@ -21,7 +21,7 @@ import { BASELINE_FLAGS } from './baseline.js';
 import * as flag from './flags.js';
 import { addFlags, type Flag, type FlagsOf, type FlagTable } from './flags.js';
 import { type CliIo, EXIT } from './io.js';
-import { LLM_FLAGS, type LlmFlags } from './llm.js';
+import { LLM_FLAGS, type LlmFlags, parseShard, resolveShard } from './llm.js';
 
 export const PLAN_CHECK_FLAGS = {
   json: flag.jsonFlag('print the cells as one JSON object'),
@@ -37,6 +37,11 @@ export const PLAN_RUN_FLAGS = {
     '--max-in-flight <n>',
     "requests in flight per endpoint across its cells (default: the plan's max_in_flight, else 32)",
     { min: 1 },
+  ),
+  shard: flag.custom(
+    '--shard <i/n>',
+    "run shard I of N of every LLM cell's requests (auto/N: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX); encoder cells run in shard 1",
+    parseShard,
   ),
   submit: flag.text(
     '--submit <url>',
@@ -293,7 +298,21 @@ export async function runPlanRun(
   flags: FlagsOf<typeof PLAN_RUN_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const { plan, cells, notes } = loadPlan(file);
+  const loaded = loadPlan(file);
+  const { plan, notes } = loaded;
+  let cells = loaded.cells;
+  if (flags.shard) {
+    const { index, count } = resolveShard(flags.shard);
+    // Every LLM cell runs the same share of its requests; an encoder cell cannot be split, and runs in shard 1.
+    cells = cells
+      .filter((c) => c.provider !== 'encoder' || index === 1)
+      .map((c) =>
+        c.provider === 'encoder' ? c : { ...c, argv: [...c.argv, '--shard', `${index}/${count}`] },
+      );
+    io.log.info(
+      `shard ${index}/${count} of every LLM cell${index === 1 ? '' : '; encoder cells run in shard 1'}`,
+    );
+  }
   for (const n of notes) io.log.info(n);
   const { runCli } = await import('./main.js');
   const draw =

@@ -59,7 +59,18 @@ export interface LlmRunOptions {
   logger?: Logger;
   /** Told where the run stands after each answer, and at the end (`final`); the CLI draws a bar from it. */
   onProgress?: (p: RunProgress, final: boolean) => void;
+  /** Only this share of the requests (by a hash of each request's key): shard `index` of `count`, from 1. */
+  shard?: Shard;
 }
+
+export interface Shard {
+  index: number;
+  count: number;
+}
+
+/** The shard a request belongs to, from 1: by its key's hash, so shards stay balanced and adding a task moves nothing. */
+export const shardOf = (key: string, count: number): number =>
+  (Number.parseInt(key.slice(0, 8), 16) % count) + 1;
 
 export interface LlmRunResult {
   evaluation: EvaluationResult;
@@ -118,7 +129,10 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...(options.templates ? { templates: options.templates } : {}),
     ...(options.labelWords ? { labelWords: true } : {}),
   });
-  const { jobs } = plan;
+  const shard = options.shard;
+  const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
+  if (shard)
+    log.info(`shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.jobs.length} requests`);
   if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
 
   // 2. Send what the journal does not answer yet.
@@ -156,6 +170,38 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       { cause: e },
     );
   });
+  return finishRun({ options, jobs, plan, journal, journalFile, model, sent: pending.length, wallS, log });
+}
+
+/** What the last stages need: the run's options, its jobs (this shard's) and their answers. */
+export interface FinishInput {
+  options: LlmRunOptions | Omit<LlmRunOptions, 'provider'>;
+  jobs: readonly Job[];
+  plan: Awaited<ReturnType<typeof planJobs>>;
+  journal: Journal;
+  journalFile: string;
+  /** The provider's description (provider, endpoint, model, log-likelihood method), as the manifest records it. */
+  model: Record<string, unknown>;
+  sent: number;
+  wallS: number;
+  log: Logger;
+  /** The manifest's extra fields (a merge names its shards). */
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * Reads the answers, writes the run folder (samples, predictions, summary.json, manifest.json) and scores it. A run
+ * and a merge of its shards end here alike, so that the merged folder is the one the unsharded run would write.
+ */
+export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
+  const { options, jobs, plan, journal, journalFile, model, log } = f;
+  const seed = options.seed ?? 0;
+  const shots = options.shots ?? 0;
+  const splits = options.splits ?? 'test';
+  const mode = options.mode ?? 'generate';
+  const shard = options.shard;
+  const pending = { length: f.sent };
+  const wallS = f.wallS;
   const accepted = checkFailures(jobs, journal, journalFile, options.allowFailures);
   if (accepted) log.warn(accepted);
 
@@ -175,7 +221,8 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     dataDir: options.dataDir,
     seed,
     ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),
-    ...(options.limit !== undefined ? { fileGold: true } : {}),
+    // A quick look or a shard answers some items: scored on those, with the gold the predictions carry.
+    ...(options.limit !== undefined || shard ? { fileGold: true } : {}),
   });
   const perTask = taskFigures(options.tasks, samples);
   const ok = jobs.map((j) => journal.get(j.key)).filter((e): e is JournalEntry => e?.status === 'ok');
@@ -225,6 +272,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       },
       served_models: served,
       failed_requests: jobs.length - ok.length,
+      ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.jobs.length } } : {}),
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
         ? {
@@ -252,6 +300,8 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     templates: options.templates ?? null,
     prompt_versions: Object.fromEntries(options.tasks.map((t) => [t.name, t.prompt.version])),
     data_sha256: plan.dataFiles,
+    shard: shard ?? null,
+    ...f.extra,
   });
   return { evaluation, summary, outDir: options.outDir, sent: pending.length };
 }

@@ -86,6 +86,10 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
       found.kind = KINDS[s.kind] ?? 'baseline';
       if (s.kind === 'llm') {
         const m = (run.manifest ?? {}) as Record<string, unknown>;
+        if (m.shard)
+          throw new UsageError(
+            `${path}: one shard of a run answers part of it; join the shards with \`rumedbench merge\` and submit the merged run`,
+          );
         if (typeof m.limit === 'number')
           throw new UsageError(
             `${path}: a run of at most ${m.limit} items per task (--limit) is a quick look; a leaderboard scores every test item`,
