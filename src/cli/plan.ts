@@ -315,6 +315,8 @@ export async function runPlanRun(
   }
   for (const n of notes) io.log.info(n);
   const { runCli } = await import('./main.js');
+  // The report's modules (Vega among them) load while the cells wait on their servers, not after.
+  const reportModule = import('../report/run.js');
   const draw =
     flags.progress && !io.quiet && process.stderr.isTTY === true
       ? progressLine((t) => process.stderr.write(t))
@@ -365,7 +367,7 @@ export async function runPlanRun(
     );
   const done = summary.cells.filter((c) => c.status === 'done');
   if (done.length > 0) {
-    const { runReport } = await import('../report/run.js');
+    const { runReport } = await reportModule;
     await runReport(
       done.map((c) => c.dir),
       { out: resolve(flags.out, 'report.html'), names: done.map((c) => c.cell), title: `Plan ${plan.name}` },
