@@ -12,7 +12,7 @@
  */
 
 import { existsSync } from 'node:fs';
-import type { Embedder } from '../encoders/embed.js';
+import type { Embedder, VectorSource } from '../encoders/embed.js';
 import { taskInput } from '../encoders/inputs.js';
 import type { Dtype, Pooling } from '../encoders/model.js';
 import type { OpenEmbedderOptions } from '../encoders/open.js';
@@ -41,9 +41,11 @@ export interface EncoderRef {
   model: string;
   dir: string;
   sha256: string;
-  dtype: Dtype;
-  pooling: Pooling;
+  dtype: Dtype | string;
+  pooling: Pooling | string;
   maxLength: number;
+  /** Vectors from a serving engine's /v1/embeddings (such heads cannot be saved and reopened here). */
+  endpoint?: string;
 }
 
 /**
@@ -51,12 +53,12 @@ export interface EncoderRef {
  * first use and closed with the model.
  */
 interface EmbedderSource {
-  get(): Promise<Embedder>;
+  get(): Promise<VectorSource>;
   close(): Promise<void>;
 }
 
-export function encoderRef(embedder: Embedder): EncoderRef {
-  const i = embedder.encoder.info;
+export function encoderRef(embedder: VectorSource): EncoderRef {
+  const i = embedder.info;
   return {
     model: i.model,
     dir: i.dir,
@@ -64,6 +66,7 @@ export function encoderRef(embedder: Embedder): EncoderRef {
     dtype: i.dtype,
     pooling: embedder.pooling,
     maxLength: embedder.maxLength,
+    ...(i.endpoint ? { endpoint: i.endpoint } : {}),
   };
 }
 
@@ -117,7 +120,7 @@ abstract class EncoderModel implements BaselineModel {
   ) {}
 
   protected abstract embed(
-    embedder: Embedder,
+    embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
   ): Promise<Float32Array[]>;
@@ -191,7 +194,7 @@ class EncoderClassifier extends EncoderHeadModel {
   }
 
   protected embed(
-    embedder: Embedder,
+    embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
   ): Promise<Float32Array[]> {
@@ -274,7 +277,7 @@ class EncoderTagger extends EncoderHeadModel {
   }
 
   protected embed(
-    embedder: Embedder,
+    embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
   ): Promise<Float32Array[]> {
@@ -320,7 +323,7 @@ class EncoderChoice extends EncoderModel {
 
   /** Per record, its question's vector then each option's, concatenated. */
   protected async embed(
-    embedder: Embedder,
+    embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
   ): Promise<Float32Array[]> {
@@ -376,7 +379,7 @@ function cosine(a: Float32Array, b: Float32Array): number {
 export async function trainEncoder(
   task: TaskDefinition,
   train: readonly TaskRecord[],
-  embedder: Embedder,
+  embedder: VectorSource,
   options: TrainOptions & { C?: number },
 ): Promise<BaselineModel> {
   const source: EmbedderSource = { get: () => Promise.resolve(embedder), close: async () => {} };
@@ -497,8 +500,8 @@ export async function openSavedEncoder(
   const embedder = await openEmbedder({
     ...options,
     model: where,
-    dtype: ref.dtype,
-    pooling: ref.pooling,
+    dtype: ref.dtype as Dtype,
+    pooling: ref.pooling as Pooling,
     maxLength: ref.maxLength,
   });
   const sha256 = embedder.encoder.info.sha256;

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
-import type { Embedder, EmbedStats } from '../encoders/embed.js';
+import type { EmbedStats, VectorSource } from '../encoders/embed.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
@@ -22,7 +22,7 @@ import type { BaselineMethod, BaselineModel, TrainOptions } from './types.js';
 export interface BaselineRunOptions {
   method: BaselineMethod;
   /** The encoder of `method: 'encoder'`, shared by every task (the caller opens and closes it). */
-  embedder?: Embedder;
+  embedder?: VectorSource;
   /** Inverse regularisation of the encoder heads' logistic regression. */
   C?: number;
   tasks: readonly TaskDefinition[];
@@ -60,7 +60,7 @@ export async function trainBaseline(
   method: BaselineMethod,
   task: TaskDefinition,
   train: readonly TaskRecord[],
-  options: TrainOptions & { embedder?: Embedder; C?: number },
+  options: TrainOptions & { embedder?: VectorSource; C?: number },
 ): Promise<BaselineModel> {
   if (method === 'naive') return trainNaive(task, train, options.seed);
   if (method === 'tfidf') return trainTfidf(task, train, options);
@@ -92,6 +92,11 @@ async function runTask(
   const t0 = performance.now();
   let train: TaskRecord[] = [];
   let trainedOn: TaskRun['trainedOn'];
+  if (options.method === 'encoder' && task.kind === 'tagging' && options.embedder?.wordVectors === false) {
+    const reason = `${options.embedder.info.endpoint ?? 'this source'} gives one vector per text, and ${task.name}'s heads need one per word; run the encoder here for it`;
+    log.warn(`${task.name}: ${reason}`);
+    return { task: task.name, seconds: 0, skipped: reason };
+  }
   if (needsTraining(options.method, task)) {
     const records = await tryLoad(task, trainSplit, options.dataDir);
     if (!records) {

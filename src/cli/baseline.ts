@@ -1,6 +1,6 @@
 /** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline (with an encoder where asked) and a loaded model. */
 
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { loadModel, type ModelManifest } from '../baselines/model-io.js';
 import { runBaseline } from '../baselines/run.js';
 import type { BaselineMethod, BaselineModel } from '../baselines/types.js';
@@ -8,7 +8,7 @@ import { parseJsonl } from '../data/jsonl.js';
 import { validateRecords } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
-import type { Embedder } from '../encoders/embed.js';
+import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -56,6 +56,11 @@ export const BASELINE_FLAGS = {
     'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
   ),
   pooling: flag.choice('--pooling <how>', 'encoder: sentence vector', ['mean', 'cls']),
+  endpoint: flag.text(
+    '--endpoint <url>',
+    'encoder: sentence vectors from this OpenAI-compatible /v1/embeddings API (vLLM, TEI, Ollama) for --model NAME',
+  ),
+  apiKeyEnv: flag.text('--api-key-env <name>', "encoder: environment variable that holds the endpoint's key"),
   ...encoderFlags('encoder: '),
   C: flag.custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
   cache: flag.textOrOff(
@@ -68,14 +73,49 @@ export const BASELINE_FLAGS = {
 } satisfies FlagTable;
 export type BaselineFlags = FlagsOf<typeof BASELINE_FLAGS>;
 
-const ENCODER_FLAGS = ['model', 'pooling', 'dtype', 'maxLength', 'batchSize', 'C'] as const;
+const ENCODER_FLAGS = [
+  'model',
+  'pooling',
+  'dtype',
+  'maxLength',
+  'batchSize',
+  'C',
+  'endpoint',
+  'apiKeyEnv',
+] as const;
 
 export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
   if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder')
     throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf or encoder`);
   const log = io.log;
-  let embedder: Embedder | undefined;
-  if (method === 'encoder') {
+  let embedder: VectorSource | undefined;
+  if (method === 'encoder' && flags.endpoint !== undefined) {
+    if (!flags.model) throw new UsageError('--endpoint needs --model NAME, the model the server embeds with');
+    const local = (['pooling', 'dtype', 'maxLength', 'save'] as const).filter((f) => flags[f] !== undefined);
+    if (local.length > 0 || flags.download === false)
+      throw new UsageError(
+        `${[...local.map((f) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...(flags.download === false ? ['--no-download'] : [])].join(', ')}: for a model run here, not with --endpoint (the server pools, and its heads cannot be reopened without it)`,
+      );
+    let apiKey: string | undefined;
+    if (flags.apiKeyEnv) {
+      apiKey = process.env[flags.apiKeyEnv];
+      if (!apiKey)
+        throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: that environment variable is not set`);
+    }
+    const { defaultCacheDir, openEmbeddingCache } = await import('../encoders/cache.js');
+    const { EndpointEmbedder } = await import('../encoders/endpoint.js');
+    const cacheDir =
+      flags.cache === false ? undefined : typeof flags.cache === 'string' ? flags.cache : defaultCacheDir();
+    embedder = new EndpointEmbedder({
+      endpoint: flags.endpoint,
+      model: flags.model,
+      progress: (line) => log.info(line),
+      ...(cacheDir ? { cache: openEmbeddingCache(join(cacheDir, 'embeddings.sqlite')) } : {}),
+      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+      ...(apiKey ? { apiKey } : {}),
+    });
+    log.info(`encoder ${flags.model} at ${flags.endpoint} (/embeddings), batches of ${embedder.batchSize}`);
+  } else if (method === 'encoder') {
     if (!flags.model) throw new UsageError('baseline encoder needs --model DIR_OR_HUB_ID');
     // onnxruntime's native library loads only for encoder runs.
     const { defaultCacheDir, openEmbedder } = await withEngines(
@@ -94,7 +134,7 @@ export async function runBaselineCommand(method: string, flags: BaselineFlags, i
       ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     });
-    const i = embedder.encoder.info;
+    const i = embedder.info;
     log.info(
       `encoder ${i.model} (${i.dtype}, sha256 ${i.sha256.slice(0, 12)}…), ${embedder.pooling} pooling, max length ${embedder.maxLength}, batches of ${embedder.batchSize}`,
     );
@@ -117,7 +157,7 @@ async function reportBaseline(
   flags: BaselineFlags,
   io: CliIo,
   log: Logger,
-  embedder: Embedder | undefined,
+  embedder: VectorSource | undefined,
 ): Promise<number> {
   const result = await runBaseline({
     method,

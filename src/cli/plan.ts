@@ -129,8 +129,9 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
   encoder: {
     command: ['baseline', 'encoder'],
     settings: settingsOf(BASELINE_FLAGS, ['save']),
-    endpoint: () => 'this machine',
-    inFlight: () => Number.POSITIVE_INFINITY,
+    // With an embeddings endpoint the vectors come from a server, four batches in flight; else from this machine.
+    endpoint: (s) => (typeof s.endpoint === 'string' ? `embeddings ${s.endpoint}` : 'this machine'),
+    inFlight: (s) => (typeof s.endpoint === 'string' ? 4 : Number.POSITIVE_INFINITY),
     paths: ['data', 'model', 'cache'],
   },
 };

@@ -5,8 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import envPaths from 'env-paths';
+
+/** The embedding cache's folder unless one is given: the user cache folder. */
+export function defaultCacheDir(): string {
+  return join(envPaths('rumedbench', { suffix: '' }).cache, 'embeddings');
+}
 
 export interface EmbeddingCache {
   /** Vectors found for `keys` (by position); undefined where absent. */

@@ -1,7 +1,6 @@
 /** One call from flags to a ready embedder: the encoder, its embedding cache and the batching settings. */
 import { join } from 'node:path';
-import envPaths from 'env-paths';
-import { openEmbeddingCache } from './cache.js';
+import { defaultCacheDir, openEmbeddingCache } from './cache.js';
 import { Embedder } from './embed.js';
 import { type Dtype, defaultDownloadDir, Encoder, type Pooling } from './model.js';
 
@@ -21,9 +20,7 @@ export interface OpenEmbedderOptions {
   progress?: (line: string) => void;
 }
 
-export function defaultCacheDir(): string {
-  return join(envPaths('rumedbench', { suffix: '' }).cache, 'embeddings');
-}
+export { defaultCacheDir } from './cache.js';
 
 export async function openEmbedder(options: OpenEmbedderOptions): Promise<Embedder> {
   const encoder = await Encoder.load(options.model, {

@@ -85,17 +85,17 @@ export function parsePlan(
       fail(pair.key as Node, `unknown key "${key}"; a plan takes ${PLAN_KEYS.join(', ')}`);
     else pairs.set(key, pair);
   }
-  const valueOf = (key: string) => pairs.get(key)?.value as Node | null | undefined;
+  const valueAt = (key: string) => pairs.get(key)?.value as Node | null | undefined;
   const js = (node: Node | null | undefined): unknown => (node ? node.toJSON() : undefined);
 
-  const name = js(valueOf('name'));
+  const name = js(valueAt('name'));
   if (typeof name !== 'string' || name.trim() === '')
-    fail(valueOf('name') ?? root, 'name: a text naming the plan');
-  const split = js(valueOf('split')) ?? 'test';
+    fail(valueAt('name') ?? root, 'name: a text naming the plan');
+  const split = js(valueAt('split')) ?? 'test';
   if (split !== 'test' && split !== 'private_test' && split !== 'both')
-    fail(valueOf('split'), `split: one of test, private_test, both, got ${JSON.stringify(split)}`);
+    fail(valueAt('split'), `split: one of test, private_test, both, got ${JSON.stringify(split)}`);
   let tasks: string[] = TASKS.map((t) => t.name);
-  const tasksNode = valueOf('tasks');
+  const tasksNode = valueAt('tasks');
   if (tasksNode) {
     const raw = js(tasksNode);
     const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()) : raw;
@@ -113,11 +113,11 @@ export function parsePlan(
       });
     }
   }
-  const data = js(valueOf('data'));
-  if (data !== undefined && typeof data !== 'string') fail(valueOf('data'), 'data: a folder path');
-  const maxInFlight = js(valueOf('max_in_flight'));
+  const data = js(valueAt('data'));
+  if (data !== undefined && typeof data !== 'string') fail(valueAt('data'), 'data: a folder path');
+  const maxInFlight = js(valueAt('max_in_flight'));
   if (maxInFlight !== undefined && !(Number.isInteger(maxInFlight) && (maxInFlight as number) >= 1))
-    fail(valueOf('max_in_flight'), 'max_in_flight: a whole number ≥ 1 (requests in flight per endpoint)');
+    fail(valueAt('max_in_flight'), 'max_in_flight: a whole number ≥ 1 (requests in flight per endpoint)');
 
   const anyTakes = (key: string) => Object.values(providers).some((p) => p.settings.has(key));
   /** Checks one setting against every provider that takes it (or only `only`). */
@@ -174,10 +174,10 @@ export function parsePlan(
     return out;
   };
 
-  const defaults = settingsOf(valueOf('defaults'), 'defaults');
+  const defaults = settingsOf(valueAt('defaults'), 'defaults');
 
   const models: PlanModel[] = [];
-  const modelsNode = valueOf('models');
+  const modelsNode = valueAt('models');
   if (!isSeq(modelsNode) || modelsNode.items.length === 0)
     fail(modelsNode ?? root, 'models: a list of at least one model');
   else {
@@ -224,7 +224,7 @@ export function parsePlan(
   }
 
   const matrix: [string, unknown[]][] = [];
-  const matrixNode = valueOf('matrix');
+  const matrixNode = valueAt('matrix');
   if (matrixNode !== undefined && matrixNode !== null) {
     if (!isMap(matrixNode)) fail(matrixNode, 'matrix: a mapping of setting → list of values');
     else

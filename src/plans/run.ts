@@ -226,7 +226,7 @@ function rowOf(
     cost: null,
     wall_s: outcome?.wall_s ?? null,
   };
-  if (!outcome || outcome.code !== 0)
+  if (outcome?.code !== 0)
     return { ...base, ...empty, status: 'failed', ...(outcome?.error ? { error: outcome.error } : {}) };
   let folder: ReturnType<typeof readRunFolder>;
   try {
