@@ -344,6 +344,12 @@ export function printLlmResult(
         `tokens: ${llm.usage.prompt_tokens} prompt + ${llm.usage.completion_tokens} completion; ` +
         `latency median ${llm.latency_ms.median?.toFixed(0) ?? '–'} ms, p95 ${llm.latency_ms.p95?.toFixed(0) ?? '–'} ms` +
         (llm.cost !== undefined ? `; cost ${llm.cost.toFixed(4)}` : ''),
+      ...Object.entries(llm.tasks)
+        .filter(([, v]) => v.calibration)
+        .map(
+          ([t, v]) =>
+            `${t} calibration (${v.calibration?.n} items): ECE ${v.calibration?.ece.toFixed(3)}, equal-count ${v.calibration?.ece_adaptive.toFixed(3)}, Brier ${v.calibration?.brier.toFixed(3)}, NLL ${v.calibration?.nll.toFixed(3)}`,
+        ),
       ...Object.entries(llm.skipped).map(([t, why]) => `${t}: skipped: ${why}`),
       `run folder: ${result.outDir}`,
     ].join('\n\n')}\n`,

@@ -6,12 +6,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toJsonl } from '../data/jsonl.js';
+import { type Calibration, type CalibrationItem, calibration } from '../metrics/calibration.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
-import { chooseAnswer, type Normalization } from './loglik.js';
+import { chooseAnswer, type Normalization, normalized } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 
 export interface SampleLog {
@@ -144,6 +145,28 @@ export interface TaskFigures {
   acc?: number;
   acc_norm_char?: number;
   acc_norm_byte?: number;
+  /**
+   * Log-likelihood, items with gold: how the softmax of the candidates' scores matches being right (calibration.ts),
+   * from the sums and from the sums per character; items with an unscored candidate are left out, and counted.
+   */
+  calibration?: Calibration & { left_out: number };
+  calibration_norm_char?: Calibration & { left_out: number };
+}
+
+/** Calibration of a task's log-likelihood answers, under a normalization of the candidates' scores. */
+function taskCalibration(
+  graded: readonly SampleLog[],
+  by: 'sum' | 'char',
+): (Calibration & { left_out: number }) | undefined {
+  const items: CalibrationItem[] = [];
+  for (const s of graded) {
+    const c = s.candidates ?? [];
+    const gold = c.findIndex((x) => x.label === s.gold);
+    if (gold < 0 || c.some((x) => x.logprob === null)) continue;
+    items.push({ logits: c.map((x) => normalized(x.logprob as number, x.text, by)), gold });
+  }
+  if (items.length === 0) return undefined;
+  return { ...calibration(items), left_out: graded.length - items.length };
 }
 
 /** Per task: samples, unparsed and failed counts; for log-likelihood tasks the three accuracies (percent). */
@@ -175,6 +198,10 @@ export function taskFigures(
       f.acc = acc((s) => s.answer);
       f.acc_norm_char = acc((s) => s.answer_norm?.char);
       f.acc_norm_byte = acc((s) => s.answer_norm?.byte);
+      const cal = taskCalibration(graded, 'sum');
+      const calChar = taskCalibration(graded, 'char');
+      if (cal) f.calibration = cal;
+      if (calChar) f.calibration_norm_char = calChar;
     }
     out[task.name] = f;
   }

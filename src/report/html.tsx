@@ -330,6 +330,26 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
       r.acc === undefined ? '–' : `${f2(r.acc)} / ${f2(r.acc_norm_char)} / ${f2(r.acc_norm_byte)}`,
     ]),
   );
+  const f3 = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(3));
+  const calibrationRows = llmSystems.flatMap((s) =>
+    Object.entries(s.llm?.summary.tasks ?? {}).flatMap(([task, r]) => {
+      const c = r.calibration;
+      if (!c) return [];
+      const half = c.accuracy_at_coverage.find((x) => x.coverage === 0.5)?.accuracy;
+      return [
+        [
+          s.name,
+          task,
+          String(c.n),
+          f3(c.ece),
+          f3(c.ece_adaptive),
+          f3(c.brier),
+          f3(c.nll),
+          f2(half === undefined ? undefined : 100 * half),
+        ],
+      ];
+    }),
+  );
   return (
     <section id="llm">
       <h2>{t.llm}</h2>
@@ -338,6 +358,19 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
         rows={taskRows}
         sortable
       />
+      {calibrationRows.length > 0 ? (
+        <>
+          <h3 id="calibration">{t.calibration}</h3>
+          <p class="note">{t.calibrationNote}</p>
+          <Table
+            header={[t.system, t.task, 'n', t.eceWide, t.eceCount, t.brier, t.nll, t.surestHalf]}
+            rows={calibrationRows}
+            sortable
+          />
+        </>
+      ) : (
+        ''
+      )}
       {report.charts.llm.map((c) => (
         <Figure chart={c} svg={svgs.get(c.id) ?? ''} t={t} />
       ))}

@@ -67,6 +67,14 @@ const en = {
   candidates: 'Best candidates by log-probability (and the gold)',
   answerLabel: 'candidate',
   loglikAcc: 'acc / acc_norm char / byte',
+  calibration: 'Calibration of log-likelihood answers',
+  calibrationNote:
+    'The softmax of the candidates’ log-likelihoods as the model’s confidence. ECE: expected calibration error over 15 equal-width bins (Guo et al., 2017) and over 15 equal-count bins (Nixon et al., 2019); Brier score; NLL of the right answer; accuracy of the most confident half. Lower is better for all but the last.',
+  eceWide: 'ECE',
+  eceCount: 'ECE, equal-count bins',
+  brier: 'Brier',
+  nll: 'NLL',
+  surestHalf: 'accuracy, surest 50 %',
   failures: 'Wrong and unparsed answers (public test sets)',
   failuresNote: (shown: number, total: number) =>
     shown < total
@@ -176,6 +184,14 @@ const ru: Strings = {
   candidates: 'Лучшие кандидаты по log-вероятности (и верный ответ)',
   answerLabel: 'кандидат',
   loglikAcc: 'acc / acc_norm по символам / байтам',
+  calibration: 'Калибровка ответов по правдоподобию',
+  calibrationNote:
+    'Уверенность модели — softmax логарифмов правдоподобия вариантов. ECE — ожидаемая ошибка калибровки по 15 интервалам равной ширины (Guo et al., 2017) и по 15 интервалам равного числа примеров (Nixon et al., 2019); оценка Брайера; NLL правильного ответа; точность на самой уверенной половине примеров. Для всех, кроме последней, меньше — лучше.',
+  eceWide: 'ECE',
+  eceCount: 'ECE, равные по числу интервалы',
+  brier: 'Брайер',
+  nll: 'NLL',
+  surestHalf: 'точность, самые уверенные 50 %',
   failures: 'Неверные и нераспознанные ответы (открытые тестовые наборы)',
   failuresNote: (shown: number, total: number) =>
     shown < total

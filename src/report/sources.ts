@@ -84,6 +84,14 @@ export interface LlmDetails {
         acc?: number;
         acc_norm_char?: number;
         acc_norm_byte?: number;
+        calibration?: {
+          n: number;
+          ece: number;
+          ece_adaptive: number;
+          brier: number;
+          nll: number;
+          accuracy_at_coverage: { coverage: number; accuracy: number }[];
+        };
       }
     >;
     usage?: { prompt_tokens: number; completion_tokens: number };

@@ -41,6 +41,7 @@ const samplesOf = (dir: string) =>
           answer: unknown;
           candidates?: { label: string; text: string; logprob: number | null; tokens: number }[];
           status: string;
+          gold?: unknown;
         },
     );
 
@@ -146,6 +147,55 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
       ' contradiction',
       ' neutral',
     ]);
+  });
+
+  it('gives each log-likelihood task its calibration, equal to a direct computation from the samples (#17)', async () => {
+    const server = await start();
+    const out = join(tmp(), 'run');
+    await rumedbenchOk(...llm(server.url, out, '--limit', '40', '--tasks', 'RuMedDaNet,RuMedTop3'));
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+      llm: {
+        tasks: Record<
+          string,
+          { calibration: { n: number; ece: number; brier: number; nll: number; left_out: number } }
+        >;
+      };
+    };
+    for (const task of ['RuMedDaNet', 'RuMedTop3']) {
+      // By hand: probabilities from the recorded log-probabilities, 15 bins of width 1/15 over the top probability.
+      const items = samplesOf(out).filter((x) => x.task === task);
+      const rows = items.map((x) => {
+        const lp = (x.candidates ?? []).map((c) => c.logprob as number);
+        const m = Math.max(...lp);
+        const e = lp.map((v) => Math.exp(v - m));
+        const z = e.reduce((a, b) => a + b, 0);
+        const p = e.map((v) => v / z);
+        const gold = (x.candidates ?? []).findIndex((c) => c.label === x.gold);
+        const top = p.indexOf(Math.max(...p));
+        return { p, gold, conf: p[top] as number, right: top === gold };
+      });
+      const bins = new Map<number, typeof rows>();
+      for (const r of rows) {
+        const b = Math.min(14, Math.max(0, Math.ceil(r.conf * 15) - 1));
+        bins.set(b, [...(bins.get(b) ?? []), r]);
+      }
+      let ece = 0;
+      for (const b of bins.values())
+        ece +=
+          (b.length / rows.length) *
+          Math.abs(b.filter((r) => r.right).length / b.length - b.reduce((a, r) => a + r.conf, 0) / b.length);
+      const brier =
+        rows.reduce((a, r) => a + r.p.reduce((q, v, k) => q + (v - (k === r.gold ? 1 : 0)) ** 2, 0), 0) /
+        rows.length;
+      const nll = rows.reduce((a, r) => a - Math.log(r.p[r.gold] as number), 0) / rows.length;
+      const c = summary.llm.tasks[task]?.calibration;
+      expect([task, c?.n, c?.left_out]).toEqual([task, 40, 0]);
+      expect(c?.ece).toBeCloseTo(ece, 10);
+      expect(c?.brier).toBeCloseTo(brier, 10);
+      expect(c?.nll).toBeCloseTo(nll, 8);
+    }
+    await rumedbenchOk('report', out, '--out', join(out, 'report.html'));
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('id="calibration"');
   });
 
   it('refuses a server that returns no prompt log-probabilities, naming the limitation', async () => {
