@@ -15,6 +15,7 @@ import { readJsonlFile } from '../data/jsonl.js';
 import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Interval } from '../metrics/bootstrap.js';
+import type { Calibration } from '../metrics/calibration.js';
 import type { MetricValues, Prediction } from '../metrics/item-stats.js';
 import type { Breakdown } from '../scoring/breakdown.js';
 import type { ComparisonResult } from '../scoring/compare.js';
@@ -84,14 +85,7 @@ export interface LlmDetails {
         acc?: number;
         acc_norm_char?: number;
         acc_norm_byte?: number;
-        calibration?: {
-          n: number;
-          ece: number;
-          ece_adaptive: number;
-          brier: number;
-          nll: number;
-          accuracy_at_coverage: { coverage: number; accuracy: number }[];
-        };
+        calibration?: Calibration;
       }
     >;
     usage?: { prompt_tokens: number; completion_tokens: number };
