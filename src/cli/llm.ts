@@ -169,7 +169,25 @@ function headers(list: readonly string[]): Record<string, string> {
   );
 }
 
-async function makeProvider(flags: LlmFlags, io: CliIo): Promise<Provider> {
+/** The flags a provider is made from (`llm`, and the probes of `contamination`). */
+export type ProviderFlags = Pick<
+  LlmFlags,
+  | 'provider'
+  | 'model'
+  | 'contextSize'
+  | 'gpu'
+  | 'threads'
+  | 'concurrency'
+  | 'baseUrl'
+  | 'apiKeyEnv'
+  | 'header'
+  | 'timeoutMs'
+  | 'maxRetries'
+  | 'maxWait'
+  | 'maxReplyBytes'
+>;
+
+export async function makeProvider(flags: ProviderFlags, io: CliIo): Promise<Provider> {
   if (flags.provider === 'llama') {
     if (!existsSync(flags.model)) {
       throw new UsageError(`--provider llama needs --model PATH.gguf; ${flags.model} does not exist`);

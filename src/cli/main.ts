@@ -19,6 +19,7 @@ import {
   runBaselineCommand,
   runPredict,
 } from './baseline.js';
+import { CONTAMINATION_FLAGS, type ContaminationFlags, runContamination } from './contamination.js';
 import {
   DOWNLOAD_FLAGS,
   type DownloadFlags,
@@ -210,6 +211,15 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   ).action(async (id: string, flags: FlagsOf<typeof CAMPAIGN_EXPORT_FLAGS>) =>
     setExit(await runCampaignAction('export', id, flags, io)),
   );
+
+  addFlags(
+    program
+      .command('contamination')
+      .description(
+        "probe whether a model has seen a split's items (Oren et al.'s order test), without scoring it",
+      ),
+    CONTAMINATION_FLAGS,
+  ).action(async (flags: ContaminationFlags) => setExit(await runContamination(flags, io)));
 
   addFlags(
     program

@@ -83,7 +83,23 @@ export async function startFakeOpenAI(options: {
   tokenize?: boolean;
   /** Delay of each /v1/completions answer, ms. */
   completionsDelayMs?: number;
+  /**
+   * A text the model has memorised: a token that ends twelve tokens in a row found in it is likely (−0.2), as a model
+   * that trained on a file finds its sequences likely, the order of its items included (items that open alike, as
+   * "Текст: …" and end alike, differ only some tokens away from where they meet).
+   */
+  memorized?: string;
 }): Promise<FakeOpenAI> {
+  const N = 12;
+  const memory = new Set<string>();
+  if (options.memorized) {
+    const ids = fakeTokenize(options.memorized);
+    for (let i = N - 1; i < ids.length; i++) memory.add(ids.slice(i - N + 1, i + 1).join(','));
+  }
+  const logprobAt = (all: readonly number[], i: number): number =>
+    i >= N - 1 && memory.has(all.slice(i - N + 1, i + 1).join(','))
+      ? -0.2
+      : fakeLogprob(all[i - 1] as number, all[i] as number);
   const requests: FakeOpenAI['requests'] = [];
   const completions: CompletionsBody[] = [];
   const server: Server = createServer(async (req, res) => {
@@ -111,7 +127,7 @@ export async function startFakeOpenAI(options: {
           const all = [...ids, generated];
           logprobs = {
             tokens: all.map(String),
-            token_logprobs: all.map((t, i) => (i === 0 ? null : fakeLogprob(all[i - 1] as number, t))),
+            token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
             top_logprobs: all.map(() => null),
             text_offset: all.map((_, i) => i),
           };

@@ -1,0 +1,121 @@
+/** `rumedbench contamination`: has the model seen the split? (src/llm/contamination.ts) */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSplit } from '../data/load.js';
+import { resolveDataDir } from '../data/paths.js';
+import { UsageError } from '../errors.js';
+import { ORDER_DEFAULTS, type OrderProbeResult, orderProbe } from '../llm/contamination.js';
+import { renderTable } from '../report/table.js';
+import { parseTaskList } from '../tasks/registry.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
+import { type CliIo, EXIT } from './io.js';
+import { LLM_FLAGS, makeProvider } from './llm.js';
+
+const PROBES = ['order'] as const;
+
+export const CONTAMINATION_FLAGS = {
+  provider: LLM_FLAGS.provider,
+  model: LLM_FLAGS.model,
+  baseUrl: LLM_FLAGS.baseUrl,
+  apiKeyEnv: LLM_FLAGS.apiKeyEnv,
+  header: LLM_FLAGS.header,
+  contextSize: LLM_FLAGS.contextSize,
+  gpu: LLM_FLAGS.gpu,
+  threads: LLM_FLAGS.threads,
+  timeoutMs: LLM_FLAGS.timeoutMs,
+  maxRetries: LLM_FLAGS.maxRetries,
+  maxWait: LLM_FLAGS.maxWait,
+  maxReplyBytes: LLM_FLAGS.maxReplyBytes,
+  concurrency: flag.count('--concurrency <n>', 'shards asked at once', { min: 1 }),
+  tasks: flag.tasksFlag(),
+  data: flag.dataFlag(),
+  split: flag.choice('--split <split>', 'the split to probe', ['test', 'dev', 'private_test'], {
+    default: 'test',
+  }),
+  probes: flag.custom(
+    '--probes <list>',
+    'probes to run: order (Oren et al., 2023); guided and options are planned',
+    (v) => {
+      const list = v.split(',').map((x) => x.trim());
+      const bad = list.filter((x) => !(PROBES as readonly string[]).includes(x));
+      if (bad.length > 0)
+        throw new UsageError(
+          `--probes: ${bad.join(', ')} not available; this version runs: ${PROBES.join(', ')}`,
+        );
+      return list;
+    },
+    { default: ['order'] },
+  ),
+  shards: flag.count(
+    '--shards <n>',
+    `order: shards of consecutive items (at most; at least ${ORDER_DEFAULTS.minShardSize} items each)`,
+    {
+      min: 2,
+      default: ORDER_DEFAULTS.shards,
+    },
+  ),
+  permutations: flag.count('--permutations <n>', 'order: random orders per shard', {
+    min: 1,
+    default: ORDER_DEFAULTS.permutations,
+  }),
+  alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', { default: 0.01 }),
+  seed: flag.seedFlag('seed of the permutations'),
+  out: flag.text('--out <dir>', 'write contamination.json there'),
+  json: flag.jsonFlag('print contamination.json on stdout'),
+} satisfies FlagTable;
+export type ContaminationFlags = FlagsOf<typeof CONTAMINATION_FLAGS>;
+
+export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
+  const provider = await makeProvider(flags, io);
+  const dataDir = resolveDataDir(flags.data);
+  const tasks: Record<string, Record<string, OrderProbeResult>> = {};
+  try {
+    await provider.checkLoglik?.();
+    for (const task of parseTaskList(flags.tasks)) {
+      if (!(task.splits as readonly string[]).includes(flags.split)) continue;
+      const records = await loadSplit(task, flags.split, { dataDir });
+      io.log.info(`${task.name} ${flags.split}: order probe over ${records.length} items`);
+      tasks[task.name] = {
+        order: await orderProbe({
+          provider,
+          task,
+          records,
+          split: flags.split,
+          shards: flags.shards,
+          permutations: flags.permutations,
+          seed: flags.seed,
+          alpha: flags.alpha,
+          ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+        }),
+      };
+    }
+  } finally {
+    await provider.close?.();
+  }
+  const result = { model: flags.model, split: flags.split, tasks };
+  if (flags.out) {
+    mkdirSync(flags.out, { recursive: true });
+    writeFileSync(join(flags.out, 'contamination.json'), `${JSON.stringify(result, null, 2)}\n`);
+  }
+  if (flags.json) io.out(`${JSON.stringify(result)}\n`);
+  else {
+    const rows = Object.entries(tasks).flatMap(([t, probes]) =>
+      Object.values(probes).map((r) => [
+        t,
+        r.probe,
+        String(r.n),
+        `${r.shards} × ${r.shard_size}`,
+        String(r.permutations),
+        r.mean_difference.toFixed(3),
+        r.statistic.toFixed(2),
+        r.p_value < 1e-4 ? '<0.0001' : r.p_value.toFixed(4),
+        r.verdict,
+      ]),
+    );
+    io.out(
+      `${renderTable(['task', 'probe', 'items', 'shards', 'perm.', 'Δ log p', 't', 'p', 'verdict'], rows, 2)}\n`,
+    );
+  }
+  return EXIT.ok;
+}

@@ -1,0 +1,107 @@
+/**
+ * The order probe (Oren et al., 2023) end to end, on fixture data, against loopback servers that speak vLLM's
+ * /v1/completions with echo: one has memorised the test files (their items in the published order), one has not.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSplit } from '../../src/data/load.js';
+import { ITEM_SEPARATOR, probeText } from '../../src/llm/contamination.js';
+import { getTask } from '../../src/tasks/registry.js';
+import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+
+const DATA = fixtureDataDir();
+
+interface Probed {
+  tasks: Record<
+    string,
+    { order: { p_value: number; verdict: string; shards: number; shard_size: number; n: number } }
+  >;
+}
+
+describe('contamination --probes order (on fixture data the test writes)', () => {
+  let memorizing: FakeOpenAI;
+  let clean: FakeOpenAI;
+  beforeAll(async () => {
+    // The model read the test files: each split's items, as the probe writes them, in the file's order.
+    const files = await Promise.all(
+      ['RuMedDaNet', 'RuMedTop3'].map(async (name) => {
+        const task = getTask(name);
+        const records = await loadSplit(task, 'test', { dataDir: DATA });
+        return records.map((r) => probeText(task, r)).join(ITEM_SEPARATOR);
+      }),
+    );
+    const reply = () => 'Ответ: да';
+    memorizing = await startFakeOpenAI({ reply, memorized: files.join(ITEM_SEPARATOR) });
+    clean = await startFakeOpenAI({ reply });
+  });
+  afterAll(async () => {
+    await memorizing?.close();
+    await clean?.close();
+  });
+  const probe = (url: string, ...more: string[]) =>
+    rumedbenchOk(
+      ...[
+        'contamination',
+        '--base-url',
+        url,
+        '--model',
+        'fake',
+        '--data',
+        DATA,
+        '--tasks',
+        'RuMedDaNet,RuMedTop3',
+      ],
+      ...['--json', ...more],
+    );
+
+  it('flags a model that has memorised the published order (p < 0.01), and not one that has not (p > 0.05)', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-contamination-'));
+    const seen = JSON.parse((await probe(memorizing.url, '--out', out)).stdout) as Probed;
+    for (const task of ['RuMedDaNet', 'RuMedTop3']) {
+      const r = seen.tasks[task]?.order;
+      expect([task, r?.verdict, r?.n, r?.shards, r?.shard_size]).toEqual([task, 'contaminated', 60, 15, 4]);
+      expect(r?.p_value).toBeLessThan(0.01);
+    }
+    expect(JSON.parse(readFileSync(join(out, 'contamination.json'), 'utf8'))).toEqual(seen);
+    const unseen = JSON.parse((await probe(clean.url)).stdout) as Probed;
+    for (const task of ['RuMedDaNet', 'RuMedTop3']) {
+      expect([task, unseen.tasks[task]?.order.verdict]).toEqual([task, 'no evidence']);
+      expect(unseen.tasks[task]?.order.p_value).toBeGreaterThan(0.05);
+    }
+  });
+
+  it('is reproducible under its seed, and prints a table', async () => {
+    const a = JSON.parse((await probe(clean.url, '--seed', '7')).stdout) as Probed;
+    const b = JSON.parse((await probe(clean.url, '--seed', '7')).stdout) as Probed;
+    expect(a).toEqual(b);
+    const text = await rumedbench(
+      'contamination',
+      '--base-url',
+      clean.url,
+      '--model',
+      'fake',
+      '--data',
+      DATA,
+      '--tasks',
+      'RuMedDaNet',
+    );
+    expect([text.code, text.stdout]).toEqual([
+      0,
+      expect.stringMatching(/RuMedDaNet\s+order\s+60\s+15 × 4\s+25/),
+    ]);
+    const bad = await rumedbench(
+      'contamination',
+      '--base-url',
+      clean.url,
+      '--model',
+      'fake',
+      '--probes',
+      'guided',
+    );
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--probes: guided not available')]);
+  });
+});
