@@ -5,7 +5,7 @@ import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { LlamaProvider } from '../llm/llama.js';
 import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
-import type { TaskFigures } from '../llm/outputs.js';
+import type { RepeatFigures, TaskFigures } from '../llm/outputs.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { runLlm } from '../llm/run.js';
@@ -105,6 +105,11 @@ export const LLM_FLAGS = {
     parseAllowance,
   ),
   limit: flag.count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  repeats: flag.count(
+    '--repeats <k>',
+    'ask each generation item K times (sampling seed + r, for temperature > 0); the majority answer is scored',
+    { min: 1, default: 1 },
+  ),
   shard: flag.custom(
     '--shard <i/n>',
     'only shard I of N of the requests (by a hash of each); auto/N takes I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX; `merge` joins the shards',
@@ -258,6 +263,12 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
   }
+  if (flags.repeats > 1 && flags.mode === 'loglik')
+    throw new UsageError(
+      '--repeats: a log-likelihood score is the same each time; repeats are for generation',
+    );
+  if (flags.repeats > 1 && flags.temperature === 0)
+    io.log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
   const provider = await makeProvider(flags, io);
   let result: Awaited<ReturnType<typeof runLlm>>;
   try {
@@ -287,6 +298,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
           : {}),
       ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
       ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
+      ...(flags.repeats > 1 ? { repeats: flags.repeats } : {}),
       ...(flags.resume ? { resume: true } : {}),
       ...(flags.retryErrors ? { retryErrors: true } : {}),
       ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
@@ -324,6 +336,7 @@ export function printLlmResult(
     cost?: number;
     skipped: Record<string, string>;
     label_space: Record<string, number>;
+    repeats?: Record<string, RepeatFigures>;
   };
   const rows = [
     chanceRow(llm.label_space),
@@ -368,6 +381,10 @@ export function printLlmResult(
           ([t, v]) =>
             `${t} calibration (${v.calibration?.n} items): ECE ${v.calibration?.ece.toFixed(3)}, equal-count ${v.calibration?.ece_adaptive.toFixed(3)}, Brier ${v.calibration?.brier.toFixed(3)}, NLL ${v.calibration?.nll.toFixed(3)}`,
         ),
+      ...Object.entries(llm.repeats ?? {}).map(
+        ([t, r]) =>
+          `${t} over ${r.k} repeats: mean accuracy ${r.mean_accuracy?.toFixed(2) ?? '–'}${r.mean_accuracy_ci ? ` [${r.mean_accuracy_ci[0].toFixed(2)}, ${r.mean_accuracy_ci[1].toFixed(2)}]` : ''}, the same answer every time on ${r.consistency.toFixed(1)}% of items, ${r.flipped} flip`,
+      ),
       ...Object.entries(llm.skipped).map(([t, why]) => `${t}: skipped: ${why}`),
       `run folder: ${result.outDir}`,
     ].join('\n\n')}\n`,

@@ -193,6 +193,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       ...(f.system !== undefined ? { system: f.system } : {}),
       ...(f.template ? { templates: readTemplates(f.template) } : {}),
       ...(f.labelWords ? { labelWords: true } : {}),
+      ...(f.repeats > 1 ? { repeats: f.repeats } : {}),
     });
     const chars = plan.jobs.reduce(
       (sum, j) =>

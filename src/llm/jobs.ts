@@ -22,6 +22,9 @@ interface JobBase {
   record: TaskRecord;
   key: string;
   ctx: PromptContext;
+  /** `--repeats`: which asking of the item this is (from 0), with its own sampling seed in `params`. */
+  repeat?: number;
+  params?: SamplingParams;
 }
 export type Job =
   | (JobBase & { kind: 'chat'; messages: ChatMessage[] })
@@ -42,6 +45,8 @@ interface PlanOptions {
   params: SamplingParams;
   model: unknown;
   log: Logger;
+  /** Each generation item asked this many times, the sampling seed `seed + r` for the r-th (default 1). */
+  repeats?: number;
 }
 
 export interface Plan {
@@ -137,7 +142,25 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
           ...(o.system !== undefined ? { system: o.system } : {}),
           ...(o.templates?.[task.name] ? { template: o.templates[task.name] as PromptTemplate } : {}),
         });
-        jobs.push({ kind: 'chat', task, split, record, messages, key: requestKey(messages, keyParams), ctx });
+        const repeats = o.repeats ?? 1;
+        if (repeats === 1) {
+          jobs.push({
+            kind: 'chat',
+            task,
+            split,
+            record,
+            messages,
+            key: requestKey(messages, keyParams),
+            ctx,
+          });
+          continue;
+        }
+        // The r-th asking samples with seed + r; the first keeps the single run's key, so a run can grow repeats.
+        for (let r = 0; r < repeats; r++) {
+          const params = { ...o.params, seed: (o.params.seed ?? o.seed) + r };
+          const key = requestKey(messages, { ...keyParams, ...params });
+          jobs.push({ kind: 'chat', task, split, record, messages, key, ctx, repeat: r, params });
+        }
       }
     }
   }

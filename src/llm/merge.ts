@@ -111,6 +111,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     ...(typeof m.system_override === 'string' ? { system: m.system_override } : {}),
     ...(m.templates ? { templates: m.templates as Record<string, PromptTemplate> } : {}),
     ...(m.label_words === true ? { labelWords: true } : {}),
+    ...(typeof m.repeats === 'number' && m.repeats > 1 ? { repeats: m.repeats } : {}),
     ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}),
   };
   const plan = await planJobs({ ...options, model: m.model, log });
@@ -167,7 +168,16 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
       'splits',
       'concurrency',
     ],
-    ...['limit', 'system_override', 'templates', 'prompt_versions', 'data_sha256', 'shard', 'merged_from'],
+    ...[
+      'limit',
+      'system_override',
+      'templates',
+      'prompt_versions',
+      'data_sha256',
+      'shard',
+      'merged_from',
+      'repeats',
+    ],
   ]);
   const model = Object.fromEntries(Object.entries(m).filter(([k]) => !written.has(k)));
   const wall = shards.map(

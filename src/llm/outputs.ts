@@ -6,8 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toJsonl } from '../data/jsonl.js';
+import { percentileOf } from '../metrics/bootstrap.js';
 import { type Calibration, type CalibrationItem, calibration } from '../metrics/calibration.js';
 import type { Prediction } from '../metrics/item-stats.js';
+import { createRng } from '../metrics/rng.js';
 import { RunFolder } from '../scoring/formats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Job } from './jobs.js';
@@ -36,6 +38,10 @@ export interface SampleLog {
   gold?: Prediction;
   correct?: boolean;
   latency_ms?: number;
+  /** `--repeats`: which asking of the item this is (from 0). */
+  repeat?: number;
+  /** `--repeats`, the item's voted sample: every repeat's answer (null: unread) and the share that gave the vote. */
+  repeats?: { answers: (Prediction | null)[]; agreement: number };
 }
 
 export function isCorrect(task: TaskDefinition, gold: Prediction, answer: Prediction): boolean {
@@ -69,6 +75,7 @@ export function collectSamples(jobs: readonly Job[], journal: Journal): SampleLo
       task: job.task.name,
       split: job.split,
       id: job.record.id,
+      ...(job.repeat !== undefined ? { repeat: job.repeat } : {}),
       mode: job.kind === 'chat' ? ('generate' as const) : ('loglik' as const),
       ...(job.kind === 'chat' ? { messages: job.messages } : { prompt: job.item.context }),
     };
@@ -114,17 +121,19 @@ export function writePredictions(
   outDir: string,
   tasks: readonly TaskDefinition[],
   samples: readonly SampleLog[],
+  /** One sample per item (with `--repeats`, the voted ones); `samples` themselves by default. */
+  answered: readonly SampleLog[] = samples,
 ): string {
   writeFileSync(join(outDir, 'samples.jsonl'), toJsonl(samples));
   const folder = new RunFolder(outDir);
   for (const task of tasks) {
-    const test = samples.filter((s) => s.task === task.name && s.split === 'test');
+    const test = answered.filter((s) => s.task === task.name && s.split === 'test');
     if (test.length > 0)
       folder.writeTest(
         task,
         test.map((s) => ({ id: s.id, gold: s.gold, prediction: s.answer })),
       );
-    const priv = samples.filter((s) => s.task === task.name && s.split === 'private_test');
+    const priv = answered.filter((s) => s.task === task.name && s.split === 'private_test');
     if (priv.length > 0)
       folder.addPrivate(
         task,
@@ -204,6 +213,109 @@ export function taskFigures(
       if (calChar) f.calibration_norm_char = calChar;
     }
     out[task.name] = f;
+  }
+  return out;
+}
+
+const keyOf = (a: Prediction | null) => JSON.stringify(a);
+
+/** The repeats of each item, grouped in the order the items first appear. */
+function byItem(samples: readonly SampleLog[]): SampleLog[][] {
+  const groups = new Map<string, SampleLog[]>();
+  for (const s of samples) {
+    const k = `${s.task}\u0000${s.split}\u0000${s.id}`;
+    groups.set(k, [...(groups.get(k) ?? []), s]);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * `--repeats`: one sample per item, answering what most repeats answered (a tie goes to the answer given first);
+ * an item no repeat answered readably stays unparsed (or failed, when every repeat failed).
+ */
+export function voteRepeats(tasks: readonly TaskDefinition[], samples: readonly SampleLog[]): SampleLog[] {
+  const taskOf = new Map(tasks.map((t) => [t.name, t]));
+  return byItem(samples).map((group) => {
+    const first = group[0] as SampleLog;
+    const answers = group.map((s) => (s.status === 'parsed' ? s.answer : null));
+    const counts = new Map<string, number>();
+    for (const a of answers) if (a !== null) counts.set(keyOf(a), (counts.get(keyOf(a)) ?? 0) + 1);
+    let best: Prediction | null = null;
+    let bestCount = 0;
+    for (const a of answers)
+      if (a !== null && (counts.get(keyOf(a)) as number) > bestCount) {
+        best = a;
+        bestCount = counts.get(keyOf(a)) as number;
+      }
+    const repeats = { answers, agreement: bestCount / group.length };
+    if (best === null)
+      return {
+        ...first,
+        repeats,
+        ...(group.every((s) => s.status === 'failed') ? {} : { status: 'unparsed' as const }),
+      };
+    const winner = group.find((s) => s.status === 'parsed' && keyOf(s.answer) === keyOf(best)) as SampleLog;
+    const task = taskOf.get(first.task) as TaskDefinition;
+    return {
+      ...winner,
+      repeats,
+      ...(winner.gold !== undefined ? { correct: isCorrect(task, winner.gold, best) } : {}),
+    };
+  });
+}
+
+export interface RepeatFigures {
+  k: number;
+  /** Items with gold: the mean over repeats of the accuracy (an unread or failed answer is wrong), percent. */
+  mean_accuracy: number | null;
+  /** Its 95% percentile bootstrap interval over items. */
+  mean_accuracy_ci: [number, number] | null;
+  /** Items whose repeats all gave the same answer (unread counts as an answer of its own), percent. */
+  consistency: number;
+  flipped: number;
+  /** The first items whose answer flips between repeats. */
+  flipped_ids: string[];
+}
+
+/** `--repeats`: per task, the mean accuracy across repeats with its interval, and how often answers flip. */
+export function repeatFigures(
+  tasks: readonly TaskDefinition[],
+  samples: readonly SampleLog[],
+  seed: number,
+  resamples = 1000,
+): Record<string, RepeatFigures> {
+  const out: Record<string, RepeatFigures> = {};
+  for (const task of tasks) {
+    const groups = byItem(samples.filter((s) => s.task === task.name));
+    if (groups.length === 0) continue;
+    const k = Math.max(...groups.map((g) => g.length));
+    const flippedIds = groups
+      .filter((g) => new Set(g.map((s) => keyOf(s.status === 'parsed' ? s.answer : null))).size > 1)
+      .map((g) => (g[0] as SampleLog).id);
+    const shares = groups
+      .filter((g) => g[0]?.gold !== undefined)
+      .map((g) => g.filter((s) => s.correct === true).length / g.length);
+    let mean: number | null = null;
+    let ci: [number, number] | null = null;
+    if (shares.length > 0) {
+      mean = (100 * shares.reduce((a, b) => a + b, 0)) / shares.length;
+      const rng = createRng(seed);
+      const means: number[] = [];
+      for (let b = 0; b < resamples; b++) {
+        let sum = 0;
+        for (let i = 0; i < shares.length; i++) sum += shares[rng.int(shares.length)] as number;
+        means.push((100 * sum) / shares.length);
+      }
+      ci = [percentileOf(means, 2.5) as number, percentileOf(means, 97.5) as number];
+    }
+    out[task.name] = {
+      k,
+      mean_accuracy: mean,
+      mean_accuracy_ci: ci,
+      consistency: (100 * (groups.length - flippedIds.length)) / groups.length,
+      flipped: flippedIds.length,
+      flipped_ids: flippedIds.slice(0, 20),
+    };
   }
   return out;
 }

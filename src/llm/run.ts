@@ -16,7 +16,15 @@ import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type Job, type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal, type JournalEntry } from './journal.js';
-import { collectSamples, isCorrect, readAnswer, taskFigures, writePredictions } from './outputs.js';
+import {
+  collectSamples,
+  isCorrect,
+  readAnswer,
+  repeatFigures,
+  taskFigures,
+  voteRepeats,
+  writePredictions,
+} from './outputs.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
@@ -61,6 +69,8 @@ export interface LlmRunOptions {
   onProgress?: (p: RunProgress, final: boolean) => void;
   /** Only this share of the requests (by a hash of each request's key): shard `index` of `count`, from 1. */
   shard?: Shard;
+  /** Generation: ask each item this many times (sampling seed + r); the majority answer is scored. */
+  repeats?: number;
 }
 
 export interface Shard {
@@ -128,6 +138,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...(options.system !== undefined ? { system: options.system } : {}),
     ...(options.templates ? { templates: options.templates } : {}),
     ...(options.labelWords ? { labelWords: true } : {}),
+    ...(options.repeats !== undefined && options.repeats > 1 ? { repeats: options.repeats } : {}),
   });
   const shard = options.shard;
   const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
@@ -207,6 +218,9 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
 
   // 3. Read the answers, write the run folder.
   const samples = collectSamples(jobs, journal);
+  const repeats = options.repeats ?? 1;
+  // With repeats, each item's answer is the one most of its repeats gave; samples.jsonl keeps every repeat.
+  const answered = repeats > 1 ? voteRepeats(options.tasks, samples) : samples;
   const loglikSamples = samples.filter((x) => x.mode === 'loglik');
   if (loglikSamples.length > 0 && loglikSamples.every((x) => x.status !== 'parsed')) {
     throw new RumedbenchError(
@@ -214,7 +228,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       `no item could be scored by log-likelihood (${loglikSamples[0]?.reason ?? 'no candidate had a score'}): the server answered, but gave no usable log-probability for any candidate. Use --mode generate, or a server that returns prompt log-probabilities (vLLM).`,
     );
   }
-  const predictionsDir = writePredictions(options.outDir, options.tasks, samples);
+  const predictionsDir = writePredictions(options.outDir, options.tasks, samples, answered);
 
   // 4. Score, summarize, record how the run was made.
   const evaluation = await evaluateSubmission(predictionsDir, {
@@ -272,6 +286,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       },
       served_models: served,
       failed_requests: jobs.length - ok.length,
+      ...(repeats > 1 ? { repeats: repeatFigures(options.tasks, samples, seed) } : {}),
       ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.jobs.length } } : {}),
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
@@ -301,6 +316,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     prompt_versions: Object.fromEntries(options.tasks.map((t) => [t.name, t.prompt.version])),
     data_sha256: plan.dataFiles,
     shard: shard ?? null,
+    repeats,
     ...f.extra,
   });
   return { evaluation, summary, outDir: options.outDir, sent: pending.length };

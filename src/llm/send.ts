@@ -82,7 +82,7 @@ export async function sendAll(options: {
       const base = { key: job.key, task: job.task.name, split: job.split, id: job.record.id };
       let entry: JournalEntry;
       try {
-        const answer = await ask(options.provider, job, options.params);
+        const answer = await ask(options.provider, job, job.params ?? options.params);
         entry = {
           ...base,
           status: 'ok',
