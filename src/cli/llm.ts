@@ -6,6 +6,8 @@ import { UsageError } from '../errors.js';
 import { LlamaProvider } from '../llm/llama.js';
 import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
 import type { RepeatFigures, TaskFigures } from '../llm/outputs.js';
+import { parsePerturbations } from '../llm/perturb.js';
+import { type PerturbationRuns, renderPerturbations, runPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { runLlm } from '../llm/run.js';
@@ -105,6 +107,11 @@ export const LLM_FLAGS = {
     parseAllowance,
   ),
   limit: flag.count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  perturb: flag.custom(
+    '--perturb <list>',
+    'also run the items perturbed, each as its own variant beside the clean run: typos=RATE,yo,case,shuffle-options',
+    parsePerturbations,
+  ),
   repeats: flag.count(
     '--repeats <k>',
     'ask each generation item K times (sampling seed + r, for temperature > 0); the majority answer is scored',
@@ -269,10 +276,12 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     );
   if (flags.repeats > 1 && flags.temperature === 0)
     io.log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
+  const perturbations = flags.perturb ?? [];
   const provider = await makeProvider(flags, io);
   let result: Awaited<ReturnType<typeof runLlm>>;
+  let variants: PerturbationRuns | undefined;
   try {
-    result = await runLlm({
+    const options: Parameters<typeof runLlm>[0] = {
       provider,
       tasks: parseTaskList(flags.tasks),
       splits: flags.split,
@@ -308,11 +317,14 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
       ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
         ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
         : {}),
-    });
+    };
+    result = await runLlm(options);
+    if (perturbations.length > 0) variants = await runPerturbations(options, perturbations, io.log);
   } finally {
     await provider.close?.();
   }
   printLlmResult(result, flags.model, flags.json, io);
+  if (variants && !flags.json) io.out(`${renderPerturbations(variants)}\n`);
   return EXIT.ok;
 }
 

@@ -10,6 +10,7 @@ import { splitPath } from '../data/paths.js';
 import type { Logger } from '../log.js';
 import type { PromptContext, Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { type LoglikItem, loglikItem } from './loglik.js';
+import { hasOptions, type Perturbation, perturbRecord } from './perturb.js';
 import { buildMessages, type ChatMessage, drawExamples, type PromptTemplate, requestKey } from './prompt.js';
 import type { SamplingParams } from './provider.js';
 
@@ -25,6 +26,10 @@ interface JobBase {
   /** `--repeats`: which asking of the item this is (from 0), with its own sampling seed in `params`. */
   repeat?: number;
   params?: SamplingParams;
+  /** `--perturb`: the record as the model reads it (`record` keeps the original, for its id and gold)... */
+  shown?: TaskRecord;
+  /** ...and, for shuffled options, the original label of each label shown. */
+  answerMap?: Record<string, string>;
 }
 export type Job =
   | (JobBase & { kind: 'chat'; messages: ChatMessage[] })
@@ -47,6 +52,8 @@ interface PlanOptions {
   log: Logger;
   /** Each generation item asked this many times, the sampling seed `seed + r` for the r-th (default 1). */
   repeats?: number;
+  /** What the model reads is perturbed so (seeded by `seed` and each item's id). */
+  perturb?: Perturbation;
 }
 
 export interface Plan {
@@ -101,6 +108,10 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
       examples = drawExamples(task, train, o.shots, o.seed);
       dataFiles[`${task.name}/train`] = await sha256(trainFile);
     }
+    if (o.perturb?.kind === 'shuffle-options' && !hasOptions(task)) {
+      skipped[task.name] = 'shuffle-options: its items have no options to shuffle';
+      continue;
+    }
     const scored = o.mode === 'loglik' && task.prompt.loglik !== undefined;
     for (const split of splits) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: o.dataDir }));
@@ -110,11 +121,16 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
       }
       dataFiles[`${task.name}/${split}`] = await sha256(splitPath(o.dataDir, task, split));
       for (const record of records.slice(0, o.limit ?? records.length)) {
+        const seen = o.perturb ? perturbRecord(task, record, o.perturb, o.seed) : undefined;
+        const asked = seen?.record ?? record;
+        const perturbed = seen
+          ? { shown: asked, ...(seen.answerMap ? { answerMap: seen.answerMap } : {}) }
+          : {};
         if (scored) {
           // The examples of a k-shot prompt exclude the item asked, as in generation.
           const item = loglikItem(
             task,
-            record,
+            asked,
             examples.filter((e) => e.id !== record.id).slice(0, o.shots),
             ctx,
             {
@@ -132,10 +148,10 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
             )
             .digest('hex')
             .slice(0, 32);
-          jobs.push({ kind: 'loglik', task, split, record, item, key, ctx });
+          jobs.push({ kind: 'loglik', task, split, record, item, key, ctx, ...perturbed });
           continue;
         }
-        const messages = buildMessages(task, record, examples, {
+        const messages = buildMessages(task, asked, examples, {
           shots: o.shots,
           seed: o.seed,
           context: ctx,
@@ -152,6 +168,7 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
             messages,
             key: requestKey(messages, keyParams),
             ctx,
+            ...perturbed,
           });
           continue;
         }
@@ -159,7 +176,18 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
         for (let r = 0; r < repeats; r++) {
           const params = { ...o.params, seed: (o.params.seed ?? o.seed) + r };
           const key = requestKey(messages, { ...keyParams, ...params });
-          jobs.push({ kind: 'chat', task, split, record, messages, key, ctx, repeat: r, params });
+          jobs.push({
+            kind: 'chat',
+            task,
+            split,
+            record,
+            messages,
+            key,
+            ctx,
+            repeat: r,
+            params,
+            ...perturbed,
+          });
         }
       }
     }

@@ -13,6 +13,7 @@ import { readRunFolder } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
 import { type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal } from './journal.js';
+import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { SamplingParams } from './provider.js';
 import { finishRun, type LlmRunResult, shardOf } from './run.js';
@@ -112,6 +113,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     ...(m.templates ? { templates: m.templates as Record<string, PromptTemplate> } : {}),
     ...(m.label_words === true ? { labelWords: true } : {}),
     ...(typeof m.repeats === 'number' && m.repeats > 1 ? { repeats: m.repeats } : {}),
+    ...(m.perturb ? { perturb: m.perturb as Perturbation } : {}),
     ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}),
   };
   const plan = await planJobs({ ...options, model: m.model, log });

@@ -55,15 +55,18 @@ export function readAnswer(
   e: JournalEntry,
   by: Normalization = 'sum',
 ): { answer: Prediction | null; status: 'parsed' | 'unparsed'; notes?: string[]; reason?: string } {
+  // Shuffled options: the label the model chose, read back as the option's original label.
+  const back = (a: Prediction | null): Prediction | null =>
+    job.answerMap && typeof a === 'string' ? (job.answerMap[a] ?? a) : a;
   if (job.kind === 'loglik') {
-    const answer = chooseAnswer(job.task, job.item.candidates, e.logprobs ?? [], by);
+    const answer = back(chooseAnswer(job.task, job.item.candidates, e.logprobs ?? [], by));
     return answer === null
       ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
       : { answer, status: 'parsed' };
   }
-  const p = job.task.prompt.parse(e.reply ?? '', job.record.raw, job.ctx);
+  const p = job.task.prompt.parse(e.reply ?? '', (job.shown ?? job.record).raw, job.ctx);
   return p.status === 'parsed'
-    ? { answer: p.answer, status: 'parsed', notes: p.notes }
+    ? { answer: back(p.answer), status: 'parsed', notes: p.notes }
     : { answer: null, status: 'unparsed', reason: p.reason };
 }
 

@@ -25,6 +25,7 @@ import {
   voteRepeats,
   writePredictions,
 } from './outputs.js';
+import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
@@ -71,6 +72,8 @@ export interface LlmRunOptions {
   shard?: Shard;
   /** Generation: ask each item this many times (sampling seed + r); the majority answer is scored. */
   repeats?: number;
+  /** Perturb what the model reads (./perturb.ts), seeded by `seed` and each item's id. */
+  perturb?: Perturbation;
 }
 
 export interface Shard {
@@ -139,6 +142,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...(options.templates ? { templates: options.templates } : {}),
     ...(options.labelWords ? { labelWords: true } : {}),
     ...(options.repeats !== undefined && options.repeats > 1 ? { repeats: options.repeats } : {}),
+    ...(options.perturb ? { perturb: options.perturb } : {}),
   });
   const shard = options.shard;
   const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
@@ -317,6 +321,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     data_sha256: plan.dataFiles,
     shard: shard ?? null,
     repeats,
+    perturb: options.perturb ?? null,
     ...f.extra,
   });
   return { evaluation, summary, outDir: options.outDir, sent: pending.length };

@@ -1,0 +1,74 @@
+/**
+ * `llm --perturb`: after the clean run, each perturbation (./perturb.ts) is run as a run folder of its own,
+ * `<out>/perturbed/<name>/`, over the same items and settings; then each is compared with the clean run, item by
+ * item (scoring/compare.ts: paired bootstrap interval and approximate-randomization p-value of the difference), and
+ * the comparisons are written to `<out>/perturbations.json`, the one writer of that file.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../log.js';
+import type { Delta } from '../metrics/bootstrap.js';
+import { renderTable } from '../report/table.js';
+import { compareSubmissions } from '../scoring/compare.js';
+import { type Perturbation, perturbationName } from './perturb.js';
+import { type LlmRunOptions, runLlm } from './run.js';
+
+export interface PerturbationRuns {
+  seed: number;
+  variants: Record<
+    string,
+    {
+      dir: string;
+      skipped: Record<string, string>;
+      /** Per task: the clean and the perturbed score, and perturbed − clean with its interval and p-value. */
+      tasks: Record<string, { n: number; clean: number; perturbed: number; delta: Delta }>;
+    }
+  >;
+}
+
+export async function runPerturbations(
+  clean: LlmRunOptions,
+  perturbations: readonly Perturbation[],
+  log: Logger,
+): Promise<PerturbationRuns> {
+  const out: PerturbationRuns = { seed: clean.seed ?? 0, variants: {} };
+  for (const p of perturbations) {
+    const name = perturbationName(p);
+    const dir = join(clean.outDir, 'perturbed', name.replace(/=/g, '-'));
+    log.info(`perturbed run ${name}: ${dir}`);
+    const run = await runLlm({ ...clean, outDir: dir, perturb: p });
+    const c = await compareSubmissions(join(clean.outDir, 'predictions'), join(dir, 'predictions'), {
+      dataDir: clean.dataDir,
+      seed: clean.seed ?? 0,
+      ...(clean.bootstrap !== undefined ? { bootstrap: Math.max(clean.bootstrap, 100) } : {}),
+      // A quick look (--limit) answers some items: compared on them, with the gold the predictions carry.
+      ...(clean.limit !== undefined ? { fileGold: true } : {}),
+    });
+    const tasks: PerturbationRuns['variants'][string]['tasks'] = {};
+    for (const [t, v] of Object.entries(c.tasks))
+      tasks[t] = { n: v.n, clean: v.a.score, perturbed: v.b.score, delta: v.score };
+    out.variants[name] = {
+      dir,
+      skipped: (run.summary.llm as { skipped: Record<string, string> }).skipped,
+      tasks,
+    };
+  }
+  writeFileSync(join(clean.outDir, 'perturbations.json'), `${JSON.stringify(out, null, 2)}\n`);
+  return out;
+}
+
+export function renderPerturbations(r: PerturbationRuns): string {
+  const rows = Object.entries(r.variants).flatMap(([name, v]) =>
+    Object.entries(v.tasks).map(([t, x]) => [
+      name,
+      t,
+      String(x.n),
+      x.clean.toFixed(2),
+      x.perturbed.toFixed(2),
+      `${x.delta.delta >= 0 ? '+' : ''}${x.delta.delta.toFixed(2)}`,
+      `[${x.delta.ci[0].toFixed(2)}, ${x.delta.ci[1].toFixed(2)}]`,
+      x.delta.p < 0.001 ? '<0.001' : x.delta.p.toFixed(3),
+    ]),
+  );
+  return renderTable(['perturbation', 'task', 'n', 'clean', 'perturbed', 'Δ', '95% CI', 'p'], rows, 2);
+}
