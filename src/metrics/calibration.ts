@@ -89,9 +89,8 @@ export function calibration(items: readonly CalibrationItem[], bins = CALIBRATIO
   }
   // Equal width: bin b holds confidences in (b/M, (b+1)/M]; 0 goes to the first.
   const wide: number[][] = Array.from({ length: bins }, () => []);
-  conf.forEach((c, i) =>
-    (wide[Math.min(bins - 1, Math.max(0, Math.ceil(c * bins) - 1))] as number[]).push(i),
-  );
+  for (const [i, c] of conf.entries())
+    (wide[Math.min(bins - 1, Math.max(0, Math.ceil(c * bins) - 1))] as number[]).push(i);
   // Equal count: the items by confidence, cut into M runs as equal as they can be.
   const order = conf.map((_, i) => i).sort((a, b) => (conf[a] as number) - (conf[b] as number) || a - b);
   const mass = Array.from({ length: bins }, (_, b) =>
