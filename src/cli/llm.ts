@@ -9,6 +9,12 @@ import type { RepeatFigures, TaskFigures } from '../llm/outputs.js';
 import { parsePerturbations } from '../llm/perturb.js';
 import { type PerturbationRuns, renderPerturbations, runPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
+import {
+  type PromptVariantRuns,
+  parsePromptVariants,
+  renderPromptVariants,
+  runPromptVariants,
+} from '../llm/prompt-variants.js';
 import type { Provider } from '../llm/provider.js';
 import { runLlm } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
@@ -107,6 +113,10 @@ export const LLM_FLAGS = {
     parseAllowance,
   ),
   limit: flag.count('--limit <n>', 'at most N items per task and split', { min: 1 }),
+  prompts: flag.text(
+    '--prompts <ids>',
+    "also ask with other formulations of each task's instruction, each a variant beside the run: all, or ids (p2,p3…)",
+  ),
   perturb: flag.custom(
     '--perturb <list>',
     'also run the items perturbed, each as its own variant beside the clean run: typos=RATE,yo,case,shuffle-options',
@@ -277,13 +287,20 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   if (flags.repeats > 1 && flags.temperature === 0)
     io.log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
   const perturbations = flags.perturb ?? [];
+  const tasks = parseTaskList(flags.tasks);
+  const promptIds = flags.prompts === undefined ? [] : parsePromptVariants(flags.prompts, tasks);
+  if (promptIds.length > 0 && flags.mode === 'loglik')
+    throw new UsageError(
+      '--prompts: the formulations are of the generation instruction; use --mode generate',
+    );
   const provider = await makeProvider(flags, io);
   let result: Awaited<ReturnType<typeof runLlm>>;
   let variants: PerturbationRuns | undefined;
+  let formulations: PromptVariantRuns | undefined;
   try {
     const options: Parameters<typeof runLlm>[0] = {
       provider,
-      tasks: parseTaskList(flags.tasks),
+      tasks,
       splits: flags.split,
       mode: flags.mode,
       ...(flags.labelWords ? { labelWords: true } : {}),
@@ -319,11 +336,13 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
         : {}),
     };
     result = await runLlm(options);
+    if (promptIds.length > 0) formulations = await runPromptVariants(options, promptIds, io.log);
     if (perturbations.length > 0) variants = await runPerturbations(options, perturbations, io.log);
   } finally {
     await provider.close?.();
   }
   printLlmResult(result, flags.model, flags.json, io);
+  if (formulations && !flags.json) io.out(`${renderPromptVariants(formulations)}\n`);
   if (variants && !flags.json) io.out(`${renderPerturbations(variants)}\n`);
   return EXIT.ok;
 }

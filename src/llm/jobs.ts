@@ -54,6 +54,8 @@ interface PlanOptions {
   repeats?: number;
   /** What the model reads is perturbed so (seeded by `seed` and each item's id). */
   perturb?: Perturbation;
+  /** Generation: ask with this formulation of each task's instruction (its `variants`, by id). */
+  promptVariant?: string;
 }
 
 export interface Plan {
@@ -108,6 +110,11 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
       examples = drawExamples(task, train, o.shots, o.seed);
       dataFiles[`${task.name}/train`] = await sha256(trainFile);
     }
+    if (o.promptVariant !== undefined && !task.prompt.variants.some((v) => v.id === o.promptVariant)) {
+      skipped[task.name] =
+        `no prompt formulation "${o.promptVariant}" (it has ${task.prompt.variants.map((v) => v.id).join(', ')})`;
+      continue;
+    }
     if (o.perturb?.kind === 'shuffle-options' && !hasOptions(task)) {
       skipped[task.name] = 'shuffle-options: its items have no options to shuffle';
       continue;
@@ -152,6 +159,7 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
           continue;
         }
         const messages = buildMessages(task, asked, examples, {
+          ...(o.promptVariant !== undefined ? { variant: o.promptVariant } : {}),
           shots: o.shots,
           seed: o.seed,
           context: ctx,

@@ -114,6 +114,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     ...(m.label_words === true ? { labelWords: true } : {}),
     ...(typeof m.repeats === 'number' && m.repeats > 1 ? { repeats: m.repeats } : {}),
     ...(m.perturb ? { perturb: m.perturb as Perturbation } : {}),
+    ...(typeof m.prompt_variant === 'string' ? { promptVariant: m.prompt_variant } : {}),
     ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}),
   };
   const plan = await planJobs({ ...options, model: m.model, log });
@@ -179,6 +180,8 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
       'shard',
       'merged_from',
       'repeats',
+      'perturb',
+      'prompt_variant',
     ],
   ]);
   const model = Object.fromEntries(Object.entries(m).filter(([k]) => !written.has(k)));

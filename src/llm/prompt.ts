@@ -60,6 +60,8 @@ interface PromptOptions {
   system?: string;
   template?: PromptTemplate;
   context: PromptContext;
+  /** One of the task's formulations of the instruction (`--prompts`), by id. */
+  variant?: string;
 }
 
 /** The k examples for a run: seeded, balanced over labels for classification, one more drawn as a spare. */
@@ -105,7 +107,9 @@ export function buildMessages(
 ): ChatMessage[] {
   const p = task.prompt;
   const system = options.system ?? options.template?.system ?? p.system;
-  const instruction = options.template?.instruction ?? p.instruction(options.context);
+  const variant =
+    options.variant === undefined ? undefined : p.variants.find((v) => v.id === options.variant);
+  const instruction = options.template?.instruction ?? (variant ?? p).instruction(options.context);
   const render = (raw: Readonly<Record<string, unknown>>) =>
     options.template?.item ? fill(options.template.item, raw) : p.render(raw);
   const messages: ChatMessage[] = system ? [{ role: 'system', content: system }] : [];

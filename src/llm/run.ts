@@ -74,6 +74,8 @@ export interface LlmRunOptions {
   repeats?: number;
   /** Perturb what the model reads (./perturb.ts), seeded by `seed` and each item's id. */
   perturb?: Perturbation;
+  /** Generation: ask with this formulation of each task's instruction (`TaskPrompt.variants`, by id). */
+  promptVariant?: string;
 }
 
 export interface Shard {
@@ -143,6 +145,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     ...(options.labelWords ? { labelWords: true } : {}),
     ...(options.repeats !== undefined && options.repeats > 1 ? { repeats: options.repeats } : {}),
     ...(options.perturb ? { perturb: options.perturb } : {}),
+    ...(options.promptVariant !== undefined ? { promptVariant: options.promptVariant } : {}),
   });
   const shard = options.shard;
   const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
@@ -317,7 +320,13 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     limit: options.limit ?? null,
     system_override: options.system ?? null,
     templates: options.templates ?? null,
-    prompt_versions: Object.fromEntries(options.tasks.map((t) => [t.name, t.prompt.version])),
+    prompt_versions: Object.fromEntries(
+      options.tasks.map((t) => [
+        t.name,
+        t.prompt.variants.find((v) => v.id === options.promptVariant)?.version ?? t.prompt.version,
+      ]),
+    ),
+    prompt_variant: options.promptVariant ?? null,
     data_sha256: plan.dataFiles,
     shard: shard ?? null,
     repeats,

@@ -6,6 +6,9 @@ import type { ClassificationTask } from './types.js';
 
 const LABELS = ['да', 'нет'] as const;
 
+const DANET_FORMAT = 'Последняя строка ответа: «Ответ: да» или «Ответ: нет».';
+const DANET_INSTRUCTION = `Прочитай текст и ответь на вопрос по нему словом «да» или «нет». ${DANET_FORMAT}`;
+
 export const rumedDaNet = {
   name: 'RuMedDaNet',
   title: 'yes/no question answering',
@@ -24,8 +27,7 @@ export const rumedDaNet = {
   prompt: {
     version: 'danet-v1',
     system: 'Ты эксперт в медицине и биологии. Отвечай кратко и строго в требуемом формате.',
-    instruction: () =>
-      'Прочитай текст и ответь на вопрос по нему словом «да» или «нет». Последняя строка ответа: «Ответ: да» или «Ответ: нет».',
+    instruction: () => DANET_INSTRUCTION,
     render: (raw) => `Текст: ${String(raw.context)}\nВопрос: ${String(raw.question)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
     loglik: {
@@ -35,6 +37,32 @@ export const rumedDaNet = {
         { label: 'нет', text: ' нет' },
       ],
     },
+    variants: [
+      { id: 'p1', version: 'danet-v1', instruction: () => DANET_INSTRUCTION },
+      {
+        id: 'p2',
+        version: 'danet-p2-v1',
+        instruction: () =>
+          `Ниже дан фрагмент медицинского текста и вопрос к нему. Ответь «да» или «нет», опираясь только на текст. ${DANET_FORMAT}`,
+      },
+      {
+        id: 'p3',
+        version: 'danet-p3-v1',
+        instruction: () =>
+          `Ты эксперт-биолог. Верно ли то, о чём спрашивает вопрос, согласно приведённому тексту? Ответь «да» или «нет». ${DANET_FORMAT}`,
+      },
+      {
+        id: 'p4',
+        version: 'danet-p4-v1',
+        instruction: () =>
+          `Прочитай отрывок. Если на вопрос по нему следует ответить утвердительно, напиши «да», иначе — «нет». ${DANET_FORMAT}`,
+      },
+      {
+        id: 'p5',
+        version: 'danet-p5-v1',
+        instruction: () => `Ответь на вопрос по тексту одним словом: «да» или «нет». ${DANET_FORMAT}`,
+      },
+    ],
     parse: (reply) => parseYesNo(reply),
   },
   recordSchema: z.looseObject({

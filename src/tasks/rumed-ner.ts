@@ -8,6 +8,14 @@ import type { TaggingTask } from './types.js';
 const ENTITY_TYPES = ['ADR', 'DI', 'Drugclass', 'Drugform', 'Drugname', 'Finding'] as const;
 const TAGS = iob2Tags(ENTITY_TYPES);
 
+const NER_FORMAT =
+  'Верни только JSON-список вида [{"text": "фрагмент", "type": "тип"}], где text — точный фрагмент отзыва. ' +
+  'Если сущностей нет, верни [].';
+const NER_INSTRUCTION =
+  'Найди в отзыве о лекарстве именованные сущности следующих типов: Drugname (название препарата), ' +
+  'Drugclass (класс препаратов), Drugform (лекарственная форма), DI (болезнь или симптом, от которых принимают ' +
+  `препарат), ADR (побочное действие препарата), Finding (прочие болезни и симптомы). ${NER_FORMAT}`;
+
 export const rumedNer = {
   name: 'RuMedNER',
   title: 'drug-review named entities',
@@ -26,11 +34,7 @@ export const rumedNer = {
   prompt: {
     version: 'ner-v1',
     system: 'Ты специалист по разметке медицинских текстов. Отвечай только JSON.',
-    instruction: () =>
-      'Найди в отзыве о лекарстве именованные сущности следующих типов: Drugname (название препарата), ' +
-      'Drugclass (класс препаратов), Drugform (лекарственная форма), DI (болезнь или симптом, от которых принимают ' +
-      'препарат), ADR (побочное действие препарата), Finding (прочие болезни и симптомы). Верни только JSON-список ' +
-      'вида [{"text": "фрагмент", "type": "тип"}], где text — точный фрагмент отзыва. Если сущностей нет, верни [].',
+    instruction: () => NER_INSTRUCTION,
     render: (raw) => `Отзыв: ${(raw.tokens as string[]).join(' ')}`,
     answer: (gold, raw) =>
       JSON.stringify(
@@ -39,6 +43,40 @@ export const rumedNer = {
           type: e.type,
         })),
       ),
+    variants: [
+      { id: 'p1', version: 'ner-v1', instruction: () => NER_INSTRUCTION },
+      {
+        id: 'p2',
+        version: 'ner-p2-v1',
+        instruction: () =>
+          'Ты специалист по фармаконадзору. Выпиши из отзыва все упоминания: Drugname (название препарата), ' +
+          'Drugclass (класс препаратов), Drugform (лекарственная форма), DI (болезнь или симптом, от которых ' +
+          `принимают препарат), ADR (побочное действие), Finding (прочие болезни и симптомы). ${NER_FORMAT}`,
+      },
+      {
+        id: 'p3',
+        version: 'ner-p3-v1',
+        instruction: () =>
+          'Разметь отзыв о лекарстве: найди фрагменты типов Drugname, Drugclass, Drugform, DI, ADR и Finding ' +
+          '(название, класс и форма препарата; показание; побочный эффект; прочие болезни и симптомы). ' +
+          NER_FORMAT,
+      },
+      {
+        id: 'p4',
+        version: 'ner-p4-v1',
+        instruction: () =>
+          'Извлеки именованные сущности из отзыва пациента о препарате. Типы: Drugname — название; Drugclass — ' +
+          'класс; Drugform — форма выпуска; DI — болезнь или симптом, ради которых его принимают; ADR — ' +
+          `нежелательная реакция; Finding — другие болезни и симптомы. ${NER_FORMAT}`,
+      },
+      {
+        id: 'p5',
+        version: 'ner-p5-v1',
+        instruction: () =>
+          'Найди в тексте отзыва названия и классы лекарств (Drugname, Drugclass), их формы (Drugform), показания ' +
+          `(DI), побочные действия (ADR) и прочие упомянутые болезни и симптомы (Finding). ${NER_FORMAT}`,
+      },
+    ],
     parse: (reply, raw) => parseEntities(reply, raw.tokens as string[], ENTITY_TYPES),
     jsonSchema: {
       type: 'array',

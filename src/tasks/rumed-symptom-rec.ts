@@ -2,7 +2,14 @@
 import { z } from 'zod';
 import { text } from './fields.js';
 import { parseSymptomList } from './parse.js';
-import type { RankingTask } from './types.js';
+import type { PromptContext, RankingTask } from './types.js';
+
+const SYMPTOM_FORMAT = 'Последняя строка ответа: «Ответ: симптом1; симптом2; симптом3».';
+const inventory = (ctx: PromptContext) => (ctx.labels ?? []).join('; ');
+const SYMPTOM_INSTRUCTION = (ctx: PromptContext) =>
+  'По описанию состояния пациента определи, какой симптом врачу следует проверить или уточнить следующим. ' +
+  'Назови три наиболее вероятных симптома в порядке убывания вероятности, выбирая только из списка: ' +
+  `${inventory(ctx)}. ${SYMPTOM_FORMAT}`;
 
 export const rumedSymptomRec = {
   name: 'RuMedSymptomRec',
@@ -22,10 +29,7 @@ export const rumedSymptomRec = {
   prompt: {
     version: 'symptomrec-v1',
     system: 'Ты опытный врач-терапевт. Отвечай кратко и строго в требуемом формате.',
-    instruction: (ctx) =>
-      'По описанию состояния пациента определи, какой симптом врачу следует проверить или уточнить следующим. ' +
-      'Назови три наиболее вероятных симптома в порядке убывания вероятности, выбирая только из списка: ' +
-      `${(ctx.labels ?? []).join('; ')}. Последняя строка ответа: «Ответ: симптом1; симптом2; симптом3».`,
+    instruction: SYMPTOM_INSTRUCTION,
     render: (raw) => `Описание: ${String(raw.symptoms)}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
     loglik: {
@@ -33,6 +37,37 @@ export const rumedSymptomRec = {
         'По описанию состояния пациента определи, какой симптом врачу следует проверить следующим.',
       candidates: (_raw, ctx) => (ctx.labels ?? []).map((label) => ({ label, text: ` ${label}` })),
     },
+    variants: [
+      { id: 'p1', version: 'symptomrec-v1', instruction: SYMPTOM_INSTRUCTION },
+      {
+        id: 'p2',
+        version: 'symptomrec-p2-v1',
+        instruction: (ctx) =>
+          'Ты терапевт на приёме. Какой симптом стоит уточнить у пациента следующим? Назови три, выбирая только ' +
+          `из списка, от самого важного к менее важному: ${inventory(ctx)}. ${SYMPTOM_FORMAT}`,
+      },
+      {
+        id: 'p3',
+        version: 'symptomrec-p3-v1',
+        instruction: (ctx) =>
+          'Продолжи сбор анамнеза: назови три симптома из списка, о которых следует спросить пациента в первую ' +
+          `очередь, по убыванию вероятности. Список: ${inventory(ctx)}. ${SYMPTOM_FORMAT}`,
+      },
+      {
+        id: 'p4',
+        version: 'symptomrec-p4-v1',
+        instruction: (ctx) =>
+          'По описанию состояния выбери из перечня три симптома, наличие которых врачу важнее всего проверить ' +
+          `дальше (сначала самый вероятный). Перечень: ${inventory(ctx)}. ${SYMPTOM_FORMAT}`,
+      },
+      {
+        id: 'p5',
+        version: 'symptomrec-p5-v1',
+        instruction: (ctx) =>
+          'Какие три симптома из списка вероятнее всего есть у этого пациента, хотя ещё не названы? Упорядочь их ' +
+          `по убыванию вероятности. Список: ${inventory(ctx)}. ${SYMPTOM_FORMAT}`,
+      },
+    ],
     parse: (reply, _raw, ctx) => parseSymptomList(reply, ctx.labels ?? []),
   },
   recordSchema: z.looseObject({ idx: text, symptoms: text, code: text.optional() }),

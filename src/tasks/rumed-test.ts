@@ -6,6 +6,8 @@ import type { ClassificationTask } from './types.js';
 
 const LABELS = ['1', '2', '3', '4'] as const;
 
+const TEST_FORMAT = 'Последняя строка ответа: «Ответ: N», где N — номер варианта (1, 2, 3 или 4).';
+
 export const rumedTest = {
   name: 'RuMedTest',
   title: 'medical exam, four options',
@@ -25,8 +27,7 @@ export const rumedTest = {
   prompt: {
     version: 'test-v1',
     system: 'Ты опытный врач, сдающий аккредитационный экзамен. Отвечай кратко и строго в требуемом формате.',
-    instruction: () =>
-      'Выбери единственный правильный вариант ответа на вопрос. Последняя строка ответа: «Ответ: N», где N — номер варианта (1, 2, 3 или 4).',
+    instruction: () => `Выбери единственный правильный вариант ответа на вопрос. ${TEST_FORMAT}`,
     render: (raw) =>
       `Вопрос: ${String(raw.question)}\n${LABELS.map((l) => `${l}. ${String(raw[l])}`).join('\n')}`,
     answer: (gold) => `Ответ: ${String(gold)}`,
@@ -35,6 +36,35 @@ export const rumedTest = {
         'Выбери один правильный вариант ответа на вопрос медицинского экзамена и ответь его номером.',
       candidates: () => ['1', '2', '3', '4'].map((label) => ({ label, text: ` ${label}` })),
     },
+    variants: [
+      {
+        id: 'p1',
+        version: 'test-v1',
+        instruction: () => `Выбери единственный правильный вариант ответа на вопрос. ${TEST_FORMAT}`,
+      },
+      {
+        id: 'p2',
+        version: 'test-p2-v1',
+        instruction: () =>
+          `Ты сдаёшь аккредитационный экзамен по медицине. Выбери один верный ответ. ${TEST_FORMAT}`,
+      },
+      {
+        id: 'p3',
+        version: 'test-p3-v1',
+        instruction: () => `Ответь на тестовый вопрос, выбрав один из четырёх вариантов. ${TEST_FORMAT}`,
+      },
+      {
+        id: 'p4',
+        version: 'test-p4-v1',
+        instruction: () =>
+          `Прочитай вопрос и варианты ответа; правильный среди них только один. ${TEST_FORMAT}`,
+      },
+      {
+        id: 'p5',
+        version: 'test-p5-v1',
+        instruction: () => `Какой из вариантов ответа верен? ${TEST_FORMAT}`,
+      },
+    ],
     parse: (reply) => parseOption(reply, LABELS),
   },
   recordSchema: z.looseObject({

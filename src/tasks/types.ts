@@ -46,6 +46,17 @@ export interface TaskPrompt {
   readonly jsonSchema?: object;
   /** How the task is asked for scoring by log-likelihood; absent where it stays generative (RuMedNER). */
   readonly loglik?: LoglikSpec;
+  /**
+   * Other formulations of the instruction, for prompt sensitivity (`llm --prompts`): each with a stable id and
+   * version, each asking for the answer in the same form, so the same parser reads them. p1 is `instruction` itself.
+   */
+  readonly variants: readonly PromptVariant[];
+}
+
+export interface PromptVariant {
+  readonly id: string;
+  readonly version: string;
+  instruction(ctx: PromptContext): string;
 }
 
 /**
