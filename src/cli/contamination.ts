@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
-import { ORDER_DEFAULTS, type OrderProbeResult, orderProbe } from '../llm/contamination.js';
+import {
+  type GuidedProbeResult,
+  guidedProbe,
+  ORDER_DEFAULTS,
+  type OrderProbeResult,
+  orderProbe,
+} from '../llm/contamination.js';
 import { renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { FlagsOf, FlagTable } from './flags.js';
@@ -12,7 +18,7 @@ import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, makeProvider } from './llm.js';
 
-const PROBES = ['order'] as const;
+const PROBES = ['order', 'guided'] as const;
 
 export const CONTAMINATION_FLAGS = {
   provider: LLM_FLAGS.provider,
@@ -35,7 +41,7 @@ export const CONTAMINATION_FLAGS = {
   }),
   probes: flag.custom(
     '--probes <list>',
-    'probes to run: order (Oren et al., 2023); guided and options are planned',
+    'probes to run: order (Oren et al., 2023), guided (Golchin & Surdeanu, 2023); options is planned',
     (v) => {
       const list = v.split(',').map((x) => x.trim());
       const bad = list.filter((x) => !(PROBES as readonly string[]).includes(x));
@@ -59,6 +65,7 @@ export const CONTAMINATION_FLAGS = {
     min: 1,
     default: ORDER_DEFAULTS.permutations,
   }),
+  items: flag.count('--items <n>', 'guided: items probed, the first of the split', { min: 2, default: 100 }),
   alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', { default: 0.01 }),
   seed: flag.seedFlag('seed of the permutations'),
   out: flag.text('--out <dir>', 'write contamination.json there'),
@@ -69,53 +76,87 @@ export type ContaminationFlags = FlagsOf<typeof CONTAMINATION_FLAGS>;
 export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
   const provider = await makeProvider(flags, io);
   const dataDir = resolveDataDir(flags.data);
-  const tasks: Record<string, Record<string, OrderProbeResult>> = {};
+  const tasks: Record<string, { order?: OrderProbeResult; guided?: GuidedProbeResult }> = {};
+  const probes = new Set(flags.probes);
   try {
-    await provider.checkLoglik?.();
+    if (probes.has('order')) await provider.checkLoglik?.();
     for (const task of parseTaskList(flags.tasks)) {
       if (!(task.splits as readonly string[]).includes(flags.split)) continue;
       const records = await loadSplit(task, flags.split, { dataDir });
-      io.log.info(`${task.name} ${flags.split}: order probe over ${records.length} items`);
-      tasks[task.name] = {
-        order: await orderProbe({
-          provider,
-          task,
-          records,
-          split: flags.split,
-          shards: flags.shards,
-          permutations: flags.permutations,
-          seed: flags.seed,
-          alpha: flags.alpha,
-          ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-        }),
+      const common = {
+        provider,
+        task,
+        records,
+        split: flags.split,
+        seed: flags.seed,
+        alpha: flags.alpha,
+        ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
       };
+      const found: (typeof tasks)[string] = {};
+      if (probes.has('order')) {
+        io.log.info(`${task.name} ${flags.split}: order probe over ${records.length} items`);
+        found.order = await orderProbe({ ...common, shards: flags.shards, permutations: flags.permutations });
+      }
+      if (probes.has('guided')) {
+        io.log.info(
+          `${task.name} ${flags.split}: guided probe over ${Math.min(flags.items, records.length)} items`,
+        );
+        found.guided = await guidedProbe({ ...common, items: flags.items });
+      }
+      tasks[task.name] = found;
     }
   } finally {
     await provider.close?.();
   }
-  const result = { model: flags.model, split: flags.split, tasks };
+  const result = {
+    model: flags.model,
+    split: flags.split,
+    settings: {
+      probes: flags.probes,
+      shards: flags.shards,
+      permutations: flags.permutations,
+      items: flags.items,
+      alpha: flags.alpha,
+      seed: flags.seed,
+    },
+    tasks,
+  };
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
     writeFileSync(join(flags.out, 'contamination.json'), `${JSON.stringify(result, null, 2)}\n`);
   }
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
-    const rows = Object.entries(tasks).flatMap(([t, probes]) =>
-      Object.values(probes).map((r) => [
-        t,
-        r.probe,
-        String(r.n),
-        `${r.shards} × ${r.shard_size}`,
-        String(r.permutations),
-        r.mean_difference.toFixed(3),
-        r.statistic.toFixed(2),
-        r.p_value < 1e-4 ? '<0.0001' : r.p_value.toFixed(4),
-        r.verdict,
-      ]),
-    );
-    io.out(
-      `${renderTable(['task', 'probe', 'items', 'shards', 'perm.', 'Δ log p', 't', 'p', 'verdict'], rows, 2)}\n`,
-    );
+    const p = (x: number) => (x < 1e-4 ? '<0.0001' : x.toFixed(4));
+    const rows = Object.entries(tasks).flatMap(([t, r]) => [
+      ...(r.order
+        ? [
+            [
+              t,
+              'order',
+              String(r.order.n),
+              `${r.order.shards} × ${r.order.shard_size}, ${r.order.permutations} orders`,
+              `Δ log p ${r.order.mean_difference.toFixed(3)}, t ${r.order.statistic.toFixed(2)}`,
+              p(r.order.p_value),
+              r.order.verdict,
+            ],
+          ]
+        : []),
+      ...(r.guided
+        ? [
+            [
+              t,
+              'guided',
+              String(r.guided.n),
+              '–',
+              `ROUGE-L ${r.guided.rouge_guided.toFixed(3)} vs ${r.guided.rouge_general.toFixed(3)}`,
+              p(r.guided.p_value),
+              r.guided.verdict,
+            ],
+          ]
+        : []),
+    ]);
+    io.out(`${renderTable(['task', 'probe', 'items', 'shards', 'statistic', 'p', 'verdict'], rows, 2)}\n`);
   }
   return EXIT.ok;
 }

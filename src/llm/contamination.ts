@@ -11,6 +11,7 @@
 import pLimit from 'p-limit';
 import { RumedbenchError } from '../errors.js';
 import { createRng } from '../metrics/rng.js';
+import { rougeL } from '../metrics/rouge.js';
 import { oneSidedTTest } from '../metrics/student-t.js';
 import type { TaskDefinition, TaskRecord } from '../tasks/types.js';
 import type { Provider } from './provider.js';
@@ -120,5 +121,117 @@ export async function orderProbe(o: OrderProbeOptions): Promise<OrderProbeResult
     p_value: test.p,
     alpha,
     verdict: test.p < alpha ? 'contaminated' : 'no evidence',
+  };
+}
+
+/**
+ * The **guided** probe: guided against general instruction, after Golchin & Surdeanu, "Time Travel in LLMs: Tracing
+ * Data Contamination in Large Language Models" (2023). The first half of an item (its words) is given twice: once
+ * naming the benchmark, the task and the split and asking for the rest of the item as it appears there (guided),
+ * once asking only to continue the text (general). A model that has seen the split reproduces the rest under the
+ * guided instruction far better than under the general one. Overlap with the true rest is ROUGE-L; near-verbatim is
+ * ROUGE-L ≥ 0.75; the p-value is a one-sided paired bootstrap of guided − general over the items.
+ */
+export interface GuidedProbeOptions {
+  provider: Provider;
+  task: TaskDefinition;
+  records: readonly TaskRecord[];
+  split: string;
+  /** Items probed (the first ones of the split; default 100). */
+  items?: number;
+  seed?: number;
+  resamples?: number;
+  concurrency?: number;
+  alpha?: number;
+  maxTokens?: number;
+}
+
+export interface GuidedProbeResult {
+  probe: 'guided';
+  n: number;
+  rouge_guided: number;
+  rouge_general: number;
+  /** Mean over items of ROUGE-L guided − general, with its 95% bootstrap interval. */
+  difference: number;
+  ci: [number, number];
+  near_verbatim_guided: number;
+  near_verbatim_general: number;
+  p_value: number;
+  alpha: number;
+  verdict: 'contaminated' | 'no evidence';
+  /** The items most nearly reproduced under the guided instruction (public splits only). */
+  most_verbatim: { id: string; rouge: number }[];
+}
+
+export const NEAR_VERBATIM = 0.75;
+
+/** An item's text cut in two at the middle word: what the model is given, and what it should write. */
+export function splitItem(text: string): { first: string; rest: string } {
+  const words = text.split(/(\s+)/);
+  const cut = Math.ceil(words.length / 4) * 2;
+  return { first: words.slice(0, cut).join('').trimEnd(), rest: words.slice(cut).join('').trim() };
+}
+
+export const guidedInstruction = (task: TaskDefinition, split: string): string =>
+  `Ниже начало примера из набора данных RuMedBench, задача ${task.name}, раздел ${split}. ` +
+  'Продолжи пример точно так, как он записан в наборе данных, без пояснений.';
+export const GENERAL_INSTRUCTION = 'Продолжи текст, без пояснений.';
+
+export async function guidedProbe(o: GuidedProbeOptions): Promise<GuidedProbeResult> {
+  const records = o.records.slice(0, o.items ?? 100);
+  const parts = records
+    .map((r) => ({ id: r.id, ...splitItem(probeText(o.task, r)) }))
+    .filter((x) => x.rest !== '');
+  if (parts.length < 2)
+    throw new RumedbenchError('NOTHING_SCORED', `${o.task.name} ${o.split}: fewer than two items to probe`);
+  const limit = pLimit(o.concurrency ?? 4);
+  const params = { temperature: 0, maxTokens: o.maxTokens ?? 256, seed: o.seed ?? 0 };
+  const ask = (instruction: string, first: string) =>
+    limit(
+      async () =>
+        (await o.provider.chat([{ role: 'user', content: `${instruction}\n\n${first}` }], params)).text,
+    );
+  const guided = guidedInstruction(o.task, o.split);
+  const scores = await Promise.all(
+    parts.map(async (p) => {
+      const [g, n] = await Promise.all([ask(guided, p.first), ask(GENERAL_INSTRUCTION, p.first)]);
+      return { id: p.id, guided: rougeL(g, p.rest), general: rougeL(n, p.rest) };
+    }),
+  );
+  const d = scores.map((s) => s.guided - s.general);
+  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const rng = createRng(o.seed ?? 0);
+  const resamples = o.resamples ?? 2000;
+  const means: number[] = [];
+  for (let b = 0; b < resamples; b++) {
+    let s = 0;
+    for (let i = 0; i < d.length; i++) s += d[rng.int(d.length)] as number;
+    means.push(s / d.length);
+  }
+  means.sort((a, b) => a - b);
+  const p = (means.filter((m) => m <= 0).length + 1) / (resamples + 1);
+  const alpha = o.alpha ?? 0.01;
+  return {
+    probe: 'guided',
+    n: scores.length,
+    rouge_guided: mean(scores.map((s) => s.guided)),
+    rouge_general: mean(scores.map((s) => s.general)),
+    difference: mean(d),
+    ci: [
+      means[Math.floor(0.025 * resamples)] as number,
+      means[Math.min(resamples - 1, Math.ceil(0.975 * resamples) - 1)] as number,
+    ],
+    near_verbatim_guided: scores.filter((s) => s.guided >= NEAR_VERBATIM).length / scores.length,
+    near_verbatim_general: scores.filter((s) => s.general >= NEAR_VERBATIM).length / scores.length,
+    p_value: p,
+    alpha,
+    verdict: p < alpha ? 'contaminated' : 'no evidence',
+    most_verbatim:
+      o.split === 'private_test'
+        ? []
+        : [...scores]
+            .sort((a, b) => b.guided - a.guided)
+            .slice(0, 5)
+            .map((s) => ({ id: s.id, rouge: s.guided })),
   };
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
-import { ITEM_SEPARATOR, probeText } from '../../src/llm/contamination.js';
+import { ITEM_SEPARATOR, probeText, splitItem } from '../../src/llm/contamination.js';
 import { getTask } from '../../src/tasks/registry.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
@@ -91,7 +91,7 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
     );
     expect([text.code, text.stdout]).toEqual([
       0,
-      expect.stringMatching(/RuMedDaNet\s+order\s+60\s+15 × 4\s+25/),
+      expect.stringMatching(/RuMedDaNet\s+order\s+60\s+15 × 4, 25 orders/),
     ]);
     const bad = await rumedbench(
       'contamination',
@@ -100,8 +100,73 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
       '--model',
       'fake',
       '--probes',
-      'guided',
+      'options',
     );
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--probes: guided not available')]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--probes: options not available')]);
+  });
+
+  it('guided: flags a model that completes items verbatim only when told where they come from', async () => {
+    const task = getTask('RuMedDaNet');
+    const records = await loadSplit(task, 'test', { dataDir: DATA });
+    const rest = new Map(
+      records.map((r) => Object.values(splitItem(probeText(task, r))) as [string, string]),
+    );
+    const unrelated = 'Пациенту рекомендовано обратиться к врачу для дальнейшего обследования.';
+    const recalling = await startFakeOpenAI({
+      reply: (body) => {
+        const last = body.messages.at(-1)?.content ?? '';
+        const first = last.slice(last.indexOf('\n\n') + 2);
+        return last.includes('RuMedBench') ? (rest.get(first) ?? unrelated) : unrelated;
+      },
+    });
+    const plain = await startFakeOpenAI({ reply: () => unrelated });
+    try {
+      const run = async (url: string) =>
+        (
+          JSON.parse(
+            (
+              await rumedbenchOk(
+                ...[
+                  'contamination',
+                  '--base-url',
+                  url,
+                  '--model',
+                  'fake',
+                  '--data',
+                  DATA,
+                  '--tasks',
+                  'RuMedDaNet',
+                ],
+                ...['--probes', 'guided', '--items', '30', '--json'],
+              )
+            ).stdout,
+          ) as {
+            tasks: Record<
+              string,
+              {
+                guided: {
+                  n: number;
+                  p_value: number;
+                  verdict: string;
+                  rouge_guided: number;
+                  near_verbatim_guided: number;
+                };
+              }
+            >;
+          }
+        ).tasks.RuMedDaNet?.guided;
+      const seen = await run(recalling.url);
+      // (The fixture's items open alike, so a few first halves recall another item's rest: not quite 1.)
+      expect([seen?.n, seen?.verdict]).toEqual([30, 'contaminated']);
+      expect(seen?.rouge_guided).toBeGreaterThan(0.75);
+      expect(seen?.near_verbatim_guided).toBeGreaterThan(0.75);
+      expect(seen?.p_value).toBeLessThan(0.01);
+      const unseen = await run(plain.url);
+      expect(unseen?.verdict).toBe('no evidence');
+      expect(unseen?.p_value).toBeGreaterThan(0.05);
+    } finally {
+      await recalling.close();
+      await plain.close();
+    }
   });
 });
