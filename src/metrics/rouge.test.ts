@@ -8,7 +8,10 @@ describe('ROUGE-L', () => {
     expect(rougeL('police kill the gunman', 'police killed the gunman')).toBeCloseTo(0.75, 12);
     expect(lcsLength(['a', 'b', 'c', 'd'], ['b', 'd', 'a', 'c'])).toBe(2);
     // LCS 3 words: recall 3/4, precision 3/3.
-    expect(rougeL('Боль в груди.', 'Боль, слабость в груди')).toBeCloseTo((2 * (3 / 4) * 1) / (3 / 4 + 1), 12);
+    expect(rougeL('Боль в груди.', 'Боль, слабость в груди')).toBeCloseTo(
+      (2 * (3 / 4) * 1) / (3 / 4 + 1),
+      12,
+    );
     expect(rougeL('Точно так же', 'точно так же')).toBe(1);
     expect(rougeL('', 'что-то')).toBe(0);
   });

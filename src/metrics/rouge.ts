@@ -12,7 +12,8 @@ export function lcsLength(a: readonly string[], b: readonly string[]): number {
   for (const x of a) {
     const row = new Array<number>(b.length + 1).fill(0);
     for (let j = 1; j <= b.length; j++)
-      row[j] = x === b[j - 1] ? (prev[j - 1] as number) + 1 : Math.max(prev[j] as number, row[j - 1] as number);
+      row[j] =
+        x === b[j - 1] ? (prev[j - 1] as number) + 1 : Math.max(prev[j] as number, row[j - 1] as number);
     prev = row;
   }
   return prev[b.length] as number;
