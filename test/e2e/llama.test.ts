@@ -112,8 +112,9 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     expect(four.map((s) => [s.task, s.id])).toEqual(one.map((s) => [s.task, s.id]));
     // llama.cpp's sums depend on how sequences share a batch, so four parallel sequences agree with one to float
     // precision, not bit for bit: a random model's near-ties may swap (CI once saw I49 and I25 trade places).
-    // Scores must agree within TOL; answers must agree wherever no two candidates that decide them are that close.
-    const TOL = 0.02; // nats; CI measured differences up to 0.005 on sums near -20
+    // The error grows with the tokens summed: scores must agree within tol(score) nats (measured: 0.005 on sums near
+    // -20, 0.029 on longer ones), and answers wherever no two candidates that decide them are within twice that.
+    const tol = (x: number) => 0.01 + 5e-4 * Math.abs(x);
     let decided = 0;
     for (const [i, a] of one.entries()) {
       const b = four[i] as (typeof four)[number];
@@ -122,11 +123,12 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
         continue;
       }
       const lp = (s: typeof a) => (s.candidates ?? []).map((c) => c.logprob);
-      for (const [j, x] of lp(b).entries()) expect(Math.abs(x - (lp(a)[j] as number))).toBeLessThan(TOL);
+      for (const [j, x] of lp(b).entries())
+        expect(Math.abs(x - (lp(a)[j] as number))).toBeLessThan(tol(lp(a)[j] as number));
       const sorted = lp(a).sort((x, y) => y - x);
       const deciding = getTask(a.task).kind === 'ranking' ? 4 : 2;
       const gaps = sorted.slice(0, deciding - 1).map((x, j) => x - (sorted[j + 1] as number));
-      if (gaps.every((g) => g > 2 * TOL)) {
+      if (gaps.every((g, j) => g > 2 * tol(sorted[j] as number))) {
         decided++;
         expect([b.task, b.id, b.answer]).toEqual([a.task, a.id, a.answer]);
       }
