@@ -8,9 +8,9 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { unzipSync } from 'fflate';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { type ChatRequestBody, useFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
 const DATA = fixtureDataDir();
@@ -30,18 +30,12 @@ const reply = (body: ChatRequestBody) => {
 };
 
 describe('llm --perturb (on fixture data the test writes)', () => {
-  let server: FakeOpenAI;
-  beforeAll(async () => {
-    server = await startFakeOpenAI({ reply });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useFakeOpenAI({ reply });
   const llm = (out: string, ...more: string[]) => [
     ...[
       'llm',
       '--base-url',
-      server.url,
+      server().url,
       '--model',
       'fake',
       '--data',

@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getTask } from '../../src/tasks/registry.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { type ChatRequestBody, useFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
 const DATA = fixtureDataDir();
@@ -22,18 +22,12 @@ const reply = (body: ChatRequestBody) => {
 };
 
 describe('llm --prompts (on fixture data the test writes)', () => {
-  let server: FakeOpenAI;
-  beforeAll(async () => {
-    server = await startFakeOpenAI({ reply });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useFakeOpenAI({ reply });
 
   it('runs each formulation beside the run and gives mean, sd, range and best − worst', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'rumedbench-prompts-')), 'run');
     const r = await rumedbenchOk(
-      ...['llm', '--base-url', server.url, '--model', 'fake', '--data', DATA, '--tasks', 'RuMedDaNet'],
+      ...['llm', '--base-url', server().url, '--model', 'fake', '--data', DATA, '--tasks', 'RuMedDaNet'],
       ...['--limit', '30', '--bootstrap', '200', '--prompts', 'all', '--out', out],
     );
     expect(r.stdout).toMatch(/RuMedDaNet\s+p1 \d+\.\d\d {2}p2/);
@@ -70,7 +64,7 @@ describe('llm --prompts (on fixture data the test writes)', () => {
     const bad = await rumedbench(
       'llm',
       '--base-url',
-      server.url,
+      server().url,
       '--model',
       'fake',
       '--data',

@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { type ChatRequestBody, useFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
 const DATA = fixtureDataDir();
@@ -27,18 +27,12 @@ const lines = (file: string) =>
     .map((l) => JSON.parse(l));
 
 describe('llm --repeats (on fixture data the test writes)', () => {
-  let server: FakeOpenAI;
-  beforeAll(async () => {
-    server = await startFakeOpenAI({ reply });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useFakeOpenAI({ reply });
   const llm = (out: string, ...more: string[]) => [
     ...[
       'llm',
       '--base-url',
-      server.url,
+      server().url,
       '--model',
       'fake',
       '--data',
@@ -53,9 +47,9 @@ describe('llm --repeats (on fixture data the test writes)', () => {
 
   it('scores the majority of K answers, and reports mean accuracy and flips as computed by hand', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'rumedbench-repeats-')), 'run');
-    const before = server.requests.length;
+    const before = server().requests.length;
     await rumedbenchOk(...llm(out, '--repeats', '3', '--seed', '5'));
-    const asked = server.requests.slice(before);
+    const asked = server().requests.slice(before);
     expect(asked).toHaveLength(60);
     expect([...new Set(asked.map((r) => r.body.seed))].sort()).toEqual([5, 6, 7]);
     const samples = lines(join(out, 'samples.jsonl')) as {
@@ -106,11 +100,11 @@ describe('llm --repeats (on fixture data the test writes)', () => {
 
   it('grows a run from one asking to three on --resume, asking only the new repeats; refuses repeats of loglik', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'rumedbench-repeats-')), 'run');
-    const before = server.requests.length;
+    const before = server().requests.length;
     await rumedbenchOk(...llm(out));
-    expect(server.requests.length - before).toBe(20);
+    expect(server().requests.length - before).toBe(20);
     await rumedbenchOk(...llm(out, '--repeats', '3', '--resume'));
-    expect(server.requests.length - before).toBe(60);
+    expect(server().requests.length - before).toBe(60);
     const bad = await rumedbench(...llm(join(out, 'x'), '--repeats', '2', '--mode', 'loglik'));
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('repeats are for generation')]);
   });

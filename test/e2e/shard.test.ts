@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rumedbench, rumedbenchOk, rumedbenchWith } from '../helpers/cli.js';
-import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { type ChatRequestBody, useFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
 const DATA = fixtureDataDir();
@@ -23,15 +23,19 @@ const reply = (body: ChatRequestBody) => {
 };
 
 describe('shards and merge (on fixture data the test writes)', () => {
-  let server: FakeOpenAI;
-  beforeAll(async () => {
-    server = await startFakeOpenAI({ reply });
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const server = useFakeOpenAI({ reply });
   const llm = (out: string, ...more: string[]) => [
-    ...['llm', '--base-url', server.url, '--model', 'fake', '--data', DATA, '--tasks', 'RuMedDaNet,RuMedNLI'],
+    ...[
+      'llm',
+      '--base-url',
+      server().url,
+      '--model',
+      'fake',
+      '--data',
+      DATA,
+      '--tasks',
+      'RuMedDaNet,RuMedNLI',
+    ],
     ...['--split', 'both', '--bootstrap', '100', '--out', out, ...more],
   ];
   const manifest = (dir: string) => JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
@@ -45,9 +49,9 @@ describe('shards and merge (on fixture data the test writes)', () => {
     const shards = [1, 2, 3].map(() => tmp());
     let asked = 0;
     for (const [i, dir] of shards.entries()) {
-      const before = server.requests.length;
+      const before = server().requests.length;
       await rumedbenchOk(...llm(dir, '--shard', `${i + 1}/3`));
-      const n = server.requests.length - before;
+      const n = server().requests.length - before;
       asked += n;
       // Balanced by the hash: each shard near a third.
       expect(n).toBeGreaterThan(total / 3 - 25);
@@ -92,7 +96,7 @@ describe('shards and merge (on fixture data the test writes)', () => {
     const doubled = await rumedbench('merge', ...shards, shards[1] as string, '--out', tmp(), '--data', DATA);
     expect([doubled.code, doubled.stderr]).toEqual([2, expect.stringContaining('shard 2/3 given twice')]);
     // A shard of the run submitted alone is refused: it answers part of the run.
-    const alone = await rumedbench('submit', shards[0] as string, '--server', server.url);
+    const alone = await rumedbench('submit', shards[0] as string, '--server', server().url);
     expect([alone.code, alone.stderr]).toEqual([2, expect.stringContaining('rumedbench merge')]);
   });
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface ChatRequestBody {
   model: string;
@@ -218,4 +219,16 @@ export async function startFakeOpenAI(options: {
         server.close(() => r());
       }),
   };
+}
+
+/** A fake server for a describe block: started before its tests, closed after them; call the result to reach it. */
+export function useFakeOpenAI(options: Parameters<typeof startFakeOpenAI>[0]): () => FakeOpenAI {
+  let server: FakeOpenAI | undefined;
+  beforeAll(async () => {
+    server = await startFakeOpenAI(options);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return () => server as FakeOpenAI;
 }
