@@ -216,6 +216,14 @@ export class LlamaProvider implements Provider {
       const context = (split[members[0] as number] as { context: number[] }).context;
       if (context.length === 0)
         throw new RumedbenchError('LLM_REQUEST_FAILED', 'an empty prompt cannot be scored');
+      // Past its context a sequence would shift, erasing the prompt's beginning and scoring what is left, at a point
+      // that depends on how the batches fell: refuse instead, saying what would fit.
+      const longest = Math.max(...members.map((i) => (split[i] as { continuation: number[] }).continuation.length));
+      if (context.length + longest > s.contextSize)
+        throw new RumedbenchError(
+          'LLM_REQUEST_FAILED',
+          `the prompt (${context.length} tokens) and its longest candidate (${longest}) do not fit the context of ${s.contextSize} tokens; raise --context-size`,
+        );
       await s.clearHistory();
       const out = await s.controlledEvaluate([
         ...context.slice(0, -1).map(asToken),

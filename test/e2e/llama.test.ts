@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../../src/tasks/registry.js';
-import { CLI_ENV, rumedbenchProcessOk as rumedbenchOk } from '../helpers/cli.js';
+import { CLI_ENV, rumedbenchProcessOk as rumedbenchOk, rumedbenchProcess } from '../helpers/cli.js';
 import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
 
@@ -71,7 +71,7 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     '--mode',
     'loglik',
     '--context-size',
-    '1024',
+    '4096',
     '--out',
     out,
     '--bootstrap',
@@ -134,6 +134,21 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
       }
     }
     expect(decided).toBeGreaterThan(0);
+  });
+
+  it('refuses to score a prompt longer than the context, instead of shifting it away', {
+    timeout: 300_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-llama-short-'));
+    const gguf = join(dir, 'tiny.gguf');
+    writeTinyGguf(gguf);
+    const r = await rumedbenchProcess(
+      ...loglik(gguf, join(dir, 'run'), '--tasks', 'RuMedDaNet', '--limit', '1', '--context-size', '256'),
+    );
+    expect([r.code, r.stderr]).toEqual([
+      3,
+      expect.stringContaining('do not fit the context of 256 tokens; raise --context-size'),
+    ]);
   });
 
   it('resumes a log-likelihood run killed with SIGKILL, ending as an uninterrupted run', {
