@@ -218,7 +218,9 @@ export class LlamaProvider implements Provider {
         throw new RumedbenchError('LLM_REQUEST_FAILED', 'an empty prompt cannot be scored');
       // Past its context a sequence would shift, erasing the prompt's beginning and scoring what is left, at a point
       // that depends on how the batches fell: refuse instead, saying what would fit.
-      const longest = Math.max(...members.map((i) => (split[i] as { continuation: number[] }).continuation.length));
+      const longest = Math.max(
+        ...members.map((i) => (split[i] as { continuation: number[] }).continuation.length),
+      );
       if (context.length + longest > s.contextSize)
         throw new RumedbenchError(
           'LLM_REQUEST_FAILED',
