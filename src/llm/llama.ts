@@ -51,6 +51,8 @@ export class LlamaProvider implements Provider {
   private readonly grammars = new Map<string, Promise<Grammar>>();
   private readonly free: Sequence[];
   private readonly waiting: ((s: Sequence) => void)[] = [];
+  /** The log-likelihood request before this one: scoring runs one request at a time (see `loglik`). */
+  private scoring: Promise<unknown> = Promise.resolve();
   /** Positions evaluated for log-likelihood requests, in all. */
   evaluatedPositions = 0;
 
@@ -191,7 +193,14 @@ export class LlamaProvider implements Provider {
    * the trie saves is measured against it).
    */
   loglik(request: LoglikRequest, options: { trie?: boolean } = {}): Promise<LoglikResult> {
-    return this.withSequence((s) => this.loglikOn(s, request, options.trie ?? true));
+    // One scoring at a time: run side by side in one context, the trie walks' sums came out several nats apart from
+    // the same walks run alone (not float noise; seen in a loaded CI run and locally). Scoring is compute-bound, so
+    // running it side by side bought nothing (README, "--concurrency" for llama); generation stays parallel.
+    const run = this.scoring.then(() =>
+      this.withSequence((s) => this.loglikOn(s, request, options.trie ?? true)),
+    );
+    this.scoring = run.catch(() => {});
+    return run;
   }
 
   private async loglikOn(s: Sequence, request: LoglikRequest, trie: boolean): Promise<LoglikResult> {
