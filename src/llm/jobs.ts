@@ -8,9 +8,10 @@ import { sha256File } from '../data/checksum.js';
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import type { Logger } from '../log.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { PromptContext, Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { type LoglikItem, loglikItem } from './loglik.js';
-import { hasOptions, type Perturbation, perturbRecord } from './perturb.js';
+import { type Perturbation, perturbRecord } from './perturb.js';
 import { buildMessages, type ChatMessage, drawExamples, type PromptTemplate, requestKey } from './prompt.js';
 import type { SamplingParams } from './provider.js';
 
@@ -115,7 +116,7 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
         `no prompt formulation "${o.promptVariant}" (it has ${task.prompt.variants.map((v) => v.id).join(', ')})`;
       continue;
     }
-    if (o.perturb?.kind === 'shuffle-options' && !hasOptions(task)) {
+    if (o.perturb?.kind === 'shuffle-options' && !isChoiceTask(task)) {
       skipped[task.name] = 'shuffle-options: its items have no options to shuffle';
       continue;
     }

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import { createRng, type Rng } from '../metrics/rng.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { TaskDefinition, TaskRecord } from '../tasks/types.js';
 
 export type PerturbationKind = 'typos' | 'yo' | 'case' | 'shuffle-options';
@@ -74,10 +75,6 @@ function change(text: string, p: Perturbation, rng: Rng): string {
   return text.toLocaleLowerCase('ru');
 }
 
-/** Whether the task's items carry their options as fields named by the labels (RuMedTest's "1"…"4"). */
-export const hasOptions = (task: TaskDefinition): boolean =>
-  task.kind === 'classification' && task.labels.every((l) => task.inputFields.includes(l));
-
 /**
  * The record as the perturbed model reads it, and for shuffled options the map from the label shown to the
  * original one. Seeded by the run's seed and the item's id, so that a rerun, a shard and a resume agree.
@@ -94,8 +91,10 @@ export function perturbRecord(
   const rng = createRng(h.readUInt32LE(0));
   const raw: Record<string, unknown> = { ...record.raw };
   if (p.kind === 'shuffle-options') {
-    if (task.kind !== 'classification' || !hasOptions(task)) return { record };
-    const labels = [...task.labels];
+    if (!isChoiceTask(task)) return { record };
+    // The options are the fields the task's definition names per label (RuMedTest's "1"…"4").
+    const fields = task.choices.optionFields;
+    const labels = Object.keys(fields);
     const order = [...labels];
     for (let i = order.length - 1; i > 0; i--) {
       const j = rng.int(i + 1);
@@ -104,7 +103,7 @@ export function perturbRecord(
     // Shown label k holds the option that was order[k]; an answer k means the original order[k].
     const answerMap: Record<string, string> = {};
     labels.forEach((shown, k) => {
-      raw[shown] = record.raw[order[k] as string];
+      raw[fields[shown] as string] = record.raw[fields[order[k] as string] as string];
       answerMap[shown] = order[k] as string;
     });
     return { record: { ...record, raw }, answerMap };

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { renderTable } from '../report/table.js';
-import { compareSubmissions } from '../scoring/compare.js';
+import { type ComparisonResult, compareSubmissions } from '../scoring/compare.js';
 import { type Perturbation, perturbationName } from './perturb.js';
 import { type LlmRunOptions, runLlm } from './run.js';
 
@@ -26,6 +26,17 @@ export interface PerturbationRuns {
   >;
 }
 
+/** Two run folders of one run's variants compared item by item (B − A), with the run's data, seed and bootstrap. */
+export function compareRunFolders(run: LlmRunOptions, a: string, b: string): Promise<ComparisonResult> {
+  return compareSubmissions(join(a, 'predictions'), join(b, 'predictions'), {
+    dataDir: run.dataDir,
+    seed: run.seed ?? 0,
+    ...(run.bootstrap !== undefined ? { bootstrap: Math.max(run.bootstrap, 100) } : {}),
+    // A quick look (--limit) answers some items: compared on them, with the gold the predictions carry.
+    ...(run.limit !== undefined ? { fileGold: true } : {}),
+  });
+}
+
 export async function runPerturbations(
   clean: LlmRunOptions,
   perturbations: readonly Perturbation[],
@@ -37,13 +48,7 @@ export async function runPerturbations(
     const dir = join(clean.outDir, 'perturbed', name.replace(/=/g, '-'));
     log.info(`perturbed run ${name}: ${dir}`);
     const run = await runLlm({ ...clean, outDir: dir, perturb: p });
-    const c = await compareSubmissions(join(clean.outDir, 'predictions'), join(dir, 'predictions'), {
-      dataDir: clean.dataDir,
-      seed: clean.seed ?? 0,
-      ...(clean.bootstrap !== undefined ? { bootstrap: Math.max(clean.bootstrap, 100) } : {}),
-      // A quick look (--limit) answers some items: compared on them, with the gold the predictions carry.
-      ...(clean.limit !== undefined ? { fileGold: true } : {}),
-    });
+    const c = await compareRunFolders(clean, clean.outDir, dir);
     const tasks: PerturbationRuns['variants'][string]['tasks'] = {};
     for (const [t, v] of Object.entries(c.tasks))
       tasks[t] = { n: v.n, clean: v.a.score, perturbed: v.b.score, delta: v.score };

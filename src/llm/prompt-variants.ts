@@ -11,9 +11,9 @@ import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { renderTable } from '../report/table.js';
-import { compareSubmissions } from '../scoring/compare.js';
 import { readRunFolder } from '../scoring/run-folder.js';
 import type { TaskDefinition } from '../tasks/types.js';
+import { compareRunFolders } from './perturbations.js';
 import { type LlmRunOptions, runLlm } from './run.js';
 
 export interface PromptVariantRuns {
@@ -60,6 +60,7 @@ export async function runPromptVariants(
   const variants = ['p1', ...ids.filter((id) => id !== 'p1')];
   const summaries = Object.fromEntries(variants.map((id) => [id, readRunFolder(dirs[id] as string).summary]));
   const out: PromptVariantRuns = { variants, tasks: {} };
+  const compared = new Map<string, ReturnType<typeof compareRunFolders>>();
   for (const task of base.tasks) {
     const scores: PromptVariantRuns['tasks'][string]['scores'] = {};
     for (const id of variants) {
@@ -74,16 +75,11 @@ export async function runPromptVariants(
     const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1));
     const best = entries.reduce((a, b) => (b[1].score > a[1].score ? b : a))[0];
     const worst = entries.reduce((a, b) => (b[1].score < a[1].score ? b : a))[0];
-    const c = await compareSubmissions(
-      join(dirs[worst] as string, 'predictions'),
-      join(dirs[best] as string, 'predictions'),
-      {
-        dataDir: base.dataDir,
-        seed: base.seed ?? 0,
-        ...(base.bootstrap !== undefined ? { bootstrap: Math.max(base.bootstrap, 100) } : {}),
-        ...(base.limit !== undefined ? { fileGold: true } : {}),
-      },
-    );
+    // One comparison per pair of formulations, whichever tasks it serves.
+    const pair = `${worst}\u0000${best}`;
+    if (!compared.has(pair))
+      compared.set(pair, compareRunFolders(base, dirs[worst] as string, dirs[best] as string));
+    const c = await (compared.get(pair) as ReturnType<typeof compareRunFolders>);
     const delta = c.tasks[task.name]?.score;
     if (!delta) continue;
     out.tasks[task.name] = {

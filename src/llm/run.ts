@@ -218,7 +218,6 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const splits = options.splits ?? 'test';
   const mode = options.mode ?? 'generate';
   const shard = options.shard;
-  const pending = { length: f.sent };
   const wallS = f.wallS;
   const accepted = checkFailures(jobs, journal, journalFile, options.allowFailures);
   if (accepted) log.warn(accepted);
@@ -282,9 +281,9 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       skipped: plan.skipped,
       requests: {
         total: jobs.length,
-        sent_this_run: pending.length,
+        sent_this_run: f.sent,
         wall_s: wallS,
-        throughput_rps: pending.length / Math.max(1e-9, wallS),
+        throughput_rps: f.sent / Math.max(1e-9, wallS),
       },
       usage: {
         prompt_tokens: promptTokens,
@@ -333,7 +332,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     perturb: options.perturb ?? null,
     ...f.extra,
   });
-  return { evaluation, summary, outDir: options.outDir, sent: pending.length };
+  return { evaluation, summary, outDir: options.outDir, sent: f.sent };
 }
 
 /**
