@@ -7,6 +7,7 @@
  * endpoint embeds texts, not pairs. There are no word vectors here: RuMedNER is left to a model run here.
  */
 import pLimit from 'p-limit';
+import { readCapped } from '../data/read-capped.js';
 import { ModelError } from '../errors.js';
 import type { TextInput } from './inputs.js';
 import { type CachingOptions, type SourceInfo, VectorSource } from './source.js';
@@ -142,12 +143,13 @@ export class EndpointEmbedder extends VectorSource {
         (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
       throw new EndpointError(`request failed: ${cause}`, true);
     }
-    const length = Number(res.headers.get('content-length'));
-    if (length > MAX_ANSWER_BYTES) {
-      await res.body?.cancel();
-      throw new EndpointError(`an answer of ${length} bytes, over the ${MAX_ANSWER_BYTES}-byte cap`, false);
+    let text: string | null;
+    try {
+      text = await readCapped(res, MAX_ANSWER_BYTES);
+    } catch (e) {
+      throw new EndpointError(`the answer broke off: ${(e as Error).message}`, true);
     }
-    const text = await res.text();
+    if (text === null) throw new EndpointError(`an answer over the ${MAX_ANSWER_BYTES}-byte cap`, false);
     if (res.status === 429 || res.status >= 500) {
       const after = Number(res.headers.get('retry-after'));
       throw new EndpointError(

@@ -13,6 +13,7 @@
  *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
+import { readCapped } from '../data/read-capped.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
@@ -295,27 +296,10 @@ export class OpenAIProvider implements Provider {
   /** The body of a reply, at most `maxReplyBytes`, counted as it arrives. */
   private async readCapped(url: string, res: Response): Promise<string> {
     const max = this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
-    if (!res.body) return '';
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let bytes = 0;
+    let text: string | null;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        bytes += value.length;
-        if (bytes > max) {
-          await reader.cancel().catch(() => undefined);
-          throw new LlmRequestError(
-            `${url}: the reply is larger than --max-reply-bytes (${max} bytes); it was cut off and not read`,
-            res.status,
-            false,
-          );
-        }
-        chunks.push(value);
-      }
+      text = await readCapped(res, max);
     } catch (e) {
-      if (e instanceof LlmRequestError) throw e;
       throw new LlmRequestError(
         `${url}: the reply broke off (${(e as Error).name === 'TimeoutError' ? 'timed out' : (e as Error).message})`,
         res.status,
@@ -323,7 +307,13 @@ export class OpenAIProvider implements Provider {
         { cause: e },
       );
     }
-    return new TextDecoder().decode(Buffer.concat(chunks));
+    if (text === null)
+      throw new LlmRequestError(
+        `${url}: the reply is larger than --max-reply-bytes (${max} bytes); it was cut off and not read`,
+        res.status,
+        false,
+      );
+    return text;
   }
 
   /** One POST of JSON; HTTP errors become LlmRequestErrors (429 with its Retry-After), retryable where they may pass. */
