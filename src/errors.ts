@@ -34,7 +34,11 @@ export type ErrorCode =
   /** A leaderboard that could not be reached, or did not answer as its API does. */
   | 'SUBMIT_UNREACHABLE'
   /** An evaluation plan that cannot be run as written (its file, line and column named). */
-  | 'PLAN_INVALID';
+  | 'PLAN_INVALID'
+  /** A plan id the queue's database does not hold. */
+  | 'PLAN_NOT_FOUND'
+  /** A model server the platform's allow-list (`serve endpoint add`) does not name. */
+  | 'ENDPOINT_NOT_ALLOWED';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

@@ -16,7 +16,7 @@ import {
   runPromptVariants,
 } from '../llm/prompt-variants.js';
 import type { Provider } from '../llm/provider.js';
-import { runLlm } from '../llm/run.js';
+import { type LlmRunOptions, runLlm } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
@@ -276,6 +276,41 @@ function chanceRow(labelSpace: Record<string, number>): PaperRow {
   return { model: 'Chance', tasks, overall: Number.NaN };
 }
 
+/** The run's options as the flags give them, less the provider and the progress display (a worker's too). */
+export function llmRunOptions(flags: LlmFlags, io: Pick<CliIo, 'log'>): Omit<LlmRunOptions, 'provider'> {
+  return {
+    tasks: parseTaskList(flags.tasks),
+    splits: flags.split,
+    mode: flags.mode,
+    ...(flags.labelWords ? { labelWords: true } : {}),
+    dataDir: resolveDataDir(flags.data),
+    outDir: flags.out,
+    shots: flags.shots,
+    seed: flags.seed,
+    params: {
+      temperature: flags.temperature,
+      maxTokens: flags.maxTokens,
+      seed: flags.seed,
+      ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
+    },
+    concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
+    bootstrap: flags.bootstrap,
+    logger: io.log,
+    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+    ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
+    ...(flags.repeats > 1 ? { repeats: flags.repeats } : {}),
+    ...(flags.resume ? { resume: true } : {}),
+    ...(flags.retryErrors ? { retryErrors: true } : {}),
+    ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
+    ...(flags.provider === 'openai' ? { maxReplyBytes: flags.maxReplyBytes } : {}),
+    ...(flags.system !== undefined ? { system: flags.system } : {}),
+    ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
+    ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
+      ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
+      : {}),
+  };
+}
+
 export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
@@ -300,40 +335,12 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
   try {
     const options: Parameters<typeof runLlm>[0] = {
       provider,
-      tasks,
-      splits: flags.split,
-      mode: flags.mode,
-      ...(flags.labelWords ? { labelWords: true } : {}),
-      dataDir: resolveDataDir(flags.data),
-      outDir: flags.out,
-      shots: flags.shots,
-      seed: flags.seed,
-      params: {
-        temperature: flags.temperature,
-        maxTokens: flags.maxTokens,
-        seed: flags.seed,
-        ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
-      },
-      concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
-      bootstrap: flags.bootstrap,
-      logger: io.log,
+      ...llmRunOptions(flags, io),
       ...(io.onProgress
         ? { onProgress: io.onProgress }
         : flags.progress && !io.quiet && process.stderr.isTTY === true
           ? { onProgress: progressBar() }
           : {}),
-      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-      ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
-      ...(flags.repeats > 1 ? { repeats: flags.repeats } : {}),
-      ...(flags.resume ? { resume: true } : {}),
-      ...(flags.retryErrors ? { retryErrors: true } : {}),
-      ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
-      ...(flags.provider === 'openai' ? { maxReplyBytes: flags.maxReplyBytes } : {}),
-      ...(flags.system !== undefined ? { system: flags.system } : {}),
-      ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
-      ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
-        ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
-        : {}),
     };
     result = await runLlm(options);
     if (promptIds.length > 0) formulations = await runPromptVariants(options, promptIds, io.log);

@@ -35,6 +35,23 @@ import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
 import { MERGE_FLAGS, runMerge } from './merge.js';
 import { PLAN_CHECK_FLAGS, PLAN_RUN_FLAGS, runPlanCheck, runPlanRun } from './plan.js';
+import {
+  ENDPOINT_ADD_FLAGS,
+  ENDPOINT_LIST_FLAGS,
+  PLAN_CANCEL_FLAGS,
+  PLAN_EXPORT_FLAGS,
+  PLAN_STATUS_FLAGS,
+  PLAN_SUBMIT_FLAGS,
+  runEndpointAdd,
+  runEndpointList,
+  runEndpointRemove,
+  runPlanCancel,
+  runPlanExport,
+  runPlanStatus,
+  runPlanSubmit,
+  runWorker,
+  WORKER_FLAGS,
+} from './queue.js';
 import { REPORT_FLAGS, type ReportFlags, runReportCommand } from './report.js';
 import {
   CAMPAIGN_CREATE_FLAGS,
@@ -186,6 +203,26 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     setExit(await runTokenList(flags, io)),
   );
 
+  const endpoint = serve.command('endpoint').description("the model servers the platform's workers may ask");
+  addFlags(
+    endpoint
+      .command('add')
+      .description('put a server (or GGUF file) on the allow-list')
+      .argument('<name>', 'its name'),
+    ENDPOINT_ADD_FLAGS,
+  ).action(async (name: string, flags: FlagsOf<typeof ENDPOINT_ADD_FLAGS>) =>
+    setExit(await runEndpointAdd(name, flags, io)),
+  );
+  addFlags(endpoint.command('list').description('the allow-list'), ENDPOINT_LIST_FLAGS).action(
+    async (flags: FlagsOf<typeof ENDPOINT_LIST_FLAGS>) => setExit(await runEndpointList(flags, io)),
+  );
+  addFlags(
+    endpoint.command('remove').description('take a server off the allow-list').argument('<name>', 'its name'),
+    PLAN_CANCEL_FLAGS,
+  ).action(async (name: string, flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>) =>
+    setExit(await runEndpointRemove(name, flags, io)),
+  );
+
   const campaign = serve.command('campaign').description('human evaluation campaigns');
   addFlags(
     campaign.command('create').description('create a campaign and print one invitation link per annotator'),
@@ -262,6 +299,46 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
   ).action(async (file: string, flags: FlagsOf<typeof PLAN_RUN_FLAGS>) =>
     setExit(await runPlanRun(file, flags, io)),
   );
+
+  addFlags(
+    plan
+      .command('submit')
+      .description("queue a plan's cells in PostgreSQL for workers on any machine; print the plan id")
+      .argument('<plan>', 'plan file (.yaml or .json)'),
+    PLAN_SUBMIT_FLAGS,
+  ).action(async (file: string, flags: FlagsOf<typeof PLAN_SUBMIT_FLAGS>) =>
+    setExit(await runPlanSubmit(file, flags, io)),
+  );
+  addFlags(
+    plan
+      .command('status')
+      .description('a queued plan: requests done per cell, rate, time left, failures, workers')
+      .argument('<id>', 'plan id (from plan submit)'),
+    PLAN_STATUS_FLAGS,
+  ).action(async (id: string, flags: FlagsOf<typeof PLAN_STATUS_FLAGS>) =>
+    setExit(await runPlanStatus(id, flags, io)),
+  );
+  addFlags(
+    plan.command('cancel').description('cancel a queued plan').argument('<id>', 'plan id'),
+    PLAN_CANCEL_FLAGS,
+  ).action(async (id: string, flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>) =>
+    setExit(await runPlanCancel(id, flags, io)),
+  );
+  addFlags(
+    plan
+      .command('export')
+      .description("write a queued plan's finished cells and summary as `plan run` writes them")
+      .argument('<id>', 'plan id'),
+    PLAN_EXPORT_FLAGS,
+  ).action(async (id: string, flags: FlagsOf<typeof PLAN_EXPORT_FLAGS>) =>
+    setExit(await runPlanExport(id, flags, io)),
+  );
+  addFlags(
+    program
+      .command('worker')
+      .description('run queued plan jobs from PostgreSQL (plan submit) on this machine'),
+    WORKER_FLAGS,
+  ).action(async (flags: FlagsOf<typeof WORKER_FLAGS>) => setExit(await runWorker(flags, io)));
 
   addFlags(program.command('tasks').description('list the tasks and their metrics'), {}).action(() => {
     const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);

@@ -136,7 +136,7 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
   },
 };
 
-function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } {
+export function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } {
   const path = resolve(file);
   const plan = parsePlan(readUtf8File(path), path, PLAN_PROVIDERS);
   const { cells, notes } = expandPlan(plan, PLAN_PROVIDERS);
@@ -144,7 +144,10 @@ function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } 
 }
 
 /** An LLM cell's flags as the `llm` command reads them. */
-function llmFlagsOf(cell: Cell): LlmFlags {
+const llmFlagsOf = (cell: Cell): LlmFlags => llmFlagsOfArgv(cell.argv);
+
+/** The flags of an `llm …` command line (a cell's, as queued), read by the `llm` command's own parser. */
+export function llmFlagsOfArgv(argv: readonly string[]): LlmFlags {
   let flags: LlmFlags | undefined;
   const cmd = addFlags(
     new Command('llm').exitOverride().configureOutput({ writeErr: () => {} }),
@@ -152,7 +155,7 @@ function llmFlagsOf(cell: Cell): LlmFlags {
   ).action((f: LlmFlags) => {
     flags = f;
   });
-  cmd.parse([...cell.argv.slice(1), '--out', '-'], { from: 'user' });
+  cmd.parse([...argv.slice(1), '--out', '-'], { from: 'user' });
   return flags as LlmFlags;
 }
 

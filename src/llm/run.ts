@@ -94,11 +94,34 @@ export interface LlmRunResult {
   sent: number;
 }
 
+/** Every request of a run, as its options make them (a worker plans a queued cell's requests with this too). */
+export function planRun(
+  options: Omit<LlmRunOptions, 'provider'>,
+  model: unknown,
+  log: Logger = silentLogger,
+): ReturnType<typeof planJobs> {
+  return planJobs({
+    tasks: options.tasks,
+    splits: options.splits ?? 'test',
+    dataDir: options.dataDir,
+    mode: options.mode ?? 'generate',
+    shots: options.shots ?? 0,
+    seed: options.seed ?? 0,
+    params: options.params,
+    model,
+    log,
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    ...(options.system !== undefined ? { system: options.system } : {}),
+    ...(options.templates ? { templates: options.templates } : {}),
+    ...(options.labelWords ? { labelWords: true } : {}),
+    ...(options.repeats !== undefined && options.repeats > 1 ? { repeats: options.repeats } : {}),
+    ...(options.perturb ? { perturb: options.perturb } : {}),
+    ...(options.promptVariant !== undefined ? { promptVariant: options.promptVariant } : {}),
+  });
+}
+
 export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const log = options.logger ?? silentLogger;
-  const seed = options.seed ?? 0;
-  const shots = options.shots ?? 0;
-  const splits = options.splits ?? 'test';
   const mode = options.mode ?? 'generate';
   const resuming = options.resume || options.retryErrors;
   const journalFile = join(options.outDir, 'journal.jsonl');
@@ -129,24 +152,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const model = options.provider.describe();
 
   // 1. Plan.
-  const plan = await planJobs({
-    tasks: options.tasks,
-    splits,
-    dataDir: options.dataDir,
-    mode,
-    shots,
-    seed,
-    params: options.params,
-    model: model.model,
-    log,
-    ...(options.limit !== undefined ? { limit: options.limit } : {}),
-    ...(options.system !== undefined ? { system: options.system } : {}),
-    ...(options.templates ? { templates: options.templates } : {}),
-    ...(options.labelWords ? { labelWords: true } : {}),
-    ...(options.repeats !== undefined && options.repeats > 1 ? { repeats: options.repeats } : {}),
-    ...(options.perturb ? { perturb: options.perturb } : {}),
-    ...(options.promptVariant !== undefined ? { promptVariant: options.promptVariant } : {}),
-  });
+  const plan = await planRun(options, model.model, log);
   const shard = options.shard;
   const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
   if (shard)

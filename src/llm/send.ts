@@ -60,8 +60,11 @@ export async function sendAll(options: {
   pending: readonly Job[];
   provider: Provider;
   params: SamplingParams;
-  journal: Journal;
+  /** Where each answer goes the moment it arrives: the run's journal file, or a worker's database. */
+  journal: Pick<Journal, 'append'> | { append(entry: JournalEntry): Promise<void> };
   concurrency: number;
+  /** Once aborted, nothing more is sent; the requests in flight finish and are kept. */
+  signal?: AbortSignal;
   progress: RunProgress;
   /** Told after each answer, and once more at the end (`final`). */
   onProgress?: (p: RunProgress, final: boolean) => void;
@@ -75,7 +78,7 @@ export async function sendAll(options: {
   let stopped: RumedbenchError | undefined;
   const worker = async (): Promise<void> => {
     for (;;) {
-      if (stopped) return;
+      if (stopped || options.signal?.aborted) return;
       const job = options.pending[next++];
       if (!job) return;
       const t0 = performance.now();
@@ -100,7 +103,7 @@ export async function sendAll(options: {
           at: new Date().toISOString(),
         };
       }
-      options.journal.append(entry);
+      await options.journal.append(entry);
       options.progress.done++;
       if (entry.status === 'ok') options.onAnswer?.(job, entry);
       options.onProgress?.(options.progress, false);

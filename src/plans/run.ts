@@ -204,8 +204,9 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
   return summary;
 }
 
-function rowOf(
-  cell: Cell,
+/** A cell's row of the plan summary, read from its run folder (a local run's, or one a worker finished). */
+export function rowOf(
+  cell: Pick<Cell, 'id' | 'model' | 'provider' | 'axes' | 'settings'>,
   dir: string,
   outcome: (CellOutcome & { wall_s: number | null }) | undefined,
 ): PlanRow {

@@ -1,0 +1,340 @@
+/**
+ * A plan spread over many machines (src/workers/): `plan submit|status|cancel|export --db postgres://…`, the
+ * `worker` that runs the queued jobs, and `serve endpoint add|list|remove`, the platform's allow-list of servers.
+ * A queued cell is the same `llm` command line as a local plan's cell; a worker reads it with `llm`'s own parser.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
+import { planRun } from '../llm/run.js';
+import type { Logger } from '../log.js';
+import { renderTable } from '../report/table.js';
+import { addEndpoint, listEndpoints, removeEndpoint } from '../workers/endpoints.js';
+import { cancelPlan, exportPlan, type PlanStatus, planStatus } from '../workers/plans.js';
+import { openQueue, type QueueDb } from '../workers/store.js';
+import { enqueuePlan, type QueuedCell } from '../workers/submit.js';
+import { type CellRunner, Worker } from '../workers/worker.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
+import { type CliIo, EXIT } from './io.js';
+import { llmRunOptions, makeProvider } from './llm.js';
+import { llmFlagsOfArgv, loadPlan } from './plan.js';
+
+const dbFlag = () => flag.text('--db <url>', "the queue's PostgreSQL (postgres://…; default: $DATABASE_URL)");
+
+export const PLAN_SUBMIT_FLAGS = {
+  db: dbFlag(),
+  jobSize: flag.count('--job-size <n>', 'requests per job at most', { min: 1, default: 200 }),
+  json: flag.jsonFlag('print {id, jobs, requests} as one JSON object'),
+} satisfies FlagTable;
+
+export const PLAN_STATUS_FLAGS = {
+  db: dbFlag(),
+  json: flag.jsonFlag('print the status as one JSON object'),
+} satisfies FlagTable;
+
+export const PLAN_CANCEL_FLAGS = { db: dbFlag() } satisfies FlagTable;
+
+export const PLAN_EXPORT_FLAGS = {
+  db: dbFlag(),
+  out: flag.text(
+    '--out <dir>',
+    'plan folder: <model>/<axis=value,…>/ per finished cell, summary.json, report.html',
+    {
+      required: true,
+    },
+  ),
+  json: flag.jsonFlag('print the plan summary as one JSON object'),
+} satisfies FlagTable;
+
+export const WORKER_FLAGS = {
+  db: dbFlag(),
+  jobs: flag.count('--jobs <n>', 'jobs at once', { min: 1, default: 1 }),
+  concurrency: flag.count('--concurrency <n>', 'requests in flight on this worker, across its jobs', {
+    min: 1,
+    default: 8,
+  }),
+  name: flag.text('--name <name>', 'how plan status names this worker (default: host-pid)'),
+  data: flag.text('--data <dir>', "this machine's data folder, in place of the one the plan names"),
+  heartbeat: flag.count('--heartbeat <s>', 'seconds between heartbeats; lost after three missed', {
+    min: 1,
+    default: 5,
+  }),
+  exitWhenIdle: flag.on('--exit-when-idle', 'stop once no queued plan has work left'),
+} satisfies FlagTable;
+
+export const ENDPOINT_ADD_FLAGS = {
+  db: dbFlag(),
+  provider: flag.choice(
+    '--provider <name>',
+    'openai-compatible server, or a GGUF file on the workers',
+    ['openai', 'llama'],
+    {
+      default: 'openai',
+    },
+  ),
+  baseUrl: flag.text('--base-url <url>', 'the server (openai), e.g. http://gpu-1:8000/v1'),
+  model: flag.text('--model <name>', 'the model as the server knows it, or the .gguf path on the workers', {
+    required: true,
+  }),
+  apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the key on the workers'),
+} satisfies FlagTable;
+
+export const ENDPOINT_LIST_FLAGS = {
+  db: dbFlag(),
+  json: flag.jsonFlag('print the list as JSON'),
+} satisfies FlagTable;
+
+export async function withQueue<T>(
+  url: string | undefined,
+  f: (db: QueueDb) => Promise<T>,
+  o: { supervise?: boolean } = {},
+): Promise<T> {
+  const target = url ?? (process.env.DATABASE_URL || undefined);
+  if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
+  const db = await openQueue(target, o);
+  try {
+    return await f(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** A queued cell's runner on this worker: its `llm` flags, this machine's data folder, its provider. */
+export function cellRunner(argv: readonly string[], data: string | undefined, log: Logger): CellRunner {
+  const flags = llmFlagsOfArgv(argv);
+  if (data !== undefined) flags.data = data;
+  const io = { log } as CliIo;
+  return {
+    options: llmRunOptions(flags, io),
+    model: flags.provider === 'llama' ? basename(flags.model) : flags.model,
+    async provider() {
+      const p = await makeProvider(flags, io);
+      if (flags.mode === 'loglik') await p.checkLoglik?.();
+      return p;
+    },
+  };
+}
+
+/** A plan's cells as the queue takes them: LLM cells, each one run (no variants, no shards). */
+export async function queuedCells(file: string, log: Logger) {
+  const { plan, cells, notes } = loadPlan(file);
+  const refused: string[] = [];
+  const queued: QueuedCell[] = [];
+  for (const cell of cells) {
+    if (cell.provider === 'encoder') {
+      refused.push(`${cell.id}: encoder cells run with \`plan run\`, not on workers`);
+      continue;
+    }
+    const f = llmFlagsOfArgv(cell.argv);
+    for (const [k, v] of [
+      ['prompts', f.prompts],
+      ['perturb', f.perturb],
+      ['shard', f.shard],
+    ] as const)
+      if (v !== undefined)
+        refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
+    const runner = cellRunner(cell.argv, undefined, log);
+    const planned = await planRun(runner.options, runner.model, log);
+    if (planned.jobs.length === 0)
+      refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
+    queued.push({ cell, keys: planned.jobs.map((j) => j.key), dataSha256: planned.dataFiles });
+  }
+  if (refused.length > 0) throw new UsageError(`${plan.file}: cannot be queued:\n  ${refused.join('\n  ')}`);
+  return { plan, queued, notes };
+}
+
+export async function runPlanSubmit(
+  file: string,
+  flags: FlagsOf<typeof PLAN_SUBMIT_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const { plan, queued, notes } = await queuedCells(file, io.log);
+  for (const n of notes) io.log.info(n);
+  const sha = createHash('sha256').update(readFileSync(plan.file)).digest('hex');
+  const r = await withQueue(flags.db, (db) =>
+    enqueuePlan(db, {
+      name: plan.name,
+      file: plan.file,
+      sha256: sha,
+      maxInFlight: plan.maxInFlight ?? 32,
+      cells: queued,
+      jobSize: flags.jobSize,
+    }),
+  );
+  if (flags.json) io.out(`${JSON.stringify(r)}\n`);
+  else {
+    io.log.info(
+      `plan ${plan.name}: ${queued.length} cell(s), ${r.requests} requests in ${r.jobs} job(s) queued`,
+    );
+    io.out(`${r.id}\n`);
+  }
+  return EXIT.ok;
+}
+
+const duration = (s: number | null) =>
+  s === null
+    ? '–'
+    : s >= 3600
+      ? `${(s / 3600).toFixed(1)} h`
+      : s >= 60
+        ? `${Math.round(s / 60)} min`
+        : `${Math.round(s)} s`;
+
+export function renderStatus(s: PlanStatus): string {
+  const rows = s.cells.map((c) => [
+    c.cell,
+    c.status,
+    `${c.requests.done}/${c.requests.total}`,
+    c.requests.failed > 0 ? String(c.requests.failed) : '',
+    c.rate > 0 ? `${c.rate.toFixed(1)}/s` : '–',
+    duration(c.eta_s),
+    c.workers.join(', '),
+    c.overall === null ? '' : c.overall.toFixed(2),
+  ]);
+  const lines = [
+    `plan ${s.name} (${s.id}): ${s.status}`,
+    '',
+    renderTable(['cell', 'status', 'requests', 'failed', 'rate', 'left', 'workers', 'overall'], rows, 2),
+  ];
+  for (const c of s.cells) {
+    if (c.error) lines.push(`${c.cell}: ${c.error}`);
+    for (const f of c.failures.slice(0, 3)) lines.push(`${c.cell}: ${f.n}× ${f.reason}`);
+  }
+  return lines.join('\n');
+}
+
+export async function runPlanStatus(
+  id: string,
+  flags: FlagsOf<typeof PLAN_STATUS_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const s = await withQueue(flags.db, (db) => planStatus(db, id));
+  io.out(flags.json ? `${JSON.stringify(s)}\n` : `${renderStatus(s)}\n`);
+  return EXIT.ok;
+}
+
+export async function runPlanCancel(
+  id: string,
+  flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const r = await withQueue(flags.db, (db) => cancelPlan(db, id));
+  if (r.cancelled)
+    io.log.info(
+      `plan ${id} cancelled: its waiting jobs are dropped, its workers stop at their next heartbeat`,
+    );
+  else io.log.warn(`plan ${id} is already ${r.status}; nothing to cancel`);
+  return EXIT.ok;
+}
+
+export async function runPlanExport(
+  id: string,
+  flags: FlagsOf<typeof PLAN_EXPORT_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const out = resolve(flags.out);
+  const summary = await withQueue(flags.db, (db) => exportPlan(db, id, out));
+  const done = summary.cells.filter((c) => c.status === 'done');
+  if (done.length > 0) {
+    const { runReport } = await import('../report/run.js');
+    await runReport(
+      done.map((c) => c.dir),
+      { out: resolve(out, 'report.html'), names: done.map((c) => c.cell), title: `Plan ${summary.name}` },
+    );
+  }
+  if (flags.json) io.out(`${JSON.stringify(summary)}\n`);
+  else
+    io.out(
+      `${renderTable(
+        ['cell', 'status', 'overall'],
+        summary.cells.map((c) => [c.cell, c.status, c.overall === null ? '–' : c.overall.toFixed(2)]),
+        2,
+      )}\n`,
+    );
+  const failed = summary.cells.length - done.length;
+  if (failed > 0) io.log.warn(`${failed} of ${summary.cells.length} cell(s) not done: see plan status ${id}`);
+  return failed === 0 ? EXIT.ok : done.length === 0 ? EXIT.submissionErrors : EXIT.incomplete;
+}
+
+export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo): Promise<number> {
+  return withQueue(
+    flags.db,
+    async (db) => {
+      const worker = new Worker({
+        db,
+        jobs: flags.jobs,
+        concurrency: flags.concurrency,
+        heartbeatS: flags.heartbeat,
+        exitWhenIdle: flags.exitWhenIdle,
+        log: io.log,
+        ...(flags.name !== undefined ? { name: flags.name } : {}),
+        prepare: async (argv) => cellRunner(argv, flags.data, io.log),
+      });
+      const stop = () => {
+        io.log.info(`worker ${worker.name}: stopping`);
+        void worker.stop();
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      try {
+        await worker.run();
+      } finally {
+        process.off('SIGTERM', stop);
+        process.off('SIGINT', stop);
+      }
+      io.log.info(`worker ${worker.name}: stopped after ${worker.answered} request(s)`);
+      return EXIT.ok;
+    },
+    { supervise: true },
+  );
+}
+
+export async function runEndpointAdd(
+  name: string,
+  flags: FlagsOf<typeof ENDPOINT_ADD_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  if (flags.provider === 'openai' && !flags.baseUrl)
+    throw new UsageError('--provider openai needs --base-url');
+  const e = await withQueue(flags.db, (db) =>
+    addEndpoint(db, {
+      name,
+      provider: flags.provider,
+      base_url: flags.baseUrl ?? null,
+      model: flags.model,
+      api_key_env: flags.apiKeyEnv ?? null,
+    }),
+  );
+  io.log.info(`endpoint ${e.name}: ${e.provider} ${e.base_url ?? ''} model ${e.model} on the allow-list`);
+  return EXIT.ok;
+}
+
+export async function runEndpointList(
+  flags: FlagsOf<typeof ENDPOINT_LIST_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const list = await withQueue(flags.db, (db) => listEndpoints(db));
+  if (flags.json) io.out(`${JSON.stringify(list)}\n`);
+  else
+    io.out(
+      `${renderTable(
+        ['name', 'provider', 'base url', 'model', 'key from'],
+        list.map((e) => [e.name, e.provider, e.base_url ?? '', e.model, e.api_key_env ?? '']),
+        2,
+      )}\n`,
+    );
+  return EXIT.ok;
+}
+
+export async function runEndpointRemove(
+  name: string,
+  flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const gone = await withQueue(flags.db, (db) => removeEndpoint(db, name));
+  if (!gone) throw new UsageError(`no endpoint "${name}" on the allow-list`);
+  io.log.info(`endpoint ${name} removed from the allow-list`);
+  return EXIT.ok;
+}

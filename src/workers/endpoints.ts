@@ -1,0 +1,96 @@
+/**
+ * The model servers the platform may ask (`rumedbench serve endpoint add`): an allow-list. An evaluation the
+ * platform runs names a registered endpoint, never an address, so no request goes where a team typed (server-side
+ * request forgery); and a worker refuses an evaluation cell whose server is not on the list, however it was queued.
+ * Keys are not stored: an endpoint names the environment variable that holds its key on the workers.
+ */
+import { RumedbenchError, UsageError } from '../errors.js';
+import { type QueueDb, SCHEMA } from './store.js';
+
+export interface Endpoint {
+  name: string;
+  provider: 'openai' | 'llama';
+  /** The OpenAI-compatible base URL (openai), or null (llama: `model` is the GGUF path on the workers). */
+  base_url: string | null;
+  model: string;
+  api_key_env: string | null;
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const ENV = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const normalise = (url: string) => url.replace(/\/+$/, '');
+
+export function checkEndpoint(e: Endpoint): Endpoint {
+  if (!NAME.test(e.name))
+    throw new UsageError(`endpoint name: letters, digits and ._- (at most 64), got "${e.name.slice(0, 80)}"`);
+  if (e.api_key_env !== null && !ENV.test(e.api_key_env))
+    throw new UsageError(
+      `--api-key-env: an environment variable's name, got "${e.api_key_env.slice(0, 80)}"`,
+    );
+  if (e.provider === 'openai') {
+    let u: URL;
+    try {
+      u = new URL(e.base_url ?? '');
+    } catch {
+      throw new UsageError(`--base-url: an http(s) URL, got "${String(e.base_url).slice(0, 200)}"`);
+    }
+    if (!/^https?:$/.test(u.protocol) || u.username || u.password)
+      throw new UsageError('--base-url: an http(s) URL without credentials in it (keys go in --api-key-env)');
+    return { ...e, base_url: normalise(u.toString()) };
+  }
+  if (e.provider === 'llama') return { ...e, base_url: null };
+  throw new UsageError(`--provider: openai or llama, got "${String(e.provider)}"`);
+}
+
+export async function addEndpoint(db: QueueDb, e: Endpoint): Promise<Endpoint> {
+  const ok = checkEndpoint(e);
+  await db.pool.query(
+    `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env`,
+    [ok.name, ok.provider, ok.base_url, ok.model, ok.api_key_env],
+  );
+  return ok;
+}
+
+export async function listEndpoints(db: QueueDb): Promise<Endpoint[]> {
+  const { rows } = await db.pool.query<Endpoint>(
+    `SELECT name, provider, base_url, model, api_key_env FROM ${SCHEMA}.endpoints ORDER BY name`,
+  );
+  return rows;
+}
+
+export async function removeEndpoint(db: QueueDb, name: string): Promise<boolean> {
+  const r = await db.pool.query(`DELETE FROM ${SCHEMA}.endpoints WHERE name = $1`, [name]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+export async function getEndpoint(db: QueueDb, name: string): Promise<Endpoint | undefined> {
+  const { rows } = await db.pool.query<Endpoint>(
+    `SELECT name, provider, base_url, model, api_key_env FROM ${SCHEMA}.endpoints WHERE name = $1`,
+    [name],
+  );
+  return rows[0];
+}
+
+const argOf = (argv: readonly string[], flag: string) => {
+  const at = argv.indexOf(flag);
+  return at >= 0 ? argv[at + 1] : undefined;
+};
+
+/** Throws unless the command line asks a server (and model) on the allow-list. */
+export async function checkAllowed(db: QueueDb, argv: readonly string[]): Promise<void> {
+  const provider = argOf(argv, '--provider') ?? 'openai';
+  const model = argOf(argv, '--model') ?? '';
+  const base = argOf(argv, '--base-url');
+  const list = await listEndpoints(db);
+  const ok = list.some((e) =>
+    provider === 'llama'
+      ? e.provider === 'llama' && e.model === model
+      : e.provider === 'openai' && e.base_url === normalise(base ?? '') && e.model === model,
+  );
+  if (!ok)
+    throw new RumedbenchError(
+      'ENDPOINT_NOT_ALLOWED',
+      `refused: ${provider === 'llama' ? `model file ${model}` : `${base ?? '(no base URL)'} (model ${model})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
+    );
+}

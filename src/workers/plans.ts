@@ -1,0 +1,276 @@
+/**
+ * A queued plan as its owner sees it: `plan status` (per cell: requests done of total, rate, time left, failed
+ * requests and why, the workers on it), `plan cancel`, and `plan export` (the run folders the workers finished, and
+ * the plan summary, as `plan run` writes them).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { RumedbenchError } from '../errors.js';
+import { PLAN_RUN_VERSION, type PlanRow, type PlanSummary, rowOf, writePlanSummary } from '../plans/run.js';
+import { type QueueDb, SCHEMA } from './store.js';
+
+export interface CellStatus {
+  cell: string;
+  model: string;
+  status: 'queued' | 'running' | 'finishing' | 'done' | 'failed';
+  requests: { done: number; failed: number; total: number };
+  /** Answers per second over the last minute. */
+  rate: number;
+  /** Seconds left at that rate (null: no rate yet, or nothing left). */
+  eta_s: number | null;
+  /** Failed requests, by reason (the most frequent first). */
+  failures: { reason: string; n: number }[];
+  workers: string[];
+  error: string | null;
+  overall: number | null;
+}
+
+export interface PlanStatus {
+  id: string;
+  name: string;
+  kind: string;
+  status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
+  created_at: string;
+  finished_at: string | null;
+  cells: CellStatus[];
+  /** Live workers, with the cells they are on (an admin's view). */
+  workers: { name: string; host: string; last_seen: string; cells: string[] }[];
+}
+
+export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
+  const pool = db.pool;
+  const plan = await pool.query<{
+    id: string;
+    name: string;
+    kind: string;
+    status: PlanStatus['status'];
+    created_at: Date;
+    finished_at: Date | null;
+  }>(`SELECT id, name, kind, status, created_at, finished_at FROM ${SCHEMA}.plans WHERE id = $1`, [id]);
+  const p = plan.rows[0];
+  if (!p) throw new RumedbenchError('PLAN_NOT_FOUND', `no plan ${id} in the queue at ${db.location}`);
+  const cells = await pool.query<{
+    cell_id: string;
+    model: string;
+    status: CellStatus['status'];
+    total: number;
+    error: string | null;
+    summary: string | null;
+  }>(
+    `SELECT cell_id, model, status, total, error, summary FROM ${SCHEMA}.cells WHERE plan_id = $1 ORDER BY position`,
+    [id],
+  );
+  const counts = await pool.query<{ cell_id: string; ok: number; failed: number; recent: number }>(
+    `SELECT cell_id, count(*) FILTER (WHERE status = 'ok')::int AS ok, count(*) FILTER (WHERE status <> 'ok')::int AS failed,
+       count(*) FILTER (WHERE at > now() - interval '60 seconds')::int AS recent
+     FROM ${SCHEMA}.answers WHERE plan_id = $1 GROUP BY cell_id`,
+    [id],
+  );
+  const since = await pool.query<{ cell_id: string; span: number }>(
+    `SELECT cell_id, least(60, extract(epoch FROM now() - min(at)))::float AS span FROM ${SCHEMA}.answers
+     WHERE plan_id = $1 AND at > now() - interval '60 seconds' GROUP BY cell_id`,
+    [id],
+  );
+  const failures = await pool.query<{ cell_id: string; reason: string; n: number }>(
+    `SELECT cell_id, left(coalesce(entry::json->>'error', 'failed'), 300) AS reason, count(*)::int AS n
+     FROM ${SCHEMA}.answers WHERE plan_id = $1 AND status <> 'ok' GROUP BY 1, 2 ORDER BY n DESC`,
+    [id],
+  );
+  const busy = await pool.query<{ cell_id: string; name: string; host: string; last_seen: Date }>(
+    `SELECT DISTINCT c.cell_id, w.name, w.host, w.last_seen FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
+     WHERE c.plan_id = $1 AND w.status = 'running'`,
+    [id],
+  );
+  const byCell = <T extends { cell_id: string }>(rows: T[]) => {
+    const m = new Map<string, T[]>();
+    for (const r of rows) m.set(r.cell_id, [...(m.get(r.cell_id) ?? []), r]);
+    return m;
+  };
+  const c1 = byCell(counts.rows);
+  const s1 = byCell(since.rows);
+  const f1 = byCell(failures.rows);
+  const b1 = byCell(busy.rows);
+  const out: CellStatus[] = cells.rows.map((c) => {
+    const n = c1.get(c.cell_id)?.[0];
+    const span = s1.get(c.cell_id)?.[0]?.span ?? 0;
+    const rate = n && span > 0 ? n.recent / Math.max(1, span) : 0;
+    const left = c.total - (n?.ok ?? 0);
+    const summary = c.summary ? (JSON.parse(c.summary) as { overall?: number | null }) : undefined;
+    return {
+      cell: c.cell_id,
+      model: c.model,
+      status: c.status,
+      requests: { done: n?.ok ?? 0, failed: n?.failed ?? 0, total: c.total },
+      rate,
+      eta_s: rate > 0 && left > 0 ? left / rate : null,
+      failures: (f1.get(c.cell_id) ?? []).map((f) => ({ reason: f.reason, n: f.n })),
+      workers: [...new Set((b1.get(c.cell_id) ?? []).map((b) => b.name))],
+      error: c.error,
+      overall: summary?.overall ?? null,
+    };
+  });
+  const workers = new Map<string, PlanStatus['workers'][number]>();
+  for (const b of busy.rows) {
+    const w = workers.get(b.name) ?? {
+      name: b.name,
+      host: b.host,
+      last_seen: b.last_seen.toISOString(),
+      cells: [],
+    };
+    w.cells.push(b.cell_id);
+    workers.set(b.name, w);
+  }
+  return {
+    id: p.id,
+    name: p.name,
+    kind: p.kind,
+    status: p.status,
+    created_at: p.created_at.toISOString(),
+    finished_at: p.finished_at?.toISOString() ?? null,
+    cells: out,
+    workers: [...workers.values()],
+  };
+}
+
+/** Every plan, newest first (the platform's /runs page). */
+export async function listPlans(
+  db: QueueDb,
+  o: { kind?: string; limit?: number } = {},
+): Promise<
+  {
+    id: string;
+    name: string;
+    kind: string;
+    status: string;
+    created_at: string;
+    done: number;
+    total: number;
+    error: string | null;
+  }[]
+> {
+  const { rows } = await db.pool.query<{
+    id: string;
+    name: string;
+    kind: string;
+    status: string;
+    created_at: Date;
+    done: number;
+    total: number;
+    error: string | null;
+  }>(
+    `SELECT p.id, p.name, p.kind, p.status, p.created_at,
+       (SELECT count(*) FROM ${SCHEMA}.answers a WHERE a.plan_id = p.id AND a.status = 'ok')::int AS done,
+       (SELECT coalesce(sum(total), 0) FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id)::int AS total,
+       (SELECT string_agg(c.cell_id || ': ' || c.error, '; ') FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.error IS NOT NULL) AS error
+     FROM ${SCHEMA}.plans p WHERE ($1::text IS NULL OR p.kind = $1) ORDER BY p.created_at DESC LIMIT $2`,
+    [o.kind ?? null, o.limit ?? 200],
+  );
+  return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString() }));
+}
+
+/** Cancels a plan: its waiting jobs are cancelled in the queue, and workers on it stop at their next heartbeat. */
+export async function cancelPlan(db: QueueDb, id: string): Promise<{ cancelled: boolean; status: string }> {
+  const r = await db.pool.query<{ status: string }>(
+    `UPDATE ${SCHEMA}.plans SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING status`,
+    [id],
+  );
+  if (r.rowCount === 0) {
+    const s = await db.pool.query<{ status: string }>(`SELECT status FROM ${SCHEMA}.plans WHERE id = $1`, [
+      id,
+    ]);
+    if (!s.rows[0])
+      throw new RumedbenchError('PLAN_NOT_FOUND', `no plan ${id} in the queue at ${db.location}`);
+    return { cancelled: false, status: s.rows[0].status };
+  }
+  const jobs = await db.pool.query<{ job_id: string; queue: string }>(
+    `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
+     WHERE k.plan_id = $1 AND NOT k.done`,
+    [id],
+  );
+  const byQueue = new Map<string, string[]>();
+  for (const j of jobs.rows) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j.job_id]);
+  for (const [q, ids] of byQueue) await db.boss.cancel(q, ids);
+  await db.pool.query(
+    `UPDATE ${SCHEMA}.cells SET status = 'failed', error = 'cancelled', finished_at = now() WHERE plan_id = $1 AND status NOT IN ('done', 'failed')`,
+    [id],
+  );
+  return { cancelled: true, status: 'cancelled' };
+}
+
+/** The files of a finished cell's run folder (what `llm` writes), as the worker that finished it stored them. */
+export async function cellFiles(
+  db: QueueDb,
+  id: string,
+  cell: string,
+): Promise<{ path: string; content: Buffer }[]> {
+  const { rows } = await db.pool.query<{ path: string; content: Buffer }>(
+    `SELECT path, content FROM ${SCHEMA}.files WHERE plan_id = $1 AND cell_id = $2 ORDER BY path`,
+    [id, cell],
+  );
+  return rows;
+}
+
+/** Writes a plan's finished cells into `<out>/<cell>/` and the plan's summary.json, as `plan run` does. */
+export async function exportPlan(db: QueueDb, id: string, outDir: string): Promise<PlanSummary> {
+  const plan = await db.pool.query<{ name: string; plan_file: string; plan_sha256: string }>(
+    `SELECT name, plan_file, plan_sha256 FROM ${SCHEMA}.plans WHERE id = $1`,
+    [id],
+  );
+  const p = plan.rows[0];
+  if (!p) throw new RumedbenchError('PLAN_NOT_FOUND', `no plan ${id} in the queue at ${db.location}`);
+  const cells = await db.pool.query<{
+    cell_id: string;
+    model: string;
+    provider: string;
+    axes: string;
+    settings: string;
+    status: string;
+    error: string | null;
+    wall: number | null;
+  }>(
+    `SELECT cell_id, model, provider, axes, settings, status, error,
+       extract(epoch FROM finished_at - started_at)::float AS wall
+     FROM ${SCHEMA}.cells WHERE plan_id = $1 ORDER BY position`,
+    [id],
+  );
+  const root = resolve(outDir);
+  const rows: PlanRow[] = [];
+  for (const c of cells.rows) {
+    const dir = join(root, c.cell_id);
+    const cell = {
+      id: c.cell_id,
+      model: c.model,
+      provider: c.provider,
+      axes: JSON.parse(c.axes) as Record<string, unknown>,
+      settings: JSON.parse(c.settings) as Record<string, unknown>,
+    };
+    if (c.status === 'done') {
+      for (const f of await cellFiles(db, id, c.cell_id)) {
+        const target = resolve(dir, f.path);
+        // Paths come from the database: none may climb out of the cell's folder.
+        if (!target.startsWith(`${dir}${sep}`))
+          throw new Error(`${id}/${c.cell_id}: a stored path leaves its folder: ${f.path}`);
+        mkdirSync(dirname(target), { recursive: true });
+        writeFileSync(target, f.content);
+      }
+    }
+    rows.push(
+      rowOf(cell, dir, {
+        code: c.status === 'done' ? 0 : 1,
+        ...(c.status !== 'done' ? { error: c.error ?? `not finished (${c.status})` } : {}),
+        wall_s: c.wall,
+      }),
+    );
+  }
+  mkdirSync(root, { recursive: true });
+  const summary: PlanSummary = {
+    schema_version: PLAN_RUN_VERSION,
+    kind: 'plan',
+    name: p.name,
+    plan_file: p.plan_file,
+    plan_sha256: p.plan_sha256,
+    cells: rows,
+  };
+  writePlanSummary(root, summary);
+  return summary;
+}

@@ -1,0 +1,219 @@
+/**
+ * The queue's database: PostgreSQL, the leaderboard's engine. pg-boss (its own schema, `pgboss`) holds the jobs and
+ * hands each to one worker (SKIP LOCKED); our schema, `rumedbench_runs`, holds what pg-boss does not: the plans and
+ * their cells, which requests each job asks, every answer as it arrives, the workers' heartbeats and claims, the
+ * finished cells' run folders, and the platform's allow-list of model servers. Secrets are never stored: a cell's
+ * command line names the environment variable of its key, and each worker reads its own.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { RumedbenchError } from '../errors.js';
+
+export const SCHEMA = 'rumedbench_runs';
+
+const MIGRATION = `
+CREATE SCHEMA IF NOT EXISTS ${SCHEMA};
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.plans (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  kind text NOT NULL DEFAULT 'plan',
+  plan_file text NOT NULL,
+  plan_sha256 text NOT NULL,
+  status text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  error text,
+  max_in_flight integer NOT NULL,
+  meta text NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.cells (
+  plan_id text NOT NULL REFERENCES ${SCHEMA}.plans(id) ON DELETE CASCADE,
+  cell_id text NOT NULL,
+  position integer NOT NULL,
+  model text NOT NULL,
+  provider text NOT NULL,
+  axes text NOT NULL,
+  settings text NOT NULL,
+  argv text NOT NULL,
+  endpoint text NOT NULL,
+  queue text NOT NULL,
+  in_flight integer NOT NULL,
+  total integer NOT NULL,
+  data_sha256 text NOT NULL,
+  status text NOT NULL,
+  started_at timestamptz,
+  finished_at timestamptz,
+  described text,
+  summary text,
+  error text,
+  finisher text,
+  PRIMARY KEY (plan_id, cell_id)
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.chunks (
+  plan_id text NOT NULL,
+  cell_id text NOT NULL,
+  chunk integer NOT NULL,
+  keys text NOT NULL,
+  job_id uuid,
+  done boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (plan_id, cell_id, chunk),
+  FOREIGN KEY (plan_id, cell_id) REFERENCES ${SCHEMA}.cells(plan_id, cell_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.answers (
+  plan_id text NOT NULL,
+  cell_id text NOT NULL,
+  key text NOT NULL,
+  status text NOT NULL,
+  entry text NOT NULL,
+  worker text NOT NULL,
+  asked integer NOT NULL DEFAULT 1,
+  at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (plan_id, cell_id, key),
+  FOREIGN KEY (plan_id, cell_id) REFERENCES ${SCHEMA}.cells(plan_id, cell_id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS answers_at ON ${SCHEMA}.answers (plan_id, cell_id, at);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.files (
+  plan_id text NOT NULL,
+  cell_id text NOT NULL,
+  path text NOT NULL,
+  content bytea NOT NULL,
+  PRIMARY KEY (plan_id, cell_id, path),
+  FOREIGN KEY (plan_id, cell_id) REFERENCES ${SCHEMA}.cells(plan_id, cell_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.workers (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  last_seen timestamptz NOT NULL DEFAULT now(),
+  lapse_s real NOT NULL,
+  status text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.claims (
+  id bigserial PRIMARY KEY,
+  worker_id text NOT NULL,
+  endpoint text NOT NULL,
+  queue text NOT NULL,
+  in_flight integer NOT NULL,
+  job_id uuid,
+  plan_id text,
+  cell_id text,
+  chunk integer,
+  at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.endpoints (
+  name text PRIMARY KEY,
+  provider text NOT NULL,
+  base_url text,
+  model text NOT NULL,
+  api_key_env text,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+`;
+
+/** The pg-boss queue of an endpoint's jobs: workers fetch from the queues whose endpoint has room in its budget. */
+export const queueOf = (endpoint: string): string =>
+  `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
+
+const redact = (url: string): string => {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://…';
+  }
+};
+
+export interface QueueDb {
+  pool: pg.Pool;
+  boss: PgBoss;
+  /** The URL without its password. */
+  location: string;
+  close(): Promise<void>;
+}
+
+/** Connects, migrates our schema and pg-boss's (both under advisory locks: many workers start at once). */
+export async function openQueue(url: string, o: { supervise?: boolean } = {}): Promise<QueueDb> {
+  if (!/^postgres(ql)?:\/\//i.test(url))
+    throw new RumedbenchError(
+      'DATABASE_FAILED',
+      `--db: the queue lives in PostgreSQL; expected a postgres:// URL, got "${url.slice(0, 80)}"`,
+    );
+  const location = redact(url);
+  const pool = new pg.Pool({ connectionString: url, max: 8, connectionTimeoutMillis: 10_000 });
+  pool.on('error', () => {});
+  try {
+    const client = await pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA]);
+      await client.query(MIGRATION);
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA]);
+    } finally {
+      client.release();
+    }
+  } catch (e) {
+    await pool.end().catch(() => {});
+    throw new RumedbenchError(
+      'DATABASE_FAILED',
+      `cannot open the queue's database at ${location}: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  // pg-boss's maintenance (expiring, archiving) runs where `supervise` is on: in workers, not in one-shot commands.
+  const boss = new PgBoss({
+    connectionString: url,
+    max: 4,
+    supervise: o.supervise ?? false,
+    schedule: false,
+  });
+  boss.on('error', () => {});
+  try {
+    await boss.start();
+  } catch (e) {
+    await pool.end().catch(() => {});
+    throw new RumedbenchError(
+      'DATABASE_FAILED',
+      `cannot start the queue at ${location}: ${(e as Error).message}`,
+      {
+        cause: e,
+      },
+    );
+  }
+  return {
+    pool,
+    boss,
+    location,
+    async close() {
+      await boss.stop({ graceful: false, wait: true }).catch(() => {});
+      await pool.end().catch(() => {});
+    },
+  };
+}
+
+/** Options every queue of ours is made with: a released job is taken at once, and may be released many times. */
+export const QUEUE_OPTIONS = {
+  retryLimit: 1000,
+  retryDelay: 0,
+  retryBackoff: false,
+  // Most of a day (pg-boss allows 24 hours at most): a job is released by a lapsed heartbeat long before; this bounds one that nothing released.
+  expireInSeconds: 23 * 3600,
+} as const;
+
+export async function ensureQueue(db: QueueDb, name: string): Promise<void> {
+  const existing = await db.boss.getQueue(name);
+  if (!existing) {
+    try {
+      await db.boss.createQueue(name, { name, policy: 'standard', ...QUEUE_OPTIONS });
+    } catch (e) {
+      // Another process made it first.
+      if (!(await db.boss.getQueue(name))) throw e;
+    }
+  }
+}
+
+/** A plan id: short, unguessable enough to share, and typed by hand. */
+export const newPlanId = (): string =>
+  `p-${createHash('sha256').update(`${Date.now()}-${Math.random()}-${process.pid}`).digest('hex').slice(0, 12)}`;

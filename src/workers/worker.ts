@@ -1,0 +1,577 @@
+/**
+ * `rumedbench worker`: takes jobs from the queue and asks their requests with the same harness as `llm` (providers,
+ * retries, token accounting), writing every answer to the database the moment it arrives.
+ *
+ * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
+ *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
+ * - Each worker beats every `heartbeatS`; a worker silent for three beats is lost: any worker then releases its
+ *   claimed jobs to the queue, and whoever takes one over asks only what has no answer yet.
+ * - `stop()` (SIGTERM) releases this worker's jobs at once, then lets the requests in flight land.
+ * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
+ *   one (finishRun), stored in the database for `plan export`.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import pLimit from 'p-limit';
+import { RumedbenchError } from '../errors.js';
+import type { Job } from '../llm/jobs.js';
+import { Journal, type JournalEntry } from '../llm/journal.js';
+import type { Provider } from '../llm/provider.js';
+import { finishRun, type LlmRunOptions, planRun } from '../llm/run.js';
+import { newProgress, sendAll } from '../llm/send.js';
+import type { Logger } from '../log.js';
+import { checkAllowed } from './endpoints.js';
+import { type QueueDb, SCHEMA } from './store.js';
+
+/** A queued cell as this worker runs it: the run's options (from the cell's command line) and its provider. */
+export interface CellRunner {
+  options: Omit<LlmRunOptions, 'provider'>;
+  /** The model as the provider describes it (the request keys include it). */
+  model: string;
+  /** Made on the cell's first job on this worker, and kept for its next ones. */
+  provider(): Promise<Provider>;
+}
+
+export interface WorkerOptions {
+  db: QueueDb;
+  name?: string;
+  /** Jobs at once (default 1). */
+  jobs?: number;
+  /** Requests in flight on this worker, across its jobs (default 8). */
+  concurrency?: number;
+  /** Seconds between heartbeats (default 5); a worker is lost after three missed. */
+  heartbeatS?: number;
+  /** Return once no plan has work left (instead of waiting for more). */
+  exitWhenIdle?: boolean;
+  /** Milliseconds between looks at the queue when there was nothing to take (default 500). */
+  pollMs?: number;
+  /** Builds a cell's runner from its command line (the CLI parses it as `llm` does). */
+  prepare(argv: readonly string[]): Promise<CellRunner>;
+  log: Logger;
+}
+
+interface JobData {
+  plan: string;
+  cell: string;
+  chunk: number;
+}
+
+interface Active {
+  claim: string;
+  queue: string;
+  jobId: string;
+  data: JobData;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+interface Prepared {
+  runner: CellRunner;
+  plan: Awaited<ReturnType<typeof planRun>>;
+  byKey: Map<string, Job>;
+  provider?: Provider;
+}
+
+export class Worker {
+  readonly id: string;
+  readonly name: string;
+  private readonly db: QueueDb;
+  private readonly jobs: number;
+  private readonly concurrency: number;
+  private readonly heartbeatS: number;
+  private readonly gate: ReturnType<typeof pLimit>;
+  private readonly active = new Map<string, Active>();
+  private readonly cells = new Map<string, Promise<Prepared>>();
+  private stopping = false;
+  private beat?: NodeJS.Timeout;
+  private wake?: () => void;
+  /** Requests this worker asked, for its closing line. */
+  answered = 0;
+
+  constructor(private readonly o: WorkerOptions) {
+    this.db = o.db;
+    this.name = o.name ?? `${hostname()}-${process.pid}`;
+    this.id = `${this.name}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    this.jobs = Math.max(1, o.jobs ?? 1);
+    this.concurrency = Math.max(1, o.concurrency ?? 8);
+    this.heartbeatS = o.heartbeatS ?? 5;
+    this.gate = pLimit(this.concurrency);
+  }
+
+  /** Runs until `stop()`, or (with `exitWhenIdle`) until no plan has work left. */
+  async run(): Promise<void> {
+    await this.db.pool.query(
+      `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
+      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
+    );
+    this.o.log.info(
+      `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
+    );
+    this.beat = setInterval(() => {
+      this.heartbeat().catch((e: unknown) => this.o.log.warn(`heartbeat: ${(e as Error).message}`));
+    }, this.heartbeatS * 1000);
+    try {
+      while (!this.stopping) {
+        let took = false;
+        if (this.active.size < this.jobs) took = await this.claim();
+        if (took) continue;
+        await this.finishReady();
+        if (this.o.exitWhenIdle && this.active.size === 0 && !(await this.workLeft())) break;
+        await new Promise<void>((r) => {
+          this.wake = r;
+          setTimeout(r, this.o.pollMs ?? 500);
+        });
+      }
+      await Promise.all([...this.active.values()].map((a) => a.done));
+    } finally {
+      clearInterval(this.beat);
+      await this.db.pool
+        .query(`UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`, [this.id])
+        .catch(() => {});
+      for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
+    }
+  }
+
+  /** SIGTERM: nothing more is taken or sent; this worker's jobs go back to the queue at once. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.wake?.();
+    for (const a of this.active.values()) a.abort.abort();
+    const released = await this.release([...this.active.values()], `worker ${this.name} stopped`);
+    if (released > 0) this.o.log.info(`worker ${this.name}: ${released} job(s) released to the queue`);
+  }
+
+  private async release(list: readonly Active[], reason: string): Promise<number> {
+    let n = 0;
+    for (const a of list) {
+      const gone = await this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [
+        a.claim,
+      ]);
+      if (gone.rowCount === 0) continue;
+      await this.db.boss.fail(a.queue, a.jobId, { reason });
+      n++;
+    }
+    return n;
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopping) return;
+    const pool = this.db.pool;
+    await pool.query(`UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running'`, [
+      this.id,
+    ]);
+    // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
+    // their jobs released to the queue.
+    const lost = await pool.query<{ job_id: string | null; queue: string; name: string }>(
+      `WITH gone AS (
+         UPDATE ${SCHEMA}.workers SET status = 'lost'
+         WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s) RETURNING id, name)
+       DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
+       WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
+       RETURNING c.job_id, c.queue, w.name`,
+    );
+    for (const r of lost.rows) {
+      if (!r.job_id) continue;
+      await this.db.boss.fail(r.queue, r.job_id, { reason: `worker ${r.name} lost (no heartbeat)` });
+      this.o.log.warn(`worker ${r.name} is lost: its job went back to the queue`);
+    }
+    // A job taken but never claimed (its worker died between the two) is released after a minute.
+    const orphans = await pool.query<{ id: string; name: string }>(
+      `SELECT j.id, j.name FROM pgboss.job j
+       WHERE j.name LIKE 'rumedbench\\_%' AND j.state = 'active' AND j.started_on < now() - interval '60 seconds'
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.claims c WHERE c.job_id = j.id)`,
+    );
+    for (const r of orphans.rows)
+      await this.db.boss.fail(r.name, r.id, { reason: 'taken but never claimed' });
+    // A cell whose finisher was lost is finished by another.
+    await pool.query(
+      `UPDATE ${SCHEMA}.cells c SET status = 'running', finisher = NULL
+       WHERE c.status = 'finishing' AND NOT EXISTS (
+         SELECT 1 FROM ${SCHEMA}.workers w WHERE w.id = c.finisher AND w.status = 'running')`,
+    );
+    // Cancelled plans: stop their jobs here.
+    const cancelled = await pool.query<{ id: string }>(
+      `SELECT c.id FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE c.worker_id = $1 AND p.status = 'cancelled'`,
+      [this.id],
+    );
+    for (const r of cancelled.rows)
+      for (const a of this.active.values()) if (a.claim === r.id) a.abort.abort();
+  }
+
+  /** Takes one job from a queue whose endpoint has room, if any. */
+  private async claim(): Promise<boolean> {
+    const { rows } = await this.db.pool.query<{ queue: string; endpoint: string; budget: number }>(
+      `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
+       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
+         AND EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
+       GROUP BY c.queue, c.endpoint`,
+    );
+    for (const q of rows.sort(() => Math.random() - 0.5)) {
+      const local = q.endpoint === 'this machine';
+      if (local && [...this.active.values()].some((a) => a.queue === q.queue)) continue;
+      const lease = await this.lease(
+        q.endpoint,
+        q.queue,
+        local ? 1 : Math.min(this.concurrency, q.budget),
+        q.budget,
+      );
+      if (lease === undefined) continue;
+      const [job] = await this.db.boss.fetch<JobData>(q.queue);
+      if (!job) {
+        await this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [lease.claim]);
+        continue;
+      }
+      await this.db.pool.query(
+        `UPDATE ${SCHEMA}.claims SET job_id = $2, plan_id = $3, cell_id = $4, chunk = $5 WHERE id = $1`,
+        [lease.claim, job.id, job.data.plan, job.data.cell, job.data.chunk],
+      );
+      const abort = new AbortController();
+      const a: Active = {
+        claim: lease.claim,
+        queue: q.queue,
+        jobId: job.id,
+        data: job.data,
+        abort,
+        done: Promise.resolve(),
+      };
+      a.done = this.process(a, lease.inFlight)
+        .catch((e: unknown) =>
+          this.o.log.error(`job ${job.data.cell} #${job.data.chunk}: ${(e as Error).message}`),
+        )
+        .finally(() => {
+          this.active.delete(job.id);
+          this.wake?.();
+        });
+      this.active.set(job.id, a);
+      return true;
+    }
+    return false;
+  }
+
+  /** Room for `want` requests on an endpoint (at least one), counted over every live worker's claims. */
+  private async lease(
+    endpoint: string,
+    queue: string,
+    want: number,
+    budget: number,
+  ): Promise<{ claim: string; inFlight: number } | undefined> {
+    const client = await this.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
+      const used = await client.query<{ used: number }>(
+        `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
+         WHERE c.endpoint = $1 AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s)`,
+        [endpoint],
+      );
+      const room = endpoint === 'this machine' ? want : Math.min(want, budget - (used.rows[0]?.used ?? 0));
+      if (room < 1) {
+        await client.query('ROLLBACK');
+        return undefined;
+      }
+      const claim = await client.query<{ id: string }>(
+        `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
+        [this.id, endpoint, queue, room],
+      );
+      await client.query('COMMIT');
+      return { claim: String(claim.rows[0]?.id), inFlight: room };
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async cellRow(plan: string, cell: string) {
+    const { rows } = await this.db.pool.query<{
+      argv: string;
+      status: string;
+      in_flight: number;
+      data_sha256: string;
+      plan_status: string;
+      kind: string;
+      started_at: Date | null;
+      described: string | null;
+    }>(
+      `SELECT c.argv, c.status, c.in_flight, c.data_sha256, c.started_at, c.described, p.status AS plan_status, p.kind
+       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
+      [plan, cell],
+    );
+    return rows[0];
+  }
+
+  /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
+  private prepared(plan: string, cell: string, argv: string[], dataSha: Record<string, string>) {
+    const key = `${plan}\n${cell}`;
+    let p = this.cells.get(key);
+    if (!p) {
+      p = (async () => {
+        const runner = await this.o.prepare(argv);
+        const planned = await planRun(runner.options, runner.model);
+        const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
+        if (differ.length > 0)
+          throw new RumedbenchError(
+            'DATA_INVALID',
+            `worker ${this.name}: its data differ from those the plan was queued with (${differ.map(([f]) => f).join(', ')}; data folder ${runner.options.dataDir}); give the worker the same files (--data)`,
+          );
+        return { runner, plan: planned, byKey: new Map(planned.jobs.map((j) => [j.key, j])) };
+      })();
+      this.cells.set(key, p);
+      p.catch(() => this.cells.delete(key));
+    }
+    return p;
+  }
+
+  private async process(a: Active, inFlight: number): Promise<void> {
+    const { plan, cell, chunk } = a.data;
+    const pool = this.db.pool;
+    const row = await this.cellRow(plan, cell);
+    const done = async () => {
+      await pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [a.claim]);
+      await this.db.boss.complete(a.queue, a.jobId).catch(() => {});
+    };
+    if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
+      return done();
+    const argv = JSON.parse(row.argv) as string[];
+    let prepared: Prepared;
+    let provider: Provider;
+    try {
+      if (row.kind === 'evaluation') await checkAllowed(this.db, argv);
+      prepared = await this.prepared(plan, cell, argv, JSON.parse(row.data_sha256) as Record<string, string>);
+      prepared.provider ??= await prepared.runner.provider();
+      provider = prepared.provider;
+    } catch (e) {
+      // This worker cannot run the cell as queued (its data, a key it lacks, a server not allowed): the cell fails
+      // with the reason, for `plan status` to show; nothing is asked.
+      await this.failCell(plan, cell, e);
+      return done();
+    }
+    const { rows: keyRow } = await pool.query<{ keys: string }>(
+      `SELECT keys FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
+      [plan, cell, chunk],
+    );
+    const keys = JSON.parse(keyRow[0]?.keys ?? '[]') as string[];
+    const answered = new Set(
+      (
+        await pool.query<{ key: string }>(
+          `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
+          [plan, cell, keys],
+        )
+      ).rows.map((r) => r.key),
+    );
+    const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
+    if (pending.some((j) => j === undefined)) {
+      await this.failCell(
+        plan,
+        cell,
+        new Error(
+          `worker ${this.name} plans other requests than the plan was queued with (another rumedbench version?)`,
+        ),
+      );
+      return done();
+    }
+    await pool.query(
+      `UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+         started_at = coalesce(started_at, now()), described = coalesce(described, $3)
+       WHERE plan_id = $1 AND cell_id = $2`,
+      [plan, cell, JSON.stringify(provider.describe())],
+    );
+    await pool.query(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [
+      plan,
+    ]);
+    this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
+    const gated = Object.create(provider) as Provider;
+    gated.chat = (...args) => this.gate(() => provider.chat(...args));
+    if (provider.loglik) {
+      const loglik = provider.loglik.bind(provider);
+      gated.loglik = (r) => this.gate(() => loglik(r));
+    }
+    provider.limitInFlight?.(this.concurrency);
+    const worker = this.name;
+    try {
+      await sendAll({
+        pending: pending as Job[],
+        provider: gated,
+        params: prepared.runner.options.params,
+        concurrency: Math.min(inFlight, row.in_flight),
+        progress: newProgress(pending.length),
+        signal: a.abort.signal,
+        journal: {
+          append: async (entry: JournalEntry) => {
+            this.answered++;
+            await pool.query(
+              `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
+               ON CONFLICT (plan_id, cell_id, key) DO UPDATE
+                 SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
+                 WHERE ${SCHEMA}.answers.status <> 'ok'`,
+              [plan, cell, entry.key, entry.status, JSON.stringify(entry), worker],
+            );
+          },
+        },
+      });
+    } catch (e) {
+      // A server that refuses what no retry fixes (a key, a model name): the cell fails with its reason.
+      await this.failCell(plan, cell, e);
+      return done();
+    }
+    // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
+    if (a.abort.signal.aborted) return;
+    await pool.query(
+      `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
+      [plan, cell, chunk],
+    );
+    await done();
+    await this.finish(plan, cell);
+  }
+
+  private async failCell(plan: string, cell: string, e: unknown): Promise<void> {
+    const message = e instanceof Error ? e.message : String(e);
+    this.o.log.error(`${cell}: ${message}`);
+    await this.db.pool.query(
+      `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
+       WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
+      [plan, cell, message],
+    );
+    await this.cancelCellJobs(plan, cell);
+    await this.closePlan(plan);
+  }
+
+  private async cancelCellJobs(plan: string, cell: string): Promise<void> {
+    const { rows } = await this.db.pool.query<{ job_id: string; queue: string }>(
+      `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
+       WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
+      [plan, cell],
+    );
+    const byQueue = new Map<string, string[]>();
+    for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
+    for (const [q, ids] of byQueue) await this.db.boss.cancel(q, ids).catch(() => {});
+  }
+
+  /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
+  private async finishReady(): Promise<void> {
+    const { rows } = await this.db.pool.query<{ plan_id: string; cell_id: string }>(
+      `SELECT c.plan_id, c.cell_id FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
+       LIMIT 4`,
+    );
+    for (const r of rows) await this.finish(r.plan_id, r.cell_id);
+  }
+
+  private async workLeft(): Promise<boolean> {
+    const { rows } = await this.db.pool.query(
+      `SELECT 1 FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed') LIMIT 1`,
+    );
+    return rows.length > 0;
+  }
+
+  /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
+  private async finish(plan: string, cell: string): Promise<void> {
+    const pool = this.db.pool;
+    const { rows } = await pool.query<{
+      argv: string;
+      data_sha256: string;
+      described: string | null;
+      wall: number;
+    }>(
+      `UPDATE ${SCHEMA}.cells SET status = 'finishing', finisher = $3
+       WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running')
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done)
+       RETURNING argv, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
+      [plan, cell, this.id],
+    );
+    const row = rows[0];
+    if (!row) return;
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-cell-'));
+    try {
+      const argv = JSON.parse(row.argv) as string[];
+      const prepared = await this.prepared(
+        plan,
+        cell,
+        argv,
+        JSON.parse(row.data_sha256) as Record<string, string>,
+      );
+      // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
+      const answers = await pool.query<{ key: string; entry: string }>(
+        `SELECT key, entry FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
+        [plan, cell],
+      );
+      const byKey = new Map(answers.rows.map((r) => [r.key, r.entry]));
+      const journalFile = join(dir, 'journal.jsonl');
+      writeFileSync(
+        journalFile,
+        prepared.plan.jobs
+          .map((j) => byKey.get(j.key))
+          .filter((e): e is string => e !== undefined)
+          .map((e) => `${e}\n`)
+          .join(''),
+      );
+      const journal = await Journal.open(journalFile);
+      const result = await finishRun({
+        options: { ...prepared.runner.options, outDir: dir },
+        jobs: prepared.plan.jobs,
+        plan: prepared.plan,
+        journal,
+        journalFile,
+        model: row.described ? (JSON.parse(row.described) as Record<string, unknown>) : {},
+        sent: byKey.size,
+        wallS: row.wall,
+        log: this.o.log,
+        extra: { plan_id: plan, cell: cell },
+      });
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        for (const file of walk(dir))
+          await client.query(
+            `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
+            [plan, cell, relative(dir, file), readFileSync(file)],
+          );
+        await client.query(
+          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
+          [plan, cell, JSON.stringify(result.summary)],
+        );
+        await client.query('COMMIT');
+      } catch (e) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw e;
+      } finally {
+        client.release();
+      }
+      this.o.log.info(`${cell}: done, overall ${result.evaluation.overall?.toFixed(2) ?? '–'}`);
+    } catch (e) {
+      await this.failCell(plan, cell, e);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await this.closePlan(plan);
+  }
+
+  /** A plan whose cells are all done or failed is over. */
+  private async closePlan(plan: string): Promise<void> {
+    await this.db.pool.query(
+      `UPDATE ${SCHEMA}.plans p SET finished_at = now(),
+         status = CASE WHEN EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status = 'failed') THEN 'failed' ELSE 'done' END
+       WHERE p.id = $1 AND p.status IN ('queued', 'running')
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status NOT IN ('done', 'failed'))`,
+      [plan],
+    );
+  }
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else out.push(p);
+  }
+  return out;
+}

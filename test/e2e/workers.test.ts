@@ -1,0 +1,400 @@
+/**
+ * Plans on many machines, end to end: a throwaway PostgreSQL database per test, loopback OpenAI-compatible servers,
+ * and worker processes of the built CLI, killed with real signals. A plan run by three workers equals `plan run`
+ * byte for byte; a worker killed with SIGKILL mid-job loses nothing and its takeover re-asks only what was in
+ * flight; `plan status` during the run; SIGTERM releases a worker's jobs at once; a server off the platform's
+ * allow-list is never asked; the database holds no API key.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { queuedCells } from '../../src/cli/queue.js';
+import { createLogger } from '../../src/log.js';
+import { openQueue } from '../../src/workers/store.js';
+import { enqueuePlan } from '../../src/workers/submit.js';
+import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
+import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+
+const DATA = fixtureDataDir();
+const servers: FakeOpenAI[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+const reply = (body: ChatRequestBody): string => {
+  const text = body.messages.map((m) => m.content).join('\n');
+  const h = createHash('sha256').update(`${body.model}\n${text}`).digest()[0] as number;
+  const last = body.messages.at(-1)?.content ?? '';
+  if (/«да» или «нет»/.test(last)) return `Ответ: ${h % 2 ? 'да' : 'нет'}`;
+  return `Ответ: ${['entailment', 'contradiction', 'neutral'][h % 3]}`;
+};
+
+async function serve(delayMs = 0): Promise<FakeOpenAI> {
+  const s = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs }) });
+  servers.push(s);
+  return s;
+}
+
+function writePlan(models: string[], extra: string[] = []): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rumedbench-wplan-'));
+  const file = join(dir, 'plan.yaml');
+  writeFileSync(
+    file,
+    [
+      'name: spread',
+      'split: test',
+      'tasks: [RuMedDaNet, RuMedNLI]',
+      `data: ${DATA}`,
+      'defaults: {temperature: 0, max_tokens: 64, concurrency: 4, bootstrap: 0}',
+      ...extra,
+      'models:',
+      ...models,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-wout-'));
+
+interface WorkerProcess {
+  child: ChildProcess;
+  name: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  log: () => string;
+}
+
+function startWorker(
+  db: string,
+  name: string,
+  args: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): WorkerProcess {
+  const child = spawn(
+    process.execPath,
+    [CLI, 'worker', '--db', db, '--name', name, '--heartbeat', '1', ...args],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  children.push(child);
+  let log = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    log += d.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, name, exited, log: () => log };
+}
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function query<T extends pg.QueryResultRow>(
+  db: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const c = new pg.Client({ connectionString: db });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+const files = (d: string) => readdirSync(join(d, 'predictions')).sort();
+function expectSamePredictions(a: string, b: string): void {
+  expect(files(a)).toEqual(files(b));
+  for (const f of files(a))
+    expect(readFileSync(join(a, 'predictions', f), 'utf8')).toBe(
+      readFileSync(join(b, 'predictions', f), 'utf8'),
+    );
+}
+
+/** Requests asked more than once, by the content the server saw. */
+const askedTwice = (s: FakeOpenAI) => {
+  const seen = new Map<string, number>();
+  for (const r of s.requests) {
+    const k = `${r.body.model}\n${JSON.stringify(r.body.messages)}`;
+    seen.set(k, (seen.get(k) ?? 0) + 1);
+  }
+  return [...seen.values()].filter((n) => n > 1).length;
+};
+
+describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)', () => {
+  it('three worker processes run a plan into the same run folders as plan run', async () => {
+    const db = await freshDatabase('postgres');
+    const a = await serve(2);
+    const b = await serve(2);
+    const file = writePlan([
+      `  - {name: model-a, provider: openai, base_url: "${a.url}", model: fake-a}`,
+      `  - {name: model-b, provider: openai, base_url: "${b.url}", model: fake-b, shots: 2}`,
+    ]);
+    const submitted = await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '15', '--json');
+    const { id, jobs, requests } = JSON.parse(submitted.stdout) as {
+      id: string;
+      jobs: number;
+      requests: number;
+    };
+    // model-b's 2-shot prompts need RuMedNLI's train file, which the data lack (as the real data do): RuMedDaNet only.
+    expect(requests).toBe(120 + 60);
+    expect(jobs).toBe(8 + 4);
+    const workers = ['w1', 'w2', 'w3'].map((n) => startWorker(db, n, ['--exit-when-idle']));
+    const exits = await Promise.all(workers.map((w) => w.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0, 0]);
+    // Each worker took part.
+    const byWorker = await query<{ worker: string; n: number }>(
+      db,
+      'SELECT worker, count(*)::int AS n FROM rumedbench_runs.answers GROUP BY worker ORDER BY worker',
+    );
+    expect(byWorker.length).toBeGreaterThanOrEqual(2);
+    expect(byWorker.reduce((s, r) => s + r.n, 0)).toBe(180);
+    expect(a.requests.length + b.requests.length).toBe(180);
+
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { cell: string; status: string; requests: { done: number; total: number } }[];
+    };
+    expect(status.status).toBe('done');
+    expect(status.cells.map((c) => [c.cell, c.status, c.requests.done, c.requests.total])).toEqual([
+      ['model-a/default', 'done', 120, 120],
+      ['model-b/default', 'done', 60, 60],
+    ]);
+
+    const out = tmp();
+    await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out);
+    const local = tmp();
+    await rumedbenchOk('plan', 'run', file, '--out', local);
+    for (const cell of ['model-a/default', 'model-b/default'])
+      expectSamePredictions(join(out, cell), join(local, cell));
+    const summary = (d: string) =>
+      (
+        JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')) as {
+          cells: { cell: string; tasks: unknown }[];
+        }
+      ).cells.map((c) => [c.cell, c.tasks]);
+    expect(summary(out)).toEqual(summary(local));
+    expect(existsSync(join(out, 'report.html'))).toBe(true);
+  });
+
+  it('a worker killed with SIGKILL mid-job: the plan finishes, only its requests in flight are asked again', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(40);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+    const workers = ['k1', 'k2', 'k3'].map((n) =>
+      startWorker(db, n, ['--exit-when-idle', '--concurrency', '4']),
+    );
+    // Wait until a worker holds a job it has answered some of.
+    const victim = await waitFor('a worker mid-job', async () => {
+      const rows = await query<{ name: string }>(
+        db,
+        `SELECT w.name FROM rumedbench_runs.claims c JOIN rumedbench_runs.workers w ON w.id = c.worker_id
+         JOIN rumedbench_runs.answers a ON a.worker = w.name
+         WHERE c.job_id IS NOT NULL GROUP BY w.name HAVING count(*) >= 5 LIMIT 1`,
+      );
+      return rows[0]?.name;
+    });
+    // plan status while it runs: requests done, a rate, the workers on the cell.
+    const during = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; rate: number; workers: string[]; requests: { done: number; total: number } }[];
+    };
+    expect(during.status).toBe('running');
+    expect(during.cells[0]?.status).toBe('running');
+    expect(during.cells[0]?.requests.total).toBe(120);
+    expect(during.cells[0]?.requests.done).toBeGreaterThan(0);
+    expect(during.cells[0]?.requests.done).toBeLessThan(120);
+    expect(during.cells[0]?.rate).toBeGreaterThan(0);
+    expect(during.cells[0]?.workers).toContain(victim);
+    const human = (await rumedbenchOk('plan', 'status', id, '--db', db)).stdout;
+    expect(human).toMatch(/m\/default\s+running\s+\d+\/120/);
+
+    const killed = workers.find((w) => w.name === victim) as WorkerProcess;
+    killed.child.kill('SIGKILL');
+    expect((await killed.exited).signal).toBe('SIGKILL');
+    const others = workers.filter((w) => w !== killed);
+    expect((await Promise.all(others.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0]);
+    expect(others.map((w) => w.log()).join('')).toContain(`worker ${victim} is lost`);
+
+    const after = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(after.status).toBe('done');
+    // Nothing answered was asked again: at most the killed worker's 4 requests in flight.
+    expect(askedTwice(s)).toBeLessThanOrEqual(4);
+    expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
+    const out = tmp();
+    await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out);
+    const local = tmp();
+    await rumedbenchOk('plan', 'run', file, '--out', local);
+    expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
+  });
+
+  it('SIGTERM releases the worker’s job to the queue at once; another worker finishes it', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(100);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '120')).stdout.trim();
+    const first = startWorker(db, 't1', ['--concurrency', '2']);
+    const jobId = await waitFor('an answered request', async () => {
+      const rows = await query<{ job_id: string }>(
+        db,
+        `SELECT c.job_id FROM rumedbench_runs.claims c WHERE c.job_id IS NOT NULL
+         AND (SELECT count(*) FROM rumedbench_runs.answers) >= 4`,
+      );
+      return rows[0]?.job_id;
+    });
+    const t0 = Date.now();
+    first.child.kill('SIGTERM');
+    const state = await waitFor(
+      'the job released',
+      async () => {
+        const rows = await query<{ state: string }>(db, 'SELECT state::text FROM pgboss.job WHERE id = $1', [
+          jobId,
+        ]);
+        return rows[0]?.state !== 'active' ? rows[0]?.state : undefined;
+      },
+      5000,
+    );
+    const releasedMs = Date.now() - t0;
+    expect(state).toBe('retry');
+    // "At once": well inside one heartbeat, long before a lapse would release it.
+    expect(releasedMs).toBeLessThan(1000);
+    expect((await first.exited).code).toBe(0);
+    expect(first.log()).toContain('1 job(s) released to the queue');
+    const asked = s.requests.length;
+    expect(asked).toBeLessThan(120);
+    const second = startWorker(db, 't2', ['--exit-when-idle', '--concurrency', '8']);
+    expect((await second.exited).code).toBe(0);
+    expect(askedTwice(s)).toBeLessThanOrEqual(2);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(status.status).toBe('done');
+  });
+
+  it('plan cancel drops the waiting jobs; status names the cell cancelled', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(0);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const r = await rumedbenchOk('plan', 'cancel', id, '--db', db);
+    expect(r.stderr).toContain(`plan ${id} cancelled`);
+    const w = startWorker(db, 'c1', ['--exit-when-idle']);
+    expect((await w.exited).code).toBe(0);
+    expect(s.requests.length).toBe(0);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; error: string }[];
+    };
+    expect([status.status, status.cells[0]?.status, status.cells[0]?.error]).toEqual([
+      'cancelled',
+      'failed',
+      'cancelled',
+    ]);
+    const missing = await rumedbench('plan', 'status', 'p-000000000000', '--db', db);
+    expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining('no plan p-000000000000')]);
+  });
+
+  it('a platform evaluation asks only allow-listed servers, and no API key reaches the database', async () => {
+    const db = await freshDatabase('postgres');
+    const listed = await serve(0);
+    const other = await serve(0);
+    const secret = 'sk-live-Qw3rTy-not-in-the-database-9f8e7d';
+    await rumedbenchOk(
+      ...['serve', 'endpoint', 'add', 'listed', '--db', db, '--base-url', listed.url, '--model', 'fake-l'],
+      ...['--api-key-env', 'RB_WORKER_KEY'],
+    );
+    const refused = await rumedbench(
+      'serve',
+      'endpoint',
+      'add',
+      'bad',
+      '--db',
+      db,
+      '--base-url',
+      'file:///etc/passwd',
+      '--model',
+      'x',
+    );
+    expect([refused.code, refused.stderr]).toEqual([
+      2,
+      expect.stringContaining('--base-url: an http(s) URL'),
+    ]);
+    const list = JSON.parse(
+      (await rumedbenchOk('serve', 'endpoint', 'list', '--db', db, '--json')).stdout,
+    ) as {
+      name: string;
+    }[];
+    expect(list.map((e) => e.name)).toEqual(['listed']);
+
+    const log = createLogger('silent');
+    const queue = await openQueue(db);
+    try {
+      const good = await queuedCells(
+        writePlan([
+          `  - {name: listed, provider: openai, base_url: "${listed.url}", model: fake-l, api_key_env: RB_WORKER_KEY}`,
+        ]),
+        log,
+      );
+      const bad = await queuedCells(
+        writePlan([`  - {name: typed, provider: openai, base_url: "${other.url}", model: fake-o}`]),
+        log,
+      );
+      for (const p of [good, bad])
+        await enqueuePlan(queue, {
+          name: p.plan.name,
+          file: p.plan.file,
+          sha256: 'x',
+          maxInFlight: 8,
+          cells: p.queued,
+          jobSize: 200,
+          kind: 'evaluation',
+        });
+    } finally {
+      await queue.close();
+    }
+    const w = startWorker(db, 'e1', ['--exit-when-idle'], { RB_WORKER_KEY: secret });
+    expect((await w.exited).code).toBe(0);
+    expect(listed.requests.length).toBe(120);
+    expect(other.requests.length).toBe(0);
+    const cells = await query<{ cell_id: string; status: string; error: string | null }>(
+      db,
+      'SELECT cell_id, status, error FROM rumedbench_runs.cells ORDER BY cell_id',
+    );
+    expect(cells.map((c) => [c.cell_id, c.status])).toEqual([
+      ['listed/default', 'done'],
+      ['typed/default', 'failed'],
+    ]);
+    expect(cells[1]?.error).toContain("is not on the platform's allow-list");
+    // A dump of the whole database: the key the worker used is nowhere in it.
+    const bin = readdirSync('/usr/lib/postgresql')
+      .map((v) => join('/usr/lib/postgresql', v, 'bin', 'pg_dump'))
+      .find((p) => existsSync(p));
+    expect(bin, 'pg_dump beside the PostgreSQL server').toBeDefined();
+    const dump = execFileSync(bin as string, ['--dbname', db], { maxBuffer: 256 << 20 }).toString();
+    expect(dump).toContain('RB_WORKER_KEY');
+    expect(dump).toContain('rumedbench_runs');
+    expect(dump).not.toContain(secret);
+  });
+});
+
+if (!PG_URL) describe('workers on PostgreSQL', () => it.skip(NO_PG_REASON, () => {}));
