@@ -7,6 +7,8 @@ type HttpErrorCode =
   | 'BAD_ACTION'
   | 'BAD_ANSWER'
   | 'BAD_CAMPAIGN'
+  /** An evaluation request that names no registered model, or no board. */
+  | 'BAD_EVALUATION'
   | 'BAD_IDEMPOTENCY_KEY'
   | 'BAD_JSON'
   | 'BAD_MULTIPART'
@@ -16,14 +18,20 @@ type HttpErrorCode =
   | 'CAMPAIGN_CLOSED'
   | 'CSRF'
   | 'DIFFERENT_BOARDS'
+  /** A model server that is not on the platform's allow-list. */
+  | 'ENDPOINT_NOT_ALLOWED'
   | 'INVALID_METADATA'
   | 'MISDIRECTED'
   | 'NOT_FOUND'
+  /** An approval of a run that is not waiting for one. */
+  | 'NOT_PENDING'
   | 'NOTHING_TO_PUBLISH'
   | 'NOT_SCORED'
   | 'NO_GOLD'
   | 'QUOTA_EXCEEDED'
   | 'RATE_LIMITED'
+  /** Runs need the leaderboard on PostgreSQL, the workers' queue. */
+  | 'RUNS_UNAVAILABLE'
   | 'TOKEN_REQUIRED'
   | 'TOO_MANY_PARTS'
   | 'UNSUPPORTED_MEDIA_TYPE'

@@ -1,4 +1,5 @@
 /** What every route group of the leaderboard shares: the request's variables, page rendering, CSRF and admin checks. */
+
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../log.js';
@@ -6,6 +7,7 @@ import { safeEqual } from './auth.js';
 import type { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
 import type { Leaderboard } from './leaderboard.js';
+import type { Runs } from './runs/service.js';
 import type { PageContext } from './views/layout.js';
 
 export type Env = { Variables: { ctx: PageContext; address: string } };
@@ -43,6 +45,8 @@ export interface AppOptions {
   trustProxy?: boolean;
   /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
   secureCookies?: boolean;
+  /** The platform's runs (its workers' queue, on PostgreSQL); without it /runs says what it needs. */
+  runs?: Runs;
 }
 
 /** What the route groups share: the service, the log, the options, and the chart cache. */

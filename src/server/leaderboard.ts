@@ -14,7 +14,7 @@ import type { SubmissionIssue } from '../scoring/issues.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { getTask, isTaskName } from '../tasks/registry.js';
 import { assertStrongSecret, newToken, sha256Hex } from './auth.js';
-import { type Entry, rank, summarize, toEntry, visible } from './boards/entries.js';
+import { type Entry, type PlatformRun, rank, summarize, toEntry, visible } from './boards/entries.js';
 import type { Db } from './db/connect.js';
 import * as q from './db/queries.js';
 import type { BoardName, ListedRow, SubmissionStatus } from './db/schema.js';
@@ -300,6 +300,45 @@ export class Leaderboard {
     }
     this.invalidate();
     return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
+  }
+
+  /**
+   * An evaluation the platform's workers ran: its predictions scored as an upload is (closed tests on the imported
+   * gold), entered verified and marked as the platform's, with how it was run. No rate limit or quota applies.
+   */
+  async recordPlatformRun(input: {
+    files: UploadFile[];
+    board: BoardName;
+    model: string;
+    team: string;
+    description: string;
+    run: PlatformRun;
+  }): Promise<UploadAnswer> {
+    const r = await this.submit({
+      files: input.files,
+      metadata: {
+        model: input.model,
+        team: input.team,
+        description: input.description,
+        link: null,
+        kind: 'LLM',
+        params: null,
+        open_weights: false,
+        board: input.board,
+      },
+      who: { tokenId: null, team: input.team, address: 'platform' },
+      // Imported twice (a restart between scoring and marking it), it lands once.
+      idempotencyKey: `platform-run:${input.run.plan_id}`,
+    });
+    await q.updateSubmission(
+      this.db.db,
+      r.body.id,
+      { verified: 1, platform_run: JSON.stringify(input.run) },
+      'platform',
+      'platform-run',
+    );
+    this.invalidate();
+    return r.body;
   }
 
   // Reading

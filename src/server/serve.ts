@@ -3,6 +3,7 @@
  * would be trusted), open and migrate the database, make sure an admin secret exists, start the scoring workers,
  * and serve HTTP until SIGINT or SIGTERM.
  */
+
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
@@ -11,10 +12,12 @@ import { splitPath } from '../data/paths.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { TASKS } from '../tasks/registry.js';
+import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
 import { type Db, openDatabase } from './db/connect.js';
 import * as q from './db/queries.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
+import { Runs } from './runs/service.js';
 import { Scorer } from './scorer.js';
 
 export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'>> {
@@ -29,6 +32,8 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
   /** The address browsers use (`https://board.example.org`): its Host alone is answered, forms come from its origin. */
   publicUrl?: string;
   adminToken?: string;
+  /** How often finished platform evaluations are entered into their boards (PostgreSQL only). */
+  importEveryMs?: number;
   log: Logger;
 }
 
@@ -113,10 +118,34 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const host = options.host ?? '127.0.0.1';
   // Filled once the port is known. Empty: no check (a public bind without --public-url, warned about below).
   const allowedHosts: string[] = [];
+  // On PostgreSQL the leaderboard's database is also the workers' queue: the platform runs evaluations itself.
+  let runs: Runs | undefined;
+  let importer: NodeJS.Timeout | undefined;
+  if (lb.db.engine === 'postgres') {
+    try {
+      runs = new Runs(lb, await openQueue(options.db), log);
+    } catch (e) {
+      await lb.close();
+      throw e;
+    }
+    let busy = false;
+    importer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      runs
+        ?.importFinished()
+        .catch((e: unknown) => log.warn(`importing finished runs: ${(e as Error).message}`))
+        .finally(() => {
+          busy = false;
+        });
+    }, options.importEveryMs ?? 2000);
+    importer.unref();
+  }
   const app = createApp({
     lb,
     log,
     allowedHosts,
+    ...(runs ? { runs } : {}),
     ...(publicOrigin ? { publicOrigin: publicOrigin.origin } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     ...(options.secureCookies !== undefined ? { secureCookies: options.secureCookies } : {}),
@@ -145,6 +174,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     url,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      clearInterval(importer);
+      await runs?.queue?.close();
       await lb.close();
     },
   };

@@ -4,13 +4,17 @@
  * transaction, so a plan is queued whole or not at all.
  */
 import { randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import type { Cell } from '../plans/cells.js';
 import { ensureQueue, newPlanId, QUEUE_OPTIONS, type QueueDb, queueOf, SCHEMA } from './store.js';
 
 export interface QueuedCell {
   cell: Cell;
-  /** The cell's request keys, in the order the run asks them. */
-  keys: readonly string[];
+  /**
+   * The cell's request keys, in the order the run asks them; null where the queueing machine cannot plan them (the
+   * platform's closed tests: the workers hold the items): then the cell is one job, planned by its worker.
+   */
+  keys: readonly string[] | null;
   /** sha256 of each data file the cell reads: a worker with other data refuses the cell's jobs. */
   dataSha256: Record<string, string>;
 }
@@ -26,6 +30,8 @@ export interface EnqueueInput {
   /** `plan`, or `evaluation` (queued by the platform; its cells may only ask the allow-listed servers). */
   kind?: 'plan' | 'evaluation';
   meta?: Record<string, unknown>;
+  /** Held until approved (`releasePlan`): a team's request for an evaluation waits for the admin. */
+  hold?: boolean;
 }
 
 export interface Enqueued {
@@ -43,7 +49,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   try {
     await client.query('BEGIN');
     await client.query(
-      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7)`,
+      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta) VALUES ($1, $2, $3, $4, $5, $8, $6, $7)`,
       [
         id,
         input.name,
@@ -52,9 +58,9 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
         input.sha256,
         input.maxInFlight,
         JSON.stringify(input.meta ?? {}),
+        input.hold ? 'pending' : 'queued',
       ],
     );
-    const inserts: { id: string; name: string; data: object }[] = [];
     for (const [position, q] of input.cells.entries()) {
       const c = q.cell;
       const queue = queueOf(c.endpoint);
@@ -73,26 +79,22 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
           c.endpoint,
           queue,
           Number.isFinite(c.inFlight) ? c.inFlight : 1,
-          q.keys.length,
+          q.keys?.length ?? 0,
           JSON.stringify(q.dataSha256),
         ],
       );
-      for (let from = 0, chunk = 0; from < q.keys.length; from += input.jobSize, chunk++) {
-        const jobId = randomUUID();
+      const keys = q.keys;
+      const chunks = keys ? Math.ceil(keys.length / input.jobSize) : 1;
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const part = keys ? keys.slice(chunk * input.jobSize, (chunk + 1) * input.jobSize) : null;
         await client.query(
           `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id) VALUES ($1, $2, $3, $4, $5)`,
-          [id, c.id, chunk, JSON.stringify(q.keys.slice(from, from + input.jobSize)), jobId],
+          [id, c.id, chunk, JSON.stringify(part), randomUUID()],
         );
-        inserts.push({ id: jobId, name: queue, data: { plan: id, cell: c.id, chunk } });
+        jobs++;
       }
     }
-    // pg-boss writes the jobs inside our transaction: they exist exactly when the plan does.
-    const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-    for (const q of queues) {
-      const mine = inserts.filter((j) => j.name === q).map((j) => ({ ...j, ...QUEUE_OPTIONS }));
-      if (mine.length > 0) await db.boss.insert(mine, { db: tx });
-    }
-    jobs = inserts.length;
+    if (!input.hold) await insertJobs(db, client, id);
     await client.query('COMMIT');
   } catch (e) {
     await client.query('ROLLBACK').catch(() => {});
@@ -100,5 +102,50 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   } finally {
     client.release();
   }
-  return { id, jobs, requests: input.cells.reduce((n, c) => n + c.keys.length, 0) };
+  return { id, jobs, requests: input.cells.reduce((n, c) => n + (c.keys?.length ?? 0), 0) };
+}
+
+/** pg-boss writes a plan's jobs inside our transaction: they exist exactly when the plan is queued. */
+async function insertJobs(db: QueueDb, client: PoolClient, id: string): Promise<void> {
+  const { rows } = await client.query<{ job_id: string; queue: string; cell_id: string; chunk: number }>(
+    `SELECT k.job_id, c.queue, k.cell_id, k.chunk FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
+     WHERE k.plan_id = $1 ORDER BY c.position, k.chunk`,
+    [id],
+  );
+  const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+  for (const queue of new Set(rows.map((r) => r.queue))) {
+    const mine = rows
+      .filter((r) => r.queue === queue)
+      .map((r) => ({
+        id: r.job_id,
+        name: queue,
+        data: { plan: id, cell: r.cell_id, chunk: r.chunk },
+        ...QUEUE_OPTIONS,
+      }));
+    await db.boss.insert(mine, { db: tx });
+  }
+}
+
+/** Queues a held plan (an approved request): its jobs go to the workers. False if it was not waiting. */
+export async function releasePlan(db: QueueDb, id: string): Promise<boolean> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const r = await client.query(
+      `UPDATE ${SCHEMA}.plans SET status = 'queued' WHERE id = $1 AND status = 'pending' RETURNING id`,
+      [id],
+    );
+    if (r.rowCount === 0) {
+      await client.query('ROLLBACK');
+      return false;
+    }
+    await insertJobs(db, client, id);
+    await client.query('COMMIT');
+    return true;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
 }

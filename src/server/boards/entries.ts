@@ -37,8 +37,19 @@ export interface Entry
   overall_ci: Interval | null;
   tasks: Record<string, TaskCell>;
   coverage?: { answered: number; sampled: number };
+  /** Run by the platform's own workers (not uploaded): how. */
+  platform_run: PlatformRun | null;
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
+}
+
+/** How the platform ran an entry: the fixed settings, the prompts' versions, and the run's manifest. */
+export interface PlatformRun {
+  plan_id: string;
+  endpoint: string;
+  settings: Record<string, unknown>;
+  prompt_versions: Record<string, string>;
+  manifest: Record<string, unknown>;
 }
 
 /** What a board row needs of a result: the per-task numbers and the overall's interval, without breakdowns. */
@@ -82,6 +93,7 @@ export function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
     flagged: row.flagged === 1,
     hidden: row.hidden === 1,
     duplicate_of: row.duplicate_of,
+    platform_run: row.platform_run ? (JSON.parse(row.platform_run) as PlatformRun) : null,
     overall: row.overall === null ? null : Number(row.overall),
     // The closed board's overall has no interval of its own; the public one is the scorer's.
     overall_ci: row.board === 'public' ? overall_ci : null,

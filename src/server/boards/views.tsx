@@ -20,6 +20,7 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
     {e.params ? <span class="tag">{e.params}</span> : ''}
     {e.open_weights ? <span class="tag">open</span> : ''}
     {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
+    {e.platform_run ? <span class="tag ok platform">{ctx.t.platformRun}</span> : ''}
     {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
     {e.hidden ? <span class="tag warn">hidden</span> : ''}
     {e.coverage ? (

@@ -153,6 +153,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_platform_runs': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // An entry the platform's workers ran (rumedbench worker): the run's settings, prompt versions and manifest.
+      await db.schema.alterTable('submissions').addColumn('platform_run', 'text').execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

@@ -100,6 +100,7 @@ const LISTED = [
   'hidden',
   'flagged',
   'verified',
+  'platform_run',
   'files',
 ] as const;
 
@@ -158,6 +159,7 @@ export interface Marks {
   hidden?: number;
   flagged?: number;
   verified?: number;
+  platform_run?: string;
 }
 
 /** An admin change to a submission, logged in the same transaction. */

@@ -46,6 +46,8 @@ export interface SubmissionsTable {
   hidden: Generated<number>;
   flagged: Generated<number>;
   verified: Generated<number>;
+  /** Set on entries the platform ran itself (JSON: plan id, endpoint, settings, prompt versions, manifest). */
+  platform_run: Generated<string | null>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */
   files: string;
 }

@@ -46,6 +46,48 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
       ) : (
         ''
       )}
+      {e.platform_run ? (
+        <>
+          <tr>
+            <th scope="row">{ctx.t.platformRun}</th>
+            <td>
+              {ctx.t.platformRunNote}{' '}
+              <a href={href(ctx, `/runs/${e.platform_run.plan_id}`)}>{e.platform_run.plan_id}</a>
+            </td>
+          </tr>
+          <tr>
+            <th scope="row">{ctx.t.runSettings}</th>
+            <td>
+              <code>
+                {Object.entries(e.platform_run.settings)
+                  .map(([k, v]) => `${k}=${String(v)}`)
+                  .join(' · ')}
+              </code>
+            </td>
+          </tr>
+          <tr>
+            <th scope="row">{ctx.t.promptVersions}</th>
+            <td>
+              <code>
+                {Object.entries(e.platform_run.prompt_versions)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(' · ')}
+              </code>
+            </td>
+          </tr>
+          <tr>
+            <th scope="row">{ctx.t.manifest}</th>
+            <td>
+              <details>
+                <summary>manifest.json</summary>
+                <pre>{JSON.stringify(e.platform_run.manifest, null, 2)}</pre>
+              </details>
+            </td>
+          </tr>
+        </>
+      ) : (
+        ''
+      )}
       {e.duplicate_of ? (
         <tr>
           <th scope="row">{ctx.t.duplicateOf}</th>

@@ -51,6 +51,7 @@ export const Layout: FC<{ ctx: PageContext; title: string; children?: Child }> =
           <a href={href(ctx, '/')}>{ctx.t.publicBoard}</a>
           <a href={href(ctx, '/board/closed')}>{ctx.t.closedBoard}</a>
           <a href={href(ctx, '/submit')}>{ctx.t.submit}</a>
+          <a href={href(ctx, '/runs')}>{ctx.t.runs.title}</a>
           {ctx.admin ? <a href={href(ctx, '/admin')}>{ctx.t.admin}</a> : ''}
           <a href={otherLang(ctx)} hreflang={ctx.lang === 'ru' ? 'en' : 'ru'}>
             {ctx.t.language}

@@ -1,0 +1,178 @@
+/**
+ * Evaluations run by the platform, in process on a throwaway PostgreSQL database (the leaderboard's and the queue's)
+ * with a loopback model server: the admin queues one by the API, a team's request waits for approval, an address
+ * in place of a registered name is refused, a worker runs the closed tests with the platform's private items, and
+ * the result enters the closed board marked as the platform's, with its settings and manifest, while no page shows
+ * a test item or a reply.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, NO_PG_REASON, PG_URL } from '../../../test/helpers/engines.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../../../test/helpers/fake-openai.js';
+import { writeFixtureData } from '../../../test/helpers/fixture-data.js';
+import { cellRunner } from '../../cli/queue.js';
+import { createLogger } from '../../log.js';
+import { addEndpoint } from '../../workers/endpoints.js';
+import { openQueue, type QueueDb } from '../../workers/store.js';
+import { Worker } from '../../workers/worker.js';
+import { createApp } from '../app.js';
+import type { Leaderboard } from '../leaderboard.js';
+import { openLeaderboard } from '../serve.js';
+import { Runs } from './service.js';
+
+const ADMIN = 'k3Y-for-the-runs-admin-9x7Q2mZ4pL8w';
+const CLOSED = { RuMedDaNet: 'pairID', RuMedNLI: 'pairID', RuMedTest: 'idx' } as const;
+
+describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
+  let data: string;
+  let lb: Leaderboard;
+  let queue: QueueDb;
+  let runs: Runs;
+  let app: ReturnType<typeof createApp>;
+  let model: FakeOpenAI;
+  const items: string[] = [];
+  const log = createLogger(process.env.RB_DEBUG ? 'info' : 'silent');
+
+  beforeAll(async () => {
+    data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-runs-data-')));
+    // The closed tests' gold, imported by the admin as on a real board.
+    const gold = mkdtempSync(join(tmpdir(), 'rumedbench-runs-gold-'));
+    for (const [task, idField] of Object.entries(CLOSED)) {
+      const records = readFileSync(join(data, task, 'private_test_v1.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, string>);
+      for (const r of records) items.push(r.question ?? r.ru_sentence1 ?? '');
+      const answer = { RuMedDaNet: 'да', RuMedNLI: 'neutral', RuMedTest: '1' }[task];
+      writeFileSync(
+        join(gold, `${task}.jsonl`),
+        records.map((r) => `${JSON.stringify({ [idField]: r[idField], answer })}\n`).join(''),
+      );
+    }
+    const db = await freshDatabase('postgres');
+    lb = await openLeaderboard({ dataDir: data, db, bootstrap: 0 });
+    await lb.ensureAdminSecret(ADMIN);
+    await lb.importGold(gold);
+    queue = await openQueue(db);
+    runs = new Runs(lb, queue, log);
+    app = createApp({ lb, log, runs });
+    model = await startFakeOpenAI({
+      reply: (body) => {
+        const last = body.messages.at(-1)?.content ?? '';
+        if (/«да» или «нет»/.test(last)) return 'Ответ: да';
+        if (/entailment|contradiction|neutral/.test(last)) return 'Ответ: neutral';
+        return 'Ответ: 1';
+      },
+    });
+    await addEndpoint(queue, {
+      name: 'fake-med',
+      provider: 'openai',
+      base_url: model.url,
+      model: 'fake-med',
+      api_key_env: null,
+    });
+  });
+  afterAll(async () => {
+    await model?.close();
+    await queue?.close();
+    await lb?.close();
+  });
+
+  const api = (path: string, body: unknown, token = ADMIN) =>
+    app.request(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it('queues, runs and enters a closed-test evaluation marked as the platform’s; no page shows an item', async () => {
+    // Only a registered name: an address (or anything else) is refused before anything is queued.
+    const typed = await api('/api/admin/evaluations', {
+      endpoint: 'http://169.254.169.254/v1',
+      boards: 'closed',
+    });
+    expect(typed.status).toBe(400);
+    expect(((await typed.json()) as { code: string }).code).toBe('ENDPOINT_NOT_ALLOWED');
+    expect((await api('/api/admin/evaluations', { endpoint: 'fake-med' }, 'not-the-admin')).status).toBe(401);
+
+    const queued = await api('/api/admin/evaluations', { endpoint: 'fake-med', boards: 'closed' });
+    expect(queued.status).toBe(202);
+    const { id, status } = (await queued.json()) as { id: string; status: string };
+    expect(status).toBe('queued');
+
+    // A team asks for one: it waits for the admin, and no worker takes it meanwhile.
+    const { token } = await lb.createToken('team-med');
+    const asked = await api('/api/evaluations', { endpoint: 'fake-med', boards: 'public' }, token);
+    expect(asked.status).toBe(202);
+    const request = (await asked.json()) as { id: string; status: string };
+    expect(request.status).toBe('pending');
+
+    const worker = new Worker({
+      db: queue,
+      exitWhenIdle: true,
+      heartbeatS: 1,
+      log,
+      prepare: async (argv) => cellRunner(argv, data, log),
+    });
+    await worker.run();
+    const asked1 = model.requests.length;
+    expect(asked1).toBe(60 * 3);
+    expect((await runs.status(request.id)).status).toBe('pending' as never);
+
+    expect(await runs.importFinished()).toBe(1);
+    const entries = await runs.entries(id);
+    expect(Object.keys(entries)).toEqual(['closed']);
+    const board = await (await app.request('/board/closed')).text();
+    expect(board).toContain('fake-med');
+    expect(board).toContain('run by the platform');
+    const entry = (await lb.board('closed')).find((e) => e.id === entries.closed);
+    expect(entry?.verified).toBe(true);
+    expect(entry?.platform_run?.settings).toMatchObject({ temperature: 0, max_tokens: 512, board: 'closed' });
+    // The fake model answers "да" and "neutral", the gold's answers: those tasks score 100; RuMedTest's "1" too.
+    expect(entry?.tasks.RuMedDaNet?.score).toBe(100);
+    expect(entry?.overall).toBe(100);
+    const page = await (await app.request(`/submissions/${entries.closed}`)).text();
+    expect(page).toContain('manifest.json');
+    expect(page).toContain('RuMedDaNet');
+    expect(page).not.toContain(model.url);
+
+    // Approved, the team's request runs too.
+    expect((await api(`/api/admin/evaluations/${request.id}/approve`, {})).status).toBe(200);
+    await new Worker({
+      db: queue,
+      exitWhenIdle: true,
+      heartbeatS: 1,
+      log,
+      prepare: async (argv) => cellRunner(argv, data, log),
+    }).run();
+    expect(model.requests.length).toBeGreaterThan(asked1);
+    expect(await runs.importFinished()).toBe(1);
+    const publicEntry = (await lb.board('public')).find((e) => e.platform_run?.plan_id === request.id);
+    expect(publicEntry?.team).toBe('team-med');
+    expect(await runs.importFinished()).toBe(0);
+
+    // No page, public or the admin's, shows a test item or a reply.
+    const pages = [
+      '/runs',
+      `/runs/${id}`,
+      `/api/runs/${id}`,
+      '/board/closed',
+      `/submissions/${entries.closed}`,
+      '/api/runs',
+    ];
+    for (const p of pages) {
+      const res = await app.request(p);
+      expect(res.status, p).toBe(200);
+      const text = await res.text();
+      for (const item of items) expect(text.includes(item), `${p} shows "${item}"`).toBe(false);
+      expect(text, p).not.toContain('Ответ:');
+    }
+    const runsPage = await (await app.request('/runs')).text();
+    expect(runsPage).toContain('fake-med · closed');
+    expect(runsPage).toMatch(/done/);
+  });
+});
+
+if (!PG_URL) describe('platform runs', () => it.skip(NO_PG_REASON, () => {}));

@@ -1,0 +1,102 @@
+/**
+ * Runs of the platform: `/runs` and `/runs/ID` for everyone (progress and status; workers and failed requests for
+ * the admin), queueing an evaluation of a registered model (the admin, by form or API; a team by API, held for
+ * approval), and approving a team's request. No page shows a test item or a model's reply.
+ */
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import { HttpError } from '../errors.js';
+import { type Env, render, requireAdmin } from '../http.js';
+import type { Leaderboard } from '../leaderboard.js';
+import { readSmallForm } from '../middleware/forms.js';
+import type { Runs } from './service.js';
+import { RunPage, RunsPage } from './views.js';
+
+async function jsonBody(c: Context<Env>): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch (e) {
+    throw new HttpError(400, 'BAD_JSON', `the body must be JSON: ${(e as Error).message}`);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new HttpError(
+      400,
+      'BAD_JSON',
+      'the body must be a JSON object: {"endpoint": NAME, "boards": "closed"}',
+    );
+  return body as Record<string, unknown>;
+}
+
+async function requireAdminToken(c: Context<Env>, lb: Leaderboard): Promise<void> {
+  const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
+  if (!m || !(await lb.isAdminSecret(m[1] as string)))
+    throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+}
+
+export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
+  const app = new Hono<Env>();
+
+  app.get('/runs', async (c) => {
+    const ctx = c.get('ctx');
+    if (!runs.queue) return render(c, <RunsPage ctx={ctx} runs={undefined} endpoints={[]} />);
+    const [list, endpoints] = await Promise.all([
+      runs.list(),
+      ctx.admin ? runs.endpoints() : Promise.resolve([]),
+    ]);
+    return render(c, <RunsPage ctx={ctx} runs={list} endpoints={endpoints} />);
+  });
+  app.get('/runs/:id', async (c) => {
+    const ctx = c.get('ctx');
+    const status = await runs.status(c.req.param('id'));
+    return render(c, <RunPage ctx={ctx} run={status} entries={await runs.entries(status.id)} />);
+  });
+  app.get('/api/runs', async (c) => c.json({ runs: await runs.list() }));
+  app.get('/api/runs/:id', async (c) => {
+    const s = await runs.status(c.req.param('id'));
+    // Workers and failure reasons are the admin's.
+    return c.json({ ...s, workers: [], cells: s.cells.map((cell) => ({ ...cell, failures: [] })) });
+  });
+
+  // The admin queues an evaluation: by form (session and CSRF token) or by API (the admin token).
+  app.post('/admin/evaluations', async (c) => {
+    requireAdmin(c);
+    const form = await readSmallForm(c);
+    const r = await runs.queueEvaluation({ endpoint: form.endpoint, boards: form.boards, by: 'admin' });
+    return c.redirect(`/runs/${r.id}?lang=${c.get('ctx').lang}`, 303);
+  });
+  app.post('/admin/evaluations/:id/approve', async (c) => {
+    requireAdmin(c);
+    await readSmallForm(c);
+    if (!(await runs.approve(c.req.param('id'))))
+      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    return c.redirect(`/runs/${c.req.param('id')}?lang=${c.get('ctx').lang}`, 303);
+  });
+  app.post('/api/admin/evaluations', async (c) => {
+    await requireAdminToken(c, lb);
+    const body = await jsonBody(c);
+    const r = await runs.queueEvaluation({ endpoint: body.endpoint, boards: body.boards, by: 'admin' });
+    return c.json(r, 202);
+  });
+  app.post('/api/admin/evaluations/:id/approve', async (c) => {
+    await requireAdminToken(c, lb);
+    if (!(await runs.approve(c.req.param('id'))))
+      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    return c.json({ id: c.req.param('id'), status: 'queued' });
+  });
+  // A team asks for an evaluation of a registered model: held until the admin approves.
+  app.post('/api/evaluations', async (c) => {
+    const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
+    if (who.tokenId === null)
+      throw new HttpError(401, 'TOKEN_REQUIRED', 'a team token is needed: Authorization: Bearer <token>');
+    const body = await jsonBody(c);
+    const r = await runs.queueEvaluation({
+      endpoint: body.endpoint,
+      boards: body.boards,
+      by: 'team',
+      team: who.team ?? '',
+    });
+    return c.json(r, 202);
+  });
+  return app;
+}

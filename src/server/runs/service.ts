@@ -1,0 +1,239 @@
+/**
+ * Evaluations the platform runs itself: a registered model (the allow-list, `serve endpoint add`) on the board's
+ * tests with the board's fixed settings, queued for the workers (src/workers/) by the admin, or requested by a team
+ * and held until the admin approves. A finished evaluation enters its board as an upload would, verified and marked
+ * as the platform's, with its settings, prompt versions and manifest; its items and replies stay in the database.
+ */
+import { basename } from 'node:path';
+import type { Logger } from '../../log.js';
+import { getTask } from '../../tasks/registry.js';
+import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
+import { cellFiles, listPlans, type PlanStatus, planStatus } from '../../workers/plans.js';
+import { type QueueDb, SCHEMA } from '../../workers/store.js';
+import { enqueuePlan, releasePlan } from '../../workers/submit.js';
+import type { PlatformRun } from '../boards/entries.js';
+import type { BoardName } from '../db/schema.js';
+import { HttpError } from '../errors.js';
+import type { Leaderboard } from '../leaderboard.js';
+import { BOARD_SPLIT, BOARD_TASKS } from '../score-upload.js';
+
+/** The settings every platform evaluation runs with: one board, one way of asking. */
+export const PLATFORM_SETTINGS = {
+  mode: 'generate',
+  temperature: 0,
+  max_tokens: 512,
+  shots: 0,
+  seed: 0,
+  concurrency: 8,
+} as const;
+
+export type EvaluationBoards = BoardName | 'both';
+
+interface EvaluationMeta {
+  endpoint: string;
+  boards: BoardName[];
+  team: string;
+  requested_by: 'admin' | 'team';
+  /** Board entries made from the finished cells, per board. */
+  imported?: Partial<Record<BoardName, string>>;
+}
+
+/** An `llm` command line of the board's fixed settings, against a registered endpoint. */
+function evaluationArgv(e: Endpoint, board: BoardName): string[] {
+  const s = PLATFORM_SETTINGS;
+  return [
+    'llm',
+    ...['--provider', e.provider, '--no-progress', '--model', e.model],
+    ...(e.base_url ? ['--base-url', e.base_url] : []),
+    ...(e.api_key_env ? ['--api-key-env', e.api_key_env] : []),
+    ...['--tasks', BOARD_TASKS[board].join(','), '--split', BOARD_SPLIT[board]],
+    ...['--mode', s.mode, '--temperature', String(s.temperature), '--max-tokens', String(s.max_tokens)],
+    ...['--shots', String(s.shots), '--seed', String(s.seed), '--concurrency', String(s.concurrency)],
+    ...['--bootstrap', '0'],
+  ];
+}
+
+export class Runs {
+  constructor(
+    private readonly lb: Leaderboard,
+    readonly queue: QueueDb | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  private need(): QueueDb {
+    if (!this.queue)
+      throw new HttpError(
+        409,
+        'RUNS_UNAVAILABLE',
+        'runs need the leaderboard on PostgreSQL (serve --db postgres://…)',
+      );
+    return this.queue;
+  }
+
+  endpoints(): Promise<Endpoint[]> {
+    return listEndpoints(this.need());
+  }
+
+  /**
+   * Queues an evaluation of a registered endpoint (by name: an address is never taken from a request). A team's
+   * request waits for the admin's approval.
+   */
+  async queueEvaluation(input: {
+    endpoint: unknown;
+    boards: unknown;
+    team?: string;
+    by: 'admin' | 'team';
+  }): Promise<{ id: string; status: 'queued' | 'pending' }> {
+    const db = this.need();
+    if (typeof input.endpoint !== 'string' || input.endpoint.length > 64)
+      throw new HttpError(
+        400,
+        'BAD_EVALUATION',
+        'endpoint: the name of a registered model (serve endpoint list)',
+      );
+    const boards: BoardName[] =
+      input.boards === 'both'
+        ? ['closed', 'public']
+        : input.boards === 'public'
+          ? ['public']
+          : input.boards === 'closed' || input.boards === undefined
+            ? ['closed']
+            : [];
+    if (boards.length === 0) throw new HttpError(400, 'BAD_EVALUATION', 'boards: closed, public or both');
+    const e = await getEndpoint(db, input.endpoint);
+    if (!e)
+      throw new HttpError(
+        400,
+        'ENDPOINT_NOT_ALLOWED',
+        `no registered model "${input.endpoint}": the admin registers what the platform may ask (serve endpoint add)`,
+      );
+    const meta: EvaluationMeta = { endpoint: e.name, boards, team: input.team ?? '', requested_by: input.by };
+    const r = await enqueuePlan(db, {
+      name: `${e.name} · ${boards.join(' + ')}`,
+      file: `platform:${e.name}`,
+      sha256: '',
+      maxInFlight: 32,
+      cells: boards.map((board) => {
+        const argv = evaluationArgv(e, board);
+        return {
+          cell: {
+            id: `${e.name}/${board}`,
+            model: e.name,
+            provider: e.provider,
+            axes: { board },
+            settings: { ...PLATFORM_SETTINGS, board },
+            argv,
+            endpoint: e.provider === 'llama' ? 'this machine' : `openai ${e.base_url}`,
+            inFlight: PLATFORM_SETTINGS.concurrency,
+          },
+          keys: null,
+          dataSha256: {},
+        };
+      }),
+      jobSize: 200,
+      kind: 'evaluation',
+      meta: meta as unknown as Record<string, unknown>,
+      hold: input.by === 'team',
+    });
+    this.log.info(
+      `evaluation ${r.id} of ${e.name} on ${boards.join(', ')}: ${input.by === 'team' ? 'waiting for approval' : 'queued'}`,
+    );
+    return { id: r.id, status: input.by === 'team' ? 'pending' : 'queued' };
+  }
+
+  async approve(id: string): Promise<boolean> {
+    return releasePlan(this.need(), id);
+  }
+
+  list(): ReturnType<typeof listPlans> {
+    return listPlans(this.need());
+  }
+
+  async status(id: string): Promise<PlanStatus> {
+    if (!/^p-[0-9a-f]{12}$/.test(id)) throw new HttpError(404, 'NOT_FOUND', 'no such run');
+    try {
+      return await planStatus(this.need(), id);
+    } catch (e) {
+      if (e instanceof HttpError) throw e;
+      throw new HttpError(404, 'NOT_FOUND', 'no such run');
+    }
+  }
+
+  /** The board entries made from a plan's cells (evaluations only). */
+  async entries(id: string): Promise<Partial<Record<BoardName, string>>> {
+    const { rows } = await this.need().pool.query<{ meta: string }>(
+      `SELECT meta FROM ${SCHEMA}.plans WHERE id = $1 AND kind = 'evaluation'`,
+      [id],
+    );
+    return rows[0] ? ((JSON.parse(rows[0].meta) as EvaluationMeta).imported ?? {}) : {};
+  }
+
+  /** Finished evaluations into their boards (each cell once). Returns how many entries were made. */
+  async importFinished(): Promise<number> {
+    const db = this.need();
+    const { rows } = await db.pool.query<{ id: string; meta: string }>(
+      `SELECT id, meta FROM ${SCHEMA}.plans WHERE kind = 'evaluation' AND status IN ('done', 'failed')`,
+    );
+    let made = 0;
+    for (const p of rows) {
+      const meta = JSON.parse(p.meta) as EvaluationMeta;
+      const cells = await db.pool.query<{ cell_id: string; status: string; settings: string }>(
+        `SELECT cell_id, status, settings FROM ${SCHEMA}.cells WHERE plan_id = $1 ORDER BY position`,
+        [p.id],
+      );
+      for (const c of cells.rows) {
+        const board = (JSON.parse(c.settings) as { board: BoardName }).board;
+        if (c.status !== 'done' || meta.imported?.[board]) continue;
+        const files = await cellFiles(db, p.id, c.cell_id);
+        const manifestFile = files.find((f) => f.path === 'manifest.json');
+        const manifest = manifestFile
+          ? (JSON.parse(manifestFile.content.toString('utf8')) as Record<string, unknown>)
+          : {};
+        // The manifest as published: the model server's address and file paths are the platform's own business.
+        const { endpoint: _e, gguf_file: _g, ...shown } = manifest;
+        const run: PlatformRun = {
+          plan_id: p.id,
+          endpoint: meta.endpoint,
+          settings: { ...PLATFORM_SETTINGS, board },
+          prompt_versions: Object.fromEntries(
+            BOARD_TASKS[board].map((t) => [
+              t,
+              String(
+                (manifest.prompt_versions as Record<string, string> | undefined)?.[t] ??
+                  getTask(t).prompt.version,
+              ),
+            ]),
+          ),
+          manifest: { ...shown, endpoint: meta.endpoint },
+        };
+        // What `llm` writes for a board: predictions/<Task>.jsonl (public tests), submission.zip (closed tests).
+        const predictions = files.filter(
+          (f) => f.path.startsWith('predictions/') && f.path.endsWith('.jsonl'),
+        );
+        const upload =
+          predictions.length > 0 ? predictions : files.filter((f) => f.path === 'submission.zip');
+        const answer = await this.lb.recordPlatformRun({
+          files: upload.map((f) => ({ name: basename(f.path), data: new Uint8Array(f.content) })),
+          board,
+          model: String(manifest.model ?? meta.endpoint),
+          team: meta.team,
+          description: `Run by the platform (${meta.endpoint}).`,
+          run,
+        });
+        meta.imported = { ...meta.imported, [board]: answer.id };
+        await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [
+          p.id,
+          JSON.stringify(meta),
+        ]);
+        if (answer.status === 'scored')
+          this.log.info(`evaluation ${p.id}: ${board} board entry ${answer.id}`);
+        else
+          this.log.warn(
+            `evaluation ${p.id}: its ${board} entry ${answer.id} is ${answer.status}: ${answer.errors.map((e) => e.message).join('; ') || 'waiting for the closed tests’ gold'}`,
+          );
+        made++;
+      }
+    }
+    return made;
+  }
+}

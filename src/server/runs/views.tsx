@@ -1,0 +1,176 @@
+/** The runs pages: every plan and evaluation with its progress; one run's cells (workers and failures for the admin). */
+import type { FC } from 'hono/jsx';
+import type { Endpoint } from '../../workers/endpoints.js';
+import type { PlanStatus } from '../../workers/plans.js';
+import type { BoardName } from '../db/schema.js';
+import { CsrfField, href, Layout, type PageContext } from '../views/layout.js';
+
+type Listed = {
+  id: string;
+  name: string;
+  kind: string;
+  status: string;
+  created_at: string;
+  done: number;
+  total: number;
+  error: string | null;
+};
+
+const pct = (done: number, total: number) =>
+  total > 0 ? `${done}/${total} (${((100 * done) / total).toFixed(0)}%)` : `${done}/–`;
+const left = (s: number | null) =>
+  s === null ? '–' : s >= 60 ? `${Math.round(s / 60)} min` : `${Math.round(s)} s`;
+
+export const RunsPage: FC<{ ctx: PageContext; runs: Listed[] | undefined; endpoints: Endpoint[] }> = ({
+  ctx,
+  runs,
+  endpoints,
+}) => {
+  const t = ctx.t.runs;
+  return (
+    <Layout ctx={ctx} title={t.title}>
+      <h1>{t.heading}</h1>
+      <p class="note">{t.note}</p>
+      {runs === undefined ? (
+        <p class="note">{t.unavailable}</p>
+      ) : runs.length === 0 ? (
+        <p>{t.none}</p>
+      ) : (
+        <table class="board">
+          <thead>
+            <tr>
+              {t.columns.map((h) => (
+                <th scope="col">{h}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((r) => (
+              <tr>
+                <td>
+                  <a href={href(ctx, `/runs/${r.id}`)}>{r.name}</a>
+                </td>
+                <td>{r.kind}</td>
+                <td>
+                  <span class={`tag ${r.status === 'done' ? 'ok' : r.status === 'failed' ? 'warn' : ''}`}>
+                    {r.status}
+                  </span>
+                </td>
+                <td>{pct(r.done, r.total)}</td>
+                <td>{r.created_at.slice(0, 16).replace('T', ' ')}</td>
+                <td>{r.error ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {ctx.admin && runs !== undefined ? (
+        <form method="post" action={href(ctx, '/admin/evaluations')} class="inline">
+          <h2>{t.queue}</h2>
+          <CsrfField ctx={ctx} />
+          <label>
+            {t.endpoint}{' '}
+            <select name="endpoint" required>
+              {endpoints.map((e) => (
+                <option value={e.name}>{`${e.name} (${e.model})`}</option>
+              ))}
+            </select>
+          </label>{' '}
+          <label>
+            {t.board}{' '}
+            <select name="boards">
+              <option value="closed">{ctx.t.closedBoard}</option>
+              <option value="public">{ctx.t.publicBoard}</option>
+              <option value="both">{`${ctx.t.closedBoard} + ${ctx.t.publicBoard}`}</option>
+            </select>
+          </label>{' '}
+          <button type="submit">{ctx.t.submit}</button>
+        </form>
+      ) : (
+        ''
+      )}
+    </Layout>
+  );
+};
+
+export const RunPage: FC<{
+  ctx: PageContext;
+  run: PlanStatus;
+  entries: Partial<Record<BoardName, string>>;
+}> = ({ ctx, run, entries }) => {
+  const t = ctx.t.runs;
+  return (
+    <Layout ctx={ctx} title={`${t.title}: ${run.name}`}>
+      <h1>{run.name}</h1>
+      <p>
+        <span class={`tag ${run.status === 'done' ? 'ok' : run.status === 'failed' ? 'warn' : ''}`}>
+          {run.status}
+        </span>{' '}
+        {run.kind} · {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
+      </p>
+      {ctx.admin && run.status === ('pending' as string) ? (
+        <form method="post" action={href(ctx, `/admin/evaluations/${run.id}/approve`)}>
+          <CsrfField ctx={ctx} />
+          <button type="submit">{t.approve}</button>
+        </form>
+      ) : (
+        ''
+      )}
+      <table class="board">
+        <thead>
+          <tr>
+            {t.cells.map((h) => (
+              <th scope="col">{h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {run.cells.map((c) => (
+            <tr>
+              <td>{c.cell}</td>
+              <td>
+                <span class={`tag ${c.status === 'done' ? 'ok' : c.status === 'failed' ? 'warn' : ''}`}>
+                  {c.status}
+                </span>
+                {c.error ? ` ${c.error}` : ''}
+              </td>
+              <td>{pct(c.requests.done, c.requests.total)}</td>
+              <td>{c.requests.failed > 0 ? String(c.requests.failed) : ''}</td>
+              <td>{c.rate > 0 ? `${c.rate.toFixed(1)}/s` : '–'}</td>
+              <td>{left(c.eta_s)}</td>
+              <td>{ctx.admin ? c.workers.join(', ') : String(c.workers.length)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {Object.entries(entries).length > 0 ? (
+        <p>
+          {t.entry}:{' '}
+          {Object.entries(entries).map(([board, id]) => (
+            <a href={href(ctx, `/submissions/${id}`)}>
+              {board === 'closed' ? ctx.t.closedBoard : ctx.t.publicBoard}{' '}
+            </a>
+          ))}
+        </p>
+      ) : (
+        ''
+      )}
+      {ctx.admin ? (
+        <>
+          <h2>{t.workers}</h2>
+          <ul>
+            {run.workers.map((w) => (
+              <li>{`${w.name} (${w.host}), ${w.cells.join(', ')}, ${w.last_seen}`}</li>
+            ))}
+          </ul>
+          <h2>{t.failures}</h2>
+          <ul>
+            {run.cells.flatMap((c) => c.failures.map((f) => <li>{`${c.cell}: ${f.n}× ${f.reason}`}</li>))}
+          </ul>
+        </>
+      ) : (
+        ''
+      )}
+    </Layout>
+  );
+};
