@@ -284,7 +284,11 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         process.off('SIGTERM', stop);
         process.off('SIGINT', stop);
       }
-      io.log.info(`worker ${worker.name}: stopped after ${worker.answered} request(s)`);
+      const q = [...worker.queueMs].sort((x, y) => x - y);
+      const median = q.length > 0 ? (q[Math.floor(q.length / 2)] as number) : null;
+      io.log.info(
+        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${median === null ? '' : `; queue time per job: median ${median.toFixed(1)} ms`}`,
+      );
       return EXIT.ok;
     },
     { supervise: true },

@@ -88,6 +88,8 @@ export class Worker {
   private wake?: () => void;
   /** Requests this worker asked, for its closing line. */
   answered = 0;
+  /** Per job, milliseconds spent on the queue (claiming, reading its keys, recording it done), not on requests. */
+  readonly queueMs: number[] = [];
 
   constructor(private readonly o: WorkerOptions) {
     this.db = o.db;
@@ -213,6 +215,7 @@ export class Worker {
     for (const q of rows.sort(() => Math.random() - 0.5)) {
       const local = q.endpoint === 'this machine';
       if (local && [...this.active.values()].some((a) => a.queue === q.queue)) continue;
+      const t0 = performance.now();
       const lease = await this.lease(
         q.endpoint,
         q.queue,
@@ -238,7 +241,7 @@ export class Worker {
         abort,
         done: Promise.resolve(),
       };
-      a.done = this.process(a, lease.inFlight)
+      a.done = this.process(a, lease.inFlight, performance.now() - t0)
         .catch((e: unknown) =>
           this.o.log.error(`job ${job.data.cell} #${job.data.chunk}: ${(e as Error).message}`),
         )
@@ -327,7 +330,9 @@ export class Worker {
     return p;
   }
 
-  private async process(a: Active, inFlight: number): Promise<void> {
+  private async process(a: Active, inFlight: number, claimMs: number): Promise<void> {
+    // Queue time: the claim, this job's reads before its requests, and its completion; the cell's planning aside.
+    let t0 = performance.now();
     const { plan, cell, chunk } = a.data;
     const pool = this.db.pool;
     const row = await this.cellRow(plan, cell);
@@ -340,6 +345,7 @@ export class Worker {
     const argv = JSON.parse(row.argv) as string[];
     let prepared: Prepared;
     let provider: Provider;
+    const planning = performance.now();
     try {
       if (row.kind === 'evaluation') await checkAllowed(this.db, argv);
       prepared = await this.prepared(plan, cell, argv, JSON.parse(row.data_sha256) as Record<string, string>);
@@ -351,6 +357,7 @@ export class Worker {
       await this.failCell(plan, cell, e);
       return done();
     }
+    t0 += performance.now() - planning;
     const { rows: keyRow } = await pool.query<{ keys: string }>(
       `SELECT keys FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
       [plan, cell, chunk],
@@ -392,6 +399,7 @@ export class Worker {
     await pool.query(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [
       plan,
     ]);
+    const before = performance.now() - t0;
     this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
     const gated = Object.create(provider) as Provider;
     gated.chat = (...args) => this.gate(() => provider.chat(...args));
@@ -401,6 +409,29 @@ export class Worker {
     }
     provider.limitInFlight?.(this.concurrency);
     const worker = this.name;
+    // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
+    // row is written. The job is done only once every write has landed.
+    const writes = new Set<Promise<void>>();
+    let writeError: unknown;
+    const write = (entry: JournalEntry) => {
+      this.answered++;
+      const w: Promise<void> = pool
+        .query(
+          `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (plan_id, cell_id, key) DO UPDATE
+             SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
+             WHERE ${SCHEMA}.answers.status <> 'ok'`,
+          [plan, cell, entry.key, entry.status, JSON.stringify(entry), worker],
+        )
+        .then(
+          () => {},
+          (e: unknown) => {
+            writeError ??= e;
+          },
+        )
+        .finally(() => writes.delete(w));
+      writes.add(w);
+    };
     try {
       await sendAll({
         pending: pending as Job[],
@@ -409,31 +440,30 @@ export class Worker {
         concurrency: Math.min(inFlight, row.in_flight),
         progress: newProgress(pending.length),
         signal: a.abort.signal,
-        journal: {
-          append: async (entry: JournalEntry) => {
-            this.answered++;
-            await pool.query(
-              `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
-               ON CONFLICT (plan_id, cell_id, key) DO UPDATE
-                 SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
-                 WHERE ${SCHEMA}.answers.status <> 'ok'`,
-              [plan, cell, entry.key, entry.status, JSON.stringify(entry), worker],
-            );
-          },
-        },
+        journal: { append: write },
       });
     } catch (e) {
+      await Promise.all(writes);
       // A server that refuses what no retry fixes (a key, a model name): the cell fails with its reason.
       await this.failCell(plan, cell, e);
       return done();
     }
+    await Promise.all(writes);
+    if (writeError !== undefined) {
+      // Answers that could not be written are not answers: the job goes back to the queue for them.
+      this.o.log.error(`${cell} #${chunk}: answers not written: ${(writeError as Error).message}`);
+      await this.release([a], `worker ${this.name} could not write its answers`);
+      return;
+    }
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
+    t0 = performance.now();
     await pool.query(
       `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
       [plan, cell, chunk],
     );
     await done();
+    this.queueMs.push(claimMs + before + (performance.now() - t0));
     await this.finish(plan, cell);
   }
 

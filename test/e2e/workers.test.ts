@@ -8,6 +8,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -289,6 +291,54 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       status: string;
     };
     expect(status.status).toBe('done');
+  });
+
+  it('workers on several machines share an endpoint’s in-flight budget (max_in_flight)', async () => {
+    const db = await freshDatabase('postgres');
+    // A server that counts the requests it holds at once.
+    let now = 0;
+    let peak = 0;
+    let served = 0;
+    const server = createServer(async (req, res) => {
+      now++;
+      peak = Math.max(peak, now);
+      let raw = '';
+      for await (const c of req) raw += c;
+      const body = JSON.parse(raw) as ChatRequestBody;
+      await new Promise((r) => setTimeout(r, 25));
+      now--;
+      served++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          model: body.model,
+          choices: [
+            { index: 0, message: { role: 'assistant', content: reply(body) }, finish_reason: 'stop' },
+          ],
+          usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+        }),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const file = writePlan(
+        [`  - {name: m, provider: openai, base_url: "${url}", model: fake-m}`],
+        ['max_in_flight: 5'],
+      );
+      await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '10');
+      const workers = ['b1', 'b2', 'b3'].map((n) =>
+        startWorker(db, n, ['--exit-when-idle', '--jobs', '2', '--concurrency', '4']),
+      );
+      expect((await Promise.all(workers.map((w) => w.exited))).map((e) => e.code)).toEqual([0, 0, 0]);
+      expect(served).toBe(120);
+      // Three workers of 4 each could hold 12; the endpoint's budget holds them to 5, and they use it.
+      expect(peak).toBeLessThanOrEqual(5);
+      expect(peak).toBeGreaterThanOrEqual(4);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it('plan cancel drops the waiting jobs; status names the cell cancelled', async () => {

@@ -1,0 +1,129 @@
+// Benchmark (issue #16): one plan run by 1, 2 and 4 worker processes (`rumedbench worker`, each with 8 requests in
+// flight) against a loopback OpenAI-compatible server that answers in 50 ms, on PostgreSQL. Reports requests per
+// second of each (answers over the span from the first to the last, from the database's own timestamps, and over
+// the wall time of the workers' processes), the speed-up from 1 to 4 workers (target: ≥ 3.5×), and the queue's
+// time per job as the workers measure it (claim, reads, completion; target: < 20 ms). Every command is the built
+// CLI in its own process; one run, side by side.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'dist', 'cli', 'main.js');
+const base = process.env.RUMEDBENCH_TEST_PG_URL;
+if (!base) {
+  console.log('skipped: no PostgreSQL (npm run bench:workers starts one; or set RUMEDBENCH_TEST_PG_URL)');
+  process.exit(0);
+}
+const dataDir = process.env.RUMEDBENCH_DATA || resolve(root, '..', 'shared', 'rumedbench', 'data');
+if (!existsSync(join(dataDir, 'RuMedNLI', 'test_v1.jsonl'))) {
+  console.log(`skipped: RuMedBench data not found at ${dataDir}`);
+  process.exit(0);
+}
+
+const server = spawn(process.execPath, [join(root, 'bench', 'zero-latency-server.js')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  env: { ...process.env, LATENCY_MS: '50' },
+});
+const port = await new Promise((r) => server.stdout.once('data', (d) => r(Number(String(d).trim()))));
+const url = `http://127.0.0.1:${port}/v1`;
+
+async function freshDb() {
+  const name = `rmb_bench_${Math.random().toString(16).slice(2, 10)}`;
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+const plan = join(mkdtempSync(join(tmpdir(), 'rumedbench-bench-workers-')), 'plan.yaml');
+writeFileSync(
+  plan,
+  [
+    'name: bench-workers',
+    'tasks: [RuMedDaNet, RuMedNLI]',
+    `data: ${dataDir}`,
+    'max_in_flight: 64',
+    'defaults: {concurrency: 8, bootstrap: 0, max_tokens: 16}',
+    'models:',
+    ...[1, 2].map((i) => `  - {name: m${i}, provider: openai, base_url: "${url}", model: bench-${i}}`),
+  ].join('\n'),
+);
+
+function worker(db, name) {
+  const child = spawn(
+    process.execPath,
+    [cli, 'worker', '--db', db, '--name', name, '--exit-when-idle', '--jobs', '2', '--concurrency', '8'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  child.stderr.on('data', (d) => {
+    log += d;
+  });
+  return new Promise((r, reject) =>
+    child.once('exit', (code) => (code === 0 ? r(log) : reject(new Error(`worker exited ${code}:\n${log}`)))),
+  );
+}
+
+const rows = [];
+for (const n of [1, 2, 4]) {
+  const db = await freshDb();
+  const id = execFileSync(process.execPath, [
+    cli,
+    'plan',
+    'submit',
+    plan,
+    '--db',
+    db,
+    '--job-size',
+    '50',
+    '--quiet',
+  ])
+    .toString()
+    .trim();
+  const t0 = performance.now();
+  const logs = await Promise.all(Array.from({ length: n }, (_, i) => worker(db, `w${i + 1}`)));
+  const wall = (performance.now() - t0) / 1000;
+  const c = new pg.Client({ connectionString: db });
+  await c.connect();
+  const { rows: r } = await c.query(
+    `SELECT count(*)::int AS n, extract(epoch FROM max(at) - min(at))::float AS span FROM rumedbench_runs.answers WHERE plan_id = $1`,
+    [id],
+  );
+  await c.end();
+  const perJob = logs
+    .map((l) => /queue time per job: median ([\d.]+) ms/.exec(l)?.[1])
+    .filter(Boolean)
+    .map(Number);
+  rows.push({
+    workers: n,
+    requests: r[0].n,
+    span_s: r[0].span,
+    rps: r[0].n / r[0].span,
+    wall_s: wall,
+    wall_rps: r[0].n / wall,
+    queue_ms: perJob,
+  });
+}
+server.kill();
+
+console.log(
+  'workers  requests  span s  req/s (span)  wall s  req/s (wall)  queue ms per job (median per worker)',
+);
+for (const r of rows)
+  console.log(
+    `${String(r.workers).padStart(7)}  ${String(r.requests).padStart(8)}  ${r.span_s.toFixed(2).padStart(6)}  ${r.rps.toFixed(1).padStart(12)}  ${r.wall_s.toFixed(2).padStart(6)}  ${r.wall_rps.toFixed(1).padStart(12)}  ${r.queue_ms.map((x) => x.toFixed(1)).join(', ')}`,
+  );
+const one = rows[0];
+const four = rows[2];
+const all = rows.flatMap((r) => r.queue_ms);
+const worst = Math.max(...all);
+console.log(
+  `1 → 4 workers: ${(four.rps / one.rps).toFixed(2)}× by the answers' span (target ≥ 3.5×), ${(four.wall_rps / one.wall_rps).toFixed(2)}× by wall time; queue time per job at most ${worst.toFixed(1)} ms of the workers' medians (target < 20 ms)`,
+);
