@@ -36,6 +36,7 @@ const en = {
   submitted: 'Submitted',
   verified: 'verified',
   platformRun: 'run by the platform',
+  platformRunHeading: 'Run by the platform',
   platformRunNote:
     'The platform ran this model itself, on its own machines, with the board’s fixed settings; the test items never left it. Uploaded predictions are the other entries.',
   runSettings: 'Settings',
@@ -182,6 +183,7 @@ const ru: ServerStrings = {
   submitted: 'Отправлено',
   verified: 'проверено',
   platformRun: 'запущено платформой',
+  platformRunHeading: 'Запущено платформой',
   platformRunNote:
     'Платформа сама запустила эту модель на своих машинах с фиксированными настройками доски; тестовые примеры её не покидали. Остальные строки — загруженные предсказания.',
   runSettings: 'Настройки',

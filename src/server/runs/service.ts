@@ -107,7 +107,13 @@ export class Runs {
         'ENDPOINT_NOT_ALLOWED',
         `no registered model "${input.endpoint}": the admin registers what the platform may ask (serve endpoint add)`,
       );
-    const meta: EvaluationMeta = { endpoint: e.name, boards, team: input.team ?? '', requested_by: input.by };
+    // The admin's own evaluations stand under the platform's name; a team's under the team's.
+    const meta: EvaluationMeta = {
+      endpoint: e.name,
+      boards,
+      team: input.team ?? 'platform',
+      requested_by: input.by,
+    };
     const r = await enqueuePlan(db, {
       name: `${e.name} · ${boards.join(' + ')}`,
       file: `platform:${e.name}`,

@@ -49,7 +49,7 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
       {e.platform_run ? (
         <>
           <tr>
-            <th scope="row">{ctx.t.platformRun}</th>
+            <th scope="row">{ctx.t.platformRunHeading}</th>
             <td>
               {ctx.t.platformRunNote}{' '}
               <a href={href(ctx, `/runs/${e.platform_run.plan_id}`)}>{e.platform_run.plan_id}</a>
