@@ -1,24 +1,26 @@
 /** `rumedbench contamination`: has the model seen the split? (src/llm/contamination.ts) */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import {
   type GuidedProbeResult,
   guidedProbe,
+  type OptionsProbeResult,
   ORDER_DEFAULTS,
   type OrderProbeResult,
+  optionsProbe,
   orderProbe,
 } from '../llm/contamination.js';
 import { renderTable } from '../report/table.js';
-import { parseTaskList } from '../tasks/registry.js';
+import { writeContamination } from '../scoring/trust-files.js';
+import { isChoiceTask, parseTaskList } from '../tasks/registry.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, makeProvider } from './llm.js';
 
-const PROBES = ['order', 'guided'] as const;
+const PROBES = ['order', 'guided', 'options'] as const;
 
 export const CONTAMINATION_FLAGS = {
   provider: LLM_FLAGS.provider,
@@ -41,7 +43,7 @@ export const CONTAMINATION_FLAGS = {
   }),
   probes: flag.custom(
     '--probes <list>',
-    'probes to run: order (Oren et al., 2023), guided (Golchin & Surdeanu, 2023); options is planned',
+    'probes to run: order (Oren et al., 2023), guided (Golchin & Surdeanu, 2023), options (Deng et al., 2023)',
     (v) => {
       const list = v.split(',').map((x) => x.trim());
       const bad = list.filter((x) => !(PROBES as readonly string[]).includes(x));
@@ -65,7 +67,10 @@ export const CONTAMINATION_FLAGS = {
     min: 1,
     default: ORDER_DEFAULTS.permutations,
   }),
-  items: flag.count('--items <n>', 'guided: items probed, the first of the split', { min: 2, default: 100 }),
+  items: flag.count('--items <n>', 'guided, options: items probed, the first of the split', {
+    min: 2,
+    default: 100,
+  }),
   alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', { default: 0.01 }),
   seed: flag.seedFlag('seed of the permutations'),
   out: flag.text('--out <dir>', 'write contamination.json there'),
@@ -76,7 +81,14 @@ export type ContaminationFlags = FlagsOf<typeof CONTAMINATION_FLAGS>;
 export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
   const provider = await makeProvider(flags, io);
   const dataDir = resolveDataDir(flags.data);
-  const tasks: Record<string, { order?: OrderProbeResult; guided?: GuidedProbeResult }> = {};
+  const tasks: Record<
+    string,
+    {
+      order?: OrderProbeResult;
+      guided?: GuidedProbeResult;
+      options?: OptionsProbeResult | { skipped: string };
+    }
+  > = {};
   const probes = new Set(flags.probes);
   try {
     if (probes.has('order')) await provider.checkLoglik?.();
@@ -103,6 +115,15 @@ export async function runContamination(flags: ContaminationFlags, io: CliIo): Pr
         );
         found.guided = await guidedProbe({ ...common, items: flags.items });
       }
+      if (probes.has('options')) {
+        if (!isChoiceTask(task)) found.options = { skipped: 'no options: not a multiple-choice task' };
+        else {
+          io.log.info(
+            `${task.name} ${flags.split}: options probe over ${Math.min(flags.items, records.length)} items`,
+          );
+          found.options = await optionsProbe({ ...common, items: flags.items, permutations: 1000 });
+        }
+      }
       tasks[task.name] = found;
     }
   } finally {
@@ -123,7 +144,7 @@ export async function runContamination(flags: ContaminationFlags, io: CliIo): Pr
   };
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
-    writeFileSync(join(flags.out, 'contamination.json'), `${JSON.stringify(result, null, 2)}\n`);
+    writeContamination(flags.out, result);
   }
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
@@ -152,6 +173,19 @@ export async function runContamination(flags: ContaminationFlags, io: CliIo): Pr
               `ROUGE-L ${r.guided.rouge_guided.toFixed(3)} vs ${r.guided.rouge_general.toFixed(3)}`,
               p(r.guided.p_value),
               r.guided.verdict,
+            ],
+          ]
+        : []),
+      ...(r.options && 'probe' in r.options
+        ? [
+            [
+              t,
+              'options',
+              String(r.options.n),
+              '–',
+              `exact ${(100 * r.options.exact_match).toFixed(1)}% vs chance ${(100 * r.options.chance).toFixed(1)}%`,
+              p(r.options.p_value),
+              r.options.verdict,
             ],
           ]
         : []),

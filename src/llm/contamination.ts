@@ -13,7 +13,9 @@ import { RumedbenchError } from '../errors.js';
 import { createRng } from '../metrics/rng.js';
 import { rougeL } from '../metrics/rouge.js';
 import { oneSidedTTest } from '../metrics/student-t.js';
+import { isChoiceTask } from '../tasks/registry.js';
 import type { TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { buildMessages } from './prompt.js';
 import type { Provider } from './provider.js';
 
 /** Between items in a shard's text. */
@@ -233,5 +235,179 @@ export async function guidedProbe(o: GuidedProbeOptions): Promise<GuidedProbeRes
             .sort((a, b) => b.guided - a.guided)
             .slice(0, 5)
             .map((s) => ({ id: s.id, rouge: s.guided })),
+  };
+}
+
+/**
+ * The **options** probe: TS-Guessing of Deng et al., "Investigating Data Contamination in Modern Benchmarks for Large
+ * Language Models" (2023). One wrong option of a multiple-choice item is hidden, and the model, told which
+ * benchmark the item comes from, is asked to write it. A wrong option cannot be derived from medical knowledge,
+ * only remembered, so exact matches are evidence of having seen the item. Chance is what the same guesses match when
+ * paired with other items' hidden options (a permutation of the items); the p-value is the share of such
+ * permutations whose exact-match count is at least the observed one (one-sided, with the +1 of a permutation test).
+ * Where a split has no answers (RuMedTest's private_test), the option hidden is one the model itself does not
+ * choose when asked the question first: it cannot derive that option from what it knows as the answer.
+ */
+export interface OptionsProbeOptions {
+  provider: Provider;
+  task: TaskDefinition;
+  records: readonly TaskRecord[];
+  split: string;
+  /** Items probed (the first ones of the split with a gold answer; default 100). */
+  items?: number;
+  seed?: number;
+  permutations?: number;
+  concurrency?: number;
+  alpha?: number;
+}
+
+export interface OptionsProbeResult {
+  probe: 'options';
+  n: number;
+  /** Share of items whose hidden option the model wrote exactly (after normalising case, ё and punctuation). */
+  exact_match: number;
+  /** The mean exact-match share of the guesses against other items' hidden options: chance wording. */
+  chance: number;
+  /** Mean ROUGE-L of the guess with the hidden option. */
+  rouge: number;
+  permutations: number;
+  p_value: number;
+  alpha: number;
+  verdict: 'contaminated' | 'no evidence';
+  most_verbatim: { id: string; option: string }[];
+  /** Which option counts as the answer, never hidden: the gold's, or (without gold) the model's own choice. */
+  answer_from: 'gold' | 'model';
+  /** Items left out: without gold, those whose own answer the model did not give readably. */
+  unanswered: number;
+}
+
+/** Two option texts are the same when they differ only in case, ё/е, spaces and punctuation. */
+export const normaliseOption = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/ё/g, 'е')
+    .replace(/[\s\p{P}]+/gu, ' ')
+    .trim();
+
+export const MASK = '[MASK]';
+
+/** The question with one option hidden, and the instruction naming the benchmark, as Deng et al. word theirs. */
+export function optionsPrompt(
+  task: TaskDefinition,
+  record: TaskRecord,
+  hidden: string,
+  split: string,
+): string {
+  const raw = { ...record.raw };
+  if (!isChoiceTask(task)) throw new Error(`${task.name}: not a multiple-choice task`);
+  raw[task.choices.optionFields[hidden] as string] = MASK;
+  return (
+    `Ниже вопрос из набора данных RuMedBench, задача ${task.name}, раздел ${split}. Один неверный вариант ответа скрыт ` +
+    `и заменён на ${MASK} (вариант ${hidden}). Напиши только текст скрытого варианта, точно как в наборе данных, ` +
+    `без номера и пояснений.\n\n${task.prompt.render(raw)}`
+  );
+}
+
+/** Exact matches of guesses with truths, against the same guesses paired with permuted truths. */
+export function exactMatchTest(
+  guesses: readonly string[],
+  truths: readonly string[],
+  permutations: number,
+  seed: number,
+): { exact_match: number; chance: number; p_value: number } {
+  const g = guesses.map(normaliseOption);
+  const t = truths.map(normaliseOption);
+  const matches = (order: readonly string[]) =>
+    g.reduce((n, x, i) => n + (x !== '' && x === order[i] ? 1 : 0), 0);
+  const observed = matches(t);
+  const rng = createRng(seed);
+  let atLeast = 0;
+  let total = 0;
+  for (let k = 0; k < permutations; k++) {
+    const m = matches(shuffled(t, rng));
+    total += m;
+    if (m >= observed) atLeast++;
+  }
+  return {
+    exact_match: observed / g.length,
+    chance: total / permutations / g.length,
+    p_value: (atLeast + 1) / (permutations + 1),
+  };
+}
+
+export async function optionsProbe(o: OptionsProbeOptions): Promise<OptionsProbeResult> {
+  const task = o.task;
+  if (!isChoiceTask(task))
+    throw new RumedbenchError('USAGE', `${task.name}: the options probe needs multiple-choice items`);
+  const labels = Object.keys(task.choices.optionFields);
+  const rng = createRng(o.seed ?? 0);
+  const limit = pLimit(o.concurrency ?? 4);
+  const params = { temperature: 0, maxTokens: 64, seed: o.seed ?? 0 };
+  const records = o.records.slice(0, o.items ?? 100);
+  const withGold = records.every((r) => r.gold !== undefined);
+  // The answer, never hidden: the gold's, or the model's own when the split has none.
+  const answers = withGold
+    ? records.map((r) => String(r.gold))
+    : await Promise.all(
+        records.map((r) =>
+          limit(async () => {
+            const messages = buildMessages(task, r, [], { shots: 0, seed: o.seed ?? 0, context: {} });
+            const reply = await o.provider.chat(messages, { ...params, maxTokens: 256 });
+            const read = task.prompt.parse(reply.text, r.raw, {});
+            return read.status === 'parsed' ? String(read.answer) : undefined;
+          }),
+        ),
+      );
+  // A wrong option (or one the model does not choose) is hidden, chosen at random (seeded).
+  const items = records
+    .map((r, i) => ({ r, answer: answers[i] }))
+    .filter((x): x is { r: TaskRecord; answer: string } => x.answer !== undefined)
+    .map(({ r, answer }) => {
+      const wrong = labels.filter((l) => l !== answer);
+      const hidden = wrong[rng.int(wrong.length)] as string;
+      return { record: r, hidden, truth: String(r.raw[task.choices.optionFields[hidden] as string] ?? '') };
+    })
+    .filter((x) => x.truth.trim() !== '');
+  if (items.length < 2)
+    throw new RumedbenchError(
+      'NOTHING_SCORED',
+      `${task.name} ${o.split}: fewer than two items to probe (each needs its answer known, from the gold or the model)`,
+    );
+  const guesses = await Promise.all(
+    items.map((x) =>
+      limit(async () => {
+        const text = (
+          await o.provider.chat(
+            [{ role: 'user', content: optionsPrompt(task, x.record, x.hidden, o.split) }],
+            params,
+          )
+        ).text;
+        // The first line, without a leading option number or quotes: what a model writes as "the option".
+        return (text.trim().split('\n')[0] ?? '').replace(/^\s*(\d+[.)]\s*)?["«]?|["»]?\s*$/g, '');
+      }),
+    ),
+  );
+  const truths = items.map((x) => x.truth);
+  const permutations = o.permutations ?? 1000;
+  const test = exactMatchTest(guesses, truths, permutations, (o.seed ?? 0) + 1);
+  const alpha = o.alpha ?? 0.01;
+  const rouge = guesses.reduce((s, g, i) => s + rougeL(g, truths[i] as string), 0) / guesses.length;
+  return {
+    probe: 'options',
+    n: items.length,
+    ...test,
+    rouge,
+    permutations,
+    alpha,
+    verdict: test.p_value < alpha ? 'contaminated' : 'no evidence',
+    answer_from: withGold ? 'gold' : 'model',
+    unanswered: answers.filter((a) => a === undefined).length,
+    most_verbatim:
+      o.split === 'private_test'
+        ? []
+        : items
+            .filter((x, i) => normaliseOption(guesses[i] as string) === normaliseOption(x.truth))
+            .slice(0, 5)
+            .map((x) => ({ id: x.record.id, option: x.hidden })),
   };
 }

@@ -4,12 +4,12 @@
  * item (scoring/compare.ts: paired bootstrap interval and approximate-randomization p-value of the difference), and
  * the comparisons are written to `<out>/perturbations.json`, the one writer of that file.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { renderTable } from '../report/table.js';
 import { type ComparisonResult, compareSubmissions } from '../scoring/compare.js';
+import { writePerturbations } from '../scoring/trust-files.js';
 import { type Perturbation, perturbationName } from './perturb.js';
 import { type LlmRunOptions, runLlm } from './run.js';
 
@@ -58,7 +58,7 @@ export async function runPerturbations(
       tasks,
     };
   }
-  writeFileSync(join(clean.outDir, 'perturbations.json'), `${JSON.stringify(out, null, 2)}\n`);
+  writePerturbations(clean.outDir, out);
   return out;
 }
 

@@ -5,6 +5,7 @@
  * and range, and the paired difference between the best and the worst (scoring/compare.ts), in
  * `<out>/prompt-variants.json`, the one writer of that file. MERA asks its tasks in several wordings for this reason.
  */
+
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -12,6 +13,7 @@ import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { renderTable } from '../report/table.js';
 import { readRunFolder } from '../scoring/run-folder.js';
+import { writePromptVariants } from '../scoring/trust-files.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { compareRunFolders } from './perturbations.js';
 import { type LlmRunOptions, runLlm } from './run.js';
@@ -93,7 +95,7 @@ export async function runPromptVariants(
       best_vs_worst: delta,
     };
   }
-  writeFileSync(join(base.outDir, 'prompt-variants.json'), `${JSON.stringify(out, null, 2)}\n`);
+  writePromptVariants(base.outDir, out);
   return out;
 }
 

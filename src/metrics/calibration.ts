@@ -27,6 +27,8 @@ export interface Calibration {
   brier: number;
   nll: number;
   accuracy_at_coverage: { coverage: number; accuracy: number }[];
+  /** The equal-width bins that hold items (the reliability diagram): range, items, accuracy, mean confidence. */
+  bins: { lo: number; hi: number; n: number; accuracy: number; confidence: number }[];
 }
 
 export const CALIBRATION_BINS = 15;
@@ -72,6 +74,7 @@ export function calibration(items: readonly CalibrationItem[], bins = CALIBRATIO
       brier: Number.NaN,
       nll: Number.NaN,
       accuracy_at_coverage: [],
+      bins: [],
     };
   const conf: number[] = [];
   const correct: boolean[] = [];
@@ -111,5 +114,18 @@ export function calibration(items: readonly CalibrationItem[], bins = CALIBRATIO
     brier: brier / n,
     nll: nll / n,
     accuracy_at_coverage,
+    bins: wide.flatMap((b, k) =>
+      b.length === 0
+        ? []
+        : [
+            {
+              lo: k / bins,
+              hi: (k + 1) / bins,
+              n: b.length,
+              accuracy: b.filter((i) => correct[i]).length / b.length,
+              confidence: b.reduce((s, i) => s + (conf[i] as number), 0) / b.length,
+            },
+          ],
+    ),
   };
 }

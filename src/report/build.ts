@@ -15,12 +15,14 @@ import { VERSION } from '../version.js';
 import {
   type Chart,
   confusionChart,
+  coverageChart,
   entityChart,
   type ForestRow,
   forestChart,
   type Level,
   labelChart,
   latencyChart,
+  reliabilityChart,
   scoreChart,
   unparsedChart,
 } from './charts.js';
@@ -304,6 +306,29 @@ function layoutCharts(
       .filter((s) => (s.llm?.latencyMs.length ?? 0) > 0)
       .map((s) => ({ system: s.name, latencyMs: s.llm?.latencyMs ?? [] }));
     if (series.length > 0) llm.push(latencyChart(series, t, names));
+    const calibrated = llmSystems.flatMap((s) =>
+      Object.entries(s.llm?.summary.tasks ?? {}).flatMap(([task, r]) =>
+        r.calibration && r.calibration.n > 0
+          ? [
+              {
+                system: s.name,
+                task,
+                bins: r.calibration.bins ?? [],
+                coverage: r.calibration.accuracy_at_coverage,
+              },
+            ]
+          : [],
+      ),
+    );
+    if (calibrated.some((c) => c.bins.length > 0))
+      llm.push(
+        reliabilityChart(
+          calibrated.filter((c) => c.bins.length > 0),
+          t,
+          names,
+        ),
+      );
+    if (calibrated.length > 0) llm.push(coverageChart(calibrated, t, names));
   }
   return { ...(overall ? { overall } : {}), tasks, ...(forest ? { forest } : {}), llm };
 }

@@ -624,3 +624,145 @@ export function latencyChart(
     },
   };
 }
+
+export interface CalibrationSeries {
+  system: string;
+  task: string;
+  bins: readonly { lo: number; hi: number; n: number; accuracy: number; confidence: number }[];
+  coverage: readonly { coverage: number; accuracy: number }[];
+}
+
+/**
+ * Log-likelihood runs: the reliability diagram (Guo et al., 2017): per confidence bin, accuracy against mean
+ * confidence, a point sized by its items; on the diagonal a model is as right as it is sure. One panel per task.
+ */
+export function reliabilityChart(
+  series: readonly CalibrationSeries[],
+  t: Strings,
+  palette: readonly string[] = [...new Set(series.map((s) => s.system))],
+): Chart {
+  const systems = [...new Set(series.map((s) => s.system))];
+  const tasks = [...new Set(series.map((s) => s.task))];
+  const values = series.flatMap((s) =>
+    s.bins.map((b) => ({
+      system: s.system,
+      task: s.task,
+      confidence: 100 * b.confidence,
+      accuracy: 100 * b.accuracy,
+      n: b.n,
+      tip: `${s.system} · ${s.task}: ${b.n} items, confidence ${f2(100 * b.confidence)}%, accuracy ${f2(100 * b.accuracy)}%`,
+    })),
+  );
+  return {
+    id: 'llm-reliability',
+    title: t.reliabilityChart,
+    description: `${t.reliabilityChart}: ${series.map((s) => `${s.system} ${s.task} ${s.bins.length} bins`).join('; ')}.`,
+    spec: top(t.reliabilityChart, `${t.reliabilityChart}.`, {
+      data: { values },
+      facet: { column: { field: 'task', type: 'nominal', title: null, sort: tasks } },
+      spec: {
+        width: 200,
+        height: 200,
+        layer: [
+          {
+            name: 'diagonal',
+            data: {
+              values: [
+                { x: 0, y: 0 },
+                { x: 100, y: 100 },
+              ],
+            },
+            mark: { type: 'line', color: 'gray', strokeDash: [4, 4] },
+            encoding: {
+              x: { field: 'x', type: 'quantitative', scale: { domain: [0, 100] } },
+              y: { field: 'y', type: 'quantitative', scale: { domain: [0, 100] } },
+            },
+          },
+          {
+            name: 'bins',
+            mark: { type: 'point', filled: true, opacity: 0.8 },
+            encoding: {
+              x: {
+                field: 'confidence',
+                type: 'quantitative',
+                title: t.confidenceAxis,
+                scale: { domain: [0, 100] },
+              },
+              y: {
+                field: 'accuracy',
+                type: 'quantitative',
+                title: t.accuracyAxis,
+                scale: { domain: [0, 100] },
+              },
+              size: { field: 'n', type: 'quantitative', title: t.items },
+              color: systemColor(systems, palette, t.system),
+              description: TIP,
+            },
+          },
+        ],
+      },
+    }),
+    table: {
+      header: [t.system, t.task, t.items, t.confidenceAxis, t.accuracyAxis],
+      rows: values.map((v) => [v.system, v.task, String(v.n), f2(v.confidence), f2(v.accuracy)]),
+    },
+  };
+}
+
+/** Selective prediction: the accuracy of the model's surest k % of the items, k from 10 to 100. */
+export function coverageChart(
+  series: readonly CalibrationSeries[],
+  t: Strings,
+  palette: readonly string[] = [...new Set(series.map((s) => s.system))],
+): Chart {
+  const systems = [...new Set(series.map((s) => s.system))];
+  const tasks = [...new Set(series.map((s) => s.task))];
+  const values = series.flatMap((s) =>
+    s.coverage.map((c) => ({
+      system: s.system,
+      task: s.task,
+      coverage: 100 * c.coverage,
+      accuracy: 100 * c.accuracy,
+      tip: `${s.system} · ${s.task}: the surest ${f2(100 * c.coverage)}% answered ${f2(100 * c.accuracy)}% right`,
+    })),
+  );
+  return {
+    id: 'llm-coverage',
+    title: t.coverageChart,
+    description: `${t.coverageChart}: ${series.map((s) => `${s.system} ${s.task} ${f2(100 * (s.coverage.at(-1)?.accuracy ?? Number.NaN))}% at full coverage`).join('; ')}.`,
+    spec: top(t.coverageChart, `${t.coverageChart}.`, {
+      data: { values },
+      facet: { column: { field: 'task', type: 'nominal', title: null, sort: tasks } },
+      spec: {
+        width: 200,
+        height: 160,
+        layer: [
+          {
+            name: 'coverage',
+            mark: { type: 'line', point: true },
+            encoding: {
+              x: {
+                field: 'coverage',
+                type: 'quantitative',
+                title: t.coverageAxis,
+                scale: { domain: [0, 100] },
+              },
+              y: {
+                field: 'accuracy',
+                type: 'quantitative',
+                title: t.accuracyAxis,
+                scale: { domain: [0, 100] },
+              },
+              color: systemColor(systems, palette, t.system),
+              description: TIP,
+            },
+          },
+        ],
+      },
+    }),
+    table: {
+      header: [t.system, t.task, t.coverageAxis, t.accuracyAxis],
+      rows: values.map((v) => [v.system, v.task, f2(v.coverage), f2(v.accuracy)]),
+    },
+  };
+}

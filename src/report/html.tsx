@@ -422,6 +422,152 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
   );
 };
 
+const ciOf = (d: { delta: number; ci: [number, number]; p: number }) =>
+  `${signed(d.delta)} [${f2(d.ci[0])}, ${f2(d.ci[1])}], p ${pValue(d.p)}`;
+
+/** Systems with anything to say about trust: formulations, perturbations, repeats or contamination probes. */
+const hasTrust = (s: Report['systems'][number]) =>
+  s.llm !== undefined &&
+  (s.llm.trust.promptVariants !== undefined ||
+    s.llm.trust.perturbations !== undefined ||
+    s.llm.trust.contamination !== undefined ||
+    Object.keys(s.llm.summary.repeats ?? {}).length > 0);
+
+const TrustSection: FC<{ report: Report }> = ({ report }) => {
+  const { t } = report;
+  const systems = report.systems.filter(hasTrust);
+  const many = systems.length > 1;
+  const who = (name: string) => (many ? [name] : []);
+  const head = (...h: string[]) => [...(many ? [t.system] : []), ...h];
+  const formulations = systems.flatMap((s) =>
+    Object.entries(s.llm?.trust.promptVariants?.tasks ?? {}).map(([task, v]) => [
+      ...who(s.name),
+      task,
+      (s.llm?.trust.promptVariants?.variants ?? [])
+        .map((id) => `${id} ${v.scores[id] ? f2(v.scores[id].score) : '–'}`)
+        .join(' · '),
+      `${f2(v.mean)} ± ${f2(v.sd)}`,
+      `${f2(v.min)}–${f2(v.max)}`,
+      `${v.best} − ${v.worst}: ${ciOf(v.best_vs_worst)}`,
+    ]),
+  );
+  const perturbations = systems.flatMap((s) =>
+    Object.entries(s.llm?.trust.perturbations?.variants ?? {}).flatMap(([name, v]) =>
+      Object.entries(v.tasks).map(([task, r]) => [
+        ...who(s.name),
+        name,
+        task,
+        String(r.n),
+        f2(r.clean),
+        f2(r.perturbed),
+        ciOf(r.delta),
+      ]),
+    ),
+  );
+  const repeats = systems.flatMap((s) =>
+    Object.entries(s.llm?.summary.repeats ?? {}).map(([task, r]) => [
+      ...who(s.name),
+      task,
+      String(r.k),
+      r.mean_accuracy === null
+        ? '–'
+        : `${f2(r.mean_accuracy)}${r.mean_accuracy_ci ? ` [${f2(r.mean_accuracy_ci[0])}, ${f2(r.mean_accuracy_ci[1])}]` : ''}`,
+      f2(r.consistency),
+      String(r.flipped),
+    ]),
+  );
+  const p4 = (x: number) => (x < 1e-4 ? '<0.0001' : x.toFixed(4));
+  const contamination = systems.flatMap((s) =>
+    Object.entries(s.llm?.trust.contamination?.tasks ?? {}).flatMap(([task, r]) => [
+      ...(r.order
+        ? [
+            [
+              ...who(s.name),
+              task,
+              'order',
+              String(r.order.n),
+              `Δ log p ${r.order.mean_difference.toFixed(3)}, t ${r.order.statistic.toFixed(2)}`,
+              p4(r.order.p_value),
+              r.order.verdict,
+            ],
+          ]
+        : []),
+      ...(r.guided
+        ? [
+            [
+              ...who(s.name),
+              task,
+              'guided',
+              String(r.guided.n),
+              `ROUGE-L ${r.guided.rouge_guided.toFixed(3)} vs ${r.guided.rouge_general.toFixed(3)}`,
+              p4(r.guided.p_value),
+              r.guided.verdict,
+            ],
+          ]
+        : []),
+      ...(r.options && 'probe' in r.options
+        ? [
+            [
+              ...who(s.name),
+              task,
+              'options',
+              String(r.options.n),
+              `exact ${f2(100 * r.options.exact_match)}% vs chance ${f2(100 * r.options.chance)}%`,
+              p4(r.options.p_value),
+              r.options.verdict,
+            ],
+          ]
+        : []),
+    ]),
+  );
+  return (
+    <section id="trust">
+      <h2>{t.trust}</h2>
+      <p class="note">{t.trustNote}</p>
+      {formulations.length > 0 ? (
+        <>
+          <h3>{t.formulations}</h3>
+          <p class="note">{t.formulationsNote}</p>
+          <Table header={head(t.task, t.formulations, t.meanSd, t.range, t.bestWorst)} rows={formulations} />
+        </>
+      ) : (
+        ''
+      )}
+      {perturbations.length > 0 ? (
+        <>
+          <h3>{t.perturbations}</h3>
+          <p class="note">{t.perturbationsNote}</p>
+          <Table
+            header={head(t.variant, t.task, 'n', t.clean, t.perturbed, t.delta)}
+            rows={perturbations}
+            sortable
+          />
+        </>
+      ) : (
+        ''
+      )}
+      {repeats.length > 0 ? (
+        <>
+          <h3>{t.repeats}</h3>
+          <p class="note">{t.repeatsNote}</p>
+          <Table header={head(t.task, 'k', t.meanAccuracy, t.consistency, t.flipped)} rows={repeats} />
+        </>
+      ) : (
+        ''
+      )}
+      {contamination.length > 0 ? (
+        <>
+          <h3>{t.contamination}</h3>
+          <p class="note">{t.contaminationNote}</p>
+          <Table header={head(t.task, t.probe, 'n', t.statistic, 'p', t.verdict)} rows={contamination} />
+        </>
+      ) : (
+        ''
+      )}
+    </section>
+  );
+};
+
 const Provenance: FC<{ report: Report }> = ({ report }) => {
   const { t, provenance: p } = report;
   return (
@@ -513,6 +659,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
             <a href="#tasks">{t.perTask}</a>
             {report.comparisons.length > 0 ? <a href="#comparison">{t.comparison}</a> : ''}
             {report.charts.llm.length > 0 ? <a href="#llm">{t.llm}</a> : ''}
+            {report.systems.some(hasTrust) ? <a href="#trust">{t.trust}</a> : ''}
             <a href="#provenance">{t.provenance}</a>
           </nav>
         </header>
@@ -554,6 +701,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
           </section>
           {report.comparisons.length > 0 ? <ComparisonSection report={report} svgs={svgs} /> : ''}
           {report.charts.llm.length > 0 ? <LlmSection report={report} svgs={svgs} /> : ''}
+          {report.systems.some(hasTrust) ? <TrustSection report={report} /> : ''}
           {baselines.length > 0 ? (
             <section id="baselines">
               <h2>{t.baseline}</h2>

@@ -75,6 +75,38 @@ const en = {
   brier: 'Brier',
   nll: 'NLL',
   surestHalf: 'accuracy, surest 50 %',
+  reliabilityChart: 'Reliability: accuracy against confidence (log-likelihood runs)',
+  coverageChart: 'Accuracy of the surest answers (selective prediction)',
+  confidenceAxis: 'confidence, %',
+  accuracyAxis: 'accuracy, %',
+  coverageAxis: 'surest share of items, %',
+  trust: 'Is the score trustworthy?',
+  trustNote:
+    'What this run (or files beside it) says about its score: how it moves with the instruction’s wording, with perturbed input and between repeats, and whether the model shows signs of having seen the test items.',
+  formulations: 'Prompt formulations',
+  formulationsNote:
+    'Each formulation over the same items; best − worst on those items with its 95% paired-bootstrap interval and p-value.',
+  meanSd: 'mean ± sd',
+  range: 'range',
+  bestWorst: 'best − worst',
+  perturbations: 'Perturbations',
+  perturbationsNote:
+    'Perturbed − clean on the same items, with the 95% paired-bootstrap interval and p-value.',
+  variant: 'variant',
+  clean: 'clean',
+  perturbed: 'perturbed',
+  repeats: 'Repeats',
+  repeatsNote:
+    'Each item asked k times (sampling seed + r); the majority answer is scored; the mean accuracy over repeats, how often all repeats agree, and the items whose answer flips.',
+  meanAccuracy: 'mean accuracy',
+  consistency: 'same answer, %',
+  flipped: 'flipped',
+  contamination: 'Contamination probes',
+  contaminationNote:
+    'order: Oren et al. (2023); guided: Golchin & Surdeanu (2023); options: Deng et al. (2023). A small p-value is evidence that the model saw the items; a large one is not evidence that it did not.',
+  probe: 'probe',
+  statistic: 'statistic',
+  verdict: 'verdict',
   failures: 'Wrong and unparsed answers (public test sets)',
   failuresNote: (shown: number, total: number) =>
     shown < total
@@ -192,6 +224,38 @@ const ru: Strings = {
   brier: 'Брайер',
   nll: 'NLL',
   surestHalf: 'точность, самые уверенные 50 %',
+  reliabilityChart: 'Надёжность: точность против уверенности (прогоны по правдоподобию)',
+  coverageChart: 'Точность самых уверенных ответов (выборочное предсказание)',
+  confidenceAxis: 'уверенность, %',
+  accuracyAxis: 'точность, %',
+  coverageAxis: 'доля самых уверенных примеров, %',
+  trust: 'Можно ли доверять оценке?',
+  trustNote:
+    'Что этот прогон (или файлы рядом с ним) говорит о своей оценке: как она меняется с формулировкой инструкции, с искажённым входом и между повторами, и есть ли признаки того, что модель видела тестовые примеры.',
+  formulations: 'Формулировки промпта',
+  formulationsNote:
+    'Каждая формулировка на тех же примерах; лучшая − худшая на них с 95% парным бутстреп-интервалом и p-значением.',
+  meanSd: 'среднее ± sd',
+  range: 'размах',
+  bestWorst: 'лучшая − худшая',
+  perturbations: 'Искажения',
+  perturbationsNote:
+    'Искажённый − чистый на тех же примерах, с 95% парным бутстреп-интервалом и p-значением.',
+  variant: 'вариант',
+  clean: 'чистый',
+  perturbed: 'искажённый',
+  repeats: 'Повторы',
+  repeatsNote:
+    'Каждый пример задан k раз (seed + r); оценивается ответ большинства; средняя точность по повторам, доля примеров с одинаковым ответом и примеры, где ответ меняется.',
+  meanAccuracy: 'средняя точность',
+  consistency: 'тот же ответ, %',
+  flipped: 'меняется',
+  contamination: 'Проверки на утечку тестов',
+  contaminationNote:
+    'order: Oren et al. (2023); guided: Golchin & Surdeanu (2023); options: Deng et al. (2023). Малое p-значение — свидетельство того, что модель видела примеры; большое не доказывает обратного.',
+  probe: 'проверка',
+  statistic: 'статистика',
+  verdict: 'вывод',
   failures: 'Неверные и нераспознанные ответы (открытые тестовые наборы)',
   failuresNote: (shown: number, total: number) =>
     shown < total

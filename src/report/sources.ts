@@ -28,6 +28,7 @@ import {
   type ValidatedSubmission,
   validateSubmission,
 } from '../scoring/score.js';
+import { readTrustFiles, type TrustFiles } from '../scoring/trust-files.js';
 import type { MetricName, Split } from '../tasks/types.js';
 
 export type InputKind = 'predictions' | 'llm' | 'baseline' | 'eval-json' | 'compare-json';
@@ -92,7 +93,21 @@ export interface LlmDetails {
     cost?: number;
     requests?: { total: number; wall_s: number; throughput_rps: number };
     latency_ms?: { median: number | null; p95: number | null };
+    /** `--repeats K`: per task, the mean accuracy over repeats, how often they agree, the items that flip. */
+    repeats?: Record<
+      string,
+      {
+        k: number;
+        mean_accuracy: number | null;
+        mean_accuracy_ci: [number, number] | null;
+        consistency: number;
+        flipped: number;
+        flipped_ids: string[];
+      }
+    >;
   };
+  /** The run folder's prompt-variants.json, perturbations.json and contamination.json, where there are any. */
+  trust: TrustFiles;
   latencyMs: number[];
   /** Wrong, unparsed and failed answers on the public test sets, at most `maxExamples` per task. */
   failures: LlmSample[];
@@ -296,6 +311,7 @@ async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSyste
     system.llm = {
       manifest: (manifest ?? {}) as Record<string, unknown>,
       summary: summary.llm as LlmDetails['summary'],
+      trust: readTrustFiles(dir),
       ...(await readSamples(join(dir, 'samples.jsonl'), o)),
     };
     return system;

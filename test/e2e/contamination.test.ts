@@ -100,9 +100,84 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
       '--model',
       'fake',
       '--probes',
-      'options',
+      'order,bogus',
     );
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--probes: options not available')]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--probes: bogus not available')]);
+  });
+
+  it('options: flags a model that writes the hidden wrong option of RuMedTest items it has seen', async () => {
+    const task = getTask('RuMedTest');
+    // RuMedTest's only split, private_test, has no answers: the probe hides an option the model does not choose.
+    const records = await loadSplit(task, 'private_test', { dataDir: DATA });
+    const byQuestion = new Map(records.map((r) => [String(r.raw.question), r.raw]));
+    const remembering = await startFakeOpenAI({
+      reply: (body) => {
+        const last = body.messages.at(-1)?.content ?? '';
+        if (!last.includes('[MASK]')) return 'Ответ: 1';
+        const question = /Вопрос: (.*)/.exec(last)?.[1] ?? '';
+        const hidden = /\(вариант (\d)\)/.exec(last)?.[1] ?? '';
+        return String(byQuestion.get(question)?.[hidden] ?? 'не помню');
+      },
+    });
+    const guessing = await startFakeOpenAI({
+      reply: (body) => ((body.messages.at(-1)?.content ?? '').includes('[MASK]') ? 'Аспирин' : 'Ответ: 2'),
+    });
+    try {
+      const run = async (url: string) =>
+        (
+          JSON.parse(
+            (
+              await rumedbenchOk(
+                ...['contamination', '--base-url', url, '--model', 'fake', '--data', DATA],
+                ...['--tasks', 'RuMedTest,RuMedDaNet', '--split', 'private_test', '--probes', 'options'],
+                ...['--items', '40', '--json'],
+              )
+            ).stdout,
+          ) as {
+            tasks: Record<
+              string,
+              {
+                options: {
+                  n: number;
+                  exact_match: number;
+                  chance: number;
+                  p_value: number;
+                  verdict: string;
+                  answer_from: string;
+                  skipped?: string;
+                };
+              }
+            >;
+          }
+        ).tasks;
+      const seen = await run(remembering.url);
+      expect(seen.RuMedTest?.options).toMatchObject({
+        n: 40,
+        exact_match: 1,
+        verdict: 'contaminated',
+        answer_from: 'model',
+      });
+      expect(seen.RuMedTest?.options.chance).toBeLessThan(0.2);
+      expect(seen.RuMedTest?.options.p_value).toBeLessThan(0.01);
+      // RuMedDaNet has no options to hide: said, not probed.
+      expect(seen.RuMedDaNet?.options.skipped).toContain('not a multiple-choice task');
+      const unseen = await run(guessing.url);
+      expect(unseen.RuMedTest?.options.verdict).toBe('no evidence');
+      expect(unseen.RuMedTest?.options.p_value).toBeGreaterThan(0.05);
+      // The hidden option is never the one the model chose (its answer "1"), and is shown as [MASK].
+      const asked = remembering.requests
+        .map((r) => r.body.messages.at(-1)?.content ?? '')
+        .filter((t) => t.includes('[MASK]'));
+      expect(asked).toHaveLength(40);
+      for (const text of asked) {
+        const hidden = /\(вариант (\d)\)/.exec(text)?.[1];
+        expect(hidden).not.toBe('1');
+        expect(text).toContain(`${hidden}. [MASK]`);
+      }
+    } finally {
+      await remembering.close();
+      await guessing.close();
+    }
   });
 
   it('guided: flags a model that completes items verbatim only when told where they come from', async () => {

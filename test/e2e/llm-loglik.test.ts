@@ -193,9 +193,23 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
       expect(c?.ece).toBeCloseTo(ece, 10);
       expect(c?.brier).toBeCloseTo(brier, 10);
       expect(c?.nll).toBeCloseTo(nll, 8);
+      // The reliability diagram's bins hold every item, each bin's accuracy and confidence those of its items.
+      type Bin = { lo: number; hi: number; n: number; accuracy: number; confidence: number };
+      const drawn = (c as unknown as { bins: Bin[] }).bins;
+      expect(drawn.reduce((n, b) => n + b.n, 0)).toBe(40);
+      for (const b of drawn) {
+        const inBin = rows.filter((r) => r.conf > b.lo && r.conf <= b.hi);
+        expect([b.n, b.accuracy]).toEqual([inBin.length, inBin.filter((r) => r.right).length / inBin.length]);
+        expect(b.confidence).toBeCloseTo(inBin.reduce((a, r) => a + r.conf, 0) / inBin.length, 10);
+      }
     }
     await rumedbenchOk('report', out, '--out', join(out, 'report.html'));
-    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('id="calibration"');
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('id="calibration"');
+    // The reliability diagram and the accuracy of the surest answers, drawn.
+    expect(html).toContain('Reliability: accuracy against confidence');
+    expect(html).toContain('Accuracy of the surest answers');
+    expect(html).toContain('bins_marks');
   });
 
   it('refuses a server that returns no prompt log-probabilities, naming the limitation', async () => {

@@ -3,12 +3,14 @@
  * clean run, compared item by item with it (perturbations.json); typos at the rate asked, seeded; shuffled options
  * read back in the original numbering, so a model that picks an option by its text answers the same shuffled or not.
  */
+
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
+import { f2, signed } from '../../src/report/format.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { type ChatRequestBody, useFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
@@ -73,6 +75,12 @@ describe('llm --perturb (on fixture data the test writes)', () => {
       expect(v.delta.delta).toBeCloseTo(v.perturbed - v.clean, 10);
       expect(v.delta.ci[0]).toBeLessThanOrEqual(v.delta.delta);
     }
+    // The report of the run shows each variant's delta from clean in its trust section.
+    await rumedbenchOk('report', out, '--data', DATA, '--out', join(out, 'report.html'));
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<h3>Perturbations</h3>');
+    const yo = p.variants.yo.tasks.RuMedDaNet;
+    expect(html).toContain(`${signed(yo.delta.delta)} [${f2(yo.delta.ci[0])}, ${f2(yo.delta.ci[1])}]`);
     // Typos: about the rate asked, of the letters of the item's text (the instruction is left alone).
     const item = (dir: string) =>
       lines(readFileSync(join(dir, 'samples.jsonl'), 'utf8')).map((s) => {

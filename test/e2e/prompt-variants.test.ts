@@ -61,6 +61,13 @@ describe('llm --prompts (on fixture data the test writes)', () => {
     expect(t.best_vs_worst.delta).toBeCloseTo(t.max - t.min, 10);
     // The yes-to-everything wording scores the share of "да" in the gold: the fixture's half.
     expect(t.scores.p5.score).toBe(50);
+    // The report of the run shows them in its trust section.
+    await rumedbenchOk('report', out, '--data', DATA, '--out', join(out, 'report.html'));
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<h2>Is the score trustworthy?</h2>');
+    expect(html).toContain('<h3>Prompt formulations</h3>');
+    expect(html).toContain(`${t.mean.toFixed(2)} ± ${t.sd.toFixed(2)}`);
+    expect(html).toContain(`${t.min.toFixed(2)}–${t.max.toFixed(2)}`);
     const bad = await rumedbench(
       'llm',
       '--base-url',
