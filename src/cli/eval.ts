@@ -1,5 +1,15 @@
 /** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
-import { renderBreakdown, renderComparison, renderDetails, renderSummary } from '../report/table.js';
+
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { compareCalibration } from '../llm/compare-calibration.js';
+import {
+  renderBreakdown,
+  renderComparison,
+  renderDetails,
+  renderSummary,
+  renderTable,
+} from '../report/table.js';
 import { compareSubmissions } from '../scoring/compare.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
@@ -80,14 +90,38 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
 }
 
 export async function runCompare(a: string, b: string, flags: CompareFlags, io: CliIo): Promise<number> {
-  const result = await compareSubmissions(a, b, evaluateOptions(flags));
-  if (flags.json) io.out(`${JSON.stringify(result)}\n`);
+  // A run folder stands for its predictions.
+  const predictionsOf = (p: string) =>
+    existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
+  const result = await compareSubmissions(predictionsOf(a), predictionsOf(b), evaluateOptions(flags));
+  // Two log-likelihood run folders: also the paired difference in calibration.
+  const calibration = await compareCalibration(a, b, {
+    bootstrap: result.method.resamples,
+    seed: result.method.seed,
+  });
+  if (flags.json) io.out(`${JSON.stringify(calibration ? { ...result, calibration } : result)}\n`);
   else {
     io.out(
       `A: ${result.a}\nB: ${result.b}\n` +
         `${result.method.interval} interval and ${result.method.p_value} p-value, ${result.method.resamples} resamples, seed ${result.method.seed}\n\n` +
         `${renderComparison(result)}\n`,
     );
+    if (calibration)
+      io.out(
+        `\n${renderTable(
+          ['task', 'n', 'ECE A', 'ECE B', 'B − A', '95% CI', 'p'],
+          Object.entries(calibration).map(([t, d]) => [
+            t,
+            String(d.n),
+            d.a.toFixed(3),
+            d.b.toFixed(3),
+            d.delta.toFixed(3),
+            `[${d.ci[0].toFixed(3)}, ${d.ci[1].toFixed(3)}]`,
+            d.p < 0.001 ? '<0.001' : d.p.toFixed(3),
+          ]),
+          2,
+        )}\n`,
+      );
   }
   reportIssues(io, result.errors, flags.json ? [] : result.warnings, flags.maxIssues);
   return result.errors.length > 0 ? EXIT.submissionErrors : EXIT.ok;

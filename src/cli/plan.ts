@@ -271,7 +271,7 @@ function progressLine(write: (t: string) => void): (p: PlanProgress, final?: boo
 }
 
 /** `plan run --submit`: a finished cell sent as `rumedbench submit` sends it; a refusal is reported, not fatal. */
-async function submitCell(
+export async function submitCell(
   dir: string,
   server: string,
   id: string,

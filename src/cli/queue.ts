@@ -9,6 +9,7 @@ import { basename, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { planRun } from '../llm/run.js';
 import type { Logger } from '../log.js';
+import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { addEndpoint, listEndpoints, removeEndpoint } from '../workers/endpoints.js';
 import { cancelPlan, exportPlan, type PlanStatus, planStatus } from '../workers/plans.js';
@@ -19,7 +20,7 @@ import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { llmRunOptions, makeProvider } from './llm.js';
-import { llmFlagsOfArgv, loadPlan } from './plan.js';
+import { llmFlagsOfArgv, loadPlan, submitCell } from './plan.js';
 
 const dbFlag = () => flag.text('--db <url>', "the queue's PostgreSQL (postgres://…; default: $DATABASE_URL)");
 
@@ -44,6 +45,10 @@ export const PLAN_EXPORT_FLAGS = {
     {
       required: true,
     },
+  ),
+  submit: flag.text(
+    '--submit <url>',
+    'send each finished cell to this leaderboard as `submit` does (token from $RUMEDBENCH_TOKEN)',
   ),
   json: flag.jsonFlag('print the plan summary as one JSON object'),
 } satisfies FlagTable;
@@ -237,6 +242,10 @@ export async function runPlanExport(
   const out = resolve(flags.out);
   const summary = await withQueue(flags.db, (db) => exportPlan(db, id, out));
   const done = summary.cells.filter((c) => c.status === 'done');
+  if (flags.submit) {
+    for (const c of done) c.submission = await submitCell(c.dir, flags.submit, c.cell, io);
+    writePlanSummary(out, summary);
+  }
   if (done.length > 0) {
     const { runReport } = await import('../report/run.js');
     await runReport(

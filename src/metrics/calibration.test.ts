@@ -1,6 +1,6 @@
 /** Calibration measures against cases whose answers are worked out by hand. */
 import { describe, expect, it } from 'vitest';
-import { calibration, softmax } from './calibration.js';
+import { type CalibrationItem, calibration, eceDifference, softmax } from './calibration.js';
 
 describe('calibration', () => {
   it('two items by hand: ECE, Brier, NLL', () => {
@@ -48,5 +48,41 @@ describe('calibration', () => {
     const c = calibration([{ logits: [0, -2000], gold: 1 }]);
     expect(c.nll).toBeCloseTo(2000, 9);
     expect(softmax([-1000, -1001, -1002]).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+  });
+});
+
+describe('ECE difference between two runs (paired)', () => {
+  const item = (p: number, right: boolean): CalibrationItem => ({
+    logits: [Math.log(p), Math.log(1 - p)],
+    gold: right ? 0 : 1,
+  });
+  it('is ECE(B) − ECE(A) on the same items, with a paired interval and a randomization p-value', () => {
+    // A: sure and often wrong; B: as sure as it is right.
+    const a = Array.from({ length: 40 }, (_, i) => item(0.95, i % 2 === 0));
+    const b = Array.from({ length: 40 }, (_, i) => item(0.55, i % 2 === 0));
+    const pairs = a.map((x, i) => ({ a: x, b: b[i] as CalibrationItem }));
+    const d = eceDifference(pairs, 500, 1);
+    expect(d.a).toBeCloseTo(calibration(a).ece, 12);
+    expect(d.b).toBeCloseTo(calibration(b).ece, 12);
+    // By hand: A's one bin, confidence 0.95 and accuracy 0.5; B's, 0.55 and 0.5.
+    expect(d.a).toBeCloseTo(0.45, 12);
+    expect(d.b).toBeCloseTo(0.05, 12);
+    expect(d.delta).toBeCloseTo(-0.4, 12);
+    expect(d.ci[1]).toBeLessThan(0);
+    expect(d.p).toBeLessThan(0.01);
+    expect(
+      eceDifference(
+        pairs.map((p) => ({ a: p.b, b: p.a })),
+        500,
+        1,
+      ).delta,
+    ).toBeCloseTo(0.4, 12);
+    // The same answers twice: no difference, p = 1.
+    const same = eceDifference(
+      a.map((x) => ({ a: x, b: x })),
+      200,
+      2,
+    );
+    expect([same.delta, same.ci, same.p]).toEqual([0, [0, 0], 1]);
   });
 });

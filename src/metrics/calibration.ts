@@ -12,6 +12,7 @@
  *   20 %, …, 100 % of the items.
  * All are fractions (ECE 0.05 is five points of accuracy).
  */
+import { createRng } from './rng.js';
 
 export interface CalibrationItem {
   /** One score per candidate: log-probabilities, or any logits. */
@@ -127,5 +128,68 @@ export function calibration(items: readonly CalibrationItem[], bins = CALIBRATIO
             },
           ],
     ),
+  };
+}
+
+export interface EceDifference {
+  n: number;
+  a: number;
+  b: number;
+  /** ECE(B) − ECE(A) on the same items. */
+  delta: number;
+  /** 95% paired-bootstrap percentile interval of the difference. */
+  ci: [number, number];
+  /** Two-sided approximate randomization: each item's two answers swapped at random, (count + 1) / (R + 1). */
+  p: number;
+}
+
+/**
+ * The paired difference in ECE between two runs over the same items: the statistics of `compare` (a paired
+ * bootstrap interval and an approximate-randomization p-value, Noreen 1989) applied to the ECE of Guo et al. (2017).
+ */
+export function eceDifference(
+  pairs: readonly { a: CalibrationItem; b: CalibrationItem }[],
+  resamples: number,
+  seed: number,
+  bins = CALIBRATION_BINS,
+): EceDifference {
+  const ece = (items: readonly CalibrationItem[]) => calibration(items, bins).ece;
+  const as = pairs.map((p) => p.a);
+  const bs = pairs.map((p) => p.b);
+  const a = ece(as);
+  const b = ece(bs);
+  const delta = b - a;
+  const rng = createRng(seed);
+  const next = () => rng.next();
+  const n = pairs.length;
+  const boot: number[] = [];
+  let extreme = 0;
+  for (let r = 0; r < resamples; r++) {
+    const ra: CalibrationItem[] = [];
+    const rb: CalibrationItem[] = [];
+    for (let i = 0; i < n; i++) {
+      const k = Math.floor(next() * n);
+      ra.push(as[k] as CalibrationItem);
+      rb.push(bs[k] as CalibrationItem);
+    }
+    boot.push(ece(rb) - ece(ra));
+    const sa: CalibrationItem[] = [];
+    const sb: CalibrationItem[] = [];
+    for (let i = 0; i < n; i++) {
+      const swap = next() < 0.5;
+      sa.push((swap ? bs[i] : as[i]) as CalibrationItem);
+      sb.push((swap ? as[i] : bs[i]) as CalibrationItem);
+    }
+    if (Math.abs(ece(sb) - ece(sa)) >= Math.abs(delta) - 1e-12) extreme++;
+  }
+  boot.sort((x, y) => x - y);
+  const at = (q: number) => boot[Math.min(resamples - 1, Math.max(0, Math.floor(q * resamples)))] as number;
+  return {
+    n,
+    a,
+    b,
+    delta,
+    ci: resamples > 0 ? [at(0.025), at(0.975)] : [delta, delta],
+    p: (extreme + 1) / (resamples + 1),
   };
 }

@@ -210,6 +210,38 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
     expect(html).toContain('Reliability: accuracy against confidence');
     expect(html).toContain('Accuracy of the surest answers');
     expect(html).toContain('bins_marks');
+    // compare of two log-likelihood runs: the paired difference in ECE per task, equal to their summaries' ECEs.
+    const other = join(tmp(), 'other');
+    const memorising = await start({
+      memorized: samplesOf(out)
+        .map((x) => x.prompt ?? '')
+        .join('\n'),
+    });
+    await rumedbenchOk(...llm(memorising.url, other, '--limit', '40', '--tasks', 'RuMedDaNet,RuMedTop3'));
+    const compared = JSON.parse(
+      (await rumedbenchOk('compare', out, other, '--json', '--bootstrap', '200', '--file-gold')).stdout,
+    ) as {
+      calibration: Record<
+        string,
+        { n: number; a: number; b: number; delta: number; ci: [number, number]; p: number }
+      >;
+    };
+    const eceOf = (dir: string, task: string) =>
+      (
+        JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as {
+          llm: { tasks: Record<string, { calibration: { ece: number } }> };
+        }
+      ).llm.tasks[task]?.calibration.ece as number;
+    for (const task of ['RuMedDaNet', 'RuMedTop3']) {
+      const d = compared.calibration[task];
+      expect(d?.n).toBe(40);
+      expect(d?.a).toBeCloseTo(eceOf(out, task), 12);
+      expect(d?.b).toBeCloseTo(eceOf(other, task), 12);
+      expect(d?.delta).toBeCloseTo(eceOf(other, task) - eceOf(out, task), 12);
+      expect(d?.p).toBeGreaterThan(0);
+    }
+    const printed = (await rumedbenchOk('compare', out, other, '--bootstrap', '200', '--file-gold')).stdout;
+    expect(printed).toMatch(/RuMedDaNet\s+40\s+\d\.\d{3}\s+\d\.\d{3}/);
   });
 
   it('refuses a server that returns no prompt log-probabilities, naming the limitation', async () => {

@@ -23,6 +23,7 @@ import { CLI } from '../helpers/data.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { startServe } from '../helpers/server.js';
 
 const DATA = fixtureDataDir();
 const servers: FakeOpenAI[] = [];
@@ -180,8 +181,22 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       ['model-b/default', 'done', 60, 60],
     ]);
 
+    // Exported, and each finished cell sent to a leaderboard as `plan run --submit` sends it.
+    const board = await startServe(['--db', join(tmp(), 'board.sqlite')], { RUMEDBENCH_DATA: DATA });
     const out = tmp();
-    await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out);
+    try {
+      await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out, '--submit', board.url);
+      const entries = (
+        (await (await fetch(`${board.url}/api/boards/public`)).json()) as { entries: { model: string }[] }
+      ).entries;
+      expect(entries.map((e) => e.model).sort()).toEqual(['fake-a', 'fake-b']);
+    } finally {
+      await board.stop();
+    }
+    const exported = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+      cells: { submission?: { status: string } }[];
+    };
+    expect(exported.cells.map((c) => c.submission?.status)).toEqual(['scored', 'scored']);
     const local = tmp();
     await rumedbenchOk('plan', 'run', file, '--out', local);
     for (const cell of ['model-a/default', 'model-b/default'])
