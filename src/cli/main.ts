@@ -340,6 +340,11 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     WORKER_FLAGS,
   ).action(async (flags: FlagsOf<typeof WORKER_FLAGS>) => setExit(await runWorker(flags, io)));
 
+  // `npx rumedbench --version` is read by npx itself; this command reaches us however it is run.
+  addFlags(program.command('version').description('print the version of rumedbench'), {}).action(() => {
+    io.out(`${VERSION}\n`);
+  });
+
   addFlags(program.command('tasks').description('list the tasks and their metrics'), {}).action(() => {
     const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);
     io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);

@@ -6,7 +6,6 @@
  * `<out>/prompt-variants.json`, the one writer of that file. MERA asks its tasks in several wordings for this reason.
  */
 
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';

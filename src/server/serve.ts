@@ -152,7 +152,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8080 }, () => resolve(s));
-    s.once('error', reject);
+    s.once('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === 'EADDRINUSE' || e.code === 'EACCES'
+          ? new RumedbenchError(
+              'SERVER_CONFIG',
+              `cannot listen on ${host}:${options.port ?? 8080}: ${e.code === 'EADDRINUSE' ? 'the port is in use (another server, or an earlier one still running)' : 'not allowed (ports below 1024 need privileges)'}; give another --port`,
+              { cause: e },
+            )
+          : e,
+      ),
+    );
+  }).catch(async (e: unknown) => {
+    clearInterval(importer);
+    await runs?.queue?.close();
+    await lb.close();
+    throw e;
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
