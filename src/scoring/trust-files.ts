@@ -8,6 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
+import { isTaskName } from '../tasks/registry.js';
 import { RunFolderError } from './run-folder.js';
 
 const interval = z.tuple([z.number(), z.number()]);
@@ -162,4 +163,70 @@ export function readTrustFiles(dir: string): TrustFiles {
     (out as Record<string, unknown>)[key] = parsed.data;
   }
   return out;
+}
+
+const finite = z.number().refine(Number.isFinite, 'a finite number');
+const taskName = z.string().refine((s): boolean => isTaskName(s), 'a RuMedBench task');
+
+/**
+ * What a board shows of a run's trust files, sent with an upload (`submit` of a run folder): per task, each
+ * contamination probe's verdict and p-value, and the spread of the score over the prompt formulations. The server
+ * checks it against this schema like any other field of an upload: it is hostile until proven otherwise.
+ */
+export const trustSummarySchema = z
+  .object({
+    contamination: z
+      .record(
+        taskName,
+        z.partialRecord(
+          z.enum(['order', 'guided', 'options']),
+          z
+            .object({
+              n: z.number().int().min(0),
+              p_value: finite.pipe(z.number().min(0).max(1)),
+              alpha: finite.pipe(z.number().min(0).max(1)),
+              verdict,
+            })
+            .strict(),
+        ),
+      )
+      .optional(),
+    formulations: z
+      .record(
+        taskName,
+        z
+          .object({ variants: z.number().int().min(2), mean: finite, sd: finite, min: finite, max: finite })
+          .strict(),
+      )
+      .optional(),
+  })
+  .strict();
+export type TrustSummary = z.output<typeof trustSummarySchema>;
+
+/** A run folder's trust files, reduced to what a board shows (no paths, no items). Undefined when there are none. */
+export function summarizeTrust(files: TrustFiles): TrustSummary | undefined {
+  const out: TrustSummary = {};
+  if (files.contamination) {
+    const c: NonNullable<TrustSummary['contamination']> = {};
+    for (const [task, probes] of Object.entries(files.contamination.tasks)) {
+      const row: Record<
+        string,
+        { n: number; p_value: number; alpha: number; verdict: 'contaminated' | 'no evidence' }
+      > = {};
+      for (const name of ['order', 'guided', 'options'] as const) {
+        const p = probes[name];
+        if (p && 'p_value' in p)
+          row[name] = { n: p.n, p_value: p.p_value, alpha: p.alpha, verdict: p.verdict };
+      }
+      if (Object.keys(row).length > 0) c[task] = row;
+    }
+    if (Object.keys(c).length > 0) out.contamination = c;
+  }
+  if (files.promptVariants) {
+    const f: NonNullable<TrustSummary['formulations']> = {};
+    for (const [task, v] of Object.entries(files.promptVariants.tasks))
+      f[task] = { variants: Object.keys(v.scores).length, mean: v.mean, sd: v.sd, min: v.min, max: v.max };
+    if (Object.keys(f).length > 0) out.formulations = f;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }

@@ -37,6 +37,12 @@ const en = {
   verified: 'verified',
   platformRun: 'run by the platform',
   platformRunHeading: 'Run by the platform',
+  contaminationFound: 'contamination found',
+  contaminationHeading: 'Contamination probes (sent with the run)',
+  wordings: 'wordings',
+  formulationsHint:
+    'the score over the prompt formulations the run was asked with: mean ± standard deviation',
+  formulationsHeading: 'Prompt formulations (sent with the run)',
   platformRunNote:
     'The platform ran this model itself, on its own machines, with the board’s fixed settings; the test items never left it. Uploaded predictions are the other entries.',
   runSettings: 'Settings',
@@ -184,6 +190,12 @@ const ru: ServerStrings = {
   verified: 'проверено',
   platformRun: 'запущено платформой',
   platformRunHeading: 'Запущено платформой',
+  contaminationFound: 'найдена утечка тестов',
+  contaminationHeading: 'Проверки на утечку тестов (присланы с прогоном)',
+  wordings: 'формулировок',
+  formulationsHint:
+    'оценка по формулировкам промпта, с которыми задавался прогон: среднее ± стандартное отклонение',
+  formulationsHeading: 'Формулировки промпта (присланы с прогоном)',
   platformRunNote:
     'Платформа сама запустила эту модель на своих машинах с фиксированными настройками доски; тестовые примеры её не покидали. Остальные строки — загруженные предсказания.',
   runSettings: 'Настройки',

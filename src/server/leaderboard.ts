@@ -289,6 +289,7 @@ export class Leaderboard {
           overall: outcome.overall,
           response: JSON.stringify(body),
           files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
+          trust: m.trust ? JSON.stringify(m.trust) : null,
         },
         outcome.files,
       );
@@ -325,6 +326,7 @@ export class Leaderboard {
         params: null,
         open_weights: false,
         board: input.board,
+        trust: null,
       },
       who: { tokenId: null, team: input.team, address: 'platform' },
       // Imported twice (a restart between scoring and marking it), it lands once.

@@ -4,6 +4,7 @@
  * The upload carries an Idempotency-Key derived from its content and metadata, so a retried submit lands once;
  * connection errors and 429 (honouring Retry-After) are retried.
  */
+
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -11,6 +12,7 @@ import { RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import { readRunFolder } from '../scoring/run-folder.js';
+import { readTrustFiles, summarizeTrust } from '../scoring/trust-files.js';
 
 export type BoardChoice = 'auto' | 'public' | 'closed';
 
@@ -99,6 +101,9 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
           .filter((k) => m[k] !== undefined && m[k] !== null)
           .map((k) => `${k}=${JSON.stringify(m[k])}`);
         found.description = `rumedbench ${String(m.rumedbench_version ?? '')} llm: ${details.join(', ')}`;
+        // What the run's trust files say goes with it, for the board's marks (no paths, no items).
+        const trust = summarizeTrust(readTrustFiles(path));
+        if (trust) found.trust = JSON.stringify(trust);
       } else if (s.kind === 'encoder' || s.kind === 'finetuned') {
         const e = s.kind === 'encoder' ? s.encoder : s.finetuned;
         found.model = basename(e.model);
@@ -119,6 +124,7 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
     ...(o.team !== undefined ? { team: o.team } : {}),
     ...(o.link !== undefined ? { link: o.link } : {}),
     ...(board !== 'auto' ? { board } : {}),
+    ...(found.trust ? { trust: found.trust } : {}),
   };
   return { files, metadata };
 }

@@ -4,12 +4,13 @@
  * as `eval` prints them, an unreachable server named (exit 2).
  */
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeContamination } from '../../src/scoring/trust-files.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
@@ -67,6 +68,85 @@ describe('submit (on fixture data the test writes)', () => {
     expect(again.code).toBe(0);
     expect((JSON.parse(again.stdout) as { id: string }).id).toBe(id);
     expect((await entries()).map((e) => e.id)).toEqual([id]);
+  });
+
+  it('sends what the run’s trust files say: the board marks contamination and shows the formulations’ spread', async () => {
+    const run = join(tmp(), 'trusted');
+    await rumedbenchOk(
+      ...['llm', '--base-url', model.url, '--model', 'org/checked-7b', '--data', DATA, '--bootstrap', '0'],
+      ...['--tasks', 'RuMedDaNet', '--prompts', 'p1,p2', '--out', run],
+    );
+    // What `contamination --out RUN` writes, through its one writer.
+    const guided = {
+      probe: 'guided',
+      n: 30,
+      p_value: 0.0005,
+      alpha: 0.01,
+      verdict: 'contaminated' as const,
+      rouge_guided: 0.9,
+      rouge_general: 0.1,
+    };
+    writeContamination(run, {
+      model: 'org/checked-7b',
+      split: 'test',
+      settings: { probes: ['guided'] },
+      tasks: { RuMedDaNet: { guided } },
+    });
+    const variants = JSON.parse(readFileSync(join(run, 'prompt-variants.json'), 'utf8')) as {
+      tasks: { RuMedDaNet: { mean: number; sd: number } };
+    };
+    const sent = await rumedbenchOk('submit', run, '--server', board.url, '--json');
+    const id = (JSON.parse(sent.stdout) as { id: string }).id;
+    const entry = (await (await fetch(`${board.url}/api/submissions/${id}`)).json()) as {
+      trust: {
+        contamination: { RuMedDaNet: { guided: { verdict: string } } };
+        formulations: Record<string, unknown>;
+      };
+    };
+    expect(entry.trust.contamination.RuMedDaNet.guided.verdict).toBe('contaminated');
+    const v = variants.tasks.RuMedDaNet;
+    expect(entry.trust.formulations.RuMedDaNet).toEqual({
+      variants: 2,
+      mean: v.mean,
+      sd: v.sd,
+      min: expect.any(Number),
+      max: expect.any(Number),
+    });
+    const html = await (await fetch(`${board.url}/`)).text();
+    expect(html).toContain('contamination found');
+    const { mean, sd } = variants.tasks.RuMedDaNet;
+    expect(html).toContain(`2 wordings: ${mean.toFixed(2)} ± ${sd.toFixed(2)}`);
+    // Sent by hand, the field is checked like any other: JSON, known tasks and probes, p-values in [0, 1].
+    for (const [trust, why] of [
+      ['{not json', 'trust: not JSON'],
+      [
+        JSON.stringify({
+          contamination: { RuMedQA: { order: { n: 1, p_value: 0.5, alpha: 0.01, verdict: 'no evidence' } } },
+        }),
+        'a RuMedBench task',
+      ],
+      [
+        JSON.stringify({
+          contamination: { RuMedDaNet: { order: { n: 1, p_value: 7, alpha: 0.01, verdict: 'no evidence' } } },
+        }),
+        'p_value',
+      ],
+      [JSON.stringify({ extra: 1 }), 'trust'],
+    ] as const) {
+      const fd = new FormData();
+      fd.append(
+        'file',
+        new Blob([readFileSync(join(run, 'predictions', 'RuMedDaNet.jsonl'))]),
+        'RuMedDaNet.jsonl',
+      );
+      fd.append('model', 'hand-made');
+      fd.append('kind', 'LLM');
+      fd.append('trust', trust);
+      const res = await fetch(`${board.url}/api/submissions`, { method: 'POST', body: fd });
+      const body = (await res.json()) as { code: string; error: string };
+      expect([res.status, body.code]).toEqual([400, 'INVALID_METADATA']);
+      expect(body.error).toContain(why);
+    }
   });
 
   it('answers a broken upload with every problem, as eval prints them, and exit 1', async () => {

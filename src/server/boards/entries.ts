@@ -1,6 +1,8 @@
 /** Submissions as the boards show them: the row a board reads, summarized from a result, and the ranking. */
+
 import type { Interval } from '../../metrics/bootstrap.js';
 import type { EvaluationResult } from '../../scoring/score.js';
+import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
 
 export type { BoardName } from '../db/schema.js';
@@ -39,6 +41,8 @@ export interface Entry
   coverage?: { answered: number; sampled: number };
   /** Run by the platform's own workers (not uploaded): how. */
   platform_run: PlatformRun | null;
+  /** What the uploaded run's trust files say, where it sent them. */
+  trust: TrustSummary | null;
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
 }
@@ -94,6 +98,7 @@ export function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
     hidden: row.hidden === 1,
     duplicate_of: row.duplicate_of,
     platform_run: row.platform_run ? (JSON.parse(row.platform_run) as PlatformRun) : null,
+    trust: row.trust ? (JSON.parse(row.trust) as TrustSummary) : null,
     overall: row.overall === null ? null : Number(row.overall),
     // The closed board's overall has no interval of its own; the public one is the scorer's.
     overall_ci: row.board === 'public' ? overall_ci : null,

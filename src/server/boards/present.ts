@@ -71,5 +71,14 @@ export function publicEntry(e: Entry) {
     overall: e.overall,
     overall_ci: e.overall_ci,
     tasks: e.tasks,
+    // How the platform ran it (its own evaluations), without the manifest's internals; what its run's checks said.
+    run_by_platform: e.platform_run
+      ? {
+          plan_id: e.platform_run.plan_id,
+          settings: e.platform_run.settings,
+          prompt_versions: e.platform_run.prompt_versions,
+        }
+      : null,
+    trust: e.trust,
   };
 }

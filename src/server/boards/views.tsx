@@ -14,6 +14,14 @@ const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: 
         .join('/')
     : '–';
 
+/** The probes of an entry's uploaded run that found contamination: `<task> <probe> p=…`. */
+export const contaminated = (e: Entry): string[] =>
+  Object.entries(e.trust?.contamination ?? {}).flatMap(([task, probes]) =>
+    Object.entries(probes)
+      .filter(([, p]) => p?.verdict === 'contaminated')
+      .map(([probe, p]) => `${task} ${probe} p=${(p?.p_value ?? Number.NaN).toPrecision(2)}`),
+  );
+
 export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   <span class="tags">
     <span class="tag">{e.kind}</span>
@@ -21,6 +29,13 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
     {e.open_weights ? <span class="tag">open</span> : ''}
     {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
     {e.platform_run ? <span class="tag ok platform">{ctx.t.platformRun}</span> : ''}
+    {contaminated(e).length > 0 ? (
+      <span class="tag warn contamination" title={contaminated(e).join('; ')}>
+        {ctx.t.contaminationFound}
+      </span>
+    ) : (
+      ''
+    )}
     {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
     {e.hidden ? <span class="tag warn">hidden</span> : ''}
     {e.coverage ? (
@@ -114,6 +129,13 @@ export const BoardPage: FC<{
                       >
                         {metricCell(c?.metrics, t)}
                         {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
+                        {row.e.trust?.formulations?.[t] ? (
+                          <small class="ci" title={ctx.t.formulationsHint}>
+                            {`${row.e.trust.formulations[t].variants} ${ctx.t.wordings}: ${f2(row.e.trust.formulations[t].mean)} ± ${f2(row.e.trust.formulations[t].sd)}`}
+                          </small>
+                        ) : (
+                          ''
+                        )}
                       </td>
                     );
                   })}

@@ -153,6 +153,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_trust': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // What an uploaded run's trust files say (contamination verdicts, formulations' spread), as JSON.
+      await db.schema.alterTable('submissions').addColumn('trust', 'text').execute();
+    },
+  },
   '0004_platform_runs': {
     async up(db: Kysely<unknown>): Promise<void> {
       // An entry the platform's workers ran (rumedbench worker): the run's settings, prompt versions and manifest.

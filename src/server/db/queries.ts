@@ -101,6 +101,7 @@ const LISTED = [
   'flagged',
   'verified',
   'platform_run',
+  'trust',
   'files',
 ] as const;
 

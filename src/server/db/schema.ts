@@ -48,6 +48,8 @@ export interface SubmissionsTable {
   verified: Generated<number>;
   /** Set on entries the platform ran itself (JSON: plan id, endpoint, settings, prompt versions, manifest). */
   platform_run: Generated<string | null>;
+  /** What the run's trust files say, sent with the upload and checked (scoring/trust-files.ts), as JSON. */
+  trust: Generated<string | null>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */
   files: string;
 }

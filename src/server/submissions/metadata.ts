@@ -3,12 +3,16 @@
  * (a team name without that team's token, the human kind, which only campaigns give).
  */
 import { z } from 'zod';
+import { trustSummarySchema } from '../../scoring/trust-files.js';
 import { FIELD_LIMITS, KINDS } from '../db/schema.js';
 
 /** The submission kinds and field limits, for the forms that show them. */
 export { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from '../db/schema.js';
 
 import { HttpError } from '../errors.js';
+
+/** The trust summary's length at most (the multipart reader caps a field at 4 × the description's limit). */
+const TRUST_MAX = 16_000;
 
 const boolish = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
@@ -45,6 +49,32 @@ export const metadataSchema = z.object({
     .default(''),
   open_weights: boolish.default(false),
   board: z.enum(['auto', 'public', 'closed']).default('auto'),
+  /** What the run's trust files say (`submit` of a run folder sends it): probe verdicts, formulations' spread. */
+  trust: z
+    .string()
+    .max(TRUST_MAX, `at most ${TRUST_MAX} characters`)
+    .default('')
+    .transform((v, ctx) => {
+      if (v.trim() === '') return null;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON' });
+        return z.NEVER;
+      }
+      const r = trustSummarySchema.safeParse(raw);
+      if (r.success) return r.data;
+      for (const i of r.error.issues.slice(0, 3)) {
+        // A key that is not a task (or probe) says which, not only that a key was wrong.
+        const inner = i.code === 'invalid_key' ? i.issues[0]?.message : undefined;
+        ctx.addIssue({
+          code: 'custom',
+          message: `${i.path.map(String).join('.') || '(top)'}: ${inner ? `not ${inner}` : i.message}`,
+        });
+      }
+      return z.NEVER;
+    }),
 });
 export type Metadata = z.output<typeof metadataSchema>;
 

@@ -88,6 +88,32 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
       ) : (
         ''
       )}
+      {e.trust?.contamination ? (
+        <tr>
+          <th scope="row">{ctx.t.contaminationHeading}</th>
+          <td>
+            {Object.entries(e.trust.contamination).flatMap(([task, probes]) =>
+              Object.entries(probes).map(([probe, p]) => (
+                <div>{`${task} · ${probe}: n ${p?.n}, p ${(p?.p_value ?? Number.NaN).toPrecision(2)} (α ${p?.alpha}) — ${p?.verdict}`}</div>
+              )),
+            )}
+          </td>
+        </tr>
+      ) : (
+        ''
+      )}
+      {e.trust?.formulations ? (
+        <tr>
+          <th scope="row">{ctx.t.formulationsHeading}</th>
+          <td>
+            {Object.entries(e.trust.formulations).map(([task, f]) => (
+              <div>{`${task}: ${f.variants} ${ctx.t.wordings}, ${f2(f.mean)} ± ${f2(f.sd)} (${f2(f.min)}–${f2(f.max)})`}</div>
+            ))}
+          </td>
+        </tr>
+      ) : (
+        ''
+      )}
       {e.duplicate_of ? (
         <tr>
           <th scope="row">{ctx.t.duplicateOf}</th>
