@@ -1,5 +1,6 @@
 /** `rumedbench contamination`: has the model seen the split? (src/llm/contamination.ts) */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
@@ -12,6 +13,8 @@ import {
   optionsProbe,
   orderProbe,
 } from '../llm/contamination.js';
+import { Journal } from '../llm/journal.js';
+import { journaled } from '../llm/journaled.js';
 import { renderTable } from '../report/table.js';
 import { writeContamination } from '../scoring/trust-files.js';
 import { isChoiceTask, parseTaskList } from '../tasks/registry.js';
@@ -21,6 +24,7 @@ import { type CliIo, EXIT } from './io.js';
 import { LLM_FLAGS, makeProvider } from './llm.js';
 
 const PROBES = ['order', 'guided', 'options'] as const;
+const JOURNAL = 'contamination.journal.jsonl';
 
 export const CONTAMINATION_FLAGS = {
   provider: LLM_FLAGS.provider,
@@ -73,13 +77,32 @@ export const CONTAMINATION_FLAGS = {
   }),
   alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', { default: 0.01 }),
   seed: flag.seedFlag('seed of the permutations'),
-  out: flag.text('--out <dir>', 'write contamination.json there'),
+  out: flag.text(
+    '--out <dir>',
+    'write contamination.json there (a run folder: its report shows it), journaling every answer',
+  ),
+  resume: flag.on('--resume', 'continue the probes journaled in --out, asking only what has no answer'),
   json: flag.jsonFlag('print contamination.json on stdout'),
 } satisfies FlagTable;
 export type ContaminationFlags = FlagsOf<typeof CONTAMINATION_FLAGS>;
 
 export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
-  const provider = await makeProvider(flags, io);
+  if (flags.resume && !flags.out)
+    throw new UsageError('--resume continues the probes journaled in --out: give --out');
+  // With --out, every answer is journaled as it arrives: a run killed at any point continues with --resume.
+  let journal: Journal | undefined;
+  if (flags.out) {
+    const file = join(flags.out, JOURNAL);
+    if (existsSync(file) && !flags.resume)
+      throw new UsageError(
+        `${flags.out} already holds probes (${JOURNAL}); --resume continues them, or choose another --out`,
+      );
+    mkdirSync(flags.out, { recursive: true });
+    journal = await Journal.open(file);
+    if (flags.resume) io.log.info(`${journal.size} answer(s) journaled in ${file}: not asked again`);
+  }
+  const made = await makeProvider(flags, io);
+  const provider = journal ? journaled(made, journal, 'contamination') : made;
   const dataDir = resolveDataDir(flags.data);
   const tasks: Record<
     string,

@@ -2,6 +2,7 @@
  * The order probe (Oren et al., 2023) end to end, on fixture data, against loopback servers that speak vLLM's
  * /v1/completions with echo: one has memorised the test files (their items in the published order), one has not.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { ITEM_SEPARATOR, probeText, splitItem } from '../../src/llm/contamination.js';
 import { getTask } from '../../src/tasks/registry.js';
-import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
@@ -177,6 +179,53 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
     } finally {
       await remembering.close();
       await guessing.close();
+    }
+  });
+
+  it('resumes probes killed with SIGKILL, asking again only what was in flight; the result is the same', async () => {
+    const start = () =>
+      startFakeOpenAI({
+        reply: (body) => `продолжение ${(body.messages.at(-1)?.content ?? '').length % 7}`,
+        behaviour: () => ({ kind: 'ok', delayMs: 150 }),
+      });
+    const [whole, killed] = [await start(), await start()];
+    const distinct = (s: FakeOpenAI) => new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size;
+    try {
+      const args = (url: string) => [
+        ...['contamination', '--base-url', url, '--model', 'fake', '--data', DATA, '--tasks', 'RuMedDaNet'],
+        ...['--probes', 'guided', '--items', '60', '--concurrency', '2'],
+      ];
+      // One uninterrupted run, for its requests and its numbers.
+      const fresh = await rumedbenchOk(
+        ...args(whole.url),
+        '--out',
+        join(mkdtempSync(join(tmpdir(), 'rumedbench-contamination-')), 'whole'),
+        '--json',
+      );
+      const all = distinct(whole);
+      expect(all).toBeGreaterThanOrEqual(8);
+      const out = join(mkdtempSync(join(tmpdir(), 'rumedbench-contamination-')), 'run');
+      const child = spawn(process.execPath, [CLI, ...args(killed.url), '--out', out], {
+        env: CLI_ENV,
+        stdio: 'ignore',
+      });
+      const until = Date.now() + 30_000;
+      while (killed.requests.length < all / 2 && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 10));
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      expect(killed.requests.length).toBeLessThan(all);
+      const refused = await rumedbench(...args(killed.url), '--out', out);
+      expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining('--resume continues them')]);
+      const resumed = await rumedbenchOk(...args(killed.url), '--out', out, '--resume', '--json');
+      // Every distinct request asked; again only those in flight at the kill (two at most).
+      expect(distinct(killed)).toBe(all);
+      expect(killed.requests.length - whole.requests.length).toBeLessThanOrEqual(2);
+      const result = (t: string) => (JSON.parse(t) as { tasks: unknown }).tasks;
+      expect(result(resumed.stdout)).toEqual(result(fresh.stdout));
+    } finally {
+      await whole.close();
+      await killed.close();
     }
   });
 
