@@ -4,6 +4,8 @@
  * database serving one board.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -73,6 +75,28 @@ describe('rumedbench serve (on fixture data the test writes)', () => {
     expect((await rumedbench('serve', 'token', 'revoke', id, '--db', db)).stderr).toContain(
       `no active token with id ${id}`,
     );
+  });
+
+  it('says in one line that its port is in use, and exits 1', async () => {
+    const held = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => held.once('listening', r));
+    const port = String((held.address() as AddressInfo).port);
+    try {
+      const r = await rumedbenchWith(
+        { RUMEDBENCH_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
+        'serve',
+        '--db',
+        sqliteFile(),
+        '--port',
+        port,
+      );
+      expect([r.code, r.stderr.trim()]).toEqual([
+        1,
+        `error: cannot listen on 127.0.0.1:${port}: the port is in use (another server, or an earlier one still running); give another --port`,
+      ]);
+    } finally {
+      held.close();
+    }
   });
 
   it('loses nothing when killed with SIGKILL under a stream of uploads: each answered upload is there once', async () => {
