@@ -29,3 +29,14 @@ export function createLogger(
 }
 
 export const silentLogger: Logger = createLogger('silent');
+
+/** A database URL as messages may show it: the password replaced, whatever else is wrong with it. */
+export const redactUrl = (url: string): string => {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://…';
+  }
+};

@@ -132,22 +132,23 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
   };
 }
 
+/** A plan in the list of /runs: its progress in requests, and the cells' errors. */
+export interface ListedPlan {
+  id: string;
+  name: string;
+  kind: string;
+  status: string;
+  created_at: string;
+  done: number;
+  total: number;
+  error: string | null;
+}
+
 /** Every plan, newest first (the platform's /runs page). */
 export async function listPlans(
   db: QueueDb,
   o: { kind?: string; limit?: number } = {},
-): Promise<
-  {
-    id: string;
-    name: string;
-    kind: string;
-    status: string;
-    created_at: string;
-    done: number;
-    total: number;
-    error: string | null;
-  }[]
-> {
+): Promise<ListedPlan[]> {
   const { rows } = await db.pool.query<{
     id: string;
     name: string;

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { RumedbenchError } from '../errors.js';
+import { redactUrl } from '../log.js';
 
 export const SCHEMA = 'rumedbench_runs';
 
@@ -117,16 +118,6 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.endpoints (
 export const queueOf = (endpoint: string): string =>
   `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
 
-const redact = (url: string): string => {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://…';
-  }
-};
-
 export interface QueueDb {
   pool: pg.Pool;
   boss: PgBoss;
@@ -142,7 +133,7 @@ export async function openQueue(url: string, o: { supervise?: boolean } = {}): P
       'DATABASE_FAILED',
       `--db: the queue lives in PostgreSQL; expected a postgres:// URL, got "${url.slice(0, 80)}"`,
     );
-  const location = redact(url);
+  const location = redactUrl(url);
   const pool = new pg.Pool({ connectionString: url, max: 8, connectionTimeoutMillis: 10_000 });
   pool.on('error', () => {});
   try {
@@ -191,6 +182,22 @@ export async function openQueue(url: string, o: { supervise?: boolean } = {}): P
       await pool.end().catch(() => {});
     },
   };
+}
+
+/** Runs `f` in a transaction on one connection: committed when it returns, rolled back when it throws. */
+export async function inTransaction<T>(db: QueueDb, f: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const out = await f(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
 }
 
 /** Options every queue of ours is made with: a released job is taken at once, and may be released many times. */

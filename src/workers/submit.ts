@@ -6,7 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import type { Cell } from '../plans/cells.js';
-import { ensureQueue, newPlanId, QUEUE_OPTIONS, type QueueDb, queueOf, SCHEMA } from './store.js';
+import {
+  ensureQueue,
+  inTransaction,
+  newPlanId,
+  QUEUE_OPTIONS,
+  type QueueDb,
+  queueOf,
+  SCHEMA,
+} from './store.js';
 
 export interface QueuedCell {
   cell: Cell;
@@ -44,10 +52,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   const id = newPlanId();
   const queues = [...new Set(input.cells.map((c) => queueOf(c.cell.endpoint)))];
   for (const q of queues) await ensureQueue(db, q);
-  const client = await db.pool.connect();
   let jobs = 0;
-  try {
-    await client.query('BEGIN');
+  await inTransaction(db, async (client) => {
     await client.query(
       `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta) VALUES ($1, $2, $3, $4, $5, $8, $6, $7)`,
       [
@@ -95,13 +101,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
       }
     }
     if (!input.hold) await insertJobs(db, client, id);
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw e;
-  } finally {
-    client.release();
-  }
+  });
   return { id, jobs, requests: input.cells.reduce((n, c) => n + (c.keys?.length ?? 0), 0) };
 }
 
@@ -128,24 +128,13 @@ async function insertJobs(db: QueueDb, client: PoolClient, id: string): Promise<
 
 /** Queues a held plan (an approved request): its jobs go to the workers. False if it was not waiting. */
 export async function releasePlan(db: QueueDb, id: string): Promise<boolean> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(db, async (client) => {
     const r = await client.query(
       `UPDATE ${SCHEMA}.plans SET status = 'queued' WHERE id = $1 AND status = 'pending' RETURNING id`,
       [id],
     );
-    if (r.rowCount === 0) {
-      await client.query('ROLLBACK');
-      return false;
-    }
+    if (r.rowCount === 0) return false;
     await insertJobs(db, client, id);
-    await client.query('COMMIT');
     return true;
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw e;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -22,7 +22,7 @@ import { finishRun, type LlmRunOptions, planRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { checkAllowed } from './endpoints.js';
-import { type QueueDb, SCHEMA } from './store.js';
+import { inTransaction, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the run's options (from the cell's command line) and its provider. */
 export interface CellRunner {
@@ -262,9 +262,7 @@ export class Worker {
     want: number,
     budget: number,
   ): Promise<{ claim: string; inFlight: number } | undefined> {
-    const client = await this.db.pool.connect();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.db, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
       const used = await client.query<{ used: number }>(
         `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
@@ -272,22 +270,13 @@ export class Worker {
         [endpoint],
       );
       const room = endpoint === 'this machine' ? want : Math.min(want, budget - (used.rows[0]?.used ?? 0));
-      if (room < 1) {
-        await client.query('ROLLBACK');
-        return undefined;
-      }
+      if (room < 1) return undefined;
       const claim = await client.query<{ id: string }>(
         `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
         [this.id, endpoint, queue, room],
       );
-      await client.query('COMMIT');
       return { claim: String(claim.rows[0]?.id), inFlight: room };
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   private async cellRow(plan: string, cell: string) {
@@ -563,9 +552,7 @@ export class Worker {
         log: this.o.log,
         extra: { plan_id: plan, cell: cell },
       });
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+      await inTransaction(this.db, async (client) => {
         for (const file of walk(dir))
           await client.query(
             `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
@@ -576,13 +563,7 @@ export class Worker {
           `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
           [plan, cell, JSON.stringify(result.summary)],
         );
-        await client.query('COMMIT');
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        client.release();
-      }
+      });
       this.o.log.info(`${cell}: done, overall ${result.evaluation.overall?.toFixed(2) ?? '–'}`);
     } catch (e) {
       await this.failCell(plan, cell, e);

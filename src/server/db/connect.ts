@@ -8,6 +8,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { RumedbenchError } from '../../errors.js';
+import { redactUrl } from '../../log.js';
 import { MIGRATIONS } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -23,16 +24,6 @@ export interface Db {
 
 const isPostgresUrl = (target: string): boolean => /^postgres(ql)?:\/\//i.test(target);
 
-const redact = (url: string): string => {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://…';
-  }
-};
-
 /** Opens (creating an SQLite file where needed) and migrates to the latest schema. */
 export async function openDatabase(target: string): Promise<Db> {
   let db: Kysely<Database>;
@@ -40,7 +31,7 @@ export async function openDatabase(target: string): Promise<Db> {
   let location: string;
   if (isPostgresUrl(target)) {
     engine = 'postgres';
-    location = redact(target);
+    location = redactUrl(target);
     db = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 10 }) }),
     });

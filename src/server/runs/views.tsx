@@ -1,20 +1,9 @@
 /** The runs pages: every plan and evaluation with its progress; one run's cells (workers and failures for the admin). */
 import type { FC } from 'hono/jsx';
 import type { Endpoint } from '../../workers/endpoints.js';
-import type { PlanStatus } from '../../workers/plans.js';
+import type { ListedPlan as Listed, PlanStatus } from '../../workers/plans.js';
 import type { BoardName } from '../db/schema.js';
 import { CsrfField, href, Layout, type PageContext } from '../views/layout.js';
-
-type Listed = {
-  id: string;
-  name: string;
-  kind: string;
-  status: string;
-  created_at: string;
-  done: number;
-  total: number;
-  error: string | null;
-};
 
 const pct = (done: number, total: number) =>
   total > 0 ? `${done}/${total} (${((100 * done) / total).toFixed(0)}%)` : `${done}/–`;
