@@ -453,7 +453,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
       // FormData keeps `__proto__` as a field name, which the server refuses by name.
       expect([proto.res.status, proto.body.error]).toEqual([
         400,
-        'unknown field "__proto__"; an upload takes model, team, description, link, kind, params, open_weights, board and `file`',
+        'unknown field "__proto__"; an upload takes model, team, description, link, kind, params, open_weights, board, trust and `file`',
       ]);
 
       const f = (n: string) => [
