@@ -61,7 +61,7 @@ export const CONTAMINATION_FLAGS = {
   ),
   shards: flag.count(
     '--shards <n>',
-    `order: shards of consecutive items (at most; at least ${ORDER_DEFAULTS.minShardSize} items each)`,
+    `order: shards of consecutive items (more where one would not fit the model's context; at least ${ORDER_DEFAULTS.minShardSize} items each)`,
     {
       min: 2,
       default: ORDER_DEFAULTS.shards,

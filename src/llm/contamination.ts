@@ -44,6 +44,8 @@ export interface OrderProbeResult {
   shards: number;
   shard_size: number;
   permutations: number;
+  /** The model's context in tokens, where the engine said: shards were made small enough to fit it. */
+  context_window: number | null;
   /** Mean over shards of log p(published order) − mean log p(permuted), in nats. */
   mean_difference: number;
   statistic: number;
@@ -63,6 +65,39 @@ export function orderShards(texts: readonly string[], shards: number): string[][
   return Array.from({ length: count }, (_, k) => texts.slice(k * size, (k + 1) * size));
 }
 
+/** Room left in a sequence for the token the completion adds after an echoed prompt, and a BOS. */
+const WINDOW_MARGIN = 8;
+
+/**
+ * The shards, cut finer until the longest (with its context) fits the model's context window, where the engine says
+ * what that is: a shard that does not fit would be cut short by the engine, or refused.
+ */
+async function fitShards(
+  provider: Provider,
+  context: string,
+  texts: readonly string[],
+  wanted: number,
+  task: string,
+): Promise<{ shards: string[][]; window?: number }> {
+  let shards = orderShards(texts, wanted);
+  const window = await provider.contextTokens?.();
+  if (!window || !provider.countTokens) return { shards };
+  const count = provider.countTokens.bind(provider);
+  for (;;) {
+    const lengths = await Promise.all(shards.map((s) => count(context + s.join(ITEM_SEPARATOR))));
+    const longest = Math.max(...lengths);
+    if (longest + WINDOW_MARGIN <= window) return { shards, window };
+    const more = Math.max(shards.length + 1, Math.ceil((shards.length * longest) / (window - WINDOW_MARGIN)));
+    const next = orderShards(texts, more);
+    if (next.length === shards.length)
+      throw new RumedbenchError(
+        'LOGLIK_UNSUPPORTED',
+        `${task}: shards of ${shards[0]?.length ?? 0} items (the fewest the order probe takes) make ${longest} tokens, over the model's context of ${window}`,
+      );
+    shards = next;
+  }
+}
+
 function shuffled<T>(items: readonly T[], rng: ReturnType<typeof createRng>): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
@@ -79,7 +114,9 @@ export async function orderProbe(o: OrderProbeOptions): Promise<OrderProbeResult
       'the order probe needs log-probabilities of a text: a GGUF model, or vLLM',
     );
   const texts = o.records.map((r) => probeText(o.task, r));
-  const shards = orderShards(texts, o.shards ?? ORDER_DEFAULTS.shards);
+  const context = `${o.task.name} ${o.split}:${ITEM_SEPARATOR}`;
+  const fitted = await fitShards(o.provider, context, texts, o.shards ?? ORDER_DEFAULTS.shards, o.task.name);
+  const shards = fitted.shards;
   if (shards.length < 2 || (shards[0]?.length ?? 0) < 2)
     throw new RumedbenchError(
       'NOTHING_SCORED',
@@ -92,7 +129,6 @@ export async function orderProbe(o: OrderProbeOptions): Promise<OrderProbeResult
     items.join(ITEM_SEPARATOR),
     ...Array.from({ length: permutations }, () => shuffled(items, rng).join(ITEM_SEPARATOR)),
   ]);
-  const context = `${o.task.name} ${o.split}:${ITEM_SEPARATOR}`;
   const limit = pLimit(o.concurrency ?? 4);
   const loglik = o.provider.loglik.bind(o.provider);
   const differences = await Promise.all(
@@ -117,6 +153,7 @@ export async function orderProbe(o: OrderProbeOptions): Promise<OrderProbeResult
     shards: shards.length,
     shard_size: shards[0]?.length ?? 0,
     permutations,
+    context_window: fitted.window ?? null,
     mean_difference: test.mean,
     statistic: test.t,
     df: test.df,

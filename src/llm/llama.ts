@@ -181,6 +181,14 @@ export class LlamaProvider implements Provider {
     }
   }
 
+  async contextTokens(): Promise<number | undefined> {
+    return this.info.context_size as number;
+  }
+
+  async countTokens(text: string): Promise<number> {
+    return this.tokenize(text).length;
+  }
+
   /** The tokens of a text, with the BOS token first where the model wants one. */
   tokenize(text: string): number[] {
     const bos = this.model.tokens.bos;

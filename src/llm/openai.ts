@@ -433,6 +433,18 @@ export class OpenAIProvider implements Provider {
     return `${this.options.baseUrl.replace(/\/+$/, '')}/completions`;
   }
 
+  /** vLLM's /tokenize says how long a sequence may be (`max_model_len`); kept from its first answer. */
+  private maxModelLen: number | undefined;
+
+  async contextTokens(): Promise<number | undefined> {
+    if (this.maxModelLen === undefined) await this.tokenize('');
+    return this.maxModelLen;
+  }
+
+  async countTokens(text: string): Promise<number> {
+    return (await this.tokenize(text)).length;
+  }
+
   /** Token ids of a text as the server's tokenizer makes them; `special` adds the model's BOS where it wants one. */
   async tokenize(text: string, special = false): Promise<number[]> {
     return this.retrying(async () => {
@@ -440,7 +452,7 @@ export class OpenAIProvider implements Provider {
         json,
         text: raw,
         status,
-      } = await this.post<{ tokens?: unknown }>(
+      } = await this.post<{ tokens?: unknown; max_model_len?: unknown }>(
         this.tokenizeUrl,
         { model: this.options.model, prompt: text, add_special_tokens: special },
         { notFoundIsFatal: false },
@@ -452,6 +464,8 @@ export class OpenAIProvider implements Provider {
           false,
         );
       }
+      if (typeof json.max_model_len === 'number' && json.max_model_len > 0)
+        this.maxModelLen = json.max_model_len;
       return json.tokens as number[];
     });
   }

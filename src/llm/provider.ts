@@ -43,6 +43,10 @@ export interface Provider {
    * for a method that sees only the top k next tokens); undefined where it can. Asked of each task's first item.
    */
   loglikLimitation?(request: LoglikRequest): Promise<string | undefined>;
+  /** The most tokens one sequence may hold, prompt and continuation, where the engine says (vLLM, a GGUF context). */
+  contextTokens?(): Promise<number | undefined>;
+  /** How many tokens a text makes with the model's tokenizer. */
+  countTokens?(text: string): Promise<number>;
   /** Bounds the requests the provider has in flight at once (a run's `concurrency`, whatever sends them). */
   limitInFlight?(n: number): void;
   close?(): Promise<void>;

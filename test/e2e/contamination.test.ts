@@ -76,6 +76,51 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
     }
   });
 
+  it('cuts shards finer until each fits the context the server names', async () => {
+    const small = await startFakeOpenAI({ reply: () => '[]', maxModelLen: 300 });
+    try {
+      const r = JSON.parse(
+        (
+          await rumedbenchOk(
+            ...['contamination', '--base-url', small.url, '--model', 'fake', '--data', DATA],
+            ...['--tasks', 'RuMedDaNet', '--shards', '2', '--permutations', '3', '--json'],
+          )
+        ).stdout,
+      ) as {
+        tasks: { RuMedDaNet: { order: { shards: number; shard_size: number; context_window: number } } };
+      };
+      const order = r.tasks.RuMedDaNet.order;
+      expect(order.context_window).toBe(300);
+      expect(order.shards).toBeGreaterThan(2);
+      // Every sequence scored (the prompt with its continuation) fits the 300 tokens.
+      const lengths = small.completions.flatMap((c) => (c.prompt as number[][]).map((p) => p.length));
+      expect(lengths.length).toBeGreaterThan(0);
+      expect(Math.max(...lengths)).toBeLessThanOrEqual(300);
+      // One shard of the fewest items the probe takes that still does not fit is refused, saying so.
+      const tiny = await startFakeOpenAI({ reply: () => '[]', maxModelLen: 40 });
+      const refused = await rumedbench(
+        ...[
+          'contamination',
+          '--base-url',
+          tiny.url,
+          '--model',
+          'fake',
+          '--data',
+          DATA,
+          '--tasks',
+          'RuMedDaNet',
+        ],
+      );
+      await tiny.close();
+      expect([refused.code, refused.stderr]).toEqual([
+        1,
+        expect.stringContaining("over the model's context of 40"),
+      ]);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('is reproducible under its seed, and prints a table', async () => {
     const a = JSON.parse((await probe(clean.url, '--seed', '7')).stdout) as Probed;
     const b = JSON.parse((await probe(clean.url, '--seed', '7')).stdout) as Probed;

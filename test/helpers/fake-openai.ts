@@ -90,6 +90,8 @@ export async function startFakeOpenAI(options: {
    * "Текст: …" and end alike, differ only some tokens away from where they meet).
    */
   memorized?: string;
+  /** What /tokenize says of the model's context (vLLM's `max_model_len`); 8192 by default. */
+  maxModelLen?: number;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -109,7 +111,7 @@ export async function startFakeOpenAI(options: {
     if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
       const body = JSON.parse(await readBody(req)) as { prompt: string; add_special_tokens?: boolean };
       const tokens = fakeTokenize(body.prompt, body.add_special_tokens ?? true);
-      json(200, { tokens, count: tokens.length, max_model_len: 8192 });
+      json(200, { tokens, count: tokens.length, max_model_len: options.maxModelLen ?? 8192 });
       return;
     }
     if (req.method === 'POST' && req.url?.endsWith('/v1/completions')) {
