@@ -11,16 +11,27 @@ import { planRun } from '../llm/run.js';
 import type { Logger } from '../log.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
-import { addEndpoint, listEndpoints, removeEndpoint } from '../workers/endpoints.js';
-import { cancelPlan, exportPlan, type PlanStatus, planStatus } from '../workers/plans.js';
-import { openQueue, type QueueDb } from '../workers/store.js';
-import { enqueuePlan, type QueuedCell } from '../workers/submit.js';
-import { type CellRunner, Worker } from '../workers/worker.js';
+import type { PlanStatus } from '../workers/plans.js';
+import type { QueueDb } from '../workers/store.js';
+import type { QueuedCell } from '../workers/submit.js';
+import type { CellRunner } from '../workers/worker.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 import { llmRunOptions, makeProvider } from './llm.js';
 import { llmFlagsOfArgv, loadPlan, submitCell } from './plan.js';
+
+/** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
+async function queue() {
+  const [endpoints, plans, store, submit, worker] = await Promise.all([
+    import('../workers/endpoints.js'),
+    import('../workers/plans.js'),
+    import('../workers/store.js'),
+    import('../workers/submit.js'),
+    import('../workers/worker.js'),
+  ]);
+  return { ...endpoints, ...plans, ...store, ...submit, ...worker };
+}
 
 const dbFlag = () => flag.text('--db <url>', "the queue's PostgreSQL (postgres://…; default: $DATABASE_URL)");
 
@@ -98,7 +109,7 @@ export async function withQueue<T>(
 ): Promise<T> {
   const target = url ?? (process.env.DATABASE_URL || undefined);
   if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
-  const db = await openQueue(target, o);
+  const db = await (await queue()).openQueue(target, o);
   try {
     return await f(db);
   } finally {
@@ -159,14 +170,16 @@ export async function runPlanSubmit(
   for (const n of notes) io.log.info(n);
   const sha = createHash('sha256').update(readFileSync(plan.file)).digest('hex');
   const r = await withQueue(flags.db, (db) =>
-    enqueuePlan(db, {
-      name: plan.name,
-      file: plan.file,
-      sha256: sha,
-      maxInFlight: plan.maxInFlight ?? 32,
-      cells: queued,
-      jobSize: flags.jobSize,
-    }),
+    queue().then((q) =>
+      q.enqueuePlan(db, {
+        name: plan.name,
+        file: plan.file,
+        sha256: sha,
+        maxInFlight: plan.maxInFlight ?? 32,
+        cells: queued,
+        jobSize: flags.jobSize,
+      }),
+    ),
   );
   if (flags.json) io.out(`${JSON.stringify(r)}\n`);
   else {
@@ -215,7 +228,7 @@ export async function runPlanStatus(
   flags: FlagsOf<typeof PLAN_STATUS_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const s = await withQueue(flags.db, (db) => planStatus(db, id));
+  const s = await withQueue(flags.db, async (db) => (await queue()).planStatus(db, id));
   io.out(flags.json ? `${JSON.stringify(s)}\n` : `${renderStatus(s)}\n`);
   return EXIT.ok;
 }
@@ -225,7 +238,7 @@ export async function runPlanCancel(
   flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const r = await withQueue(flags.db, (db) => cancelPlan(db, id));
+  const r = await withQueue(flags.db, async (db) => (await queue()).cancelPlan(db, id));
   if (r.cancelled)
     io.log.info(
       `plan ${id} cancelled: its waiting jobs are dropped, its workers stop at their next heartbeat`,
@@ -240,7 +253,7 @@ export async function runPlanExport(
   io: CliIo,
 ): Promise<number> {
   const out = resolve(flags.out);
-  const summary = await withQueue(flags.db, (db) => exportPlan(db, id, out));
+  const summary = await withQueue(flags.db, async (db) => (await queue()).exportPlan(db, id, out));
   const done = summary.cells.filter((c) => c.status === 'done');
   if (flags.submit) {
     for (const c of done) c.submission = await submitCell(c.dir, flags.submit, c.cell, io);
@@ -271,7 +284,7 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
   return withQueue(
     flags.db,
     async (db) => {
-      const worker = new Worker({
+      const worker = new (await queue()).Worker({
         db,
         jobs: flags.jobs,
         concurrency: flags.concurrency,
@@ -312,13 +325,15 @@ export async function runEndpointAdd(
   if (flags.provider === 'openai' && !flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url');
   const e = await withQueue(flags.db, (db) =>
-    addEndpoint(db, {
-      name,
-      provider: flags.provider,
-      base_url: flags.baseUrl ?? null,
-      model: flags.model,
-      api_key_env: flags.apiKeyEnv ?? null,
-    }),
+    queue().then((q) =>
+      q.addEndpoint(db, {
+        name,
+        provider: flags.provider,
+        base_url: flags.baseUrl ?? null,
+        model: flags.model,
+        api_key_env: flags.apiKeyEnv ?? null,
+      }),
+    ),
   );
   io.log.info(`endpoint ${e.name}: ${e.provider} ${e.base_url ?? ''} model ${e.model} on the allow-list`);
   return EXIT.ok;
@@ -328,7 +343,7 @@ export async function runEndpointList(
   flags: FlagsOf<typeof ENDPOINT_LIST_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const list = await withQueue(flags.db, (db) => listEndpoints(db));
+  const list = await withQueue(flags.db, async (db) => (await queue()).listEndpoints(db));
   if (flags.json) io.out(`${JSON.stringify(list)}\n`);
   else
     io.out(
@@ -346,7 +361,7 @@ export async function runEndpointRemove(
   flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const gone = await withQueue(flags.db, (db) => removeEndpoint(db, name));
+  const gone = await withQueue(flags.db, async (db) => (await queue()).removeEndpoint(db, name));
   if (!gone) throw new UsageError(`no endpoint "${name}" on the allow-list`);
   io.log.info(`endpoint ${name} removed from the allow-list`);
   return EXIT.ok;

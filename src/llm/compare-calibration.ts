@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CalibrationItem, type EceDifference, eceDifference } from '../metrics/calibration.js';
 import { forEachLine } from './journal.js';
-import type { SampleLog } from './outputs.js';
+import { calibrationItem, type SampleLog } from './outputs.js';
 
 const MAX_LINE = 64 << 20;
 
@@ -23,11 +23,10 @@ async function calibrationItems(dir: string): Promise<Map<string, Map<string, Ca
     } catch {
       return;
     }
-    if (s.mode !== 'loglik' || s.gold === undefined || !s.candidates) return;
-    const gold = s.candidates.findIndex((c) => c.label === s.gold);
-    if (gold < 0 || s.candidates.some((c) => c.logprob === null)) return;
+    const item = s.mode === 'loglik' && s.gold !== undefined ? calibrationItem(s) : undefined;
+    if (!item) return;
     const task = out.get(s.task) ?? new Map<string, CalibrationItem>();
-    task.set(s.id, { logits: s.candidates.map((c) => c.logprob as number), gold });
+    task.set(s.id, item);
     out.set(s.task, task);
   });
   return out;

@@ -464,8 +464,9 @@ export class OpenAIProvider implements Provider {
           false,
         );
       }
-      if (typeof json.max_model_len === 'number' && json.max_model_len > 0)
-        this.maxModelLen = json.max_model_len;
+      // A length that is not a whole positive number is no length: the shards are then not fitted to it.
+      if (Number.isInteger(json.max_model_len) && (json.max_model_len as number) > 0)
+        this.maxModelLen = json.max_model_len as number;
       return json.tokens as number[];
     });
   }

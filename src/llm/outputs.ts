@@ -165,18 +165,25 @@ export interface TaskFigures {
   calibration_norm_char?: Calibration & { left_out: number };
 }
 
+/**
+ * A log-likelihood sample as calibration reads it: its candidates' scores (under a normalization) and the gold's
+ * index; undefined where the gold is not a candidate or a candidate went unscored.
+ */
+export function calibrationItem(s: SampleLog, by: 'sum' | 'char' = 'sum'): CalibrationItem | undefined {
+  const c = s.candidates ?? [];
+  const gold = c.findIndex((x) => x.label === s.gold);
+  if (gold < 0 || c.some((x) => x.logprob === null)) return undefined;
+  return { logits: c.map((x) => normalized(x.logprob as number, x.text, by)), gold };
+}
+
 /** Calibration of a task's log-likelihood answers, under a normalization of the candidates' scores. */
 function taskCalibration(
   graded: readonly SampleLog[],
   by: 'sum' | 'char',
 ): (Calibration & { left_out: number }) | undefined {
-  const items: CalibrationItem[] = [];
-  for (const s of graded) {
-    const c = s.candidates ?? [];
-    const gold = c.findIndex((x) => x.label === s.gold);
-    if (gold < 0 || c.some((x) => x.logprob === null)) continue;
-    items.push({ logits: c.map((x) => normalized(x.logprob as number, x.text, by)), gold });
-  }
+  const items = graded
+    .map((s) => calibrationItem(s, by))
+    .filter((x): x is CalibrationItem => x !== undefined);
   if (items.length === 0) return undefined;
   return { ...calibration(items), left_out: graded.length - items.length };
 }

@@ -632,6 +632,32 @@ export interface CalibrationSeries {
   coverage: readonly { coverage: number; accuracy: number }[];
 }
 
+/** A 0–100 % axis. */
+const percent = (field: string, title: string) => ({
+  field,
+  type: 'quantitative' as const,
+  title,
+  scale: { domain: [0, 100] },
+});
+
+/** One panel per task (the calibration charts), its layers drawn over the series' values. */
+function taskPanels(
+  series: readonly CalibrationSeries[],
+  o: { id: string; title: string; description: string; values: object[]; height: number; layer: object[] },
+): Pick<Chart, 'id' | 'title' | 'description' | 'spec'> {
+  const tasks = [...new Set(series.map((s) => s.task))];
+  return {
+    id: o.id,
+    title: o.title,
+    description: o.description,
+    spec: top(o.title, `${o.title}.`, {
+      data: { values: o.values },
+      facet: { column: { field: 'task', type: 'nominal', title: null, sort: tasks } },
+      spec: { width: 200, height: o.height, layer: o.layer },
+    }),
+  };
+}
+
 /**
  * Log-likelihood runs: the reliability diagram (Guo et al., 2017): per confidence bin, accuracy against mean
  * confidence, a point sized by its items; on the diagonal a model is as right as it is sure. One panel per task.
@@ -642,7 +668,6 @@ export function reliabilityChart(
   palette: readonly string[] = [...new Set(series.map((s) => s.system))],
 ): Chart {
   const systems = [...new Set(series.map((s) => s.system))];
-  const tasks = [...new Set(series.map((s) => s.task))];
   const values = series.flatMap((s) =>
     s.bins.map((b) => ({
       system: s.system,
@@ -654,53 +679,36 @@ export function reliabilityChart(
     })),
   );
   return {
-    id: 'llm-reliability',
-    title: t.reliabilityChart,
-    description: `${t.reliabilityChart}: ${series.map((s) => `${s.system} ${s.task} ${s.bins.length} bins`).join('; ')}.`,
-    spec: top(t.reliabilityChart, `${t.reliabilityChart}.`, {
-      data: { values },
-      facet: { column: { field: 'task', type: 'nominal', title: null, sort: tasks } },
-      spec: {
-        width: 200,
-        height: 200,
-        layer: [
-          {
-            name: 'diagonal',
-            data: {
-              values: [
-                { x: 0, y: 0 },
-                { x: 100, y: 100 },
-              ],
-            },
-            mark: { type: 'line', color: 'gray', strokeDash: [4, 4] },
-            encoding: {
-              x: { field: 'x', type: 'quantitative', scale: { domain: [0, 100] } },
-              y: { field: 'y', type: 'quantitative', scale: { domain: [0, 100] } },
-            },
+    ...taskPanels(series, {
+      id: 'llm-reliability',
+      title: t.reliabilityChart,
+      description: `${t.reliabilityChart}: ${series.map((s) => `${s.system} ${s.task} ${s.bins.length} bins`).join('; ')}.`,
+      values,
+      height: 200,
+      layer: [
+        {
+          name: 'diagonal',
+          data: {
+            values: [
+              { x: 0, y: 0 },
+              { x: 100, y: 100 },
+            ],
           },
-          {
-            name: 'bins',
-            mark: { type: 'point', filled: true, opacity: 0.8 },
-            encoding: {
-              x: {
-                field: 'confidence',
-                type: 'quantitative',
-                title: t.confidenceAxis,
-                scale: { domain: [0, 100] },
-              },
-              y: {
-                field: 'accuracy',
-                type: 'quantitative',
-                title: t.accuracyAxis,
-                scale: { domain: [0, 100] },
-              },
-              size: { field: 'n', type: 'quantitative', title: t.items },
-              color: systemColor(systems, palette, t.system),
-              description: TIP,
-            },
+          mark: { type: 'line', color: 'gray', strokeDash: [4, 4] },
+          encoding: { x: percent('x', t.confidenceAxis), y: percent('y', t.accuracyAxis) },
+        },
+        {
+          name: 'bins',
+          mark: { type: 'point', filled: true, opacity: 0.8 },
+          encoding: {
+            x: percent('confidence', t.confidenceAxis),
+            y: percent('accuracy', t.accuracyAxis),
+            size: { field: 'n', type: 'quantitative', title: t.items },
+            color: systemColor(systems, palette, t.system),
+            description: TIP,
           },
-        ],
-      },
+        },
+      ],
     }),
     table: {
       header: [t.system, t.task, t.items, t.confidenceAxis, t.accuracyAxis],
@@ -716,7 +724,6 @@ export function coverageChart(
   palette: readonly string[] = [...new Set(series.map((s) => s.system))],
 ): Chart {
   const systems = [...new Set(series.map((s) => s.system))];
-  const tasks = [...new Set(series.map((s) => s.task))];
   const values = series.flatMap((s) =>
     s.coverage.map((c) => ({
       system: s.system,
@@ -727,38 +734,24 @@ export function coverageChart(
     })),
   );
   return {
-    id: 'llm-coverage',
-    title: t.coverageChart,
-    description: `${t.coverageChart}: ${series.map((s) => `${s.system} ${s.task} ${f2(100 * (s.coverage.at(-1)?.accuracy ?? Number.NaN))}% at full coverage`).join('; ')}.`,
-    spec: top(t.coverageChart, `${t.coverageChart}.`, {
-      data: { values },
-      facet: { column: { field: 'task', type: 'nominal', title: null, sort: tasks } },
-      spec: {
-        width: 200,
-        height: 160,
-        layer: [
-          {
-            name: 'coverage',
-            mark: { type: 'line', point: true },
-            encoding: {
-              x: {
-                field: 'coverage',
-                type: 'quantitative',
-                title: t.coverageAxis,
-                scale: { domain: [0, 100] },
-              },
-              y: {
-                field: 'accuracy',
-                type: 'quantitative',
-                title: t.accuracyAxis,
-                scale: { domain: [0, 100] },
-              },
-              color: systemColor(systems, palette, t.system),
-              description: TIP,
-            },
+    ...taskPanels(series, {
+      id: 'llm-coverage',
+      title: t.coverageChart,
+      description: `${t.coverageChart}: ${series.map((s) => `${s.system} ${s.task} ${f2(100 * (s.coverage.at(-1)?.accuracy ?? Number.NaN))}% at full coverage`).join('; ')}.`,
+      values,
+      height: 160,
+      layer: [
+        {
+          name: 'coverage',
+          mark: { type: 'line', point: true },
+          encoding: {
+            x: percent('coverage', t.coverageAxis),
+            y: percent('accuracy', t.accuracyAxis),
+            color: systemColor(systems, palette, t.system),
+            description: TIP,
           },
-        ],
-      },
+        },
+      ],
     }),
     table: {
       header: [t.system, t.task, t.coverageAxis, t.accuracyAxis],

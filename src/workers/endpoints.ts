@@ -5,6 +5,7 @@
  * Keys are not stored: an endpoint names the environment variable that holds its key on the workers.
  */
 import { RumedbenchError, UsageError } from '../errors.js';
+import { checkBaseUrl } from '../llm/openai.js';
 import { type QueueDb, SCHEMA } from './store.js';
 
 export interface Endpoint {
@@ -27,17 +28,9 @@ export function checkEndpoint(e: Endpoint): Endpoint {
     throw new UsageError(
       `--api-key-env: an environment variable's name, got "${e.api_key_env.slice(0, 80)}"`,
     );
-  if (e.provider === 'openai') {
-    let u: URL;
-    try {
-      u = new URL(e.base_url ?? '');
-    } catch {
-      throw new UsageError(`--base-url: an http(s) URL, got "${String(e.base_url).slice(0, 200)}"`);
-    }
-    if (!/^https?:$/.test(u.protocol) || u.username || u.password)
-      throw new UsageError('--base-url: an http(s) URL without credentials in it (keys go in --api-key-env)');
-    return { ...e, base_url: normalise(u.toString()) };
-  }
+  // The same check as `llm --base-url`: http(s), no credentials in the address.
+  if (e.provider === 'openai')
+    return { ...e, base_url: normalise(checkBaseUrl(e.base_url ?? '').toString()) };
   if (e.provider === 'llama') return { ...e, base_url: null };
   throw new UsageError(`--provider: openai or llama, got "${String(e.provider)}"`);
 }

@@ -5,7 +5,7 @@
  * finished cells' run folders, and the platform's allow-list of model servers. Secrets are never stored: a cell's
  * command line names the environment variable of its key, and each worker reads its own.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { RumedbenchError } from '../errors.js';
@@ -222,5 +222,4 @@ export async function ensureQueue(db: QueueDb, name: string): Promise<void> {
 }
 
 /** A plan id: short, unguessable enough to share, and typed by hand. */
-export const newPlanId = (): string =>
-  `p-${createHash('sha256').update(`${Date.now()}-${Math.random()}-${process.pid}`).digest('hex').slice(0, 12)}`;
+export const newPlanId = (): string => `p-${randomBytes(6).toString('hex')}`;

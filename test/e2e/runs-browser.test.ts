@@ -131,6 +131,9 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     const runPage = await open(`/runs/${id}`, true);
     expect(await runPage.textContent('main')).toContain('done');
     await shot(runPage, 'run-admin');
+    const russian = await open('/runs?lang=ru');
+    expect(await russian.textContent('main')).toContain('Оценки, запущенные платформой');
+    await shot(russian, 'runs-ru');
     const entryLink = await runPage.getAttribute('main a[href^="/submissions/"]', 'href');
     expect(entryLink).toBeTruthy();
     const entry = await open(entryLink as string);

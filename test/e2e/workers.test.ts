@@ -402,7 +402,7 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     );
     expect([refused.code, refused.stderr]).toEqual([
       2,
-      expect.stringContaining('--base-url: an http(s) URL'),
+      expect.stringContaining('--base-url: an http:// or https:// URL'),
     ]);
     const list = JSON.parse(
       (await rumedbenchOk('serve', 'endpoint', 'list', '--db', db, '--json')).stdout,

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../../../test/helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../../test/helpers/fake-openai.js';
-import { writeFixtureData } from '../../../test/helpers/fixture-data.js';
+import { fixtureDataDir, writeFixtureData } from '../../../test/helpers/fixture-data.js';
+import { ADMIN as BOARD_ADMIN, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { cellRunner } from '../../cli/queue.js';
 import { createLogger } from '../../log.js';
 import { addEndpoint } from '../../workers/endpoints.js';
@@ -176,3 +177,49 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
 });
 
 if (!PG_URL) describe('platform runs', () => it.skip(NO_PG_REASON, () => {}));
+
+describe('platform runs: every body capped and authenticated before it is read (SQLite: no queue)', () => {
+  const board = useLeaderboardApp('sqlite', fixtureDataDir());
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    board.request(path, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+  const code = async (res: Response) => [res.status, ((await res.json()) as { code: string }).code];
+
+  it('refuses before parsing: no token, a team token on the admin route, a body over 64 KiB, broken JSON', async () => {
+    // Not JSON at all, and no credentials: refused for the credentials, so the body was never parsed.
+    expect(await code(await post('/api/admin/evaluations', '{not json'))).toEqual([401, 'ADMIN_ONLY']);
+    expect(await code(await post('/api/evaluations', '{not json'))).toEqual([401, 'TOKEN_REQUIRED']);
+    const { token } = await board.lb.createToken('team-x');
+    const team = { authorization: `Bearer ${token}` };
+    expect(await code(await post('/api/admin/evaluations', '{}', team))).toEqual([401, 'ADMIN_ONLY']);
+    expect(await code(await post('/api/admin/evaluations/p-000000000000/approve', '', team))).toEqual([
+      401,
+      'ADMIN_ONLY',
+    ]);
+    const big = JSON.stringify({ endpoint: 'x', boards: 'closed', pad: 'я'.repeat(40_000) });
+    expect(await code(await post('/api/evaluations', big, team))).toEqual([413, 'BODY_TOO_LARGE']);
+    const admin = { authorization: `Bearer ${BOARD_ADMIN}` };
+    expect(await code(await post('/api/admin/evaluations', '{not json', admin))).toEqual([400, 'BAD_JSON']);
+    // Authenticated and well formed, but this board has no queue (SQLite): said, not pretended.
+    expect(await code(await post('/api/admin/evaluations', '{"endpoint": "x"}', admin))).toEqual([
+      409,
+      'RUNS_UNAVAILABLE',
+    ]);
+    expect(await code(await post('/api/evaluations', '{"endpoint": "x"}', team))).toEqual([
+      409,
+      'RUNS_UNAVAILABLE',
+    ]);
+    // The admin's form needs the session and its CSRF token.
+    const form = await board.request('/admin/evaluations', {
+      method: 'POST',
+      body: 'endpoint=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(401);
+    const page = await (await board.request('/runs?lang=ru')).text();
+    expect(page).toContain('Для запусков доска должна работать на PostgreSQL');
+  });
+});

@@ -36,6 +36,8 @@ interface EvaluationMeta {
   requested_by: 'admin' | 'team';
   /** Board entries made from the finished cells, per board. */
   imported?: Partial<Record<BoardName, string>>;
+  /** Every finished cell imported: the plan is not read again. */
+  settled?: true;
 }
 
 /** An `llm` command line of the board's fixed settings, against a registered endpoint. */
@@ -178,7 +180,9 @@ export class Runs {
   async importFinished(): Promise<number> {
     const db = this.need();
     const { rows } = await db.pool.query<{ id: string; meta: string }>(
-      `SELECT id, meta FROM ${SCHEMA}.plans WHERE kind = 'evaluation' AND status IN ('done', 'failed')`,
+      // Plans whose every finished cell is on its board are not read again at each look.
+      `SELECT id, meta FROM ${SCHEMA}.plans WHERE kind = 'evaluation' AND status IN ('done', 'failed')
+         AND (meta::jsonb ->> 'settled') IS NULL`,
     );
     let made = 0;
     for (const p of rows) {
@@ -239,6 +243,8 @@ export class Runs {
           );
         made++;
       }
+      meta.settled = true;
+      await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [p.id, JSON.stringify(meta)]);
     }
     return made;
   }
