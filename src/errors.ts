@@ -38,7 +38,11 @@ export type ErrorCode =
   /** A plan id the queue's database does not hold. */
   | 'PLAN_NOT_FOUND'
   /** A model server the platform's allow-list (`serve endpoint add`) does not name. */
-  | 'ENDPOINT_NOT_ALLOWED';
+  | 'ENDPOINT_NOT_ALLOWED'
+  /** A run spec (a file, a manifest's `spec`, a queue row) that does not fit the spec's schema. */
+  | 'RUN_SPEC_INVALID'
+  /** The queue's database holds a schema of another version than this process knows. */
+  | 'QUEUE_SCHEMA_MISMATCH';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;
@@ -143,5 +147,16 @@ export class PlanError extends RumedbenchError {
         ? (problems[0] as string)
         : `${file}: ${problems.length} problems:\n  ${problems.join('\n  ')}`,
     );
+  }
+}
+
+/** A run spec that does not fit its schema: where it came from, and each problem with its path in the spec. */
+export class RunSpecError extends RumedbenchError {
+  constructor(
+    readonly where: string,
+    readonly problems: readonly string[],
+  ) {
+    super('RUN_SPEC_INVALID', `${where}: not a valid run spec:\n  ${problems.join('\n  ')}`);
+    this.name = 'RunSpecError';
   }
 }

@@ -1,17 +1,15 @@
 /** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline (with an encoder where asked) and a loaded model. */
 
-import { basename, join } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { loadModel, type ModelManifest } from '../baselines/model-io.js';
-import { runBaseline } from '../baselines/run.js';
-import type { BaselineMethod, BaselineModel } from '../baselines/types.js';
+import type { BaselineRunResult } from '../baselines/run.js';
+import type { BaselineModel } from '../baselines/types.js';
 import { parseJsonl } from '../data/jsonl.js';
 import { validateRecords } from '../data/load.js';
-import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
-import type { VectorSource } from '../encoders/embed.js';
-import { withEngines } from '../engines.js';
+import { runEvaluation } from '../engine/run.js';
+import { type BaselineSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
@@ -84,102 +82,80 @@ const ENCODER_FLAGS = [
   'apiKeyEnv',
 ] as const;
 
-export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
+/** The run spec the flags of `baseline METHOD` stand for. */
+export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSpec {
   if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder')
     throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf or encoder`);
-  const log = io.log;
-  let embedder: VectorSource | undefined;
+  if (method !== 'encoder') {
+    const stray = ENCODER_FLAGS.filter((f) => flags[f] !== undefined);
+    if (stray.length > 0)
+      throw new UsageError(`${stray.map(flagName).join(', ')}: only for baseline encoder`);
+  } else if (!flags.model)
+    throw new UsageError(
+      flags.endpoint !== undefined
+        ? '--endpoint needs --model NAME, the model the server embeds with'
+        : 'baseline encoder needs --model DIR_OR_HUB_ID',
+    );
   if (method === 'encoder' && flags.endpoint !== undefined) {
-    if (!flags.model) throw new UsageError('--endpoint needs --model NAME, the model the server embeds with');
     const local = (['pooling', 'dtype', 'maxLength', 'save'] as const).filter((f) => flags[f] !== undefined);
     if (local.length > 0 || flags.download === false)
       throw new UsageError(
-        `${[...local.map((f) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), ...(flags.download === false ? ['--no-download'] : [])].join(', ')}: for a model run here, not with --endpoint (the server pools, and its heads cannot be reopened without it)`,
+        `${[...local.map(flagName), ...(flags.download === false ? ['--no-download'] : [])].join(', ')}: for a model run here, not with --endpoint (the server pools, and its heads cannot be reopened without it)`,
       );
-    let apiKey: string | undefined;
-    if (flags.apiKeyEnv) {
-      apiKey = process.env[flags.apiKeyEnv];
-      if (!apiKey)
-        throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: that environment variable is not set`);
-    }
-    const { defaultCacheDir, openEmbeddingCache } = await import('../encoders/cache.js');
-    const { EndpointEmbedder } = await import('../encoders/endpoint.js');
-    const cacheDir =
-      flags.cache === false ? undefined : typeof flags.cache === 'string' ? flags.cache : defaultCacheDir();
-    embedder = new EndpointEmbedder({
-      endpoint: flags.endpoint,
-      model: flags.model,
-      progress: (line) => log.info(line),
-      ...(cacheDir ? { cache: openEmbeddingCache(join(cacheDir, 'embeddings.sqlite')) } : {}),
-      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
-      ...(apiKey ? { apiKey } : {}),
-    });
-    log.info(`encoder ${flags.model} at ${flags.endpoint} (/embeddings), batches of ${embedder.batchSize}`);
-  } else if (method === 'encoder') {
-    if (!flags.model) throw new UsageError('baseline encoder needs --model DIR_OR_HUB_ID');
-    // onnxruntime's native library loads only for encoder runs.
-    const { defaultCacheDir, openEmbedder } = await withEngines(
-      'rumedbench baseline encoder',
-      () => import('../encoders/open.js'),
-    );
-    embedder = await openEmbedder({
-      model: flags.model,
-      cacheDir:
-        flags.cache === false ? false : typeof flags.cache === 'string' ? flags.cache : defaultCacheDir(),
-      allowDownload: flags.download,
-      progress: (line) => log.info(line),
-      ...(flags.pooling ? { pooling: flags.pooling } : {}),
-      ...(flags.dtype ? { dtype: flags.dtype } : {}),
-      ...(flags.maxLength !== undefined ? { maxLength: flags.maxLength } : {}),
-      ...(flags.batchSize !== undefined ? { batchSize: flags.batchSize } : {}),
+  }
+  return makeRunSpec(
+    {
+      schema: RUN_SPEC_SCHEMA,
+      kind: 'baseline',
+      method,
+      ...(method === 'encoder'
+        ? {
+            encoder: {
+              model: flags.model as string,
+              ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
+              ...(flags.apiKeyEnv !== undefined ? { api_key_env: flags.apiKeyEnv } : {}),
+              ...(flags.pooling !== undefined ? { pooling: flags.pooling } : {}),
+              ...(flags.dtype !== undefined ? { dtype: flags.dtype } : {}),
+              ...(flags.maxLength !== undefined ? { max_length: flags.maxLength } : {}),
+              ...(flags.batchSize !== undefined ? { batch_size: flags.batchSize } : {}),
+              ...(flags.C !== undefined ? { C: flags.C } : {}),
+              ...(flags.cache !== undefined
+                ? { cache: flags.cache === false ? false : resolve(flags.cache) }
+                : {}),
+              download: flags.download,
+            },
+          }
+        : {}),
+      tasks: parseTaskList(flags.tasks).map((t) => t.name),
+      ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
+      train_split: flags.trainSplit,
+      seed: flags.seed,
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-    });
-    const i = embedder.info;
-    log.info(
-      `encoder ${i.model} (${i.dtype}, sha256 ${i.sha256.slice(0, 12)}…), ${embedder.pooling} pooling, max length ${embedder.maxLength}, batches of ${embedder.batchSize}`,
-    );
-  } else {
-    const stray = ENCODER_FLAGS.filter((f) => flags[f] !== undefined);
-    if (stray.length > 0)
-      throw new UsageError(
-        `${stray.map((f) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}: only for baseline encoder`,
-      );
-  }
-  try {
-    return await reportBaseline(method, flags, io, log, embedder);
-  } finally {
-    await embedder?.close();
-  }
+      bootstrap: flags.bootstrap,
+      ...(flags.save !== undefined ? { save: resolve(flags.save) } : {}),
+    },
+    `the flags of baseline ${method}`,
+  ) as BaselineSpec;
 }
 
-async function reportBaseline(
-  method: BaselineMethod,
-  flags: BaselineFlags,
-  io: CliIo,
-  log: Logger,
-  embedder: VectorSource | undefined,
-): Promise<number> {
-  const result = await runBaseline({
-    method,
-    ...(embedder ? { embedder } : {}),
-    ...(flags.C !== undefined ? { C: flags.C } : {}),
-    tasks: parseTaskList(flags.tasks),
-    dataDir: resolveDataDir(flags.data),
-    outDir: flags.out,
-    trainSplit: flags.trainSplit,
-    seed: flags.seed,
-    bootstrap: flags.bootstrap,
-    logger: log,
-    ...(flags.save !== undefined ? { saveDir: flags.save } : {}),
-    ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-  });
-  if (flags.json) {
+const flagName = (f: string) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
+  const spec = baselineSpecOf(method, flags);
+  const outcome = await runEvaluation(spec, { out: flags.out, log: io.log });
+  if (outcome.kind === 'baseline') printBaseline(outcome.result, spec, flags.json, io);
+  return EXIT.ok;
+}
+
+/** A baseline run's outcome on stdout: the paper's table with this run's row, or one JSON object. */
+export function printBaseline(result: BaselineRunResult, spec: BaselineSpec, json: boolean, io: CliIo): void {
+  if (json) {
     io.out(
       `${JSON.stringify({ runs: result.runs, ...(result.encoder ? { encoder: result.encoder } : {}), evaluation: result.evaluation })}\n`,
     );
-    return EXIT.ok;
+    return;
   }
-  const label = result.encoder ? `${basename(result.encoder.model)} (this run)` : `${method} (this run)`;
+  const label = result.encoder ? `${basename(result.encoder.model)} (this run)` : `${spec.method} (this run)`;
   const embedded = result.encoder
     ? [
         `embedded ${result.encoder.embedding.embedded} input(s) in ${result.encoder.embedding.seconds.toFixed(1)} s, ${result.encoder.embedding.fromCache} from the cache`,
@@ -204,7 +180,6 @@ async function reportBaseline(
         : []),
     ].join('\n\n')}\n`,
   );
-  return EXIT.ok;
 }
 
 export const PREDICT_FLAGS = {

@@ -1,4 +1,5 @@
 /** What a command writes to: stdout for results, stderr (through the logger) for everything else. */
+import type { RumedbenchError } from '../errors.js';
 import type { RunProgress } from '../llm/send.js';
 import type { Logger } from '../log.js';
 
@@ -19,3 +20,11 @@ export interface CliIo {
  * (key, model, URL, redirect). 70: an internal error (a bug).
  */
 export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refused: 4 } as const;
+
+/** The exit code of an error a user can cause (see EXIT); undefined for a bug. */
+export function exitCodeOf(e: RumedbenchError): number {
+  if (e.code === 'USAGE' || e.code === 'RUN_SPEC_INVALID') return EXIT.usage;
+  if (e.code === 'RUN_INCOMPLETE') return EXIT.incomplete;
+  if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;
+  return EXIT.submissionErrors;
+}

@@ -1,22 +1,23 @@
-/** `rumedbench llm`: a thin wrapper over runLlm with an OpenAI-compatible provider. */
+/** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
-import { existsSync } from 'node:fs';
-import { resolveDataDir } from '../data/paths.js';
+import { resolve } from 'node:path';
+import { openProvider } from '../engine/provider.js';
+import { type RunOutcome, runEvaluation } from '../engine/run.js';
+import {
+  LLM_DEFAULTS,
+  type LlmSpec,
+  makeRunSpec,
+  type ProviderSpec,
+  RUN_SPEC_SCHEMA,
+} from '../engine/spec.js';
 import { UsageError } from '../errors.js';
-import { LlamaProvider } from '../llm/llama.js';
-import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
 import type { RepeatFigures, TaskFigures } from '../llm/outputs.js';
 import { parsePerturbations } from '../llm/perturb.js';
-import { type PerturbationRuns, renderPerturbations, runPerturbations } from '../llm/perturbations.js';
+import { renderPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
-import {
-  type PromptVariantRuns,
-  parsePromptVariants,
-  renderPromptVariants,
-  runPromptVariants,
-} from '../llm/prompt-variants.js';
+import { parsePromptVariants, renderPromptVariants } from '../llm/prompt-variants.js';
 import type { Provider } from '../llm/provider.js';
-import { type LlmRunOptions, runLlm } from '../llm/run.js';
+import type { LlmRunResult } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
@@ -44,7 +45,7 @@ export const LLM_FLAGS = {
   ),
   contextSize: flag.count('--context-size <n>', 'context window of the local model', {
     min: 64,
-    default: 4096,
+    default: LLM_DEFAULTS.contextSize,
   }),
   gpu: flag.on('--gpu', 'let the local model use a GPU where one is found'),
   threads: flag.count('--threads <n>', 'CPU threads of the local model (default: the cores)', { min: 1 }),
@@ -52,7 +53,7 @@ export const LLM_FLAGS = {
     '--mode <mode>',
     'generate (replies parsed) or loglik (candidates ranked by log-probability)',
     ['generate', 'loglik'],
-    { default: 'generate' },
+    { default: LLM_DEFAULTS.mode },
   ),
   labelWords: flag.on(
     '--label-words',
@@ -63,14 +64,22 @@ export const LLM_FLAGS = {
   header: flag.many('--header <header>', 'extra HTTP header "Name: value" (repeatable)'),
   tasks: flag.text('--tasks <list>', 'comma-separated task names (default: all)'),
   split: flag.choice('--split <split>', 'which splits to ask', ['test', 'private_test', 'both'], {
-    default: 'test',
+    default: LLM_DEFAULTS.split,
   }),
   data: flag.text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
   out: flag.text('--out <dir>', 'run folder', { required: true }),
-  shots: flag.count('--shots <k>', 'worked examples from train', { min: 0, default: 0 }),
-  seed: flag.count('--seed <n>', 'seed for examples, sampling and the bootstrap', { min: 0, default: 0 }),
-  temperature: flag.decimal('--temperature <t>', 'sampling temperature', { default: 0 }),
-  maxTokens: flag.count('--max-tokens <n>', 'completion tokens per reply', { min: 1, default: 1024 }),
+  shots: flag.count('--shots <k>', 'worked examples from train', { min: 0, default: LLM_DEFAULTS.shots }),
+  seed: flag.count('--seed <n>', 'seed for examples, sampling and the bootstrap', {
+    min: 0,
+    default: LLM_DEFAULTS.seed,
+  }),
+  temperature: flag.decimal('--temperature <t>', 'sampling temperature', {
+    default: LLM_DEFAULTS.temperature,
+  }),
+  maxTokens: flag.count('--max-tokens <n>', 'completion tokens per reply', {
+    min: 1,
+    default: LLM_DEFAULTS.maxTokens,
+  }),
   stop: flag.many('--stop <text>', 'stop sequence (repeatable)'),
   system: flag.text('--system <text>', "replace the tasks' system prompt ('' sends none)"),
   template: flag.text(
@@ -82,13 +91,16 @@ export const LLM_FLAGS = {
     'requests in flight (default 8); --provider llama: sequences evaluated in parallel (default 1)',
     { min: 1 },
   ),
-  timeoutMs: flag.count('--timeout-ms <n>', 'per-request timeout', { min: 1, default: 120_000 }),
+  timeoutMs: flag.count('--timeout-ms <n>', 'per-request timeout', {
+    min: 1,
+    default: LLM_DEFAULTS.timeoutMs,
+  }),
   maxRetries: flag.count(
     '--max-retries <n>',
     'retries per request (429, 5xx, timeouts, dropped connections)',
     {
       min: 0,
-      default: 6,
+      default: LLM_DEFAULTS.maxRetries,
     },
   ),
   maxWait: flag.count(
@@ -96,7 +108,7 @@ export const LLM_FLAGS = {
     'the longest single wait before a retry; a longer Retry-After fails the request',
     {
       min: 1,
-      default: 60,
+      default: LLM_DEFAULTS.maxWaitS,
     },
   ),
   maxReplyBytes: flag.count(
@@ -104,7 +116,7 @@ export const LLM_FLAGS = {
     'bytes of one reply at most; a longer one fails its request',
     {
       min: 1024,
-      default: 4 << 20,
+      default: LLM_DEFAULTS.maxReplyBytes,
     },
   ),
   allowFailures: flag.custom(
@@ -125,7 +137,7 @@ export const LLM_FLAGS = {
   repeats: flag.count(
     '--repeats <k>',
     'ask each generation item K times (sampling seed + r, for temperature > 0); the majority answer is scored',
-    { min: 1, default: 1 },
+    { min: 1, default: LLM_DEFAULTS.repeats },
   ),
   shard: flag.custom(
     '--shard <i/n>',
@@ -139,7 +151,10 @@ export const LLM_FLAGS = {
   ),
   pricePrompt: flag.decimal('--price-prompt <usd>', 'price per million prompt tokens'),
   priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
-  bootstrap: flag.count('--bootstrap <n>', 'bootstrap resamples for the score', { min: 0, default: 1000 }),
+  bootstrap: flag.count('--bootstrap <n>', 'bootstrap resamples for the score', {
+    min: 0,
+    default: LLM_DEFAULTS.bootstrap,
+  }),
   progress: flag.on('--no-progress', 'no progress bar'),
   json: flag.on('--json', 'print summary.json on stdout'),
 } satisfies FlagTable;
@@ -199,7 +214,6 @@ export type ProviderFlags = Pick<
   | 'contextSize'
   | 'gpu'
   | 'threads'
-  | 'concurrency'
   | 'baseUrl'
   | 'apiKeyEnv'
   | 'header'
@@ -209,59 +223,81 @@ export type ProviderFlags = Pick<
   | 'maxReplyBytes'
 >;
 
-export async function makeProvider(flags: ProviderFlags, io: CliIo): Promise<Provider> {
-  if (flags.provider === 'llama') {
-    if (!existsSync(flags.model)) {
-      throw new UsageError(`--provider llama needs --model PATH.gguf; ${flags.model} does not exist`);
-    }
-    // --concurrency N runs N sequences of one context, evaluated in batches by node-llama-cpp.
-    return LlamaProvider.load({
-      modelPath: flags.model,
-      contextSize: flags.contextSize,
+/** The provider part of a spec, from the flags. */
+export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
+  if (flags.provider === 'llama')
+    return {
+      name: 'llama',
+      model: resolve(flags.model),
+      context_size: flags.contextSize,
       gpu: flags.gpu ?? false,
-      sequences: flags.concurrency ?? 1,
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-    });
-  }
+    };
   if (flags.provider !== 'openai')
     throw new UsageError(`unknown provider "${flags.provider}"; expected openai or llama`);
   if (!flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
-  checkBaseUrl(flags.baseUrl);
-  let apiKey: string | undefined;
-  if (flags.apiKeyEnv) {
-    apiKey = process.env[flags.apiKeyEnv];
-    if (!apiKey)
-      throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: that environment variable is not set`);
-  }
-  return new OpenAIProvider({
-    baseUrl: flags.baseUrl,
+  return {
+    name: 'openai',
     model: flags.model,
+    base_url: flags.baseUrl,
+    ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
     headers: headers(flags.header),
-    timeoutMs: flags.timeoutMs,
-    maxRetries: flags.maxRetries,
-    maxInFlight: flags.concurrency ?? 8,
-    maxWaitMs: flags.maxWait * 1000,
-    maxReplyBytes: flags.maxReplyBytes,
-    onRetry: retryNotices(io),
-    ...(apiKey ? { apiKey } : {}),
+    timeout_ms: flags.timeoutMs,
+    max_retries: flags.maxRetries,
+    max_wait_s: flags.maxWait,
+    max_reply_bytes: flags.maxReplyBytes,
+  };
+}
+
+/** A provider from the flags (the probes of `contamination`). */
+export function makeProvider(
+  flags: ProviderFlags & { concurrency?: number | undefined },
+  io: Pick<CliIo, 'log'>,
+): Promise<Provider> {
+  const p = providerSpecOf(flags);
+  return openProvider(p, {
+    concurrency: flags.concurrency ?? LLM_DEFAULTS.concurrency[p.name],
+    log: io.log,
   });
 }
 
-/**
- * Says on stderr why the run waits, when the wait is long enough to look like a hang (3 s or more, or after a
- * timed-out request), at most once a second.
- */
-function retryNotices(io: CliIo): (n: RetryNotice) => void {
-  let last = 0;
-  return (n) => {
-    const now = Date.now();
-    if ((n.waitMs < 3000 && !/timed out/.test(n.reason)) || now - last < 1000) return;
-    last = now;
-    io.log.warn(
-      `waiting ${(n.waitMs / 1000).toFixed(0)} s before retry ${n.attempt} of ${n.maxRetries}: ${n.reason}`,
-    );
-  };
+/** The run spec the flags of `llm` stand for: every flag a field, every default filled by the spec. */
+export function llmSpecOf(flags: LlmFlags): LlmSpec {
+  if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined))
+    throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
+  const tasks = parseTaskList(flags.tasks);
+  return makeRunSpec(
+    {
+      schema: RUN_SPEC_SCHEMA,
+      kind: 'llm',
+      provider: providerSpecOf(flags),
+      tasks: tasks.map((t) => t.name),
+      split: flags.split,
+      ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
+      mode: flags.mode,
+      label_words: flags.labelWords,
+      shots: flags.shots,
+      seed: flags.seed,
+      temperature: flags.temperature,
+      max_tokens: flags.maxTokens,
+      stop: flags.stop,
+      ...(flags.system !== undefined ? { system: flags.system } : {}),
+      ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
+      ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+      ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+      prompts: flags.prompts === undefined ? [] : parsePromptVariants(flags.prompts, tasks),
+      perturb: flags.perturb ?? [],
+      repeats: flags.repeats,
+      ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
+      ...(flags.allowFailures ? { allow_failures: flags.allowFailures } : {}),
+      ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
+        ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
+        : {}),
+      bootstrap: flags.bootstrap,
+    },
+    'the flags of llm',
+  ) as LlmSpec;
 }
 
 /** Uniform guessing over each task's label space (train inventory for the open ones); – where it has none. */
@@ -276,91 +312,34 @@ function chanceRow(labelSpace: Record<string, number>): PaperRow {
   return { model: 'Chance', tasks, overall: Number.NaN };
 }
 
-/** The run's options as the flags give them, less the provider and the progress display (a worker's too). */
-export function llmRunOptions(flags: LlmFlags, io: Pick<CliIo, 'log'>): Omit<LlmRunOptions, 'provider'> {
-  return {
-    tasks: parseTaskList(flags.tasks),
-    splits: flags.split,
-    mode: flags.mode,
-    ...(flags.labelWords ? { labelWords: true } : {}),
-    dataDir: resolveDataDir(flags.data),
-    outDir: flags.out,
-    shots: flags.shots,
-    seed: flags.seed,
-    params: {
-      temperature: flags.temperature,
-      maxTokens: flags.maxTokens,
-      seed: flags.seed,
-      ...(flags.stop.length > 0 ? { stop: flags.stop } : {}),
-    },
-    concurrency: flags.concurrency ?? (flags.provider === 'llama' ? 1 : 8),
-    bootstrap: flags.bootstrap,
-    logger: io.log,
-    ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
-    ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
-    ...(flags.repeats > 1 ? { repeats: flags.repeats } : {}),
+export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
+  const spec = llmSpecOf(flags);
+  const outcome = await runEvaluation(spec, {
+    out: flags.out,
+    log: io.log,
     ...(flags.resume ? { resume: true } : {}),
     ...(flags.retryErrors ? { retryErrors: true } : {}),
-    ...(flags.allowFailures ? { allowFailures: flags.allowFailures } : {}),
-    ...(flags.provider === 'openai' ? { maxReplyBytes: flags.maxReplyBytes } : {}),
-    ...(flags.system !== undefined ? { system: flags.system } : {}),
-    ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
-    ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
-      ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
-      : {}),
-  };
-}
-
-export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
-  if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined)) {
-    throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
-  }
-  if (flags.repeats > 1 && flags.mode === 'loglik')
-    throw new UsageError(
-      '--repeats: a log-likelihood score is the same each time; repeats are for generation',
-    );
-  if (flags.repeats > 1 && flags.temperature === 0)
-    io.log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
-  const perturbations = flags.perturb ?? [];
-  const tasks = parseTaskList(flags.tasks);
-  const promptIds = flags.prompts === undefined ? [] : parsePromptVariants(flags.prompts, tasks);
-  if (promptIds.length > 0 && flags.mode === 'loglik')
-    throw new UsageError(
-      '--prompts: the formulations are of the generation instruction; use --mode generate',
-    );
-  const provider = await makeProvider(flags, io);
-  let result: Awaited<ReturnType<typeof runLlm>>;
-  let variants: PerturbationRuns | undefined;
-  let formulations: PromptVariantRuns | undefined;
-  try {
-    const options: Parameters<typeof runLlm>[0] = {
-      provider,
-      ...llmRunOptions(flags, io),
-      ...(io.onProgress
-        ? { onProgress: io.onProgress }
-        : flags.progress && !io.quiet && process.stderr.isTTY === true
-          ? { onProgress: progressBar() }
-          : {}),
-    };
-    result = await runLlm(options);
-    if (promptIds.length > 0) formulations = await runPromptVariants(options, promptIds, io.log);
-    if (perturbations.length > 0) variants = await runPerturbations(options, perturbations, io.log);
-  } finally {
-    await provider.close?.();
-  }
-  printLlmResult(result, flags.model, flags.json, io);
-  if (formulations && !flags.json) io.out(`${renderPromptVariants(formulations)}\n`);
-  if (variants && !flags.json) io.out(`${renderPerturbations(variants)}\n`);
+    ...progressOf(io, flags.progress),
+  });
+  if (outcome.kind === 'llm') printOutcome(outcome, flags.json, io);
   return EXIT.ok;
 }
 
+/** Where an LLM run's progress goes: the caller's hook, else a bar on a terminal. */
+export function progressOf(io: CliIo, wanted: boolean): { onProgress?: NonNullable<CliIo['onProgress']> } {
+  if (io.onProgress) return { onProgress: io.onProgress };
+  return wanted && !io.quiet && process.stderr.isTTY === true ? { onProgress: progressBar() } : {};
+}
+
+/** An LLM run's outcome on stdout: its tables, and those of its formulations and perturbations. */
+export function printOutcome(outcome: Extract<RunOutcome, { kind: 'llm' }>, json: boolean, io: CliIo): void {
+  printLlmResult(outcome.result, outcome.spec.provider.model, json, io);
+  if (outcome.formulations && !json) io.out(`${renderPromptVariants(outcome.formulations)}\n`);
+  if (outcome.variants && !json) io.out(`${renderPerturbations(outcome.variants)}\n`);
+}
+
 /** An LLM run's result on stdout: summary.json with --json, else the tables (also `merge`'s). */
-export function printLlmResult(
-  result: Awaited<ReturnType<typeof runLlm>>,
-  label: string,
-  json: boolean,
-  io: CliIo,
-): void {
+export function printLlmResult(result: LlmRunResult, label: string, json: boolean, io: CliIo): void {
   if (json) {
     io.out(`${JSON.stringify(result.summary)}\n`);
     return;

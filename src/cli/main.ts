@@ -31,7 +31,7 @@ import {
 import { PREDICT_ENCODER_FLAGS, type PredictEncoderFlags, runPredictEncoder } from './encoder.js';
 import { COMPARE_FLAGS, type CompareFlags, EVAL_FLAGS, type EvalFlags, runCompare, runEval } from './eval.js';
 import { addFlags, type FlagsOf } from './flags.js';
-import { type CliIo, EXIT } from './io.js';
+import { type CliIo, EXIT, exitCodeOf } from './io.js';
 import { LLM_FLAGS, type LlmFlags, runLlmCommand } from './llm.js';
 import { MERGE_FLAGS, runMerge } from './merge.js';
 import { PLAN_CHECK_FLAGS, PLAN_RUN_FLAGS, runPlanCheck, runPlanRun } from './plan.js';
@@ -40,6 +40,7 @@ import {
   ENDPOINT_LIST_FLAGS,
   PLAN_CANCEL_FLAGS,
   PLAN_EXPORT_FLAGS,
+  PLAN_MIGRATE_FLAGS,
   PLAN_STATUS_FLAGS,
   PLAN_SUBMIT_FLAGS,
   runEndpointAdd,
@@ -47,12 +48,14 @@ import {
   runEndpointRemove,
   runPlanCancel,
   runPlanExport,
+  runPlanMigrate,
   runPlanStatus,
   runPlanSubmit,
   runWorker,
   WORKER_FLAGS,
 } from './queue.js';
 import { REPORT_FLAGS, type ReportFlags, runReportCommand } from './report.js';
+import { RUN_FLAGS, runSpecCommand } from './run.js';
 import {
   CAMPAIGN_CREATE_FLAGS,
   CAMPAIGN_EXPORT_FLAGS,
@@ -161,6 +164,16 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     )
     .action(async (flags: LlmFlags) => setExit(await runLlmCommand(flags, io)));
   addFlags(llm, LLM_FLAGS);
+
+  addFlags(
+    program
+      .command('run')
+      .description("run a run spec: a spec file, or a run folder's manifest.json (repeats that run exactly)")
+      .argument('<spec>', 'spec.json or manifest.json'),
+    RUN_FLAGS,
+  ).action(async (file: string, flags: FlagsOf<typeof RUN_FLAGS>) =>
+    setExit(await runSpecCommand(file, flags, io)),
+  );
 
   addFlags(
     program
@@ -319,6 +332,12 @@ export function buildProgram(io: CliIo, setExit: (code: number) => void): Comman
     setExit(await runPlanStatus(id, flags, io)),
   );
   addFlags(
+    plan
+      .command('migrate')
+      .description("bring the queue's schema to this release (stop older workers first)"),
+    PLAN_MIGRATE_FLAGS,
+  ).action(async (flags: FlagsOf<typeof PLAN_MIGRATE_FLAGS>) => setExit(await runPlanMigrate(flags, io)));
+  addFlags(
     plan.command('cancel').description('cancel a queued plan').argument('<id>', 'plan id'),
     PLAN_CANCEL_FLAGS,
   ).action(async (id: string, flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>) =>
@@ -376,9 +395,7 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     }
     if (e instanceof RumedbenchError) {
       full.log.error(e.message);
-      if (e.code === 'RUN_INCOMPLETE') return EXIT.incomplete;
-      if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;
-      return EXIT.submissionErrors;
+      return exitCodeOf(e);
     }
     throw e;
   }

@@ -1,27 +1,26 @@
 /**
  * `rumedbench plan check|run PLAN`: an evaluation plan (src/plans/) made of this CLI's own commands. A plan setting
- * is the flag of the same name (`max_tokens` is `--max-tokens`), read and checked by the same parser, so that a cell
- * runs exactly the command line one would type; `plan run` runs those command lines in process, side by side.
+ * is the flag of the same name (`max_tokens` is `--max-tokens`), read and checked by the same parser and made into
+ * the same run spec, so that a cell runs exactly what the command would; `plan run` hands the specs to the engine,
+ * side by side.
  */
 import { resolve } from 'node:path';
-import { Command } from 'commander';
-import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
+import { modelNameOf, planLlmSpec } from '../engine/llm.js';
+import { runEvaluation } from '../engine/run.js';
+import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { planJobs } from '../llm/jobs.js';
-import { readTemplates } from '../llm/prompt.js';
-import { createLogger, silentLogger } from '../log.js';
+import { createLogger } from '../log.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
 import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
 import { type CellOutcome, type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { submitRun } from '../submit/client.js';
-import { parseTaskList } from '../tasks/registry.js';
-import { BASELINE_FLAGS } from './baseline.js';
+import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
+import type { Flag, FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
-import { addFlags, type Flag, type FlagsOf, type FlagTable } from './flags.js';
-import { type CliIo, EXIT } from './io.js';
-import { LLM_FLAGS, type LlmFlags, parseShard, resolveShard } from './llm.js';
+import { type CliIo, EXIT, exitCodeOf } from './io.js';
+import { LLM_FLAGS, type LlmFlags, llmSpecOf, parseShard, resolveShard } from './llm.js';
 
 export const PLAN_CHECK_FLAGS = {
   json: flag.jsonFlag('print the cells as one JSON object'),
@@ -57,36 +56,50 @@ const planKey = (attribute: string) =>
     ? attribute
     : attribute.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
+/**
+ * A plan value as the flag's parser reads it: a switch takes true or false, a flag with a value takes text or a
+ * number (a list where the flag repeats), checked against its choices and parsed as the command line would be.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: a table holds flags of any value type
-function settingOf(spec: Flag<any>): Setting {
-  const name = spec.flag.split(' ')[0] as string;
+function flagValue(spec: Flag<any>, value: unknown): unknown {
   const takesValue = spec.flag.includes('<');
-  return {
-    toArgs(value: unknown): string[] {
-      if (!takesValue) {
-        if (typeof value !== 'boolean') throw new Error(`true or false, got ${JSON.stringify(value)}`);
-        // `--no-x` is on unless given: false turns it off.
-        if (name.startsWith('--no-')) return value ? [] : [name];
-        return value ? [name] : [];
-      }
-      if (spec.off && value === false) return [`--no-${name.slice(2)}`];
-      const values =
-        Array.isArray(value) && spec.default !== undefined && Array.isArray(spec.default) ? value : [value];
-      const out: string[] = [];
-      for (const v of values) {
-        if (typeof v !== 'string' && typeof v !== 'number')
-          throw new Error(
-            `a ${spec.choices ? `word (${spec.choices.join(', ')})` : 'text or number'}, got ${JSON.stringify(v)}`,
-          );
-        const text = String(v);
-        if (spec.choices && !spec.choices.includes(text))
-          throw new Error(`one of ${spec.choices.join(', ')}, got "${text}"`);
-        spec.parse?.(text, spec.default);
-        out.push(name, text);
-      }
-      return out;
-    },
-  };
+  if (!takesValue) {
+    if (typeof value !== 'boolean') throw new Error(`true or false, got ${JSON.stringify(value)}`);
+    return value;
+  }
+  if (spec.off && value === false) return false;
+  const many = Array.isArray(spec.default);
+  const values = Array.isArray(value) && many ? value : [value];
+  let out: unknown = many ? [] : undefined;
+  for (const v of values) {
+    if (typeof v !== 'string' && typeof v !== 'number')
+      throw new Error(
+        `a ${spec.choices ? `word (${spec.choices.join(', ')})` : 'text or number'}, got ${JSON.stringify(v)}`,
+      );
+    const text = String(v);
+    if (spec.choices && !spec.choices.includes(text))
+      throw new Error(`one of ${spec.choices.join(', ')}, got "${text}"`);
+    out = spec.parse ? spec.parse(text, out) : text;
+  }
+  return out;
+}
+
+/**
+ * The flags a cell's settings stand for, as commander would give them for the same command line: the table's
+ * defaults, then each setting parsed by its flag's parser.
+ */
+function flagsOfSettings<T extends FlagTable>(
+  table: T,
+  settings: Readonly<Record<string, unknown>>,
+  fixed: Record<string, unknown>,
+): FlagsOf<T> {
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(table)) if (spec.default !== undefined) out[key] = spec.default;
+  for (const [key, spec] of Object.entries(table)) {
+    const k = planKey(key);
+    if (k in settings) out[key] = flagValue(spec, settings[k]);
+  }
+  return { ...out, ...fixed } as FlagsOf<T>;
 }
 
 const SET_BY_PLAN = new Set(['out', 'json', 'resume', 'retryErrors', 'progress', 'provider', 'quiet']);
@@ -94,7 +107,8 @@ const SET_BY_PLAN = new Set(['out', 'json', 'resume', 'retryErrors', 'progress',
 function settingsOf(table: FlagTable, leaveOut: readonly string[]): Map<string, Setting> {
   const out = new Map<string, Setting>();
   for (const [key, spec] of Object.entries(table))
-    if (!SET_BY_PLAN.has(key) && !leaveOut.includes(key)) out.set(planKey(key), settingOf(spec));
+    if (!SET_BY_PLAN.has(key) && !leaveOut.includes(key))
+      out.set(planKey(key), { check: (v) => void flagValue(spec, v) });
   return out;
 }
 
@@ -104,14 +118,14 @@ const concurrencyOf = (s: Readonly<Record<string, unknown>>) =>
 /** The providers a plan model can name, from the commands' flag tables. */
 export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
   openai: {
-    command: ['llm', '--provider', 'openai', '--no-progress'],
+    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'openai', out: '' }) as LlmFlags),
     settings: settingsOf(LLM_FLAGS, ['contextSize', 'gpu', 'threads']),
     endpoint: (s) => `openai ${String(s.base_url ?? '')}`,
     inFlight: concurrencyOf,
     paths: ['data', 'template'],
   },
   llama: {
-    command: ['llm', '--provider', 'llama', '--no-progress'],
+    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'llama', out: '' }) as LlmFlags),
     settings: settingsOf(LLM_FLAGS, [
       'baseUrl',
       'apiKeyEnv',
@@ -127,7 +141,8 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
     paths: ['data', 'template', 'model'],
   },
   encoder: {
-    command: ['baseline', 'encoder'],
+    toSpec: (s) =>
+      baselineSpecOf('encoder', flagsOfSettings(BASELINE_FLAGS, s, { out: '' }) as BaselineFlags),
     settings: settingsOf(BASELINE_FLAGS, ['save']),
     // With an embeddings endpoint the vectors come from a server, four batches in flight; else from this machine.
     endpoint: (s) => (typeof s.endpoint === 'string' ? `embeddings ${s.endpoint}` : 'this machine'),
@@ -141,22 +156,6 @@ export function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: stri
   const plan = parsePlan(readUtf8File(path), path, PLAN_PROVIDERS);
   const { cells, notes } = expandPlan(plan, PLAN_PROVIDERS);
   return { plan, cells, notes };
-}
-
-/** An LLM cell's flags as the `llm` command reads them. */
-const llmFlagsOf = (cell: Cell): LlmFlags => llmFlagsOfArgv(cell.argv);
-
-/** The flags of an `llm …` command line (a cell's, as queued), read by the `llm` command's own parser. */
-export function llmFlagsOfArgv(argv: readonly string[]): LlmFlags {
-  let flags: LlmFlags | undefined;
-  const cmd = addFlags(
-    new Command('llm').exitOverride().configureOutput({ writeErr: () => {} }),
-    LLM_FLAGS,
-  ).action((f: LlmFlags) => {
-    flags = f;
-  });
-  cmd.parse([...argv.slice(1), '--out', '-'], { from: 'user' });
-  return flags as LlmFlags;
 }
 
 interface CellCheck {
@@ -180,24 +179,10 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
     cost_estimate: null,
   };
   if (cell.provider === 'encoder') return { ...row, note: 'encoder: no requests' };
+  if (cell.spec.kind !== 'llm') return { ...row, note: 'not an LLM cell: no requests' };
+  const f = cell.spec;
   try {
-    const f = llmFlagsOf(cell);
-    const plan = await planJobs({
-      tasks: parseTaskList(f.tasks),
-      splits: f.split,
-      dataDir: resolveDataDir(f.data),
-      mode: f.mode,
-      shots: f.shots,
-      seed: f.seed,
-      params: { temperature: f.temperature, maxTokens: f.maxTokens, seed: f.seed },
-      model: f.model,
-      log: silentLogger,
-      ...(f.limit !== undefined ? { limit: f.limit } : {}),
-      ...(f.system !== undefined ? { system: f.system } : {}),
-      ...(f.template ? { templates: readTemplates(f.template) } : {}),
-      ...(f.labelWords ? { labelWords: true } : {}),
-      ...(f.repeats > 1 ? { repeats: f.repeats } : {}),
-    });
+    const plan = await planLlmSpec(f, modelNameOf(f));
     const chars = plan.jobs.reduce(
       (sum, j) =>
         sum +
@@ -207,16 +192,16 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       0,
     );
     const prompt = Math.round(chars / 4);
-    const generated = plan.jobs.filter((j) => j.kind === 'chat').length * f.maxTokens;
+    const generated = plan.jobs.filter((j) => j.kind === 'chat').length * f.max_tokens;
     return {
       ...row,
       requests: plan.jobs.length,
       prompt_tokens_estimate: prompt,
-      ...(f.pricePrompt !== undefined && f.priceCompletion !== undefined
+      ...(f.prices
         ? {
             cost_estimate: {
-              min: (prompt * f.pricePrompt) / 1e6,
-              max: (prompt * f.pricePrompt + generated * f.priceCompletion) / 1e6,
+              min: (prompt * f.prices.prompt) / 1e6,
+              max: (prompt * f.prices.prompt + generated * f.prices.completion) / 1e6,
             },
           }
         : {}),
@@ -237,7 +222,7 @@ export async function runPlanCheck(
   for (const c of cells) checks.push(await checkCell(c));
   if (flags.json) {
     io.out(
-      `${JSON.stringify({ name: plan.name, cells: checks.map((c, i) => ({ ...c, argv: cells[i]?.argv })), notes })}\n`,
+      `${JSON.stringify({ name: plan.name, cells: checks.map((c, i) => ({ ...c, spec: cells[i]?.spec, command: cells[i] ? commandLineOf(cells[i].spec) : undefined })), notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -310,16 +295,13 @@ export async function runPlanRun(
     const { index, count } = resolveShard(flags.shard);
     // Every LLM cell runs the same share of its requests; an encoder cell cannot be split, and runs in shard 1.
     cells = cells
-      .filter((c) => c.provider !== 'encoder' || index === 1)
-      .map((c) =>
-        c.provider === 'encoder' ? c : { ...c, argv: [...c.argv, '--shard', `${index}/${count}`] },
-      );
+      .filter((c) => c.spec.kind === 'llm' || index === 1)
+      .map((c) => (c.spec.kind === 'llm' ? { ...c, spec: { ...c.spec, shard: { index, count } } } : c));
     io.log.info(
       `shard ${index}/${count} of every LLM cell${index === 1 ? '' : '; encoder cells run in shard 1'}`,
     );
   }
   for (const n of notes) io.log.info(n);
-  const { runCli } = await import('./main.js');
   // The report's modules (Vega among them) load while the cells wait on their servers, not after.
   const reportModule = import('../report/run.js');
   const draw =
@@ -335,33 +317,25 @@ export async function runPlanRun(
     ...(flags.resume ? { resume: true } : {}),
     ...(flags.maxInFlight !== undefined ? { maxInFlight: flags.maxInFlight } : {}),
     ...(draw ? { onProgress: (p: PlanProgress) => draw(p) } : {}),
-    async runCell(cell, argv, hooks) {
-      let lastError: string | undefined;
-      const cellLog = createLogger(io.quiet ? 'warn' : 'info', (line) => {
-        if (line.startsWith('error: ')) lastError = line.slice(7).trim();
-        // Notes of a cell are many and interleaved: only its warnings and errors reach the plan's stderr.
-        if (/^(warning|error): /.test(line))
-          io.log.warn(`${cell.id}: ${line.replace(/^(warning|error): /, '').trimEnd()}`);
-      });
-      const code = await runCli([...argv, '--quiet'], {
-        out: () => {},
-        log: cellLog,
-        err: (t) => io.log.warn(`${cell.id}: ${t.trimEnd()}`),
-        onProgress: (p) => hooks.onProgress({ done: p.done, total: p.total }),
-      });
-      if (code !== 0) return { code, ...(lastError ? { error: lastError } : {}) };
+    async runCell(cell, at, hooks) {
+      // Notes of a cell are many and interleaved: only its warnings and errors reach the plan's stderr.
+      const cellLog = createLogger('warn', (line) =>
+        io.log.warn(`${cell.id}: ${line.replace(/^(warning|error): /, '').trimEnd()}`),
+      );
+      try {
+        await runEvaluation(cell.spec, {
+          out: at.out,
+          log: cellLog,
+          ...(at.resume ? { resume: true } : {}),
+          onProgress: (p) => hooks.onProgress({ done: p.done, total: p.total }),
+        });
+      } catch (e) {
+        if (!(e instanceof RumedbenchError)) throw e;
+        return { code: exitCodeOf(e), error: e.message.split('\n')[0] as string };
+      }
       return {
-        code,
-        ...(flags.submit
-          ? {
-              submission: await submitCell(
-                argv[argv.indexOf('--out') + 1] as string,
-                flags.submit,
-                cell.id,
-                io,
-              ),
-            }
-          : {}),
+        code: EXIT.ok,
+        ...(flags.submit ? { submission: await submitCell(at.out, flags.submit, cell.id, io) } : {}),
       };
     },
   });

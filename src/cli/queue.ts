@@ -1,25 +1,23 @@
 /**
  * A plan spread over many machines (src/workers/): `plan submit|status|cancel|export --db postgres://…`, the
  * `worker` that runs the queued jobs, and `serve endpoint add|list|remove`, the platform's allow-list of servers.
- * A queued cell is the same `llm` command line as a local plan's cell; a worker reads it with `llm`'s own parser.
+ * A queued cell is the same run spec as a local plan's cell; a worker hands it to the engine.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { UsageError } from '../errors.js';
-import { planRun } from '../llm/run.js';
 import type { Logger } from '../log.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import type { PlanStatus } from '../workers/plans.js';
 import type { QueueDb } from '../workers/store.js';
 import type { QueuedCell } from '../workers/submit.js';
-import type { CellRunner } from '../workers/worker.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
-import { llmRunOptions, makeProvider } from './llm.js';
-import { llmFlagsOfArgv, loadPlan, submitCell } from './plan.js';
+import { loadPlan, submitCell } from './plan.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
 async function queue() {
@@ -47,6 +45,16 @@ export const PLAN_STATUS_FLAGS = {
 } satisfies FlagTable;
 
 export const PLAN_CANCEL_FLAGS = { db: dbFlag() } satisfies FlagTable;
+
+export const PLAN_MIGRATE_FLAGS = { db: dbFlag() } satisfies FlagTable;
+
+/** `plan migrate`: brings the queue's schema to this release's version (stop the older workers first). */
+export async function runPlanMigrate(flags: FlagsOf<typeof PLAN_MIGRATE_FLAGS>, io: CliIo): Promise<number> {
+  const { QUEUE_SCHEMA_VERSION } = await queue();
+  await withQueue(flags.db, async () => {});
+  io.log.info(`the queue is at schema version ${QUEUE_SCHEMA_VERSION}`);
+  return EXIT.ok;
+}
 
 export const PLAN_EXPORT_FLAGS = {
   db: dbFlag(),
@@ -105,7 +113,7 @@ export const ENDPOINT_LIST_FLAGS = {
 export async function withQueue<T>(
   url: string | undefined,
   f: (db: QueueDb) => Promise<T>,
-  o: { supervise?: boolean } = {},
+  o: { supervise?: boolean; migrate?: boolean } = {},
 ): Promise<T> {
   const target = url ?? (process.env.DATABASE_URL || undefined);
   if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
@@ -117,42 +125,24 @@ export async function withQueue<T>(
   }
 }
 
-/** A queued cell's runner on this worker: its `llm` flags, this machine's data folder, its provider. */
-export function cellRunner(argv: readonly string[], data: string | undefined, log: Logger): CellRunner {
-  const flags = llmFlagsOfArgv(argv);
-  if (data !== undefined) flags.data = data;
-  const io = { log } as CliIo;
-  return {
-    options: llmRunOptions(flags, io),
-    model: flags.provider === 'llama' ? basename(flags.model) : flags.model,
-    async provider() {
-      const p = await makeProvider(flags, io);
-      if (flags.mode === 'loglik') await p.checkLoglik?.();
-      return p;
-    },
-  };
-}
-
 /** A plan's cells as the queue takes them: LLM cells, each one run (no variants, no shards). */
 export async function queuedCells(file: string, log: Logger) {
   const { plan, cells, notes } = loadPlan(file);
   const refused: string[] = [];
   const queued: QueuedCell[] = [];
   for (const cell of cells) {
-    if (cell.provider === 'encoder') {
+    const spec = cell.spec;
+    if (spec.kind !== 'llm') {
       refused.push(`${cell.id}: encoder cells run with \`plan run\`, not on workers`);
       continue;
     }
-    const f = llmFlagsOfArgv(cell.argv);
-    for (const [k, v] of [
-      ['prompts', f.prompts],
-      ['perturb', f.perturb],
-      ['shard', f.shard],
+    for (const [k, given] of [
+      ['prompts', spec.prompts.length > 0],
+      ['perturb', spec.perturb.length > 0],
+      ['shard', spec.shard !== undefined],
     ] as const)
-      if (v !== undefined)
-        refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
-    const runner = cellRunner(cell.argv, undefined, log);
-    const planned = await planRun(runner.options, runner.model, log);
+      if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
+    const planned = await planLlmSpec(spec, modelNameOf(spec), log);
     if (planned.jobs.length === 0)
       refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
     queued.push({ cell, keys: planned.jobs.map((j) => j.key), dataSha256: planned.dataFiles });
@@ -292,7 +282,7 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         exitWhenIdle: flags.exitWhenIdle,
         log: io.log,
         ...(flags.name !== undefined ? { name: flags.name } : {}),
-        prepare: async (argv) => cellRunner(argv, flags.data, io.log),
+        ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
       });
       const stop = () => {
         io.log.info(`worker ${worker.name}: stopping`);
@@ -313,7 +303,8 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
       );
       return EXIT.ok;
     },
-    { supervise: true },
+    // A worker never migrates the queue under other workers: it stops, saying so, if the versions differ.
+    { supervise: true, migrate: false },
   );
 }
 

@@ -26,7 +26,14 @@ export interface MergeOptions {
 }
 
 /** Settings that may differ between shards: when, which shard, and how many requests each kept in flight. */
-const PER_SHARD = new Set(['created', 'shard', 'concurrency']);
+const PER_SHARD = new Set(['created', 'shard', 'concurrency', 'command']);
+
+/** The run's spec (manifest.json `spec`) less what may differ between shards. */
+function unsharded(spec: unknown): unknown {
+  if (!spec || typeof spec !== 'object') return spec;
+  const { shard: _s, concurrency: _c, ...rest } = spec as Record<string, unknown>;
+  return rest;
+}
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
@@ -43,7 +50,13 @@ const settingsHash = (manifest: Record<string, unknown>) =>
   createHash('sha256')
     .update(
       JSON.stringify(
-        canonical(Object.fromEntries(Object.entries(manifest).filter(([k]) => !PER_SHARD.has(k)))),
+        canonical(
+          Object.fromEntries(
+            Object.entries(manifest)
+              .filter(([k]) => !PER_SHARD.has(k))
+              .map(([k, v]) => [k, k === 'spec' ? unsharded(v) : v]),
+          ),
+        ),
       ),
     )
     .digest('hex')
@@ -66,11 +79,18 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   const first = shards[0] as (typeof shards)[number];
   for (const s of shards.slice(1))
     if (s.hash !== first.hash) {
-      const differ = Object.keys({ ...s.manifest, ...first.manifest }).filter(
-        (k) =>
-          !PER_SHARD.has(k) &&
-          JSON.stringify(canonical(s.manifest[k])) !== JSON.stringify(canonical(first.manifest[k])),
-      );
+      const differing = (a: Record<string, unknown>, b: Record<string, unknown>, skip: Set<string>) =>
+        Object.keys({ ...a, ...b }).filter(
+          (k) => !skip.has(k) && JSON.stringify(canonical(a[k])) !== JSON.stringify(canonical(b[k])),
+        );
+      // The spec repeats the other settings: named by its own fields only where nothing else differs.
+      let differ = differing(s.manifest, first.manifest, new Set([...PER_SHARD, 'spec']));
+      if (differ.length === 0)
+        differ = differing(
+          (unsharded(s.manifest.spec) ?? {}) as Record<string, unknown>,
+          (unsharded(first.manifest.spec) ?? {}) as Record<string, unknown>,
+          new Set(),
+        ).map((k) => `spec.${k}`);
       throw new UsageError(
         `${s.dir} was run with other settings than ${first.dir} (${differ.join(', ')}): not shards of one run`,
       );
@@ -116,6 +136,15 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     ...(m.perturb ? { perturb: m.perturb as Perturbation } : {}),
     ...(typeof m.prompt_variant === 'string' ? { promptVariant: m.prompt_variant } : {}),
     ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}),
+    // The merged folder records the run's spec as one run (no shard), as the unsharded run would.
+    ...(m.spec && typeof m.spec === 'object'
+      ? {
+          manifest: {
+            spec: { ...(m.spec as Record<string, unknown>), shard: undefined },
+            command: String(m.command ?? '').replace(/ --shard \S+/, ''),
+          },
+        }
+      : {}),
   };
   const plan = await planJobs({ ...options, model: m.model, log });
   const hashes = m.data_sha256 as Record<string, string>;

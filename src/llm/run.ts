@@ -76,6 +76,8 @@ export interface LlmRunOptions {
   perturb?: Perturbation;
   /** Generation: ask with this formulation of each task's instruction (`TaskPrompt.variants`, by id). */
   promptVariant?: string;
+  /** Extra fields of manifest.json: the engine records the run's spec and its command line here. */
+  manifest?: Record<string, unknown>;
 }
 
 export interface Shard {
@@ -336,6 +338,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     shard: shard ?? null,
     repeats,
     perturb: options.perturb ?? null,
+    ...options.manifest,
     ...f.extra,
   });
   return { evaluation, summary, outDir: options.outDir, sent: f.sent };

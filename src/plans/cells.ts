@@ -1,9 +1,11 @@
 /**
- * A plan's cells: each model × one value of each matrix axis its provider takes. A cell is an ordinary command line
- * (`rumedbench llm …` or `rumedbench baseline encoder …`) with its own run folder, `<out>/<model>/<axis=value,…>/`,
- * so that a plan is nothing but many run folders, each what the command alone would write.
+ * A plan's cells: each model × one value of each matrix axis its provider takes. A cell is a run spec (the one the
+ * same `rumedbench llm …` or `baseline encoder …` command would make) with its own run folder,
+ * `<out>/<model>/<axis=value,…>/`, so that a plan is nothing but many run folders, each what the command alone would
+ * write.
  */
 import { dirname, join, resolve } from 'node:path';
+import type { RunSpec } from '../engine/spec.js';
 import type { Plan, ProviderSpec } from './file.js';
 
 export interface Cell {
@@ -15,8 +17,8 @@ export interface Cell {
   axes: Record<string, unknown>;
   /** Every setting the cell runs with (defaults, the model's own, the axes'), those its provider takes. */
   settings: Record<string, unknown>;
-  /** The command line, without `--out`. */
-  argv: string[];
+  /** What the engine runs. */
+  spec: RunSpec;
   endpoint: string;
   inFlight: number;
 }
@@ -55,8 +57,6 @@ export function expandPlan(plan: Plan, providers: Readonly<Record<string, Provid
         const v = settings[k];
         if (typeof v === 'string' && /^\.\.?(\/|$)/.test(v)) settings[k] = resolve(dirname(plan.file), v);
       }
-      const argv = [...spec.command];
-      for (const [k, v] of Object.entries(settings)) argv.push(...(spec.settings.get(k)?.toArgs(v) ?? []));
       const label = Object.entries(combo)
         .map(([k, v]) => `${k}=${safe(v)}`)
         .join(',');
@@ -66,7 +66,7 @@ export function expandPlan(plan: Plan, providers: Readonly<Record<string, Provid
         provider: m.provider,
         axes: combo,
         settings,
-        argv,
+        spec: spec.toSpec(settings),
         endpoint: spec.endpoint(settings),
         inFlight: spec.inFlight(settings),
       });

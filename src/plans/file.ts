@@ -1,23 +1,25 @@
 /**
  * An evaluation plan: many models × settings in one YAML or JSON file (JSON is read as the YAML it also is), so that
  * each problem is named with its line and column. What a setting means, and which values it takes, is not known
- * here: the caller passes each provider's settings (the CLI derives them from the commands' flag tables), so a
- * setting means in a plan exactly what its flag means on the command line.
+ * here: the caller passes each provider's settings and how they make a run spec (the CLI derives both from the
+ * commands' flag tables), so a setting means in a plan exactly what its flag means on the command line.
  */
 import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument, type YAMLMap } from 'yaml';
+import type { RunSpec } from '../engine/spec.js';
 import { PlanError } from '../errors.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 
-/** One setting a provider's command takes: its value from the plan turned into command-line words. */
+/** One setting a provider takes. */
 export interface Setting {
   /** Throws an Error saying what the value should be. */
-  toArgs(value: unknown): string[];
+  check(value: unknown): void;
 }
 
-/** How one kind of model is run: the command and the settings it takes, by plan key (`max_tokens`). */
+/** How one kind of model is run: the settings it takes, by plan key (`max_tokens`), and the spec they make. */
 export interface ProviderSpec {
-  command: readonly string[];
   settings: ReadonlyMap<string, Setting>;
+  /** A cell's run spec from its settings (each already checked). */
+  toSpec(settings: Readonly<Record<string, unknown>>): RunSpec;
   /** Where the requests of a cell go, for the in-flight budget (one endpoint, one local model). */
   endpoint(settings: Readonly<Record<string, unknown>>): string;
   /** Requests one cell of this provider keeps in flight (its concurrency); Infinity for a cell that holds the machine. */
@@ -142,7 +144,7 @@ export function parsePlan(
     if (specs.length === 0) return void fail(keyNode, `unknown setting "${key}"`);
     for (const p of specs) {
       try {
-        p.settings.get(key)?.toArgs(value);
+        p.settings.get(key)?.check(value);
       } catch (e) {
         fail(valueNode ?? keyNode, `${key}: ${(e as Error).message}`);
         return;

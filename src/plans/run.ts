@@ -1,13 +1,14 @@
 /**
  * Runs a plan's cells side by side: at most `jobs` cells at once, and on each endpoint no more requests in flight
- * than its budget (cells of a local model, which hold the machine, one at a time). Each cell is run by the caller's
- * `runCell` (the CLI runs the cell's command line in process), into its own run folder. Killed at any point, the
- * plan resumes: a cell with a summary is done, a cell with a journal continues from it (`--resume`), others start.
+ * than its budget (cells of a local model, which hold the machine, one at a time). Each cell's spec is run by the
+ * caller's `runCell` (the CLI hands it to the engine), into its own run folder. Killed at any point, the plan
+ * resumes: a cell with a summary is done, a cell with a journal continues from it (`resume`), others start.
  * At the end, `<out>/summary.json` has a row per cell, written by `writePlanSummary`, the one writer of that file.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type RunSpec, specJson } from '../engine/spec.js';
 import { PlanError, type RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { readRunFolder } from '../scoring/run-folder.js';
@@ -45,8 +46,12 @@ export interface PlanRunOptions {
   jobs?: number;
   /** Requests in flight per endpoint, across its cells (default: the plan's max_in_flight, else 32). */
   maxInFlight?: number;
-  /** Runs one cell's command line (with `--out` and, when resuming a journal, `--resume`). */
-  runCell(cell: Cell, argv: string[], hooks: { onProgress(p: CellProgress): void }): Promise<CellOutcome>;
+  /** Runs one cell's spec into `out` (continuing its journal where `resume`). */
+  runCell(
+    cell: Cell,
+    at: { out: string; resume: boolean },
+    hooks: { onProgress(p: CellProgress): void },
+  ): Promise<CellOutcome>;
   log: Logger;
   onProgress?(p: PlanProgress): void;
 }
@@ -90,14 +95,23 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
   const planText = readFileSync(o.plan.file);
   const planSha = createHash('sha256').update(planText).digest('hex');
   const stateFile = join(o.outDir, 'plan.json');
-  const cellList = o.cells.map((c) => ({ id: c.id, argv: c.argv }));
+  const cellList = o.cells.map((c) => ({ id: c.id, spec: c.spec }));
   if (existsSync(stateFile)) {
     if (!o.resume)
       throw new UsageError(
         `${o.outDir} already holds a plan run; --resume finishes it, or choose another --out`,
       );
-    const before = JSON.parse(readFileSync(stateFile, 'utf8')) as { cells: { id: string; argv: string[] }[] };
-    if (JSON.stringify(before.cells) !== JSON.stringify(cellList))
+    const before = JSON.parse(readFileSync(stateFile, 'utf8')) as {
+      cells: { id: string; spec?: RunSpec; argv?: string[] }[];
+    };
+    if (before.cells.some((c) => c.spec === undefined))
+      throw new PlanError(o.plan.file, [
+        `${o.outDir} was started by an older rumedbench (its cells are command lines, not run specs); run the plan into another --out`,
+      ]);
+    const same = (a: typeof before.cells, b: typeof before.cells) =>
+      a.length === b.length &&
+      a.every((c, i) => c.id === b[i]?.id && specJson(c.spec as RunSpec) === specJson(b[i]?.spec as RunSpec));
+    if (!same(before.cells, cellList))
       throw new PlanError(o.plan.file, [
         `${o.plan.file}: the plan's cells changed since ${o.outDir} was started; run it into another --out`,
       ]);
@@ -160,16 +174,19 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
       running.set(cell.id, cell);
       progress.cells.running = running.size;
       const dir = join(o.outDir, cell.id);
-      const argv = [...cell.argv, '--out', dir];
-      if (o.resume && existsSync(join(dir, 'journal.jsonl'))) argv.push('--resume');
+      const resume = o.resume === true && existsSync(join(dir, 'journal.jsonl'));
       const t0 = Date.now();
       o.log.info(`cell ${cell.id}: started`);
-      o.runCell(cell, argv, {
-        onProgress: (p) => {
-          perCell.set(cell.id, p);
-          report();
+      o.runCell(
+        cell,
+        { out: dir, resume },
+        {
+          onProgress: (p) => {
+            perCell.set(cell.id, p);
+            report();
+          },
         },
-      })
+      )
         .catch((e: unknown): CellOutcome => ({ code: 70, error: e instanceof Error ? e.message : String(e) }))
         .then((outcome) => {
           running.delete(cell.id);

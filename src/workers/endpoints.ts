@@ -4,6 +4,7 @@
  * request forgery); and a worker refuses an evaluation cell whose server is not on the list, however it was queued.
  * Keys are not stored: an endpoint names the environment variable that holds its key on the workers.
  */
+import type { RunSpec } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { checkBaseUrl } from '../llm/openai.js';
 import { type QueueDb, SCHEMA } from './store.js';
@@ -65,25 +66,20 @@ export async function getEndpoint(db: QueueDb, name: string): Promise<Endpoint |
   return rows[0];
 }
 
-const argOf = (argv: readonly string[], flag: string) => {
-  const at = argv.indexOf(flag);
-  return at >= 0 ? argv[at + 1] : undefined;
-};
-
-/** Throws unless the command line asks a server (and model) on the allow-list. */
-export async function checkAllowed(db: QueueDb, argv: readonly string[]): Promise<void> {
-  const provider = argOf(argv, '--provider') ?? 'openai';
-  const model = argOf(argv, '--model') ?? '';
-  const base = argOf(argv, '--base-url');
+/** Throws unless the spec asks a server (and model) on the allow-list. */
+export async function checkAllowed(db: QueueDb, spec: RunSpec): Promise<void> {
+  if (spec.kind !== 'llm')
+    throw new RumedbenchError('ENDPOINT_NOT_ALLOWED', `refused: the platform runs LLM evaluations only`);
+  const p = spec.provider;
   const list = await listEndpoints(db);
   const ok = list.some((e) =>
-    provider === 'llama'
-      ? e.provider === 'llama' && e.model === model
-      : e.provider === 'openai' && e.base_url === normalise(base ?? '') && e.model === model,
+    p.name === 'llama'
+      ? e.provider === 'llama' && e.model === p.model
+      : e.provider === 'openai' && e.base_url === normalise(p.base_url) && e.model === p.model,
   );
   if (!ok)
     throw new RumedbenchError(
       'ENDPOINT_NOT_ALLOWED',
-      `refused: ${provider === 'llama' ? `model file ${model}` : `${base ?? '(no base URL)'} (model ${model})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
+      `refused: ${p.name === 'llama' ? `model file ${p.model}` : `${p.base_url} (model ${p.model})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
     );
 }

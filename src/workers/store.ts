@@ -3,17 +3,30 @@
  * hands each to one worker (SKIP LOCKED); our schema, `rumedbench_runs`, holds what pg-boss does not: the plans and
  * their cells, which requests each job asks, every answer as it arrives, the workers' heartbeats and claims, the
  * finished cells' run folders, and the platform's allow-list of model servers. Secrets are never stored: a cell's
- * command line names the environment variable of its key, and each worker reads its own.
+ * run spec names the environment variable of its key, and each worker reads its own.
+ *
+ * Our schema evolves by numbered migrations (MIGRATIONS), recorded in `schema_version`; every process checks the
+ * version when it opens the queue, so that a worker of another release stops with one line instead of failing
+ * mid-job. This module and the modules beside it that take a `QueueDb` are the only ones that write its SQL.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { RumedbenchError } from '../errors.js';
 import { redactUrl } from '../log.js';
+import { VERSION } from '../version.js';
 
 export const SCHEMA = 'rumedbench_runs';
 
-const MIGRATION = `
+/**
+ * The migrations, in order; a database is at the highest version applied. Version 1 is the schema of release 0.1.0
+ * (made with IF NOT EXISTS, so a database that release created, with no version table, is read as version 1).
+ */
+const MIGRATIONS: readonly { version: number; what: string; sql: string }[] = [
+  {
+    version: 1,
+    what: 'plans, cells (as command lines), jobs, answers, files, workers, claims, endpoints',
+    sql: `
 CREATE SCHEMA IF NOT EXISTS ${SCHEMA};
 CREATE TABLE IF NOT EXISTS ${SCHEMA}.plans (
   id text PRIMARY KEY,
@@ -112,7 +125,69 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.endpoints (
   api_key_env text,
   created_at timestamptz NOT NULL DEFAULT now()
 );
-`;
+`,
+  },
+  {
+    version: 2,
+    what: 'cells hold run specs (JSON), not command lines',
+    sql: `
+ALTER TABLE ${SCHEMA}.cells ADD COLUMN IF NOT EXISTS spec text;
+ALTER TABLE ${SCHEMA}.cells ALTER COLUMN argv DROP NOT NULL;
+`,
+  },
+];
+
+/** The schema version this release reads and writes. */
+export const QUEUE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
+
+/** The version a database is at: 0 when empty, 1 when release 0.1.0 made it (no version table). */
+async function versionOf(client: pg.PoolClient): Promise<number> {
+  const { rows } = await client.query<{ versioned: boolean; legacy: boolean }>(
+    `SELECT to_regclass('${SCHEMA}.schema_version') IS NOT NULL AS versioned,
+            to_regclass('${SCHEMA}.cells') IS NOT NULL AS legacy`,
+  );
+  if (!rows[0]?.versioned) return rows[0]?.legacy ? 1 : 0;
+  const v = await client.query<{ v: number | null }>(
+    `SELECT max(version) AS v FROM ${SCHEMA}.schema_version`,
+  );
+  return v.rows[0]?.v ?? 0;
+}
+
+/**
+ * Brings the database to this release's version, or refuses: a database of a newer release is never touched, and
+ * with `migrate: false` (workers) only an empty one is made, so that a worker of another release than the database
+ * stops before taking a job.
+ */
+async function migrate(client: pg.PoolClient, location: string, allowUpgrade: boolean): Promise<void> {
+  const at = await versionOf(client);
+  if (at === QUEUE_SCHEMA_VERSION) return;
+  if (at > QUEUE_SCHEMA_VERSION)
+    throw new RumedbenchError(
+      'QUEUE_SCHEMA_MISMATCH',
+      `the queue at ${location} is at schema version ${at}, newer than this rumedbench ${VERSION} knows (${QUEUE_SCHEMA_VERSION}): upgrade rumedbench on this machine`,
+    );
+  if (at > 0 && !allowUpgrade)
+    throw new RumedbenchError(
+      'QUEUE_SCHEMA_MISMATCH',
+      `the queue at ${location} is at schema version ${at}, older than this rumedbench ${VERSION} needs (${QUEUE_SCHEMA_VERSION}): stop the older workers, then run \`rumedbench plan migrate --db …\` once`,
+    );
+  await client.query('BEGIN');
+  try {
+    for (const m of MIGRATIONS) if (m.version > at) await client.query(m.sql);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${SCHEMA}.schema_version (version integer PRIMARY KEY, what text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const m of MIGRATIONS)
+      await client.query(
+        `INSERT INTO ${SCHEMA}.schema_version (version, what) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING`,
+        [m.version, m.what],
+      );
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+}
 
 /** The pg-boss queue of an endpoint's jobs: workers fetch from the queues whose endpoint has room in its budget. */
 export const queueOf = (endpoint: string): string =>
@@ -126,8 +201,14 @@ export interface QueueDb {
   close(): Promise<void>;
 }
 
-/** Connects, migrates our schema and pg-boss's (both under advisory locks: many workers start at once). */
-export async function openQueue(url: string, o: { supervise?: boolean } = {}): Promise<QueueDb> {
+/**
+ * Connects, checks and migrates our schema (under an advisory lock: many workers start at once), and starts
+ * pg-boss (which migrates its own). `migrate: false` (workers) refuses a database of an older version.
+ */
+export async function openQueue(
+  url: string,
+  o: { supervise?: boolean; migrate?: boolean } = {},
+): Promise<QueueDb> {
   if (!/^postgres(ql)?:\/\//i.test(url))
     throw new RumedbenchError(
       'DATABASE_FAILED',
@@ -140,13 +221,17 @@ export async function openQueue(url: string, o: { supervise?: boolean } = {}): P
     const client = await pool.connect();
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA]);
-      await client.query(MIGRATION);
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA]);
+      try {
+        await migrate(client, location, o.migrate ?? true);
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA]);
+      }
     } finally {
       client.release();
     }
   } catch (e) {
     await pool.end().catch(() => {});
+    if (e instanceof RumedbenchError) throw e;
     throw new RumedbenchError(
       'DATABASE_FAILED',
       `cannot open the queue's database at ${location}: ${(e as Error).message}`,

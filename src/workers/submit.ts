@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
+import { specJson } from '../engine/spec.js';
 import type { Cell } from '../plans/cells.js';
 import {
   ensureQueue,
@@ -71,7 +72,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
       const c = q.cell;
       const queue = queueOf(c.endpoint);
       await client.query(
-        `INSERT INTO ${SCHEMA}.cells (plan_id, cell_id, position, model, provider, axes, settings, argv, endpoint, queue, in_flight, total, data_sha256, status)
+        `INSERT INTO ${SCHEMA}.cells (plan_id, cell_id, position, model, provider, axes, settings, spec, endpoint, queue, in_flight, total, data_sha256, status)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued')`,
         [
           id,
@@ -81,7 +82,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
           c.provider,
           JSON.stringify(c.axes),
           JSON.stringify(c.settings),
-          JSON.stringify(c.argv),
+          specJson(c.spec),
           c.endpoint,
           queue,
           Number.isFinite(c.inFlight) ? c.inFlight : 1,

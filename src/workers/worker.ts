@@ -14,24 +14,20 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { hostname, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
+import { type LlmCell, llmCell } from '../engine/llm.js';
+import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import type { Job } from '../llm/jobs.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
-import { finishRun, type LlmRunOptions, planRun } from '../llm/run.js';
+import { finishRun, planRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { checkAllowed } from './endpoints.js';
 import { inTransaction, type QueueDb, SCHEMA } from './store.js';
 
-/** A queued cell as this worker runs it: the run's options (from the cell's command line) and its provider. */
-export interface CellRunner {
-  options: Omit<LlmRunOptions, 'provider'>;
-  /** The model as the provider describes it (the request keys include it). */
-  model: string;
-  /** Made on the cell's first job on this worker, and kept for its next ones. */
-  provider(): Promise<Provider>;
-}
+/** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
+export type CellRunner = LlmCell;
 
 export interface WorkerOptions {
   db: QueueDb;
@@ -46,8 +42,10 @@ export interface WorkerOptions {
   exitWhenIdle?: boolean;
   /** Milliseconds between looks at the queue when there was nothing to take (default 500). */
   pollMs?: number;
-  /** Builds a cell's runner from its command line (the CLI parses it as `llm` does). */
-  prepare(argv: readonly string[]): Promise<CellRunner>;
+  /** Builds a cell's runner from its spec (default: the engine's, with the spec's data folder). */
+  prepare?(spec: LlmSpec): Promise<CellRunner>;
+  /** This machine's data folder, in place of the specs'. */
+  dataDir?: string;
   log: Logger;
 }
 
@@ -281,7 +279,7 @@ export class Worker {
 
   private async cellRow(plan: string, cell: string) {
     const { rows } = await this.db.pool.query<{
-      argv: string;
+      spec: string | null;
       status: string;
       in_flight: number;
       data_sha256: string;
@@ -290,7 +288,7 @@ export class Worker {
       started_at: Date | null;
       described: string | null;
     }>(
-      `SELECT c.argv, c.status, c.in_flight, c.data_sha256, c.started_at, c.described, p.status AS plan_status, p.kind
+      `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.started_at, c.described, p.status AS plan_status, p.kind
        FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
       [plan, cell],
     );
@@ -298,12 +296,18 @@ export class Worker {
   }
 
   /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
-  private prepared(plan: string, cell: string, argv: string[], dataSha: Record<string, string>) {
+  private prepared(plan: string, cell: string, stored: string | null, dataSha: Record<string, string>) {
     const key = `${plan}\n${cell}`;
     let p = this.cells.get(key);
     if (!p) {
       p = (async () => {
-        const runner = await this.o.prepare(argv);
+        const spec = specOfRow(stored, `${plan}/${cell}`);
+        const runner = this.o.prepare
+          ? await this.o.prepare(spec)
+          : llmCell(spec, {
+              log: this.o.log,
+              ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
+            });
         const planned = await planRun(runner.options, runner.model);
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
@@ -331,13 +335,17 @@ export class Worker {
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
       return done();
-    const argv = JSON.parse(row.argv) as string[];
     let prepared: Prepared;
     let provider: Provider;
     const planning = performance.now();
     try {
-      if (row.kind === 'evaluation') await checkAllowed(this.db, argv);
-      prepared = await this.prepared(plan, cell, argv, JSON.parse(row.data_sha256) as Record<string, string>);
+      if (row.kind === 'evaluation') await checkAllowed(this.db, specOfRow(row.spec, `${plan}/${cell}`));
+      prepared = await this.prepared(
+        plan,
+        cell,
+        row.spec,
+        JSON.parse(row.data_sha256) as Record<string, string>,
+      );
       prepared.provider ??= await prepared.runner.provider();
       provider = prepared.provider;
     } catch (e) {
@@ -502,7 +510,7 @@ export class Worker {
   private async finish(plan: string, cell: string): Promise<void> {
     const pool = this.db.pool;
     const { rows } = await pool.query<{
-      argv: string;
+      spec: string | null;
       data_sha256: string;
       described: string | null;
       wall: number;
@@ -510,18 +518,17 @@ export class Worker {
       `UPDATE ${SCHEMA}.cells SET status = 'finishing', finisher = $3
        WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running')
          AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done)
-       RETURNING argv, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
+       RETURNING spec, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
       [plan, cell, this.id],
     );
     const row = rows[0];
     if (!row) return;
     const dir = mkdtempSync(join(tmpdir(), 'rumedbench-cell-'));
     try {
-      const argv = JSON.parse(row.argv) as string[];
       const prepared = await this.prepared(
         plan,
         cell,
-        argv,
+        row.spec,
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
@@ -583,6 +590,25 @@ export class Worker {
       [plan],
     );
   }
+}
+
+/** A cell's spec as the queue holds it; a cell an older release queued as a command line is refused, saying so. */
+function specOfRow(stored: string | null, where: string): LlmSpec {
+  if (stored === null)
+    throw new RumedbenchError(
+      'RUN_SPEC_INVALID',
+      `${where} was queued by an older rumedbench as a command line; this release runs specs: submit the plan again`,
+    );
+  let value: unknown;
+  try {
+    value = JSON.parse(stored);
+  } catch {
+    throw new RumedbenchError('RUN_SPEC_INVALID', `${where}: its stored spec is not JSON`);
+  }
+  const spec = makeRunSpec(value, where);
+  if (spec.kind !== 'llm')
+    throw new RumedbenchError('RUN_SPEC_INVALID', `${where}: workers run LLM specs, not ${spec.kind}`);
+  return spec;
 }
 
 function walk(dir: string): string[] {

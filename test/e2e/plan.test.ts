@@ -173,7 +173,8 @@ describe('plan (on fixture data the test writes)', () => {
         cell: string;
         requests: number | null;
         cost_estimate: { min: number; max: number } | null;
-        argv: string[];
+        spec: { kind: string; method?: string; encoder?: { model: string } };
+        command: string;
       }[];
       notes: string[];
     };
@@ -191,7 +192,8 @@ describe('plan (on fixture data the test writes)', () => {
       'enc: "mode" is not a encoder setting; its cells do not vary by it',
       'enc: defaults not taken by encoder: limit, max_tokens, price_prompt, price_completion',
     ]);
-    expect(checked.cells[4]?.argv.slice(0, 2)).toEqual(['baseline', 'encoder']);
+    expect(checked.cells[4]?.spec).toMatchObject({ kind: 'baseline', method: 'encoder' });
+    expect(checked.cells[4]?.command.startsWith('rumedbench baseline encoder --model /')).toBe(true);
     expect(s.requests).toHaveLength(0);
   });
 

@@ -13,7 +13,6 @@ import { freshDatabase, NO_PG_REASON, PG_URL } from '../../../test/helpers/engin
 import { type FakeOpenAI, startFakeOpenAI } from '../../../test/helpers/fake-openai.js';
 import { fixtureDataDir, writeFixtureData } from '../../../test/helpers/fixture-data.js';
 import { ADMIN as BOARD_ADMIN, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
-import { cellRunner } from '../../cli/queue.js';
 import { createLogger } from '../../log.js';
 import { addEndpoint } from '../../workers/endpoints.js';
 import { openQueue, type QueueDb } from '../../workers/store.js';
@@ -115,7 +114,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
       exitWhenIdle: true,
       heartbeatS: 1,
       log,
-      prepare: async (argv) => cellRunner(argv, data, log),
+      dataDir: data,
     });
     await worker.run();
     const asked1 = model.requests.length;
@@ -146,7 +145,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
       exitWhenIdle: true,
       heartbeatS: 1,
       log,
-      prepare: async (argv) => cellRunner(argv, data, log),
+      dataDir: data,
     }).run();
     expect(model.requests.length).toBeGreaterThan(asked1);
     expect(await runs.importFinished()).toBe(1);

@@ -5,6 +5,7 @@
  * as the platform's, with its settings, prompt versions and manifest; its items and replies stay in the database.
  */
 import { basename } from 'node:path';
+import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js';
 import type { Logger } from '../../log.js';
 import { getTask } from '../../tasks/registry.js';
 import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
@@ -40,19 +41,34 @@ interface EvaluationMeta {
   settled?: true;
 }
 
-/** An `llm` command line of the board's fixed settings, against a registered endpoint. */
-function evaluationArgv(e: Endpoint, board: BoardName): string[] {
+/** The run spec of the board's fixed settings, against a registered endpoint. */
+function evaluationSpec(e: Endpoint, board: BoardName): LlmSpec {
   const s = PLATFORM_SETTINGS;
-  return [
-    'llm',
-    ...['--provider', e.provider, '--no-progress', '--model', e.model],
-    ...(e.base_url ? ['--base-url', e.base_url] : []),
-    ...(e.api_key_env ? ['--api-key-env', e.api_key_env] : []),
-    ...['--tasks', BOARD_TASKS[board].join(','), '--split', BOARD_SPLIT[board]],
-    ...['--mode', s.mode, '--temperature', String(s.temperature), '--max-tokens', String(s.max_tokens)],
-    ...['--shots', String(s.shots), '--seed', String(s.seed), '--concurrency', String(s.concurrency)],
-    ...['--bootstrap', '0'],
-  ];
+  return makeRunSpec(
+    {
+      schema: RUN_SPEC_SCHEMA,
+      kind: 'llm',
+      provider:
+        e.provider === 'llama'
+          ? { name: 'llama', model: e.model }
+          : {
+              name: 'openai',
+              model: e.model,
+              base_url: e.base_url ?? '',
+              ...(e.api_key_env ? { api_key_env: e.api_key_env } : {}),
+            },
+      tasks: [...BOARD_TASKS[board]],
+      split: BOARD_SPLIT[board],
+      mode: s.mode,
+      temperature: s.temperature,
+      max_tokens: s.max_tokens,
+      shots: s.shots,
+      seed: s.seed,
+      concurrency: s.concurrency,
+      bootstrap: 0,
+    },
+    `evaluation of ${e.name}`,
+  ) as LlmSpec;
 }
 
 export class Runs {
@@ -122,7 +138,7 @@ export class Runs {
       sha256: '',
       maxInFlight: 32,
       cells: boards.map((board) => {
-        const argv = evaluationArgv(e, board);
+        const spec = evaluationSpec(e, board);
         return {
           cell: {
             id: `${e.name}/${board}`,
@@ -130,7 +146,7 @@ export class Runs {
             provider: e.provider,
             axes: { board },
             settings: { ...PLATFORM_SETTINGS, board },
-            argv,
+            spec,
             endpoint: e.provider === 'llama' ? 'this machine' : `openai ${e.base_url}`,
             inFlight: PLATFORM_SETTINGS.concurrency,
           },

@@ -1,0 +1,77 @@
+/** The run spec a command line makes, and the command line a manifest records for it, agree. */
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { commandLineOf, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
+import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
+import { addFlags } from './flags.js';
+import { LLM_FLAGS, type LlmFlags, llmSpecOf } from './llm.js';
+
+const openai = { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:8000/v1' } as const;
+
+/** The flags commander gives for a command line, as the `llm` or `baseline` command would see them. */
+function flagsOf<T>(table: Parameters<typeof addFlags>[1], words: string[]): T {
+  let flags: T | undefined;
+  const cmd = addFlags(new Command('x').exitOverride(), table).action((f: T) => {
+    flags = f;
+  });
+  cmd.parse(words, { from: 'user' });
+  return flags as T;
+}
+
+/** A command line as a shell would split it (single quotes only, as commandLineOf writes them). */
+const words = (line: string) =>
+  [...line.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)].map(
+    (m) => m[1]?.replace(/'\\''/g, "'") ?? (m[2] as string),
+  );
+
+describe('run specs and the command line', () => {
+  it('have a command line that the CLI reads back into the same spec', () => {
+    const spec = makeRunSpec({
+      schema: RUN_SPEC_SCHEMA,
+      kind: 'llm',
+      provider: { ...openai, headers: { 'X-Team': 'a b' }, api_key_env: 'KEY', max_retries: 2 },
+      tasks: ['RuMedDaNet', 'RuMedNLI'],
+      split: 'both',
+      data: '/data/rumed',
+      mode: 'generate',
+      shots: 2,
+      seed: 7,
+      temperature: 0.5,
+      max_tokens: 64,
+      stop: ["it's", '\n\n'.trim() || 'x'],
+      system: "Ты — врач. Отвечай 'кратко'.",
+      limit: 5,
+      prompts: ['p2'],
+      perturb: [{ kind: 'typos', rate: 0.05 }, { kind: 'yo' }],
+      repeats: 3,
+      shard: { index: 2, count: 4 },
+      allow_failures: { percent: 2.5 },
+      prices: { prompt: 0.5, completion: 1.5 },
+      bootstrap: 0,
+    }) as LlmSpec;
+    const line = commandLineOf(spec);
+    expect(
+      line.startsWith('rumedbench llm --provider openai --model m --base-url http://127.0.0.1:8000/v1'),
+    ).toBe(true);
+    const back = llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x']));
+    expect(back).toEqual(spec);
+
+    const enc = baselineSpecOf(
+      'encoder',
+      flagsOf<BaselineFlags>(BASELINE_FLAGS, [
+        '--model',
+        '/models/rubert',
+        '--pooling',
+        'cls',
+        '--no-cache',
+        '--C',
+        '0.5',
+      ]),
+    );
+    const encBack = baselineSpecOf(
+      'encoder',
+      flagsOf<BaselineFlags>(BASELINE_FLAGS, words(commandLineOf(enc)).slice(3)),
+    );
+    expect(encBack).toEqual(enc);
+  });
+});

@@ -1,0 +1,93 @@
+/** An LLM spec as the harness (src/llm) takes it: the run's options, and the model's name in request keys. */
+import { basename, resolve } from 'node:path';
+import { resolveDataDir } from '../data/paths.js';
+import type { PromptTemplate } from '../llm/prompt.js';
+import type { Provider } from '../llm/provider.js';
+import { type LlmRunOptions, planRun } from '../llm/run.js';
+import type { RunProgress } from '../llm/send.js';
+import { type Logger, silentLogger } from '../log.js';
+import { getTask } from '../tasks/registry.js';
+import { openProvider } from './provider.js';
+import { commandLineOf, type LlmSpec } from './spec.js';
+
+export interface LlmContext {
+  outDir: string;
+  log: Logger;
+  /** This machine's data folder, in place of the spec's (a worker's `--data`). */
+  dataDir?: string;
+  resume?: boolean;
+  retryErrors?: boolean;
+  onProgress?: (p: RunProgress, final: boolean) => void;
+  /** The manifest's extra fields (the spec itself, for `rumedbench run`). */
+  manifest?: Record<string, unknown>;
+}
+
+/** The model as the harness names it in its request keys: a GGUF file by its name, a served model by its own. */
+export const modelNameOf = (spec: LlmSpec): string =>
+  spec.provider.name === 'llama' ? basename(spec.provider.model) : spec.provider.model;
+
+export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOptions, 'provider'> {
+  return {
+    tasks: spec.tasks.map(getTask),
+    splits: spec.split,
+    mode: spec.mode,
+    ...(spec.label_words ? { labelWords: true } : {}),
+    dataDir: c.dataDir ?? resolveDataDir(spec.data),
+    outDir: resolve(c.outDir),
+    shots: spec.shots,
+    seed: spec.seed,
+    params: {
+      temperature: spec.temperature,
+      maxTokens: spec.max_tokens,
+      seed: spec.seed,
+      ...(spec.stop.length > 0 ? { stop: spec.stop } : {}),
+    },
+    concurrency: spec.concurrency,
+    bootstrap: spec.bootstrap,
+    logger: c.log,
+    ...(spec.limit !== undefined ? { limit: spec.limit } : {}),
+    ...(spec.shard ? { shard: spec.shard } : {}),
+    ...(spec.repeats > 1 ? { repeats: spec.repeats } : {}),
+    ...(c.resume ? { resume: true } : {}),
+    ...(c.retryErrors ? { retryErrors: true } : {}),
+    ...(spec.allow_failures ? { allowFailures: spec.allow_failures } : {}),
+    ...(spec.provider.name === 'openai' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
+    ...(spec.system !== undefined ? { system: spec.system } : {}),
+    ...(spec.templates ? { templates: spec.templates as Record<string, PromptTemplate> } : {}),
+    ...(spec.prices ? { prices: spec.prices } : {}),
+    ...(c.onProgress ? { onProgress: c.onProgress } : {}),
+    ...(c.manifest ? { manifest: c.manifest } : {}),
+  };
+}
+
+/** Every request of a spec's run, in the run's order (`plan check`, `plan submit`). */
+export function planLlmSpec(spec: LlmSpec, model: string, log: Logger = silentLogger) {
+  return planRun(llmRunOptionsOf(spec, { outDir: '.', log }), model, log);
+}
+
+/** A queued LLM spec as a worker runs it: the run's options, the model's name, and its provider when first needed. */
+export interface LlmCell {
+  spec: LlmSpec;
+  options: Omit<LlmRunOptions, 'provider'>;
+  /** The model as the request keys name it. */
+  model: string;
+  provider(): Promise<Provider>;
+}
+
+export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): LlmCell {
+  return {
+    spec,
+    options: llmRunOptionsOf(spec, {
+      outDir: '.',
+      log: o.log,
+      manifest: { spec, command: commandLineOf(spec) },
+      ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}),
+    }),
+    model: modelNameOf(spec),
+    async provider() {
+      const p = await openProvider(spec.provider, { concurrency: spec.concurrency, log: o.log });
+      if (spec.mode === 'loglik') await p.checkLoglik?.();
+      return p;
+    },
+  };
+}

@@ -1,0 +1,222 @@
+/**
+ * The engine: one function runs a spec into a run folder, whoever made the spec (the CLI's flags, a plan's cell, a
+ * file given to `rumedbench run`). The folder's manifest.json records the spec and, for people, the equivalent
+ * command line, so that any run can be repeated exactly from its manifest.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
+import { resolveDataDir } from '../data/paths.js';
+import { readUtf8File } from '../data/text.js';
+import type { VectorSource } from '../encoders/embed.js';
+import { withEngines } from '../engines.js';
+import { RunSpecError, UsageError } from '../errors.js';
+import type { Perturbation } from '../llm/perturb.js';
+import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
+import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
+import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
+import type { RunProgress } from '../llm/send.js';
+import { type Logger, silentLogger } from '../log.js';
+import { getTask } from '../tasks/registry.js';
+import { VERSION } from '../version.js';
+import { llmRunOptionsOf } from './llm.js';
+import { openProvider } from './provider.js';
+import { type BaselineSpec, commandLineOf, type LlmSpec, makeRunSpec, type RunSpec } from './spec.js';
+
+export interface RunContext {
+  /** The run folder. */
+  out: string;
+  /** Continue the run in `out`: only what has no answer is asked. */
+  resume?: boolean;
+  /** Continue the run in `out`: only the requests that failed are asked again. */
+  retryErrors?: boolean;
+  /** This machine's data folder, in place of the spec's. */
+  dataDir?: string;
+  log?: Logger;
+  /** Told where an LLM run stands after each answer, and at the end. */
+  onProgress?: (p: RunProgress, final: boolean) => void;
+}
+
+export type RunOutcome =
+  | {
+      kind: 'llm';
+      spec: LlmSpec;
+      result: LlmRunResult;
+      formulations?: PromptVariantRuns;
+      variants?: PerturbationRuns;
+    }
+  | { kind: 'baseline'; spec: BaselineSpec; result: BaselineRunResult };
+
+/** What a manifest records of the spec it ran. */
+export const specRecord = (spec: RunSpec) => ({ spec, command: commandLineOf(spec) });
+
+/**
+ * Runs a spec into `ctx.out`.
+ *
+ * @example await runEvaluation(makeRunSpec({ schema: 'rumedbench.run/1', kind: 'baseline', method: 'naive' }), { out: 'runs/naive' })
+ */
+export async function runEvaluation(spec: RunSpec, ctx: RunContext): Promise<RunOutcome> {
+  return spec.kind === 'llm' ? runLlmSpec(spec, ctx) : runBaselineSpec(spec, ctx);
+}
+
+/** Checks that belong to the spec as a whole, not to one field. */
+export function checkLlmSpec(spec: LlmSpec): void {
+  if (spec.repeats > 1 && spec.mode === 'loglik')
+    throw new UsageError(
+      '--repeats: a log-likelihood score is the same each time; repeats are for generation',
+    );
+  if (spec.prompts.length > 0 && spec.mode === 'loglik')
+    throw new UsageError(
+      '--prompts: the formulations are of the generation instruction; use --mode generate',
+    );
+  const known = [...new Set(spec.tasks.flatMap((t) => getTask(t).prompt.variants.map((v) => v.id)))];
+  const unknown = spec.prompts.filter((id) => !known.includes(id));
+  if (unknown.length > 0)
+    throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
+}
+
+async function runLlmSpec(spec: LlmSpec, ctx: RunContext): Promise<RunOutcome> {
+  const log = ctx.log ?? silentLogger;
+  checkLlmSpec(spec);
+  if (spec.repeats > 1 && spec.temperature === 0)
+    log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
+  const provider = await openProvider(spec.provider, { concurrency: spec.concurrency, log });
+  try {
+    const options: LlmRunOptions = {
+      provider,
+      ...llmRunOptionsOf(spec, {
+        outDir: ctx.out,
+        log,
+        manifest: specRecord(spec),
+        ...(ctx.dataDir !== undefined ? { dataDir: ctx.dataDir } : {}),
+        ...(ctx.resume ? { resume: true } : {}),
+        ...(ctx.retryErrors ? { retryErrors: true } : {}),
+        ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
+      }),
+    };
+    const result = await runLlm(options);
+    const formulations =
+      spec.prompts.length > 0 ? await runPromptVariants(options, spec.prompts, log) : undefined;
+    const variants =
+      spec.perturb.length > 0
+        ? await runPerturbations(options, spec.perturb as Perturbation[], log)
+        : undefined;
+    return {
+      kind: 'llm',
+      spec,
+      result,
+      ...(formulations ? { formulations } : {}),
+      ...(variants ? { variants } : {}),
+    };
+  } finally {
+    await provider.close?.();
+  }
+}
+
+async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext): Promise<RunOutcome> {
+  const log = ctx.log ?? silentLogger;
+  const out = resolve(ctx.out);
+  const embedder = spec.encoder ? await openEncoder(spec.encoder, log, spec.threads) : undefined;
+  try {
+    const result = await runBaseline({
+      method: spec.method,
+      ...(embedder ? { embedder } : {}),
+      ...(spec.encoder?.C !== undefined ? { C: spec.encoder.C } : {}),
+      tasks: spec.tasks.map(getTask),
+      dataDir: ctx.dataDir ?? resolveDataDir(spec.data),
+      outDir: out,
+      trainSplit: spec.train_split,
+      seed: spec.seed,
+      bootstrap: spec.bootstrap,
+      logger: log,
+      ...(spec.save !== undefined ? { saveDir: spec.save } : {}),
+      ...(spec.threads !== undefined ? { threads: spec.threads } : {}),
+    });
+    writeBaselineManifest(out, spec);
+    return { kind: 'baseline', spec, result };
+  } finally {
+    await embedder?.close();
+  }
+}
+
+/** A baseline's manifest.json: the spec it ran, and when, by which release. */
+function writeBaselineManifest(dir: string, spec: BaselineSpec): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'manifest.json'),
+    `${JSON.stringify({ schema_version: 1, rumedbench_version: VERSION, created: new Date().toISOString(), ...specRecord(spec) }, null, 2)}\n`,
+  );
+}
+
+async function openEncoder(
+  e: NonNullable<BaselineSpec['encoder']>,
+  log: Logger,
+  threads: number | undefined,
+): Promise<VectorSource> {
+  if (e.endpoint !== undefined) {
+    let apiKey: string | undefined;
+    if (e.api_key_env) {
+      apiKey = process.env[e.api_key_env];
+      if (!apiKey)
+        throw new UsageError(`--api-key-env ${e.api_key_env}: that environment variable is not set`);
+    }
+    const { defaultCacheDir, openEmbeddingCache } = await import('../encoders/cache.js');
+    const { EndpointEmbedder } = await import('../encoders/endpoint.js');
+    const cacheDir = e.cache === false ? undefined : (e.cache ?? defaultCacheDir());
+    const embedder = new EndpointEmbedder({
+      endpoint: e.endpoint,
+      model: e.model,
+      progress: (line) => log.info(line),
+      ...(cacheDir ? { cache: openEmbeddingCache(join(cacheDir, 'embeddings.sqlite')) } : {}),
+      ...(e.batch_size !== undefined ? { batchSize: e.batch_size } : {}),
+      ...(apiKey ? { apiKey } : {}),
+    });
+    log.info(`encoder ${e.model} at ${e.endpoint} (/embeddings), batches of ${embedder.batchSize}`);
+    return embedder;
+  }
+  // onnxruntime's native library loads only for encoder runs.
+  const { defaultCacheDir, openEmbedder } = await withEngines(
+    'rumedbench baseline encoder',
+    () => import('../encoders/open.js'),
+  );
+  const embedder = await openEmbedder({
+    model: e.model,
+    cacheDir: e.cache === false ? false : (e.cache ?? defaultCacheDir()),
+    allowDownload: e.download,
+    progress: (line) => log.info(line),
+    ...(e.pooling ? { pooling: e.pooling } : {}),
+    ...(e.dtype ? { dtype: e.dtype } : {}),
+    ...(e.max_length !== undefined ? { maxLength: e.max_length } : {}),
+    ...(e.batch_size !== undefined ? { batchSize: e.batch_size } : {}),
+    ...(threads !== undefined ? { threads } : {}),
+  });
+  const i = embedder.info;
+  log.info(
+    `encoder ${i.model} (${i.dtype}, sha256 ${i.sha256.slice(0, 12)}…), ${embedder.pooling} pooling, max length ${embedder.maxLength}, batches of ${embedder.batchSize}`,
+  );
+  return embedder;
+}
+
+/**
+ * A spec from a file: a spec itself, or a run folder's manifest.json (its `spec`), so that a run is repeated from
+ * what it recorded.
+ */
+export function readRunSpec(file: string): RunSpec {
+  const path = resolve(file);
+  if (!existsSync(path)) throw new UsageError(`${file}: no such file`);
+  let value: unknown;
+  try {
+    value = JSON.parse(readUtf8File(path));
+  } catch (e) {
+    throw new RunSpecError(file, [`not JSON (${(e as Error).message})`]);
+  }
+  if (value && typeof value === 'object' && !Array.isArray(value) && 'rumedbench_version' in value) {
+    const spec = (value as { spec?: unknown }).spec;
+    if (spec === undefined)
+      throw new RunSpecError(file, [
+        'a manifest written before run specs (no "spec" field): repeat that run with its command line',
+      ]);
+    return makeRunSpec(spec, `${file} (its spec)`);
+  }
+  return makeRunSpec(value, file);
+}

@@ -1,0 +1,323 @@
+/**
+ * Run specs: one typed, versioned value per kind of run, the only thing the engine runs. Every entry point (the CLI's
+ * flags, a plan's cell, a queued job, an evaluation the platform runs) builds one and hands it to `runEvaluation`;
+ * what is stored (a manifest, a plan's state, a queue row) is the spec as JSON, never a command line. Every default
+ * is filled here, once, when the spec is made (`makeRunSpec`); the CLI's flag tables show these same values.
+ */
+import { z } from 'zod';
+import { RunSpecError } from '../errors.js';
+import { isTaskName, TASKS } from '../tasks/registry.js';
+
+export const RUN_SPEC_SCHEMA = 'rumedbench.run/1';
+
+/** The defaults of an LLM run, in one place: the spec fills them, the flags' help shows them. */
+export const LLM_DEFAULTS = {
+  contextSize: 4096,
+  timeoutMs: 120_000,
+  maxRetries: 6,
+  maxWaitS: 60,
+  maxReplyBytes: 4 << 20,
+  split: 'test',
+  mode: 'generate',
+  shots: 0,
+  seed: 0,
+  temperature: 0,
+  maxTokens: 1024,
+  repeats: 1,
+  bootstrap: 1000,
+  /** Requests in flight to a server; sequences evaluated in parallel by a local model. */
+  concurrency: { openai: 8, llama: 1 },
+} as const;
+
+/** The defaults of a baseline run. */
+export const BASELINE_DEFAULTS = { trainSplit: 'train', seed: 0, bootstrap: 1000 } as const;
+
+const whole = (min: number) => z.number().int().min(min);
+const taskList = z
+  .array(z.string())
+  .min(1)
+  .superRefine((list, ctx) => {
+    for (const t of list)
+      if (!isTaskName(t))
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown task "${t}"; the tasks are ${TASKS.map((x) => x.name).join(', ')}`,
+        });
+  })
+  .default(() => TASKS.map((t) => t.name));
+
+const openaiProvider = z
+  .object({
+    name: z.literal('openai'),
+    model: z.string().min(1),
+    base_url: z.string().min(1),
+    /** The environment variable that holds the key: a spec never holds a secret. */
+    api_key_env: z.string().min(1).optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    timeout_ms: whole(1).default(LLM_DEFAULTS.timeoutMs),
+    max_retries: whole(0).default(LLM_DEFAULTS.maxRetries),
+    max_wait_s: whole(1).default(LLM_DEFAULTS.maxWaitS),
+    max_reply_bytes: whole(1024).default(LLM_DEFAULTS.maxReplyBytes),
+  })
+  .strict();
+
+const llamaProvider = z
+  .object({
+    name: z.literal('llama'),
+    /** The .gguf file. */
+    model: z.string().min(1),
+    context_size: whole(64).default(LLM_DEFAULTS.contextSize),
+    gpu: z.boolean().default(false),
+    threads: whole(1).optional(),
+  })
+  .strict();
+
+export const providerSpec = z.discriminatedUnion('name', [openaiProvider, llamaProvider]);
+
+const template = z
+  .object({ system: z.string().optional(), instruction: z.string().optional(), item: z.string().optional() })
+  .strict();
+
+const perturbation = z
+  .object({
+    kind: z.enum(['typos', 'yo', 'case', 'shuffle-options']),
+    rate: z.number().gt(0).lte(1).optional(),
+  })
+  .strict();
+
+const llmSpec = z
+  .object({
+    schema: z.literal(RUN_SPEC_SCHEMA),
+    kind: z.literal('llm'),
+    provider: providerSpec,
+    tasks: taskList,
+    split: z.enum(['test', 'private_test', 'both']).default(LLM_DEFAULTS.split),
+    /** The data folder; absent: $RUMEDBENCH_DATA, else the user cache folder, on the machine that runs it. */
+    data: z.string().min(1).optional(),
+    mode: z.enum(['generate', 'loglik']).default(LLM_DEFAULTS.mode),
+    label_words: z.boolean().default(false),
+    shots: whole(0).default(LLM_DEFAULTS.shots),
+    seed: whole(0).default(LLM_DEFAULTS.seed),
+    temperature: z.number().min(0).default(LLM_DEFAULTS.temperature),
+    max_tokens: whole(1).default(LLM_DEFAULTS.maxTokens),
+    stop: z.array(z.string()).default([]),
+    /** Replaces the tasks' system prompt ('' sends none). */
+    system: z.string().optional(),
+    /** Prompt overrides per task, held in the spec itself so that the run can be repeated without the file. */
+    templates: z.record(z.string(), template).optional(),
+    concurrency: whole(1).optional(),
+    limit: whole(1).optional(),
+    /** Other formulations of each task's instruction, each run beside the main one. */
+    prompts: z.array(z.string()).default([]),
+    perturb: z.array(perturbation).default([]),
+    repeats: whole(1).default(LLM_DEFAULTS.repeats),
+    shard: z
+      .object({ index: whole(1), count: whole(1) })
+      .strict()
+      .optional(),
+    allow_failures: z
+      .union([
+        z.object({ count: whole(0) }).strict(),
+        z.object({ percent: z.number().min(0).max(100) }).strict(),
+      ])
+      .optional(),
+    prices: z
+      .object({ prompt: z.number().min(0), completion: z.number().min(0) })
+      .strict()
+      .optional(),
+    bootstrap: whole(0).default(LLM_DEFAULTS.bootstrap),
+  })
+  .strict()
+  .transform((s) => ({
+    ...s,
+    concurrency: s.concurrency ?? LLM_DEFAULTS.concurrency[s.provider.name],
+  }));
+
+const encoderSpec = z
+  .object({
+    /** A model folder or hub id (in process), or the model's name at `endpoint`. */
+    model: z.string().min(1),
+    endpoint: z.string().min(1).optional(),
+    api_key_env: z.string().min(1).optional(),
+    pooling: z.enum(['mean', 'cls']).optional(),
+    dtype: z.enum(['fp32', 'q8']).optional(),
+    max_length: whole(4).optional(),
+    batch_size: whole(1).optional(),
+    C: z.number().gt(0).optional(),
+    /** The embedding cache: a folder, false for none; absent: the user cache folder. */
+    cache: z.union([z.string().min(1), z.literal(false)]).optional(),
+    download: z.boolean().default(true),
+  })
+  .strict();
+
+const baselineSpec = z
+  .object({
+    schema: z.literal(RUN_SPEC_SCHEMA),
+    kind: z.literal('baseline'),
+    method: z.enum(['naive', 'tfidf', 'encoder']),
+    encoder: encoderSpec.optional(),
+    tasks: taskList,
+    data: z.string().min(1).optional(),
+    train_split: z.enum(['train', 'dev']).default(BASELINE_DEFAULTS.trainSplit),
+    seed: whole(0).default(BASELINE_DEFAULTS.seed),
+    threads: whole(1).optional(),
+    bootstrap: whole(0).default(BASELINE_DEFAULTS.bootstrap),
+    /** Save each trained model under this folder. */
+    save: z.string().min(1).optional(),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if ((s.method === 'encoder') !== (s.encoder !== undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['encoder'],
+        message:
+          s.method === 'encoder' ? 'method encoder needs encoder: { model, … }' : 'only for method encoder',
+      });
+    if (s.encoder?.endpoint !== undefined) {
+      const local = (['pooling', 'dtype', 'max_length'] as const).filter((k) => s.encoder?.[k] !== undefined);
+      if (local.length > 0 || s.save !== undefined || s.encoder.download === false)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['encoder'],
+          message: `${[...local, ...(s.save !== undefined ? ['save'] : []), ...(s.encoder.download === false ? ['download'] : [])].join(', ')}: for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)`,
+        });
+    }
+  });
+
+export const runSpecSchema = z.union([llmSpec, baselineSpec]);
+
+export type LlmSpec = z.output<typeof llmSpec>;
+export type BaselineSpec = z.output<typeof baselineSpec>;
+export type ProviderSpec = z.output<typeof providerSpec>;
+export type RunSpec = LlmSpec | BaselineSpec;
+/** What a caller gives: the defaults may be left out. */
+export type RunSpecInput = z.input<typeof llmSpec> | z.input<typeof baselineSpec>;
+
+/**
+ * The one way a spec is made: checked, every default filled. `where` names the source in the error (a file, a
+ * queue row): every problem is listed with its path in the spec.
+ *
+ * @example makeRunSpec({ schema: 'rumedbench.run/1', kind: 'llm', provider: { name: 'openai', model: 'm', base_url: 'http://localhost:8000/v1' } }).max_tokens // 1024
+ */
+export function makeRunSpec(input: unknown, where = 'run spec'): RunSpec {
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    const o = input as Record<string, unknown>;
+    if (o.schema !== RUN_SPEC_SCHEMA)
+      throw new RunSpecError(where, [
+        `schema: expected "${RUN_SPEC_SCHEMA}", got ${JSON.stringify(o.schema)}${typeof o.schema === 'string' && o.schema.startsWith('rumedbench.run/') ? ' (a spec of another release: run it with that release)' : ''}`,
+      ]);
+    const kind = o.kind === 'llm' ? llmSpec : o.kind === 'baseline' ? baselineSpec : undefined;
+    if (!kind) throw new RunSpecError(where, [`kind: one of llm, baseline, got ${JSON.stringify(o.kind)}`]);
+    const r = kind.safeParse(input);
+    if (r.success) return r.data;
+    throw new RunSpecError(
+      where,
+      r.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`),
+    );
+  }
+  throw new RunSpecError(where, ['a run spec is a JSON object { schema, kind, … }']);
+}
+
+/** Keys in a stable order, so that the same spec is the same text (plan state, manifests, comparisons). */
+export function specJson(spec: RunSpec): string {
+  return JSON.stringify(sortKeys(spec));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v as object)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  return v;
+}
+
+const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * The command line that makes the same run, for people to read (a manifest records it beside the spec); nothing
+ * parses it back. Templates and other values with no flag of their own are named by the spec file.
+ */
+export function commandLineOf(spec: RunSpec): string {
+  const a: string[] = ['rumedbench'];
+  const push = (flag: string, v: unknown) => {
+    if (v === undefined || v === false) return;
+    if (v === true) a.push(flag);
+    else a.push(flag, quote(String(v)));
+  };
+  if (spec.kind === 'llm') {
+    const p = spec.provider;
+    a.push('llm');
+    push('--provider', p.name);
+    push('--model', p.model);
+    if (p.name === 'openai') {
+      push('--base-url', p.base_url);
+      push('--api-key-env', p.api_key_env);
+      for (const [k, v] of Object.entries(p.headers)) push('--header', `${k}: ${v}`);
+      if (p.timeout_ms !== LLM_DEFAULTS.timeoutMs) push('--timeout-ms', p.timeout_ms);
+      if (p.max_retries !== LLM_DEFAULTS.maxRetries) push('--max-retries', p.max_retries);
+      if (p.max_wait_s !== LLM_DEFAULTS.maxWaitS) push('--max-wait', p.max_wait_s);
+      if (p.max_reply_bytes !== LLM_DEFAULTS.maxReplyBytes) push('--max-reply-bytes', p.max_reply_bytes);
+    } else {
+      if (p.context_size !== LLM_DEFAULTS.contextSize) push('--context-size', p.context_size);
+      push('--gpu', p.gpu);
+      push('--threads', p.threads);
+    }
+    push('--tasks', spec.tasks.join(','));
+    push('--split', spec.split);
+    push('--data', spec.data);
+    push('--mode', spec.mode);
+    push('--label-words', spec.label_words);
+    push('--shots', spec.shots);
+    push('--seed', spec.seed);
+    push('--temperature', spec.temperature);
+    push('--max-tokens', spec.max_tokens);
+    for (const s of spec.stop) push('--stop', s);
+    push('--system', spec.system);
+    if (spec.templates) a.push('--template', '<templates in the spec>');
+    push('--concurrency', spec.concurrency);
+    push('--limit', spec.limit);
+    if (spec.prompts.length > 0) push('--prompts', spec.prompts.join(','));
+    if (spec.perturb.length > 0)
+      push('--perturb', spec.perturb.map((p) => (p.kind === 'typos' ? `typos=${p.rate}` : p.kind)).join(','));
+    if (spec.repeats > 1) push('--repeats', spec.repeats);
+    if (spec.shard) push('--shard', `${spec.shard.index}/${spec.shard.count}`);
+    if (spec.allow_failures)
+      push(
+        '--allow-failures',
+        'count' in spec.allow_failures ? spec.allow_failures.count : `${spec.allow_failures.percent}%`,
+      );
+    if (spec.prices) {
+      push('--price-prompt', spec.prices.prompt);
+      push('--price-completion', spec.prices.completion);
+    }
+    push('--bootstrap', spec.bootstrap);
+  } else {
+    a.push('baseline', spec.method);
+    const e = spec.encoder;
+    if (e) {
+      push('--model', e.model);
+      push('--endpoint', e.endpoint);
+      push('--api-key-env', e.api_key_env);
+      push('--pooling', e.pooling);
+      push('--dtype', e.dtype);
+      push('--max-length', e.max_length);
+      push('--batch-size', e.batch_size);
+      push('--C', e.C);
+      if (e.cache === false) a.push('--no-cache');
+      else push('--cache', e.cache);
+      if (!e.download) a.push('--no-download');
+    }
+    push('--tasks', spec.tasks.join(','));
+    push('--data', spec.data);
+    push('--train-split', spec.train_split);
+    push('--seed', spec.seed);
+    push('--threads', spec.threads);
+    push('--bootstrap', spec.bootstrap);
+    push('--save', spec.save);
+  }
+  return a.join(' ');
+}
