@@ -22,7 +22,7 @@ export const SCHEMA = 'rumedbench_runs';
  * The migrations, in order; a database is at the highest version applied. Version 1 is the schema of release 0.1.0
  * (made with IF NOT EXISTS, so a database that release created, with no version table, is read as version 1).
  */
-const MIGRATIONS: readonly { version: number; what: string; sql: string }[] = [
+export const MIGRATIONS: readonly { version: number; what: string; sql: string }[] = [
   {
     version: 1,
     what: 'plans, cells (as command lines), jobs, answers, files, workers, claims, endpoints',

@@ -71,6 +71,14 @@ function evaluationSpec(e: Endpoint, board: BoardName): LlmSpec {
   ) as LlmSpec;
 }
 
+/** A platform run's spec as its board entry shows it: the model's name, not where it is served or its key's name. */
+function publicSpec(spec: unknown): unknown {
+  if (!spec || typeof spec !== 'object') return undefined;
+  const { provider, data: _d, ...rest } = spec as Record<string, unknown>;
+  const p = (provider ?? {}) as Record<string, unknown>;
+  return { ...rest, provider: { name: p.name, model: p.name === 'llama' ? undefined : p.model } };
+}
+
 export class Runs {
   constructor(
     private readonly lb: Leaderboard,
@@ -216,7 +224,9 @@ export class Runs {
           ? (JSON.parse(manifestFile.content.toString('utf8')) as Record<string, unknown>)
           : {};
         // The manifest as published: the model server's address and file paths are the platform's own business.
-        const { endpoint: _e, gguf_file: _g, ...shown } = manifest;
+        // The spec and its command line name the server too: the spec is shown without its provider's address.
+        const { endpoint: _e, gguf_file: _g, command: _c, spec, ...rest } = manifest;
+        const shown = { ...rest, ...(spec ? { spec: publicSpec(spec) } : {}) };
         const run: PlatformRun = {
           plan_id: p.id,
           endpoint: meta.endpoint,

@@ -1,0 +1,104 @@
+/**
+ * The queue's schema: numbered migrations, a version every process checks. A database made by release 0.1.0 (no
+ * version table, cells as command lines) is migrated, its old cells refused with a clear reason; a worker meeting a
+ * database of another version stops with one line.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { rumedbench } from '../../test/helpers/cli.js';
+import { freshDatabase, NO_PG_REASON, PG_URL } from '../../test/helpers/engines.js';
+import { createLogger } from '../log.js';
+import { MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { Worker } from './worker.js';
+
+async function sql(url: string, text: string, values: unknown[] = []) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(text, values);
+  } finally {
+    await c.end();
+  }
+}
+
+describe.skipIf(!PG_URL)(
+  `the queue's schema (PostgreSQL${PG_URL ? '' : `: skipped, ${NO_PG_REASON}`})`,
+  () => {
+    it('migrates a database made by the previous release; its command-line cells are refused, saying why', async () => {
+      const url = await freshDatabase('postgres');
+      // What release 0.1.0 made: version 1's tables, no version table, a cell queued as a command line.
+      await sql(url, MIGRATIONS[0]?.sql as string);
+      await sql(
+        url,
+        `INSERT INTO ${SCHEMA}.plans (id, name, plan_file, plan_sha256, status, max_in_flight) VALUES ('p-old', 'old', 'plan.yaml', '', 'queued', 8)`,
+      );
+      await sql(
+        url,
+        `INSERT INTO ${SCHEMA}.cells (plan_id, cell_id, position, model, provider, axes, settings, argv, endpoint, queue, in_flight, total, data_sha256, status)
+       VALUES ('p-old', 'm/default', 0, 'm', 'openai', '{}', '{}', '["llm","--model","m"]', 'openai http://127.0.0.1:9/v1', 'rumedbench_x', 8, 0, '{}', 'queued')`,
+      );
+      await sql(
+        url,
+        `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, done) VALUES ('p-old', 'm/default', 0, '[]', true)`,
+      );
+
+      // A worker of this release does not migrate under the old workers: it stops, naming both versions.
+      const w = await rumedbench('worker', '--db', url, '--exit-when-idle');
+      expect(w.code).toBe(1);
+      expect(w.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `schema version 1, older than this rumedbench .* needs \\(${QUEUE_SCHEMA_VERSION}\\).*plan migrate`,
+          ),
+        ),
+      ]);
+
+      // `plan migrate` brings it to this release's version, keeping what it held.
+      expect((await rumedbench('plan', 'migrate', '--db', url)).code).toBe(0);
+      const versions = await sql(url, `SELECT version FROM ${SCHEMA}.schema_version ORDER BY version`);
+      expect(versions.rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      const cell = await sql(url, `SELECT argv, spec FROM ${SCHEMA}.cells`);
+      expect(cell.rows).toEqual([{ argv: '["llm","--model","m"]', spec: null }]);
+
+      // The old cell is refused by a worker with the reason, never run from its command line.
+      const lines: string[] = [];
+      const db = await openQueue(url, { migrate: false });
+      try {
+        // The old cell's job was never in this pg-boss: take the cell as a job would.
+        const worker = new Worker({
+          db,
+          exitWhenIdle: true,
+          heartbeatS: 1,
+          log: createLogger('info', (l) => lines.push(l)),
+        });
+        await (worker as unknown as { finish(p: string, c: string): Promise<void> }).finish(
+          'p-old',
+          'm/default',
+        );
+        const failed = await sql(url, `SELECT status, error FROM ${SCHEMA}.cells`);
+        expect(failed.rows[0]).toEqual({
+          status: 'failed',
+          error: expect.stringContaining('queued by an older rumedbench as a command line'),
+        });
+      } finally {
+        await db.close();
+      }
+    });
+
+    it('refuses a database of a newer release, and makes an empty one', async () => {
+      const url = await freshDatabase('postgres');
+      const db = await openQueue(url, { migrate: false });
+      await db.close();
+      const at = await sql(url, `SELECT max(version) AS v FROM ${SCHEMA}.schema_version`);
+      expect(at.rows[0]?.v).toBe(QUEUE_SCHEMA_VERSION);
+      await sql(url, `INSERT INTO ${SCHEMA}.schema_version (version, what) VALUES ($1, 'from the future')`, [
+        QUEUE_SCHEMA_VERSION + 1,
+      ]);
+      await expect(openQueue(url)).rejects.toThrow(
+        `is at schema version ${QUEUE_SCHEMA_VERSION + 1}, newer than this rumedbench`,
+      );
+      const s = await rumedbench('plan', 'status', 'p-x', '--db', url);
+      expect([s.code, s.stderr]).toEqual([1, expect.stringContaining('upgrade rumedbench on this machine')]);
+    });
+  },
+);
