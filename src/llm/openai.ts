@@ -80,6 +80,12 @@ export interface OpenAIOptions {
 }
 
 const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
+/**
+ * The most an echoed prompt token may add to a /v1/completions reply with `echo` and `logprobs: 1`: vLLM writes, per
+ * token, its text (JSON-escaped, `\uXXXX` for each Cyrillic letter, or `bytes:\xNN…` for a partial character), its
+ * log-probability, a top-1 map that may hold a second token, and an offset: about 150-250 bytes; 1 KiB leaves room.
+ */
+const ECHO_BYTES_PER_TOKEN = 1024;
 /** How many next tokens the top-k fallback asks for (OpenAI's and vLLM's usual ceiling). */
 const TOP_K = 20;
 const DEFAULT_MAX_WAIT_MS = 60_000;
@@ -293,9 +299,9 @@ export class OpenAIProvider implements Provider {
     };
   }
 
-  /** The body of a reply, at most `maxReplyBytes`, counted as it arrives. */
-  private async readCapped(url: string, res: Response): Promise<string> {
-    const max = this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+  /** The body of a reply, at most `max` bytes (`maxReplyBytes` unless the request asked for more), counted as it arrives. */
+  private async readCapped(url: string, res: Response, cap?: number): Promise<string> {
+    const max = cap ?? this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
     let text: string | null;
     try {
       text = await readCapped(res, max);
@@ -309,7 +315,7 @@ export class OpenAIProvider implements Provider {
     }
     if (text === null)
       throw new LlmRequestError(
-        `${url}: the reply is larger than --max-reply-bytes (${max} bytes); it was cut off and not read`,
+        `${url}: the reply is larger than ${cap === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)'} (${max} bytes); it was cut off and not read`,
         res.status,
         false,
       );
@@ -320,8 +326,11 @@ export class OpenAIProvider implements Provider {
   private async post<T>(
     url: string,
     body: unknown,
-    /** A 404 stops the run (wrong model or URL); not for optional endpoints, whose 404 means "not offered". */
-    options: { notFoundIsFatal?: boolean } = {},
+    /**
+     * notFoundIsFatal: a 404 stops the run (wrong model or URL); not for optional endpoints, whose 404 means "not
+     * offered". maxReplyBytes: the reply cap of a request whose reply is large by design (echoed prompts).
+     */
+    options: { notFoundIsFatal?: boolean; maxReplyBytes?: number } = {},
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     // The slot is held from the request until its body is read (or refused), never across a retry's wait.
     return this.inFlight(() => this.postNow<T>(url, body, options));
@@ -330,7 +339,7 @@ export class OpenAIProvider implements Provider {
   private async postNow<T>(
     url: string,
     body: unknown,
-    options: { notFoundIsFatal?: boolean },
+    options: { notFoundIsFatal?: boolean; maxReplyBytes?: number },
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     let res: Response;
     try {
@@ -371,7 +380,7 @@ export class OpenAIProvider implements Provider {
         { fatal: true },
       );
     }
-    const text = await this.readCapped(url, res);
+    const text = await this.readCapped(url, res, options.maxReplyBytes);
     let json: T | undefined;
     try {
       json = JSON.parse(text) as T;
@@ -471,8 +480,14 @@ export class OpenAIProvider implements Provider {
     });
   }
 
-  /** The log-probability of every prompt token after the first, for each prompt (one batched request). */
+  /**
+   * The log-probability of every prompt token after the first, for each prompt (one batched request). The reply
+   * echoes every token with its log-probability, so it is as large as the prompts: its cap grows with them (a
+   * bound per token), while a reply past that bound is still cut off.
+   */
   private async promptLogprobs(prompts: number[][]): Promise<(number | null)[][]> {
+    const tokens = prompts.reduce((n, p) => n + p.length, 0);
+    const cap = (this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES) + tokens * ECHO_BYTES_PER_TOKEN;
     return this.retrying(async () => {
       const { json, text, status } = await this.post<CompletionsLogprobs>(
         this.completionsUrl,
@@ -484,7 +499,7 @@ export class OpenAIProvider implements Provider {
           echo: true,
           logprobs: 1,
         },
-        { notFoundIsFatal: false },
+        { notFoundIsFatal: false, maxReplyBytes: cap },
       );
       const choices = Array.isArray(json?.choices) ? json.choices : [];
       const out: (number | null)[][] = prompts.map(() => []);

@@ -30,6 +30,10 @@ export interface FakeOpenAI {
   requests: { key: string; body: ChatRequestBody }[];
   /** Every /v1/completions request, in order. */
   completions: CompletionsBody[];
+  /** The most requests the server held at once (from a request's arrival until its answer was written), any path. */
+  peak(): number;
+  /** The largest answer the server wrote, in bytes. */
+  largest(): number;
   close(): Promise<void>;
 }
 
@@ -92,6 +96,13 @@ export async function startFakeOpenAI(options: {
   memorized?: string;
   /** What /tokenize says of the model's context (vLLM's `max_model_len`); 8192 by default. */
   maxModelLen?: number;
+  /**
+   * Bytes each echoed token takes in a /v1/completions reply (its text padded, as vLLM's escaped token texts and
+   * top-1 maps make them); about 40 by default.
+   */
+  echoBytesPerToken?: number;
+  /** Delay of each /tokenize answer, ms. */
+  tokenizeDelayMs?: number;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -105,11 +116,29 @@ export async function startFakeOpenAI(options: {
       : fakeLogprob(all[i - 1] as number, all[i] as number);
   const requests: FakeOpenAI['requests'] = [];
   const completions: CompletionsBody[] = [];
+  let held = 0;
+  let peak = 0;
+  let largest = 0;
   const server: Server = createServer(async (req, res) => {
-    const json = (status: number, body: unknown) =>
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    held++;
+    peak = Math.max(peak, held);
+    // Released when the answer is handed to the system ('finish'), before the client can read it: a client that
+    // sends its next request only after reading an answer is never counted twice.
+    let released = false;
+    const release = () => {
+      if (!released) held--;
+      released = true;
+    };
+    res.once('finish', release);
+    res.once('close', release);
+    const json = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      largest = Math.max(largest, Buffer.byteLength(text));
+      res.writeHead(status, { 'content-type': 'application/json' }).end(text);
+    };
     if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
       const body = JSON.parse(await readBody(req)) as { prompt: string; add_special_tokens?: boolean };
+      if (options.tokenizeDelayMs) await new Promise((r) => setTimeout(r, options.tokenizeDelayMs));
       const tokens = fakeTokenize(body.prompt, body.add_special_tokens ?? true);
       json(200, { tokens, count: tokens.length, max_model_len: options.maxModelLen ?? 8192 });
       return;
@@ -128,8 +157,10 @@ export async function startFakeOpenAI(options: {
         let logprobs: unknown = null;
         if (body.logprobs !== undefined && body.echo && options.promptLogprobs !== false) {
           const all = [...ids, generated];
+          // Each token's text padded to the bytes a verbose echo takes (the rest of its entry is about 40 bytes).
+          const pad = 'x'.repeat(Math.max(0, (options.echoBytesPerToken ?? 40) - 40));
           logprobs = {
-            tokens: all.map(String),
+            tokens: all.map((id) => `${id}${pad}`),
             token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
             top_logprobs: all.map(() => null),
             text_offset: all.map((_, i) => i),
@@ -215,6 +246,8 @@ export async function startFakeOpenAI(options: {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     completions,
+    peak: () => peak,
+    largest: () => largest,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
