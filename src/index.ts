@@ -32,11 +32,12 @@ export { parseJsonl, readJsonlFile, toJsonl } from './data/jsonl.js';
 export { hasGold, ifPresent, type LoadOptions, loadSplit, readGoldLabels } from './data/load.js';
 export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
+export { backoffMs, retryAfterMs, send, TransportError } from './data/transport.js';
 export * from './errors.js';
 export { Journal, type JournalEntry } from './llm/journal.js';
 export { type LlamaOptions, LlamaProvider } from './llm/llama.js';
 export * from './llm/loglik.js';
-export { LlmRequestError, type OpenAIOptions, OpenAIProvider, retryAfterMs } from './llm/openai.js';
+export { LlmRequestError, type OpenAIOptions, OpenAIProvider } from './llm/openai.js';
 export {
   buildMessages,
   type ChatMessage,

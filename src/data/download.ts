@@ -15,6 +15,7 @@ import { ChecksumError, DownloadError, RumedbenchError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { sha256File } from './checksum.js';
 import { MANIFEST, type ManifestEntry, UPSTREAM } from './manifest.js';
+import { backoffMs as backoff } from './transport.js';
 
 const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
 
@@ -162,7 +163,7 @@ export async function downloadData(options: DownloadOptions): Promise<DownloadRe
       } catch (e) {
         lastError = e;
         if (e instanceof NotFound || !(e instanceof RumedbenchError) || attempt === attempts) break;
-        const delay = backoffMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
+        const delay = backoff(attempt - 1, { baseMs: backoffMs });
         log.warn(
           `${entry.path}: ${(e as Error).message}; retrying in ${Math.round(delay)} ms (${attempt}/${attempts})`,
         );

@@ -1,13 +1,13 @@
 /**
  * Sentence vectors from a serving engine's OpenAI-compatible `/v1/embeddings` (vLLM, text-embeddings-inference,
  * Ollama) instead of an ONNX model run here, so that encoders run on GPU servers that scale on their own. Inputs go
- * in batches, several batches in flight; 429 (after its Retry-After), 5xx and dropped connections are retried with
- * backoff; every vector is checked (one per input, finite, one width) and kept in the same embedding cache, keyed by
+ * in batches, several batches in flight; 429 and 503 (after their Retry-After, else with growing waits), other
+ * transient statuses and dropped connections are retried by the shared transport (data/transport.ts); every vector is checked (one per input, finite, one width) and kept in the same embedding cache, keyed by
  * the endpoint, the model and the input. A pair (context + question) is sent as its two texts on two lines: the
  * endpoint embeds texts, not pairs. There are no word vectors here: RuMedNER is left to a model run here.
  */
 import pLimit from 'p-limit';
-import { readCapped } from '../data/read-capped.js';
+import { send, TransportError } from '../data/transport.js';
 import { ModelError } from '../errors.js';
 import type { TextInput } from './inputs.js';
 import { type CachingOptions, type SourceInfo, VectorSource } from './source.js';
@@ -24,22 +24,14 @@ export interface EndpointEmbedderOptions extends CachingOptions {
   /** Retries of a failed request (default 5). */
   maxRetries?: number;
   timeoutMs?: number;
-  /** First backoff, doubled each retry (default 500 ms). */
+  /** The first wait's ceiling, doubled each retry (default 500 ms: the first wait is 250-500 ms). */
   backoffMs?: number;
+  /** Told before each retry's wait (the CLI notes long waits). */
+  onRetry?: (n: { attempt: number; waitMs: number; reason: string }) => void;
 }
 
 /** Largest answer read from the server: 32 inputs × 8,192 dimensions as JSON fit well within it. */
 const MAX_ANSWER_BYTES = 64 << 20;
-
-class EndpointError extends Error {
-  constructor(
-    message: string,
-    readonly retry: boolean,
-    readonly retryAfterMs?: number,
-  ) {
-    super(message);
-  }
-}
 
 export class EndpointEmbedder extends VectorSource {
   readonly pooling = 'server';
@@ -84,7 +76,7 @@ export class EndpointEmbedder extends VectorSource {
               const x = inputs[i] as TextInput;
               return typeof x === 'string' ? x : `${x[0]}\n${x[1]}`;
             });
-            const vectors = await this.retrying(() => this.request(texts));
+            const vectors = await this.request(texts);
             for (const [k, v] of vectors.entries()) {
               width ??= v.length;
               if (v.length !== width)
@@ -111,68 +103,54 @@ export class EndpointEmbedder extends VectorSource {
     this.o.cache?.close();
   }
 
-  private async retrying<T>(f: () => Promise<T>): Promise<T> {
-    const max = this.o.maxRetries ?? 5;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await f();
-      } catch (e) {
-        if (!(e instanceof EndpointError) || !e.retry || attempt >= max)
-          throw e instanceof EndpointError ? new ModelError(this.o.endpoint, e.message) : e;
-        const wait = e.retryAfterMs ?? (this.o.backoffMs ?? 500) * 2 ** attempt;
-        await new Promise((r) => setTimeout(r, Math.min(wait, 60_000)));
-      }
-    }
-  }
-
   private async request(texts: string[]): Promise<Float32Array[]> {
-    let res: Response;
+    const fail = (why: string) => new ModelError(this.o.endpoint, why);
+    let answer: Awaited<ReturnType<typeof send>>;
     try {
-      res = await fetch(this.url, {
-        method: 'POST',
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.o.timeoutMs ?? 120_000),
-        headers: {
-          'content-type': 'application/json',
-          ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}),
+      answer = await send(
+        this.url,
+        () => ({
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}),
+          },
+          body: JSON.stringify({ model: this.o.model, input: texts, encoding_format: 'float' }),
+        }),
+        {
+          maxBytes: MAX_ANSWER_BYTES,
+          timeoutMs: this.o.timeoutMs ?? 120_000,
+          retry: {
+            retries: this.o.maxRetries ?? 5,
+            baseMs: this.o.backoffMs ?? 500,
+            capMs: 60_000,
+            maxWaitMs: 60_000,
+          },
+          retryOn: (status) => status === 429 || status >= 500,
+          ...(this.o.onRetry ? { onRetry: this.o.onRetry } : {}),
         },
-        body: JSON.stringify({ model: this.o.model, input: texts, encoding_format: 'float' }),
-      });
-    } catch (e) {
-      const cause =
-        (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message;
-      throw new EndpointError(`request failed: ${cause}`, true);
-    }
-    let text: string | null;
-    try {
-      text = await readCapped(res, MAX_ANSWER_BYTES);
-    } catch (e) {
-      throw new EndpointError(`the answer broke off: ${(e as Error).message}`, true);
-    }
-    if (text === null) throw new EndpointError(`an answer over the ${MAX_ANSWER_BYTES}-byte cap`, false);
-    if (res.status === 429 || res.status >= 500) {
-      const after = Number(res.headers.get('retry-after'));
-      throw new EndpointError(
-        `HTTP ${res.status}: ${text.slice(0, 200)}`,
-        true,
-        Number.isFinite(after) && after >= 0 ? after * 1000 : undefined,
       );
+    } catch (e) {
+      if (e instanceof TransportError)
+        throw fail(`request failed after ${e.attempts} attempt(s): ${e.message}`);
+      throw e;
     }
-    if (res.status !== 200) throw new EndpointError(`HTTP ${res.status}: ${text.slice(0, 300)}`, false);
+    const text = answer.text;
+    if (text === null) throw fail(`an answer over the ${MAX_ANSWER_BYTES}-byte cap`);
+    if (answer.status !== 200) throw fail(`HTTP ${answer.status}: ${text.slice(0, 300)}`);
     let body: { data?: { index?: number; embedding?: unknown }[] };
     try {
       body = JSON.parse(text);
     } catch {
-      throw new EndpointError(`the answer is not JSON: ${text.slice(0, 200)}`, false);
+      throw fail(`the answer is not JSON: ${text.slice(0, 200)}`);
     }
     const data = Array.isArray(body.data) ? [...body.data] : [];
-    if (data.length !== texts.length)
-      throw new EndpointError(`${data.length} vector(s) for ${texts.length} input(s)`, false);
+    if (data.length !== texts.length) throw fail(`${data.length} vector(s) for ${texts.length} input(s)`);
     data.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     return data.map((d, k) => {
       const v = d.embedding;
       if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
-        throw new EndpointError(`input ${k}: the embedding is not a list of finite numbers`, false);
+        throw fail(`input ${k}: the embedding is not a list of finite numbers`);
       return Float32Array.from(v as number[]);
     });
   }

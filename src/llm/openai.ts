@@ -14,6 +14,7 @@
  */
 import pLimit, { type LimitFunction } from 'p-limit';
 import { readCapped } from '../data/read-capped.js';
+import { backoffMs, retryAfterMs } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
@@ -162,15 +163,6 @@ const CONTEXT_LENGTH =
 const count = (v: unknown): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
 
-/** Retry-After as seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface CompletionsLogprobs {
@@ -238,7 +230,7 @@ export class OpenAIProvider implements Provider {
             false,
           );
         }
-        const delay = hinted ?? Math.random() * Math.min(cap, base * 2 ** attempt);
+        const delay = hinted ?? backoffMs(attempt, { baseMs: base, capMs: cap });
         if (hinted !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + hinted);
         this.options.onRetry?.({
           url: this.url,
@@ -410,7 +402,8 @@ export class OpenAIProvider implements Provider {
       }
       const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
       const context = !retryable && detail !== undefined && CONTEXT_LENGTH.test(detail);
-      const after = res.status === 429 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
+      const after =
+        res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
       throw new LlmRequestError(
         context
           ? `${said} (the prompt does not fit the model's context: this item fails, the run goes on)`

@@ -2,12 +2,14 @@
  * Sends a run to a RuMedBench leaderboard (`rumedbench serve`, or any server with its API): the predictions of a
  * run folder, a predictions folder or a zip, with metadata taken from the run's summary and manifest unless given.
  * The upload carries an Idempotency-Key derived from its content and metadata, so a retried submit lands once;
- * connection errors and 429 (honouring Retry-After) are retried.
+ * connection errors, 429 and 502-504 are retried by the shared transport (Retry-After honoured, else growing waits),
+ * and the answer is read to a cap.
  */
 
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { type Answer, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
@@ -25,7 +27,7 @@ export interface SubmitOptions {
   description?: string;
   link?: string;
   board?: BoardChoice;
-  /** Attempts on connection errors and 429 (default 5). */
+  /** Attempts on connection errors, 429 and 502-504 (default 5). */
   attempts?: number;
   /** Longest wait honoured from a Retry-After, seconds (default 120). */
   maxWaitS?: number;
@@ -137,8 +139,6 @@ export function idempotencyKey(upload: Upload): string {
   return `rmb-${h.digest('hex').slice(0, 40)}`;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitAnswer> {
   const upload = collectUpload(path, o);
   const key = idempotencyKey(upload);
@@ -152,47 +152,47 @@ export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitA
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new UsageError(`--server: an http(s) URL, got ${o.server}`);
   const attempts = o.attempts ?? 5;
-  let lastProblem = '';
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    const form = new FormData();
-    for (const f of upload.files) form.append('file', new Blob([new Uint8Array(f.data)]), f.name);
-    for (const [k, v] of Object.entries(upload.metadata)) form.append(k, v);
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: 'POST',
-        body: form,
-        redirect: 'manual',
-        headers: { 'idempotency-key': key, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
-      });
-    } catch (e) {
-      lastProblem = `${url.origin}: ${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}`;
-      if (attempt < attempts) {
-        const wait = Math.min(30_000, 500 * 2 ** (attempt - 1));
-        o.log?.warn(`${lastProblem}; retrying in ${(wait / 1000).toFixed(1)} s (${attempt}/${attempts - 1})`);
-        await sleep(wait);
-      }
-      continue;
-    }
-    if (res.status === 429 && attempt < attempts) {
-      const after = Number(res.headers.get('retry-after'));
-      const wait = Number.isFinite(after) && after >= 0 ? after : 2 ** attempt;
-      if (wait > (o.maxWaitS ?? 120)) {
-        return answerOf(res, base);
-      }
-      o.log?.warn(`the server asks to wait ${wait} s (429); retrying`);
-      await sleep(wait * 1000);
-      continue;
-    }
-    return answerOf(res, base);
+  let answer: Answer;
+  try {
+    answer = await send(
+      url,
+      () => {
+        const form = new FormData();
+        for (const f of upload.files) form.append('file', new Blob([new Uint8Array(f.data)]), f.name);
+        for (const [k, v] of Object.entries(upload.metadata)) form.append(k, v);
+        return {
+          method: 'POST',
+          body: form,
+          headers: { 'idempotency-key': key, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+        };
+      },
+      {
+        maxBytes: MAX_ANSWER_BYTES,
+        retry: { retries: attempts - 1, maxWaitMs: (o.maxWaitS ?? 120) * 1000 },
+        onRetry: (n) =>
+          o.log?.warn(
+            `${url.origin}: ${n.reason}; retrying in ${(n.waitMs / 1000).toFixed(1)} s (${n.attempt}/${attempts - 1})`,
+          ),
+      },
+    );
+  } catch (e) {
+    if (!(e instanceof TransportError)) throw e;
+    throw new SubmitUnreachableError(
+      `could not reach the leaderboard after ${e.attempts} attempts: ${url.origin}: ${e.message}`,
+    );
   }
-  throw new SubmitUnreachableError(
-    `could not reach the leaderboard after ${attempts} attempts: ${lastProblem}`,
-  );
+  return answerOf(answer, base);
 }
 
-async function answerOf(res: Response, base: string): Promise<SubmitAnswer> {
-  const text = await res.text();
+/** The most of a leaderboard's answer read: its JSON is a few kilobytes. */
+const MAX_ANSWER_BYTES = 1 << 20;
+
+function answerOf(res: Answer, base: string): SubmitAnswer {
+  const text = res.text;
+  if (text === null)
+    throw new SubmitUnreachableError(
+      `${base} answered ${res.status} with more than ${MAX_ANSWER_BYTES} bytes: not the leaderboard's JSON`,
+    );
   let body: Record<string, unknown>;
   try {
     body = JSON.parse(text) as Record<string, unknown>;

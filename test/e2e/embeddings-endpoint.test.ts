@@ -132,3 +132,47 @@ describe('baseline encoder --endpoint (on fixture data and a random BERT the tes
     expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringContaining('HTTP 404')]);
   });
 });
+
+describe('baseline encoder --endpoint against a busy server (503 and 429 without Retry-After)', () => {
+  it('waits longer and longer, the first wait ≥ 0.25 s, and gets its vectors', async () => {
+    const times: number[] = [];
+    const server = createServer((req, res) => {
+      times.push(performance.now());
+      let body = '';
+      req.on('data', (d) => {
+        body += d;
+      });
+      req.on('end', () => {
+        if (times.length <= 3) {
+          res.writeHead(times.length === 2 ? 429 : 503, { 'content-type': 'application/json' }).end('{}');
+          return;
+        }
+        const { input } = JSON.parse(body) as { input: string[] };
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: [index + 1, 1] })) }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { EndpointEmbedder } = await import('../../src/encoders/endpoint.js');
+      const e = new EndpointEmbedder({
+        endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        model: 'm',
+      });
+      const v = await e.embedTexts(['а', 'б']);
+      expect(v.map((x) => [...x])).toEqual([
+        [1, 1],
+        [2, 1],
+      ]);
+      const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
+      expect(gaps).toHaveLength(3);
+      expect(gaps[0]).toBeGreaterThanOrEqual(245);
+      expect(gaps[1]).toBeGreaterThanOrEqual(495);
+      expect(gaps[2]).toBeGreaterThanOrEqual(995);
+      await e.close();
+    } finally {
+      server.close();
+    }
+  });
+});

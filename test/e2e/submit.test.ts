@@ -222,3 +222,42 @@ describe('submit (on fixture data the test writes)', () => {
     expect(ids.sort()).toEqual(summary.cells.map((c) => c.submission?.id).sort());
   });
 });
+
+describe('submit against a busy board (a loopback server answering 503 and 429 without Retry-After)', () => {
+  it.each([503, 429])(
+    'waits longer and longer on %i, the first wait ≥ 0.25 s, then lands',
+    async (status) => {
+      const times: number[] = [];
+      const busy = createServer((req, res) => {
+        times.push(performance.now());
+        req.resume();
+        req.on('end', () => {
+          if (times.length <= 3) res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+          else
+            res
+              .writeHead(200, { 'content-type': 'application/json' })
+              .end('{"status":"scored","id":"s-1","board":"public"}');
+        });
+      });
+      await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+      try {
+        const dir = writeFixturePredictions(DATA, tmp());
+        const r = await rumedbench(
+          'submit',
+          dir,
+          '--server',
+          `http://127.0.0.1:${(busy.address() as AddressInfo).port}`,
+        );
+        expect(r.code).toBe(0);
+        const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
+        expect(gaps).toHaveLength(3);
+        expect(gaps[0]).toBeGreaterThanOrEqual(245);
+        expect(gaps[1]).toBeGreaterThanOrEqual(495);
+        expect(gaps[2]).toBeGreaterThanOrEqual(995);
+        expect(r.stderr).toContain(`HTTP ${status}; retrying in`);
+      } finally {
+        busy.close();
+      }
+    },
+  );
+});

@@ -1,0 +1,95 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { backoffMs, retryAfterMs, send, TransportError } from './transport.js';
+
+describe('Retry-After', () => {
+  it('reads seconds and HTTP dates; no usable wait (absent, unreadable, ≤ 0, past) is undefined, never "at once"', () => {
+    const now = Date.parse('2026-11-30T04:00:00Z');
+    expect(retryAfterMs('2', now)).toBe(2000);
+    expect(retryAfterMs('0.5', now)).toBe(500);
+    expect(retryAfterMs('Mon, 30 Nov 2026 04:00:03 GMT', now)).toBe(3000);
+    expect(retryAfterMs('Mon, 30 Nov 2026 03:59:00 GMT', now)).toBeUndefined();
+    expect(retryAfterMs('0', now)).toBeUndefined();
+    expect(retryAfterMs('-5', now)).toBeUndefined();
+    expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs(null, now)).toBeUndefined();
+  });
+
+  it('backs off exponentially with equal jitter, capped', () => {
+    expect([0, 1, 2, 3].map((a) => backoffMs(a, {}, () => 0))).toEqual([250, 500, 1000, 2000]);
+    expect([0, 1, 2, 3].map((a) => backoffMs(a, {}, () => 1))).toEqual([500, 1000, 2000, 4000]);
+    expect(backoffMs(20, { capMs: 30_000 }, () => 1)).toBe(30_000);
+  });
+});
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+async function serve(
+  answer: (n: number) => { status: number; headers?: Record<string, string>; body?: string },
+) {
+  const times: number[] = [];
+  const server = createServer((req, res) => {
+    times.push(performance.now());
+    req.resume();
+    const a = answer(times.length - 1);
+    res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers }).end(a.body ?? '{}');
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, times };
+}
+const gaps = (t: number[]) => t.slice(1).map((x, i) => x - (t[i] as number));
+
+describe('send (a loopback server)', () => {
+  it.each([503, 429])(
+    'waits longer and longer on %i without Retry-After, the first wait ≥ 0.25 s',
+    async (status) => {
+      const s = await serve((n) => (n < 3 ? { status } : { status: 200, body: '{"ok":true}' }));
+      const a = await send(s.url, () => ({ method: 'POST', body: '{}' }), {
+        maxBytes: 1024,
+        retry: { retries: 5 },
+      });
+      expect([a.status, a.text]).toEqual([200, '{"ok":true}']);
+      const g = gaps(s.times);
+      expect(g).toHaveLength(3);
+      expect(g[0]).toBeGreaterThanOrEqual(245);
+      expect(g[1]).toBeGreaterThanOrEqual(495);
+      expect(g[2]).toBeGreaterThanOrEqual(995);
+    },
+  );
+
+  it('honours Retry-After, returns the answer when it asks for too long, and gives up after its retries', async () => {
+    const s = await serve((n) =>
+      n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 },
+    );
+    await send(s.url, () => ({}), { maxBytes: 1024, retry: { retries: 2 } });
+    expect(gaps(s.times)[0]).toBeGreaterThanOrEqual(990);
+
+    const long = await serve(() => ({ status: 503, headers: { 'retry-after': '3600' }, body: '{"e":1}' }));
+    const a = await send(long.url, () => ({}), { maxBytes: 1024, retry: { retries: 3, maxWaitMs: 60_000 } });
+    expect([a.status, long.times.length]).toEqual([503, 1]);
+
+    const busy = await serve(() => ({ status: 503 }));
+    const b = await send(busy.url, () => ({}), { maxBytes: 1024, retry: { retries: 2, baseMs: 20 } });
+    expect([b.status, busy.times.length]).toEqual([503, 3]);
+  });
+
+  it('caps the answer and names a server that is not there', async () => {
+    const big = await serve(() => ({ status: 200, body: 'x'.repeat(5000) }));
+    expect((await send(big.url, () => ({}), { maxBytes: 1000, retry: { retries: 0 } })).text).toBeNull();
+    const gone = await serve(() => ({ status: 200 }));
+    const url = gone.url;
+    await new Promise((r) => servers.pop()?.close(r));
+    const e = await send(url, () => ({}), { maxBytes: 10, retry: { retries: 1, baseMs: 10 } }).catch(
+      (x) => x,
+    );
+    expect(e).toBeInstanceOf(TransportError);
+    expect([(e as TransportError).attempts, (e as Error).message]).toEqual([
+      2,
+      expect.stringContaining('ECONNREFUSED'),
+    ]);
+  });
+});

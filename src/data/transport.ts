@@ -1,0 +1,132 @@
+/**
+ * The one outbound HTTP transport (the LLM client, the embeddings endpoint, `submit`, `data download`): a timeout per
+ * attempt, a capped body, redirects never followed, and retries that honour Retry-After and otherwise wait with
+ * exponential backoff and jitter. Callers say what they send and how to read the answer, not how to retry.
+ */
+import { readCapped } from './read-capped.js';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  retries: number;
+  /** The first backoff's ceiling, ms: the first wait is between half of it and all of it (default 500). */
+  baseMs?: number;
+  /** No backoff is longer, ms (default 30 s). */
+  capMs?: number;
+  /** A Retry-After longer than this is not waited out: the answer is returned as it is (default 120 s). */
+  maxWaitMs?: number;
+}
+
+/**
+ * Retry-After in milliseconds (seconds or an HTTP date), or undefined where it gives no usable wait: absent,
+ * unreadable, zero or negative, or a date already past. Then the caller backs off instead of asking again at once.
+ */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - now;
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}
+
+/**
+ * The wait before retry `attempt` (0 for the first retry): exponential backoff with "equal jitter" (half fixed, half
+ * random), so that the waits grow and clients that failed together do not retry together.
+ */
+export function backoffMs(
+  attempt: number,
+  p: Pick<RetryPolicy, 'baseMs' | 'capMs'> = {},
+  random = Math.random,
+): number {
+  const ceiling = Math.min(p.capMs ?? 30_000, (p.baseMs ?? 500) * 2 ** attempt);
+  return ceiling / 2 + random() * (ceiling / 2);
+}
+
+/** Statuses that may pass: the server is busy, overloaded or restarting. */
+export const TRANSIENT = (status: number): boolean =>
+  status === 408 || status === 429 || status === 502 || status === 503 || status === 504;
+
+export interface SendOptions {
+  /** One attempt's limit, ms (default 120 s). */
+  timeoutMs?: number;
+  /** Bytes of the answer at most. */
+  maxBytes: number;
+  retry: RetryPolicy;
+  /** Which statuses are retried (default TRANSIENT). */
+  retryOn?: (status: number) => boolean;
+  /** Told before each wait. */
+  onRetry?: (n: { attempt: number; waitMs: number; reason: string }) => void;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  /** The body; null when it was longer than `maxBytes` (and was not read on). */
+  text: string | null;
+}
+
+export class TransportError extends Error {
+  constructor(
+    message: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'TransportError';
+  }
+}
+
+const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+const reasonOf = (e: unknown): string => {
+  const err = e as Error;
+  if (err.name === 'TimeoutError') return 'timed out';
+  return err.cause instanceof Error ? err.cause.message : err.message;
+};
+
+/**
+ * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses
+ * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came.
+ */
+export async function send(url: string | URL, init: () => RequestInit, o: SendOptions): Promise<Answer> {
+  const retryOn = o.retryOn ?? TRANSIENT;
+  const sleep = o.sleep ?? wait;
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        ...init(),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(o.timeoutMs ?? 120_000),
+      });
+    } catch (e) {
+      const reason = reasonOf(e);
+      if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, { cause: e });
+      const ms = backoffMs(attempt, o.retry);
+      o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason });
+      await sleep(ms);
+      continue;
+    }
+    if (retryOn(res.status) && attempt < o.retry.retries) {
+      const hinted = retryAfterMs(res.headers.get('retry-after'));
+      if (hinted === undefined || hinted <= (o.retry.maxWaitMs ?? 120_000)) {
+        await res.body?.cancel().catch(() => undefined);
+        const ms = hinted ?? backoffMs(attempt, o.retry);
+        o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason: `HTTP ${res.status}` });
+        await sleep(ms);
+        continue;
+      }
+    }
+    let text: string | null;
+    try {
+      text = await readCapped(res, o.maxBytes);
+    } catch (e) {
+      const reason = `the answer broke off (${reasonOf(e)})`;
+      if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, { cause: e });
+      const ms = backoffMs(attempt, o.retry);
+      o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason });
+      await sleep(ms);
+      continue;
+    }
+    return { status: res.status, headers: res.headers, text };
+  }
+}
