@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { median } from '../metrics/quantile.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import type { PlanStatus } from '../workers/plans.js';
@@ -296,10 +297,10 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         process.off('SIGTERM', stop);
         process.off('SIGINT', stop);
       }
-      const q = [...worker.queueMs].sort((x, y) => x - y);
-      const median = q.length > 0 ? (q[Math.floor(q.length / 2)] as number) : null;
+      const q = worker.queueMs;
+      const middle = median(q);
       io.log.info(
-        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${median === null ? '' : `; queue time per job: median ${median.toFixed(1)} ms`}`,
+        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}`,
       );
       return EXIT.ok;
     },

@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { DataInvalidError } from '../errors.js';
+import { median } from '../metrics/quantile.js';
 import { TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { loadSplit } from './load.js';
@@ -35,13 +36,10 @@ export interface SplitInfo {
 
 function lengthStats(values: number[], unit: LengthStats['unit']): LengthStats {
   const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median =
-    sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
   return {
     unit,
     min: sorted[0] ?? 0,
-    median,
+    median: median(sorted) ?? 0,
     mean: values.reduce((a, b) => a + b, 0) / Math.max(1, values.length),
     max: sorted[sorted.length - 1] ?? 0,
   };

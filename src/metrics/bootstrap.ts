@@ -18,25 +18,11 @@ import {
   sumRows,
   taskScore,
 } from './item-stats.js';
+import { percentile } from './quantile.js';
 import { createRng, type Rng } from './rng.js';
 
 export type Interval = [number, number];
-
-/** numpy's default (linear) percentile of sorted values, q in [0, 100]. */
-export function percentile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const pos = ((sorted.length - 1) * q) / 100;
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  const a = sorted[lo] as number;
-  const b = sorted[hi] as number;
-  return a + (b - a) * (pos - lo);
-}
-
-/** The percentile of unsorted values (null when there are none), numpy's linear rule. */
-export function percentileOf(values: readonly number[], q: number): number | null {
-  return values.length === 0 ? null : percentile(Float64Array.from(values).sort(), q);
-}
+export { median, percentile, percentileOf } from './quantile.js';
 
 function interval(values: Float64Array, level: number): Interval {
   const sorted = Float64Array.from(values).sort();

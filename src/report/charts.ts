@@ -8,6 +8,7 @@
  */
 import type { TopLevelSpec } from 'vega-lite';
 import type { Interval } from '../metrics/bootstrap.js';
+import { percentile } from '../metrics/quantile.js';
 import type { Breakdown } from '../scoring/breakdown.js';
 import { ciText, f2, pValue } from './format.js';
 import type { Strings } from './i18n.js';
@@ -571,10 +572,9 @@ export function unparsedChart(
   };
 }
 
+/** Latency quantiles by the codebase's one rule (metrics/quantile.ts), the same numbers summary.json holds. */
 const quantile = (sorted: readonly number[], q: number): number =>
-  sorted.length === 0
-    ? Number.NaN
-    : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number);
+  percentile(Float64Array.from(sorted), q * 100);
 
 /** LLM runs: a histogram of request latencies per system. */
 export function latencyChart(

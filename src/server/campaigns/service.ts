@@ -4,9 +4,11 @@
  * answers become a human row on the board, scored by the usual scorer over the items answered, with agreement
  * figures. Annotators see only their own items: never the gold, never another annotator's answers.
  */
+
 import { createHash, randomUUID } from 'node:crypto';
 import type { AnnotateData } from '../../browser/annotate-data.js';
 import { loadSplit, readGoldLabels } from '../../data/load.js';
+import { median } from '../../metrics/quantile.js';
 import { checkAnswer } from '../../scoring/validate.js';
 import { getTask, isTaskName } from '../../tasks/registry.js';
 import type { TaskDefinition, TaskRecord } from '../../tasks/types.js';
@@ -80,13 +82,6 @@ export interface CampaignDetail {
 export type AnnotatorView = Omit<AnnotateData, 'token'>;
 
 const BOARD_OF: Record<CampaignSplit, BoardName> = { test: 'public', private_test: 'closed' };
-
-function median(xs: number[]): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-}
 
 export class Campaigns {
   private readonly records = new Map<string, Promise<TaskRecord[]>>();
