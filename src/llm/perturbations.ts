@@ -7,9 +7,9 @@
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
-import { renderTable } from '../report/table.js';
 import { type ComparisonResult, compareSubmissions } from '../scoring/compare.js';
 import { writePerturbations } from '../scoring/trust-files.js';
+import { renderTable } from '../text-table.js';
 import { type Perturbation, perturbationName } from './perturb.js';
 import { type LlmRunOptions, runLlm } from './run.js';
 

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
-import { renderTable } from '../report/table.js';
 import { readRunFolder } from '../scoring/run-folder.js';
 import { writePromptVariants } from '../scoring/trust-files.js';
 import type { TaskDefinition } from '../tasks/types.js';
+import { renderTable } from '../text-table.js';
 import { compareRunFolders } from './perturbations.js';
 import { type LlmRunOptions, runLlm } from './run.js';
 
