@@ -22,18 +22,23 @@ const median = (xs) => {
   return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+// Side by side, alternating, so that the machine's noise falls on all three alike: a bare Node start, the smallest
+// command (`version`) and the five public test sets scored by a fresh `eval` process.
+const timed = (args) => {
+  const t0 = performance.now();
+  execFileSync(process.execPath, args, {
+    env: { ...process.env, RUMEDBENCH_DATA: dataDir },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  return performance.now() - t0;
+};
+const bare = [];
+const version = [];
 const cli = [];
 for (let i = 0; i < RUNS; i++) {
-  const t0 = performance.now();
-  execFileSync(
-    process.execPath,
-    [join(root, 'dist/cli/main.js'), 'eval', submission, '--bootstrap', '1000', '--json'],
-    {
-      env: { ...process.env, RUMEDBENCH_DATA: dataDir },
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  );
-  cli.push(performance.now() - t0);
+  bare.push(timed(['-e', '0']));
+  version.push(timed([join(root, 'dist/cli/main.js'), 'version']));
+  cli.push(timed([join(root, 'dist/cli/main.js'), 'eval', submission, '--bootstrap', '1000', '--json']));
 }
 
 const inProcess = [];
@@ -58,3 +63,12 @@ console.log(
 console.log(`  in process, with bootstrap:        ${fmt(median(inProcess))}`);
 console.log(`  in process, no bootstrap:          ${fmt(median(noBootstrap))}`);
 console.log(`  target: CLI under 1000 ms -> ${median(cli) < 1000 ? 'met' : 'NOT met'}`);
+const ratio = (xs) => median(xs) / median(bare);
+console.log(`start-up, side by side (${RUNS} runs each, medians):`);
+console.log(`  node -e 0:                         ${fmt(median(bare))}`);
+console.log(
+  `  rumedbench version:                ${fmt(median(version))}  = ${ratio(version).toFixed(2)}x a bare Node start (target 2x: ${ratio(version) <= 2 ? 'met' : 'NOT met'})`,
+);
+console.log(
+  `  rumedbench eval (5 sets, 1000):    ${fmt(median(cli))}  = ${ratio(cli).toFixed(2)}x a bare Node start (target 5x: ${ratio(cli) <= 5 ? 'met' : 'NOT met'})`,
+);

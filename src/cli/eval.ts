@@ -2,7 +2,6 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { compareCalibration } from '../llm/compare-calibration.js';
 import {
   renderBreakdown,
   renderComparison,
@@ -10,7 +9,6 @@ import {
   renderSummary,
   renderTable,
 } from '../report/table.js';
-import { compareSubmissions } from '../scoring/compare.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
 import type { Split } from '../tasks/types.js';
@@ -93,6 +91,11 @@ export async function runCompare(a: string, b: string, flags: CompareFlags, io: 
   // A run folder stands for its predictions.
   const predictionsOf = (p: string) =>
     existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
+  // Loaded here: `eval` starts without the comparison's modules.
+  const [{ compareSubmissions }, { compareCalibration }] = await Promise.all([
+    import('../scoring/compare.js'),
+    import('../llm/compare-calibration.js'),
+  ]);
   const result = await compareSubmissions(predictionsOf(a), predictionsOf(b), evaluateOptions(flags));
   // Two log-likelihood run folders: also the paired difference in calibration.
   const calibration = await compareCalibration(a, b, {

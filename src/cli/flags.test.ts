@@ -10,7 +10,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { createLogger } from '../log.js';
 import { addFlags, choice, count, type FlagsOf, many, on, text } from './flags.js';
 import { LLM_FLAGS, type LlmFlags } from './llm.js';
-import { buildProgram, runCli } from './main.js';
+import { buildFullProgram, runCli } from './main.js';
 
 const TABLE = {
   model: text('--model <name>', 'm', { required: true }),
@@ -96,10 +96,7 @@ describe('flag tables', () => {
           leaves.push(`${path} ${sub.name()}`);
       }
     };
-    walk(
-      buildProgram({ out: () => {}, log: createLogger('silent') }, () => {}),
-      'rumedbench',
-    );
+    walk(await buildFullProgram({ out: () => {}, log: createLogger('silent') }, () => {}), 'rumedbench');
     expect(leaves).toEqual([]);
 
     const run = async (...argv: string[]) => {

@@ -4,7 +4,7 @@
  */
 import type { Command, Option } from 'commander';
 import { createLogger } from '../log.js';
-import { buildProgram } from './main.js';
+import { buildFullProgram } from './main.js';
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/</g, '\\<').replace(/\n/g, ' ');
 
@@ -51,8 +51,8 @@ function walk(cmd: Command, path: string[], out: string[]): void {
 }
 
 /** The reference as Markdown. */
-export function cliReference(): string {
-  const program = buildProgram({ out: () => {}, log: createLogger('silent') }, () => {});
+export async function cliReference(): Promise<string> {
+  const program = await buildFullProgram({ out: () => {}, log: createLogger('silent') }, () => {});
   const out = [
     '# `rumedbench` command reference',
     '',

@@ -200,8 +200,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
   describe('four systems, one with a hostile name', () => {
     let doc: Node;
     let html: string;
-    const paths = ['linear_models', 'bilstm', 'naive', 'human'].map(ref);
+    // Made in the hook, not the describe body: without the data, the suite is skipped before this runs.
+    let paths: string[] = [];
     beforeAll(async () => {
+      paths = ['linear_models', 'bilstm', 'naive', 'human'].map(ref);
       const report = await buildReport(paths, {
         names: ['Feature-based', 'BiLSTM', 'Naive', HOSTILE],
         reference: true,
