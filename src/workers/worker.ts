@@ -398,17 +398,30 @@ export class Worker {
     ]);
     const before = performance.now() - t0;
     this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
+    // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
+    // row is written. The job is done only once every write has landed. No request goes out while as many writes as
+    // request slots are pending, so a worker killed at any moment has at most `concurrency` requests in flight and
+    // as many answers unwritten: those, and only those, are asked again.
+    const writes = new Set<Promise<void>>();
+    const room = async () => {
+      while (writes.size >= this.concurrency) await Promise.race(writes);
+    };
     const gated = Object.create(provider) as Provider;
-    gated.chat = (...args) => this.gate(() => provider.chat(...args));
+    gated.chat = (...args) =>
+      this.gate(async () => {
+        await room();
+        return provider.chat(...args);
+      });
     if (provider.loglik) {
       const loglik = provider.loglik.bind(provider);
-      gated.loglik = (r) => this.gate(() => loglik(r));
+      gated.loglik = (r) =>
+        this.gate(async () => {
+          await room();
+          return loglik(r);
+        });
     }
     provider.limitInFlight?.(this.concurrency);
     const worker = this.name;
-    // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
-    // row is written. The job is done only once every write has landed.
-    const writes = new Set<Promise<void>>();
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
       this.answered++;

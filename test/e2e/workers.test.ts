@@ -255,8 +255,9 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       status: string;
     };
     expect(after.status).toBe('done');
-    // Nothing answered was asked again: at most the killed worker's 4 requests in flight.
-    expect(askedTwice(s)).toBeLessThanOrEqual(4);
+    // Nothing written was asked again: at most the killed worker's 4 requests in flight and the 4 answers it may
+    // have had on their way to the database (it sends no more while that many are unwritten).
+    expect(askedTwice(s)).toBeLessThanOrEqual(8);
     expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
     const out = tmp();
     await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out);
