@@ -158,7 +158,7 @@ async function withLeaderboard<T>(
 }
 
 export async function runImportGold(dir: string, flags: DbFlags, io: CliIo): Promise<number> {
-  const r = await withLeaderboard(flags, (lb) => lb.importGold(dir));
+  const r = await withLeaderboard(flags, (lb) => lb.gold.importGold(dir));
   io.out(
     `${renderTable(
       ['task', 'answers'],
@@ -169,7 +169,7 @@ export async function runImportGold(dir: string, flags: DbFlags, io: CliIo): Pro
 }
 
 export async function runTokenCreate(flags: FlagsOf<typeof TOKEN_CREATE_FLAGS>, io: CliIo): Promise<number> {
-  const { id, token } = await withLeaderboard(flags, (lb) => lb.createToken(flags.team));
+  const { id, token } = await withLeaderboard(flags, (lb) => lb.admin.createToken(flags.team));
   io.out(`team:  ${flags.team}\nid:    ${id}\ntoken: ${token}\n`);
   io.log.info(
     'the token is shown once and stored only as a hash; send it as "Authorization: Bearer <token>"',

@@ -118,7 +118,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
         tokenPerMinute: 1000,
         limits: { ...DEFAULT_LIMITS, maxBodyBytes: 16 << 20 },
       });
-      await lb.ensureAdminSecret(ADMIN);
+      await lb.admin.ensureAdminSecret(ADMIN);
       app = createApp({ lb, log: createLogger('silent') }) as unknown as App;
       for (const name of ['RuMedDaNet', 'RuMedNLI', 'RuMedTest']) {
         records[name] = await loadSplit(getTask(name), 'private_test', { dataDir: DATA_DIR as string });
@@ -139,7 +139,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
             .join('\n'),
         );
       }
-      await lb.importGold(dir);
+      await lb.gold.importGold(dir);
     };
 
     it('scores a closed test never on the answers a file carries, and keeps it pending until the gold is in (finding 2)', async () => {
@@ -288,7 +288,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
         128 << 10,
       );
 
-      const { token } = await lb.createToken('rate team');
+      const { token } = await lb.admin.createToken('rate team');
       const limited = variant({ tokenPerMinute: 2 });
       const auth = { authorization: `Bearer ${token}` };
       const small = [{ name: 'RuMedDaNet.jsonl', data: '{"pairID": "nope", "answer": "да"}' }];
@@ -336,7 +336,7 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
         400,
         ['team: a team name comes from a team token; anonymous uploads are shown as anonymous'],
       ]);
-      const { token } = await lb.createToken('Real Team');
+      const { token } = await lb.admin.createToken('Real Team');
       const human = await upload(f, { model: 'Human', kind: 'human' }, { authorization: `Bearer ${token}` });
       expect([human.res.status, human.body.problems]).toEqual([
         400,
@@ -358,13 +358,13 @@ describe.skipIf(!ready)(`leaderboard security (${ready ? 'data found' : NO_DATA_
           data: readFileSync(join(REFERENCE_PREDICTIONS as string, 'bilstm', 'RuMedNLI.jsonl')),
         },
       ];
-      const { token: a } = await lb.createToken('A');
-      const { token: b } = await lb.createToken('B');
+      const { token: a } = await lb.admin.createToken('A');
+      const { token: b } = await lb.admin.createToken('B');
       const first = await upload(f, { model: 'first', kind: 'LLM' }, { authorization: `Bearer ${a}` });
       const mine = await upload(f, { model: 'again', kind: 'LLM' }, { authorization: `Bearer ${a}` });
       const theirs = await upload(f, { model: 'copy', kind: 'LLM' }, { authorization: `Bearer ${b}` });
       expect([mine.body.duplicate_of, theirs.body.duplicate_of]).toEqual([first.body.id, null]);
-      await lb.adminAction(first.body.id as string, 'hide');
+      await lb.admin.adminAction(first.body.id as string, 'hide');
       const later = await upload(f, { model: 'later', kind: 'LLM' }, { authorization: `Bearer ${a}` });
       expect(later.body.duplicate_of).toBe(mine.body.id);
       // The stored link to the now hidden entry shows nowhere.

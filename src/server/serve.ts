@@ -76,7 +76,7 @@ export async function openLeaderboard(
     privateGold: await q.loadPrivateGold(db.db),
   });
   const lb = new Leaderboard(db, scorer, { ...DEFAULT_OPTIONS, ...options, dataDir: options.dataDir });
-  await lb.syncGold();
+  await lb.gold.sync();
   return lb;
 }
 
@@ -91,7 +91,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const lb = await openLeaderboard(options);
   const { log } = options;
   try {
-    const { generated } = await lb.ensureAdminSecret(options.adminToken);
+    const { generated } = await lb.admin.ensureAdminSecret(options.adminToken);
     if (generated) {
       log.info(
         `admin token (shown once; stored only as a hash; set RUMEDBENCH_ADMIN_TOKEN to choose your own):`,

@@ -275,3 +275,37 @@ export async function exportPlan(db: QueueDb, id: string, outDir: string): Promi
   writePlanSummary(root, summary);
   return summary;
 }
+
+/** A platform evaluation's stored meta (JSON), or undefined when the id is no evaluation. */
+export async function evaluationMeta(db: QueueDb, id: string): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ meta: string }>(
+    `SELECT meta FROM ${SCHEMA}.plans WHERE id = $1 AND kind = 'evaluation'`,
+    [id],
+  );
+  return rows[0]?.meta;
+}
+
+/** Finished platform evaluations not yet settled (some finished cell not yet on its board). */
+export async function unsettledEvaluations(db: QueueDb): Promise<{ id: string; meta: string }[]> {
+  const { rows } = await db.pool.query<{ id: string; meta: string }>(
+    `SELECT id, meta FROM ${SCHEMA}.plans WHERE kind = 'evaluation' AND status IN ('done', 'failed')
+       AND (meta::jsonb ->> 'settled') IS NULL`,
+  );
+  return rows;
+}
+
+/** A plan's cells with their status and settings, in the plan's order. */
+export async function planCells(
+  db: QueueDb,
+  id: string,
+): Promise<{ cell_id: string; status: string; settings: string }[]> {
+  const { rows } = await db.pool.query<{ cell_id: string; status: string; settings: string }>(
+    `SELECT cell_id, status, settings FROM ${SCHEMA}.cells WHERE plan_id = $1 ORDER BY position`,
+    [id],
+  );
+  return rows;
+}
+
+export async function setPlanMeta(db: QueueDb, id: string, meta: unknown): Promise<void> {
+  await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [id, JSON.stringify(meta)]);
+}

@@ -69,7 +69,7 @@ export function useLeaderboardApp(engine: EngineName, dataDir: string = DATA_DIR
       anonymousPerMinute: 1000,
       limits: LIMITS,
     });
-    await lb.ensureAdminSecret(ADMIN);
+    await lb.admin.ensureAdminSecret(ADMIN);
     app = createApp({ lb, log }) as unknown as App;
   });
   afterAll(async () => {

@@ -102,7 +102,7 @@ describe('admin routes (on fixture data the test writes)', () => {
 
     it('refuses a weak admin secret', async () => {
       for (const weak of ['admin', 'changeme-changeme-changeme', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa']) {
-        await expect(t.lb.ensureAdminSecret(weak)).rejects.toThrow(/the admin secret is refused/);
+        await expect(t.lb.admin.ensureAdminSecret(weak)).rejects.toThrow(/the admin secret is refused/);
       }
     });
   });

@@ -10,7 +10,6 @@ import { type Env, type RouteDeps, render, requireAdmin } from '../http.js';
 import { SESSION_COOKIE } from '../middleware/context.js';
 import { readSmallForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
-import { AdminService } from './service.js';
 import { AdminPage, AdminSubmissionPage, LoginPage } from './views.js';
 
 const SESSION_TTL_MS = 8 * 3600_000;
@@ -20,7 +19,7 @@ const LOGIN_WINDOW_MS = 15 * 60_000;
 
 export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const admin = new AdminService(lb);
+  const admin = lb.admin;
   const loginFailures = new RateLimiter(LOGIN_FAILURES, LOGIN_WINDOW_MS);
   app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
   app.post('/admin/login', async (c) => {
@@ -39,7 +38,7 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
     }
     const body = await readSmallForm(c);
     const token = body.token ?? '';
-    if (!(await lb.isAdminSecret(token))) {
+    if (!(await lb.admin.isAdminSecret(token))) {
       loginFailures.hit(address);
       log.warn(`admin sign-in refused from ${address}`);
       return render(c, <LoginPage ctx={ctx} failed />, 403);
@@ -77,20 +76,20 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
   app.post('/admin/submissions/:id/edit', async (c) => {
     requireAdmin(c);
     const fields = await readSmallForm(c);
-    await lb.adminEdit(c.req.param('id'), { open_weights: 'no', ...fields });
+    await lb.admin.adminEdit(c.req.param('id'), { open_weights: 'no', ...fields });
     charts.clear();
     return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
   });
   app.post('/admin/submissions/:id/:action{[a-z]+}', async (c) => {
     requireAdmin(c);
     await readSmallForm(c);
-    await lb.adminAction(c.req.param('id'), c.req.param('action'));
+    await lb.admin.adminAction(c.req.param('id'), c.req.param('action'));
     return c.redirect(`/admin?lang=${c.get('ctx').lang}`, 303);
   });
   // The same actions for scripts, with the admin token as a bearer token.
   app.post('/api/admin/submissions/:id/:action{[a-z]+}', async (c) => {
     const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-    if (!m || !(await lb.isAdminSecret(m[1] as string)))
+    if (!m || !(await lb.admin.isAdminSecret(m[1] as string)))
       throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
     if (c.req.param('action') === 'edit') {
       const type = c.req.header('content-type') ?? '';
@@ -102,8 +101,8 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
       }
       if (typeof fields !== 'object' || fields === null || Array.isArray(fields))
         throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object of submission fields');
-      await lb.adminEdit(c.req.param('id'), fields as Record<string, unknown>);
-    } else await lb.adminAction(c.req.param('id'), c.req.param('action'));
+      await lb.admin.adminEdit(c.req.param('id'), fields as Record<string, unknown>);
+    } else await lb.admin.adminAction(c.req.param('id'), c.req.param('action'));
     return c.json({ ok: true });
   });
   return app;

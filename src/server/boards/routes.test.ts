@@ -49,7 +49,7 @@ describe.skipIf(!ROUTES_READY)(`board routes (${ROUTES_READY ? 'data found' : NO
         kind: 'LLM',
       };
       // A team name comes from its token, so the hostile team is the admin's typo, not an uploader's field.
-      const { token } = await t.lb.createToken('=HYPERLINK("http://evil.example")');
+      const { token } = await t.lb.admin.createToken('=HYPERLINK("http://evil.example")');
       const auth = { authorization: `Bearer ${token}` };
       const f = [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref('naive'), 'RuMedDaNet.jsonl')) }];
       const { body } = await upload(f, hostile, auth);

@@ -13,7 +13,7 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
   const boardHtml = new WeakMap<Entry[], Map<string, string>>();
   const boardPage = async (c: Context<Env>, board: BoardName) => {
     const ctx = c.get('ctx');
-    const entries = await lb.board(board);
+    const entries = await lb.boards.board(board);
     let pages = boardHtml.get(entries);
     if (!pages) {
       pages = new Map();
@@ -39,12 +39,12 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
     const board = parseBoard(c.req.param('name').replace(/\.csv$/, ''));
     c.header('Content-Type', 'text/csv; charset=utf-8');
     c.header('Content-Disposition', `attachment; filename="rumedbench-${board}.csv"`);
-    return c.body(boardCsv(board, await lb.board(board)));
+    return c.body(boardCsv(board, await lb.boards.board(board)));
   });
   app.get('/board/:name', (c) => boardPage(c, parseBoard(c.req.param('name'))));
   app.get('/api/boards/:name', async (c) => {
     const board = parseBoard(c.req.param('name'));
-    const entries = await lb.board(board);
+    const entries = await lb.boards.board(board);
     return c.json({
       board,
       overall:

@@ -34,7 +34,7 @@ describe('campaign routes (on fixture data the test writes)', () => {
         db: await freshDatabase(engine),
         threads: 1,
       });
-      await lb.ensureAdminSecret(ADMIN);
+      await lb.admin.ensureAdminSecret(ADMIN);
       app = createApp({
         lb,
 

@@ -89,7 +89,7 @@ export class Campaigns {
 
   constructor(readonly lb: Leaderboard) {
     // New closed-test gold re-scores the human rows published from closed-test campaigns.
-    lb.afterGoldImport.push(async () => {
+    lb.gold.afterImport.push(async () => {
       for (const c of await q.listCampaigns(lb.db.db))
         if (c.split === 'private_test' && c.submission_id) await this.publish(c.id);
     });
@@ -410,7 +410,7 @@ export class Campaigns {
     });
     if (predictions.length === 0) throw new HttpError(409, 'NOTHING_TO_PUBLISH', 'no item has an answer yet');
     const board = BOARD_OF[c.split as CampaignSplit];
-    await this.lb.syncGold();
+    await this.lb.gold.sync();
     const { result } = await this.lb.scorer.subset({
       task: task.name,
       board,
@@ -460,7 +460,7 @@ export class Campaigns {
         'admin',
         'campaign-republish',
       );
-      this.lb.invalidate();
+      this.lb.boards.invalidate();
       return c.submission_id;
     }
     const submissionId = randomUUID();
@@ -480,6 +480,7 @@ export class Campaigns {
         open_weights: 0,
         token_id: null,
         address: `campaign:${c.id}`,
+        source: 'campaign',
         content_hash: hash,
         duplicate_of: null,
         idempotency_key: null,
@@ -492,7 +493,7 @@ export class Campaigns {
       files,
     );
     await q.updateCampaign(this.lb.db.db, id, { submission_id: submissionId }, 'campaign-publish');
-    this.lb.invalidate();
+    this.lb.boards.invalidate();
     return submissionId;
   }
 }

@@ -5,7 +5,7 @@
  */
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '0001_initial': {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema
@@ -163,6 +163,28 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>): Promise<void> {
       // An entry the platform's workers ran (rumedbench worker): the run's settings, prompt versions and manifest.
       await db.schema.alterTable('submissions').addColumn('platform_run', 'text').execute();
+    },
+  },
+  '0006_source': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // How a submission came, as a column: human rows were told apart by an address prefix, platform runs by a mark.
+      await db.schema
+        .alterTable('submissions')
+        .addColumn('source', 'text', (c) => c.notNull().defaultTo('upload'))
+        .execute();
+      const s = db as Kysely<{
+        submissions: { source: string; address: string; platform_run: string | null };
+      }>;
+      await s
+        .updateTable('submissions')
+        .set({ source: 'campaign' })
+        .where('address', 'like', 'campaign:%')
+        .execute();
+      await s
+        .updateTable('submissions')
+        .set({ source: 'platform' })
+        .where('platform_run', 'is not', null)
+        .execute();
     },
   },
 };

@@ -14,6 +14,8 @@ export const UPLOAD_KINDS = KINDS.filter((k) => k !== 'human');
 /** Longest text each submission field takes: the upload check and both forms read it. */
 export const FIELD_LIMITS = { model: 200, team: 200, description: 4000, link: 500, params: 100 } as const;
 
+export type SubmissionSource = 'upload' | 'platform' | 'campaign';
+
 export interface SubmissionsTable {
   id: string;
   created_at: string;
@@ -50,6 +52,8 @@ export interface SubmissionsTable {
   platform_run: Generated<string | null>;
   /** What the run's trust files say, sent with the upload and checked (scoring/trust-files.ts), as JSON. */
   trust: Generated<string | null>;
+  /** How it came: uploaded, run by the platform's workers, or a human row published by a campaign. */
+  source: Generated<SubmissionSource>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */
   files: string;
 }

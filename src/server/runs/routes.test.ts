@@ -53,8 +53,8 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     }
     const db = await freshDatabase('postgres');
     lb = await openLeaderboard({ dataDir: data, db, bootstrap: 0 });
-    await lb.ensureAdminSecret(ADMIN);
-    await lb.importGold(gold);
+    await lb.admin.ensureAdminSecret(ADMIN);
+    await lb.gold.importGold(gold);
     queue = await openQueue(db);
     runs = new Runs(lb, queue, log);
     app = createApp({ lb, log, runs });
@@ -103,7 +103,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     expect(status).toBe('queued');
 
     // A team asks for one: it waits for the admin, and no worker takes it meanwhile.
-    const { token } = await lb.createToken('team-med');
+    const { token } = await lb.admin.createToken('team-med');
     const asked = await api('/api/evaluations', { endpoint: 'fake-med', boards: 'public' }, token);
     expect(asked.status).toBe(202);
     const request = (await asked.json()) as { id: string; status: string };
@@ -127,7 +127,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     const board = await (await app.request('/board/closed')).text();
     expect(board).toContain('fake-med');
     expect(board).toContain('run by the platform');
-    const entry = (await lb.board('closed')).find((e) => e.id === entries.closed);
+    const entry = (await lb.boards.board('closed')).find((e) => e.id === entries.closed);
     expect(entry?.verified).toBe(true);
     expect(entry?.platform_run?.settings).toMatchObject({ temperature: 0, max_tokens: 512, board: 'closed' });
     // The fake model answers "да" and "neutral", the gold's answers: those tasks score 100; RuMedTest's "1" too.
@@ -149,7 +149,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     }).run();
     expect(model.requests.length).toBeGreaterThan(asked1);
     expect(await runs.importFinished()).toBe(1);
-    const publicEntry = (await lb.board('public')).find((e) => e.platform_run?.plan_id === request.id);
+    const publicEntry = (await lb.boards.board('public')).find((e) => e.platform_run?.plan_id === request.id);
     expect(publicEntry?.team).toBe('team-med');
     expect(await runs.importFinished()).toBe(0);
 
@@ -191,7 +191,7 @@ describe('platform runs: every body capped and authenticated before it is read (
     // Not JSON at all, and no credentials: refused for the credentials, so the body was never parsed.
     expect(await code(await post('/api/admin/evaluations', '{not json'))).toEqual([401, 'ADMIN_ONLY']);
     expect(await code(await post('/api/evaluations', '{not json'))).toEqual([401, 'TOKEN_REQUIRED']);
-    const { token } = await board.lb.createToken('team-x');
+    const { token } = await board.lb.admin.createToken('team-x');
     const team = { authorization: `Bearer ${token}` };
     expect(await code(await post('/api/admin/evaluations', '{}', team))).toEqual([401, 'ADMIN_ONLY']);
     expect(await code(await post('/api/admin/evaluations/p-000000000000/approve', '', team))).toEqual([

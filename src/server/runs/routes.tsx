@@ -30,7 +30,7 @@ async function jsonBody(c: Context<Env>): Promise<Record<string, unknown>> {
 
 async function requireAdminToken(c: Context<Env>, lb: Leaderboard): Promise<void> {
   const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-  if (!m || !(await lb.isAdminSecret(m[1] as string)))
+  if (!m || !(await lb.admin.isAdminSecret(m[1] as string)))
     throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
 }
 
@@ -86,7 +86,7 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
   });
   // A team asks for an evaluation of a registered model: held until the admin approves.
   app.post('/api/evaluations', async (c) => {
-    const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
+    const who = await lb.uploads.authenticate(c.req.header('authorization'), c.get('address'));
     if (who.tokenId === null)
       throw new HttpError(401, 'TOKEN_REQUIRED', 'a team token is needed: Authorization: Bearer <token>');
     const body = await jsonBody(c);

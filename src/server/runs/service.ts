@@ -9,8 +9,17 @@ import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js
 import type { Logger } from '../../log.js';
 import { getTask } from '../../tasks/registry.js';
 import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
-import { cellFiles, listPlans, type PlanStatus, planStatus } from '../../workers/plans.js';
-import { type QueueDb, SCHEMA } from '../../workers/store.js';
+import {
+  cellFiles,
+  evaluationMeta,
+  listPlans,
+  type PlanStatus,
+  planCells,
+  planStatus,
+  setPlanMeta,
+  unsettledEvaluations,
+} from '../../workers/plans.js';
+import type { QueueDb } from '../../workers/store.js';
 import { enqueuePlan, releasePlan } from '../../workers/submit.js';
 import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
@@ -193,29 +202,19 @@ export class Runs {
 
   /** The board entries made from a plan's cells (evaluations only). */
   async entries(id: string): Promise<Partial<Record<BoardName, string>>> {
-    const { rows } = await this.need().pool.query<{ meta: string }>(
-      `SELECT meta FROM ${SCHEMA}.plans WHERE id = $1 AND kind = 'evaluation'`,
-      [id],
-    );
-    return rows[0] ? ((JSON.parse(rows[0].meta) as EvaluationMeta).imported ?? {}) : {};
+    const meta = await evaluationMeta(this.need(), id);
+    return meta ? ((JSON.parse(meta) as EvaluationMeta).imported ?? {}) : {};
   }
 
   /** Finished evaluations into their boards (each cell once). Returns how many entries were made. */
   async importFinished(): Promise<number> {
     const db = this.need();
-    const { rows } = await db.pool.query<{ id: string; meta: string }>(
-      // Plans whose every finished cell is on its board are not read again at each look.
-      `SELECT id, meta FROM ${SCHEMA}.plans WHERE kind = 'evaluation' AND status IN ('done', 'failed')
-         AND (meta::jsonb ->> 'settled') IS NULL`,
-    );
+    // Plans whose every finished cell is on its board are not read again at each look.
+    const rows = await unsettledEvaluations(db);
     let made = 0;
     for (const p of rows) {
       const meta = JSON.parse(p.meta) as EvaluationMeta;
-      const cells = await db.pool.query<{ cell_id: string; status: string; settings: string }>(
-        `SELECT cell_id, status, settings FROM ${SCHEMA}.cells WHERE plan_id = $1 ORDER BY position`,
-        [p.id],
-      );
-      for (const c of cells.rows) {
+      for (const c of await planCells(db, p.id)) {
         const board = (JSON.parse(c.settings) as { board: BoardName }).board;
         if (c.status !== 'done' || meta.imported?.[board]) continue;
         const files = await cellFiles(db, p.id, c.cell_id);
@@ -248,7 +247,7 @@ export class Runs {
         );
         const upload =
           predictions.length > 0 ? predictions : files.filter((f) => f.path === 'submission.zip');
-        const answer = await this.lb.recordPlatformRun({
+        const answer = await this.lb.uploads.recordPlatformRun({
           files: upload.map((f) => ({ name: basename(f.path), data: new Uint8Array(f.content) })),
           board,
           model: String(manifest.model ?? meta.endpoint),
@@ -257,10 +256,7 @@ export class Runs {
           run,
         });
         meta.imported = { ...meta.imported, [board]: answer.id };
-        await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [
-          p.id,
-          JSON.stringify(meta),
-        ]);
+        await setPlanMeta(db, p.id, meta);
         if (answer.status === 'scored')
           this.log.info(`evaluation ${p.id}: ${board} board entry ${answer.id}`);
         else
@@ -270,7 +266,7 @@ export class Runs {
         made++;
       }
       meta.settled = true;
-      await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [p.id, JSON.stringify(meta)]);
+      await setPlanMeta(db, p.id, meta);
     }
     return made;
   }

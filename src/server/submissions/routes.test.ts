@@ -113,7 +113,10 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
       const board = (await (await request('/api/boards/public')).json()) as { entries: { id: string }[] };
       expect(board.entries.map((e) => e.id)).not.toContain(body.id);
       expect((await request(`/submissions/${body.id}`)).status).toBe(404);
-      expect((await t.lb.adminList()).map((r) => [r.id, r.status])).toContainEqual([body.id, 'rejected']);
+      expect((await t.lb.admin.adminList()).map((r) => [r.id, r.status])).toContainEqual([
+        body.id,
+        'rejected',
+      ]);
     });
 
     it('refuses bad metadata, a body that is not multipart, and a body over the cap before parsing it', async () => {
@@ -154,7 +157,7 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
       expect(again.body).toEqual(first.body);
       const raced = await Promise.all([1, 2, 3].map(() => upload(f, META, { 'idempotency-key': 'race-1' })));
       expect(new Set(raced.map((r) => r.body.id)).size).toBe(1);
-      const rows = await t.lb.adminList();
+      const rows = await t.lb.admin.adminList();
       expect(rows.filter((r) => r.id === first.body.id)).toHaveLength(1);
       expect(rows.filter((r) => r.id === raced[0]?.body.id)).toHaveLength(1);
       // The same predictions again, without a key: a new submission, linked to the first.
@@ -163,11 +166,11 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
     });
 
     it('takes team tokens, refuses unknown and revoked ones, and can refuse anonymous uploads', async () => {
-      const { id, token } = await t.lb.createToken('Team <b>X</b>');
+      const { id, token } = await t.lb.admin.createToken('Team <b>X</b>');
       const f = [{ name: 'RuMedNLI.jsonl', data: readFileSync(join(ref('naive'), 'RuMedNLI.jsonl')) }];
       const ok = await upload(f, META, { authorization: `Bearer ${token}` });
       expect(ok.res.status).toBe(201);
-      expect((await t.lb.adminList()).find((r) => r.id === ok.body.id)?.team).toBe('Team <b>X</b>');
+      expect((await t.lb.admin.adminList()).find((r) => r.id === ok.body.id)?.team).toBe('Team <b>X</b>');
       const bad = await upload(f, META, { authorization: 'Bearer rmb_not-a-token' });
       expect([bad.res.status, bad.body.code]).toEqual([401, 'BAD_TOKEN']);
       await request('/'); // nothing cached about tokens
@@ -189,7 +192,7 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
       expect(Number(statuses[2]?.headers.get('retry-after'))).toBeGreaterThan(0);
 
       const quota = await variant({ quotaPerDay: 2 });
-      const { token } = await t.lb.createToken('quota team');
+      const { token } = await t.lb.admin.createToken('quota team');
       const auth = { authorization: `Bearer ${token}` };
       const a = await upload(f, META, auth, quota);
       expect([a.res.status, a.body.quota, a.res.headers.get('x-quota-remaining')]).toEqual([
@@ -235,7 +238,7 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
       // Gold with problems is refused whole.
       const bad = mkdtempSync(join(tmpdir(), 'rumedbench-gold-bad-'));
       writeFileSync(join(bad, 'RuMedDaNet.jsonl'), '{"pairID": "zzz", "answer": "да"}\n{"pairID": 5}\n');
-      await expect(t.lb.importGold(bad)).rejects.toThrow(
+      await expect(t.lb.gold.importGold(bad)).rejects.toThrow(
         new RegExp(
           [
             'gold not imported, 3 problem\\(s\\):',
@@ -268,7 +271,7 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
           (100 * records.filter((r) => answers.get(r.id) === syntheticGold(name, r.id)).length) /
           records.length;
       }
-      const imported = await t.lb.importGold(gold);
+      const imported = await t.lb.gold.importGold(gold);
       expect(imported.tasks).toEqual({ RuMedDaNet: 512, RuMedNLI: 1536, RuMedTest: 397 });
       const entry = (await (await request(`/api/submissions/${body.id}`)).json()) as {
         tasks: Record<string, { metrics: { accuracy: number } }>;
@@ -329,7 +332,7 @@ describe.skipIf(!ROUTES_READY)(`submission routes (${ROUTES_READY ? 'data found'
         '<0.001',
       ]);
       expect(elements(doc, (e) => e.tagName === 'figure').map((f) => attr(f, 'id'))).toEqual(['forest']);
-      const across = await request(`/compare?a=${a.body.id}&b=${(await t.lb.board('closed'))[0]?.id}`);
+      const across = await request(`/compare?a=${a.body.id}&b=${(await t.lb.boards.board('closed'))[0]?.id}`);
       expect(across.status).toBe(400);
     });
   });

@@ -33,17 +33,17 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
 
   // An upload is authenticated and admitted (rate, quota) from its headers alone, before its body is read.
   app.post('/api/submissions', async (c) => {
-    const who = await lb.authenticate(c.req.header('authorization'), c.get('address'));
+    const who = await lb.uploads.authenticate(c.req.header('authorization'), c.get('address'));
     // A retry of an upload that landed gets its first answer, whatever the rate or the quota say now.
     const key = c.req.header('idempotency-key');
-    const seen = await lb.replay(who, key);
+    const seen = await lb.uploads.replay(who, key);
     if (seen) {
       withQuotaHeaders(c, seen, true);
       return c.json(seen, 200);
     }
-    const quota = await lb.admit(who);
+    const quota = await lb.uploads.admit(who);
     const { files, metadata } = await readUploadForm(c, limits);
-    const { status, body, replayed } = await lb.submit({
+    const { status, body, replayed } = await lb.uploads.submit({
       files,
       metadata: parseMetadata(metadata, who),
       who,
@@ -55,17 +55,17 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     return c.json(body, status);
   });
 
-  app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.entry(c.req.param('id')))));
+  app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.boards.entry(c.req.param('id')))));
 
   app.get('/submit', (c) => render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} />));
   // The browser's form carries its CSRF token in the action's query, so that it is checked before the body is read.
   app.post('/submit', async (c) => {
     const ctx = c.get('ctx');
     checkCsrf(c, { _csrf: c.req.query('_csrf') });
-    const who = await lb.authenticate(undefined, c.get('address'));
-    const quota = await lb.admit(who);
+    const who = await lb.uploads.authenticate(undefined, c.get('address'));
+    const quota = await lb.uploads.admit(who);
     const { files, metadata: meta } = await readUploadForm(c, limits, ['_csrf']);
-    const { status, body } = await lb.submit({
+    const { status, body } = await lb.uploads.submit({
       files,
       metadata: parseMetadata(meta, who),
       who,
@@ -83,11 +83,11 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
 
   app.get('/submissions/:id', async (c) => {
     const ctx = c.get('ctx');
-    const e = await lb.entry(c.req.param('id'), { admin: ctx.admin });
+    const e = await lb.boards.entry(c.req.param('id'), { admin: ctx.admin });
     const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result?.rumedbench_version}:${e.overall}`, () =>
       entryCharts(e, ctx.r),
     );
-    const others = e.status === 'scored' ? (await lb.board(e.board)).filter((o) => o.id !== e.id) : [];
+    const others = e.status === 'scored' ? (await lb.boards.board(e.board)).filter((o) => o.id !== e.id) : [];
     return render(c, <SubmissionPage ctx={ctx} e={e} charts={blocks} others={others} />);
   });
 
@@ -96,14 +96,14 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     const a = c.req.query('a');
     const b = c.req.query('b');
     if (!a || !b) throw new HttpError(400, 'BAD_REQUEST', 'compare needs ?a=ID&b=ID');
-    if (!lb.hasComparison(a, b)) {
+    if (!lb.boards.hasComparison(a, b)) {
       const wait = compares.hit(c.get('address'));
       if (wait > 0)
         throw new HttpError(429, 'RATE_LIMITED', `at most ${COMPARES_PER_MINUTE} new comparisons a minute`, {
           retryAfter: wait,
         });
     }
-    const r = await lb.compare(a, b);
+    const r = await lb.boards.compare(a, b);
     const blocks = r.comparison
       ? await charts.draw(`cmp:${a}:${b}:${ctx.lang}`, () =>
           comparisonCharts(r.comparison as NonNullable<typeof r.comparison>, r.b, ctx.r),

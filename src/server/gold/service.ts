@@ -1,0 +1,145 @@
+/**
+ * The closed tests' gold: imported by the admin (`serve import-gold`), kept in the database, loaded into the scoring
+ * workers of every process that serves (`sync`), and, once changed, every closed-board submission scored again.
+ * Nothing else reads it: validation never sees it, and what leaves is aggregate scores.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import { readJsonlFile } from '../../data/jsonl.js';
+import { loadSplit } from '../../data/load.js';
+import { RumedbenchError } from '../../errors.js';
+import { getTask, isTaskName } from '../../tasks/registry.js';
+import { summarize } from '../boards/entries.js';
+import type { Boards } from '../boards/service.js';
+import * as q from '../db/queries.js';
+import type { BoardName, Database, SubmissionStatus } from '../db/schema.js';
+import { BOARD_TASKS } from '../score-upload.js';
+import type { Scorer } from '../scorer.js';
+import type { UploadLimits } from '../upload.js';
+
+export interface GoldOptions {
+  dataDir: string;
+  bootstrap: number;
+  seed: number;
+  limits: UploadLimits;
+}
+
+export class Gold {
+  private seen = 'none';
+  /** Run after closed-test gold is imported (the campaigns re-publish their human rows). */
+  readonly afterImport: (() => Promise<void>)[] = [];
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly scorer: Scorer,
+    private readonly boards: Boards,
+    private readonly options: GoldOptions,
+  ) {}
+
+  /** Loads the closed tests' gold into the workers if another process (or the admin command) changed it. */
+  async sync(): Promise<void> {
+    const version = await q.goldVersion(this.db);
+    if (version === this.seen) return;
+    await this.scorer.setGold(await q.loadPrivateGold(this.db));
+    this.seen = version;
+  }
+
+  /**
+   * Imports the closed tests' gold from `<Task>.jsonl` files (id and answer per line, every private_test id once),
+   * then re-scores every closed-board submission. Every problem is listed; nothing is imported unless all is right.
+   */
+  async importGold(dir: string): Promise<{ tasks: Record<string, number>; rescored: number }> {
+    const problems: string[] = [];
+    const imported: { task: string; answers: { id: string; answer: string }[] }[] = [];
+    const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+    if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
+    for (const name of names.sort()) {
+      const taskName = name.slice(0, -'.jsonl'.length);
+      const file = join(dir, name);
+      if (!isTaskName(taskName) || !BOARD_TASKS.closed.includes(taskName)) {
+        problems.push(`${file}: not a closed-test task (${BOARD_TASKS.closed.join(', ')})`);
+        continue;
+      }
+      const task = getTask(taskName);
+      const ids = new Set(
+        (await loadSplit(task, 'private_test', { dataDir: this.options.dataDir })).map((r) => r.id),
+      );
+      const labels = task.kind === 'classification' ? task.labels : [];
+      const answers = new Map<string, string>();
+      for await (const line of readJsonlFile(file)) {
+        const at = `${file}:${line.line}`;
+        if ('error' in line) {
+          problems.push(`${at}: ${line.error}`);
+          continue;
+        }
+        const v = line.value as Record<string, unknown>;
+        const id = v?.[task.idField];
+        const answer = v?.[task.goldField] ?? v?.answer;
+        if (typeof id !== 'string' && typeof id !== 'number') {
+          problems.push(`${at}: no "${task.idField}"`);
+          continue;
+        }
+        const sid = String(id);
+        if (!ids.has(sid)) problems.push(`${at} (id ${sid}): not an id of ${taskName}'s private_test split`);
+        else if (answers.has(sid)) problems.push(`${at} (id ${sid}): repeated`);
+        else if (typeof answer !== 'string' || !labels.includes(answer))
+          problems.push(`${at} (id ${sid}): answer must be one of ${labels.map((l) => `"${l}"`).join(', ')}`);
+        else answers.set(sid, answer);
+      }
+      const missing = [...ids].filter((i) => !answers.has(i));
+      if (missing.length > 0)
+        problems.push(
+          `${file}: ${missing.length} private_test id(s) without an answer, e.g. ${missing.slice(0, 3).join(', ')}`,
+        );
+      imported.push({ task: taskName, answers: [...answers].map(([id, answer]) => ({ id, answer })) });
+    }
+    if (problems.length > 0) {
+      const shown = problems.slice(0, 20).join('\n  ');
+      const more = problems.length > 20 ? `\n  … and ${problems.length - 20} more` : '';
+      throw new RumedbenchError(
+        'DATA_INVALID',
+        `gold not imported, ${problems.length} problem(s):\n  ${shown}${more}`,
+      );
+    }
+    for (const i of imported) await q.replacePrivateGold(this.db, i.task, i.answers);
+    await this.sync();
+    const rescored = await this.rescore('closed');
+    for (const hook of this.afterImport) await hook();
+    return { tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])), rescored };
+  }
+
+  /** Scores every submission of a board again from its stored files (after new gold). */
+  async rescore(board: BoardName): Promise<number> {
+    // Human rows from campaigns cover a sample, not the split: their campaign scores them again.
+    const rows = (await q.submissionsOfBoard(this.db, board)).filter((r) => r.source !== 'campaign');
+    const updates: {
+      id: string;
+      result: string;
+      summary: string;
+      overall: number | null;
+      status: SubmissionStatus;
+    }[] = [];
+    for (const row of rows) {
+      const files = await q.getSubmissionFiles(this.db, row.id);
+      const outcome = await this.scorer.score({
+        files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
+        board,
+        source: 'upload',
+        bootstrap: this.options.bootstrap,
+        seed: this.options.seed,
+        limits: this.options.limits,
+      });
+      updates.push({
+        id: row.id,
+        result: JSON.stringify(outcome.result),
+        summary: JSON.stringify(summarize(outcome.result)),
+        overall: outcome.overall,
+        status: outcome.status,
+      });
+    }
+    await q.updateResults(this.db, updates);
+    this.boards.invalidate();
+    return updates.length;
+  }
+}
