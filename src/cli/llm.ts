@@ -11,7 +11,6 @@ import {
   RUN_SPEC_SCHEMA,
 } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
-import type { RepeatFigures, TaskFigures } from '../llm/outputs.js';
 import { parsePerturbations } from '../llm/perturb.js';
 import { renderPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
@@ -344,17 +343,7 @@ export function printLlmResult(result: LlmRunResult, label: string, json: boolea
     io.out(`${JSON.stringify(result.summary)}\n`);
     return;
   }
-  const llm = result.summary.llm as {
-    mode: string;
-    tasks: Record<string, TaskFigures>;
-    requests: { total: number; sent_this_run: number; throughput_rps: number };
-    usage: { prompt_tokens: number; completion_tokens: number };
-    latency_ms: { median: number | null; p95: number | null };
-    cost?: number;
-    skipped: Record<string, string>;
-    label_space: Record<string, number>;
-    repeats?: Record<string, RepeatFigures>;
-  };
+  const llm = result.summary.llm;
   const rows = [
     chanceRow(llm.label_space),
     ...PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human'),

@@ -147,7 +147,7 @@ export function writePredictions(
   return folder.predictionsDir;
 }
 
-export interface TaskFigures {
+export type TaskFigures = {
   mode: 'generate' | 'loglik';
   samples: number;
   unparsed: number;
@@ -163,7 +163,7 @@ export interface TaskFigures {
    */
   calibration?: Calibration & { left_out: number };
   calibration_norm_char?: Calibration & { left_out: number };
-}
+};
 
 /**
  * A log-likelihood sample as calibration reads it: its candidates' scores (under a normalization) and the gold's
@@ -274,7 +274,7 @@ export function voteRepeats(tasks: readonly TaskDefinition[], samples: readonly 
   });
 }
 
-export interface RepeatFigures {
+export type RepeatFigures = {
   k: number;
   /** Items with gold: the mean over repeats of the accuracy (an unread or failed answer is wrong), percent. */
   mean_accuracy: number | null;
@@ -285,7 +285,7 @@ export interface RepeatFigures {
   flipped: number;
   /** The first items whose answer flips between repeats. */
   flipped_ids: string[];
-}
+};
 
 /** `--repeats`: per task, the mean accuracy across repeats with its interval, and how often answers flip. */
 export function repeatFigures(

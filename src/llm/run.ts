@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { percentileOf } from '../metrics/bootstrap.js';
-import { writeLlmManifest, writeRunSummary } from '../scoring/run-folder.js';
+import { type LlmDetailsInput, writeLlmManifest, writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -21,6 +21,7 @@ import {
   isCorrect,
   readAnswer,
   repeatFigures,
+  type TaskFigures,
   taskFigures,
   voteRepeats,
   writePredictions,
@@ -89,9 +90,18 @@ export interface Shard {
 export const shardOf = (key: string, count: number): number =>
   (Number.parseInt(key.slice(0, 8), 16) % count) + 1;
 
+/** What a run writes in summary.json: the schema's `llm` part, with the fields every run of this release fills. */
+type Filled = 'mode' | 'label_space' | 'skipped' | 'requests' | 'usage' | 'latency_ms';
+export type LlmRunSummary = EvaluationResult & {
+  llm: LlmDetailsInput & { [K in Filled]-?: NonNullable<LlmDetailsInput[K]> } & {
+    tasks: Record<string, TaskFigures>;
+  };
+};
+
 export interface LlmRunResult {
   evaluation: EvaluationResult;
-  summary: Record<string, unknown>;
+  /** summary.json as written (its one schema: scoring/run-folder.ts). */
+  summary: LlmRunSummary;
   outDir: string;
   sent: number;
 }

@@ -15,12 +15,12 @@ import { readJsonlFile } from '../data/jsonl.js';
 import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Interval } from '../metrics/bootstrap.js';
-import type { Calibration } from '../metrics/calibration.js';
 import type { MetricValues, Prediction } from '../metrics/item-stats.js';
 import type { Breakdown } from '../scoring/breakdown.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
+import type { LlmDetails as LlmSummaryDetails } from '../scoring/run-folder.js';
 import { evaluationSchema, readRunFolder } from '../scoring/run-folder.js';
 import {
   type EvaluationResult,
@@ -72,40 +72,8 @@ function topCandidates(raw: unknown[], gold: unknown): NonNullable<LlmSample['ca
 
 export interface LlmDetails {
   manifest: Record<string, unknown>;
-  /** The `llm` part of the run's summary.json. */
-  summary: {
-    tasks: Record<
-      string,
-      {
-        samples: number;
-        unparsed: number;
-        unparsed_rate: number;
-        failed: number;
-        /** Scoring by log-likelihood: `loglik`, with the accuracies under each normalization. */
-        mode?: 'generate' | 'loglik';
-        acc?: number;
-        acc_norm_char?: number;
-        acc_norm_byte?: number;
-        calibration?: Calibration;
-      }
-    >;
-    usage?: { prompt_tokens: number; completion_tokens: number };
-    cost?: number;
-    requests?: { total: number; wall_s: number; throughput_rps: number };
-    latency_ms?: { median: number | null; p95: number | null };
-    /** `--repeats K`: per task, the mean accuracy over repeats, how often they agree, the items that flip. */
-    repeats?: Record<
-      string,
-      {
-        k: number;
-        mean_accuracy: number | null;
-        mean_accuracy_ci: [number, number] | null;
-        consistency: number;
-        flipped: number;
-        flipped_ids: string[];
-      }
-    >;
-  };
+  /** The `llm` part of the run's summary.json, as its one schema reads it (scoring/run-folder.ts). */
+  summary: LlmSummaryDetails;
   /** The run folder's prompt-variants.json, perturbations.json and contamination.json, where there are any. */
   trust: TrustFiles;
   latencyMs: number[];
@@ -310,7 +278,7 @@ async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSyste
     if (limit !== undefined) system.limit = limit;
     system.llm = {
       manifest: (manifest ?? {}) as Record<string, unknown>,
-      summary: summary.llm as LlmDetails['summary'],
+      summary: summary.llm,
       trust: readTrustFiles(dir),
       ...(await readSamples(join(dir, 'samples.jsonl'), o)),
     };

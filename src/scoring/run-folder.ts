@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
+import type { Calibration } from '../metrics/calibration.js';
 import type { EvaluationResult } from './score.js';
 
 const RUN_FOLDER_VERSION = 1;
@@ -63,6 +64,12 @@ export const evaluationSchema = z
   })
   .passthrough();
 
+/** Calibration figures of a log-likelihood task (metrics/calibration.ts), with the items left out. */
+const calibration = z.custom<Calibration & { left_out: number }>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as { ece?: unknown }).ece === 'number',
+  'calibration figures { n, ece, ece_adaptive, brier, nll, bins, … }',
+);
+
 const llmTaskFigures = z
   .object({
     samples: z.number(),
@@ -73,6 +80,19 @@ const llmTaskFigures = z
     acc: z.number().optional(),
     acc_norm_char: z.number().optional(),
     acc_norm_byte: z.number().optional(),
+    calibration: calibration.optional(),
+    calibration_norm_char: calibration.optional(),
+  })
+  .passthrough();
+
+const repeatFigures = z
+  .object({
+    k: z.number(),
+    mean_accuracy: z.number().nullable(),
+    mean_accuracy_ci: interval.nullable(),
+    consistency: z.number(),
+    flipped: z.number(),
+    flipped_ids: z.array(z.string()),
   })
   .passthrough();
 
@@ -92,13 +112,29 @@ const llmDetailsSchema = z
       })
       .passthrough()
       .optional(),
-    usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number() }).passthrough().optional(),
+    usage: z
+      .object({
+        prompt_tokens: z.number(),
+        completion_tokens: z.number(),
+        replies_with_invalid_counts: z.number().optional(),
+      })
+      .passthrough()
+      .optional(),
     latency_ms: z.object({ median: z.number().nullable(), p95: z.number().nullable() }).optional(),
     cost: z.number().optional(),
     served_models: z.record(z.string(), z.number()).optional(),
     failed_requests: z.number().optional(),
+    loglik: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+    repeats: z.record(z.string(), repeatFigures).optional(),
+    shard: z
+      .object({ index: z.number(), count: z.number(), requests: z.number(), of: z.number() })
+      .optional(),
   })
   .passthrough();
+
+/** The `llm` part of an LLM run's summary.json, as read; `LlmDetailsInput` is what a writer gives. */
+export type LlmDetails = z.output<typeof llmDetailsSchema>;
+export type LlmDetailsInput = z.input<typeof llmDetailsSchema>;
 
 const baselineRun = z
   .object({
@@ -166,7 +202,7 @@ type LlmManifest = z.output<typeof llmManifestSchema>;
 
 /** What a writer gives: a summary without the version, which the writer adds. */
 type RunSummaryInput =
-  | (EvaluationResult & { kind: 'llm'; llm: Record<string, unknown> })
+  | (EvaluationResult & { kind: 'llm'; llm: LlmDetailsInput })
   | { kind: 'baseline'; runs: unknown[]; evaluation: EvaluationResult }
   | { kind: 'encoder'; runs: unknown[]; encoder: Record<string, unknown>; evaluation: EvaluationResult }
   | { kind: 'finetuned'; runs: unknown[]; finetuned: Record<string, unknown>; evaluation?: EvaluationResult };
