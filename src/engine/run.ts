@@ -3,7 +3,7 @@
  * file given to `rumedbench run`). The folder's manifest.json records the spec and, for people, the equivalent
  * command line, so that any run can be repeated exactly from its manifest.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
 import { resolveDataDir } from '../data/paths.js';
@@ -17,6 +17,7 @@ import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variant
 import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
+import { writeManifest } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
 import { llmRunOptionsOf } from './llm.js';
@@ -142,10 +143,7 @@ async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext): Promise<Run
 /** A baseline's manifest.json: the spec it ran, and when, by which release. */
 function writeBaselineManifest(dir: string, spec: BaselineSpec): void {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'manifest.json'),
-    `${JSON.stringify({ schema_version: 1, rumedbench_version: VERSION, created: new Date().toISOString(), ...specRecord(spec) }, null, 2)}\n`,
-  );
+  writeManifest(dir, { rumedbench_version: VERSION, created: new Date().toISOString(), ...specRecord(spec) });
 }
 
 async function openEncoder(

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { percentileOf } from '../metrics/bootstrap.js';
-import { type LlmDetailsInput, writeLlmManifest, writeRunSummary } from '../scoring/run-folder.js';
+import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -323,7 +323,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   for (const [name, t] of Object.entries(evaluation.tasks))
     Object.assign(t, { unparsed_rate: perTask[name]?.unparsed_rate ?? 0 });
   writeRunSummary(options.outDir, { kind: 'llm', ...summary });
-  writeLlmManifest(options.outDir, {
+  writeManifest(options.outDir, {
     rumedbench_version: VERSION,
     created: new Date().toISOString(),
     ...model,

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readRunFolder, writeLlmManifest, writeRunSummary } from './run-folder.js';
+import { readRunFolder, writeManifest, writeRunSummary } from './run-folder.js';
 import type { EvaluationResult } from './score.js';
 
 const evaluation = {
@@ -33,7 +33,7 @@ describe('run folders', () => {
         tasks: { RuMedDaNet: { samples: 2, unparsed: 0, unparsed_rate: 0, failed: 0 } },
       },
     });
-    writeLlmManifest(llm, {
+    writeManifest(llm, {
       rumedbench_version: '0.1.0',
       created: 'now',
       model: 'm',

@@ -196,6 +196,9 @@ const llmManifestSchema = z
     model: z.string().optional(),
     mode: z.enum(['generate', 'loglik']).default('generate'),
     limit: z.number().nullable().default(null),
+    /** The run spec that made the run (engine/spec.ts; absent in folders of release 0.1.0), and its command line. */
+    spec: z.record(z.string(), z.unknown()).optional(),
+    command: z.string().optional(),
   })
   .passthrough();
 type LlmManifest = z.output<typeof llmManifestSchema>;
@@ -216,8 +219,17 @@ export function writeRunSummary(dir: string, summary: RunSummaryInput): void {
   );
 }
 
-/** The one writer of an LLM run's manifest.json. */
-export function writeLlmManifest(dir: string, manifest: Record<string, unknown>): void {
+/**
+ * The one writer of manifest.json, for every kind of run: how it was made. Runs of this release record their run
+ * spec (`spec`) and its command line (`command`); an LLM run adds the provider, sampling, prompts and data hashes.
+ */
+export function writeManifest(
+  dir: string,
+  manifest: { rumedbench_version: string; created: string; spec?: unknown; command?: string } & Record<
+    string,
+    unknown
+  >,
+): void {
   writeFileSync(
     join(dir, 'manifest.json'),
     `${JSON.stringify({ schema_version: 1, ...manifest }, null, 2)}\n`,
