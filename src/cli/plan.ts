@@ -183,7 +183,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
   const f = cell.spec;
   try {
     const plan = await planLlmSpec(f, modelNameOf(f));
-    const chars = plan.jobs.reduce(
+    const chars = plan.requests.reduce(
       (sum, j) =>
         sum +
         (j.kind === 'chat'
@@ -192,10 +192,10 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       0,
     );
     const prompt = Math.round(chars / 4);
-    const generated = plan.jobs.filter((j) => j.kind === 'chat').length * f.max_tokens;
+    const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
     return {
       ...row,
-      requests: plan.jobs.length,
+      requests: plan.requests.length,
       prompt_tokens_estimate: prompt,
       ...(f.prices
         ? {

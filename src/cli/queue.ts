@@ -144,9 +144,9 @@ export async function queuedCells(file: string, log: Logger) {
     ] as const)
       if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
     const planned = await planLlmSpec(spec, modelNameOf(spec), log);
-    if (planned.jobs.length === 0)
+    if (planned.requests.length === 0)
       refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
-    queued.push({ cell, keys: planned.jobs.map((j) => j.key), dataSha256: planned.dataFiles });
+    queued.push({ cell, keys: planned.requests.map((j) => j.key), dataSha256: planned.dataFiles });
   }
   if (refused.length > 0) throw new UsageError(`${plan.file}: cannot be queued:\n  ${refused.join('\n  ')}`);
   return { plan, queued, notes };
@@ -175,7 +175,7 @@ export async function runPlanSubmit(
   if (flags.json) io.out(`${JSON.stringify(r)}\n`);
   else {
     io.log.info(
-      `plan ${plan.name}: ${queued.length} cell(s), ${r.requests} requests in ${r.jobs} job(s) queued`,
+      `plan ${plan.name}: ${queued.length} cell(s), ${r.requests} requests in ${r.requests} job(s) queued`,
     );
     io.out(`${r.id}\n`);
   }

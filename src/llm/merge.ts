@@ -11,11 +11,11 @@ import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { readRunFolder } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
-import { type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal } from './journal.js';
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { SamplingParams } from './provider.js';
+import { type Mode, planRequests, type SplitChoice } from './requests.js';
 import { finishRun, type LlmRunResult, shardOf } from './run.js';
 
 export interface MergeOptions {
@@ -146,7 +146,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
         }
       : {}),
   };
-  const plan = await planJobs({ ...options, model: m.model, log });
+  const plan = await planRequests({ ...options, model: m.model, log });
   const hashes = m.data_sha256 as Record<string, string>;
   const changed = Object.keys(plan.dataFiles).filter((k) => plan.dataFiles[k] !== hashes[k]);
   if (changed.length > 0)
@@ -160,7 +160,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   );
   const problems: string[] = [];
   let unanswered = 0;
-  for (const job of plan.jobs) {
+  for (const job of plan.requests) {
     const by = journals.filter(({ j }) => j.get(job.key)?.status === 'ok');
     if (by.length === 0) unanswered++;
     if (by.length > 1)
@@ -180,7 +180,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   if (unanswered > 0)
     throw new RumedbenchError(
       'RUN_INCOMPLETE',
-      `${unanswered} of ${plan.jobs.length} requests are answered by no shard; finish the shards (--resume, --retry-errors), then merge`,
+      `${unanswered} of ${plan.requests.length} requests are answered by no shard; finish the shards (--resume, --retry-errors), then merge`,
     );
 
   mkdirSync(o.outDir, { recursive: true });
@@ -221,7 +221,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   );
   return finishRun({
     options,
-    jobs: plan.jobs,
+    jobs: plan.requests,
     plan,
     journal,
     journalFile,

@@ -12,10 +12,10 @@ import type { Prediction } from '../metrics/item-stats.js';
 import { createRng } from '../metrics/rng.js';
 import { RunFolder } from '../scoring/formats.js';
 import type { TaskDefinition } from '../tasks/types.js';
-import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { chooseAnswer, type Normalization, normalized } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
+import type { LlmRequest } from './requests.js';
 
 export interface SampleLog {
   task: string;
@@ -51,7 +51,7 @@ export function isCorrect(task: TaskDefinition, gold: Prediction, answer: Predic
 
 /** The answer of a finished job, and how it was read. */
 export function readAnswer(
-  job: Job,
+  job: LlmRequest,
   e: JournalEntry,
   by: Normalization = 'sum',
 ): { answer: Prediction | null; status: 'parsed' | 'unparsed'; notes?: string[]; reason?: string } {
@@ -70,7 +70,7 @@ export function readAnswer(
     : { answer: null, status: 'unparsed', reason: p.reason };
 }
 
-export function collectSamples(jobs: readonly Job[], journal: Journal): SampleLog[] {
+export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): SampleLog[] {
   return jobs.map((job): SampleLog => {
     const e = journal.get(job.key);
     const gold = job.record.gold as Prediction | undefined;

@@ -1,7 +1,7 @@
 /**
  * `rumedbench llm`: evaluate a language model on the tasks, by generation (replies read by the task's parser; an
  * unreadable reply is counted as unparsed and scored as wrong) or by log-likelihood (candidate answers ranked by the
- * model's log-probability). In stages: plan the jobs (jobs.ts), send what the journal does not answer yet, journaling
+ * model's log-probability). In stages: plan the requests (requests.ts), send what the journal does not answer yet, journaling
  * each answer as it arrives so that a killed run resumes without asking again (send.ts), read the answers and write
  * the run folder (outputs.ts), then score the predictions and write the summary and the manifest (here).
  */
@@ -14,7 +14,6 @@ import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import { type Job, type Mode, planJobs, type SplitChoice } from './jobs.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
   collectSamples,
@@ -29,10 +28,11 @@ import {
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
+import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
 
-export type { Mode, SplitChoice } from './jobs.js';
 export type { SampleLog } from './outputs.js';
+export type { Mode, SplitChoice } from './requests.js';
 
 export interface LlmRunOptions {
   provider: Provider;
@@ -111,8 +111,8 @@ export function planRun(
   options: Omit<LlmRunOptions, 'provider'>,
   model: unknown,
   log: Logger = silentLogger,
-): ReturnType<typeof planJobs> {
-  return planJobs({
+): ReturnType<typeof planRequests> {
+  return planRequests({
     tasks: options.tasks,
     splits: options.splits ?? 'test',
     dataDir: options.dataDir,
@@ -166,9 +166,13 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   // 1. Plan.
   const plan = await planRun(options, model.model, log);
   const shard = options.shard;
-  const jobs = shard ? plan.jobs.filter((j) => shardOf(j.key, shard.count) === shard.index) : plan.jobs;
+  const jobs = shard
+    ? plan.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
+    : plan.requests;
   if (shard)
-    log.info(`shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.jobs.length} requests`);
+    log.info(
+      `shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.requests.length} requests`,
+    );
   if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
 
   // 2. Send what the journal does not answer yet.
@@ -212,8 +216,8 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
 /** What the last stages need: the run's options, its jobs (this shard's) and their answers. */
 export interface FinishInput {
   options: LlmRunOptions | Omit<LlmRunOptions, 'provider'>;
-  jobs: readonly Job[];
-  plan: Awaited<ReturnType<typeof planJobs>>;
+  jobs: readonly LlmRequest[];
+  plan: Awaited<ReturnType<typeof planRequests>>;
   journal: Journal;
   journalFile: string;
   /** The provider's description (provider, endpoint, model, log-likelihood method), as the manifest records it. */
@@ -311,7 +315,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       served_models: served,
       failed_requests: jobs.length - ok.length,
       ...(repeats > 1 ? { repeats: repeatFigures(options.tasks, samples, seed) } : {}),
-      ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.jobs.length } } : {}),
+      ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.requests.length } } : {}),
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
         ? {
@@ -401,7 +405,7 @@ function checkFailures(
 }
 
 /** Before anything is sent: each log-likelihood task's first item must be one the engine's method can score. */
-async function checkLoglikTasks(provider: Provider, jobs: readonly Job[]): Promise<void> {
+async function checkLoglikTasks(provider: Provider, jobs: readonly LlmRequest[]): Promise<void> {
   if (!provider.loglikLimitation) return;
   const seen = new Set<string>();
   const refused: string[] = [];

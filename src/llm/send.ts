@@ -3,9 +3,9 @@
  * each answer (or failure) the moment it arrives, reporting progress to the caller.
  */
 import { RumedbenchError } from '../errors.js';
-import type { Job } from './jobs.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { Provider, SamplingParams } from './provider.js';
+import type { LlmRequest } from './requests.js';
 
 /** Where a run stands, for a progress display (the CLI draws it; the library writes nothing itself). */
 export interface RunProgress {
@@ -29,7 +29,11 @@ export const newProgress = (total: number): RunProgress => ({
 });
 
 /** Asks the provider one job: a chat completion, or the log-probabilities of the candidates. */
-async function ask(provider: Provider, job: Job, params: SamplingParams): Promise<Partial<JournalEntry>> {
+async function ask(
+  provider: Provider,
+  job: LlmRequest,
+  params: SamplingParams,
+): Promise<Partial<JournalEntry>> {
   if (job.kind === 'loglik') {
     if (!provider.loglik) throw new Error('this provider cannot score by log-likelihood');
     const r = await provider.loglik({
@@ -57,7 +61,7 @@ async function ask(provider: Provider, job: Job, params: SamplingParams): Promis
 }
 
 export async function sendAll(options: {
-  pending: readonly Job[];
+  pending: readonly LlmRequest[];
   provider: Provider;
   params: SamplingParams;
   /** Where each answer goes the moment it arrives: the run's journal file, or a worker's database. */
@@ -69,7 +73,7 @@ export async function sendAll(options: {
   /** Told after each answer, and once more at the end (`final`). */
   onProgress?: (p: RunProgress, final: boolean) => void;
   /** Called with each answer as it arrives (the progress bar's running accuracy). */
-  onAnswer?: (job: Job, entry: JournalEntry) => void;
+  onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
 }): Promise<number> {
   const started = Date.now();
   let next = 0;

@@ -17,9 +17,9 @@ import pLimit from 'p-limit';
 import { type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import type { Job } from '../llm/jobs.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
+import type { LlmRequest } from '../llm/requests.js';
 import { finishRun, planRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
@@ -67,7 +67,7 @@ interface Active {
 interface Prepared {
   runner: CellRunner;
   plan: Awaited<ReturnType<typeof planRun>>;
-  byKey: Map<string, Job>;
+  byKey: Map<string, LlmRequest>;
   provider?: Provider;
 }
 
@@ -315,7 +315,7 @@ export class Worker {
             'DATA_INVALID',
             `worker ${this.name}: its data differ from those the plan was queued with (${differ.map(([f]) => f).join(', ')}; data folder ${runner.options.dataDir}); give the worker the same files (--data)`,
           );
-        return { runner, plan: planned, byKey: new Map(planned.jobs.map((j) => [j.key, j])) };
+        return { runner, plan: planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
       })();
       this.cells.set(key, p);
       p.catch(() => this.cells.delete(key));
@@ -361,7 +361,7 @@ export class Worker {
     );
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(keyRow[0]?.keys ?? '[]') as string[] | null;
-    const keys = stored ?? prepared.plan.jobs.map((j) => j.key);
+    const keys = stored ?? prepared.plan.requests.map((j) => j.key);
     if (stored === null)
       await pool.query(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
         plan,
@@ -444,7 +444,7 @@ export class Worker {
     };
     try {
       await sendAll({
-        pending: pending as Job[],
+        pending: pending as LlmRequest[],
         provider: gated,
         params: prepared.runner.options.params,
         concurrency: Math.min(inFlight, row.in_flight),
@@ -553,7 +553,7 @@ export class Worker {
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
         journalFile,
-        prepared.plan.jobs
+        prepared.plan.requests
           .map((j) => byKey.get(j.key))
           .filter((e): e is string => e !== undefined)
           .map((e) => `${e}\n`)
@@ -562,7 +562,7 @@ export class Worker {
       const journal = await Journal.open(journalFile);
       const result = await finishRun({
         options: { ...prepared.runner.options, outDir: dir },
-        jobs: prepared.plan.jobs,
+        jobs: prepared.plan.requests,
         plan: prepared.plan,
         journal,
         journalFile,

@@ -19,7 +19,6 @@ import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } f
 
 import { HttpError } from '../errors.js';
 import type { Leaderboard } from '../leaderboard.js';
-import { assignItems, sampleItems } from './plan.js';
 import {
   type Agreement,
   type AnnotatorScore,
@@ -31,6 +30,7 @@ import {
   type Rule,
   ruleOf,
 } from './results.js';
+import { assignItems, sampleItems } from './sampling.js';
 
 /** A campaign as stored: what its pages show. */
 export type Campaign = CampaignRow;

@@ -1,7 +1,8 @@
 /**
- * Stage one of an LLM run: every request of the run, from the tasks' definitions and the data. A generation job is
- * a chat (messages); a log-likelihood job is a prompt and its candidate continuations (tasks without a log-likelihood
- * form, RuMedNER, stay generative in that mode). Each job has a key that the journal files its answer under.
+ * Stage one of an LLM run: every request of the run, from the tasks' definitions and the data. A generation request
+ * is a chat (messages); a log-likelihood request is a prompt and its candidate continuations (tasks without a
+ * log-likelihood form, RuMedNER, stay generative in that mode). Each request has a key that the journal files its
+ * answer under. (A "job" is the queue's: a chunk of a cell's requests that one worker takes.)
  */
 import { createHash } from 'node:crypto';
 import { sha256File } from '../data/checksum.js';
@@ -18,7 +19,7 @@ import type { SamplingParams } from './provider.js';
 export type SplitChoice = 'test' | 'private_test' | 'both';
 export type Mode = 'generate' | 'loglik';
 
-interface JobBase {
+interface RequestBase {
   task: TaskDefinition;
   split: Split;
   record: TaskRecord;
@@ -32,9 +33,9 @@ interface JobBase {
   /** ...and, for shuffled options, the original label of each label shown. */
   answerMap?: Record<string, string>;
 }
-export type Job =
-  | (JobBase & { kind: 'chat'; messages: ChatMessage[] })
-  | (JobBase & { kind: 'loglik'; item: LoglikItem });
+export type LlmRequest =
+  | (RequestBase & { kind: 'chat'; messages: ChatMessage[] })
+  | (RequestBase & { kind: 'loglik'; item: LoglikItem });
 
 interface PlanOptions {
   tasks: readonly TaskDefinition[];
@@ -60,7 +61,7 @@ interface PlanOptions {
 }
 
 export interface Plan {
-  jobs: Job[];
+  requests: LlmRequest[];
   /** sha256 of every data file used. */
   dataFiles: Record<string, string>;
   skipped: Record<string, string>;
@@ -70,8 +71,8 @@ export interface Plan {
 
 const sha256 = async (file: string): Promise<string> => (await sha256File(file)).sha256;
 
-export async function planJobs(o: PlanOptions): Promise<Plan> {
-  const jobs: Job[] = [];
+export async function planRequests(o: PlanOptions): Promise<Plan> {
+  const jobs: LlmRequest[] = [];
   const dataFiles: Record<string, string> = {};
   const skipped: Record<string, string> = {};
   const labelSpace: Record<string, number> = {};
@@ -201,5 +202,5 @@ export async function planJobs(o: PlanOptions): Promise<Plan> {
       }
     }
   }
-  return { jobs, dataFiles, skipped, labelSpace };
+  return { requests: jobs, dataFiles, skipped, labelSpace };
 }

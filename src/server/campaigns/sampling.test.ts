@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../../tasks/registry.js';
-import { assignItems, sampleItems } from './plan.js';
 import { agreement, annotatorScores, combine, type ItemAnswers, ruleOf } from './results.js';
+import { assignItems, sampleItems } from './sampling.js';
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `i${i}`);
 
