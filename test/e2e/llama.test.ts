@@ -11,10 +11,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbenchProcessOk as rumedbenchOk, rumedbenchProcess } from '../helpers/cli.js';
-import { CLI, DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
+import { CLI } from '../helpers/data.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { writeTinyGguf } from '../helpers/tiny-gguf.js';
 
-describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO_DATA_REASON})`, () => {
+/** The suite's data: the fixture folder the tests write (its prompts in the real shapes), not ../shared. */
+const DATA = fixtureDataDir();
+
+describe('llm --provider llama (on fixture data the test writes)', () => {
   it('runs a few samples of every task through a local GGUF model: plumbing, not accuracy', {
     timeout: 300_000,
   }, async () => {
@@ -36,7 +40,7 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
         '--limit',
         '2',
       ],
-      ...['--max-tokens', '24', '--out', out, '--bootstrap', '0', '--no-progress', '--json'],
+      ...['--data', DATA, '--max-tokens', '24', '--out', out, '--bootstrap', '0', '--no-progress', '--json'],
     );
     const summary = JSON.parse(stdout);
     const samples = readFileSync(join(out, 'samples.jsonl'), 'utf8')
@@ -77,6 +81,8 @@ describe.skipIf(!DATA_DIR)(`llm --provider llama (${DATA_DIR ? 'data found' : NO
     '--bootstrap',
     '0',
     '--no-progress',
+    '--data',
+    DATA,
     ...more,
   ];
   const answers = (dir: string) =>
