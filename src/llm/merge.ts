@@ -21,7 +21,7 @@ import { finishRun, type LlmRunResult, shardOf } from './run.js';
 export interface MergeOptions {
   outDir: string;
   dataDir: string;
-  bootstrap?: number;
+  bootstrap: number;
   log?: Logger;
 }
 
@@ -135,7 +135,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     ...(typeof m.repeats === 'number' && m.repeats > 1 ? { repeats: m.repeats } : {}),
     ...(m.perturb ? { perturb: m.perturb as Perturbation } : {}),
     ...(typeof m.prompt_variant === 'string' ? { promptVariant: m.prompt_variant } : {}),
-    ...(o.bootstrap !== undefined ? { bootstrap: o.bootstrap } : {}),
+    bootstrap: o.bootstrap,
     // The merged folder records the run's spec as one run (no shard), as the unsharded run would.
     ...(m.spec && typeof m.spec === 'object'
       ? {

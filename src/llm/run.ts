@@ -37,17 +37,18 @@ export type { Mode, SplitChoice } from './requests.js';
 export interface LlmRunOptions {
   provider: Provider;
   tasks: readonly TaskDefinition[];
-  splits?: SplitChoice;
+  splits: SplitChoice;
   /** `generate` (default): replies parsed; `loglik`: candidates ranked by log-probability (RuMedNER stays generative). */
-  mode?: Mode;
+  mode: Mode;
   /** Log-likelihood: score RuMedNLI's label words instead of its option numbers. */
   labelWords?: boolean;
   dataDir: string;
   outDir: string;
-  shots?: number;
-  seed?: number;
+  shots: number;
+  seed: number;
   params: SamplingParams;
-  concurrency?: number;
+  /** Requests in flight. Every setting of a run is defaulted once, in its spec (engine/spec.ts), not here. */
+  concurrency: number;
   /** At most this many items per task and split (a quick look). */
   limit?: number;
   /** Continue the run in `outDir`: send only the requests without a successful journal entry. */
@@ -65,7 +66,7 @@ export interface LlmRunOptions {
   templates?: Record<string, PromptTemplate>;
   /** Prices per million prompt and completion tokens, for the cost line. */
   prices?: { prompt: number; completion: number };
-  bootstrap?: number;
+  bootstrap: number;
   logger?: Logger;
   /** Told where the run stands after each answer, and at the end (`final`); the CLI draws a bar from it. */
   onProgress?: (p: RunProgress, final: boolean) => void;
@@ -114,11 +115,11 @@ export function planRun(
 ): ReturnType<typeof planRequests> {
   return planRequests({
     tasks: options.tasks,
-    splits: options.splits ?? 'test',
+    splits: options.splits,
     dataDir: options.dataDir,
-    mode: options.mode ?? 'generate',
-    shots: options.shots ?? 0,
-    seed: options.seed ?? 0,
+    mode: options.mode,
+    shots: options.shots,
+    seed: options.seed,
     params: options.params,
     model,
     log,
@@ -134,7 +135,7 @@ export function planRun(
 
 export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const log = options.logger ?? silentLogger;
-  const mode = options.mode ?? 'generate';
+  const mode = options.mode;
   const resuming = options.resume || options.retryErrors;
   const journalFile = join(options.outDir, 'journal.jsonl');
   if (existsSync(journalFile) && !resuming) {
@@ -148,7 +149,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     await options.provider.checkLoglik?.();
   }
   mkdirSync(options.outDir, { recursive: true });
-  options.provider.limitInFlight?.(options.concurrency ?? 8);
+  options.provider.limitInFlight?.(options.concurrency);
   const journal = await Journal.open(
     journalFile,
     options.maxReplyBytes !== undefined ? { maxReplyChars: options.maxReplyBytes } : {},
@@ -189,7 +190,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     provider: options.provider,
     params: options.params,
     journal,
-    concurrency: options.concurrency ?? 8,
+    concurrency: options.concurrency,
     progress: bar,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     onAnswer: (job, entry) => {
@@ -235,10 +236,7 @@ export interface FinishInput {
  */
 export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const { options, jobs, plan, journal, journalFile, model, log } = f;
-  const seed = options.seed ?? 0;
-  const shots = options.shots ?? 0;
-  const splits = options.splits ?? 'test';
-  const mode = options.mode ?? 'generate';
+  const { seed, shots, splits, mode } = options;
   const shard = options.shard;
   const wallS = f.wallS;
   const accepted = checkFailures(jobs, journal, journalFile, options.allowFailures);
@@ -262,7 +260,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const evaluation = await evaluateSubmission(predictionsDir, {
     dataDir: options.dataDir,
     seed,
-    ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),
+    bootstrap: options.bootstrap,
     // A quick look or a shard answers some items: scored on those, with the gold the predictions carry.
     ...(options.limit !== undefined || shard ? { fileGold: true } : {}),
   });
@@ -337,7 +335,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     seed,
     shots,
     splits,
-    concurrency: options.concurrency ?? 8,
+    concurrency: options.concurrency,
     limit: options.limit ?? null,
     system_override: options.system ?? null,
     templates: options.templates ?? null,

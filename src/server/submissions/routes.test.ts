@@ -197,7 +197,7 @@ describe.skipIf(!ROUTES_READY)(
   () => {
     describe.each(ENGINES)('on %s', (engine) => {
       const t = useLeaderboardApp(engine);
-      const { request, upload, variant } = t;
+      const { request, upload } = t;
 
       it('scores a full public submission exactly as `rumedbench eval` does', async () => {
         const zip = makeZip(
