@@ -1,30 +1,23 @@
 /** `rumedbench contamination`: has the model seen the split? (src/llm/contamination.ts) */
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { loadSplit } from '../data/load.js';
-import { resolveDataDir } from '../data/paths.js';
-import { UsageError } from '../errors.js';
+import { resolve } from 'node:path';
+import type { ContaminationResult } from '../engine/contamination.js';
+import { runEvaluation } from '../engine/run.js';
 import {
-  type GuidedProbeResult,
-  guidedProbe,
-  type OptionsProbeResult,
-  ORDER_DEFAULTS,
-  type OrderProbeResult,
-  optionsProbe,
-  orderProbe,
-} from '../llm/contamination.js';
-import { Journal } from '../llm/journal.js';
-import { journaled } from '../llm/journaled.js';
-import { renderTable } from '../report/table.js';
-import { writeContamination } from '../scoring/trust-files.js';
-import { isChoiceTask, parseTaskList } from '../tasks/registry.js';
+  CONTAMINATION_DEFAULTS,
+  type ContaminationSpec,
+  makeRunSpec,
+  RUN_SPEC_SCHEMA,
+} from '../engine/spec.js';
+import { UsageError } from '../errors.js';
+import { ORDER_DEFAULTS } from '../llm/contamination.js';
+import { parseTaskList } from '../tasks/registry.js';
+import { renderTable } from '../text-table.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
-import { LLM_FLAGS, makeProvider } from './llm.js';
+import { LLM_FLAGS, providerSpecOf } from './llm.js';
 
 const PROBES = ['order', 'guided', 'options'] as const;
-const JOURNAL = 'contamination.journal.jsonl';
 
 export const CONTAMINATION_FLAGS = {
   provider: LLM_FLAGS.provider,
@@ -64,18 +57,20 @@ export const CONTAMINATION_FLAGS = {
     `order: shards of consecutive items (more where one would not fit the model's context; at least ${ORDER_DEFAULTS.minShardSize} items each)`,
     {
       min: 2,
-      default: ORDER_DEFAULTS.shards,
+      default: CONTAMINATION_DEFAULTS.shards,
     },
   ),
   permutations: flag.count('--permutations <n>', 'order: random orders per shard', {
     min: 1,
-    default: ORDER_DEFAULTS.permutations,
+    default: CONTAMINATION_DEFAULTS.permutations,
   }),
   items: flag.count('--items <n>', 'guided, options: items probed, the first of the split', {
     min: 2,
-    default: 100,
+    default: CONTAMINATION_DEFAULTS.items,
   }),
-  alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', { default: 0.01 }),
+  alpha: flag.decimal('--alpha <p>', 'verdict "contaminated" below this p-value', {
+    default: CONTAMINATION_DEFAULTS.alpha,
+  }),
   seed: flag.seedFlag('seed of the permutations'),
   out: flag.text(
     '--out <dir>',
@@ -86,76 +81,17 @@ export const CONTAMINATION_FLAGS = {
 } satisfies FlagTable;
 export type ContaminationFlags = FlagsOf<typeof CONTAMINATION_FLAGS>;
 
-export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
-  if (flags.resume && !flags.out)
-    throw new UsageError('--resume continues the probes journaled in --out: give --out');
-  // With --out, every answer is journaled as it arrives: a run killed at any point continues with --resume.
-  let journal: Journal | undefined;
-  if (flags.out) {
-    const file = join(flags.out, JOURNAL);
-    if (existsSync(file) && !flags.resume)
-      throw new UsageError(
-        `${flags.out} already holds probes (${JOURNAL}); --resume continues them, or choose another --out`,
-      );
-    mkdirSync(flags.out, { recursive: true });
-    journal = await Journal.open(file);
-    if (flags.resume) io.log.info(`${journal.size} answer(s) journaled in ${file}: not asked again`);
-  }
-  const made = await makeProvider(flags, io);
-  const provider = journal ? journaled(made, journal, 'contamination') : made;
-  const dataDir = resolveDataDir(flags.data);
-  const tasks: Record<
-    string,
+/** The run spec the flags of `contamination` stand for. */
+export function contaminationSpecOf(flags: ContaminationFlags): ContaminationSpec {
+  return makeRunSpec(
     {
-      order?: OrderProbeResult;
-      guided?: GuidedProbeResult;
-      options?: OptionsProbeResult | { skipped: string };
-    }
-  > = {};
-  const probes = new Set(flags.probes);
-  try {
-    if (probes.has('order')) await provider.checkLoglik?.();
-    for (const task of parseTaskList(flags.tasks)) {
-      if (!(task.splits as readonly string[]).includes(flags.split)) continue;
-      const records = await loadSplit(task, flags.split, { dataDir });
-      const common = {
-        provider,
-        task,
-        records,
-        split: flags.split,
-        seed: flags.seed,
-        alpha: flags.alpha,
-        ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
-      };
-      const found: (typeof tasks)[string] = {};
-      if (probes.has('order')) {
-        io.log.info(`${task.name} ${flags.split}: order probe over ${records.length} items`);
-        found.order = await orderProbe({ ...common, shards: flags.shards, permutations: flags.permutations });
-      }
-      if (probes.has('guided')) {
-        io.log.info(
-          `${task.name} ${flags.split}: guided probe over ${Math.min(flags.items, records.length)} items`,
-        );
-        found.guided = await guidedProbe({ ...common, items: flags.items });
-      }
-      if (probes.has('options')) {
-        if (!isChoiceTask(task)) found.options = { skipped: 'no options: not a multiple-choice task' };
-        else {
-          io.log.info(
-            `${task.name} ${flags.split}: options probe over ${Math.min(flags.items, records.length)} items`,
-          );
-          found.options = await optionsProbe({ ...common, items: flags.items, permutations: 1000 });
-        }
-      }
-      tasks[task.name] = found;
-    }
-  } finally {
-    await provider.close?.();
-  }
-  const result = {
-    model: flags.model,
-    split: flags.split,
-    settings: {
+      schema: RUN_SPEC_SCHEMA,
+      kind: 'contamination',
+      provider: providerSpecOf(flags),
+      ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+      tasks: parseTaskList(flags.tasks).map((t) => t.name),
+      ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
+      split: flags.split,
       probes: flags.probes,
       shards: flags.shards,
       permutations: flags.permutations,
@@ -163,13 +99,24 @@ export async function runContamination(flags: ContaminationFlags, io: CliIo): Pr
       alpha: flags.alpha,
       seed: flags.seed,
     },
-    tasks,
-  };
-  if (flags.out) {
-    mkdirSync(flags.out, { recursive: true });
-    writeContamination(flags.out, result);
-  }
-  if (flags.json) io.out(`${JSON.stringify(result)}\n`);
+    'the flags of contamination',
+  ) as ContaminationSpec;
+}
+
+export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {
+  const outcome = await runEvaluation(contaminationSpecOf(flags), {
+    log: io.log,
+    ...(flags.out !== undefined ? { out: flags.out } : {}),
+    ...(flags.resume ? { resume: true } : {}),
+  });
+  if (outcome.kind === 'contamination') printContamination(outcome.result, flags.json, io);
+  return EXIT.ok;
+}
+
+/** The probes' verdicts on stdout: a table, or contamination.json with --json. */
+export function printContamination(result: ContaminationResult, json: boolean, io: CliIo): void {
+  const { tasks } = result;
+  if (json) io.out(`${JSON.stringify(result)}\n`);
   else {
     const p = (x: number) => (x < 1e-4 ? '<0.0001' : x.toFixed(4));
     const rows = Object.entries(tasks).flatMap(([t, r]) => [
@@ -215,5 +162,4 @@ export async function runContamination(flags: ContaminationFlags, io: CliIo): Pr
     ]);
     io.out(`${renderTable(['task', 'probe', 'items', 'shards', 'statistic', 'p', 'verdict'], rows, 2)}\n`);
   }
-  return EXIT.ok;
 }

@@ -1,7 +1,6 @@
 /** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
 import { resolve } from 'node:path';
-import { openProvider } from '../engine/provider.js';
 import { type RunOutcome, runEvaluation } from '../engine/run.js';
 import {
   LLM_DEFAULTS,
@@ -15,7 +14,6 @@ import { parsePerturbations } from '../llm/perturb.js';
 import { renderPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants, renderPromptVariants } from '../llm/prompt-variants.js';
-import type { Provider } from '../llm/provider.js';
 import type { LlmRunResult } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
 import { renderDetails, renderSummary, renderTable } from '../report/table.js';
@@ -247,18 +245,6 @@ export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
     max_wait_s: flags.maxWait,
     max_reply_bytes: flags.maxReplyBytes,
   };
-}
-
-/** A provider from the flags (the probes of `contamination`). */
-export function makeProvider(
-  flags: ProviderFlags & { concurrency?: number | undefined },
-  io: Pick<CliIo, 'log'>,
-): Promise<Provider> {
-  const p = providerSpecOf(flags);
-  return openProvider(p, {
-    concurrency: flags.concurrency ?? LLM_DEFAULTS.concurrency[p.name],
-    log: io.log,
-  });
 }
 
 /** The run spec the flags of `llm` stand for: every flag a field, every default filled by the spec. */

@@ -4,6 +4,7 @@
  */
 import { readRunSpec, runEvaluation } from '../engine/run.js';
 import { printBaseline } from './baseline.js';
+import { printContamination } from './contamination.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
@@ -36,6 +37,7 @@ export async function runSpecCommand(
     ...progressOf(io, flags.progress),
   });
   if (outcome.kind === 'llm') printOutcome(outcome, flags.json, io);
-  else printBaseline(outcome.result, outcome.spec, flags.json, io);
+  else if (outcome.kind === 'baseline') printBaseline(outcome.result, outcome.spec, flags.json, io);
+  else printContamination(outcome.result, flags.json, io);
   return EXIT.ok;
 }

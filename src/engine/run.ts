@@ -20,13 +20,21 @@ import { type Logger, silentLogger } from '../log.js';
 import { writeManifest } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
+import { type ContaminationResult, runContaminationSpec } from './contamination.js';
 import { llmRunOptionsOf } from './llm.js';
 import { openProvider } from './provider.js';
-import { type BaselineSpec, commandLineOf, type LlmSpec, makeRunSpec, type RunSpec } from './spec.js';
+import {
+  type BaselineSpec,
+  type ContaminationSpec,
+  commandLineOf,
+  type LlmSpec,
+  makeRunSpec,
+  type RunSpec,
+} from './spec.js';
 
 export interface RunContext {
-  /** The run folder. */
-  out: string;
+  /** The run folder (a contamination probe may run without one: nothing is then written). */
+  out?: string;
   /** Continue the run in `out`: only what has no answer is asked. */
   resume?: boolean;
   /** Continue the run in `out`: only the requests that failed are asked again. */
@@ -46,7 +54,8 @@ export type RunOutcome =
       formulations?: PromptVariantRuns;
       variants?: PerturbationRuns;
     }
-  | { kind: 'baseline'; spec: BaselineSpec; result: BaselineRunResult };
+  | { kind: 'baseline'; spec: BaselineSpec; result: BaselineRunResult }
+  | { kind: 'contamination'; spec: ContaminationSpec; result: ContaminationResult };
 
 /** What a manifest records of the spec it ran. */
 export const specRecord = (spec: RunSpec) => ({ spec, command: commandLineOf(spec) });
@@ -57,8 +66,20 @@ export const specRecord = (spec: RunSpec) => ({ spec, command: commandLineOf(spe
  * @example await runEvaluation(makeRunSpec({ schema: 'rumedbench.run/1', kind: 'baseline', method: 'naive' }), { out: 'runs/naive' })
  */
 export async function runEvaluation(spec: RunSpec, ctx: RunContext): Promise<RunOutcome> {
-  return spec.kind === 'llm' ? runLlmSpec(spec, ctx) : runBaselineSpec(spec, ctx);
+  switch (spec.kind) {
+    case 'llm':
+      return runLlmSpec(spec, { ...ctx, out: folderOf(ctx) });
+    case 'baseline':
+      return runBaselineSpec(spec, { ...ctx, out: folderOf(ctx) });
+    case 'contamination':
+      return { kind: 'contamination', spec, result: await runContaminationSpec(spec, ctx) };
+  }
 }
+
+const folderOf = (ctx: RunContext): string => {
+  if (ctx.out === undefined) throw new UsageError('a run folder is needed: give --out DIR');
+  return ctx.out;
+};
 
 /** Checks that belong to the spec as a whole, not to one field. */
 export function checkLlmSpec(spec: LlmSpec): void {
@@ -76,7 +97,7 @@ export function checkLlmSpec(spec: LlmSpec): void {
     throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
 }
 
-async function runLlmSpec(spec: LlmSpec, ctx: RunContext): Promise<RunOutcome> {
+async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
   checkLlmSpec(spec);
   if (spec.repeats > 1 && spec.temperature === 0)
@@ -114,7 +135,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext): Promise<RunOutcome> {
   }
 }
 
-async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext): Promise<RunOutcome> {
+async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
   const out = resolve(ctx.out);
   const embedder = spec.encoder ? await openEncoder(spec.encoder, log, spec.threads) : undefined;

@@ -77,7 +77,7 @@ describe('run specs', () => {
       /a spec of another release/,
     );
     expect(() => makeRunSpec({ schema: RUN_SPEC_SCHEMA, kind: 'train' })).toThrow(
-      /kind: one of llm, baseline/,
+      /kind: one of llm, baseline, contamination, got "train"/,
     );
     expect(() => makeRunSpec([])).toThrow(/a JSON object/);
   });

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { RunSpecError } from '../errors.js';
+import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 
 export const RUN_SPEC_SCHEMA = 'rumedbench.run/1';
@@ -185,14 +186,51 @@ const baselineSpec = z
     }
   });
 
-export const runSpecSchema = z.union([llmSpec, baselineSpec]);
+/** The defaults of a contamination probe run (the order probe's from llm/contamination.ts). */
+export const CONTAMINATION_DEFAULTS = {
+  split: 'test',
+  probes: ['order'],
+  shards: ORDER_DEFAULTS.shards,
+  permutations: ORDER_DEFAULTS.permutations,
+  items: 100,
+  alpha: 0.01,
+  seed: 0,
+} as const;
+
+const contaminationSpec = z
+  .object({
+    schema: z.literal(RUN_SPEC_SCHEMA),
+    kind: z.literal('contamination'),
+    provider: providerSpec,
+    /** Shards (order) or items (guided, options) asked at once. */
+    concurrency: whole(1).optional(),
+    tasks: taskList,
+    data: z.string().min(1).optional(),
+    split: z.enum(['test', 'dev', 'private_test']).default(CONTAMINATION_DEFAULTS.split),
+    probes: z
+      .array(z.enum(['order', 'guided', 'options']))
+      .min(1)
+      .default([...CONTAMINATION_DEFAULTS.probes]),
+    shards: whole(2).default(CONTAMINATION_DEFAULTS.shards),
+    permutations: whole(1).default(CONTAMINATION_DEFAULTS.permutations),
+    items: whole(2).default(CONTAMINATION_DEFAULTS.items),
+    alpha: z.number().gt(0).lt(1).default(CONTAMINATION_DEFAULTS.alpha),
+    seed: whole(0).default(CONTAMINATION_DEFAULTS.seed),
+  })
+  .strict();
+
+export const runSpecSchema = z.union([llmSpec, baselineSpec, contaminationSpec]);
 
 export type LlmSpec = z.output<typeof llmSpec>;
 export type BaselineSpec = z.output<typeof baselineSpec>;
 export type ProviderSpec = z.output<typeof providerSpec>;
-export type RunSpec = LlmSpec | BaselineSpec;
+export type ContaminationSpec = z.output<typeof contaminationSpec>;
+export type RunSpec = LlmSpec | BaselineSpec | ContaminationSpec;
 /** What a caller gives: the defaults may be left out. */
-export type RunSpecInput = z.input<typeof llmSpec> | z.input<typeof baselineSpec>;
+export type RunSpecInput =
+  | z.input<typeof llmSpec>
+  | z.input<typeof baselineSpec>
+  | z.input<typeof contaminationSpec>;
 
 /**
  * The one way a spec is made: checked, every default filled. `where` names the source in the error (a file, a
@@ -207,8 +245,15 @@ export function makeRunSpec(input: unknown, where = 'run spec'): RunSpec {
       throw new RunSpecError(where, [
         `schema: expected "${RUN_SPEC_SCHEMA}", got ${JSON.stringify(o.schema)}${typeof o.schema === 'string' && o.schema.startsWith('rumedbench.run/') ? ' (a spec of another release: run it with that release)' : ''}`,
       ]);
-    const kind = o.kind === 'llm' ? llmSpec : o.kind === 'baseline' ? baselineSpec : undefined;
-    if (!kind) throw new RunSpecError(where, [`kind: one of llm, baseline, got ${JSON.stringify(o.kind)}`]);
+    const kinds = { llm: llmSpec, baseline: baselineSpec, contamination: contaminationSpec } as const;
+    const kind =
+      typeof o.kind === 'string' && Object.hasOwn(kinds, o.kind)
+        ? kinds[o.kind as keyof typeof kinds]
+        : undefined;
+    if (!kind)
+      throw new RunSpecError(where, [
+        `kind: one of ${Object.keys(kinds).join(', ')}, got ${JSON.stringify(o.kind)}`,
+      ]);
     const r = kind.safeParse(input);
     if (r.success) return r.data;
     throw new RunSpecError(
@@ -248,9 +293,7 @@ export function commandLineOf(spec: RunSpec): string {
     if (v === true) a.push(flag);
     else a.push(flag, quote(String(v)));
   };
-  if (spec.kind === 'llm') {
-    const p = spec.provider;
-    a.push('llm');
+  const provider = (p: ProviderSpec) => {
     push('--provider', p.name);
     push('--model', p.model);
     if (p.name === 'openai') {
@@ -266,6 +309,23 @@ export function commandLineOf(spec: RunSpec): string {
       push('--gpu', p.gpu);
       push('--threads', p.threads);
     }
+  };
+  if (spec.kind === 'contamination') {
+    a.push('contamination');
+    provider(spec.provider);
+    push('--concurrency', spec.concurrency);
+    push('--tasks', spec.tasks.join(','));
+    push('--data', spec.data);
+    push('--split', spec.split);
+    push('--probes', spec.probes.join(','));
+    push('--shards', spec.shards);
+    push('--permutations', spec.permutations);
+    push('--items', spec.items);
+    push('--alpha', spec.alpha);
+    push('--seed', spec.seed);
+  } else if (spec.kind === 'llm') {
+    a.push('llm');
+    provider(spec.provider);
     push('--tasks', spec.tasks.join(','));
     push('--split', spec.split);
     push('--data', spec.data);

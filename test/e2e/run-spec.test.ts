@@ -123,3 +123,39 @@ describe('rumedbench run (on fixture data the test writes)', () => {
     expect([o.code, o.stderr]).toEqual([2, expect.stringContaining('a manifest written before run specs')]);
   });
 });
+
+describe('rumedbench run of a contamination probe (on fixture data the test writes)', () => {
+  const server = useFakeOpenAI({ reply: () => 'Ответ: да', maxModelLen: 160 });
+
+  it('records the probe as a spec, and the same spec gives the same verdicts; --out fits shards to the context too', async () => {
+    const first = tmp();
+    const probe = [
+      ...['contamination', '--model', 'fake-1', '--base-url', server().url, '--data', DATA],
+      ...['--tasks', 'RuMedDaNet', '--probes', 'order', '--shards', '2', '--json'],
+    ];
+    // Without a folder: nothing written; with one: journal, contamination.json and the manifest.
+    const bare = JSON.parse((await rumedbenchOk(...probe)).stdout) as { tasks: Record<string, unknown> };
+    const kept = JSON.parse((await rumedbenchOk(...probe, '--out', first)).stdout) as typeof bare;
+    expect(kept.tasks).toEqual(bare.tasks);
+    // The fixture's 60 items in 2 shards would not fit a 160-token context: both runs cut them finer alike.
+    const order = (r: typeof bare) => (r.tasks.RuMedDaNet as { order: { shards: number } }).order;
+    expect(order(bare).shards).toBeGreaterThan(2);
+    const m = manifestOf(first);
+    expect(m.spec).toMatchObject({
+      kind: 'contamination',
+      probes: ['order'],
+      shards: 2,
+      split: 'test',
+      provider: { name: 'openai', model: 'fake-1' },
+    });
+    expect(m.command).toContain('rumedbench contamination --provider openai --model fake-1');
+    const again = tmp();
+    const r = JSON.parse(
+      (await rumedbenchOk('run', join(first, 'manifest.json'), '--out', again, '--json')).stdout,
+    ) as typeof bare;
+    expect(r.tasks).toEqual(bare.tasks);
+    expect(readFileSync(join(again, 'contamination.json'), 'utf8')).toBe(
+      readFileSync(join(first, 'contamination.json'), 'utf8'),
+    );
+  });
+});
