@@ -92,6 +92,9 @@ async function fetchOnce(
     body.on('data', (chunk: Buffer) => {
       hash.update(chunk);
       size += chunk.length;
+      // A file longer than the manifest says is wrong already: stop reading it instead of filling the disk.
+      if (entry.size !== null && size > entry.size)
+        body.destroy(new Error(`more than the ${entry.size} bytes the manifest names`));
     });
     try {
       await pipeline(body, createWriteStream(tmp));

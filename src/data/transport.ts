@@ -68,11 +68,16 @@ export class TransportError extends Error {
   constructor(
     message: string,
     readonly attempts: number,
-    options?: { cause?: unknown },
+    /** `connect`: no answer came (refused, unreachable, timed out); `read`: the answer broke off while read. */
+    readonly phase: 'connect' | 'read',
+    options?: { cause?: unknown; status?: number },
   ) {
     super(message, options);
     this.name = 'TransportError';
+    this.status = options?.status;
   }
+  /** The answer's status, where one came before it broke off. */
+  readonly status: number | undefined;
 }
 
 const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -100,7 +105,7 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
       });
     } catch (e) {
       const reason = reasonOf(e);
-      if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, { cause: e });
+      if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, 'connect', { cause: e });
       const ms = backoffMs(attempt, o.retry);
       o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason });
       await sleep(ms);
@@ -121,7 +126,8 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
       text = await readCapped(res, o.maxBytes);
     } catch (e) {
       const reason = `the answer broke off (${reasonOf(e)})`;
-      if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, { cause: e });
+      if (attempt >= o.retry.retries)
+        throw new TransportError(reason, attempt + 1, 'read', { cause: e, status: res.status });
       const ms = backoffMs(attempt, o.retry);
       o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason });
       await sleep(ms);

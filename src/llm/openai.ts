@@ -13,8 +13,7 @@
  *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
-import { readCapped } from '../data/read-capped.js';
-import { backoffMs, retryAfterMs } from '../data/transport.js';
+import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
@@ -291,29 +290,6 @@ export class OpenAIProvider implements Provider {
     };
   }
 
-  /** The body of a reply, at most `max` bytes (`maxReplyBytes` unless the request asked for more), counted as it arrives. */
-  private async readCapped(url: string, res: Response, cap?: number): Promise<string> {
-    const max = cap ?? this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
-    let text: string | null;
-    try {
-      text = await readCapped(res, max);
-    } catch (e) {
-      throw new LlmRequestError(
-        `${url}: the reply broke off (${(e as Error).name === 'TimeoutError' ? 'timed out' : (e as Error).message})`,
-        res.status,
-        true,
-        { cause: e },
-      );
-    }
-    if (text === null)
-      throw new LlmRequestError(
-        `${url}: the reply is larger than ${cap === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)'} (${max} bytes); it was cut off and not read`,
-        res.status,
-        false,
-      );
-    return text;
-  }
-
   /** One POST of JSON; HTTP errors become LlmRequestErrors (429 with its Retry-After), retryable where they may pass. */
   private async post<T>(
     url: string,
@@ -333,21 +309,36 @@ export class OpenAIProvider implements Provider {
     body: unknown,
     options: { notFoundIsFatal?: boolean; maxReplyBytes?: number },
   ): Promise<{ json: T | undefined; text: string; status: number }> {
-    let res: Response;
+    // One attempt through the shared transport (timeout, capped body, no redirects); this client's own loop
+    // (\`retrying\`) decides on retries, since a 429 pauses every request of the run.
+    const cap = options.maxReplyBytes ?? this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+    let res: Answer;
     try {
-      res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
-          ...this.options.headers,
-        },
-        body: JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 120_000),
-      });
+      res = await send(
+        url,
+        () => ({
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+            ...this.options.headers,
+          },
+          body: JSON.stringify(body),
+        }),
+        { maxBytes: cap, timeoutMs: this.options.timeoutMs ?? 120_000, retry: { retries: 0 } },
+      );
     } catch (e) {
-      const why = connectionProblem(url, e);
+      if (!(e instanceof TransportError)) throw e;
+      if (e.phase === 'read') {
+        const cause = e.cause as Error | undefined;
+        throw new LlmRequestError(
+          `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? 'timed out' : (cause?.message ?? e.message)})`,
+          e.status,
+          true,
+          { cause: e },
+        );
+      }
+      const why = connectionProblem(url, e.cause);
       const timeout = why === 'timed out';
       throw new LlmRequestError(
         `${url}: ${timeout ? `timed out after ${Math.round((this.options.timeoutMs ?? 120_000) / 1000)} s` : why}`,
@@ -357,7 +348,6 @@ export class OpenAIProvider implements Provider {
       );
     }
     if (res.status >= 300 && res.status < 400) {
-      await res.body?.cancel().catch(() => undefined);
       const location = res.headers.get('location');
       let target = '(no Location)';
       try {
@@ -372,14 +362,20 @@ export class OpenAIProvider implements Provider {
         { fatal: true },
       );
     }
-    const text = await this.readCapped(url, res, options.maxReplyBytes);
+    if (res.text === null)
+      throw new LlmRequestError(
+        `${url}: the reply is larger than ${options.maxReplyBytes === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)'} (${cap} bytes); it was cut off and not read`,
+        res.status,
+        false,
+      );
+    const text = res.text;
     let json: T | undefined;
     try {
       json = JSON.parse(text) as T;
     } catch {
       json = undefined;
     }
-    if (!res.ok) {
+    if (res.status < 200 || res.status >= 300) {
       const detail = serverMessage(json, text);
       const said = `${url}: HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
       if (res.status === 401 || res.status === 403) {
