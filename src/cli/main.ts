@@ -4,7 +4,6 @@
  * user can cause are printed as one line and set the exit status (2 for usage, 1 for a failing submission).
  */
 import { realpathSync } from 'node:fs';
-import nodeModule from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { RumedbenchError, UsageError } from '../errors.js';
@@ -13,10 +12,6 @@ import { VERSION } from '../version.js';
 import { COMMANDS, type CommandEntry, type Loaded } from './commands.js';
 import { addFlags } from './flags.js';
 import { type CliIo, EXIT, exitCodeOf } from './io.js';
-
-// Node 22.1+ keeps the compiled code of the modules a command loads on disk (NODE_DISABLE_COMPILE_CACHE=1 turns it
-// off): a command's second start skips compiling them. Node 20 has no such cache.
-(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const keyOf = (e: CommandEntry) => e.path.join(' ');
 

@@ -16,7 +16,7 @@ import {
   launchBrowser,
   NO_BROWSER_REASON,
 } from '../helpers/browser.js';
-import { rumedbenchOk, rumedbenchProcessWith } from '../helpers/cli.js';
+import { rumedbenchOk, rumedbenchProcessFor } from '../helpers/cli.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';
@@ -113,7 +113,12 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     expect(await queued.textContent('main')).toContain('med-7b · closed');
     await shot(queued, 'runs-queued');
 
-    const worker = await rumedbenchProcessWith({}, 'worker', '--db', db, '--data', data, '--exit-when-idle');
+    // Alone it takes a few seconds: past 80 s it is killed, and its log is the failure's message.
+    const worker = await rumedbenchProcessFor(
+      80_000,
+      {},
+      ...['worker', '--db', db, '--data', data, '--exit-when-idle'],
+    );
     expect(worker.code, worker.stderr).toBe(0);
     // The server enters the finished run into its board within a few seconds.
     const until = Date.now() + 20_000;

@@ -73,15 +73,29 @@ export async function rumedbenchProcess(...args: string[]): Promise<CliResult> {
 }
 
 export async function rumedbenchProcessWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
+  return rumedbenchProcessFor(0, env, ...args);
+}
+
+/**
+ * The built CLI in a child process, killed after `timeoutMs` (0: never): a process that hangs then fails its test
+ * with what it printed, instead of running into the test's own timeout and saying nothing.
+ */
+export async function rumedbenchProcessFor(
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<CliResult> {
   try {
     const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
       env: { ...CLI_ENV, ...env },
       maxBuffer: 64 << 20,
+      timeout: timeoutMs,
     });
     return { code: 0, stdout, stderr };
   } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+    const err = e as { code: number | null; signal?: string; stdout: string; stderr: string };
+    const killed = err.code === null ? `\n(killed by ${err.signal} after ${timeoutMs} ms)` : '';
+    return { code: err.code ?? 124, stdout: err.stdout, stderr: `${err.stderr}${killed}` };
   }
 }
 
