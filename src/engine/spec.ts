@@ -5,6 +5,7 @@
  * is filled here, once, when the spec is made (`makeRunSpec`); the CLI's flag tables show these same values.
  */
 import { z } from 'zod';
+import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
@@ -266,18 +267,7 @@ export function makeRunSpec(input: unknown, where = 'run spec'): RunSpec {
 
 /** Keys in a stable order, so that the same spec is the same text (plan state, manifests, comparisons). */
 export function specJson(spec: RunSpec): string {
-  return JSON.stringify(sortKeys(spec));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.keys(v as object)
-        .sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
-    );
-  return v;
+  return JSON.stringify(canonical(spec));
 }
 
 const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);

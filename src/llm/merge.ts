@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { canonical } from '../data/canonical.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { readRunFolder } from '../scoring/run-folder.js';
@@ -33,17 +34,6 @@ function unsharded(spec: unknown): unknown {
   if (!spec || typeof spec !== 'object') return spec;
   const { shard: _s, concurrency: _c, ...rest } = spec as Record<string, unknown>;
   return rest;
-}
-
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.keys(v as object)
-        .sort()
-        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-    );
-  return v;
 }
 
 const settingsHash = (manifest: Record<string, unknown>) =>
