@@ -85,11 +85,15 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
 
   async function open(path: string, admin = false): Promise<Page> {
     const context = await browser.newContext();
+    // A step that cannot happen fails within 30 s, naming itself, instead of running into the test's timeout.
+    context.setDefaultTimeout(30_000);
+    context.setDefaultNavigationTimeout(30_000);
     if (admin) {
       const page = await context.newPage();
       await page.goto(`${server.url}/admin/login`);
       await page.fill('input[name=token]', TEST_ADMIN_TOKEN);
-      await page.click('button[type=submit]');
+      // The session cookie comes with the answer to the form: wait for it before the page goes.
+      await Promise.all([page.waitForURL(/\/admin(\?|$)/), page.click('button[type=submit]')]);
       await page.close();
     }
     const page = await context.newPage();
