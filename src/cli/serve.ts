@@ -51,18 +51,28 @@ export const SERVE_FLAGS = {
   ),
   quotaPerDay: flag.count(
     '--quota-per-day <n>',
-    'accepted uploads per token and per address and day (0: no quota)',
-    {
-      min: 0,
-      default: 0,
-    },
+    'uploads per token and per address (IPv6: /64) and UTC day, any board; rejected public ones are given back (0: no quota)',
+    { min: 0, default: 0 },
+  ),
+  closedQuotaPerDay: flag.count(
+    '--closed-quota-per-day <n>',
+    'closed-board uploads per token and per address and UTC day, rejected ones too (0: no quota)',
+    { min: 0, default: 5 },
+  ),
+  closedRelease: flag.choice(
+    '--closed-release <how>',
+    'closed-board scores: ladder (released only when a team beats its best by a standard error) or exact',
+    ['ladder', 'exact'],
+    { default: 'ladder' },
   ),
   maxUploadMb: flag.count('--max-upload-mb <n>', 'largest request body, MiB', { min: 1, default: 16 }),
   threads: flag.count('--threads <n>', 'scoring workers', { min: 1 }),
-  trustProxy: flag.on(
-    '--trust-proxy',
-    'take the client address from X-Forwarded-For (behind your own proxy only)',
+  trustedProxies: flag.count(
+    '--trusted-proxies <n>',
+    "proxies of yours in front: the client address is X-Forwarded-For's n-th value from the right (0: the peer)",
+    { min: 0, default: 0 },
   ),
+  trustProxy: flag.on('--trust-proxy', 'the same as --trusted-proxies 1 (one proxy of yours in front)'),
   secureCookies: flag.on('--secure-cookies', 'mark cookies Secure (when served over HTTPS)'),
   publicUrl: flag.text(
     '--public-url <url>',
@@ -114,6 +124,8 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     anonymousPerMinute: flags.anonymousPerMinute,
     tokenPerMinute: flags.tokenPerMinute,
     quotaPerDay: flags.quotaPerDay,
+    closedQuotaPerDay: flags.closedQuotaPerDay,
+    closedRelease: flags.closedRelease,
     limits: {
       ...DEFAULT_LIMITS,
       maxBodyBytes,
@@ -123,7 +135,7 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     log: io.log,
     ...(process.env.RUMEDBENCH_ADMIN_TOKEN ? { adminToken: process.env.RUMEDBENCH_ADMIN_TOKEN } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-    ...(flags.trustProxy ? { trustProxy: true } : {}),
+    trustedProxies: flags.trustProxy ? Math.max(1, flags.trustedProxies) : flags.trustedProxies,
     ...(flags.secureCookies ? { secureCookies: true } : {}),
     ...(flags.publicUrl ? { publicUrl: flags.publicUrl } : {}),
   });

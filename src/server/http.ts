@@ -41,8 +41,11 @@ export interface AppOptions {
   allowedHosts?: readonly string[];
   /** The origin browsers see (behind a proxy): forms must come from it. Unset: the request's own origin. */
   publicOrigin?: string;
-  /** Take the client's address from X-Forwarded-For (only behind a proxy you run). */
-  trustProxy?: boolean;
+  /**
+   * Proxies of yours in front of the server: the client's address is the value this many places from the right of
+   * X-Forwarded-For (values further left are the client's to write). 0 or unset: the socket's peer.
+   */
+  trustedProxies?: number;
   /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
   secureCookies?: boolean;
   /** The platform's runs (its workers' queue, on PostgreSQL); without it /runs says what it needs. */

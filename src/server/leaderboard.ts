@@ -25,6 +25,8 @@ export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
   anonymousPerMinute: 20,
   tokenPerMinute: 60,
   quotaPerDay: 0,
+  closedQuotaPerDay: 5,
+  closedRelease: 'ladder',
   bootstrap: 1000,
   seed: 0,
   limits: DEFAULT_LIMITS,

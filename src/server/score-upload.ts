@@ -4,15 +4,22 @@
  * worker thread (score-worker.ts) so that the event loop keeps answering pages while uploads are scored.
  */
 import { createHash } from 'node:crypto';
-import { mean } from '../metrics/item-stats.js';
+import { buildItemStats, mean, metricsFromSums, statsLayout, taskScore } from '../metrics/item-stats.js';
+import type { ItemScores } from '../metrics/ladder.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
-import { type EvaluationResult, scoreValidated, validateRead } from '../scoring/score.js';
+import {
+  type EvaluationResult,
+  scoreValidated,
+  type ValidatedSubmission,
+  validateRead,
+} from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { validateTaskFile } from '../scoring/validate.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
+import { capIssues } from './submissions/issues.js';
 import { readUpload, type UploadFile, type UploadLimits } from './upload.js';
 
 export const BOARD_SPLIT: Record<BoardName, Split> = { public: 'test', closed: 'private_test' };
@@ -41,8 +48,52 @@ export interface ScoreOutcome {
   /** The board's overall: the five public tasks' mean (public) or the three closed tasks' mean (closed). */
   overall: number | null;
   contentHash: string;
-  /** The files as read, to keep for audit and for paired comparisons. */
+  /**
+   * The files as read, to keep for audit and for paired comparisons; a rejected upload's are cut to their first
+   * `REJECTED_KEEP_CHARS` altogether (a bomb is never stored inflated, nor copied back to the event loop whole).
+   */
   files: { name: string; content: string }[];
+  /** The result's issues, capped here (off the event loop): the first few of each code, long strings cut. */
+  errors: SubmissionIssue[];
+  warnings: SubmissionIssue[];
+  /** Issues left out of `errors` and `warnings`, counted per code. */
+  omitted: Record<string, number>;
+  /** Closed board, scored: per-item scores for the Ladder (server-side only). */
+  itemScores?: ItemScores;
+}
+
+/** What is kept of a rejected upload's files, in characters altogether: enough to see what was wrong. */
+export const REJECTED_KEEP_CHARS = 256 * 1024;
+
+/** A rejected upload's files, cut to `budget` characters altogether, each cut one saying how long it was. */
+function keepBounded(
+  files: { name: string; content: string }[],
+  budget = REJECTED_KEEP_CHARS,
+): { name: string; content: string }[] {
+  let left = budget;
+  return files.map((f) => {
+    const take = Math.max(0, Math.min(left, f.content.length));
+    left -= take;
+    if (take === f.content.length) return f;
+    return { name: f.name, content: `${f.content.slice(0, take)}\n… (cut: ${f.content.length} characters)` };
+  });
+}
+
+/** Per-item scores in [0, 1] of each scored task (one item's metrics, averaged as the task's score is). */
+function itemScoresOf(validated: ValidatedSubmission): ItemScores {
+  const out: ItemScores = {};
+  for (const t of validated.tasks) {
+    if (!t.items) continue;
+    const stats = buildItemStats(t.task, t.items);
+    const { width } = statsLayout(t.task);
+    const scores: Record<string, number> = {};
+    stats.ids.forEach((id, i) => {
+      const row = stats.stats.subarray(i * width, (i + 1) * width);
+      scores[id] = taskScore(t.task, metricsFromSums(t.task, Float64Array.from(row), 1)) / 100;
+    });
+    out[t.task.name] = scores;
+  }
+  return out;
 }
 
 export interface BoardReferences {
@@ -176,13 +227,19 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
       expected: `<Task>.jsonl files of the ${board} board: ${BOARD_TASKS[board].join(', ')}`,
     });
   }
+  const errors = capIssues(result.errors);
+  const warnings = capIssues(result.warnings);
   return {
     board,
     status,
-    result,
+    result: { ...result, errors: errors.shown, warnings: warnings.shown },
     overall: status === 'scored' ? boardOverall(board, result) : null,
     contentHash: hash,
-    files,
+    files: status === 'rejected' ? keepBounded(files) : files,
+    errors: errors.shown,
+    warnings: warnings.shown,
+    omitted: { ...errors.omitted, ...warnings.omitted },
+    ...(board === 'closed' && status === 'scored' ? { itemScores: itemScoresOf(validated) } : {}),
   };
 }
 

@@ -185,10 +185,11 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       expect(text).not.toContain('нет');
       // Scored against the imported gold, not against the file's: the share of "да" in our synthetic gold.
       const yes = (records.RuMedDaNet ?? []).filter((r) => gold('RuMedDaNet', r.id) === 'да').length;
-      const accuracy = (body.result as { tasks: Record<string, { metrics: { accuracy: number } }> }).tasks
-        .RuMedDaNet?.metrics.accuracy;
+      // Released by the Ladder (the uploader's first on this task: released, rounded to 1/n, which an accuracy is).
       const n = records.RuMedDaNet?.length ?? 0;
-      expect(accuracy).toBeCloseTo((100 * yes) / n, 10);
+      expect(body.overall).toBeCloseTo((100 * yes) / n, 10);
+      expect(body.ladder).toEqual({ mechanism: 'ladder', improved: true });
+      expect(body.result).toHaveProperty('tasks', {});
       expect([yes > 0, yes < n]).toEqual([true, true]);
       // Invalid gold fields are not checked either: no message depends on the hidden answers.
       const junk = danet((r) => ({ pairID: r.id, prediction: 'нет', answer: 42 }));
@@ -478,6 +479,138 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         statuses.push((await cmp.request(`/compare?a=${a.body.id}&b=${b.body.id}`)).status);
       // Computed once, then served from the cache: the rate limit counts only new comparisons.
       expect(statuses.every((s) => s === 200)).toBe(true);
+    });
+
+    describe('second round (issue #31)', () => {
+      const tokenOf = async (team: string) => ({
+        authorization: `Bearer ${(await lb.admin.createToken(team)).token}`,
+      });
+      /** A RuMedDaNet private_test file answering every item: `flip` names the item answered the other way. */
+      const allYes = (flip?: string) =>
+        danet((r) => ({ pairID: r.id, answer: r.id === flip ? 'нет' : 'да' }));
+
+      it('answers a rejected closed upload with no score, and counts it against the closed quota', async () => {
+        const strict = variant({ closedQuotaPerDay: 2 });
+        const auth = await tokenOf('rejected team');
+        const broken = { name: 'RuMedNLI.jsonl', data: '{"pairID": oops' };
+        const first = await upload(
+          [allYes(), broken],
+          { model: 'r', kind: 'LLM', board: 'closed' },
+          auth,
+          strict,
+        );
+        expect([first.res.status, first.body.status, first.body.overall]).toEqual([422, 'rejected', null]);
+        // No task's score or interval, though RuMedDaNet alone was valid.
+        expect((first.body.result as { tasks: object }).tasks).toEqual({});
+        expect(JSON.stringify(first.body)).not.toMatch(/"score"|"accuracy"/);
+        expect(first.body.closed_quota).toEqual({ limit: 2, used: 1, remaining: 1 });
+        const second = await upload(
+          [allYes(), broken],
+          { model: 'r', kind: 'LLM', board: 'closed' },
+          auth,
+          strict,
+        );
+        expect(second.body.closed_quota).toEqual({ limit: 2, used: 2, remaining: 0 });
+        // The third is refused, scored or not.
+        const third = await upload([allYes()], { model: 'r', kind: 'LLM', board: 'closed' }, auth, strict);
+        expect([third.res.status, third.body.code]).toEqual([429, 'QUOTA_EXCEEDED']);
+        expect(JSON.stringify(third.body)).not.toMatch(/overall|tasks/);
+      });
+
+      it('recovers no more than chance from 21 flip uploads: the Ladder releases the same score to each', async () => {
+        await importGold();
+        const open = variant({ closedQuotaPerDay: 100 });
+        const auth = await tokenOf('flip team');
+        const base = await upload([allYes()], { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
+        expect([base.res.status, base.body.ladder]).toEqual([201, { mechanism: 'ladder', improved: true }]);
+        const items = (records.RuMedDaNet ?? []).slice(0, 20);
+        const answers = [];
+        for (const r of items) {
+          const { body } = await upload(
+            [allYes(r.id)],
+            { model: 'flip', kind: 'LLM', board: 'closed' },
+            auth,
+            open,
+          );
+          answers.push({ id: r.id, overall: body.overall, ladder: body.ladder, result: body.result });
+        }
+        // Every answer is the base's release: nothing in it depends on the flipped item's gold.
+        expect(new Set(answers.map((a) => a.overall))).toEqual(new Set([base.body.overall]));
+        expect(answers.every((a) => (a.ladder as { improved: boolean }).improved === false)).toBe(true);
+        expect(new Set(answers.map((a) => JSON.stringify((a.result as { tasks: object }).tasks)))).toEqual(
+          new Set(['{}']),
+        );
+        // The attack's guess ("the score moved up: the flip is right") is then the same for every item.
+        const guesses = answers.map((a) => (Number(a.overall) > Number(base.body.overall) ? 'нет' : 'да'));
+        const right = guesses.filter((g, i) => g === gold('RuMedDaNet', items[i]?.id as string)).length;
+        const yes = items.filter((r) => gold('RuMedDaNet', r.id) === 'да').length;
+        expect(right).toBe(yes); // exactly what always guessing "да" gets: chance
+        // The board shows the team's release, not the exact scores; the admin sees them.
+        const board = (await (await open.request('/api/boards/closed')).json()) as {
+          entries: { model: string; overall: number | null; tasks: object }[];
+        };
+        const flips = board.entries.filter((e) => e.model === 'flip');
+        expect(flips.length).toBe(20);
+        expect(new Set(flips.map((e) => e.overall))).toEqual(new Set([null]));
+        expect(flips.every((e) => JSON.stringify(e.tasks) === '{}')).toBe(true);
+      });
+
+      it('scores exactly the quota of 20 concurrent uploads, reserved before scoring', async () => {
+        const quota3 = variant({ quotaPerDay: 3 });
+        const auth = await tokenOf('concurrent team');
+        const file = [{ name: 'RuMedNLI.jsonl', data: readFileSync(join(PREDICTIONS.a, 'RuMedNLI.jsonl')) }];
+        const all = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => upload(file, { model: `c${i}`, kind: 'LLM' }, auth, quota3)),
+        );
+        const statuses = all.map((u) => u.res.status).sort();
+        expect(statuses.filter((s) => s === 201).length).toBe(3);
+        expect(statuses.filter((s) => s === 429).length).toBe(17);
+      });
+
+      it('takes the client address from the trusted hop, and groups IPv6 by /64', async () => {
+        const behindOne = variant({ anonymousPerMinute: 2 }, { trustedProxies: 1 });
+        const small = [{ name: 'RuMedDaNet.jsonl', data: '{"pairID": "nope", "answer": "да"}' }];
+        const from = async (xff: string) =>
+          (await upload(small, { model: 'x', kind: 'LLM' }, { 'x-forwarded-for': xff }, behindOne)).res
+            .status;
+        // The client writes what it likes on the left; our proxy appends the address it saw on the right.
+        const spoofed = [];
+        for (const left of ['platform', '10.0.0.1', '203.0.113.9'])
+          spoofed.push(await from(`${left}, 198.51.100.7`));
+        expect(spoofed).toEqual([422, 422, 429]);
+        // One /64: one uploader, whatever the interface id; another /64 is another uploader.
+        const v6 = [];
+        for (const a of [
+          '2001:db8:1:2::1',
+          '2001:db8:1:2:ffff::9',
+          '2001:db8:1:2:abcd:0:0:1',
+          '2001:db8:1:3::1',
+        ])
+          v6.push(await from(a));
+        expect(v6).toEqual([422, 422, 429, 422]);
+        // What is stored is the trusted hop, never the value the client wrote.
+        const { body } = await upload(
+          small,
+          { model: 'x', kind: 'LLM' },
+          { 'x-forwarded-for': 'platform, 192.0.2.44' },
+          behindOne,
+        );
+        const { getSubmission } = await import('./db/queries.js');
+        expect((await getSubmission(lb.db.db, body.id as string))?.address).toBe('192.0.2.44');
+      });
+
+      it('locks the admin bearer API after failed attempts, as the sign-in form does', async () => {
+        const api = variant({}, { trustedProxies: 1 });
+        const call = (secret: string) =>
+          api.request('/api/admin/submissions/none/hide', {
+            method: 'POST',
+            headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '198.51.100.99' },
+          });
+        const statuses = [];
+        for (let i = 0; i < 5; i++) statuses.push((await call(`wrong-${i}`)).status);
+        statuses.push((await call(ADMIN)).status);
+        expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+      });
     });
   });
 });

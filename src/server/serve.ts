@@ -27,7 +27,8 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
   host?: string;
   port?: number;
   threads?: number;
-  trustProxy?: boolean;
+  /** Proxies of yours in front (X-Forwarded-For is read this many hops from the right). */
+  trustedProxies?: number;
   secureCookies?: boolean;
   /** The address browsers use (`https://board.example.org`): its Host alone is answered, forms come from its origin. */
   publicUrl?: string;
@@ -147,7 +148,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     allowedHosts,
     ...(runs ? { runs } : {}),
     ...(publicOrigin ? { publicOrigin: publicOrigin.origin } : {}),
-    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    ...(options.trustedProxies !== undefined ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.secureCookies !== undefined ? { secureCookies: options.secureCookies } : {}),
   });
   const server = await new Promise<ServerType>((resolve, reject) => {

@@ -9,41 +9,22 @@ import { HttpError } from '../errors.js';
 import { type Env, type RouteDeps, render, requireAdmin } from '../http.js';
 import { SESSION_COOKIE } from '../middleware/context.js';
 import { readSmallForm } from '../middleware/forms.js';
-import { RateLimiter } from '../rate-limit.js';
 import { AdminPage, AdminSubmissionPage, LoginPage } from './views.js';
 
 const SESSION_TTL_MS = 8 * 3600_000;
-/** Failed admin sign-ins per address before it must wait, and for how long. */
-const LOGIN_FAILURES = 5;
-const LOGIN_WINDOW_MS = 15 * 60_000;
 
 export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
   const admin = lb.admin;
-  const loginFailures = new RateLimiter(LOGIN_FAILURES, LOGIN_WINDOW_MS);
   app.get('/admin/login', (c) => render(c, <LoginPage ctx={c.get('ctx')} />));
   app.post('/admin/login', async (c) => {
     const ctx = c.get('ctx');
     const address = c.get('address');
-    const wait = loginFailures.retryAfter(address);
-    if (wait > 0) {
-      throw new HttpError(
-        429,
-        'RATE_LIMITED',
-        `too many failed sign-ins from this address; try again in ${wait} s`,
-        {
-          retryAfter: wait,
-        },
-      );
-    }
     const body = await readSmallForm(c);
-    const token = body.token ?? '';
-    if (!(await lb.admin.isAdminSecret(token))) {
-      loginFailures.hit(address);
+    if (!(await admin.signIn(address, body.token ?? ''))) {
       log.warn(`admin sign-in refused from ${address}`);
       return render(c, <LoginPage ctx={ctx} failed />, 403);
     }
-    loginFailures.reset(address);
     const session = await admin.startSession(address, SESSION_TTL_MS);
     setCookie(c, SESSION_COOKIE, session, {
       httpOnly: true,
@@ -88,9 +69,7 @@ export function adminRoutes({ lb, log, options, charts }: RouteDeps): Hono<Env> 
   });
   // The same actions for scripts, with the admin token as a bearer token.
   app.post('/api/admin/submissions/:id/:action{[a-z]+}', async (c) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-    if (!m || !(await lb.admin.isAdminSecret(m[1] as string)))
-      throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+    await admin.requireBearer(c.get('address'), c.req.header('authorization'));
     if (c.req.param('action') === 'edit') {
       const type = c.req.header('content-type') ?? '';
       let fields: unknown;

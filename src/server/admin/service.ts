@@ -9,9 +9,11 @@ import { RumedbenchError } from '../../errors.js';
 import { assertStrongSecret, newSessionToken, newToken, sha256Hex } from '../auth.js';
 import type { Entry } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
+import { addressKey } from '../client-address.js';
 import * as q from '../db/queries.js';
 import type { AuditRow, Database, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
+import { RateLimiter } from '../rate-limit.js';
 import { parseMetadata } from '../submissions/metadata.js';
 
 export type AdminListedSubmission = ListedRow;
@@ -31,11 +33,50 @@ export interface AdminSubmission {
   files: { name: string; chars: number }[];
 }
 
+/** Failed admin sign-ins per address (/64 for IPv6) before it must wait, and for how long. */
+const SIGN_IN_FAILURES = 5;
+const SIGN_IN_WINDOW_MS = 15 * 60_000;
+
 export class AdminService {
+  /** One count of failures for every door the secret opens (the sign-in form, the bearer APIs). */
+  private readonly failures = new RateLimiter(SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS);
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly boards: Boards,
   ) {}
+
+  /**
+   * Checks a secret given from `address`: refused (429) while the address is locked out, whatever the secret;
+   * a wrong one counts a failure. Answers whether it is the admin secret.
+   */
+  async signIn(address: string, secret: string): Promise<boolean> {
+    const key = addressKey(address);
+    const wait = this.failures.retryAfter(key);
+    if (wait > 0) {
+      throw new HttpError(
+        429,
+        'RATE_LIMITED',
+        `too many failed sign-ins from this address; try again in ${wait} s`,
+        {
+          retryAfter: wait,
+        },
+      );
+    }
+    if (await this.isAdminSecret(secret)) {
+      this.failures.reset(key);
+      return true;
+    }
+    this.failures.hit(key);
+    return false;
+  }
+
+  /** A bearer request's admin check (`Authorization: Bearer <admin secret>`), locked out as the form is. */
+  async requireBearer(address: string, authorization: string | undefined): Promise<void> {
+    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+    if (!(await this.signIn(address, m?.[1] ?? '')))
+      throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+  }
 
   /**
    * The admin secret: from the environment (checked, then stored hashed), or the stored hash, or a new one that is

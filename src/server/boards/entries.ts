@@ -45,6 +45,8 @@ export interface Entry
   trust: TrustSummary | null;
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
+  /** Closed board under the Ladder: `overall` is the released score; per-task scores are withheld. */
+  ladder?: boolean;
 }
 
 /** How the platform ran an entry: the fixed settings, the prompts' versions, and the run's manifest. */
@@ -79,7 +81,25 @@ export function summarize(result: EvaluationResult): Summary {
   return { tasks, overall_ci: result.overall_ci };
 }
 
-export function toEntry(row: ListedRow, result?: EvaluationResult): Entry {
+/**
+ * A row as a board shows it. `exact`: the scores as computed (the admin, or a board released exactly); otherwise a
+ * closed entry the Ladder released shows its released score and no task's.
+ */
+export function toEntry(row: ListedRow, result?: EvaluationResult, options: { exact?: boolean } = {}): Entry {
+  const entry = exactEntry(row, result);
+  if (options.exact || row.board !== 'closed' || row.released === null) return entry;
+  return {
+    ...entry,
+    // A closed entry missing a task has no overall; its released score is its uploader's alone (in the answer).
+    overall: entry.overall === null ? null : Number(row.released),
+    overall_ci: null,
+    tasks: {},
+    ladder: true,
+    ...(entry.result ? { result: { ...entry.result, tasks: {}, overall_ci: null } } : {}),
+  };
+}
+
+function exactEntry(row: ListedRow, result?: EvaluationResult): Entry {
   const { tasks, overall_ci, coverage } = JSON.parse(row.summary) as Summary;
   return {
     id: row.id,

@@ -21,15 +21,23 @@ export class Boards {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly scorer: Scorer,
-    private readonly resampling: { bootstrap: number; seed: number },
+    private readonly options: { bootstrap: number; seed: number; closedRelease: 'ladder' | 'exact' },
   ) {}
+
+  /** Whether closed scores are shown as computed (the admin always sees them so). */
+  private exact(admin = false): boolean {
+    return admin || this.options.closedRelease === 'exact';
+  }
 
   async board(board: BoardName, options: { includeHidden?: boolean } = {}): Promise<Entry[]> {
     if (options.includeHidden)
-      return rank((await q.listBoard(this.db, board, options)).map((r) => toEntry(r)));
+      return rank(
+        (await q.listBoard(this.db, board, options)).map((r) => toEntry(r, undefined, { exact: true })),
+      );
     const hit = this.boardCache.get(board);
     if (hit && Date.now() - hit.at < Boards.BOARD_TTL_MS) return hit.entries;
-    const entries = rank((await q.listBoard(this.db, board)).map((r) => toEntry(r)));
+    const exact = this.exact();
+    const entries = rank((await q.listBoard(this.db, board)).map((r) => toEntry(r, undefined, { exact })));
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
     const visible = new Set(entries.map((e) => e.id));
     for (const e of entries) if (e.duplicate_of && !visible.has(e.duplicate_of)) e.duplicate_of = null;
@@ -43,7 +51,9 @@ export class Boards {
     if (!row || (!options.admin && !visible(row))) {
       throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
     }
-    const entry = toEntry(row, JSON.parse(row.result) as EvaluationResult);
+    const entry = toEntry(row, JSON.parse(row.result) as EvaluationResult, {
+      exact: this.exact(options.admin),
+    });
     if (!options.admin && entry.duplicate_of) {
       const first = await q.getSubmission(this.db, entry.duplicate_of);
       if (!first || !visible(first)) entry.duplicate_of = null;
@@ -73,8 +83,8 @@ export class Boards {
           board: a.board,
           a: await files(a),
           b: await files(b),
-          bootstrap: this.resampling.bootstrap,
-          seed: this.resampling.seed,
+          bootstrap: this.options.bootstrap,
+          seed: this.options.seed,
         }))();
       comparison.catch(() => this.compareCache.delete(key));
       if (this.compareCache.size >= 256)

@@ -73,6 +73,7 @@ export const BoardPage: FC<{
     <Layout ctx={ctx} title={title}>
       <h1>{title}</h1>
       <p class="note">{board === 'public' ? ctx.t.publicNote : ctx.t.closedNote}</p>
+      {entries.some((e) => e.ladder) ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
       <p class="note">
         {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>

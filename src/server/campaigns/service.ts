@@ -451,7 +451,15 @@ export class Campaigns {
       .digest('hex');
     if (c.submission_id && (await q.getSubmission(this.lb.db.db, c.submission_id))) {
       await q.updateResults(this.lb.db.db, [
-        { id: c.submission_id, result: JSON.stringify(result), summary, overall: null, status: 'scored' },
+        {
+          id: c.submission_id,
+          result: JSON.stringify(result),
+          summary,
+          overall: null,
+          status: 'scored',
+          released: null,
+          item_scores: null,
+        },
       ]);
       await q.updateSubmission(
         this.lb.db.db,

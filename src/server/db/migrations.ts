@@ -187,6 +187,25 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0007_quota_ladder': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Daily quotas as counters reserved atomically before a score is released: counting rows after the fact let
+      // concurrent uploads all pass one remaining slot.
+      await db.schema
+        .createTable('upload_quota')
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('day', 'text', (c) => c.notNull())
+        .addColumn('used', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('upload_quota_pk', ['key', 'scope', 'day'])
+        .execute();
+      // The closed board's Ladder: who a closed entry belongs to, the score released for it, and its per-item
+      // scores (kept server-side: the next upload's margin is computed against them).
+      await db.schema.alterTable('submissions').addColumn('ladder_key', 'text').execute();
+      await db.schema.alterTable('submissions').addColumn('released', 'double precision').execute();
+      await db.schema.alterTable('submissions').addColumn('item_scores', 'text').execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

@@ -104,6 +104,8 @@ const LISTED = [
   'trust',
   'source',
   'files',
+  'ladder_key',
+  'released',
 ] as const;
 
 /** Scored submissions of a board (what its page shows): visible ones, or all for the admin. */
@@ -126,23 +128,72 @@ export async function listAll(db: Q, limit = 500): Promise<ListedRow[]> {
   return db.selectFrom('submissions').select(LISTED).orderBy('created_at', 'desc').limit(limit).execute();
 }
 
-/** Accepted uploads since `since` by a token or an address: what a daily quota counts (rejected ones do not). */
-export async function countScoredSince(
+/**
+ * Takes one unit of a daily quota if one is left: answers whether it was taken. One conditional UPDATE, so that
+ * concurrent uploads (in any number of processes) cannot share the last unit.
+ */
+export async function reserveQuota(
   db: Q,
-  who: { tokenId: string } | { address: string },
-  since: string,
-): Promise<number> {
-  let q = db
+  slot: { key: string; scope: string; day: string },
+  limit: number,
+): Promise<boolean> {
+  await db
+    .insertInto('upload_quota')
+    .values({ ...slot, used: 0 })
+    .onConflict((oc) => oc.columns(['key', 'scope', 'day']).doNothing())
+    .execute();
+  const r = await db
+    .updateTable('upload_quota')
+    .set((eb) => ({ used: eb('used', '+', 1) }))
+    .where('key', '=', slot.key)
+    .where('scope', '=', slot.scope)
+    .where('day', '=', slot.day)
+    .where('used', '<', limit)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Gives a unit back (an upload that turned out not to count). */
+export async function releaseQuota(db: Q, slot: { key: string; scope: string; day: string }): Promise<void> {
+  await db
+    .updateTable('upload_quota')
+    .set((eb) => ({ used: eb('used', '-', 1) }))
+    .where('key', '=', slot.key)
+    .where('scope', '=', slot.scope)
+    .where('day', '=', slot.day)
+    .where('used', '>', 0)
+    .execute();
+}
+
+export async function quotaUsed(db: Q, slot: { key: string; scope: string; day: string }): Promise<number> {
+  const r = await db
+    .selectFrom('upload_quota')
+    .select('used')
+    .where('key', '=', slot.key)
+    .where('scope', '=', slot.scope)
+    .where('day', '=', slot.day)
+    .executeTakeFirst();
+  return r ? Number(r.used) : 0;
+}
+
+/** The Ladder's current best on the closed board for `ladderKey`: the highest released score, the earliest of ties. */
+export async function ladderBest(
+  db: Q,
+  ladderKey: string,
+): Promise<{ released: number; item_scores: string } | undefined> {
+  const r = await db
     .selectFrom('submissions')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('status', 'in', ['scored', 'pending'])
-    .where('created_at', '>=', since);
-  q =
-    'tokenId' in who
-      ? q.where('token_id', '=', who.tokenId)
-      : q.where('address', '=', who.address).where('token_id', 'is', null);
-  const r = await q.executeTakeFirstOrThrow();
-  return Number(r.n);
+    .select(['released', 'item_scores'])
+    .where('board', '=', 'closed')
+    .where('status', '=', 'scored')
+    .where('ladder_key', '=', ladderKey)
+    .where('released', 'is not', null)
+    .where('item_scores', 'is not', null)
+    .orderBy('released', 'desc')
+    .orderBy('created_at', 'asc')
+    .limit(1)
+    .executeTakeFirst();
+  return r ? { released: Number(r.released), item_scores: r.item_scores as string } : undefined;
 }
 
 export async function getSubmissionFiles(db: Q, id: string): Promise<{ name: string; content: string }[]> {
@@ -371,13 +422,22 @@ export async function updateResults(
     summary: string;
     overall: number | null;
     status: SubmissionRow['status'];
+    released: number | null;
+    item_scores: string | null;
   }[],
 ): Promise<void> {
   await db.transaction().execute(async (tx) => {
     for (const r of rows) {
       await tx
         .updateTable('submissions')
-        .set({ result: r.result, summary: r.summary, overall: r.overall, status: r.status })
+        .set({
+          result: r.result,
+          summary: r.summary,
+          overall: r.overall,
+          status: r.status,
+          released: r.released,
+          item_scores: r.item_scores,
+        })
         .where('id', '=', r.id)
         .execute();
     }
@@ -386,7 +446,12 @@ export async function updateResults(
 }
 
 export async function submissionsOfBoard(db: Q, board: BoardName): Promise<SubmissionRow[]> {
-  return db.selectFrom('submissions').selectAll().where('board', '=', board).execute();
+  return db
+    .selectFrom('submissions')
+    .selectAll()
+    .where('board', '=', board)
+    .orderBy('created_at', 'asc')
+    .execute();
 }
 
 // Human evaluation campaigns

@@ -56,6 +56,22 @@ export interface SubmissionsTable {
   source: Generated<SubmissionSource>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */
   files: string;
+  /** Closed board: whose Ladder the entry is on (a team, or an anonymous address's /64). */
+  ladder_key: Generated<string | null>;
+  /** Closed board: the score the Ladder released for it (null: released exactly, before the Ladder existed). */
+  released: Generated<number | null>;
+  /** Closed board: per-item scores, task → id → score in [0, 1], as JSON; server-side only. */
+  item_scores: Generated<string | null>;
+}
+
+export interface UploadQuotaTable {
+  /** `token:<id>` or `address:<address key>`. */
+  key: string;
+  /** `all` (every upload) or `closed` (closed-board uploads). */
+  scope: string;
+  /** The UTC day, YYYY-MM-DD. */
+  day: string;
+  used: number;
 }
 
 export interface SubmissionFilesTable {
@@ -163,11 +179,12 @@ export interface Database {
   annotators: AnnotatorsTable;
   assignments: AssignmentsTable;
   answers: AnswersTable;
+  upload_quota: UploadQuotaTable;
 }
 
 export type SubmissionRow = Selectable<SubmissionsTable>;
 /** A submission without its full result and first answer: what boards and lists need. */
-export type ListedRow = Omit<SubmissionRow, 'result' | 'response'>;
+export type ListedRow = Omit<SubmissionRow, 'result' | 'response' | 'item_scores'>;
 export type NewSubmission = Insertable<SubmissionsTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type AuditRow = Selectable<AuditTable>;

@@ -9,11 +9,12 @@ import type { Kysely } from 'kysely';
 import { readJsonlFile } from '../../data/jsonl.js';
 import { loadSplit } from '../../data/load.js';
 import { RumedbenchError } from '../../errors.js';
+import { type LadderState, ladderStep } from '../../metrics/ladder.js';
 import { getTask, isTaskName } from '../../tasks/registry.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import * as q from '../db/queries.js';
-import type { BoardName, Database, SubmissionStatus } from '../db/schema.js';
+import type { BoardName, Database } from '../db/schema.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
@@ -23,6 +24,7 @@ export interface GoldOptions {
   bootstrap: number;
   seed: number;
   limits: UploadLimits;
+  closedRelease: 'ladder' | 'exact';
 }
 
 export class Gold {
@@ -109,17 +111,15 @@ export class Gold {
     return { tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])), rescored };
   }
 
-  /** Scores every submission of a board again from its stored files (after new gold). */
+  /**
+   * Scores every submission of a board again from its stored files (after new gold). Closed uploads climb their
+   * Ladder again in upload order, as they would have with this gold from the start.
+   */
   async rescore(board: BoardName): Promise<number> {
     // Human rows from campaigns cover a sample, not the split: their campaign scores them again.
     const rows = (await q.submissionsOfBoard(this.db, board)).filter((r) => r.source !== 'campaign');
-    const updates: {
-      id: string;
-      result: string;
-      summary: string;
-      overall: number | null;
-      status: SubmissionStatus;
-    }[] = [];
+    const updates: Parameters<typeof q.updateResults>[1][number][] = [];
+    const ladders = new Map<string, LadderState>();
     for (const row of rows) {
       const files = await q.getSubmissionFiles(this.db, row.id);
       const outcome = await this.scorer.score({
@@ -130,12 +130,29 @@ export class Gold {
         seed: this.options.seed,
         limits: this.options.limits,
       });
+      let released: number | null = null;
+      if (
+        row.ladder_key !== null &&
+        this.options.closedRelease === 'ladder' &&
+        outcome.status === 'scored' &&
+        outcome.itemScores &&
+        Object.keys(outcome.result.tasks).length > 0
+      ) {
+        const scores = Object.values(outcome.result.tasks).map((t) => t.score);
+        const score = scores.reduce((a, b) => a + b, 0) / scores.length;
+        const step = ladderStep(ladders.get(row.ladder_key), score, outcome.itemScores);
+        if (step.improved)
+          ladders.set(row.ladder_key, { released: step.released, items: outcome.itemScores });
+        released = step.released;
+      }
       updates.push({
         id: row.id,
         result: JSON.stringify(outcome.result),
         summary: JSON.stringify(summarize(outcome.result)),
         overall: outcome.overall,
         status: outcome.status,
+        released,
+        item_scores: outcome.itemScores ? JSON.stringify(outcome.itemScores) : null,
       });
     }
     await q.updateResults(this.db, updates);

@@ -8,6 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { STRINGS } from '../../report/i18n.js';
 import { csrfToken, newNonce, sha256Hex } from '../auth.js';
+import { clientAddress } from '../client-address.js';
 import * as q from '../db/queries.js';
 import { HttpError } from '../errors.js';
 import { type AppOptions, type Env, isApi } from '../http.js';
@@ -52,17 +53,13 @@ export const pageContext =
       csrf: csrfToken(admin ? `session:${session}` : `nonce:${nonce}`),
       admin,
     });
-    let address = 'unknown';
-    const forwarded = options.trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
-    if (forwarded) address = forwarded;
-    else {
-      try {
-        address = getConnInfo(c).remote.address ?? 'unknown';
-      } catch {
-        address = 'local';
-      }
+    let peer: string;
+    try {
+      peer = getConnInfo(c).remote.address ?? 'unknown';
+    } catch {
+      peer = 'local';
     }
-    c.set('address', address);
+    c.set('address', clientAddress(peer, c.req.header('x-forwarded-for'), options.trustedProxies ?? 0));
     // A form posted from another site is refused before anything reads it.
     if (c.req.method === 'POST' && !isApi(c.req.path)) {
       const origin = c.req.header('origin');

@@ -29,9 +29,7 @@ async function jsonBody(c: Context<Env>): Promise<Record<string, unknown>> {
 }
 
 async function requireAdminToken(c: Context<Env>, lb: Leaderboard): Promise<void> {
-  const m = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-  if (!m || !(await lb.admin.isAdminSecret(m[1] as string)))
-    throw new HttpError(401, 'ADMIN_ONLY', 'send the admin token as Authorization: Bearer');
+  await lb.admin.requireBearer(c.get('address'), c.req.header('authorization'));
 }
 
 export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {

@@ -5,11 +5,13 @@
  * reaches: their idempotency scope is the platform's, which no uploader's can equal.
  */
 import type { Kysely } from 'kysely';
+import { type ItemScores, type LadderStep, ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { sha256Hex } from '../auth.js';
 import { type PlatformRun, summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
+import { addressKey } from '../client-address.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '../db/schema.js';
 import { HttpError } from '../errors.js';
@@ -18,7 +20,6 @@ import { RateLimiter } from '../rate-limit.js';
 import type { ScoreOutcome } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadFile, UploadLimits } from '../upload.js';
-import { capIssues } from './issues.js';
 import type { Metadata, Uploader } from './metadata.js';
 
 export interface UploadOptions {
@@ -28,12 +29,24 @@ export interface UploadOptions {
   anonymousPerMinute: number;
   /** Uploads per token and minute, in this process (rejected ones count too). */
   tokenPerMinute: number;
-  /** Scored uploads per token and per address and UTC day; 0 turns the quota off (the default). */
+  /**
+   * Uploads per token and per address (/64 for IPv6) and UTC day, counted whatever their fate except public-board
+   * rejections; 0 turns the quota off (the default).
+   */
   quotaPerDay: number;
+  /** Closed-board uploads per token and per address and UTC day, rejected ones too; 0: none (default 5). */
+  closedQuotaPerDay: number;
+  /**
+   * How closed-board scores are released: `ladder` (the default: Blum & Hardt's parameter-free Ladder, see
+   * metrics/ladder.ts) or `exact` (every score as computed; for the final ranking).
+   */
+  closedRelease: ClosedRelease;
   bootstrap: number;
   seed: number;
   limits: UploadLimits;
 }
+
+export type ClosedRelease = 'ladder' | 'exact';
 
 export interface Quota {
   limit: number;
@@ -54,18 +67,34 @@ export interface UploadAnswer {
   omitted: Record<string, number>;
   /** An earlier submission with the same normalised content on this board. */
   duplicate_of: string | null;
+  /** The daily quota of all uploads (null: off). */
   quota: Quota | null;
+  /** The daily quota of closed-board uploads (null: off, or not a closed upload). */
+  closed_quota?: Quota | null;
+  /**
+   * Closed board under the Ladder: `overall` is the released score, the team's best so far unless this upload
+   * beat it by more than a standard error; per-task scores are not released.
+   */
+  ladder?: { mechanism: 'ladder'; improved: boolean };
 }
 
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
 const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
 
-const startOfUtcDay = (now: Date): string =>
-  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+/** The mean of a closed result's task scores (the board's overall when all three are there). */
+function closedScore(result: EvaluationResult): number | undefined {
+  const scores = Object.values(result.tasks).map((t) => t.score);
+  return scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : undefined;
+}
+
+/** Whose Ladder a closed upload climbs: its team (all of a team's tokens), or an anonymous address's /64. */
+const ladderKeyOf = (who: Uploader): string =>
+  who.tokenId !== null && who.team ? `team:${who.team}` : `address:${addressKey(who.address)}`;
 
 export class Uploads {
   private readonly anonymousRate: RateLimiter;
   private readonly tokenRate: RateLimiter;
+  private readonly ladderLocks = new Map<string, Promise<void>>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -98,36 +127,55 @@ export class Uploads {
 
   /**
    * Lets an uploader in, or refuses it (429), before its body is read: the rate per token or (anonymous) address
-   * and minute, which every upload counts, rejected ones too; and the daily quota, which it answers.
+   * and minute, which every upload counts, rejected ones too; then a unit of the daily quota is taken (given back
+   * only if the upload turns out to be a rejected public-board one).
    */
   async admit(who: Uploader, now = Date.now()): Promise<Quota | null> {
     const [rate, key, limit, whose] =
       who.tokenId !== null
         ? [this.tokenRate, who.tokenId, this.options.tokenPerMinute, 'token']
-        : [this.anonymousRate, who.address, this.options.anonymousPerMinute, 'address'];
+        : [this.anonymousRate, addressKey(who.address), this.options.anonymousPerMinute, 'address'];
     const wait = rate.hit(key, now);
     if (wait > 0) {
       throw new HttpError(429, 'RATE_LIMITED', `at most ${limit} uploads a minute from one ${whose}`, {
         retryAfter: wait,
       });
     }
-    return this.checkQuota(who, new Date(now));
+    return this.reserve(who, 'all', this.options.quotaPerDay, new Date(now));
   }
 
-  /** The daily quota, refused (429) when it is used up. */
-  private async checkQuota(who: Uploader, now = new Date()): Promise<Quota | null> {
-    const quota = await this.quota(who, now);
-    if (quota && quota.remaining === 0) {
-      throw new HttpError(
-        429,
-        'QUOTA_EXCEEDED',
-        `the daily quota of ${quota.limit} scored uploads is used up`,
-        {
-          quota,
-        },
-      );
+  private slot(who: Uploader, scope: 'all' | 'closed', now: Date) {
+    const key = who.tokenId !== null ? `token:${who.tokenId}` : `address:${addressKey(who.address)}`;
+    return { key, scope, day: now.toISOString().slice(0, 10) };
+  }
+
+  /** Takes one unit of a daily quota, atomically, or refuses (429) when none is left; null when it is off. */
+  private async reserve(
+    who: Uploader,
+    scope: 'all' | 'closed',
+    limit: number,
+    now = new Date(),
+  ): Promise<Quota | null> {
+    if (limit <= 0) return null;
+    const slot = this.slot(who, scope, now);
+    const taken = await q.reserveQuota(this.db, slot, limit);
+    const used = await q.quotaUsed(this.db, slot);
+    const quota = { limit, used, remaining: Math.max(0, limit - used) };
+    if (!taken) {
+      const what = scope === 'closed' ? 'closed-board uploads' : 'uploads';
+      throw new HttpError(429, 'QUOTA_EXCEEDED', `the daily quota of ${limit} ${what} is used up`, {
+        quota,
+      });
     }
     return quota;
+  }
+
+  /** The uploader's daily quota as it stands (null when off). */
+  async quota(who: Uploader, now = new Date()): Promise<Quota | null> {
+    const limit = this.options.quotaPerDay;
+    if (limit <= 0) return null;
+    const used = await q.quotaUsed(this.db, this.slot(who, 'all', now));
+    return { limit, used, remaining: Math.max(0, limit - used) };
   }
 
   /** The key a retried upload is known by: scoped to its uploader, so nobody can replay another's answer. */
@@ -135,7 +183,9 @@ export class Uploads {
     if (key === undefined) return null;
     if (!/^[\x21-\x7e]{1,200}$/.test(key))
       throw new HttpError(400, 'BAD_IDEMPOTENCY_KEY', 'Idempotency-Key: 1 to 200 printable ASCII characters');
-    return sha256Hex(`${who.tokenId ? `token:${who.tokenId}` : `address:${who.address}`}\n${key}`);
+    return sha256Hex(
+      `${who.tokenId ? `token:${who.tokenId}` : `address:${addressKey(who.address)}`}\n${key}`,
+    );
   }
 
   /** The first answer to an upload sent again with the same Idempotency-Key, if there was one. */
@@ -143,18 +193,6 @@ export class Uploads {
     const idemKey = this.idempotencyKey(who, key);
     const seen = idemKey ? await q.findByIdempotencyKey(this.db, idemKey) : undefined;
     return seen ? (JSON.parse(seen.response) as UploadAnswer) : undefined;
-  }
-
-  async quota(who: Uploader, now = new Date()): Promise<Quota | null> {
-    const limit = this.options.quotaPerDay;
-    if (limit <= 0) return null;
-    const since = startOfUtcDay(now);
-    const used = await q.countScoredSince(
-      this.db,
-      who.tokenId ? { tokenId: who.tokenId } : { address: who.address },
-      since,
-    );
-    return { limit, used, remaining: Math.max(0, limit - used) };
   }
 
   /**
@@ -174,7 +212,9 @@ export class Uploads {
       const seen = await this.replay(who, input.idempotencyKey);
       if (seen) return { status: 200, body: seen, replayed: true };
     }
-    const before = input.admitted ? input.admitted.quota : await this.checkQuota(who);
+    const before = input.admitted
+      ? input.admitted.quota
+      : await this.reserve(who, 'all', this.options.quotaPerDay);
     return this.enter({
       files: input.files,
       metadata: input.metadata,
@@ -205,28 +245,54 @@ export class Uploads {
       seed: this.options.seed,
       limits: this.options.limits,
     });
+    const uploaded = input.source === 'upload';
+    // A closed upload counts against the closed quota whatever its fate, before anything of it is answered.
+    const closedQuota =
+      uploaded && outcome.board === 'closed'
+        ? await this.reserve(who, 'closed', this.options.closedQuotaPerDay)
+        : null;
+    let quota = before;
+    if (before && outcome.status === 'rejected' && outcome.board === 'public') {
+      // A rejected public upload (a typo in a file) costs no quota: nothing secret can be learnt from it.
+      const slot = this.slot(who, 'all', new Date());
+      await q.releaseQuota(this.db, slot);
+      quota = { ...before, used: before.used - 1, remaining: before.remaining + 1 };
+    }
     const id = crypto.randomUUID();
     const duplicateOf = await q.firstWithHash(this.db, outcome.board, outcome.contentHash, who);
-    // Issues are capped (the first few per code, long strings cut): a hostile file cannot make a huge answer or row.
-    const errors = capIssues(outcome.result.errors);
-    const warnings = capIssues(outcome.result.warnings);
-    const result = { ...outcome.result, errors: errors.shown, warnings: warnings.shown };
-    const omitted = { ...errors.omitted, ...warnings.omitted };
-    const quota =
-      before && outcome.status === 'scored'
-        ? { ...before, used: before.used + 1, remaining: before.remaining - 1 }
-        : before;
+    const { errors, warnings, omitted } = outcome;
+    // A rejected upload is answered with what is wrong and nothing else: no task's score, closed or not.
+    const result =
+      outcome.status === 'rejected'
+        ? { ...outcome.result, tasks: {}, overall: null, overall_ci: null, errors, warnings }
+        : { ...outcome.result, errors, warnings };
+    // One Ladder per uploader and set of closed tasks: a one-task upload climbs its own, on that task's score.
+    const ladderKey =
+      uploaded && outcome.board === 'closed' && outcome.itemScores
+        ? `${ladderKeyOf(who)}|${Object.keys(outcome.itemScores).sort().join(',')}`
+        : undefined;
+    const ladderScore = closedScore(outcome.result);
+    const ladder =
+      ladderKey && outcome.status === 'scored' && outcome.itemScores && ladderScore !== undefined
+        ? this.options.closedRelease === 'ladder'
+          ? await this.climb(ladderKey, ladderScore, outcome.itemScores)
+          : undefined
+        : undefined;
     const body: UploadAnswer = {
       id,
       status: outcome.status,
       board: outcome.board,
-      overall: outcome.overall,
-      result,
-      errors: errors.shown,
-      warnings: warnings.shown,
+      // Under the Ladder: the released mean of the uploaded closed tasks (all three: the board's overall).
+      overall: ladder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
+      // Under the Ladder no task's score is released: the answer tells no more than the released overall.
+      result: ladder ? { ...result, tasks: {}, overall_ci: null } : result,
+      errors,
+      warnings,
       omitted,
       duplicate_of: duplicateOf ?? null,
       quota,
+      ...(outcome.board === 'closed' && uploaded ? { closed_quota: closedQuota } : {}),
+      ...(ladder ? { ladder: { mechanism: 'ladder' as const, improved: ladder.improved } } : {}),
     };
     const m = input.metadata;
     try {
@@ -256,6 +322,9 @@ export class Uploads {
           files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
           trust: m.trust ? JSON.stringify(m.trust) : null,
           source: input.source,
+          ...(ladderKey ? { ladder_key: ladderKey } : {}),
+          ...(ladder ? { released: ladder.released } : {}),
+          ...(outcome.itemScores ? { item_scores: JSON.stringify(outcome.itemScores) } : {}),
         },
         outcome.files,
       );
@@ -267,6 +336,32 @@ export class Uploads {
     }
     this.boards.invalidate();
     return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
+  }
+
+  /**
+   * One round of the Ladder for a closed upload, one at a time per ladder (in this process): two uploads of one
+   * team racing would both be measured against the same best.
+   */
+  private climb(key: string, score: number, items: ItemScores): Promise<LadderStep> {
+    const previous = this.ladderLocks.get(key) ?? Promise.resolve();
+    const step = previous.then(async () => {
+      const best = await q.ladderBest(this.db, key);
+      return ladderStep(
+        best ? { released: best.released, items: JSON.parse(best.item_scores) as ItemScores } : undefined,
+        score,
+        items,
+      );
+    });
+    // The next round waits for this one's row to be written: the caller writes it before its promise settles.
+    const done = step.then(
+      () => new Promise<void>((resolve) => setImmediate(resolve)),
+      () => undefined,
+    );
+    this.ladderLocks.set(key, done);
+    void done.then(() => {
+      if (this.ladderLocks.get(key) === done) this.ladderLocks.delete(key);
+    });
+    return step;
   }
 
   /**

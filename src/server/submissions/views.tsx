@@ -159,6 +159,7 @@ export const SubmissionPage: FC<{
       {e.description ? <p class="description">{e.description}</p> : ''}
       <MetaTable ctx={ctx} e={e} />
       <h2>{ctx.t.metrics}</h2>
+      {e.ladder ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
       <div class="table-wrap">
         <table class="sortable">
           <thead>
