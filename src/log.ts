@@ -17,8 +17,9 @@ export function createLogger(
   level: LogLevel = 'info',
   write: (line: string) => void = (l) => process.stderr.write(l),
 ): Logger {
+  // Every line passes one redaction: a database URL or an endpoint typed with credentials never reaches a log.
   const at = (l: Exclude<LogLevel, 'silent'>, prefix: string) => (message: string) => {
-    if (ORDER[l] >= ORDER[level]) write(`${prefix}${message}\n`);
+    if (ORDER[l] >= ORDER[level]) write(`${prefix}${redactCredentials(message)}\n`);
   };
   return {
     debug: at('debug', 'debug: '),
@@ -30,12 +31,25 @@ export function createLogger(
 
 export const silentLogger: Logger = createLogger('silent');
 
+/** Query parameters that carry secrets (libpq's `password`, keys and tokens of model servers). */
+const SECRET_PARAM =
+  /([?&](?:password|sslpassword|pass|pwd|api[-_]?key|key|token|access[-_]?token|secret)=)[^&#\s'"]+/gi;
+/** `scheme://user:password@`: the password part. */
+const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/'"]*:)[^\s@/'"]+@/gi;
+
+/** Text with the credentials of any URL in it replaced by `***` (the password in the userinfo or the query). */
+export function redactCredentials(text: string): string {
+  return text.replace(URL_PASSWORD, '$1***@').replace(SECRET_PARAM, '$1***');
+}
+
 /** A database URL as messages may show it: the password replaced, whatever else is wrong with it. */
 export const redactUrl = (url: string): string => {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    return u.toString();
+    for (const k of [...u.searchParams.keys()])
+      if (/^(password|sslpassword|pass|pwd)$/i.test(k)) u.searchParams.set(k, '***');
+    return redactCredentials(u.toString());
   } catch {
     return 'postgres://…';
   }

@@ -4,12 +4,13 @@
  * the same run spec, so that a cell runs exactly what the command would; `plan run` hands the specs to the engine,
  * side by side.
  */
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { readUtf8File } from '../data/text.js';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { runEvaluation } from '../engine/run.js';
 import { commandLineOf } from '../engine/spec.js';
-import { RumedbenchError } from '../errors.js';
+import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
 import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
@@ -151,8 +152,17 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
   },
 };
 
+/** The largest plan file read: a plan is a page of YAML; a 100 MB one took minutes and gigabytes to refuse. */
+export const MAX_PLAN_BYTES = 1 << 20;
+
 export function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } {
   const path = resolve(file);
+  // A missing file is left to the reader, which names it as every command does.
+  const size = existsSync(path) ? statSync(path).size : 0;
+  if (size > MAX_PLAN_BYTES)
+    throw new UsageError(
+      `${file}: ${size} bytes; a plan file is at most ${MAX_PLAN_BYTES} bytes (1 MiB): is it the right file?`,
+    );
   const plan = parsePlan(readUtf8File(path), path, PLAN_PROVIDERS);
   const { cells, notes } = expandPlan(plan, PLAN_PROVIDERS);
   return { plan, cells, notes };

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
+import { apiKeyEnvProblem } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { median } from '../metrics/quantile.js';
@@ -104,6 +105,10 @@ export const ENDPOINT_ADD_FLAGS = {
     required: true,
   }),
   apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the key on the workers'),
+  allowPrivate: flag.on(
+    '--allow-private',
+    'allow a server on this machine (loopback) or a link-local address (refused by default: metadata services)',
+  ),
 } satisfies FlagTable;
 
 export const ENDPOINT_LIST_FLAGS = {
@@ -316,15 +321,21 @@ export async function runEndpointAdd(
 ): Promise<number> {
   if (flags.provider === 'openai' && !flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url');
+  const keyProblem = flags.apiKeyEnv !== undefined ? apiKeyEnvProblem(flags.apiKeyEnv) : undefined;
+  if (keyProblem) throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: ${keyProblem}`);
   const e = await withQueue(flags.db, (db) =>
     queue().then((q) =>
-      q.addEndpoint(db, {
-        name,
-        provider: flags.provider,
-        base_url: flags.baseUrl ?? null,
-        model: flags.model,
-        api_key_env: flags.apiKeyEnv ?? null,
-      }),
+      q.addEndpoint(
+        db,
+        {
+          name,
+          provider: flags.provider,
+          base_url: flags.baseUrl ?? null,
+          model: flags.model,
+          api_key_env: flags.apiKeyEnv ?? null,
+        },
+        { allowPrivate: flags.allowPrivate },
+      ),
     ),
   );
   io.log.info(`endpoint ${e.name}: ${e.provider} ${e.base_url ?? ''} model ${e.model} on the allow-list`);

@@ -6,8 +6,34 @@ import { readUtf8Lines } from './text.js';
 
 export type JsonlLine = { line: number; value: unknown } | { line: number; error: string };
 
+/** The deepest nesting a record line may have: task records are two levels deep; 64 leaves room for anything real. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`, found by one pass over its characters (strings
+ * skipped) before it is parsed: 120,000 `[` parse, but every walk over the value afterwards (printing an issue,
+ * validating) recursed until the stack overflowed.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \\ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return false;
+}
+
 function parseLine(text: string, line: number): JsonlLine | undefined {
   if (text.trim() === '') return undefined;
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+    return { line, error: `malformed record: nested deeper than ${MAX_JSON_DEPTH} levels` };
   try {
     return { line, value: JSON.parse(text) as unknown };
   } catch (e) {

@@ -48,13 +48,31 @@ const taskList = z
   })
   .default(() => TASKS.map((t) => t.name));
 
+/**
+ * The name of the environment variable holding a model server's key. The project's own variables are refused: an
+ * endpoint named `RUMEDBENCH_ADMIN_TOKEN` would send the board's admin secret to a model server with every request.
+ */
+export const apiKeyEnv = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name (letters, digits, _)')
+  .refine((n) => !/^RUMEDBENCH_/i.test(n), {
+    message:
+      "names one of rumedbench's own secrets (RUMEDBENCH_*): keep a model server's key in a variable of its own",
+  });
+
+/** The same check for a flag or a plan field: the problem in words, or undefined. */
+export function apiKeyEnvProblem(name: string): string | undefined {
+  const r = apiKeyEnv.safeParse(name);
+  return r.success ? undefined : r.error.issues[0]?.message;
+}
+
 const openaiProvider = z
   .object({
     name: z.literal('openai'),
     model: z.string().min(1),
     base_url: z.string().min(1),
     /** The environment variable that holds the key: a spec never holds a secret. */
-    api_key_env: z.string().min(1).optional(),
+    api_key_env: apiKeyEnv.optional(),
     headers: z.record(z.string(), z.string()).default({}),
     timeout_ms: whole(1).default(LLM_DEFAULTS.timeoutMs),
     max_retries: whole(0).default(LLM_DEFAULTS.maxRetries),
@@ -140,7 +158,7 @@ const encoderSpec = z
     /** A model folder or hub id (in process), or the model's name at `endpoint`. */
     model: z.string().min(1),
     endpoint: z.string().min(1).optional(),
-    api_key_env: z.string().min(1).optional(),
+    api_key_env: apiKeyEnv.optional(),
     pooling: z.enum(['mean', 'cls']).optional(),
     dtype: z.enum(['fp32', 'q8']).optional(),
     max_length: whole(4).optional(),

@@ -13,6 +13,7 @@
  *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../data/jsonl.js';
 import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
@@ -371,7 +372,8 @@ export class OpenAIProvider implements Provider {
     const text = res.text;
     let json: T | undefined;
     try {
-      json = JSON.parse(text) as T;
+      // A reply nested millions deep parses for seconds on this thread (a worker's heartbeat with it): refused.
+      json = nestsDeeperThan(text, MAX_JSON_DEPTH) ? undefined : (JSON.parse(text) as T);
     } catch {
       json = undefined;
     }

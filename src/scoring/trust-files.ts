@@ -187,7 +187,11 @@ export const trustSummarySchema = z
               alpha: finite.pipe(z.number().min(0).max(1)),
               verdict,
             })
-            .strict(),
+            .strict()
+            // The probes' rule (llm/contamination.ts): contaminated exactly when p < α.
+            .refine((p) => p.p_value < p.alpha === (p.verdict === 'contaminated'), {
+              message: 'the verdict disagrees with p and α (contaminated exactly when p < α)',
+            }),
         ),
       )
       .optional(),
@@ -196,11 +200,23 @@ export const trustSummarySchema = z
         taskName,
         z
           .object({ variants: z.number().int().min(2), mean: finite, sd: finite, min: finite, max: finite })
-          .strict(),
+          .strict()
+          .refine((f) => f.sd >= 0, { message: 'sd must not be negative' })
+          .refine((f) => f.min <= f.mean && f.mean <= f.max, { message: 'min ≤ mean ≤ max must hold' }),
       )
       .optional(),
   })
   .strict();
+
+/** The trust summary's tasks must be among the tasks uploaded with it. */
+export function trustTasksProblem(trust: TrustSummary, uploaded: readonly string[]): string | undefined {
+  const named = new Set([
+    ...Object.keys(trust.contamination ?? {}),
+    ...Object.keys(trust.formulations ?? {}),
+  ]);
+  const extra = [...named].filter((t) => !uploaded.includes(t));
+  return extra.length > 0 ? `trust: names ${extra.join(', ')}, which the upload does not include` : undefined;
+}
 export type TrustSummary = z.output<typeof trustSummarySchema>;
 
 /** A run folder's trust files, reduced to what a board shows (no paths, no items). Undefined when there are none. */

@@ -20,6 +20,8 @@ type HttpErrorCode =
   | 'DIFFERENT_BOARDS'
   /** A model server that is not on the platform's allow-list. */
   | 'ENDPOINT_NOT_ALLOWED'
+  /** A closed test's campaign published before every sampled item has its answers. */
+  | 'INCOMPLETE_CAMPAIGN'
   | 'INVALID_METADATA'
   | 'MISDIRECTED'
   | 'NOT_FOUND'

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, freshDatabase } from '../../test/helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../../test/helpers/fixture-data.js';
 import { attr, type Element, elements, parseHtml, textOf } from '../../test/helpers/html.js';
+import { makeZip } from '../../test/helpers/zip.js';
 import { loadSplit } from '../data/load.js';
 import { createLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
@@ -597,6 +598,60 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         );
         const { getSubmission } = await import('./db/queries.js');
         expect((await getSubmission(lb.db.db, body.id as string))?.address).toBe('192.0.2.44');
+      });
+
+      it('stores five rejected 45 MiB-inflating uploads in under 2 MB, and the board answers meanwhile', async () => {
+        const pad = 'x'.repeat(280);
+        const entry = (task: string, tag: string) => ({
+          name: `${task}.jsonl`,
+          data: Array.from({ length: 47_000 }, (_, i) =>
+            JSON.stringify({ pairID: `${tag}-${i.toString(16)}`, answer: 'да', pad }),
+          ).join('\n'),
+        });
+        const zip = makeZip(['RuMedDaNet', 'RuMedNLI', 'RuMedTest'].map((t) => entry(t, t)));
+        expect(zip.length).toBeLessThan(16 << 20);
+        const open = variant({ anonymousPerMinute: 1000 });
+        const { listAll } = await import('./db/queries.js');
+        const before = new Set((await listAll(lb.db.db)).map((r) => r.id));
+        const latencies: number[] = [];
+        let uploading = true;
+        const probe = (async () => {
+          while (uploading) {
+            const t0 = performance.now();
+            expect((await open.request('/api/boards/public')).status).toBe(200);
+            latencies.push(performance.now() - t0);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })();
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            upload([{ name: 'bomb.zip', data: zip }], { model: 'bomb', kind: 'LLM' }, {}, open),
+          ),
+        );
+        uploading = false;
+        await probe;
+        expect(answers.map((a) => a.res.status)).toEqual([422, 422, 422, 422, 422]);
+        const rows = (await listAll(lb.db.db)).filter((r) => !before.has(r.id));
+        expect(rows.length).toBe(5);
+        let stored = 0;
+        for (const r of rows) {
+          const { getSubmission, getSubmissionFiles } = await import('./db/queries.js');
+          const full = await getSubmission(lb.db.db, r.id);
+          stored += Buffer.byteLength(full?.result ?? '') + Buffer.byteLength(full?.response ?? '');
+          for (const f of await getSubmissionFiles(lb.db.db, r.id)) stored += Buffer.byteLength(f.content);
+        }
+        expect(stored).toBeLessThan(2 << 20);
+        latencies.sort((a, b) => a - b);
+        const p95 = latencies[Math.floor(0.95 * (latencies.length - 1))] as number;
+        expect(latencies.length).toBeGreaterThan(5);
+        expect(p95).toBeLessThan(500);
+      });
+
+      it('answers a line nested 120,000 deep as a malformed record, not a 500', async () => {
+        const deep = { name: 'RuMedDaNet.jsonl', data: '['.repeat(120_000) };
+        const { res, body } = await upload([deep], { model: 'deep', kind: 'LLM', board: 'public' });
+        expect(res.status).toBe(422);
+        expect(JSON.stringify(body.errors)).toContain('nested deeper than 64 levels');
       });
 
       it('locks the admin bearer API after failed attempts, as the sign-in form does', async () => {

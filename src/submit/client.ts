@@ -9,9 +9,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { printable, printableDeep } from '../data/clean-text.js';
 import { type Answer, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { type Logger, redactCredentials } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import { readRunFolder } from '../scoring/run-folder.js';
 import { readTrustFiles, summarizeTrust } from '../scoring/trust-files.js';
@@ -150,7 +151,11 @@ export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitA
     throw new UsageError(`--server: not a URL: ${o.server}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError(`--server: an http(s) URL, got ${o.server}`);
+    throw new UsageError(`--server: an http(s) URL, got ${redactCredentials(o.server)}`);
+  if (url.username || url.password)
+    throw new UsageError(
+      '--server must not carry a user name or password: a team token goes in RUMEDBENCH_TOKEN',
+    );
   const attempts = o.attempts ?? 5;
   let answer: Answer;
   try {
@@ -195,10 +200,11 @@ function answerOf(res: Answer, base: string): SubmitAnswer {
     );
   let body: Record<string, unknown>;
   try {
-    body = JSON.parse(text) as Record<string, unknown>;
+    // Whatever the server says is printed as text: no terminal escapes, no NUL.
+    body = printableDeep(JSON.parse(text) as Record<string, unknown>);
   } catch {
     throw new SubmitUnreachableError(
-      `${base} answered ${res.status} with something that is not the leaderboard's JSON: ${text.slice(0, 200)}`,
+      `${base} answered ${res.status} with something that is not the leaderboard's JSON: ${printable(text, 200)}`,
     );
   }
   const id = typeof body.id === 'string' ? body.id : undefined;

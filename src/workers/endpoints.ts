@@ -4,6 +4,7 @@
  * request forgery); and a worker refuses an evaluation cell whose server is not on the list, however it was queued.
  * Keys are not stored: an endpoint names the environment variable that holds its key on the workers.
  */
+import ipaddr from 'ipaddr.js';
 import type { RunSpec } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { checkBaseUrl } from '../llm/openai.js';
@@ -22,22 +23,52 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const ENV = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const normalise = (url: string) => url.replace(/\/+$/, '');
 
-export function checkEndpoint(e: Endpoint): Endpoint {
+/** Host names that reach this machine or a cloud's metadata service. */
+const LOCAL_NAMES = /^(localhost|.*\.localhost|metadata|metadata\.google\.internal|instance-data(\..*)?)$/i;
+
+/**
+ * Why a model server's host is refused without `--allow-private`, or undefined: this machine (loopback, the
+ * unspecified address), link-local addresses (the cloud metadata service at 169.254.169.254 among them), in any
+ * spelling (the URL parser turns `2852039166`, `0xA9FEA9FE` and `0251.0376.0251.0376` into dotted quads).
+ */
+export function privateHostProblem(baseUrl: string): string | undefined {
+  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
+  if (LOCAL_NAMES.test(host)) return `${host} names this machine or a metadata service`;
+  if (!ipaddr.isValid(host)) return undefined;
+  const range = ipaddr.process(host).range();
+  if (['loopback', 'linkLocal', 'unspecified'].includes(range))
+    return `${host} is a ${range === 'linkLocal' ? 'link-local (cloud metadata)' : range} address`;
+  return undefined;
+}
+
+export function checkEndpoint(e: Endpoint, options: { allowPrivate?: boolean } = {}): Endpoint {
   if (!NAME.test(e.name))
     throw new UsageError(`endpoint name: letters, digits and ._- (at most 64), got "${e.name.slice(0, 80)}"`);
   if (e.api_key_env !== null && !ENV.test(e.api_key_env))
     throw new UsageError(
       `--api-key-env: an environment variable's name, got "${e.api_key_env.slice(0, 80)}"`,
     );
-  // The same check as `llm --base-url`: http(s), no credentials in the address.
-  if (e.provider === 'openai')
-    return { ...e, base_url: normalise(checkBaseUrl(e.base_url ?? '').toString()) };
+  // The same check as `llm --base-url`: http(s), no credentials in the address; and not this machine's own
+  // services or the cloud's metadata, unless the admin says the model server is there.
+  if (e.provider === 'openai') {
+    const url = normalise(checkBaseUrl(e.base_url ?? '').toString());
+    const problem = options.allowPrivate ? undefined : privateHostProblem(url);
+    if (problem)
+      throw new UsageError(
+        `--base-url: ${problem}; pass --allow-private if the model server really is there`,
+      );
+    return { ...e, base_url: url };
+  }
   if (e.provider === 'llama') return { ...e, base_url: null };
   throw new UsageError(`--provider: openai or llama, got "${String(e.provider)}"`);
 }
 
-export async function addEndpoint(db: QueueDb, e: Endpoint): Promise<Endpoint> {
-  const ok = checkEndpoint(e);
+export async function addEndpoint(
+  db: QueueDb,
+  e: Endpoint,
+  options: { allowPrivate?: boolean } = {},
+): Promise<Endpoint> {
+  const ok = checkEndpoint(e, options);
   await db.pool.query(
     `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env`,

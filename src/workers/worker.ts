@@ -14,6 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { hostname, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
+import { cleanDeep, cleanText } from '../data/clean-text.js';
 import { type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
@@ -240,9 +241,14 @@ export class Worker {
         done: Promise.resolve(),
       };
       a.done = this.process(a, lease.inFlight, performance.now() - t0)
-        .catch((e: unknown) =>
-          this.o.log.error(`job ${job.data.cell} #${job.data.chunk}: ${(e as Error).message}`),
-        )
+        .catch(async (e: unknown) => {
+          this.o.log.error(
+            `job ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
+          );
+          // The database refused what the job wrote (bad data, a constraint): no retry writes it, so the cell
+          // fails with the reason and this worker goes on; connection errors leave the job to be taken again.
+          if (refusedData(e)) await this.failCell(job.data.plan, job.data.cell, e).catch(() => {});
+        })
         .finally(() => {
           this.active.delete(job.id);
           this.wake?.();
@@ -431,7 +437,7 @@ export class Worker {
            ON CONFLICT (plan_id, cell_id, key) DO UPDATE
              SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
              WHERE ${SCHEMA}.answers.status <> 'ok'`,
-          [plan, cell, entry.key, entry.status, JSON.stringify(entry), worker],
+          [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
         )
         .then(
           () => {},
@@ -478,7 +484,8 @@ export class Worker {
   }
 
   private async failCell(plan: string, cell: string, e: unknown): Promise<void> {
-    const message = e instanceof Error ? e.message : String(e);
+    // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
+    const message = cleanText(e instanceof Error ? e.message : String(e), 4000);
     this.o.log.error(`${cell}: ${message}`);
     await this.db.pool.query(
       `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
@@ -632,4 +639,10 @@ function walk(dir: string): string[] {
     else out.push(p);
   }
   return out;
+}
+
+/** A PostgreSQL error about the data sent (SQLSTATE classes 22 data exception, 23 constraint, 54 limits). */
+function refusedData(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
 }

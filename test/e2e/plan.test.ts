@@ -153,6 +153,13 @@ describe('plan (on fixture data the test writes)', () => {
     expect(j.stderr.trim()).toBe(`error: ${json}:1:85: shots: --shots must be an integer ≥ 0, got "-1"`);
   });
 
+  it('refuses a plan file over 1 MiB before parsing it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-bigplan-')), 'plan.yaml');
+    writeFileSync(file, `name: big\nnote: ${'x'.repeat(2 << 20)}\n`);
+    const r = await rumedbench('plan', 'check', file);
+    expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('a plan file is at most 1048576 bytes')]);
+  });
+
   it('checks a plan without sending anything: cells, requests, prompt tokens and cost', async () => {
     const s = await serve();
     const file = writePlan(

@@ -71,6 +71,7 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
       db,
       '--base-url',
       model.url,
+      '--allow-private',
       '--model',
       'med-7b',
     );

@@ -132,6 +132,25 @@ describe('submit (on fixture data the test writes)', () => {
         'p_value',
       ],
       [JSON.stringify({ extra: 1 }), 'trust'],
+      // Contradictions: p = 0 with "no evidence", a negative spread, min above max, a task not uploaded.
+      [
+        JSON.stringify({
+          contamination: { RuMedDaNet: { order: { n: 9, p_value: 0, alpha: 0.01, verdict: 'no evidence' } } },
+        }),
+        'the verdict disagrees with p and α',
+      ],
+      [
+        JSON.stringify({ formulations: { RuMedDaNet: { variants: 2, mean: 50, sd: -1, min: 40, max: 60 } } }),
+        'sd must not be negative',
+      ],
+      [
+        JSON.stringify({ formulations: { RuMedDaNet: { variants: 2, mean: 50, sd: 1, min: 60, max: 40 } } }),
+        'min ≤ mean ≤ max',
+      ],
+      [
+        JSON.stringify({ formulations: { RuMedNLI: { variants: 2, mean: 50, sd: 1, min: 40, max: 60 } } }),
+        'names RuMedNLI, which the upload does not include',
+      ],
     ] as const) {
       const fd = new FormData();
       fd.append(
@@ -192,6 +211,35 @@ describe('submit (on fixture data the test writes)', () => {
     );
     html.close();
     expect([h.code, h.stderr]).toEqual([2, expect.stringContaining("not the leaderboard's JSON")]);
+  });
+
+  it('prints a hostile server answer as text (no terminal escapes), and never a password given in --server', async () => {
+    const hostile = createServer((_, res) =>
+      res.writeHead(201, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'x\u001b[2J',
+          status: 'scored\u001b[1A\rscored 99.9',
+          board: 'public',
+          overall: 12.5,
+          result: { tasks: {} },
+        }),
+      ),
+    );
+    hostile.listen(0, '127.0.0.1');
+    await new Promise((res) => hostile.once('listening', res));
+    const port = (hostile.address() as AddressInfo).port;
+    const dir = writeFixturePredictions(DATA, tmp());
+    const r = await rumedbench('submit', dir, '--server', `http://127.0.0.1:${port}`);
+    expect(r.code).toBe(0);
+    expect([r.stdout.includes('\u001b'), r.stdout.includes('\r')]).toEqual([false, false]);
+    expect(r.stdout).toContain('scored\uFFFD[1A\uFFFDscored 99.9 on the public board');
+    const secret = await rumedbench('submit', dir, '--server', `http://team:hunter2-pass@127.0.0.1:${port}`);
+    hostile.close();
+    expect([secret.code, secret.stderr]).toEqual([
+      2,
+      expect.stringContaining('must not carry a user name or password'),
+    ]);
+    expect(`${secret.stdout}${secret.stderr}`).not.toContain('hunter2-pass');
   });
 
   it('plan run --submit sends each finished cell', async () => {

@@ -380,6 +380,37 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining('no plan p-000000000000')]);
   });
 
+  it('a model error holding NUL and a lone surrogate fails its cell; the worker goes on and the other cell is done', async () => {
+    const db = await freshDatabase('postgres');
+    const good = await serve(0);
+    const poisoned = await startFakeOpenAI({
+      reply,
+      behaviour: () => ({ kind: '400', message: 'bad \u0000 request \ud800 here' }),
+    });
+    servers.push(poisoned);
+    const file = writePlan([
+      `  - {name: poisoned, provider: openai, base_url: "${poisoned.url}", model: fake-p}`,
+      `  - {name: good, provider: openai, base_url: "${good.url}", model: fake-g}`,
+    ]);
+    const { id } = JSON.parse((await rumedbenchOk('plan', 'submit', file, '--db', db, '--json')).stdout) as {
+      id: string;
+    };
+    const w = startWorker(db, 'nul', ['--exit-when-idle']);
+    const exit = await w.exited;
+    expect(exit.code, w.log()).toBe(0);
+    const cells = await query<{ cell_id: string; status: string; error: string | null }>(
+      db,
+      'SELECT cell_id, status, error FROM rumedbench_runs.cells ORDER BY cell_id',
+    );
+    expect(cells.map((c) => [c.cell_id, c.status])).toEqual([
+      ['good/default', 'done'],
+      ['poisoned/default', 'failed'],
+    ]);
+    expect(cells[1]?.error).toContain('bad \uFFFD request \uFFFD here');
+    const status = await rumedbench('plan', 'status', id, '--db', db);
+    expect([status.code, status.stdout]).toEqual([0, expect.stringContaining('poisoned/default')]);
+  });
+
   it('a platform evaluation asks only allow-listed servers, and no API key reaches the database', async () => {
     const db = await freshDatabase('postgres');
     const listed = await serve(0);
@@ -387,8 +418,27 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     const secret = 'sk-live-Qw3rTy-not-in-the-database-9f8e7d';
     await rumedbenchOk(
       ...['serve', 'endpoint', 'add', 'listed', '--db', db, '--base-url', listed.url, '--model', 'fake-l'],
-      ...['--api-key-env', 'RB_WORKER_KEY'],
+      ...['--api-key-env', 'RB_WORKER_KEY', '--allow-private'],
     );
+    // Without --allow-private, this machine and the cloud's metadata service are refused in every spelling.
+    for (const url of [listed.url, 'http://2852039166/v1', 'http://0xA9FEA9FE/v1', 'http://[::1]:8000/v1']) {
+      const r = await rumedbench(
+        'serve',
+        'endpoint',
+        'add',
+        'x',
+        '--db',
+        db,
+        '--base-url',
+        url,
+        '--model',
+        'x',
+      );
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        expect.stringMatching(/--base-url: .* address; pass --allow-private/),
+      ]);
+    }
     const refused = await rumedbench(
       'serve',
       'endpoint',

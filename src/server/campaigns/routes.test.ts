@@ -301,8 +301,9 @@ describe('campaign routes (on fixture data the test writes)', () => {
       const detail = await (await app.request(`/admin/campaigns/${id}`, { headers: { cookie } })).text();
       expect(detail).toContain('A closed test: no per-annotator figures');
       const publish = await (await admin(`/admin/campaigns/${id}/publish`, {})).text();
+      // One answered item of nine: a closed test's row over it would be that item's gold.
       expect(publish).toContain(
-        'Not published: no gold for RuMedNLI&#39;s private_test split yet: import it first (serve import-gold)',
+        'Not published: 8 of 9 sampled items lack their 1 answer(s): a closed test&#39;s human row is published only when the campaign is complete',
       );
       const annotator = /\/annotators\/([0-9a-f-]{36})\/revoke/.exec(detail)?.[1] as string;
       expect((await admin(`/admin/campaigns/${id}/annotators/${annotator}/revoke`, {})).status).toBe(303);

@@ -2,8 +2,10 @@
  * Routes of human evaluation campaigns: the admin's (signed-in session and CSRF token, as every admin form) and the
  * annotator's (the invitation token in the link is the only credential; it sees only that annotator's items).
  */
+
 import { Hono } from 'hono';
 import { z } from 'zod';
+import { nestsDeeperThan } from '../../data/jsonl.js';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env, render, requireAdmin } from '../http.js';
 import type { Campaigns } from './service.js';
@@ -176,6 +178,8 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     const text = await c.req.text();
     let body: unknown;
     try {
+      // An answer is a label, a list or a tag per token: a few levels; deeper is refused before parsing.
+      if (nestsDeeperThan(text, 8)) throw new Error('too deep');
       body = JSON.parse(text);
     } catch {
       throw new HttpError(400, 'BAD_ANSWER', 'the body is not JSON');

@@ -91,7 +91,12 @@ export class Campaigns {
     // New closed-test gold re-scores the human rows published from closed-test campaigns.
     lb.gold.afterImport.push(async () => {
       for (const c of await q.listCampaigns(lb.db.db))
-        if (c.split === 'private_test' && c.submission_id) await this.publish(c.id);
+        if (c.split === 'private_test' && c.submission_id) {
+          // A row published before campaigns had to be complete is not published again until it is.
+          await this.publish(c.id).catch((e: unknown) => {
+            if (!(e instanceof HttpError && e.code === 'INCOMPLETE_CAMPAIGN')) throw e;
+          });
+        }
     });
   }
 
@@ -409,6 +414,16 @@ export class Campaigns {
       return v === undefined ? [] : [[i.id, v] as [string, AnswerValue]];
     });
     if (predictions.length === 0) throw new HttpError(409, 'NOTHING_TO_PUBLISH', 'no item has an answer yet');
+    // A closed test's row over a part of the sample is an oracle (one answered item: its accuracy is its gold):
+    // it is published only when every sampled item has its planned number of answers.
+    const short = items.filter((i) => i.answers.length < c.overlap).length;
+    if (c.split === 'private_test' && short > 0) {
+      throw new HttpError(
+        409,
+        'INCOMPLETE_CAMPAIGN',
+        `${short} of ${sample.length} sampled items lack their ${c.overlap} answer(s): a closed test's human row is published only when the campaign is complete`,
+      );
+    }
     const board = BOARD_OF[c.split as CampaignSplit];
     await this.lb.gold.sync();
     const { result } = await this.lb.scorer.subset({

@@ -66,13 +66,17 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
         return 'Ответ: 1';
       },
     });
-    await addEndpoint(queue, {
-      name: 'fake-med',
-      provider: 'openai',
-      base_url: model.url,
-      model: 'fake-med',
-      api_key_env: null,
-    });
+    await addEndpoint(
+      queue,
+      {
+        name: 'fake-med',
+        provider: 'openai',
+        base_url: model.url,
+        model: 'fake-med',
+        api_key_env: null,
+      },
+      { allowPrivate: true },
+    );
   });
   afterAll(async () => {
     await model?.close();

@@ -3,6 +3,7 @@
  * (a team name without that team's token, the human kind, which only campaigns give).
  */
 import { z } from 'zod';
+import { cleanText } from '../../data/clean-text.js';
 import { trustSummarySchema } from '../../scoring/trust-files.js';
 import { FIELD_LIMITS, KINDS } from '../db/schema.js';
 
@@ -86,7 +87,10 @@ export const UPLOAD_FIELDS: readonly string[] = Object.keys(metadataSchema.shape
  * from campaigns) and a team name unless a token gives it: nobody can pose as a team or as the human row.
  */
 export function parseMetadata(fields: Record<string, unknown>, who?: Uploader): Metadata {
-  const r = metadataSchema.safeParse(fields);
+  // NUL and lone surrogates are replaced before anything is checked or stored (PostgreSQL refuses them).
+  const r = metadataSchema.safeParse(
+    Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? cleanText(v) : v])),
+  );
   const problems = r.success
     ? []
     : r.error.issues.map((i) => `${i.path.join('.') || 'metadata'}: ${i.message}`);

@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import { type ItemScores, type LadderStep, ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { EvaluationResult } from '../../scoring/score.js';
+import { trustTasksProblem } from '../../scoring/trust-files.js';
 import { sha256Hex } from '../auth.js';
 import { type PlatformRun, summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
@@ -246,6 +247,16 @@ export class Uploads {
       limits: this.options.limits,
     });
     const uploaded = input.source === 'upload';
+    const trustProblem = input.metadata.trust
+      ? trustTasksProblem(
+          input.metadata.trust,
+          outcome.files.map((f) => f.name.slice(f.name.lastIndexOf('/') + 1).replace(/\.jsonl$/, '')),
+        )
+      : undefined;
+    if (trustProblem)
+      throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${trustProblem}`, {
+        problems: [trustProblem],
+      });
     // A closed upload counts against the closed quota whatever its fate, before anything of it is answered.
     const closedQuota =
       uploaded && outcome.board === 'closed'
