@@ -186,10 +186,11 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       expect(text).not.toContain('нет');
       // Scored against the imported gold, not against the file's: the share of "да" in our synthetic gold.
       const yes = (records.RuMedDaNet ?? []).filter((r) => gold('RuMedDaNet', r.id) === 'да').length;
-      // Released by the Ladder (the uploader's first on this task: released, rounded to 1/n, which an accuracy is).
+      // Released by the Ladder: the same answers as the pending upload above, which climbed this address's ladder
+      // first when the gold came, so this one is no improvement and the same score is shown again.
       const n = records.RuMedDaNet?.length ?? 0;
       expect(body.overall).toBeCloseTo((100 * yes) / n, 10);
-      expect(body.ladder).toEqual({ mechanism: 'ladder', improved: true });
+      expect(body.ladder).toEqual({ mechanism: 'ladder', improved: false });
       expect(body.result).toHaveProperty('tasks', {});
       expect([yes > 0, yes < n]).toEqual([true, true]);
       // Invalid gold fields are not checked either: no message depends on the hidden answers.

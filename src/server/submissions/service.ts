@@ -278,9 +278,14 @@ export class Uploads {
         ? { ...outcome.result, tasks: {}, overall: null, overall_ci: null, errors, warnings }
         : { ...outcome.result, errors, warnings };
     // One Ladder per uploader and set of closed tasks: a one-task upload climbs its own, on that task's score.
+    // A pending upload (no gold yet) gets its key now and climbs when the gold is imported (Gold.rescore).
+    const closedTasks = [
+      ...Object.keys(outcome.result.tasks),
+      ...Object.keys(outcome.result.unscored),
+    ].sort();
     const ladderKey =
-      uploaded && outcome.board === 'closed' && outcome.itemScores
-        ? `${ladderKeyOf(who)}|${Object.keys(outcome.itemScores).sort().join(',')}`
+      uploaded && outcome.board === 'closed' && outcome.status !== 'rejected' && closedTasks.length > 0
+        ? `${ladderKeyOf(who)}|${closedTasks.join(',')}`
         : undefined;
     const ladderScore = closedScore(outcome.result);
     const ladder =
