@@ -16,15 +16,18 @@ export function cleanText(text: string, max = Number.POSITIVE_INFINITY): string 
   return clean.length <= max ? clean : `${clean.slice(0, max)}… (${clean.length} characters)`;
 }
 
-/** A JSON value with every string (keys too) cleaned as `cleanText` does; other values as they are. */
-export function cleanDeep<T>(value: T): T {
-  if (typeof value === 'string') return cleanText(value) as T;
-  if (Array.isArray(value)) return value.map(cleanDeep) as T;
+/** A JSON value with `f` applied to every string in it, keys too. */
+function mapStrings<T>(value: T, f: (s: string) => string): T {
+  if (typeof value === 'string') return f(value) as T;
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, f)) as T;
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [cleanText(k), cleanDeep(v)])) as T;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [f(k), mapStrings(v, f)])) as T;
   }
   return value;
 }
+
+/** A JSON value with every string (keys too) cleaned as `cleanText` does; other values as they are. */
+export const cleanDeep = <T>(value: T): T => mapStrings(value, (s) => cleanText(s));
 
 /** Text to print on a terminal: also without control characters (escape sequences, carriage returns). */
 export function printable(text: string, max = Number.POSITIVE_INFINITY): string {
@@ -32,11 +35,4 @@ export function printable(text: string, max = Number.POSITIVE_INFINITY): string 
 }
 
 /** A JSON value with every string made `printable`: what a hostile server answers is printed as text, not acted on. */
-export function printableDeep<T>(value: T): T {
-  if (typeof value === 'string') return printable(value) as T;
-  if (Array.isArray(value)) return value.map(printableDeep) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [printable(k), printableDeep(v)])) as T;
-  }
-  return value;
-}
+export const printableDeep = <T>(value: T): T => mapStrings(value, (s) => printable(s));
