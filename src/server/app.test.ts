@@ -36,6 +36,14 @@ describe('app (on fixture data the test writes)', () => {
       expect(page.status).toBe(500);
       expect(await page.text()).not.toMatch(/destroy|Kysely|driver/i);
       expect(logged.some((l) => l.startsWith('error: GET /api/boards/public:'))).toBe(true);
+      // An annotator's link is its token: a crash on it is logged without it.
+      await broken.request('/api/annotate/secret-annotator-token-123/answers', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(logged.join('\n')).not.toContain('secret-annotator-token-123');
+      expect(logged.some((l) => l.startsWith('error: POST /api/annotate/…/answers:'))).toBe(true);
     });
   });
 });

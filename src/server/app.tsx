@@ -11,7 +11,7 @@ import { campaignRoutes } from './campaigns/routes.js';
 import { campaignsOf } from './campaigns/service.js';
 import { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
-import { type AppOptions, type Env, isApi, type RouteDeps, render } from './http.js';
+import { type AppOptions, type Env, isApi, loggedPath, type RouteDeps, render } from './http.js';
 import { bodyCaps } from './middleware/body-limit.js';
 import { pageContext } from './middleware/context.js';
 import { hostCheck } from './middleware/host.js';
@@ -59,7 +59,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={err.message} />, err.status);
     }
     log.error(
-      `${c.req.method} ${c.req.path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      `${c.req.method} ${loggedPath(c.req.path)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
     );
     if (isApi(c.req.path) || !ctx) return c.json({ error: 'internal error', code: 'INTERNAL' }, 500);
     return render(c, <ErrorPage ctx={ctx} title={ctx.t.error} message={ctx.t.errorNote} />, 500);

@@ -30,6 +30,9 @@ export function requireAdmin(c: Context<Env>): void {
 
 export const isApi = (path: string): boolean => path.startsWith('/api/');
 
+/** A request path as the log shows it: an annotator's link is its token, which a log must never hold. */
+export const loggedPath = (path: string): string => path.replace(/(\/annotate\/)[^/]+/, '$1…');
+
 export interface AppOptions {
   lb: Leaderboard;
   log: Logger;
