@@ -185,6 +185,8 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     await team.click();
     await expect(team.getAttribute('aria-sort')).resolves.toBe('descending');
     const closedPage = await open('/board/closed');
+    // The closed board names how its scores are released, entries or not.
+    await expect(closedPage.locator('p.ladder').textContent()).resolves.toContain('Blum & Hardt, 2015');
     await shot(closedPage, 'board-closed');
 
     const admin = await open('/admin');

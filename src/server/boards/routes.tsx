@@ -28,6 +28,7 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
           board={board}
           entries={entries}
           paperRows={board === 'public' ? PAPER_ROWS : []}
+          ladder={lb.options.closedRelease === 'ladder'}
         />,
       )}`;
       if (pages.size < 64) pages.set(key, html);

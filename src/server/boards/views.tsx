@@ -53,7 +53,9 @@ export const BoardPage: FC<{
   board: BoardName;
   entries: Entry[];
   paperRows: readonly PaperRow[];
-}> = ({ ctx, board, entries, paperRows }) => {
+  /** Closed scores are released by the Ladder (the board says so, entries or not). */
+  ladder?: boolean;
+}> = ({ ctx, board, entries, paperRows, ladder }) => {
   const tasks = BOARD_TASKS[board];
   const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
   // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
@@ -73,7 +75,11 @@ export const BoardPage: FC<{
     <Layout ctx={ctx} title={title}>
       <h1>{title}</h1>
       <p class="note">{board === 'public' ? ctx.t.publicNote : ctx.t.closedNote}</p>
-      {entries.some((e) => e.ladder) ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
+      {board === 'closed' && (ladder || entries.some((e) => e.ladder)) ? (
+        <p class="note ladder">{ctx.t.ladderNote}</p>
+      ) : (
+        ''
+      )}
       <p class="note">
         {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
