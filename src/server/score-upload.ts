@@ -178,6 +178,12 @@ function aggregateOnly(result: EvaluationResult): EvaluationResult {
   return { ...result, tasks };
 }
 
+/** The mean of a closed result's task scores (the board's overall when all three are there): what a ladder climbs. */
+export function closedScore(result: EvaluationResult): number | undefined {
+  const scores = Object.values(result.tasks).map((t) => t.score);
+  return scores.length > 0 ? mean(scores) : undefined;
+}
+
 function boardOverall(board: BoardName, result: EvaluationResult): number | null {
   if (board === 'public') return result.overall;
   const scores = BOARD_TASKS.closed.map((t) => result.tasks[t]?.score);

@@ -557,6 +557,23 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(flips.every((e) => JSON.stringify(e.tasks) === '{}')).toBe(true);
       });
 
+      it('climbs one ladder one upload at a time: of two identical improvements sent together, one improves', async () => {
+        await importGold();
+        const open = variant({ closedQuotaPerDay: 100 });
+        const auth = await tokenOf('race team');
+        await upload([allYes()], { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
+        const better = danet((r) => ({
+          pairID: r.id,
+          answer: (records.RuMedDaNet ?? []).indexOf(r) < 20 ? gold('RuMedDaNet', r.id) : 'да',
+        }));
+        const both = await Promise.all(
+          [1, 2].map(() => upload([better], { model: 'better', kind: 'LLM', board: 'closed' }, auth, open)),
+        );
+        const improved = both.map((b) => (b.body.ladder as { improved: boolean }).improved).sort();
+        expect(improved).toEqual([false, true]);
+        expect(both[0]?.body.overall).toBe(both[1]?.body.overall);
+      });
+
       it('scores exactly the quota of 20 concurrent uploads, reserved before scoring', async () => {
         const quota3 = variant({ quotaPerDay: 3 });
         const auth = await tokenOf('concurrent team');

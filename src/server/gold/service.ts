@@ -15,7 +15,7 @@ import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
-import { BOARD_TASKS } from '../score-upload.js';
+import { BOARD_TASKS, closedScore } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 
@@ -136,10 +136,9 @@ export class Gold {
         this.options.closedRelease === 'ladder' &&
         outcome.status === 'scored' &&
         outcome.itemScores &&
-        Object.keys(outcome.result.tasks).length > 0
+        closedScore(outcome.result) !== undefined
       ) {
-        const scores = Object.values(outcome.result.tasks).map((t) => t.score);
-        const score = scores.reduce((a, b) => a + b, 0) / scores.length;
+        const score = closedScore(outcome.result) as number;
         const step = ladderStep(ladders.get(row.ladder_key), score, outcome.itemScores);
         if (step.improved)
           ladders.set(row.ladder_key, { released: step.released, items: outcome.itemScores });

@@ -18,7 +18,7 @@ import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '..
 import { HttpError } from '../errors.js';
 import type { Gold } from '../gold/service.js';
 import { RateLimiter } from '../rate-limit.js';
-import type { ScoreOutcome } from '../score-upload.js';
+import { closedScore, type ScoreOutcome } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadFile, UploadLimits } from '../upload.js';
 import type { Metadata, Uploader } from './metadata.js';
@@ -81,12 +81,6 @@ export interface UploadAnswer {
 
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
 const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
-
-/** The mean of a closed result's task scores (the board's overall when all three are there). */
-function closedScore(result: EvaluationResult): number | undefined {
-  const scores = Object.values(result.tasks).map((t) => t.score);
-  return scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : undefined;
-}
 
 /** Whose Ladder a closed upload climbs: its team (all of a team's tokens), or an anonymous address's /64. */
 const ladderKeyOf = (who: Uploader): string =>
@@ -288,96 +282,110 @@ export class Uploads {
         ? `${ladderKeyOf(who)}|${closedTasks.join(',')}`
         : undefined;
     const ladderScore = closedScore(outcome.result);
-    const ladder =
-      ladderKey && outcome.status === 'scored' && outcome.itemScores && ladderScore !== undefined
-        ? this.options.closedRelease === 'ladder'
-          ? await this.climb(ladderKey, ladderScore, outcome.itemScores)
-          : undefined
+    const climbs =
+      ladderKey !== undefined &&
+      this.options.closedRelease === 'ladder' &&
+      outcome.status === 'scored' &&
+      outcome.itemScores !== undefined &&
+      ladderScore !== undefined;
+    // The Ladder's step and the row it writes happen under one lock per ladder (in this process): two uploads of
+    // one team racing would otherwise both be measured against the same best.
+    const write = async (): Promise<{
+      status: 200 | 201 | 202 | 422;
+      body: UploadAnswer;
+      replayed: boolean;
+    }> => {
+      const ladder = climbs
+        ? await this.ladderStepFor(
+            ladderKey as string,
+            ladderScore as number,
+            outcome.itemScores as ItemScores,
+          )
         : undefined;
-    const body: UploadAnswer = {
-      id,
-      status: outcome.status,
-      board: outcome.board,
-      // Under the Ladder: the released mean of the uploaded closed tasks (all three: the board's overall).
-      overall: ladder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
-      // Under the Ladder no task's score is released: the answer tells no more than the released overall.
-      result: ladder ? { ...result, tasks: {}, overall_ci: null } : result,
-      errors,
-      warnings,
-      omitted,
-      duplicate_of: duplicateOf ?? null,
-      quota,
-      ...(outcome.board === 'closed' && uploaded ? { closed_quota: closedQuota } : {}),
-      ...(ladder ? { ladder: { mechanism: 'ladder' as const, improved: ladder.improved } } : {}),
+      const body: UploadAnswer = {
+        id,
+        status: outcome.status,
+        board: outcome.board,
+        // Under the Ladder: the released mean of the uploaded closed tasks (all three: the board's overall).
+        overall: ladder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
+        // Under the Ladder no task's score is released: the answer tells no more than the released overall.
+        result: ladder ? { ...result, tasks: {}, overall_ci: null } : result,
+        errors,
+        warnings,
+        omitted,
+        duplicate_of: duplicateOf ?? null,
+        quota,
+        ...(outcome.board === 'closed' && uploaded ? { closed_quota: closedQuota } : {}),
+        ...(ladder ? { ladder: { mechanism: 'ladder' as const, improved: ladder.improved } } : {}),
+      };
+      const m = input.metadata;
+      try {
+        await q.insertSubmission(
+          this.db,
+          {
+            id,
+            created_at: new Date().toISOString(),
+            board: outcome.board,
+            status: outcome.status,
+            model: m.model,
+            team: who.team ?? '',
+            description: m.description,
+            link: m.link,
+            kind: m.kind,
+            params: m.params,
+            open_weights: m.open_weights ? 1 : 0,
+            token_id: who.tokenId,
+            address: who.address,
+            content_hash: outcome.contentHash,
+            duplicate_of: duplicateOf ?? null,
+            idempotency_key: idemKey,
+            result: JSON.stringify(result),
+            summary: JSON.stringify(summarize(outcome.result)),
+            overall: outcome.overall,
+            response: JSON.stringify(body),
+            files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
+            trust: m.trust ? JSON.stringify(m.trust) : null,
+            source: input.source,
+            ...(ladderKey ? { ladder_key: ladderKey } : {}),
+            ...(ladder ? { released: ladder.released } : {}),
+            ...(outcome.itemScores ? { item_scores: JSON.stringify(outcome.itemScores) } : {}),
+          },
+          outcome.files,
+        );
+      } catch (e) {
+        // The same key raced in from a retry: the first to commit is the answer.
+        const seen = idemKey ? await q.findByIdempotencyKey(this.db, idemKey) : undefined;
+        if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
+        throw e;
+      }
+      this.boards.invalidate();
+      return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
     };
-    const m = input.metadata;
-    try {
-      await q.insertSubmission(
-        this.db,
-        {
-          id,
-          created_at: new Date().toISOString(),
-          board: outcome.board,
-          status: outcome.status,
-          model: m.model,
-          team: who.team ?? '',
-          description: m.description,
-          link: m.link,
-          kind: m.kind,
-          params: m.params,
-          open_weights: m.open_weights ? 1 : 0,
-          token_id: who.tokenId,
-          address: who.address,
-          content_hash: outcome.contentHash,
-          duplicate_of: duplicateOf ?? null,
-          idempotency_key: idemKey,
-          result: JSON.stringify(result),
-          summary: JSON.stringify(summarize(outcome.result)),
-          overall: outcome.overall,
-          response: JSON.stringify(body),
-          files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
-          trust: m.trust ? JSON.stringify(m.trust) : null,
-          source: input.source,
-          ...(ladderKey ? { ladder_key: ladderKey } : {}),
-          ...(ladder ? { released: ladder.released } : {}),
-          ...(outcome.itemScores ? { item_scores: JSON.stringify(outcome.itemScores) } : {}),
-        },
-        outcome.files,
-      );
-    } catch (e) {
-      // The same key raced in from a retry: the first to commit is the answer.
-      const seen = idemKey ? await q.findByIdempotencyKey(this.db, idemKey) : undefined;
-      if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
-      throw e;
-    }
-    this.boards.invalidate();
-    return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
+    return climbs ? this.oneAtATime(ladderKey as string, write) : write();
   }
 
-  /**
-   * One round of the Ladder for a closed upload, one at a time per ladder (in this process): two uploads of one
-   * team racing would both be measured against the same best.
-   */
-  private climb(key: string, score: number, items: ItemScores): Promise<LadderStep> {
-    const previous = this.ladderLocks.get(key) ?? Promise.resolve();
-    const step = previous.then(async () => {
-      const best = await q.ladderBest(this.db, key);
-      return ladderStep(
-        best ? { released: best.released, items: JSON.parse(best.item_scores) as ItemScores } : undefined,
-        score,
-        items,
-      );
-    });
-    // The next round waits for this one's row to be written: the caller writes it before its promise settles.
-    const done = step.then(
-      () => new Promise<void>((resolve) => setImmediate(resolve)),
+  /** One round of the Ladder for a closed upload, against the team's best so far. */
+  private async ladderStepFor(key: string, score: number, items: ItemScores): Promise<LadderStep> {
+    const best = await q.ladderBest(this.db, key);
+    return ladderStep(
+      best ? { released: best.released, items: JSON.parse(best.item_scores) as ItemScores } : undefined,
+      score,
+      items,
+    );
+  }
+
+  /** Runs `f` after every earlier call with the same key has settled. */
+  private oneAtATime<T>(key: string, f: () => Promise<T>): Promise<T> {
+    const run = (this.ladderLocks.get(key) ?? Promise.resolve()).then(f);
+    const settled = run.then(
+      () => undefined,
       () => undefined,
     );
-    this.ladderLocks.set(key, done);
-    void done.then(() => {
-      if (this.ladderLocks.get(key) === done) this.ladderLocks.delete(key);
+    this.ladderLocks.set(key, settled);
+    void settled.then(() => {
+      if (this.ladderLocks.get(key) === settled) this.ladderLocks.delete(key);
     });
-    return step;
+    return run;
   }
 
   /**
