@@ -105,6 +105,10 @@ export const ENDPOINT_ADD_FLAGS = {
     required: true,
   }),
   apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the key on the workers'),
+  team: flag.text(
+    '--team <name>',
+    "the team that owns the model: the platform's entries of it are credited to it",
+  ),
   allowPrivate: flag.on(
     '--allow-private',
     'allow a server on this machine (loopback) or a link-local address (refused by default: metadata services)',

@@ -17,6 +17,8 @@ export interface Endpoint {
   base_url: string | null;
   model: string;
   api_key_env: string | null;
+  /** The team that owns the model: its platform entries are credited to it (null: to the platform). */
+  team?: string | null;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -42,6 +44,8 @@ export function privateHostProblem(baseUrl: string): string | undefined {
 }
 
 export function checkEndpoint(e: Endpoint, options: { allowPrivate?: boolean } = {}): Endpoint {
+  if (e.team !== undefined && e.team !== null && (e.team.trim() === '' || e.team.length > 200))
+    throw new UsageError("--team: the owning team's name, 1 to 200 characters");
   if (!NAME.test(e.name))
     throw new UsageError(`endpoint name: letters, digits and ._- (at most 64), got "${e.name.slice(0, 80)}"`);
   if (e.api_key_env !== null && !ENV.test(e.api_key_env))
@@ -70,16 +74,16 @@ export async function addEndpoint(
 ): Promise<Endpoint> {
   const ok = checkEndpoint(e, options);
   await db.pool.query(
-    `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env`,
-    [ok.name, ok.provider, ok.base_url, ok.model, ok.api_key_env],
+    `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env, team) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env, team = EXCLUDED.team`,
+    [ok.name, ok.provider, ok.base_url, ok.model, ok.api_key_env, ok.team ?? null],
   );
   return ok;
 }
 
 export async function listEndpoints(db: QueueDb): Promise<Endpoint[]> {
   const { rows } = await db.pool.query<Endpoint>(
-    `SELECT name, provider, base_url, model, api_key_env FROM ${SCHEMA}.endpoints ORDER BY name`,
+    `SELECT name, provider, base_url, model, api_key_env, team FROM ${SCHEMA}.endpoints ORDER BY name`,
   );
   return rows;
 }
@@ -91,7 +95,7 @@ export async function removeEndpoint(db: QueueDb, name: string): Promise<boolean
 
 export async function getEndpoint(db: QueueDb, name: string): Promise<Endpoint | undefined> {
   const { rows } = await db.pool.query<Endpoint>(
-    `SELECT name, provider, base_url, model, api_key_env FROM ${SCHEMA}.endpoints WHERE name = $1`,
+    `SELECT name, provider, base_url, model, api_key_env, team FROM ${SCHEMA}.endpoints WHERE name = $1`,
     [name],
   );
   return rows[0];

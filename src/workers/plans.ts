@@ -147,7 +147,8 @@ export interface ListedPlan {
 /** Every plan, newest first (the platform's /runs page). */
 export async function listPlans(
   db: QueueDb,
-  o: { kind?: string; limit?: number } = {},
+  /** `before`: only plans created before this time (ISO), for paging back by time. */
+  o: { kind?: string; limit?: number; before?: string } = {},
 ): Promise<ListedPlan[]> {
   const { rows } = await db.pool.query<{
     id: string;
@@ -163,8 +164,9 @@ export async function listPlans(
        (SELECT count(*) FROM ${SCHEMA}.answers a WHERE a.plan_id = p.id AND a.status = 'ok')::int AS done,
        (SELECT coalesce(sum(total), 0) FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id)::int AS total,
        (SELECT string_agg(c.cell_id || ': ' || c.error, '; ') FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.error IS NOT NULL) AS error
-     FROM ${SCHEMA}.plans p WHERE ($1::text IS NULL OR p.kind = $1) ORDER BY p.created_at DESC LIMIT $2`,
-    [o.kind ?? null, o.limit ?? 200],
+     FROM ${SCHEMA}.plans p WHERE ($1::text IS NULL OR p.kind = $1) AND ($3::timestamptz IS NULL OR date_trunc('milliseconds', p.created_at) < $3)
+     ORDER BY p.created_at DESC LIMIT $2`,
+    [o.kind ?? null, o.limit ?? 200, o.before ?? null],
   );
   return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString() }));
 }

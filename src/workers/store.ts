@@ -135,6 +135,11 @@ ALTER TABLE ${SCHEMA}.cells ADD COLUMN IF NOT EXISTS spec text;
 ALTER TABLE ${SCHEMA}.cells ALTER COLUMN argv DROP NOT NULL;
 `,
   },
+  {
+    version: 3,
+    what: 'endpoints name the team that owns the model (platform entries are credited to it)',
+    sql: `ALTER TABLE ${SCHEMA}.endpoints ADD COLUMN IF NOT EXISTS team text;`,
+  },
 ];
 
 /** The schema version this release reads and writes. */

@@ -128,6 +128,15 @@ async function insertJobs(db: QueueDb, client: PoolClient, id: string): Promise<
 }
 
 /** Queues a held plan (an approved request): its jobs go to the workers. False if it was not waiting. */
+/** Refuses a plan held for approval: it is cancelled before a job of it was queued. */
+export async function rejectPlan(db: QueueDb, id: string): Promise<boolean> {
+  const r = await db.pool.query(
+    `UPDATE ${SCHEMA}.plans SET status = 'cancelled' WHERE id = $1 AND status = 'pending' RETURNING id`,
+    [id],
+  );
+  return (r.rowCount ?? 0) > 0;
+}
+
 export async function releasePlan(db: QueueDb, id: string): Promise<boolean> {
   return inTransaction(db, async (client) => {
     const r = await client.query(

@@ -74,6 +74,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
         base_url: model.url,
         model: 'fake-med',
         api_key_env: null,
+        team: 'Med Lab',
       },
       { allowPrivate: true },
     );
@@ -153,9 +154,38 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     }).run();
     expect(model.requests.length).toBeGreaterThan(asked1);
     expect(await runs.importFinished()).toBe(1);
+    // Credited to the model's owner as registered, not to the team that asked.
     const publicEntry = (await lb.boards.board('public')).find((e) => e.platform_run?.plan_id === request.id);
-    expect(publicEntry?.team).toBe('team-med');
+    expect(publicEntry?.team).toBe('Med Lab');
     expect(await runs.importFinished()).toBe(0);
+
+    // The admin sees who asked and whom the entries go to, and may reject a request: nothing of it is queued.
+    const again = (await (await api('/api/evaluations', { endpoint: 'fake-med' }, token)).json()) as {
+      id: string;
+    };
+    const cookie = `rmb_admin=${await lb.admin.startSession('test', 60_000)}`;
+    const adminPage = await (await app.request(`/runs/${again.id}`, { headers: { cookie } })).text();
+    expect(adminPage).toContain('Requested by: team-med; entries credited to: Med Lab');
+    expect(adminPage).toContain(`/admin/evaluations/${again.id}/reject`);
+    expect((await app.request(`/runs/${again.id}`)).status).toBe(200);
+    expect(await (await app.request(`/runs/${again.id}`)).text()).not.toContain('Requested by');
+    expect((await api(`/api/admin/evaluations/${again.id}/reject`, {})).status).toBe(200);
+    expect((await runs.status(again.id)).status).toBe('cancelled' as never);
+    expect((await api(`/api/admin/evaluations/${again.id}/approve`, {})).status).toBe(409);
+
+    // Both boards in one evaluation: one entry on each, each under its own key.
+    const both = (await (
+      await api('/api/admin/evaluations', { endpoint: 'fake-med', boards: 'both' })
+    ).json()) as {
+      id: string;
+    };
+    await new Worker({ db: queue, exitWhenIdle: true, heartbeatS: 1, log, dataDir: data }).run();
+    expect(await runs.importFinished()).toBe(2);
+    const made = await runs.entries(both.id);
+    expect(Object.keys(made).sort()).toEqual(['closed', 'public']);
+    expect(made.closed).not.toBe(made.public);
+    expect((await lb.boards.entry(made.public as string)).board).toBe('public');
+    expect((await lb.boards.entry(made.closed as string)).board).toBe('closed');
 
     // No page, public or the admin's, shows a test item or a reply.
     const pages = [
@@ -176,6 +206,26 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     const runsPage = await (await app.request('/runs')).text();
     expect(runsPage).toContain('fake-med · closed');
     expect(runsPage).toMatch(/done/);
+
+    // /runs pages by time: a flood of runs pushes none off; the older ones are a link away.
+    for (let i = 0; i < 50; i++)
+      await runs.queueEvaluation({ endpoint: 'fake-med', boards: 'public', by: 'admin' });
+    const first = (await (await app.request('/api/runs')).json()) as {
+      runs: { id: string }[];
+      older: string;
+    };
+    expect(first.runs.length).toBe(50);
+    const second = (await (
+      await app.request(`/api/runs?before=${encodeURIComponent(first.older)}`)
+    ).json()) as {
+      runs: { id: string }[];
+      older: string | null;
+    };
+    const all = [...first.runs, ...second.runs].map((r) => r.id);
+    expect(new Set(all).size).toBe(54);
+    expect(all).toContain(id);
+    expect(second.older).toBeNull();
+    expect(await (await app.request('/runs')).text()).toContain('/runs?before=');
   });
 });
 
@@ -204,6 +254,14 @@ describe('platform runs: every body capped and authenticated before it is read (
     ]);
     const big = JSON.stringify({ endpoint: 'x', boards: 'closed', pad: 'я'.repeat(40_000) });
     expect(await code(await post('/api/evaluations', big, team))).toEqual([413, 'BODY_TOO_LARGE']);
+    // A team token asks for at most 10 evaluations an hour, whatever their fate.
+    const { token: flood } = await board.lb.admin.createToken('team-flood');
+    const asks = [];
+    for (let i = 0; i < 11; i++)
+      asks.push(
+        (await post('/api/evaluations', '{"endpoint": "x"}', { authorization: `Bearer ${flood}` })).status,
+      );
+    expect([asks.slice(0, 10).every((s) => s !== 429), asks[10]]).toEqual([true, 429]);
     const admin = { authorization: `Bearer ${BOARD_ADMIN}` };
     expect(await code(await post('/api/admin/evaluations', '{not json', admin))).toEqual([400, 'BAD_JSON']);
     // Authenticated and well formed, but this board has no queue (SQLite): said, not pretended.

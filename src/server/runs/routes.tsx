@@ -9,7 +9,8 @@ import { HttpError } from '../errors.js';
 import { type Env, render, requireAdmin } from '../http.js';
 import type { Leaderboard } from '../leaderboard.js';
 import { readSmallForm } from '../middleware/forms.js';
-import type { Runs } from './service.js';
+import { RateLimiter } from '../rate-limit.js';
+import { RUNS_PAGE, type Runs } from './service.js';
 import { RunPage, RunsPage } from './views.js';
 
 async function jsonBody(c: Context<Env>): Promise<Record<string, unknown>> {
@@ -32,24 +33,40 @@ async function requireAdminToken(c: Context<Env>, lb: Leaderboard): Promise<void
   await lb.admin.requireBearer(c.get('address'), c.req.header('authorization'));
 }
 
+/** Evaluation requests a team token may make an hour: each costs the platform a model's whole test run. */
+const EVALUATION_REQUESTS_PER_HOUR = 10;
+
 export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
   const app = new Hono<Env>();
+  const requests = new RateLimiter(EVALUATION_REQUESTS_PER_HOUR, 3600_000);
 
   app.get('/runs', async (c) => {
     const ctx = c.get('ctx');
     if (!runs.queue) return render(c, <RunsPage ctx={ctx} runs={undefined} endpoints={[]} />);
     const [list, endpoints] = await Promise.all([
-      runs.list(),
+      runs.list(c.req.query('before')),
       ctx.admin ? runs.endpoints() : Promise.resolve([]),
     ]);
-    return render(c, <RunsPage ctx={ctx} runs={list} endpoints={endpoints} />);
+    const older = list.length === RUNS_PAGE ? list.at(-1)?.created_at : undefined;
+    return render(c, <RunsPage ctx={ctx} runs={list} endpoints={endpoints} {...(older ? { older } : {})} />);
   });
   app.get('/runs/:id', async (c) => {
     const ctx = c.get('ctx');
     const status = await runs.status(c.req.param('id'));
-    return render(c, <RunPage ctx={ctx} run={status} entries={await runs.entries(status.id)} />);
+    const request = ctx.admin ? await runs.request(status.id) : undefined;
+    return render(
+      c,
+      <RunPage ctx={ctx} run={status} entries={await runs.entries(status.id)} request={request} />,
+    );
   });
-  app.get('/api/runs', async (c) => c.json({ runs: await runs.list() }));
+  // A page of runs by time: `?before=` the created_at of the last one shown; `older` says where the next starts.
+  app.get('/api/runs', async (c) => {
+    const list = await runs.list(c.req.query('before'));
+    return c.json({
+      runs: list,
+      older: list.length === RUNS_PAGE ? (list.at(-1)?.created_at ?? null) : null,
+    });
+  });
   app.get('/api/runs/:id', async (c) => {
     const s = await runs.status(c.req.param('id'));
     // Workers and failure reasons are the admin's.
@@ -70,6 +87,19 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
       throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
     return c.redirect(`/runs/${c.req.param('id')}?lang=${c.get('ctx').lang}`, 303);
   });
+  app.post('/admin/evaluations/:id/reject', async (c) => {
+    requireAdmin(c);
+    await readSmallForm(c);
+    if (!(await runs.reject(c.req.param('id'))))
+      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    return c.redirect(`/runs/${c.req.param('id')}?lang=${c.get('ctx').lang}`, 303);
+  });
+  app.post('/api/admin/evaluations/:id/reject', async (c) => {
+    await requireAdminToken(c, lb);
+    if (!(await runs.reject(c.req.param('id'))))
+      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    return c.json({ id: c.req.param('id'), status: 'cancelled' });
+  });
   app.post('/api/admin/evaluations', async (c) => {
     await requireAdminToken(c, lb);
     const body = await jsonBody(c);
@@ -87,6 +117,14 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
     const who = await lb.uploads.authenticate(c.req.header('authorization'), c.get('address'));
     if (who.tokenId === null)
       throw new HttpError(401, 'TOKEN_REQUIRED', 'a team token is needed: Authorization: Bearer <token>');
+    const wait = requests.hit(who.tokenId);
+    if (wait > 0)
+      throw new HttpError(
+        429,
+        'RATE_LIMITED',
+        `at most ${EVALUATION_REQUESTS_PER_HOUR} evaluation requests an hour from one token`,
+        { retryAfter: wait },
+      );
     const body = await jsonBody(c);
     const r = await runs.queueEvaluation({
       endpoint: body.endpoint,

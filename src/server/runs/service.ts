@@ -20,7 +20,7 @@ import {
   unsettledEvaluations,
 } from '../../workers/plans.js';
 import type { QueueDb } from '../../workers/store.js';
-import { enqueuePlan, releasePlan } from '../../workers/submit.js';
+import { enqueuePlan, rejectPlan, releasePlan } from '../../workers/submit.js';
 import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
@@ -39,11 +39,17 @@ export const PLATFORM_SETTINGS = {
 
 export type EvaluationBoards = BoardName | 'both';
 
+/** Runs a page of /runs shows; older ones are a link away (`?before=`). */
+export const RUNS_PAGE = 50;
+
 interface EvaluationMeta {
   endpoint: string;
   boards: BoardName[];
+  /** Whom the entries are credited to: the endpoint's owner team, else the platform; never whoever asked. */
   team: string;
   requested_by: 'admin' | 'team';
+  /** The team whose token asked (a team's request), shown to the admin who approves or rejects it. */
+  requesting_team?: string;
   /** Board entries made from the finished cells, per board. */
   imported?: Partial<Record<BoardName, string>>;
   /** Every finished cell imported: the plan is not read again. */
@@ -142,12 +148,14 @@ export class Runs {
         'ENDPOINT_NOT_ALLOWED',
         `no registered model "${input.endpoint}": the admin registers what the platform may ask (serve endpoint add)`,
       );
-    // The admin's own evaluations stand under the platform's name; a team's under the team's.
+    // Entries are credited to the model's owner (as registered), whoever asked: a team asking for an evaluation
+    // of another team's model gets no entry under its own name.
     const meta: EvaluationMeta = {
       endpoint: e.name,
       boards,
-      team: input.team ?? 'platform',
+      team: e.team ?? 'platform',
       requested_by: input.by,
+      ...(input.by === 'team' && input.team !== undefined ? { requesting_team: input.team } : {}),
     };
     const r = await enqueuePlan(db, {
       name: `${e.name} · ${boards.join(' + ')}`,
@@ -186,8 +194,28 @@ export class Runs {
     return releasePlan(this.need(), id);
   }
 
-  list(): ReturnType<typeof listPlans> {
-    return listPlans(this.need());
+  async reject(id: string): Promise<boolean> {
+    const ok = await rejectPlan(this.need(), id);
+    if (ok) this.log.info(`evaluation ${id}: rejected`);
+    return ok;
+  }
+
+  /** A page of runs, newest first: those created before `before` (an ISO time), `RUNS_PAGE` at most. */
+  list(before?: string): ReturnType<typeof listPlans> {
+    if (before !== undefined && Number.isNaN(Date.parse(before)))
+      throw new HttpError(400, 'BAD_REQUEST', 'before: an ISO time (the created_at of the last run shown)');
+    return listPlans(this.need(), { limit: RUNS_PAGE, ...(before !== undefined ? { before } : {}) });
+  }
+
+  /** Who asked for an evaluation and to whom its entries go (the admin's view of a request). */
+  async request(id: string): Promise<{ requested_by: string; credited_to: string } | undefined> {
+    const meta = await evaluationMeta(this.need(), id);
+    if (!meta) return undefined;
+    const m = JSON.parse(meta) as EvaluationMeta;
+    return {
+      requested_by: m.requested_by === 'team' ? (m.requesting_team ?? 'a team') : 'admin',
+      credited_to: m.team,
+    };
   }
 
   async status(id: string): Promise<PlanStatus> {

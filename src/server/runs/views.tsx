@@ -10,11 +10,13 @@ const pct = (done: number, total: number) =>
 const left = (s: number | null) =>
   s === null ? '–' : s >= 60 ? `${Math.round(s / 60)} min` : `${Math.round(s)} s`;
 
-export const RunsPage: FC<{ ctx: PageContext; runs: Listed[] | undefined; endpoints: Endpoint[] }> = ({
-  ctx,
-  runs,
-  endpoints,
-}) => {
+export const RunsPage: FC<{
+  ctx: PageContext;
+  runs: Listed[] | undefined;
+  endpoints: Endpoint[];
+  /** Where the next (older) page starts, when there is one. */
+  older?: string;
+}> = ({ ctx, runs, endpoints, older }) => {
   const t = ctx.t.runs;
   return (
     <Layout ctx={ctx} title={t.title}>
@@ -53,6 +55,13 @@ export const RunsPage: FC<{ ctx: PageContext; runs: Listed[] | undefined; endpoi
           </tbody>
         </table>
       )}
+      {older ? (
+        <p>
+          <a href={href(ctx, `/runs?before=${encodeURIComponent(older)}`)}>{t.older}</a>
+        </p>
+      ) : (
+        ''
+      )}
       {ctx.admin && runs !== undefined ? (
         <form method="post" action={href(ctx, '/admin/evaluations')} class="inline">
           <h2>{t.queue}</h2>
@@ -86,7 +95,9 @@ export const RunPage: FC<{
   ctx: PageContext;
   run: PlanStatus;
   entries: Partial<Record<BoardName, string>>;
-}> = ({ ctx, run, entries }) => {
+  /** The admin's view of an evaluation request: who asked, and whom its entries go to. */
+  request?: { requested_by: string; credited_to: string } | undefined;
+}> = ({ ctx, run, entries, request }) => {
   const t = ctx.t.runs;
   return (
     <Layout ctx={ctx} title={`${t.title}: ${run.name}`}>
@@ -97,11 +108,22 @@ export const RunPage: FC<{
         </span>{' '}
         {run.kind} · {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
       </p>
+      {ctx.admin && request ? (
+        <p class="request">{`${t.requestedBy}: ${request.requested_by}; ${t.creditedTo}: ${request.credited_to}`}</p>
+      ) : (
+        ''
+      )}
       {ctx.admin && run.status === ('pending' as string) ? (
-        <form method="post" action={href(ctx, `/admin/evaluations/${run.id}/approve`)}>
-          <CsrfField ctx={ctx} />
-          <button type="submit">{t.approve}</button>
-        </form>
+        <div class="actions">
+          <form method="post" action={href(ctx, `/admin/evaluations/${run.id}/approve`)} class="inline">
+            <CsrfField ctx={ctx} />
+            <button type="submit">{t.approve}</button>
+          </form>{' '}
+          <form method="post" action={href(ctx, `/admin/evaluations/${run.id}/reject`)} class="inline">
+            <CsrfField ctx={ctx} />
+            <button type="submit">{t.reject}</button>
+          </form>
+        </div>
       ) : (
         ''
       )}
