@@ -80,25 +80,17 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
     const r = await runs.queueEvaluation({ endpoint: form.endpoint, boards: form.boards, by: 'admin' });
     return c.redirect(`/runs/${r.id}?lang=${c.get('ctx').lang}`, 303);
   });
-  app.post('/admin/evaluations/:id/approve', async (c) => {
+  // A request held for approval is approved (its jobs queued) or rejected (cancelled), by form or by API.
+  const decide = async (id: string, action: string): Promise<'queued' | 'cancelled'> => {
+    const ok = action === 'approve' ? await runs.approve(id) : await runs.reject(id);
+    if (!ok) throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    return action === 'approve' ? 'queued' : 'cancelled';
+  };
+  app.post('/admin/evaluations/:id/:action{approve|reject}', async (c) => {
     requireAdmin(c);
     await readSmallForm(c);
-    if (!(await runs.approve(c.req.param('id'))))
-      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
+    await decide(c.req.param('id'), c.req.param('action'));
     return c.redirect(`/runs/${c.req.param('id')}?lang=${c.get('ctx').lang}`, 303);
-  });
-  app.post('/admin/evaluations/:id/reject', async (c) => {
-    requireAdmin(c);
-    await readSmallForm(c);
-    if (!(await runs.reject(c.req.param('id'))))
-      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
-    return c.redirect(`/runs/${c.req.param('id')}?lang=${c.get('ctx').lang}`, 303);
-  });
-  app.post('/api/admin/evaluations/:id/reject', async (c) => {
-    await requireAdminToken(c, lb);
-    if (!(await runs.reject(c.req.param('id'))))
-      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
-    return c.json({ id: c.req.param('id'), status: 'cancelled' });
   });
   app.post('/api/admin/evaluations', async (c) => {
     await requireAdminToken(c, lb);
@@ -106,11 +98,10 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
     const r = await runs.queueEvaluation({ endpoint: body.endpoint, boards: body.boards, by: 'admin' });
     return c.json(r, 202);
   });
-  app.post('/api/admin/evaluations/:id/approve', async (c) => {
+  app.post('/api/admin/evaluations/:id/:action{approve|reject}', async (c) => {
     await requireAdminToken(c, lb);
-    if (!(await runs.approve(c.req.param('id'))))
-      throw new HttpError(409, 'NOT_PENDING', 'not waiting for approval');
-    return c.json({ id: c.req.param('id'), status: 'queued' });
+    const status = await decide(c.req.param('id'), c.req.param('action'));
+    return c.json({ id: c.req.param('id'), status });
   });
   // A team asks for an evaluation of a registered model: held until the admin approves.
   app.post('/api/evaluations', async (c) => {
