@@ -371,9 +371,10 @@ export class OpenAIProvider implements Provider {
       );
     const text = res.text;
     let json: T | undefined;
+    // A reply nested millions deep parses for seconds on this thread (a worker's heartbeat with it): refused.
+    const deep = nestsDeeperThan(text, MAX_JSON_DEPTH);
     try {
-      // A reply nested millions deep parses for seconds on this thread (a worker's heartbeat with it): refused.
-      json = nestsDeeperThan(text, MAX_JSON_DEPTH) ? undefined : (JSON.parse(text) as T);
+      json = deep ? undefined : (JSON.parse(text) as T);
     } catch {
       json = undefined;
     }
@@ -413,7 +414,9 @@ export class OpenAIProvider implements Provider {
     }
     if (json === undefined) {
       throw new LlmRequestError(
-        `${url}: the reply is not JSON: ${snippet(text) || '(empty)'}`,
+        deep
+          ? `${url}: the reply nests deeper than ${MAX_JSON_DEPTH} levels: not read (no chat completion does)`
+          : `${url}: the reply is not JSON: ${snippet(text) || '(empty)'}`,
         res.status,
         true,
         {

@@ -187,6 +187,14 @@ const ROWS: Row[] = [
     next: '--retry-errors',
   },
   {
+    mode: 'deep-json',
+    run: 'generate',
+    code: 3,
+    stderr: /the reply nests deeper than 64 levels: not read/,
+    journal: /nests deeper/,
+    next: '--retry-errors',
+  },
+  {
     mode: 'redirect',
     run: 'generate',
     code: 4,

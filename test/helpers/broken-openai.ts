@@ -21,6 +21,7 @@ export type Misbehaviour =
   | 'tool-call'
   | 'not-json'
   | 'truncated-json'
+  | 'deep-json'
   | 'redirect'
   | 'absurd-usage'
   | 'other-model'
@@ -195,6 +196,12 @@ export async function startBrokenServer(
         res
           .writeHead(200, { 'content-type': 'application/json' })
           .end('{"id":"chatcmpl-1","choices":[{"mess');
+        return;
+      case 'deep-json':
+        // 2,000,000 nested brackets: 4 MB, under the reply cap; it used to take seconds of the main thread to parse.
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(`{"choices":${'['.repeat(2_000_000)}${']'.repeat(2_000_000)}}`);
         return;
       case 'absurd-usage':
         ok({ content: 'да' }, { usage: { prompt_tokens: -5, completion_tokens: 'many' } });

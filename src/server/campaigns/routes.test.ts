@@ -319,6 +319,12 @@ describe('campaign routes (on fixture data the test writes)', () => {
       expect((await answer(t, { item_id: item, answer: [c1, c2] })).status).toBe(200);
       const outside = await answer(t, { item_id: item, answer: ['Z99'] });
       expect(((await outside.json()) as { error: string }).error).toBe('answer: choose from the list');
+      // An answer nested 20,000 deep is refused before it is parsed (it was a 500: a stack overflow).
+      const deep = await answer(
+        t,
+        `{"item_id": "${item}", "answer": ${'['.repeat(20_000)}${']'.repeat(20_000)}}`,
+      );
+      expect([deep.status, ((await deep.json()) as { code: string }).code]).toEqual([400, 'BAD_ANSWER']);
       expect((await answer(t, { item_id: item, answer: [c1, c2, c3, c4] })).status).toBe(400);
 
       const ner = await create({ task_split: 'RuMedNER/test', items: '3', annotators: '1', overlap: '1' });
