@@ -1,6 +1,6 @@
 /** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   renderBreakdown,
@@ -65,8 +65,40 @@ function evaluateOptions(flags: CompareFlags) {
   };
 }
 
+/** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
+const predictionsOf = (p: string): string =>
+  existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
+
+/** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
+function folderHint(path: string): string {
+  if (!existsSync(path) || !statSync(path).isDirectory()) return '';
+  const inside = readdirSync(path, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join(path, d.name))
+    .filter((d) => existsSync(join(d, 'predictions')) || readdirSync(d).some((f) => f.endsWith('.jsonl')))
+    .slice(0, 3);
+  const near = inside.map((d) => (existsSync(join(d, 'predictions')) ? join(d, 'predictions') : d));
+  return near.length > 0 ? `; did you mean ${near.join(' or ')}?` : '';
+}
+
 export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promise<number> {
-  const result = await evaluateSubmission(path, evaluateOptions(flags));
+  const result = await evaluateSubmission(predictionsOf(path), evaluateOptions(flags));
+  // Nothing to score is a mistake (a wrong folder), never a quiet exit 0.
+  if (
+    Object.keys(result.tasks).length === 0 &&
+    Object.keys(result.unscored).length === 0 &&
+    result.errors.length === 0
+  ) {
+    result.errors.push({
+      severity: 'error',
+      code: 'NO_FILES',
+      file: path,
+      message: `no <Task>.jsonl files to score in ${path}${folderHint(path)}`,
+      expected: 'a predictions folder, a run folder, a submission.zip or <Task>.jsonl files',
+    });
+    // Every task is "missing" from an empty folder: saying so five times adds nothing.
+    result.warnings = result.warnings.filter((w) => w.code !== 'MISSING_TASK');
+  }
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
     const scored = Object.keys(result.tasks).length > 0;
@@ -88,9 +120,6 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
 }
 
 export async function runCompare(a: string, b: string, flags: CompareFlags, io: CliIo): Promise<number> {
-  // A run folder stands for its predictions.
-  const predictionsOf = (p: string) =>
-    existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
   // Loaded here: `eval` starts without the comparison's modules.
   const [{ compareSubmissions }, { compareCalibration }] = await Promise.all([
     import('../scoring/compare.js'),

@@ -47,7 +47,9 @@ export type IssueCode =
   | 'LINE_TOO_LONG'
   | 'TOO_MANY_LINES'
   | 'NO_FILES'
-  | 'WRONG_BOARD';
+  | 'WRONG_BOARD'
+  /** The ids answer another split of the task (dev predictions scored as test). */
+  | 'WRONG_SPLIT';
 
 export interface SubmissionIssue {
   severity: 'error' | 'warning';

@@ -100,11 +100,50 @@ export async function validateRead(
     const task = TASKS.find((t) => t.name === f.task);
     if (!task) continue;
     const reference = await references.load(task, split, { withRecords: !options.fileGold });
-    tasks.push(validateTaskFile(task, f.file, f.lines, reference));
+    const validated = validateTaskFile(task, f.file, f.lines, reference);
+    const other = await otherSplitOf(validated, split, references);
+    // The ids answer another split (dev predictions scored as test): say which, once, instead of advice that
+    // would lead to a wrong score (--file-gold).
+    if (other) {
+      validated.issues = [
+        {
+          severity: 'error',
+          code: 'WRONG_SPLIT',
+          file: f.file,
+          task: task.name,
+          message: `these are ${task.name} ${other} ids, not ${split} ones: score them with --split ${other}`,
+        },
+        ...validated.issues.filter(
+          (i) => i.code !== 'UNKNOWN_ID' && i.code !== 'DATA_VERSION_HINT' && i.code !== 'MISSING_ITEM',
+        ),
+      ];
+    }
+    tasks.push(validated);
   }
   // The paper's column order, whatever the order of files.
   tasks.sort((a, b) => TASKS.indexOf(a.task as never) - TASKS.indexOf(b.task as never));
   return { source: submission.source, split, tasks, issues: submission.issues };
+}
+
+/**
+ * The split a file's ids belong to when none is in the split asked for: the first few unknown ids are looked up in
+ * the task's other splits (held by the reference loader, loaded on demand).
+ */
+async function otherSplitOf(
+  v: ValidatedTask,
+  asked: Split,
+  references: ReferenceLoader,
+): Promise<Split | undefined> {
+  const unknown = v.issues.filter((i) => i.code === 'UNKNOWN_ID' && i.id !== undefined);
+  if (unknown.length === 0 || v.issues.some((i) => i.code === 'MISSING_ITEM') === false) return undefined;
+  const ids = unknown.slice(0, 5).map((i) => i.id as string);
+  for (const split of v.task.splits as readonly Split[]) {
+    if (split === asked) continue;
+    const ref = await references.load(v.task, split, { withRecords: true });
+    const known = new Set(ref.records?.map((r) => r.id));
+    if (ids.every((id) => known.has(id))) return split;
+  }
+  return undefined;
 }
 
 /** Item stats of every scorable task, in registry order. */

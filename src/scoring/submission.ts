@@ -7,7 +7,7 @@ import { basename, join } from 'node:path';
 import { unzipSync } from 'fflate';
 import { type JsonlLine, parseJsonl, readJsonlFile } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
-import { isTaskName, PLATFORM_ONLY_TASKS } from '../tasks/registry.js';
+import { didYouMean, isTaskName, PLATFORM_ONLY_TASKS } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
 
 export interface SubmissionFile {
@@ -52,7 +52,7 @@ function classify(name: string, display: string, issues: SubmissionIssue[]): { t
     severity: 'error',
     code: 'UNKNOWN_TASK_FILE',
     file: display,
-    message: `"${name}" names no RuMedBench task`,
+    message: `"${name}" names no RuMedBench task${didYouMean(task)}`,
     expected: 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER or RuMedTest .jsonl',
   });
   return undefined;

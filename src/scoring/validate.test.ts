@@ -192,15 +192,15 @@ describe('validateTaskFile: tagging (RuMedNER)', () => {
     expect(v.issues[0]?.message).toBe('1 tags for 2 tokens');
   });
 
-  it('scores a RuMedBench-format file on its own gold when no data is at hand, and says so', () => {
-    const v = validateTaskFile(
-      task,
-      'RuMedNER.jsonl',
-      lines({ idx: 's1', ner_tags: ['B-Drugname', 'O'], prediction: ['B-Drugname', 'O'] }),
-      { split: 'test' },
-    );
-    expect(v.items).toEqual([{ id: 's1', gold: ['B-Drugname', 'O'], prediction: ['B-Drugname', 'O'] }]);
-    expect(brief(v.issues)).toEqual([['warning', 'NO_REFERENCE_DATA', null, null]]);
+  it('scores a RuMedBench-format file on its own gold only with --file-gold; without the data it is an error', () => {
+    const line = lines({ idx: 's1', ner_tags: ['B-Drugname', 'O'], prediction: ['B-Drugname', 'O'] });
+    const asked = validateTaskFile(task, 'RuMedNER.jsonl', line, { split: 'test', fileGoldOnly: true });
+    expect(asked.items).toEqual([{ id: 's1', gold: ['B-Drugname', 'O'], prediction: ['B-Drugname', 'O'] }]);
+    expect(brief(asked.issues)).toEqual([['warning', 'NO_REFERENCE_DATA', null, null]]);
+    const v = validateTaskFile(task, 'RuMedNER.jsonl', line, { split: 'test' });
+    expect(v.items).toBeUndefined();
+    expect(brief(v.issues)).toEqual([['error', 'NO_REFERENCE_DATA', null, null]]);
+    expect(v.issues[0]?.message).toContain('rumedbench data download');
   });
 
   it('needs the data for the platform format', () => {

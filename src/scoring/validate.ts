@@ -349,17 +349,18 @@ export function validateTaskFile(
   }
   const hasErrors = issues.some((i) => i.severity === 'error');
   if (!records) {
+    // Without the data a file would be scored on the gold it carries itself: only when asked (--file-gold).
+    const onFileGold = format !== 'platform' && reference.fileGoldOnly;
     issues.push({
-      severity: format === 'platform' ? 'error' : 'warning',
+      severity: onFileGold ? 'warning' : 'error',
       file,
       task: task.name,
       code: 'NO_REFERENCE_DATA',
-      message:
-        format === 'platform'
-          ? `the ${reference.split} split of ${task.name} is needed for gold labels but is not available${reference.fileGoldOnly ? ' (--file-gold is for RuMedBench-format files)' : ' (set --data)'}`
-          : reference.fileGoldOnly
-            ? 'scored on the gold in the file, as upstream eval.py does (--file-gold): ids were not checked against the data'
-            : `the ${reference.split} split of ${task.name} is not available: ids and gold were not checked against it`,
+      message: onFileGold
+        ? 'scored on the gold in the file, as upstream eval.py does (--file-gold): ids were not checked against the data'
+        : format === 'platform' && reference.fileGoldOnly
+          ? `the ${reference.split} split of ${task.name} is needed for gold labels (--file-gold is for RuMedBench-format files)`
+          : `the ${reference.split} split of ${task.name} is not in the data folder: run \`rumedbench data download\` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead`,
     });
   }
   if (hasErrors || issues.some((i) => i.severity === 'error')) return { task, file, format, issues };

@@ -24,3 +24,14 @@ describe('task definitions', () => {
     });
   }
 });
+
+describe('near-miss task names', () => {
+  it('suggests the task one or two edits away, in any case', async () => {
+    const { didYouMean, nearestTask } = await import('./registry.js');
+    expect(nearestTask('RuMedDanet')).toBe('RuMedDaNet');
+    expect(nearestTask('rumednli')).toBe('RuMedNLI');
+    expect(nearestTask('RuMedTst')).toBe('RuMedTest');
+    expect(nearestTask('RuMedQA')).toBeUndefined();
+    expect(didYouMean('RuMedNER2')).toBe('; did you mean RuMedNER?');
+  });
+});

@@ -32,13 +32,46 @@ export function isTaskName(name: string): name is TaskName {
   return BY_NAME.has(name);
 }
 
+/** Edits (insertions, deletions, substitutions) between two short strings. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(
+        (prev[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
+
+/** The task a near-miss name meant (another case, or one or two letters off), if one is nearest. */
+export function nearestTask(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  const scored = [...BY_NAME.keys()].map((t) => ({ t, d: editDistance(t.toLowerCase(), lower) }));
+  const best = Math.min(...scored.map((x) => x.d));
+  const near = scored.filter((x) => x.d === best);
+  return best <= 2 && near.length === 1 ? near[0]?.t : undefined;
+}
+
+/** `; did you mean X?` for a near-miss task name, or nothing. */
+export const didYouMean = (name: string): string => {
+  const near = nearestTask(name);
+  return near ? `; did you mean ${near}?` : '';
+};
+
 /**
  * @example getTask('RuMedNLI').labels // ['entailment', 'contradiction', 'neutral']
  */
 export function getTask(name: string): TaskDefinition {
   const task = BY_NAME.get(name);
   if (!task)
-    throw new UsageError(`unknown task "${name}"; expected one of ${[...BY_NAME.keys()].join(', ')}`);
+    throw new UsageError(
+      `unknown task "${name}"${didYouMean(name)}; expected one of ${[...BY_NAME.keys()].join(', ')}`,
+    );
   return task;
 }
 
