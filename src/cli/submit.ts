@@ -37,6 +37,7 @@ export function exitOf(answer: SubmitAnswer): number {
 
 export async function runSubmit(path: string, flags: SubmitFlags, io: CliIo): Promise<number> {
   const token = process.env[flags.tokenEnv] || undefined;
+  if (!token) io.log.warn(`${flags.tokenEnv} is not set: the upload goes in anonymously, under no team`);
   let answer: SubmitAnswer;
   try {
     answer = await submitRun(path, {

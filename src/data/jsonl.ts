@@ -4,7 +4,8 @@
  */
 import { readUtf8Lines } from './text.js';
 
-export type JsonlLine = { line: number; value: unknown } | { line: number; error: string };
+/** A line parsed, or its parse error with the line's first characters (to tell CSV or a JSON array apart). */
+export type JsonlLine = { line: number; value: unknown } | { line: number; error: string; start?: string };
 
 /** The deepest nesting a record line may have: task records are two levels deep; 64 leaves room for anything real. */
 export const MAX_JSON_DEPTH = 64;
@@ -37,7 +38,7 @@ function parseLine(text: string, line: number): JsonlLine | undefined {
   try {
     return { line, value: JSON.parse(text) as unknown };
   } catch (e) {
-    return { line, error: `malformed JSON (${(e as Error).message})` };
+    return { line, error: `malformed JSON (${(e as Error).message})`, start: text.trimStart().slice(0, 40) };
   }
 }
 

@@ -6,11 +6,11 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
-import { resolveDataDir } from '../data/paths.js';
+import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
-import { RunSpecError, UsageError } from '../errors.js';
+import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
 import type { Perturbation } from '../llm/perturb.js';
 import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
 import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
@@ -138,14 +138,24 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
 async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
   const out = resolve(ctx.out);
+  const dataDir = ctx.dataDir ?? resolveDataDir(spec.data);
+  // No test file of any asked task: the data were never downloaded, or --data names the wrong folder. A run that
+  // could score nothing is an error, not an empty table.
+  const tasks = spec.tasks.map(getTask);
+  if (!tasks.some((t) => existsSync(splitPath(dataDir, t, 'test')))) {
+    throw new RumedbenchError(
+      'DATA_NOT_FOUND',
+      `no task's test file in ${dataDir} (e.g. ${splitPath(dataDir, tasks[0] ?? getTask('RuMedDaNet'), 'test')}): run \`rumedbench data download\`, or give --data DIR (or RUMEDBENCH_DATA) naming the folder that holds RuMedTop3/, RuMedDaNet/, …`,
+    );
+  }
   const embedder = spec.encoder ? await openEncoder(spec.encoder, log, spec.threads) : undefined;
   try {
     const result = await runBaseline({
       method: spec.method,
       ...(embedder ? { embedder } : {}),
       ...(spec.encoder?.C !== undefined ? { C: spec.encoder.C } : {}),
-      tasks: spec.tasks.map(getTask),
-      dataDir: ctx.dataDir ?? resolveDataDir(spec.data),
+      tasks,
+      dataDir,
       outDir: out,
       trainSplit: spec.train_split,
       seed: spec.seed,

@@ -14,6 +14,8 @@ export type IssueCode =
   | 'IGNORED_FILE'
   | 'EMPTY_FILE'
   | 'MALFORMED_JSON'
+  /** A whole file in another format (CSV, a JSON array): one error, not one per line. */
+  | 'NOT_JSONL'
   | 'NOT_AN_OBJECT'
   | 'MISSING_ID'
   | 'DUPLICATE_ID'

@@ -49,6 +49,18 @@ export interface ValidatedTask {
 
 const PREDICTION = 'prediction';
 
+/** What a file whose first line and most lines are not JSON looks like instead, or undefined. */
+function notJsonlKind(lines: readonly JsonlLine[]): string | undefined {
+  const first = lines[0];
+  if (lines.length < 2 || !first || !('error' in first)) return undefined;
+  const bad = lines.filter((l) => 'error' in l).length;
+  if (bad * 2 < lines.length) return undefined;
+  const start = first.start ?? '';
+  if (/^\[\s*(\{|$)/.test(start)) return 'a JSON array (one value over many lines)';
+  if (/^[^{[]*[,;\t]/.test(start)) return 'CSV or TSV (a header line, then values)';
+  return undefined;
+}
+
 /** Checks one value against the task's label space; returns a problem or undefined. */
 export function checkAnswer(
   task: TaskDefinition,
@@ -161,6 +173,18 @@ export function validateTaskFile(
       message: 'the file has no records',
       expected: `one record per ${reference.split} item`,
     });
+
+  // A file that is not JSONL at all (CSV, a pretty-printed JSON array) is one mistake, not one per line.
+  const notJsonl = notJsonlKind(lines);
+  if (notJsonl) {
+    err({
+      code: 'NOT_JSONL',
+      line: 1,
+      message: `the file looks like ${notJsonl}, not JSONL`,
+      expected: `one JSON object per line: {${fieldsHint}}`,
+    });
+    return { task, file, format: undefined, issues };
+  }
 
   for (const entry of lines) {
     const { line } = entry;

@@ -92,11 +92,14 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
       if (s.kind === 'llm') {
         const m = (run.manifest ?? {}) as Record<string, unknown>;
         if (m.shard)
-          throw new UsageError(
+          // Refused as a leaderboard would refuse it (exit 1), not a usage mistake of the command line.
+          throw new RumedbenchError(
+            'SUBMISSION_INVALID',
             `${path}: one shard of a run answers part of it; join the shards with \`rumedbench merge\` and submit the merged run`,
           );
         if (typeof m.limit === 'number')
-          throw new UsageError(
+          throw new RumedbenchError(
+            'SUBMISSION_INVALID',
             `${path}: a run of at most ${m.limit} items per task (--limit) is a quick look; a leaderboard scores every test item`,
           );
         if (typeof m.model === 'string') found.model = basename(m.model);

@@ -42,6 +42,17 @@ const reply = (body: ChatRequestBody): string => {
   return 'Ответ: 1';
 };
 
+let sharedDir: string | undefined;
+/** The folder every page's examples run in, one after another. */
+function shared(): string {
+  if (sharedDir) return sharedDir;
+  sharedDir = mkdtempSync(join(tmpdir(), 'rumedbench-docs-'));
+  // `import … from 'rumedbench'` in an example resolves to this package.
+  mkdirSync(join(sharedDir, 'node_modules'));
+  symlinkSync(REPO_ROOT, join(sharedDir, 'node_modules', 'rumedbench'), 'dir');
+  return sharedDir;
+}
+
 describe('documentation', () => {
   let server: FakeOpenAI;
   let bin: string;
@@ -80,10 +91,9 @@ describe('documentation', () => {
     const blocks = runnableBlocks(readFileSync(join(REPO_ROOT, page), 'utf8'));
     if (blocks.length === 0) continue;
     it(`runs the examples of ${page}`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'rumedbench-docs-'));
-      // `import … from 'rumedbench'` in an example resolves to this package.
-      mkdirSync(join(dir, 'node_modules'));
-      symlinkSync(REPO_ROOT, join(dir, 'node_modules', 'rumedbench'), 'dir');
+      // One folder for every page, in the order a newcomer reads them (README first): a quick start that reuses
+      // another's output folder fails here as it would for them.
+      const dir = shared();
       for (const [i, block] of blocks.entries()) {
         const script = block.replaceAll('http://localhost:8000/v1', server.url);
         // Asynchronously: the loopback model server answers from this process.

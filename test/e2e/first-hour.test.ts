@@ -73,4 +73,34 @@ describe('a first hour of mistakes', () => {
     const dev = await rumedbench('eval', dir, '--data', DATA, '--bootstrap', '0', '--split', 'dev');
     expect([dev.code, dev.stdout]).toEqual([0, expect.stringMatching(/RuMedDaNet\s.*100\.00/)]);
   });
+
+  it('answers a CSV file or a JSON array named .jsonl with one error saying what it looks like', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-notjsonl-'));
+    writeFileSync(
+      join(dir, 'RuMedDaNet.jsonl'),
+      ['pairID,answer', ...Array.from({ length: 500 }, (_, i) => `id${i},да`)].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'RuMedNLI.jsonl'),
+      JSON.stringify(
+        Array.from({ length: 300 }, (_, i) => ({ pairID: `p${i}`, prediction: 'neutral' })),
+        null,
+        2,
+      ),
+    );
+    const r = await rumedbench('eval', dir, '--data', DATA, '--bootstrap', '0');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the file looks like CSV or TSV (a header line, then values), not JSONL');
+    expect(r.stderr).toContain('the file looks like a JSON array (one value over many lines), not JSONL');
+    expect(r.stderr).not.toContain('MALFORMED_JSON');
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('error:')).length).toBe(2);
+  });
+
+  it('baseline naive with no data exits 1 and says to download it or pass --data', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'rumedbench-empty-'));
+    const r = await rumedbench('baseline', 'naive', '--data', empty, '--out', join(empty, 'run'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`no task's test file in ${empty}`);
+    expect(r.stderr).toContain('run `rumedbench data download`, or give --data DIR');
+  });
 });
