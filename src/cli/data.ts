@@ -46,10 +46,25 @@ export async function runDownload(flags: DownloadFlags, io: CliIo): Promise<numb
       reports.map((r) => [
         r.path,
         r.status,
-        r.check === 'git blob' ? 'git blob sha1' : r.verified ? 'sha256' : 'no checksum known',
+        // A file that failed was not verified, whatever checksum the manifest knows for it.
+        r.status === 'failed'
+          ? '–'
+          : r.check === 'git blob'
+            ? 'git blob sha1'
+            : r.verified
+              ? 'sha256'
+              : 'no checksum known',
       ]),
     )}\n`,
   );
+  if (
+    failed.length > 0 &&
+    failed.length === reports.length &&
+    failed.every((r) => /request failed/.test(r.error ?? ''))
+  )
+    io.log.error(
+      'no file could be fetched: this machine may be offline or behind a proxy (set HTTPS_PROXY); or copy the data from a machine that has it and give --data DIR',
+    );
   return failed.length > 0 ? EXIT.submissionErrors : EXIT.ok;
 }
 

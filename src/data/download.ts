@@ -82,7 +82,12 @@ async function fetchOnce(
     try {
       res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     } catch (e) {
-      throw new DownloadError(url, `request failed: ${(e as Error).message}`, { cause: e });
+      // fetch says only "fetch failed"; the reason (no DNS, refused, timed out) is in its cause.
+      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+      const why = cause?.code ?? cause?.message;
+      throw new DownloadError(url, `request failed: ${(e as Error).message}${why ? ` (${why})` : ''}`, {
+        cause: e,
+      });
     }
     if (res.status === 404) throw new NotFound(url, 'HTTP 404 (not found)');
     if (!res.ok || !res.body) throw new DownloadError(url, `HTTP ${res.status}`);

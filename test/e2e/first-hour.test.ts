@@ -3,6 +3,8 @@
  * message that names the fix, or with the right score; never a quiet "nothing scored" and exit 0.
  */
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -103,4 +105,26 @@ describe('a first hour of mistakes', () => {
     expect(r.stderr).toContain(`no task's test file in ${empty}`);
     expect(r.stderr).toContain('run `rumedbench data download`, or give --data DIR');
   });
+
+  it('data download with no network names why, marks nothing verified, and says what to do', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => closed.once('listening', r));
+    const port = (closed.address() as AddressInfo).port;
+    closed.close();
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-offline-'));
+    const r = await rumedbench(
+      'data',
+      'download',
+      '--dir',
+      dir,
+      '--tasks',
+      'RuMedDaNet',
+      '--base-url',
+      `http://127.0.0.1:${port}`,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('request failed: fetch failed (ECONNREFUSED)');
+    expect(r.stderr).toContain('no file could be fetched: this machine may be offline or behind a proxy');
+    expect(r.stdout).not.toContain('sha256');
+  }, 60_000);
 });
