@@ -29,7 +29,14 @@ import type {
   TaskDefinition,
   TaskRecord,
 } from '../tasks/types.js';
-import { type LinearHead, linearProbabilities, rankRows, topK, trainLinearHead } from './linear.js';
+import {
+  fittingProgress,
+  type LinearHead,
+  linearProbabilities,
+  rankRows,
+  topK,
+  trainLinearHead,
+} from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
 
 /** Our dual solver's stopping rule, as for TF-IDF; C is the run's (`--C`). */
@@ -386,19 +393,14 @@ export async function trainEncoder(
   const ref = encoderRef(embedder);
   if (isChoiceTask(task)) return new EncoderChoice(task, source, ref);
   const log = options.progress ?? (() => {});
+  const progress = fittingProgress(task.name, new Set(train.map((r) => r.gold as string)).size, log);
   const C = options.C ?? DEFAULT_C;
   const lr = {
     ...ENCODER_LR,
     C,
     seed: options.seed,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    onEpoch: (group: number, epoch: number, active: number, violation: number) => {
-      // Every 20th pass visits every pair (see ../ml/logreg.ts): only then is the largest gradient the real one.
-      if (epoch % 20 === 0)
-        log(
-          `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)}`,
-        );
-    },
+    onEpoch: (_group: number, epoch: number, active: number) => progress(epoch, active),
   };
   const done = (head: LinearHead, started: number) =>
     log(

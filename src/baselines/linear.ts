@@ -79,3 +79,25 @@ export function rankRows(head: LinearHead, x: CsrMatrix, top: number): Scored[][
   const p = linearProbabilities(head, x);
   return Array.from({ length: x.rows }, (_, r) => topK(p, r * K, K, head.classes, top));
 }
+
+/**
+ * The classifier's fitting, said in words at most every few seconds: how many of the one-vs-rest problems (one per
+ * label) have not converged yet. Per-pass lines with gradients were jargon, and a hundred of them for one task.
+ */
+export function fittingProgress(
+  task: string,
+  labels: number,
+  log: (line: string) => void,
+  everyMs = 5000,
+): (pass: number, open: number) => void {
+  const t0 = performance.now();
+  let last = t0;
+  return (pass, open) => {
+    const now = performance.now();
+    if (now - last < everyMs) return;
+    last = now;
+    log(
+      `${task}: fitting the classifier, ${open} of ${labels} label(s) still converging (pass ${pass}, ${((now - t0) / 1000).toFixed(0)} s)`,
+    );
+  };
+}

@@ -18,7 +18,7 @@ import {
 import { isChoiceTask } from '../tasks/registry.js';
 import type { ClassificationTask, RankingTask, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { loadCrfTagger, trainCrfTagger } from './crf.js';
-import { type LinearHead, rankRows, topK, trainLinearHead } from './linear.js';
+import { fittingProgress, type LinearHead, rankRows, topK, trainLinearHead } from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
 
 export const TFIDF_OPTIONS: TfidfOptions = { ngramMin: 3, ngramMax: 8 };
@@ -128,11 +128,14 @@ export async function trainTfidf(
   const log = options.progress ?? (() => {});
   const t0 = performance.now();
   const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  log(`${task.name}: TF-IDF of ${train.length} training texts…`);
   const { model, matrix } = fitTransform(
     train.map((r) => inputText(task, r)),
     TFIDF_OPTIONS,
   );
   log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams (${elapsed()})`);
+  const labels = new Set(train.map((r) => r.gold as string)).size;
+  const progress = fittingProgress(task.name, labels, log);
   const head = await trainLinearHead(
     matrix,
     train.map((r) => r.gold as string),
@@ -140,10 +143,7 @@ export async function trainTfidf(
       ...LR_OPTIONS,
       seed: options.seed,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
-      onEpoch: (group, epoch, active, violation) =>
-        log(
-          `${task.name}: thread ${group + 1}, pass ${epoch}: ${active} class problem(s) still open, max gradient ${violation.toFixed(3)} (${elapsed()})`,
-        ),
+      onEpoch: (_group, epoch, active) => progress(epoch, active),
     },
   );
   log(
