@@ -19,6 +19,7 @@ import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { writeManifest } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
 import { llmRunOptionsOf } from './llm.js';
@@ -142,10 +143,12 @@ async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext & { out: stri
   // No test file of any asked task: the data were never downloaded, or --data names the wrong folder. A run that
   // could score nothing is an error, not an empty table.
   const tasks = spec.tasks.map(getTask);
-  if (!tasks.some((t) => existsSync(splitPath(dataDir, t, 'test')))) {
+  if (
+    !tasks.some((t) => (t.splits as readonly Split[]).some((sp) => existsSync(splitPath(dataDir, t, sp))))
+  ) {
     throw new RumedbenchError(
       'DATA_NOT_FOUND',
-      `no task's test file in ${dataDir} (e.g. ${splitPath(dataDir, tasks[0] ?? getTask('RuMedDaNet'), 'test')}): run \`rumedbench data download\`, or give --data DIR (or RUMEDBENCH_DATA) naming the folder that holds RuMedTop3/, RuMedDaNet/, …`,
+      `no file of the asked tasks in ${dataDir} (e.g. ${splitPath(dataDir, tasks[0] ?? getTask('RuMedDaNet'), 'test')}): run \`rumedbench data download\`, or give --data DIR (or RUMEDBENCH_DATA) naming the folder that holds RuMedTop3/, RuMedDaNet/, …`,
     );
   }
   const embedder = spec.encoder ? await openEncoder(spec.encoder, log, spec.threads) : undefined;

@@ -102,7 +102,7 @@ describe('a first hour of mistakes', () => {
     const empty = mkdtempSync(join(tmpdir(), 'rumedbench-empty-'));
     const r = await rumedbench('baseline', 'naive', '--data', empty, '--out', join(empty, 'run'));
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`no task's test file in ${empty}`);
+    expect(r.stderr).toContain(`no file of the asked tasks in ${empty}`);
     expect(r.stderr).toContain('run `rumedbench data download`, or give --data DIR');
   });
 

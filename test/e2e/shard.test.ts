@@ -95,9 +95,9 @@ describe('shards and merge (on fixture data the test writes)', () => {
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('shard(s) 2/3 missing')]);
     const doubled = await rumedbench('merge', ...shards, shards[1] as string, '--out', tmp(), '--data', DATA);
     expect([doubled.code, doubled.stderr]).toEqual([2, expect.stringContaining('shard 2/3 given twice')]);
-    // A shard of the run submitted alone is refused: it answers part of the run.
+    // A shard of the run submitted alone is refused (exit 1, as every refusal of submit): it answers part of the run.
     const alone = await rumedbench('submit', shards[0] as string, '--server', server().url);
-    expect([alone.code, alone.stderr]).toEqual([2, expect.stringContaining('rumedbench merge')]);
+    expect([alone.code, alone.stderr]).toEqual([1, expect.stringContaining('rumedbench merge')]);
   });
 
   it('refuses shards run with other settings, naming them', async () => {
