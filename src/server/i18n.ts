@@ -11,7 +11,7 @@ const en = {
     'Scores on the closed (private) tests of RuMedDaNet, RuMedNLI and RuMedTest, as on medbench.ru: only aggregate metrics are published, never per-item results. The overall score is the mean of the three task scores and is shown only for complete entries.',
   ciHint: '95% bootstrap interval of the task score under each value.',
   ladderNote:
-    'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference, rounded to one item; otherwise the best so far is shown again. Per-task scores are withheld. Exact scores are kept for the final ranking.',
+    'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference, rounded to one item; otherwise the best so far is shown again. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
   submit: 'Submit',
   upload: 'Upload predictions',
   uploadNote:
@@ -169,7 +169,7 @@ const ru: ServerStrings = {
     'Баллы на закрытых тестах RuMedDaNet, RuMedNLI и RuMedTest, как на medbench.ru: публикуются только агрегированные метрики, без результатов по отдельным примерам. Общий балл — среднее баллов трёх задач; он показан только для полных записей.',
   ciHint: 'Под каждым значением — 95% бутстрэп-интервал балла задачи.',
   ladderNote:
-    'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности, с округлением до одного примера; иначе снова показывается лучший балл. Баллы по задачам не публикуются. Точные баллы хранятся для итогового рейтинга.',
+    'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности, с округлением до одного примера; иначе снова показывается лучший балл. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',
   submit: 'Отправить',
   upload: 'Загрузка предсказаний',
   uploadNote:
