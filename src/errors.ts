@@ -18,6 +18,10 @@ export type ErrorCode =
   | 'LLM_REQUEST_FAILED'
   /** The server refused what no retry can fix (the key, the model, the URL, a redirect): the run stopped. */
   | 'LLM_SERVER_REFUSED'
+  /** Requests in a row could not reach the model server or timed out (the circuit breaker): the run stopped. */
+  | 'LLM_ENDPOINT_DOWN'
+  /** Most replies were echoes of the prompt, or cut off or filtered: read as answers, they would score noise. */
+  | 'REPLIES_UNUSABLE'
   /** The engine's log-likelihood method cannot score a task's candidates. */
   | 'LOGLIK_UNSUPPORTED'
   /** A run that scored no item at all. */

@@ -39,7 +39,31 @@ const URL_PASSWORD = /([a-z][a-z0-9+.-]*:\/\/[^\s:@/'"]*:)[^\s@/'"]+@/gi;
 
 /** Text with the credentials of any URL in it replaced by `***` (the password in the userinfo or the query). */
 export function redactCredentials(text: string): string {
-  return text.replace(URL_PASSWORD, '$1***@').replace(SECRET_PARAM, '$1***');
+  return redactSecrets(text.replace(URL_PASSWORD, '$1***@').replace(SECRET_PARAM, '$1***'));
+}
+
+/**
+ * The secret values this process holds (a model server's key, the values of headers it sends), redacted by value
+ * from every log line and from every file a run writes (journal, manifest, summary): a server whose error message
+ * echoes the request's headers must not get the key onto the disk. Values shorter than 6 characters are not kept
+ * (redacting "1" would garble every number).
+ */
+const SECRETS = new Set<string>();
+
+export function rememberSecret(value: string | undefined): void {
+  if (value !== undefined && value.length >= 6) SECRETS.add(value);
+}
+
+/** Text with every remembered secret value, and its JSON-escaped form, replaced by `***`. */
+export function redactSecrets(text: string): string {
+  if (SECRETS.size === 0) return text;
+  let out = text;
+  for (const secret of SECRETS) {
+    out = out.split(secret).join('***');
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    if (escaped !== secret) out = out.split(escaped).join('***');
+  }
+  return out;
 }
 
 /** A database URL as messages may show it: the password replaced, whatever else is wrong with it. */

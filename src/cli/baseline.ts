@@ -59,6 +59,11 @@ export const BASELINE_FLAGS = {
     'encoder: sentence vectors from this OpenAI-compatible /v1/embeddings API (vLLM, TEI, Ollama) for --model NAME',
   ),
   apiKeyEnv: flag.text('--api-key-env <name>', "encoder: environment variable that holds the endpoint's key"),
+  maxDimensions: flag.count(
+    '--max-dimensions <n>',
+    'encoder --endpoint: dimensions of one vector at most; a wider answer is refused unread (default 16384)',
+    { min: 1 },
+  ),
   ...encoderFlags('encoder: '),
   C: flag.custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
   cache: flag.textOrOff(
@@ -80,6 +85,7 @@ const ENCODER_FLAGS = [
   'C',
   'endpoint',
   'apiKeyEnv',
+  'maxDimensions',
 ] as const;
 
 /** The run spec the flags of `baseline METHOD` stand for. */
@@ -96,6 +102,8 @@ export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSp
         ? '--endpoint needs --model NAME, the model the server embeds with'
         : 'baseline encoder needs --model DIR_OR_HUB_ID',
     );
+  if (method === 'encoder' && flags.endpoint === undefined && flags.maxDimensions !== undefined)
+    throw new UsageError('--max-dimensions: for an embeddings --endpoint, not a model run here');
   if (method === 'encoder' && flags.endpoint !== undefined) {
     const local = (['pooling', 'dtype', 'maxLength', 'save'] as const).filter((f) => flags[f] !== undefined);
     if (local.length > 0 || flags.download === false)
@@ -114,6 +122,7 @@ export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSp
               model: flags.model as string,
               ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
               ...(flags.apiKeyEnv !== undefined ? { api_key_env: flags.apiKeyEnv } : {}),
+              ...(flags.maxDimensions !== undefined ? { max_dimensions: flags.maxDimensions } : {}),
               ...(flags.pooling !== undefined ? { pooling: flags.pooling } : {}),
               ...(flags.dtype !== undefined ? { dtype: flags.dtype } : {}),
               ...(flags.maxLength !== undefined ? { max_length: flags.maxLength } : {}),

@@ -323,6 +323,15 @@ export const COMMANDS: readonly CommandEntry[] = [
     },
   },
   {
+    path: ['plan', 'retry'],
+    description: "ask a queued plan's failed requests again: its failed cells go back to the queue",
+    args: [['<id>', 'plan id']],
+    load: async () => {
+      const m = await import('./queue.js');
+      return { flags: m.PLAN_RETRY_FLAGS, run: (a, f, io) => m.runPlanRetry(arg0(a), f, io) };
+    },
+  },
+  {
     path: ['plan', 'export'],
     description: "write a queued plan's finished cells and summary as `plan run` writes them",
     args: [['<id>', 'plan id']],

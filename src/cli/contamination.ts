@@ -25,6 +25,8 @@ export const CONTAMINATION_FLAGS = {
   baseUrl: LLM_FLAGS.baseUrl,
   apiKeyEnv: LLM_FLAGS.apiKeyEnv,
   header: LLM_FLAGS.header,
+  headerEnv: LLM_FLAGS.headerEnv,
+  downAfter: LLM_FLAGS.downAfter,
   contextSize: LLM_FLAGS.contextSize,
   gpu: LLM_FLAGS.gpu,
   threads: LLM_FLAGS.threads,

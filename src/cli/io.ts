@@ -17,14 +17,16 @@ export interface CliIo {
 /**
  * Exit codes: 0 done; 1 the input has errors (or a run scored nothing); 2 a bad command line; 3 an LLM run with
  * failed requests, not scored (see --retry-errors, --allow-failures); 4 an LLM run stopped by the server's refusal
- * (key, model, URL, redirect). 70: an internal error (a bug).
+ * (key, model, URL, redirect); 5 an LLM run stopped because its server is down (requests in a row could not reach
+ * it or timed out; continue with --resume once it is back). 70: an internal error (a bug).
  */
-export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refused: 4 } as const;
+export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refused: 4, down: 5 } as const;
 
 /** The exit code of an error a user can cause (see EXIT); undefined for a bug. */
 export function exitCodeOf(e: RumedbenchError): number {
   if (e.code === 'USAGE' || e.code === 'RUN_SPEC_INVALID') return EXIT.usage;
-  if (e.code === 'RUN_INCOMPLETE') return EXIT.incomplete;
+  if (e.code === 'RUN_INCOMPLETE' || e.code === 'REPLIES_UNUSABLE') return EXIT.incomplete;
+  if (e.code === 'LLM_ENDPOINT_DOWN') return EXIT.down;
   if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;
   return EXIT.submissionErrors;
 }

@@ -8,6 +8,7 @@ import {
   makeRunSpec,
   type ProviderSpec,
   RUN_SPEC_SCHEMA,
+  secretHeaderProblem,
 } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import { parsePerturbations } from '../llm/perturb.js';
@@ -58,7 +59,19 @@ export const LLM_FLAGS = {
   ),
   baseUrl: flag.text('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1'),
   apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the API key'),
-  header: flag.many('--header <header>', 'extra HTTP header "Name: value" (repeatable)'),
+  header: flag.many(
+    '--header <header>',
+    'extra HTTP header "Name: value" (repeatable); not for credentials: see --header-env',
+  ),
+  headerEnv: flag.many(
+    '--header-env <header>',
+    'extra HTTP header "Name: VAR" whose value is read from the environment variable VAR (repeatable): for keys',
+  ),
+  downAfter: flag.count(
+    '--down-after <n>',
+    'requests in a row that cannot reach the server or time out before the run stops as "endpoint down" (0: never)',
+    { min: 0, default: LLM_DEFAULTS.downAfter },
+  ),
   tasks: flag.text('--tasks <list>', 'comma-separated task names (default: all)'),
   split: flag.choice('--split <split>', 'which splits to ask', ['test', 'private_test', 'both'], {
     default: LLM_DEFAULTS.split,
@@ -193,12 +206,21 @@ function parseAllowance(v: string): { count: number } | { percent: number } {
   return m[2] === '%' ? { percent: n } : { count: n };
 }
 
-function headers(list: readonly string[]): Record<string, string> {
+function headers(list: readonly string[], flag = '--header'): Record<string, string> {
   return Object.fromEntries(
     list.map((h) => {
       const at = h.indexOf(':');
-      if (at <= 0) throw new UsageError(`--header must look like "Name: value", got "${h}"`);
-      return [h.slice(0, at).trim(), h.slice(at + 1).trim()];
+      if (at <= 0)
+        // Not echoed: what was typed may be a key.
+        throw new UsageError(
+          `${flag} must look like "Name: ${flag === '--header' ? 'value' : 'VAR'}" (a name, a colon, then the ${flag === '--header' ? 'value' : 'variable'})`,
+        );
+      const name = h.slice(0, at).trim();
+      if (flag === '--header') {
+        const problem = secretHeaderProblem(name);
+        if (problem) throw new UsageError(`--header: ${problem}`);
+      }
+      return [name, h.slice(at + 1).trim()];
     }),
   );
 }
@@ -214,6 +236,8 @@ export type ProviderFlags = Pick<
   | 'baseUrl'
   | 'apiKeyEnv'
   | 'header'
+  | 'headerEnv'
+  | 'downAfter'
   | 'timeoutMs'
   | 'maxRetries'
   | 'maxWait'
@@ -240,6 +264,8 @@ export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
     base_url: flags.baseUrl,
     ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
     headers: headers(flags.header),
+    header_env: headers(flags.headerEnv, '--header-env'),
+    down_after: flags.downAfter,
     timeout_ms: flags.timeoutMs,
     max_retries: flags.maxRetries,
     max_wait_s: flags.maxWait,

@@ -131,6 +131,8 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
       'baseUrl',
       'apiKeyEnv',
       'header',
+      'headerEnv',
+      'downAfter',
       'timeoutMs',
       'maxRetries',
       'maxWait',
@@ -175,6 +177,8 @@ interface CellCheck {
   requests: number | null;
   prompt_tokens_estimate: number | null;
   cost_estimate: { min: number; max: number } | null;
+  /** Tasks a cell's settings leave out, with why (a missing train file for shots, no such formulation, …). */
+  skipped?: Record<string, string>;
   note?: string;
 }
 
@@ -203,9 +207,16 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
     );
     const prompt = Math.round(chars / 4);
     const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
+    const skipped = Object.entries(plan.skipped);
     return {
       ...row,
       requests: plan.requests.length,
+      ...(skipped.length > 0
+        ? {
+            skipped: plan.skipped,
+            note: skipped.map(([task, why]) => `${task} left out: ${why}`).join('; '),
+          }
+        : {}),
       prompt_tokens_estimate: prompt,
       ...(f.prices
         ? {
@@ -247,6 +258,10 @@ export async function runPlanCheck(
   io.out(`plan ${plan.name}: ${cells.length} cell(s)\n\n`);
   io.out(`${renderTable(['cell', 'provider', 'requests', 'prompt tokens', 'cost', 'note'], rows, 2)}\n`);
   for (const n of notes) io.log.info(n);
+  // A setting that drops a task drops its requests from the cell: said, never silent.
+  for (const c of checks)
+    for (const [task, why] of Object.entries(c.skipped ?? {}))
+      io.log.warn(`${c.cell}: ${task} is left out (${why})`);
   return EXIT.ok;
 }
 

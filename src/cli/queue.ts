@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import { median } from '../metrics/quantile.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
+import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
 import type { PlanStatus } from '../workers/plans.js';
 import type { QueueDb } from '../workers/store.js';
 import type { QueuedCell } from '../workers/submit.js';
@@ -88,6 +89,11 @@ export const WORKER_FLAGS = {
     default: 5,
   }),
   exitWhenIdle: flag.on('--exit-when-idle', 'stop once no queued plan has work left'),
+  dbWait: flag.count(
+    '--db-wait <s>',
+    'seconds a database outage (a restart, a failover) is waited out before the worker stops',
+    { min: 0, default: DEFAULT_DB_WAIT_S },
+  ),
 } satisfies FlagTable;
 
 export const ENDPOINT_ADD_FLAGS = {
@@ -176,6 +182,8 @@ export async function runPlanSubmit(
         file: plan.file,
         sha256: sha,
         maxInFlight: plan.maxInFlight ?? 32,
+        ...(plan.retryRounds !== undefined ? { retryRounds: plan.retryRounds } : {}),
+        ...(plan.retryDelayS !== undefined ? { retryDelayS: plan.retryDelayS } : {}),
         cells: queued,
         jobSize: flags.jobSize,
       }),
@@ -247,6 +255,34 @@ export async function runPlanCancel(
   return EXIT.ok;
 }
 
+export const PLAN_RETRY_FLAGS = {
+  db: dbFlag(),
+  cells: flag.text(
+    '--cells <list>',
+    'comma-separated failed cells to ask again (default: every failed cell)',
+  ),
+} satisfies FlagTable;
+
+/** `plan retry`: a failed cell's unanswered requests go back to the queue (after the cause is fixed). */
+export async function runPlanRetry(
+  id: string,
+  flags: FlagsOf<typeof PLAN_RETRY_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const cells = flags.cells
+    ?.split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
+  const r = await withQueue(flags.db, async (db) => (await queue()).retryPlan(db, id, cells));
+  if (r.cells.length === 0) {
+    io.log.warn(`plan ${id} has no failed cell; nothing to ask again`);
+    return EXIT.ok;
+  }
+  for (const c of r.cells) io.log.info(`${c.cell}: ${c.requests} request(s) back in the queue`);
+  io.out(`${id}\n`);
+  return EXIT.ok;
+}
+
 export async function runPlanExport(
   id: string,
   flags: FlagsOf<typeof PLAN_EXPORT_FLAGS>,
@@ -290,6 +326,8 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         concurrency: flags.concurrency,
         heartbeatS: flags.heartbeat,
         exitWhenIdle: flags.exitWhenIdle,
+        dbWaitS: flags.dbWait,
+
         log: io.log,
         ...(flags.name !== undefined ? { name: flags.name } : {}),
         ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),

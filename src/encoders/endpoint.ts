@@ -9,6 +9,7 @@
 import pLimit from 'p-limit';
 import { send, TransportError } from '../data/transport.js';
 import { ModelError } from '../errors.js';
+import { rememberSecret } from '../log.js';
 import type { TextInput } from './inputs.js';
 import { type CachingOptions, type SourceInfo, VectorSource } from './source.js';
 
@@ -28,7 +29,11 @@ export interface EndpointEmbedderOptions extends CachingOptions {
   backoffMs?: number;
   /** Told before each retry's wait (the CLI notes long waits). */
   onRetry?: (n: { attempt: number; waitMs: number; reason: string }) => void;
+  /** Dimensions of one vector at most (default 16,384): a wider answer is refused before its vectors are made. */
+  maxDimensions?: number;
 }
+
+export const DEFAULT_MAX_DIMENSIONS = 16_384;
 
 /** Largest answer read from the server: 32 inputs × 8,192 dimensions as JSON fit well within it. */
 const MAX_ANSWER_BYTES = 64 << 20;
@@ -54,6 +59,7 @@ export class EndpointEmbedder extends VectorSource {
     if (url.username || url.password)
       throw new ModelError(o.endpoint, 'no user name or password in the URL; put the key in --api-key-env');
     this.url = url.toString();
+    rememberSecret(o.apiKey);
     this.batchSize = o.batchSize ?? 32;
     this.info = { model: o.model, dir: o.endpoint, sha256: '', dtype: 'server', endpoint: o.endpoint };
   }
@@ -146,9 +152,28 @@ export class EndpointEmbedder extends VectorSource {
     }
     const data = Array.isArray(body.data) ? [...body.data] : [];
     if (data.length !== texts.length) throw fail(`${data.length} vector(s) for ${texts.length} input(s)`);
-    data.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    // The vectors may come in any order: each says which input it is for. Without that (or with indexes that are
+    // not each input once) they cannot be paired with their inputs, and a wrong pairing scores silently.
+    if (texts.length > 1) {
+      const seen = new Set<number>();
+      for (const [k, d] of data.entries()) {
+        const i = d?.index;
+        if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= texts.length)
+          throw fail(
+            `vector ${k} of ${texts.length}: ${i === undefined ? 'no "index"' : `"index" ${JSON.stringify(i)}`}; each vector must say which input it is for (0…${texts.length - 1}), since the order of the answer is not the order of the inputs`,
+          );
+        if (seen.has(i)) throw fail(`two vectors for input ${i}: the indexes must name each input once`);
+        seen.add(i);
+      }
+      data.sort((a, b) => (a.index as number) - (b.index as number));
+    }
+    const cap = this.o.maxDimensions ?? DEFAULT_MAX_DIMENSIONS;
     return data.map((d, k) => {
-      const v = d.embedding;
+      const v = d?.embedding;
+      if (Array.isArray(v) && v.length > cap)
+        throw fail(
+          `input ${k}: a vector of ${v.length} dimensions, over --max-dimensions ${cap}; not read (raise --max-dimensions for a model this wide)`,
+        );
       if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
         throw fail(`input ${k}: the embedding is not a list of finite numbers`);
       return Float32Array.from(v as number[]);

@@ -31,15 +31,24 @@ export async function openProvider(p: ProviderSpec, o: OpenProviderOptions): Pro
     });
   }
   checkBaseUrl(p.base_url);
+  const env = o.env ?? process.env;
   let apiKey: string | undefined;
   if (p.api_key_env) {
-    apiKey = (o.env ?? process.env)[p.api_key_env];
+    apiKey = env[p.api_key_env];
     if (!apiKey) throw new UsageError(`--api-key-env ${p.api_key_env}: that environment variable is not set`);
+  }
+  const headers = { ...p.headers };
+  for (const [name, variable] of Object.entries(p.header_env)) {
+    const value = env[variable];
+    if (!value)
+      throw new UsageError(`--header-env "${name}: ${variable}": that environment variable is not set`);
+    headers[name] = value;
   }
   return new OpenAIProvider({
     baseUrl: p.base_url,
     model: p.model,
-    headers: p.headers,
+    headers,
+    downAfter: p.down_after,
     timeoutMs: p.timeout_ms,
     maxRetries: p.max_retries,
     maxInFlight: o.concurrency,

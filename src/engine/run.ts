@@ -201,6 +201,7 @@ async function openEncoder(
       progress: (line) => log.info(line),
       ...(cacheDir ? { cache: openEmbeddingCache(join(cacheDir, 'embeddings.sqlite')) } : {}),
       ...(e.batch_size !== undefined ? { batchSize: e.batch_size } : {}),
+      ...(e.max_dimensions !== undefined ? { maxDimensions: e.max_dimensions } : {}),
       ...(apiKey ? { apiKey } : {}),
     });
     log.info(`encoder ${e.model} at ${e.endpoint} (/embeddings), batches of ${embedder.batchSize}`);

@@ -13,6 +13,8 @@ describe('run specs', () => {
       provider: {
         ...openai,
         headers: {},
+        header_env: {},
+        down_after: 5,
         timeout_ms: 120_000,
         max_retries: 6,
         max_wait_s: 60,

@@ -19,6 +19,8 @@ export const LLM_DEFAULTS = {
   maxRetries: 6,
   maxWaitS: 60,
   maxReplyBytes: 4 << 20,
+  /** Requests in a row that cannot reach the server or time out before the run stops (the circuit breaker). */
+  downAfter: 5,
   split: 'test',
   mode: 'generate',
   shots: 0,
@@ -66,6 +68,22 @@ export function apiKeyEnvProblem(name: string): string | undefined {
   return r.success ? undefined : r.error.issues[0]?.message;
 }
 
+/**
+ * Header names that carry credentials (`Authorization`, `X-Api-Key`, Azure's `Api-Key`, `Ocp-Apim-Subscription-Key`,
+ * any name with key, token or secret in it, cookies): a spec is written into run folders, plans and the queue, so
+ * their values come from the environment (`header_env`), never from the spec itself.
+ */
+export const SECRET_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|passw/i;
+
+/** Why a header given as a literal value may not be (it carries a credential), or undefined. */
+export function secretHeaderProblem(name: string): string | undefined {
+  return SECRET_HEADER.test(name)
+    ? `the header "${name}" carries a credential: give its value through an environment variable (--header-env "${name}: VAR", plan setting header_env), never in the spec, the plan or the command line`
+    : undefined;
+}
+
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name');
+
 const openaiProvider = z
   .object({
     name: z.literal('openai'),
@@ -73,7 +91,18 @@ const openaiProvider = z
     base_url: z.string().min(1),
     /** The environment variable that holds the key: a spec never holds a secret. */
     api_key_env: apiKeyEnv.optional(),
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: z
+      .record(headerName, z.string())
+      .default({})
+      .superRefine((h, ctx) => {
+        for (const name of Object.keys(h)) {
+          const problem = secretHeaderProblem(name);
+          if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+        }
+      }),
+    /** Headers whose values are read from environment variables by the process that runs the spec. */
+    header_env: z.record(headerName, apiKeyEnv).default({}),
+    down_after: whole(0).default(LLM_DEFAULTS.downAfter),
     timeout_ms: whole(1).default(LLM_DEFAULTS.timeoutMs),
     max_retries: whole(0).default(LLM_DEFAULTS.maxRetries),
     max_wait_s: whole(1).default(LLM_DEFAULTS.maxWaitS),
@@ -163,6 +192,8 @@ const encoderSpec = z
     dtype: z.enum(['fp32', 'q8']).optional(),
     max_length: whole(4).optional(),
     batch_size: whole(1).optional(),
+    /** An embeddings endpoint: dimensions of one vector at most (16,384 when absent). */
+    max_dimensions: whole(1).optional(),
     C: z.number().gt(0).optional(),
     /** The embedding cache: a folder, false for none; absent: the user cache folder. */
     cache: z.union([z.string().min(1), z.literal(false)]).optional(),
@@ -308,6 +339,8 @@ export function commandLineOf(spec: RunSpec): string {
       push('--base-url', p.base_url);
       push('--api-key-env', p.api_key_env);
       for (const [k, v] of Object.entries(p.headers)) push('--header', `${k}: ${v}`);
+      for (const [k, v] of Object.entries(p.header_env)) push('--header-env', `${k}: ${v}`);
+      if (p.down_after !== LLM_DEFAULTS.downAfter) push('--down-after', p.down_after);
       if (p.timeout_ms !== LLM_DEFAULTS.timeoutMs) push('--timeout-ms', p.timeout_ms);
       if (p.max_retries !== LLM_DEFAULTS.maxRetries) push('--max-retries', p.max_retries);
       if (p.max_wait_s !== LLM_DEFAULTS.maxWaitS) push('--max-wait', p.max_wait_s);
@@ -374,6 +407,7 @@ export function commandLineOf(spec: RunSpec): string {
       push('--dtype', e.dtype);
       push('--max-length', e.max_length);
       push('--batch-size', e.batch_size);
+      push('--max-dimensions', e.max_dimensions);
       push('--C', e.C);
       if (e.cache === false) a.push('--no-cache');
       else push('--cache', e.cache);

@@ -83,6 +83,15 @@ async function fitShards(
   const window = await provider.contextTokens?.();
   if (!window || !provider.countTokens) return { shards };
   const count = provider.countTokens.bind(provider);
+  // Before cutting shards finer and finer (each round asks the tokenizer of every shard): the smallest shard the probe
+  // takes, made of the longest items, must fit at all. A window too small for it is refused after a few calls.
+  const longestItems = [...texts].sort((a, b) => b.length - a.length).slice(0, ORDER_DEFAULTS.minShardSize);
+  const smallest = await count(context + longestItems.join(ITEM_SEPARATOR));
+  if (smallest + WINDOW_MARGIN > window)
+    throw new RumedbenchError(
+      'LOGLIK_UNSUPPORTED',
+      `${task}: the order probe's smallest shard (${ORDER_DEFAULTS.minShardSize} items) takes up to ${smallest} tokens, over the model's context of ${window}: this model's context is too small for the probe`,
+    );
   for (;;) {
     const lengths = await Promise.all(shards.map((s) => count(context + s.join(ITEM_SEPARATOR))));
     const longest = Math.max(...lengths);

@@ -8,6 +8,7 @@
  * line over `maxLineBytes` (a reply from before replies were capped) is skipped unread, its request asked again.
  */
 import { appendFileSync, createReadStream, existsSync } from 'node:fs';
+import { redactSecrets } from '../log.js';
 import type { Usage } from './provider.js';
 
 export interface JournalEntry {
@@ -134,7 +135,7 @@ export class Journal {
   }
 
   append(entry: JournalEntry): void {
-    appendFileSync(this.file, `${JSON.stringify(entry)}\n`);
+    appendFileSync(this.file, `${redactSecrets(JSON.stringify(entry))}\n`);
     this.keep(entry);
   }
 }

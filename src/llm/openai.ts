@@ -11,11 +11,18 @@
  *   `maxReplyBytes`, log-probabilities that cannot be right): journaled with its reason, re-askable later;
  * - fatal: the run stops at once (401/403: the key; 404: the model or the URL; any redirect), since retrying or
  *   going on cannot help. Redirects are never followed: they could carry the key and custom headers elsewhere.
+ *
+ * Across requests, a circuit breaker: after `downAfter` requests in a row that could not reach the server or timed out
+ * (whichever item they were for), the endpoint is taken as down and every request, retries included, fails at once
+ * with `LLM_ENDPOINT_DOWN`: a dead or hanging server stops a run within one timeout, not after every item's retries.
+ * Any HTTP answer, even an error, closes the count again. The key and the values of custom headers are remembered
+ * as secrets (log.ts), so that no message echoing them reaches a journal, a log or the terminal.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../data/jsonl.js';
 import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
+import { redactSecrets, rememberSecret } from '../log.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams } from './provider.js';
@@ -29,19 +36,37 @@ export class LlmRequestError extends RumedbenchError {
   readonly malformed: boolean;
   /** A 429's Retry-After, in ms. */
   readonly retryAfter: number | undefined;
+  /** The server was not reached, or did not answer in time (what the circuit breaker counts). */
+  readonly unreachable: boolean;
+  /** Log-probabilities no model gives (positive, not finite, far too low, all alike): the server is wrong. */
+  readonly impossible: boolean;
   constructor(
     message: string,
     status: number | undefined,
     retryable: boolean,
-    options: { cause?: unknown; fatal?: boolean; malformed?: boolean; retryAfter?: number } = {},
+    options: {
+      cause?: unknown;
+      fatal?: boolean;
+      down?: boolean;
+      malformed?: boolean;
+      retryAfter?: number;
+      unreachable?: boolean;
+      impossible?: boolean;
+    } = {},
   ) {
-    super(options.fatal ? 'LLM_SERVER_REFUSED' : 'LLM_REQUEST_FAILED', message, { cause: options.cause });
+    super(
+      options.down ? 'LLM_ENDPOINT_DOWN' : options.fatal ? 'LLM_SERVER_REFUSED' : 'LLM_REQUEST_FAILED',
+      redactSecrets(message),
+      { cause: options.cause },
+    );
     this.name = 'LlmRequestError';
     this.status = status;
     this.retryable = retryable;
-    this.fatal = options.fatal ?? false;
+    this.fatal = (options.fatal ?? false) || (options.down ?? false);
     this.malformed = options.malformed ?? false;
     this.retryAfter = options.retryAfter;
+    this.unreachable = options.unreachable ?? false;
+    this.impossible = options.impossible ?? false;
   }
 }
 
@@ -74,6 +99,11 @@ export interface OpenAIOptions {
   /** Told of every retry before its wait. */
   onRetry?: (notice: RetryNotice) => void;
   /**
+   * Requests in a row that could not reach the server or timed out, across all items, after which the endpoint is
+   * taken as down and the run stops (the circuit breaker); 5 by default, 0 never.
+   */
+  downAfter?: number;
+  /**
    * HTTP requests in flight at most, whatever asks for them (`--concurrency`): a log-likelihood item sends one
    * /tokenize per candidate, and without this bound 8 RuMedTop3 items would open some 850 connections. 8 by default.
    */
@@ -90,6 +120,29 @@ const ECHO_BYTES_PER_TOKEN = 1024;
 /** How many next tokens the top-k fallback asks for (OpenAI's and vLLM's usual ceiling). */
 const TOP_K = 20;
 const DEFAULT_MAX_WAIT_MS = 60_000;
+export const DEFAULT_DOWN_AFTER = 5;
+/** How long an open breaker refuses every request before one may try again. */
+const BREAKER_COOL_DOWN_MS = 5000;
+
+interface Breaker {
+  /** Requests in a row that did not reach the server. */
+  inARow: number;
+  /** Since when the endpoint is taken as down, and the error every request then fails with. */
+  open?: { at: number; error: LlmRequestError } | undefined;
+}
+
+/**
+ * The breakers by base URL: the cells of a plan, or the jobs of a worker, that ask one endpoint share what they
+ * learn of it, so that a dead endpoint costs its first few requests once, not once per cell.
+ */
+const BREAKERS = new Map<string, Breaker>();
+/**
+ * The lowest log-probability of one token that a model can give: a softmax over logits in 16- or 32-bit floats
+ * does not go below about −100 per token; −10,000 leaves room and still refuses −1e300 or −1e999.
+ */
+const MIN_TOKEN_LOGPROB = -1e4;
+/** More tokens in one reply than any model's context holds: a count above it is not taken. */
+const MAX_USAGE_TOKENS = 1e7;
 
 /** Refuses a base URL that carries credentials: they would be written into the manifest and the journal. */
 export function checkBaseUrl(baseUrl: string): URL {
@@ -103,7 +156,12 @@ export function checkBaseUrl(baseUrl: string): URL {
     throw new UsageError(`--base-url: an http:// or https:// URL, not "${u.protocol}"`);
   if (u.username !== '' || u.password !== '') {
     throw new UsageError(
-      '--base-url must not carry a user name or password (they would be written into the run folder): give the key with --api-key-env, or a header with --header',
+      '--base-url must not carry a user name or password (they would be written into the run folder): give the key with --api-key-env, or a header with --header-env',
+    );
+  }
+  if (u.search !== '' || u.hash !== '') {
+    throw new UsageError(
+      `--base-url must not carry a query or a fragment ("${u.search !== '' ? '?…' : '#…'}"): the request paths are added after the base, and a key in the query would be written into the run folder; give the key with --api-key-env, or a header with --header-env`,
     );
   }
   return u;
@@ -161,7 +219,9 @@ const CONTEXT_LENGTH =
 
 /** A token count as a server gives it: a non-negative whole number, or undefined. */
 const count = (v: unknown): number | undefined =>
-  Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
+  Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_USAGE_TOKENS
+    ? (v as number)
+    : undefined;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -182,9 +242,16 @@ export class OpenAIProvider implements Provider {
   private readonly url: string;
   private pausedUntil = 0;
   private inFlight: LimitFunction;
+  /** The endpoint's circuit breaker, shared by every provider of this process that asks the same base URL. */
+  private readonly breaker: Breaker;
 
   constructor(private readonly options: OpenAIOptions) {
     checkBaseUrl(options.baseUrl);
+    rememberSecret(options.apiKey);
+    const key = options.baseUrl.replace(/\/+$/, '');
+    this.breaker = BREAKERS.get(key) ?? { inARow: 0 };
+    BREAKERS.set(key, this.breaker);
+    for (const v of Object.values(options.headers ?? {})) rememberSecret(v);
     this.inFlight = pLimit(Math.max(1, options.maxInFlight ?? 8));
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   }
@@ -215,11 +282,17 @@ export class OpenAIProvider implements Provider {
     for (let attempt = 0; ; attempt++) {
       const wait = Math.min(this.pausedUntil - Date.now(), maxWait);
       if (wait > 0) await sleep(wait);
+      this.checkBreaker();
       try {
-        return await f();
+        const answer = await f();
+        this.closeBreaker();
+        return answer;
       } catch (e) {
         const err =
           e instanceof LlmRequestError ? e : new LlmRequestError(String(e), undefined, true, { cause: e });
+        if (err.unreachable) this.noteUnreachable(err);
+        else if (err.status !== undefined) this.closeBreaker();
+        this.checkBreaker();
         if (err.malformed) malformed++;
         if (!err.retryable || attempt >= maxRetries || malformed > 1) throw err;
         const hinted = err.retryAfter;
@@ -242,6 +315,40 @@ export class OpenAIProvider implements Provider {
         await sleep(delay);
       }
     }
+  }
+
+  /** One more request that did not reach the server; at `downAfter` in a row, the endpoint is down. */
+  private noteUnreachable(err: LlmRequestError): void {
+    const limit = this.options.downAfter ?? DEFAULT_DOWN_AFTER;
+    const b = this.breaker;
+    b.inARow++;
+    if (limit <= 0 || b.inARow < limit || b.open) return;
+    b.open = {
+      at: Date.now(),
+      error: new LlmRequestError(
+        `${this.options.baseUrl} is down: ${b.inARow} requests in a row could not reach it or timed out (the last: ${err.message}); nothing more is sent to it`,
+        undefined,
+        false,
+        { down: true, cause: err },
+      ),
+    };
+  }
+
+  /**
+   * Open: every request fails at once. After the cool-down, one request at a time may try (a cell queued again a
+   * round later, in a worker that keeps its process); its failure opens the breaker again, its success closes it.
+   */
+  private checkBreaker(): void {
+    const open = this.breaker.open;
+    if (!open) return;
+    if (Date.now() - open.at < BREAKER_COOL_DOWN_MS) throw open.error;
+    this.breaker.open = undefined;
+    this.breaker.inARow = Math.max(0, (this.options.downAfter ?? DEFAULT_DOWN_AFTER) - 1);
+  }
+
+  private closeBreaker(): void {
+    this.breaker.inARow = 0;
+    this.breaker.open = undefined;
   }
 
   private async once(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
@@ -336,7 +443,7 @@ export class OpenAIProvider implements Provider {
           `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? 'timed out' : (cause?.message ?? e.message)})`,
           e.status,
           true,
-          { cause: e },
+          { cause: e, unreachable: true },
         );
       }
       const why = connectionProblem(url, e.cause);
@@ -345,7 +452,7 @@ export class OpenAIProvider implements Provider {
         `${url}: ${timeout ? `timed out after ${Math.round((this.options.timeoutMs ?? 120_000) / 1000)} s` : why}`,
         undefined,
         true,
-        { cause: e },
+        { cause: e, unreachable: true },
       );
     }
     if (res.status >= 300 && res.status < 400) {
@@ -501,8 +608,10 @@ export class OpenAIProvider implements Provider {
         const lp = c.logprobs?.token_logprobs;
         if (typeof c.index === 'number' && Array.isArray(lp)) out[c.index] = lp;
       }
-      const fail = (why: string) =>
-        new LlmRequestError(`${this.completionsUrl}: ${why}: ${snippet(text)}`, status, false);
+      const fail = (why: string, impossible = false) =>
+        new LlmRequestError(`${this.completionsUrl}: ${why}: ${snippet(text)}`, status, false, {
+          impossible,
+        });
       for (const [i, lp] of out.entries()) {
         const n = (prompts[i] as number[]).length;
         // One per prompt token (the first may be null: nothing precedes it), then the one generated token
@@ -516,7 +625,13 @@ export class OpenAIProvider implements Provider {
           if (k === 0 && v === null) continue;
           if (typeof v !== 'number' || !Number.isFinite(v) || v > 0)
             throw fail(
-              `log-probability ${typeof v === 'number' ? String(v) : JSON.stringify(v)} at token ${k} is not a finite number ≤ 0`,
+              `log-probability ${typeof v === 'number' ? String(v) : JSON.stringify(v)} at token ${k} is not a finite number ≤ 0, which no model gives`,
+              true,
+            );
+          if (v < MIN_TOKEN_LOGPROB)
+            throw fail(
+              `log-probability ${String(v)} at token ${k} is below ${MIN_TOKEN_LOGPROB} for one token, which no model gives`,
+              true,
             );
         }
       }
@@ -560,6 +675,12 @@ export class OpenAIProvider implements Provider {
       }
     } catch (e) {
       if (e instanceof LlmRequestError && e.fatal) throw e;
+      // Log-probabilities that came back but cannot be right are that, not a missing capability: no fallback.
+      if (e instanceof LlmRequestError && e.impossible)
+        throw new RumedbenchError(
+          'LLM_REQUEST_FAILED',
+          `${this.options.baseUrl}: cannot score by log-likelihood: the server returns prompt log-probabilities that cannot be right (${e.message}). Check the server (its dtype, its logprobs mode), or use --mode generate.`,
+        );
       why = `a three-token prompt came back without three log-probabilities (${(e as Error).message})`;
       // Try the top-k fallback below.
     }
@@ -648,14 +769,25 @@ export class OpenAIProvider implements Provider {
     );
     const prompts = split.map((x) => [...x.context, ...x.continuation]);
     const lps = await this.promptLogprobs(prompts);
+    const logprobs = split.map((x, i) => {
+      const lp = (lps[i] as (number | null)[]).slice(
+        x.context.length,
+        x.context.length + x.continuation.length,
+      );
+      return lp.some((v) => typeof v !== 'number') ? null : (lp as number[]).reduce((a, b) => a + b, 0);
+    });
+    const scored = logprobs.filter((v): v is number => v !== null);
+    // Different texts never get exactly the same total from a model; a server that gives every candidate the same
+    // (all zeros, a constant, a tokenizer that drops the candidate's own tokens) would make the first one the answer.
+    if (scored.length >= 2 && scored.length === logprobs.length && scored.every((v) => v === scored[0]))
+      throw new LlmRequestError(
+        `${this.completionsUrl}: every one of the ${scored.length} candidates has the same log-probability (${scored[0]}): the server's log-probabilities do not depend on the text, which no model does`,
+        200,
+        false,
+        { impossible: true },
+      );
     return {
-      logprobs: split.map((x, i) => {
-        const lp = (lps[i] as (number | null)[]).slice(
-          x.context.length,
-          x.context.length + x.continuation.length,
-        );
-        return lp.some((v) => typeof v !== 'number') ? null : (lp as number[]).reduce((a, b) => a + b, 0);
-      }),
+      logprobs,
       tokens: split.map((x) => x.continuation.length),
       positions: prompts.reduce((n, p) => n + p.length, 0),
     };

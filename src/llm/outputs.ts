@@ -15,6 +15,7 @@ import type { TaskDefinition } from '../tasks/types.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { chooseAnswer, type Normalization, normalized } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
+import { flagReason, judgeReply, REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import type { LlmRequest } from './requests.js';
 
 export interface SampleLog {
@@ -27,6 +28,10 @@ export interface SampleLog {
   /** Log-likelihood: the prompt the candidates continue. */
   prompt?: string;
   reply: string | null;
+  /** Generation: why the server says the reply ended (stop, length, content_filter), where it says. */
+  finish_reason?: string;
+  /** Generation: a reply not read as the model's answer, or cut off (reply-check.ts). */
+  flag?: ReplyFlag;
   status: 'parsed' | 'unparsed' | 'failed';
   answer: Prediction | null;
   /** Log-likelihood: every candidate with its score (null: unscored) and token count. */
@@ -54,7 +59,13 @@ export function readAnswer(
   job: LlmRequest,
   e: JournalEntry,
   by: Normalization = 'sum',
-): { answer: Prediction | null; status: 'parsed' | 'unparsed'; notes?: string[]; reason?: string } {
+): {
+  answer: Prediction | null;
+  status: 'parsed' | 'unparsed';
+  notes?: string[];
+  reason?: string;
+  flag?: ReplyFlag;
+} {
   // Shuffled options: the label the model chose, read back as the option's original label.
   const back = (a: Prediction | null): Prediction | null =>
     job.answerMap && typeof a === 'string' ? (job.answerMap[a] ?? a) : a;
@@ -64,10 +75,20 @@ export function readAnswer(
       ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
       : { answer, status: 'parsed' };
   }
+  const flag = judgeReply(e.reply ?? '', e.finishReason, job.messages);
+  // An echo, a filtered or empty reply, or one cut off inside its reasoning is never read as an answer.
+  if (flag !== undefined && flag !== 'truncated')
+    return { answer: null, status: 'unparsed', reason: flagReason(flag, e.finishReason), flag };
   const p = job.task.prompt.parse(e.reply ?? '', (job.shown ?? job.record).raw, job.ctx);
+  const flagged = flag ? { flag } : {};
   return p.status === 'parsed'
-    ? { answer: back(p.answer), status: 'parsed', notes: p.notes }
-    : { answer: null, status: 'unparsed', reason: p.reason };
+    ? { answer: back(p.answer), status: 'parsed', notes: p.notes, ...flagged }
+    : {
+        answer: null,
+        status: 'unparsed',
+        reason: flag ? `${flagReason(flag, e.finishReason)} (${p.reason})` : p.reason,
+        ...flagged,
+      };
 }
 
 export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): SampleLog[] {
@@ -107,6 +128,8 @@ export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): S
     return {
       ...base,
       reply: job.kind === 'chat' ? (e.reply ?? '') : null,
+      ...(job.kind === 'chat' && e.finishReason !== undefined ? { finish_reason: e.finishReason } : {}),
+      ...(r.flag ? { flag: r.flag } : {}),
       status: r.status,
       answer: r.answer,
       ...loglik,
@@ -153,6 +176,8 @@ export type TaskFigures = {
   unparsed: number;
   unparsed_rate: number;
   failed: number;
+  /** Generation: replies flagged before parsing (reply-check.ts), by flag; a truncated reply may still be read. */
+  replies?: Record<ReplyFlag, number>;
   /** Log-likelihood, items with gold: accuracy of the argmax of the sum, and of the length-normalized scores. */
   acc?: number;
   acc_norm_char?: number;
@@ -205,6 +230,10 @@ export function taskFigures(
       unparsed_rate: (100 * unparsed) / mine.length,
       failed: mine.filter((s) => s.status === 'failed').length,
     };
+    if (f.mode === 'generate')
+      f.replies = Object.fromEntries(
+        REPLY_FLAGS.map((flag) => [flag, mine.filter((s) => s.flag === flag).length]),
+      ) as Record<ReplyFlag, number>;
     const graded = mine.filter((s) => s.gold !== undefined && s.mode === 'loglik');
     if (graded.length > 0) {
       const acc = (pick: (s: SampleLog) => Prediction | null | undefined) =>

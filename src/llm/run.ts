@@ -5,8 +5,9 @@
  * each answer as it arrives so that a killed run resumes without asking again (send.ts), read the answers and write
  * the run folder (outputs.ts), then score the predictions and write the summary and the manifest (here).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { toJsonl } from '../data/jsonl.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { percentileOf } from '../metrics/bootstrap.js';
@@ -20,6 +21,7 @@ import {
   isCorrect,
   readAnswer,
   repeatFigures,
+  type SampleLog,
   type TaskFigures,
   taskFigures,
   voteRepeats,
@@ -28,6 +30,7 @@ import {
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
+import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
 
@@ -203,13 +206,22 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       }
     },
   }).catch((e: unknown) => {
-    if (!(e instanceof RumedbenchError) || e.code !== 'LLM_SERVER_REFUSED') throw e;
+    if (!(e instanceof RumedbenchError)) throw e;
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
-    throw new RumedbenchError(
-      'LLM_SERVER_REFUSED',
-      `${e.message}\nThe run stopped at once: no retry can fix this. ${answered} of ${jobs.length} requests are answered in ${journalFile}; fix the cause, then continue with the same command and --resume (nothing answered is asked again).`,
-      { cause: e },
-    );
+    const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
+    if (e.code === 'LLM_SERVER_REFUSED')
+      throw new RumedbenchError(
+        'LLM_SERVER_REFUSED',
+        `${e.message}\nThe run stopped at once: no retry can fix this. ${kept}; fix the cause, then continue with the same command and --resume (nothing answered is asked again).`,
+        { cause: e },
+      );
+    if (e.code === 'LLM_ENDPOINT_DOWN')
+      throw new RumedbenchError(
+        'LLM_ENDPOINT_DOWN',
+        `${e.message}\nThe run stopped. ${kept}; once the server is back, continue with the same command and --resume (nothing answered is asked again).`,
+        { cause: e },
+      );
+    throw e;
   });
   return finishRun({ options, jobs, plan, journal, journalFile, model, sent: pending.length, wallS, log });
 }
@@ -247,6 +259,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const repeats = options.repeats ?? 1;
   // With repeats, each item's answer is the one most of its repeats gave; samples.jsonl keeps every repeat.
   const answered = repeats > 1 ? voteRepeats(options.tasks, samples) : samples;
+  checkReplies(options, samples, log);
   const loglikSamples = samples.filter((x) => x.mode === 'loglik');
   if (loglikSamples.length > 0 && loglikSamples.every((x) => x.status !== 'parsed')) {
     throw new RumedbenchError(
@@ -311,6 +324,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
         replies_with_invalid_counts: usageProblems.length,
       },
       served_models: served,
+      finish_reasons: finishReasons(ok),
       failed_requests: jobs.length - ok.length,
       ...(repeats > 1 ? { repeats: repeatFigures(options.tasks, samples, seed) } : {}),
       ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.requests.length } } : {}),
@@ -400,6 +414,66 @@ function checkFailures(
     );
   }
   return [`${head} and are scored as wrong (--allow-failures):`, ...top, ...more].join('\n');
+}
+
+/** How many replies ended for each reason the server gave (stop, length, content_filter, …). */
+function finishReasons(ok: readonly JournalEntry[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of ok) if (e.finishReason !== undefined) out[e.finishReason] = (out[e.finishReason] ?? 0) + 1;
+  return out;
+}
+
+const FLAG_WORDS: Record<ReplyFlag, string> = {
+  echo: "repeat the prompt's instruction (an echo, not an answer)",
+  filtered: 'were withheld by the server (finish_reason content_filter)',
+  empty: 'are empty',
+  truncated_in_reasoning: 'were cut off by the token limit inside their reasoning',
+  truncated: 'were cut off by the token limit (finish_reason length)',
+};
+
+/**
+ * Says, per task, how many replies were echoes, filtered, empty or cut off; when more than half of the run's replies
+ * could not be read for those reasons, the run is not scored (its samples.jsonl is written to look at), unless
+ * `--allow-failures` covers that many: a score over echoes and cut-off replies measures the server, not the model.
+ */
+function checkReplies(options: FinishInput['options'], samples: readonly SampleLog[], log: Logger): void {
+  const replies = samples.filter((s) => s.mode === 'generate' && s.status !== 'failed');
+  if (replies.length === 0) return;
+  const cutOff = new Set<ReplyFlag>(['truncated', 'truncated_in_reasoning']);
+  for (const task of options.tasks) {
+    const mine = replies.filter((s) => s.task === task.name);
+    for (const flag of REPLY_FLAGS) {
+      const n = mine.filter((s) => s.flag === flag).length;
+      if (n === 0) continue;
+      const unread = mine.filter((s) => s.flag === flag && s.status === 'unparsed').length;
+      log.warn(
+        `${task.name}: ${n} of ${mine.length} replies ${FLAG_WORDS[flag]}${flag === 'truncated' ? `, ${unread} of them before an answer` : ''}${cutOff.has(flag) ? `; raise --max-tokens (now ${options.params.maxTokens})` : ''}`,
+      );
+    }
+  }
+  const unusable = replies.filter((s) => s.flag !== undefined && s.status === 'unparsed');
+  if (unusable.length * 2 <= replies.length) return;
+  const allow = options.allowFailures;
+  const allowed =
+    allow === undefined ? 0 : 'count' in allow ? allow.count : (allow.percent / 100) * samples.length;
+  const counts = REPLY_FLAGS.map((f) => [f, unusable.filter((s) => s.flag === f).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([f, n]) => `${n} ${f.replace(/_/g, ' ')}`)
+    .join(', ');
+  const head = `${unusable.length} of ${replies.length} replies could not be read as answers (${counts})`;
+  if (unusable.length <= allowed) {
+    log.warn(`${head}; scored as wrong (--allow-failures)`);
+    return;
+  }
+  writeFileSync(join(options.outDir, 'samples.jsonl'), toJsonl(samples));
+  throw new RumedbenchError(
+    'REPLIES_UNUSABLE',
+    [
+      `${head}: more than half, so the run was not scored.`,
+      'An echo means the server returns the prompt (a completion endpoint behind a chat URL, or a wrong chat template); cut-off replies need a larger --max-tokens; filtered ones another model or server.',
+      `Every reply is in ${join(options.outDir, 'samples.jsonl')}; to score them as wrong anyway, --allow-failures ${unusable.length}.`,
+    ].join('\n'),
+  );
 }
 
 /** Before anything is sent: each log-likelihood task's first item must be one the engine's method can score. */

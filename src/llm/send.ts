@@ -3,6 +3,7 @@
  * each answer (or failure) the moment it arrives, reporting progress to the caller.
  */
 import { RumedbenchError } from '../errors.js';
+import { redactSecrets } from '../log.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { Provider, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -60,6 +61,8 @@ async function ask(
   };
 }
 
+const STOPS_THE_RUN = new Set(['LLM_SERVER_REFUSED', 'LLM_ENDPOINT_DOWN']);
+
 export async function sendAll(options: {
   pending: readonly LlmRequest[];
   provider: Provider;
@@ -77,8 +80,8 @@ export async function sendAll(options: {
 }): Promise<number> {
   const started = Date.now();
   let next = 0;
-  // An error no retry can fix (a refused key, a wrong model or URL) stops the run: nothing more is sent, the
-  // requests in flight finish, and the error is thrown once they have.
+  // An error no retry can fix (a refused key, a wrong model or URL) or an endpoint found down stops the run: nothing
+  // more is sent, the requests in flight finish, and the error is thrown once they have.
   let stopped: RumedbenchError | undefined;
   const worker = async (): Promise<void> => {
     for (;;) {
@@ -98,11 +101,11 @@ export async function sendAll(options: {
           at: new Date().toISOString(),
         };
       } catch (e) {
-        if (e instanceof RumedbenchError && e.code === 'LLM_SERVER_REFUSED') stopped ??= e;
+        if (e instanceof RumedbenchError && STOPS_THE_RUN.has(e.code)) stopped ??= e;
         entry = {
           ...base,
           status: 'error',
-          error: e instanceof Error ? e.message : String(e),
+          error: redactSecrets(e instanceof Error ? e.message : String(e)),
           latencyMs: performance.now() - t0,
           at: new Date().toISOString(),
         };

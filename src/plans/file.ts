@@ -5,7 +5,7 @@
  * commands' flag tables), so a setting means in a plan exactly what its flag means on the command line.
  */
 import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument, type YAMLMap } from 'yaml';
-import type { RunSpec } from '../engine/spec.js';
+import { type RunSpec, secretHeaderProblem } from '../engine/spec.js';
 import { PlanError } from '../errors.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 
@@ -52,9 +52,23 @@ export interface Plan {
   matrix: [string, unknown[]][];
   /** Requests in flight per endpoint across the cells that share it (default: the largest cell's concurrency). */
   maxInFlight?: number;
+  /** On workers: rounds in which a cell's failed requests go back to the queue (3), and the first round's delay. */
+  retryRounds?: number;
+  retryDelayS?: number;
 }
 
-const PLAN_KEYS = ['name', 'split', 'tasks', 'data', 'defaults', 'models', 'matrix', 'max_in_flight'];
+const PLAN_KEYS = [
+  'name',
+  'split',
+  'tasks',
+  'data',
+  'defaults',
+  'models',
+  'matrix',
+  'max_in_flight',
+  'retry_rounds',
+  'retry_delay_s',
+];
 
 /** Reads and checks a plan; every problem is collected and thrown at once, as `file:line:col: reason`. */
 export function parsePlan(
@@ -120,6 +134,15 @@ export function parsePlan(
   const maxInFlight = js(valueAt('max_in_flight'));
   if (maxInFlight !== undefined && !(Number.isInteger(maxInFlight) && (maxInFlight as number) >= 1))
     fail(valueAt('max_in_flight'), 'max_in_flight: a whole number ≥ 1 (requests in flight per endpoint)');
+  const retryRounds = js(valueAt('retry_rounds'));
+  if (retryRounds !== undefined && !(Number.isInteger(retryRounds) && (retryRounds as number) >= 0))
+    fail(
+      valueAt('retry_rounds'),
+      'retry_rounds: a whole number ≥ 0 (rounds in which failed requests go back to the queue)',
+    );
+  const retryDelayS = js(valueAt('retry_delay_s'));
+  if (retryDelayS !== undefined && !(Number.isInteger(retryDelayS) && (retryDelayS as number) >= 0))
+    fail(valueAt('retry_delay_s'), 'retry_delay_s: a whole number of seconds ≥ 0 (doubled each round)');
 
   const anyTakes = (key: string) => Object.values(providers).some((p) => p.settings.has(key));
   /** Checks one setting against every provider that takes it (or only `only`). */
@@ -132,14 +155,17 @@ export function parsePlan(
         `"${key}": a secret in the plan file; put it in an environment variable and name that with api_key_env`,
       );
     const value = js(valueNode);
-    if (
-      key === 'header' &&
-      [value].flat().some((h) => typeof h === 'string' && /^\s*(authorization|x-api-key)\s*:/i.test(h))
-    )
-      return void fail(
-        valueNode ?? keyNode,
-        'a credential in a header; put it in an environment variable and name that with api_key_env',
-      );
+    if (key === 'header') {
+      const secret = [value]
+        .flat()
+        .map((h) =>
+          typeof h === 'string'
+            ? secretHeaderProblem(h.slice(0, Math.max(0, h.indexOf(':'))).trim())
+            : undefined,
+        )
+        .find((p) => p !== undefined);
+      if (secret) return void fail(valueNode ?? keyNode, secret);
+    }
     const specs = only ? [only] : Object.values(providers).filter((p) => p.settings.has(key));
     if (specs.length === 0) return void fail(keyNode, `unknown setting "${key}"`);
     for (const p of specs) {
@@ -260,6 +286,8 @@ export function parsePlan(
     models,
     matrix,
     ...(typeof maxInFlight === 'number' ? { maxInFlight } : {}),
+    ...(typeof retryRounds === 'number' ? { retryRounds } : {}),
+    ...(typeof retryDelayS === 'number' ? { retryDelayS } : {}),
   };
 }
 

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
+import { redactSecrets } from '../log.js';
 import type { Calibration } from '../metrics/calibration.js';
 import type { EvaluationResult } from './score.js';
 
@@ -123,6 +124,8 @@ const llmDetailsSchema = z
     latency_ms: z.object({ median: z.number().nullable(), p95: z.number().nullable() }).optional(),
     cost: z.number().optional(),
     served_models: z.record(z.string(), z.number()).optional(),
+    /** Replies per finish_reason the server gave (stop, length, content_filter, …). */
+    finish_reasons: z.record(z.string(), z.number()).optional(),
     failed_requests: z.number().optional(),
     loglik: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
     repeats: z.record(z.string(), repeatFigures).optional(),
@@ -215,7 +218,7 @@ export function writeRunSummary(dir: string, summary: RunSummaryInput): void {
   const { kind, ...rest } = summary;
   writeFileSync(
     join(dir, 'summary.json'),
-    `${JSON.stringify({ schema_version: RUN_FOLDER_VERSION, kind, ...rest }, null, 2)}\n`,
+    `${redactSecrets(JSON.stringify({ schema_version: RUN_FOLDER_VERSION, kind, ...rest }, null, 2))}\n`,
   );
 }
 
@@ -232,7 +235,7 @@ export function writeManifest(
 ): void {
   writeFileSync(
     join(dir, 'manifest.json'),
-    `${JSON.stringify({ schema_version: 1, ...manifest }, null, 2)}\n`,
+    `${redactSecrets(JSON.stringify({ schema_version: 1, ...manifest }, null, 2))}\n`,
   );
 }
 

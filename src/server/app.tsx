@@ -5,6 +5,7 @@
  * elsewhere; a crash answers a generic 500 and is logged.
  */
 import { Hono } from 'hono';
+import { isConnectionError } from '../workers/db-wait.js';
 import { adminRoutes } from './admin/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
@@ -24,6 +25,9 @@ import type { PageContext } from './views/layout.js';
 import { ErrorPage } from './views/layout.js';
 
 export type { AppOptions } from './http.js';
+
+/** Seconds a client is asked to wait while the database is away. */
+const DB_RETRY_AFTER_S = 5;
 
 export function createApp(options: AppOptions): Hono<Env> {
   const { lb, log } = options;
@@ -57,6 +61,17 @@ export function createApp(options: AppOptions): Hono<Env> {
       if (isApi(c.req.path) || !ctx)
         return c.json({ error: err.message, code: err.code, ...err.extra }, err.status);
       return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={err.message} />, err.status);
+    }
+    if (isConnectionError(err)) {
+      // A restart or a failover of PostgreSQL: said once a request, without a stack; the client is told to come back.
+      log.warn(
+        `${c.req.method} ${loggedPath(c.req.path)}: the database is unreachable (${(err as Error).message})`,
+      );
+      c.header('Retry-After', String(DB_RETRY_AFTER_S));
+      const message =
+        ctx?.t.databaseAway ?? 'the database is unavailable for a moment; try again in a few seconds';
+      if (isApi(c.req.path) || !ctx) return c.json({ error: message, code: 'DATABASE_UNAVAILABLE' }, 503);
+      return render(c, <ErrorPage ctx={ctx} title="503" message={message} />, 503);
     }
     log.error(
       `${c.req.method} ${loggedPath(c.req.path)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,

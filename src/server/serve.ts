@@ -12,6 +12,7 @@ import { splitPath } from '../data/paths.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { TASKS } from '../tasks/registry.js';
+import { isConnectionError } from '../workers/db-wait.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
 import { type Db, openDatabase } from './db/connect.js';
@@ -130,12 +131,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       throw e;
     }
     let busy = false;
+    // While the database is away (a restart), said once when it goes and once when it is back, not every tick.
+    let away = false;
     importer = setInterval(() => {
       if (busy) return;
       busy = true;
       runs
         ?.importFinished()
-        .catch((e: unknown) => log.warn(`importing finished runs: ${(e as Error).message}`))
+        .then(() => {
+          if (away) log.warn('the database is back: finished runs are imported again');
+          away = false;
+        })
+        .catch((e: unknown) => {
+          if (!isConnectionError(e)) return log.warn(`importing finished runs: ${(e as Error).message}`);
+          if (!away) log.warn(`the database is unreachable (${(e as Error).message}); waiting for it`);
+          away = true;
+        })
         .finally(() => {
           busy = false;
         });

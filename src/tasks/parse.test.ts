@@ -250,3 +250,19 @@ describe('answer parsers', () => {
     expect(finalAnswer('Рассуждение. Ответ: да. Проверка... Окончательный ответ: нет')).toBe('нет');
   });
 });
+
+describe('answers that offer alternatives are not read', () => {
+  it('да или нет, 1/2, 2 or 3: unparsed as ambiguous; the same answer twice, or a choice, is read', () => {
+    expect(parseYesNo('Ответ: да или нет')).toEqual({
+      status: 'unparsed',
+      reason: 'ambiguous: the answer offers "да" and "нет" as alternatives',
+    });
+    expect(parseYesNo('Ответ: нет/да').status).toBe('unparsed');
+    expect(parseOption('Ответ: 1/2')).toMatchObject({ status: 'unparsed' });
+    expect(parseOption('Ответ: 2 or 3')).toMatchObject({ status: 'unparsed' });
+    expect(parseOption('Ответ: «Б» или «В»')).toMatchObject({ status: 'unparsed' });
+    expect(parseYesNo('Ответ: да, да')).toMatchObject({ status: 'parsed', answer: 'да' });
+    expect(parseYesNo('Да или нет? Скорее да. Ответ: да')).toMatchObject({ status: 'parsed', answer: 'да' });
+    expect(parseOption('Ответ: 2 (не 3)')).toMatchObject({ status: 'parsed', answer: '2' });
+  });
+});

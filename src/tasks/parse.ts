@@ -77,9 +77,24 @@ const YES_NO: [RegExp, 'да' | 'нет'][] = [
   [cue('да|верно|правильно|истинно|соответствует|yes|true|correct'), 'да'],
 ];
 
+/** Two different answers offered as alternatives ("да или нет", "1/2", "2 or 3"): the reply chose neither. */
+const ALTERNATIVES = (words: string) =>
+  new RegExp(`${B}(${words})${E}[»"']?\\s*(?:или|либо|or|/)\\s*[«"']?(${words})${E}`, 'iu');
+const YES_NO_ALTERNATIVES = ALTERNATIVES('да|нет|yes|no');
+const OPTION_ALTERNATIVES = ALTERNATIVES('[1-9]|[абвг]');
+
+function ambiguity(answer: string, re: RegExp): string | undefined {
+  const m = re.exec(answer.toLowerCase().replace(/ё/g, 'е'));
+  return m && m[1] !== m[2]
+    ? `ambiguous: the answer offers "${m[1]}" and "${m[2]}" as alternatives`
+    : undefined;
+}
+
 /** RuMedDaNet: да / нет and their synonyms (верно, неверно, yes, no, …). */
 export function parseYesNo(reply: string): ParseResult<'да' | 'нет'> {
   const answer = finalAnswer(reply);
+  const both = ambiguity(answer, YES_NO_ALTERNATIVES);
+  if (both) return unparsed(both);
   const v = firstCue(answer, YES_NO);
   return v ? parsed(v) : unparsed('no да/нет (or synonym) in the answer');
 }
@@ -146,6 +161,8 @@ export function parseOption(
   options: readonly string[] = ['1', '2', '3', '4'],
 ): ParseResult<string> {
   const answer = finalAnswer(reply);
+  const both = ambiguity(answer, OPTION_ALTERNATIVES);
+  if (both) return unparsed(both);
   const digit = new RegExp(`${B}([1-9])(?:[).:]|${E})`, 'u').exec(answer);
   const letter = new RegExp(`${B}([абвгab])(?:[).:]|${E})`, 'iu').exec(answer);
   const candidates: { at: number; value: string; note?: string }[] = [];

@@ -3,11 +3,12 @@
  * requests and why, the workers on it), `plan cancel`, and `plan export` (the run folders the workers finished, and
  * the plan summary, as `plan run` writes them).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { RumedbenchError } from '../errors.js';
 import { PLAN_RUN_VERSION, type PlanRow, type PlanSummary, rowOf, writePlanSummary } from '../plans/run.js';
-import { type QueueDb, SCHEMA } from './store.js';
+import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 export interface CellStatus {
   cell: string;
@@ -93,7 +94,9 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
   const out: CellStatus[] = cells.rows.map((c) => {
     const n = c1.get(c.cell_id)?.[0];
     const span = s1.get(c.cell_id)?.[0]?.span ?? 0;
-    const rate = n && span > 0 ? n.recent / Math.max(1, span) : 0;
+    // A finished cell has no rate and no time left.
+    const live = c.status === 'queued' || c.status === 'running';
+    const rate = live && n && span > 0 ? n.recent / Math.max(1, span) : 0;
     const left = c.total - (n?.ok ?? 0);
     const summary = c.summary ? (JSON.parse(c.summary) as { overall?: number | null }) : undefined;
     return {
@@ -200,6 +203,84 @@ export async function cancelPlan(db: QueueDb, id: string): Promise<{ cancelled: 
   return { cancelled: true, status: 'cancelled' };
 }
 
+/**
+ * `plan retry`: a failed cell's requests without an answer go back to the queue as a new chunk (round 0, taken at
+ * once); the cell is queued again and the plan running. Only failed cells (of a plan not cancelled), and of those
+ * only the ones named, when `cells` is given.
+ */
+export async function retryPlan(
+  db: QueueDb,
+  id: string,
+  cells?: readonly string[],
+): Promise<{ cells: { cell: string; requests: number }[] }> {
+  return inTransaction(db, async (client) => {
+    const plan = await client.query<{ status: string }>(
+      `SELECT status FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    const status = plan.rows[0]?.status;
+    if (status === undefined)
+      throw new RumedbenchError('PLAN_NOT_FOUND', `no plan ${id} in the queue at ${db.location}`);
+    if (status === 'cancelled' || status === 'pending')
+      throw new RumedbenchError('USAGE', `plan ${id} is ${status}: there is nothing of it to ask again`);
+    const failed = await client.query<{ cell_id: string; queue: string }>(
+      `SELECT cell_id, queue FROM ${SCHEMA}.cells WHERE plan_id = $1 AND status = 'failed' ORDER BY position`,
+      [id],
+    );
+    const unknown = (cells ?? []).filter((c) => !failed.rows.some((r) => r.cell_id === c));
+    if (unknown.length > 0)
+      throw new RumedbenchError(
+        'USAGE',
+        `plan ${id} has no failed cell ${unknown.map((c) => `"${c}"`).join(', ')}; its failed cells: ${failed.rows.map((r) => r.cell_id).join(', ') || 'none'}`,
+      );
+    const out: { cell: string; requests: number }[] = [];
+    const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+    for (const r of failed.rows.filter((c) => !cells || cells.includes(c.cell_id))) {
+      const chunks = await client.query<{ keys: string; chunk: number }>(
+        `SELECT keys, chunk FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2`,
+        [id, r.cell_id],
+      );
+      const planned = chunks.rows.flatMap((k) => (JSON.parse(k.keys) as string[] | null) ?? []);
+      const answers = await client.query<{ key: string; status: string }>(
+        `SELECT key, status FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
+        [id, r.cell_id],
+      );
+      const ok = new Set(answers.rows.filter((a) => a.status === 'ok').map((a) => a.key));
+      // A cell planned on the worker (the platform's closed tests) stored no keys: its failed answers are asked.
+      const keys = [
+        ...new Set(
+          planned.length > 0
+            ? planned.filter((k) => !ok.has(k))
+            : answers.rows.filter((a) => a.status !== 'ok').map((a) => a.key),
+        ),
+      ];
+      const next = Math.max(-1, ...chunks.rows.map((k) => k.chunk)) + 1;
+      const jobId = randomUUID();
+      await client.query(
+        `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, 0)`,
+        [id, r.cell_id, next, JSON.stringify(keys), jobId],
+      );
+      await client.query(
+        `UPDATE ${SCHEMA}.cells SET status = 'queued', error = NULL, finished_at = NULL, finisher = NULL
+         WHERE plan_id = $1 AND cell_id = $2`,
+        [id, r.cell_id],
+      );
+      await db.boss.insert(
+        [{ id: jobId, name: r.queue, data: { plan: id, cell: r.cell_id, chunk: next }, ...QUEUE_OPTIONS }],
+        {
+          db: tx,
+        },
+      );
+      out.push({ cell: r.cell_id, requests: keys.length });
+    }
+    if (out.length > 0)
+      await client.query(`UPDATE ${SCHEMA}.plans SET status = 'running', finished_at = NULL WHERE id = $1`, [
+        id,
+      ]);
+    return { cells: out };
+  });
+}
+
 /** The files of a finished cell's run folder (what `llm` writes), as the worker that finished it stored them. */
 export async function cellFiles(
   db: QueueDb,
@@ -254,7 +335,7 @@ export async function exportPlan(db: QueueDb, id: string, outDir: string): Promi
         if (!target.startsWith(`${dir}${sep}`))
           throw new Error(`${id}/${c.cell_id}: a stored path leaves its folder: ${f.path}`);
         mkdirSync(dirname(target), { recursive: true });
-        writeFileSync(target, f.content);
+        writeFileSync(target, f.path === 'summary.json' ? exportedSummary(f.content, dir) : f.content);
       }
     }
     rows.push(
@@ -310,4 +391,18 @@ export async function planCells(
 
 export async function setPlanMeta(db: QueueDb, id: string, meta: unknown): Promise<void> {
   await db.pool.query(`UPDATE ${SCHEMA}.plans SET meta = $2 WHERE id = $1`, [id, JSON.stringify(meta)]);
+}
+
+/**
+ * A cell's summary.json as exported: the finishing worker scored predictions in a temporary folder of its own, gone
+ * since; the summary names the exported folder's predictions instead.
+ */
+function exportedSummary(content: Buffer, dir: string): Buffer | string {
+  try {
+    const summary = JSON.parse(content.toString('utf8')) as { source?: unknown };
+    if (typeof summary.source !== 'string') return content;
+    return `${JSON.stringify({ ...summary, source: join(dir, 'predictions') }, null, 2)}\n`;
+  } catch {
+    return content;
+  }
 }

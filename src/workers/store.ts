@@ -140,6 +140,15 @@ ALTER TABLE ${SCHEMA}.cells ALTER COLUMN argv DROP NOT NULL;
     what: 'endpoints name the team that owns the model (platform entries are credited to it)',
     sql: `ALTER TABLE ${SCHEMA}.endpoints ADD COLUMN IF NOT EXISTS team text;`,
   },
+  {
+    version: 4,
+    what: 'failed requests go back to the queue: plans set rounds and a first delay, chunks count their round',
+    sql: `
+ALTER TABLE ${SCHEMA}.plans ADD COLUMN IF NOT EXISTS retry_rounds integer NOT NULL DEFAULT 3;
+ALTER TABLE ${SCHEMA}.plans ADD COLUMN IF NOT EXISTS retry_delay_s integer NOT NULL DEFAULT 60;
+ALTER TABLE ${SCHEMA}.chunks ADD COLUMN IF NOT EXISTS round integer NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The schema version this release reads and writes. */

@@ -34,6 +34,9 @@ export interface EnqueueInput {
   sha256: string;
   /** Requests in flight per endpoint across every worker. */
   maxInFlight: number;
+  /** Rounds in which failed requests go back to the queue (3 when absent), and the first round's delay (60 s). */
+  retryRounds?: number;
+  retryDelayS?: number;
   cells: readonly QueuedCell[];
   jobSize: number;
   /** `plan`, or `evaluation` (queued by the platform; its cells may only ask the allow-listed servers). */
@@ -56,7 +59,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   let jobs = 0;
   await inTransaction(db, async (client) => {
     await client.query(
-      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta) VALUES ($1, $2, $3, $4, $5, $8, $6, $7)`,
+      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta, retry_rounds, retry_delay_s)
+       VALUES ($1, $2, $3, $4, $5, $8, $6, $7, $9, $10)`,
       [
         id,
         input.name,
@@ -66,6 +70,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
         input.maxInFlight,
         JSON.stringify(input.meta ?? {}),
         input.hold ? 'pending' : 'queued',
+        input.retryRounds ?? 3,
+        input.retryDelayS ?? 60,
       ],
     );
     for (const [position, q] of input.cells.entries()) {
@@ -86,7 +92,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
           c.endpoint,
           queue,
           Number.isFinite(c.inFlight) ? c.inFlight : 1,
-          q.keys?.length ?? 0,
+          // Distinct requests: two identical items (RuMedNLI's test set has a pair) are one request, asked once.
+          q.keys ? new Set(q.keys).size : 0,
           JSON.stringify(q.dataSha256),
         ],
       );

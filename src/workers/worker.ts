@@ -10,10 +10,12 @@
  * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
  *   one (finishRun), stored in the database for `plan export`.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
+import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanDeep, cleanText } from '../data/clean-text.js';
 import { type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
@@ -24,8 +26,9 @@ import type { LlmRequest } from '../llm/requests.js';
 import { finishRun, planRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
+import { DbWait, DEFAULT_DB_WAIT_S } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
-import { inTransaction, type QueueDb, SCHEMA } from './store.js';
+import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
 export type CellRunner = LlmCell;
@@ -47,6 +50,8 @@ export interface WorkerOptions {
   prepare?(spec: LlmSpec): Promise<CellRunner>;
   /** This machine's data folder, in place of the specs'. */
   dataDir?: string;
+  /** Seconds a database outage is waited out before the worker stops (default 300). */
+  dbWaitS?: number;
   log: Logger;
 }
 
@@ -69,7 +74,7 @@ interface Prepared {
   runner: CellRunner;
   plan: Awaited<ReturnType<typeof planRun>>;
   byKey: Map<string, LlmRequest>;
-  provider?: Provider;
+  provider?: Provider | undefined;
 }
 
 export class Worker {
@@ -84,6 +89,9 @@ export class Worker {
   private readonly cells = new Map<string, Promise<Prepared>>();
   private stopping = false;
   private beat?: NodeJS.Timeout;
+  private beating = false;
+  /** Every call to the queue goes through it: a database outage is waited out, not a reason to exit. */
+  private readonly dbw: DbWait;
   private wake?: () => void;
   /** Requests this worker asked, for its closing line. */
   answered = 0;
@@ -98,11 +106,25 @@ export class Worker {
     this.concurrency = Math.max(1, o.concurrency ?? 8);
     this.heartbeatS = o.heartbeatS ?? 5;
     this.gate = pLimit(this.concurrency);
+    this.dbw = new DbWait({
+      waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
+      log: o.log,
+      location: o.db.location,
+      who: `worker ${this.name}`,
+    });
+  }
+
+  /** A query of the queue, waiting out an outage of the database. */
+  private q<R extends QueryResultRow = QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<QueryResult<R>> {
+    return this.dbw.retry(() => this.db.pool.query<R>(text, values));
   }
 
   /** Runs until `stop()`, or (with `exitWhenIdle`) until no plan has work left. */
   async run(): Promise<void> {
-    await this.db.pool.query(
+    await this.q(
       `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
       [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
     );
@@ -110,7 +132,14 @@ export class Worker {
       `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
     );
     this.beat = setInterval(() => {
-      this.heartbeat().catch((e: unknown) => this.o.log.warn(`heartbeat: ${(e as Error).message}`));
+      // One beat at a time: during an outage a beat waits for the database, and the next ones are skipped.
+      if (this.beating) return;
+      this.beating = true;
+      this.heartbeat()
+        .catch((e: unknown) => this.o.log.warn(`heartbeat: ${(e as Error).message}`))
+        .finally(() => {
+          this.beating = false;
+        });
     }, this.heartbeatS * 1000);
     try {
       while (!this.stopping) {
@@ -127,9 +156,9 @@ export class Worker {
       await Promise.all([...this.active.values()].map((a) => a.done));
     } finally {
       clearInterval(this.beat);
-      await this.db.pool
-        .query(`UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`, [this.id])
-        .catch(() => {});
+      await this.q(`UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`, [
+        this.id,
+      ]).catch(() => {});
       for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
     }
   }
@@ -147,11 +176,9 @@ export class Worker {
   private async release(list: readonly Active[], reason: string): Promise<number> {
     let n = 0;
     for (const a of list) {
-      const gone = await this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [
-        a.claim,
-      ]);
+      const gone = await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]);
       if (gone.rowCount === 0) continue;
-      await this.db.boss.fail(a.queue, a.jobId, { reason });
+      await this.dbw.retry(() => this.db.boss.fail(a.queue, a.jobId, { reason }));
       n++;
     }
     return n;
@@ -159,13 +186,14 @@ export class Worker {
 
   private async heartbeat(): Promise<void> {
     if (this.stopping) return;
-    const pool = this.db.pool;
-    await pool.query(`UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running'`, [
+    await this.q(`UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running'`, [
       this.id,
     ]);
+    // Just after an outage every worker's last beat is old: nobody is taken for lost until all have had time to beat.
+    if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000) return;
     // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
     // their jobs released to the queue.
-    const lost = await pool.query<{ job_id: string | null; queue: string; name: string }>(
+    const lost = await this.q<{ job_id: string | null; queue: string; name: string }>(
       `WITH gone AS (
          UPDATE ${SCHEMA}.workers SET status = 'lost'
          WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s) RETURNING id, name)
@@ -174,26 +202,29 @@ export class Worker {
        RETURNING c.job_id, c.queue, w.name`,
     );
     for (const r of lost.rows) {
-      if (!r.job_id) continue;
-      await this.db.boss.fail(r.queue, r.job_id, { reason: `worker ${r.name} lost (no heartbeat)` });
+      const job = r.job_id;
+      if (!job) continue;
+      await this.dbw.retry(() =>
+        this.db.boss.fail(r.queue, job, { reason: `worker ${r.name} lost (no heartbeat)` }),
+      );
       this.o.log.warn(`worker ${r.name} is lost: its job went back to the queue`);
     }
     // A job taken but never claimed (its worker died between the two) is released after a minute.
-    const orphans = await pool.query<{ id: string; name: string }>(
+    const orphans = await this.q<{ id: string; name: string }>(
       `SELECT j.id, j.name FROM pgboss.job j
        WHERE j.name LIKE 'rumedbench\\_%' AND j.state = 'active' AND j.started_on < now() - interval '60 seconds'
          AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.claims c WHERE c.job_id = j.id)`,
     );
     for (const r of orphans.rows)
-      await this.db.boss.fail(r.name, r.id, { reason: 'taken but never claimed' });
+      await this.dbw.retry(() => this.db.boss.fail(r.name, r.id, { reason: 'taken but never claimed' }));
     // A cell whose finisher was lost is finished by another.
-    await pool.query(
+    await this.q(
       `UPDATE ${SCHEMA}.cells c SET status = 'running', finisher = NULL
        WHERE c.status = 'finishing' AND NOT EXISTS (
          SELECT 1 FROM ${SCHEMA}.workers w WHERE w.id = c.finisher AND w.status = 'running')`,
     );
     // Cancelled plans: stop their jobs here.
-    const cancelled = await pool.query<{ id: string }>(
+    const cancelled = await this.q<{ id: string }>(
       `SELECT c.id FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
        WHERE c.worker_id = $1 AND p.status = 'cancelled'`,
       [this.id],
@@ -204,7 +235,7 @@ export class Worker {
 
   /** Takes one job from a queue whose endpoint has room, if any. */
   private async claim(): Promise<boolean> {
-    const { rows } = await this.db.pool.query<{ queue: string; endpoint: string; budget: number }>(
+    const { rows } = await this.q<{ queue: string; endpoint: string; budget: number }>(
       `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
        FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
        WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
@@ -222,12 +253,12 @@ export class Worker {
         q.budget,
       );
       if (lease === undefined) continue;
-      const [job] = await this.db.boss.fetch<JobData>(q.queue);
+      const [job] = await this.dbw.retry(() => this.db.boss.fetch<JobData>(q.queue));
       if (!job) {
-        await this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [lease.claim]);
+        await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [lease.claim]);
         continue;
       }
-      await this.db.pool.query(
+      await this.q(
         `UPDATE ${SCHEMA}.claims SET job_id = $2, plan_id = $3, cell_id = $4, chunk = $5 WHERE id = $1`,
         [lease.claim, job.id, job.data.plan, job.data.cell, job.data.chunk],
       );
@@ -266,25 +297,27 @@ export class Worker {
     want: number,
     budget: number,
   ): Promise<{ claim: string; inFlight: number } | undefined> {
-    return inTransaction(this.db, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
-      const used = await client.query<{ used: number }>(
-        `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
+    return this.dbw.retry(() =>
+      inTransaction(this.db, async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
+        const used = await client.query<{ used: number }>(
+          `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
          WHERE c.endpoint = $1 AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s)`,
-        [endpoint],
-      );
-      const room = endpoint === 'this machine' ? want : Math.min(want, budget - (used.rows[0]?.used ?? 0));
-      if (room < 1) return undefined;
-      const claim = await client.query<{ id: string }>(
-        `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
-        [this.id, endpoint, queue, room],
-      );
-      return { claim: String(claim.rows[0]?.id), inFlight: room };
-    });
+          [endpoint],
+        );
+        const room = endpoint === 'this machine' ? want : Math.min(want, budget - (used.rows[0]?.used ?? 0));
+        if (room < 1) return undefined;
+        const claim = await client.query<{ id: string }>(
+          `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
+          [this.id, endpoint, queue, room],
+        );
+        return { claim: String(claim.rows[0]?.id), inFlight: room };
+      }),
+    );
   }
 
   private async cellRow(plan: string, cell: string) {
-    const { rows } = await this.db.pool.query<{
+    const { rows } = await this.q<{
       spec: string | null;
       status: string;
       in_flight: number;
@@ -333,11 +366,10 @@ export class Worker {
     // Queue time: the claim, this job's reads before its requests, and its completion; the cell's planning aside.
     let t0 = performance.now();
     const { plan, cell, chunk } = a.data;
-    const pool = this.db.pool;
     const row = await this.cellRow(plan, cell);
     const done = async () => {
-      await pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [a.claim]);
-      await this.db.boss.complete(a.queue, a.jobId).catch(() => {});
+      await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [a.claim]);
+      await this.dbw.retry(() => this.db.boss.complete(a.queue, a.jobId)).catch(() => {});
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
       return done();
@@ -361,22 +393,23 @@ export class Worker {
       return done();
     }
     t0 += performance.now() - planning;
-    const { rows: keyRow } = await pool.query<{ keys: string }>(
-      `SELECT keys FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
+    const { rows: keyRow } = await this.q<{ keys: string; round: number }>(
+      `SELECT keys, round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
       [plan, cell, chunk],
     );
+    const round = keyRow[0]?.round ?? 0;
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(keyRow[0]?.keys ?? '[]') as string[] | null;
     const keys = stored ?? prepared.plan.requests.map((j) => j.key);
     if (stored === null)
-      await pool.query(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
+      await this.q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
         plan,
         cell,
-        keys.length,
+        new Set(keys).size,
       ]);
     const answered = new Set(
       (
-        await pool.query<{ key: string }>(
+        await this.q<{ key: string }>(
           `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
           [plan, cell, keys],
         )
@@ -393,15 +426,13 @@ export class Worker {
       );
       return done();
     }
-    await pool.query(
+    await this.q(
       `UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
          started_at = coalesce(started_at, now()), described = coalesce(described, $3)
        WHERE plan_id = $1 AND cell_id = $2`,
       [plan, cell, JSON.stringify(provider.describe())],
     );
-    await pool.query(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [
-      plan,
-    ]);
+    await this.q(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [plan]);
     const before = performance.now() - t0;
     this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
     // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
@@ -431,14 +462,15 @@ export class Worker {
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
       this.answered++;
-      const w: Promise<void> = pool
-        .query(
-          `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
+      // Waited out through an outage: the answer is kept in memory until it is written, and since no request goes
+      // out while as many writes as request slots are pending, sending pauses meanwhile.
+      const w: Promise<void> = this.q(
+        `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT (plan_id, cell_id, key) DO UPDATE
              SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
              WHERE ${SCHEMA}.answers.status <> 'ok'`,
-          [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
-        )
+        [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
+      )
         .then(
           () => {},
           (e: unknown) => {
@@ -460,7 +492,23 @@ export class Worker {
       });
     } catch (e) {
       await Promise.all(writes);
-      // A server that refuses what no retry fixes (a key, a model name): the cell fails with its reason.
+      // The model server is down (the client's circuit breaker): what this job did not answer goes back to the queue,
+      // for a later round, while the plan has rounds left.
+      if (e instanceof RumedbenchError && e.code === 'LLM_ENDPOINT_DOWN' && !a.abort.signal.aborted) {
+        // The provider's breaker stays open: the next job of this cell here starts with a fresh one.
+        if (prepared.provider === provider) prepared.provider = undefined;
+        const ok = await this.okKeys(plan, cell, keys);
+        const left = keys.filter((k) => !ok.has(k));
+        if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string)) {
+          await this.q(
+            `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
+            [plan, cell, chunk],
+          );
+          return done();
+        }
+      }
+      // A server that refuses what no retry fixes (a key, a model name), or down past the plan's rounds: the cell
+      // fails with its reason.
       await this.failCell(plan, cell, e);
       return done();
     }
@@ -474,7 +522,7 @@ export class Worker {
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
     t0 = performance.now();
-    await pool.query(
+    await this.q(
       `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
       [plan, cell, chunk],
     );
@@ -483,11 +531,80 @@ export class Worker {
     await this.finish(plan, cell);
   }
 
+  /** The keys among `keys` that have an answer. */
+  private async okKeys(plan: string, cell: string, keys: readonly string[]): Promise<Set<string>> {
+    const { rows } = await this.q<{ key: string }>(
+      `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
+      [plan, cell, keys],
+    );
+    return new Set(rows.map((r) => r.key));
+  }
+
+  /**
+   * Puts requests of a cell back on the queue as a new chunk of round `round`, to be taken after the plan's delay
+   * (doubled each round); false when the plan's rounds are spent.
+   */
+  private async requeue(
+    plan: string,
+    cell: string,
+    keys: readonly string[],
+    round: number,
+    why: string,
+  ): Promise<boolean> {
+    if (keys.length === 0) return true;
+    const settings = await this.q<{ retry_rounds: number; retry_delay_s: number }>(
+      `SELECT retry_rounds, retry_delay_s FROM ${SCHEMA}.plans WHERE id = $1 AND status IN ('queued', 'running')`,
+      [plan],
+    );
+    const p = settings.rows[0];
+    if (!p || round > p.retry_rounds) return false;
+    const delayS = p.retry_delay_s * 2 ** (round - 1);
+    await this.dbw.retry(() =>
+      inTransaction(this.db, async (client) => {
+        // One chunk number per cell at a time: several workers may put back chunks of one cell at once.
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${plan}\n${cell}`]);
+        const { rows } = await client.query<{ next: number; queue: string }>(
+          `SELECT (SELECT coalesce(max(chunk), -1) + 1 FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2)::int AS next,
+             queue FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
+          [plan, cell],
+        );
+        const next = rows[0]?.next ?? 0;
+        const jobId = randomUUID();
+        await client.query(
+          `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
+          [plan, cell, next, JSON.stringify(keys), jobId, round],
+        );
+        await client.query(
+          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL
+           WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running', 'finishing')`,
+          [plan, cell],
+        );
+        const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+        await this.db.boss.insert(
+          [
+            {
+              id: jobId,
+              name: rows[0]?.queue as string,
+              data: { plan, cell, chunk: next },
+              startAfter: new Date(Date.now() + delayS * 1000),
+              ...QUEUE_OPTIONS,
+            },
+          ],
+          { db: tx },
+        );
+      }),
+    );
+    this.o.log.warn(
+      `${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${p.retry_rounds}, in ${delayS} s (${why})`,
+    );
+    return true;
+  }
+
   private async failCell(plan: string, cell: string, e: unknown): Promise<void> {
     // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
-    const message = cleanText(e instanceof Error ? e.message : String(e), 4000);
+    const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
     this.o.log.error(`${cell}: ${message}`);
-    await this.db.pool.query(
+    await this.q(
       `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
        WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
       [plan, cell, message],
@@ -497,19 +614,19 @@ export class Worker {
   }
 
   private async cancelCellJobs(plan: string, cell: string): Promise<void> {
-    const { rows } = await this.db.pool.query<{ job_id: string; queue: string }>(
+    const { rows } = await this.q<{ job_id: string; queue: string }>(
       `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
        WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
       [plan, cell],
     );
     const byQueue = new Map<string, string[]>();
     for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
-    for (const [q, ids] of byQueue) await this.db.boss.cancel(q, ids).catch(() => {});
+    for (const [q, ids] of byQueue) await this.dbw.retry(() => this.db.boss.cancel(q, ids)).catch(() => {});
   }
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
   private async finishReady(): Promise<void> {
-    const { rows } = await this.db.pool.query<{ plan_id: string; cell_id: string }>(
+    const { rows } = await this.q<{ plan_id: string; cell_id: string }>(
       `SELECT c.plan_id, c.cell_id FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
        WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
          AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
@@ -519,7 +636,7 @@ export class Worker {
   }
 
   private async workLeft(): Promise<boolean> {
-    const { rows } = await this.db.pool.query(
+    const { rows } = await this.q(
       `SELECT 1 FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
        WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed') LIMIT 1`,
     );
@@ -528,8 +645,7 @@ export class Worker {
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
   private async finish(plan: string, cell: string): Promise<void> {
-    const pool = this.db.pool;
-    const { rows } = await pool.query<{
+    const { rows } = await this.q<{
       spec: string | null;
       data_sha256: string;
       described: string | null;
@@ -552,11 +668,33 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const answers = await pool.query<{ key: string; entry: string }>(
+      const answers = await this.q<{ key: string; entry: string }>(
         `SELECT key, entry FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
         [plan, cell],
       );
       const byKey = new Map(answers.rows.map((r) => [r.key, r.entry]));
+      // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
+      // another round, while the plan has rounds left; the cell is finished once they are answered.
+      const transient = [
+        ...new Set(
+          prepared.plan.requests
+            .map((j) => j.key)
+            .filter((k) => {
+              const entry = byKey.get(k);
+              if (entry === undefined) return true;
+              const e = JSON.parse(entry) as { status: string; error?: string };
+              return e.status !== 'ok' && TRANSIENT.test(e.error ?? '');
+            }),
+        ),
+      ];
+      if (transient.length > 0) {
+        const { rows: r } = await this.q<{ round: number }>(
+          `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2`,
+          [plan, cell],
+        );
+        const why = `${transient.length} failed: ${(JSON.parse(byKey.get(transient[0] as string) ?? '{}') as { error?: string }).error ?? 'not sent'}`;
+        if (await this.requeue(plan, cell, transient, (r[0]?.round ?? 0) + 1, why.slice(0, 300))) return;
+      }
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
         journalFile,
@@ -579,18 +717,20 @@ export class Worker {
         log: this.o.log,
         extra: { plan_id: plan, cell: cell },
       });
-      await inTransaction(this.db, async (client) => {
-        for (const file of walk(dir))
-          await client.query(
-            `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
+      await this.dbw.retry(() =>
+        inTransaction(this.db, async (client) => {
+          for (const file of walk(dir))
+            await client.query(
+              `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
              ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
-            [plan, cell, relative(dir, file), readFileSync(file)],
+              [plan, cell, relative(dir, file), readFileSync(file)],
+            );
+          await client.query(
+            `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
+            [plan, cell, JSON.stringify(result.summary)],
           );
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
-          [plan, cell, JSON.stringify(result.summary)],
-        );
-      });
+        }),
+      );
       this.o.log.info(`${cell}: done, overall ${result.evaluation.overall?.toFixed(2) ?? '–'}`);
     } catch (e) {
       await this.failCell(plan, cell, e);
@@ -600,9 +740,26 @@ export class Worker {
     await this.closePlan(plan);
   }
 
+  /** What a failure says, with the advice of the queue (`plan retry`), not of a local run's journal. */
+  private queueAdvice(plan: string, cell: string, e: unknown): string {
+    const text = e instanceof Error ? e.message : String(e);
+    const lines = text
+      .split('\n')
+      .filter((l) => !/--retry-errors|--resume|journal\.jsonl|Every answer so far/.test(l));
+    const retryable =
+      e instanceof RumedbenchError &&
+      ['RUN_INCOMPLETE', 'LLM_ENDPOINT_DOWN', 'REPLIES_UNUSABLE'].includes(e.code);
+    return retryable
+      ? [
+          ...lines,
+          `Once the cause is fixed, ask the failed requests again: rumedbench plan retry ${plan} --cells ${cell}`,
+        ].join('\n')
+      : lines.join('\n');
+  }
+
   /** A plan whose cells are all done or failed is over. */
   private async closePlan(plan: string): Promise<void> {
-    await this.db.pool.query(
+    await this.q(
       `UPDATE ${SCHEMA}.plans p SET finished_at = now(),
          status = CASE WHEN EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status = 'failed') THEN 'failed' ELSE 'done' END
        WHERE p.id = $1 AND p.status IN ('queued', 'running')
@@ -611,6 +768,9 @@ export class Worker {
     );
   }
 }
+
+/** Failures another round may answer: the server away, timing out, busy or failing (5xx, 429, 408). */
+const TRANSIENT = /cannot reach|timed out|broke off|is down|HTTP (5\d\d|429|408)\b/;
 
 /** A cell's spec as the queue holds it; a cell an older release queued as a command line is refused, saying so. */
 function specOfRow(stored: string | null, where: string): LlmSpec {

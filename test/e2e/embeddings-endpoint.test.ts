@@ -176,3 +176,77 @@ describe('baseline encoder --endpoint against a busy server (503 and 429 without
     }
   });
 });
+
+describe('baseline encoder --endpoint against vectors that cannot be paired or are far too wide (#30)', () => {
+  type Shape = 'reversed-no-index' | 'all-zero-index' | 'index-plus-1000' | 'wide';
+  const cases: { shape: Shape; said: RegExp }[] = [
+    {
+      shape: 'reversed-no-index',
+      said: /vector 0 of 2: no "index"; each vector must say which input it is for \(0…1\)/,
+    },
+    { shape: 'all-zero-index', said: /two vectors for input 0: the indexes must name each input once/ },
+    { shape: 'index-plus-1000', said: /vector 0 of 2: "index" 1000; each vector must say which input/ },
+    {
+      shape: 'wide',
+      said: /input 0: a vector of 200000 dimensions, over --max-dimensions 16384; not read/,
+    },
+  ];
+  it.each(cases)('$shape: exit 1, saying why, nothing predicted', async ({ shape, said }) => {
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => {
+        body += d;
+      });
+      req.on('end', () => {
+        const { input } = JSON.parse(body) as { input: string[] };
+        const vector = (i: number) => (shape === 'wide' ? new Array(200_000).fill(0.5) : [i + 1, 1]);
+        const data = input.map((_, i) =>
+          shape === 'reversed-no-index'
+            ? { embedding: vector(i) }
+            : {
+                index: shape === 'all-zero-index' ? 0 : shape === 'index-plus-1000' ? i + 1000 : i,
+                embedding: vector(i),
+              },
+        );
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ data: shape === 'reversed-no-index' ? data.reverse() : data }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const out = join(mkdtempSync(join(tmpdir(), `rumedbench-endpoint-${shape}-`)), 'x');
+      const r = await rumedbench(
+        ...['baseline', 'encoder', '--data', DATA, '--out', out, '--no-cache', '--tasks', 'RuMedTop3'],
+        ...['--endpoint', `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`],
+        ...['--model', 'm', '--batch-size', '2', '--bootstrap', '0'],
+      );
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(said);
+      expect(r.stdout).toBe('');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('--max-dimensions is refused for a model run here', async () => {
+    const r = await rumedbench(
+      ...[
+        'baseline',
+        'encoder',
+        '--data',
+        DATA,
+        '--model',
+        'x',
+        '--max-dimensions',
+        '10',
+        '--tasks',
+        'RuMedTop3',
+      ],
+    );
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      expect.stringContaining('--max-dimensions: for an embeddings --endpoint'),
+    ]);
+  });
+});

@@ -7,27 +7,19 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { forEachLine, Journal, type JournalEntry } from '../../src/llm/journal.js';
 import { connectionProblem, serverMessage, snippet } from '../../src/llm/openai.js';
 import { createLogger } from '../../src/log.js';
-import { type BrokenServer, type Misbehaviour, startBrokenServer } from '../helpers/broken-openai.js';
+import { type Misbehaviour, useBrokenServers } from '../helpers/broken-openai.js';
 import { CLI } from '../helpers/data.js';
 import { FIXTURE_CODES, fixtureDataDir } from '../helpers/fixture-data.js';
 
 /** The suite's data: a small folder the tests write (test/helpers/fixture-data.ts), not ../shared. */
 const DATA = fixtureDataDir();
 
-const servers: BrokenServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-const start = async (mode: Misbehaviour, options: Parameters<typeof startBrokenServer>[1] = {}) => {
-  const s = await startBrokenServer(mode, options);
-  servers.push(s);
-  return s;
-};
+const start = useBrokenServers();
 
 /** The CLI in process: exit code, stdout, stderr. */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -89,7 +81,7 @@ interface Row {
   journal?: RegExp;
   /** How the run is continued against a healthy server. */
   next: '--retry-errors' | '--resume' | 'nothing';
-  server?: Parameters<typeof startBrokenServer>[1];
+  server?: Parameters<typeof start>[1];
 }
 
 const ROWS: Row[] = [
@@ -112,12 +104,14 @@ const ROWS: Row[] = [
     next: '--retry-errors',
   },
   {
+    // Five requests in a row timed out (the circuit breaker, #30): the endpoint is down and the run stops (exit 5).
     mode: 'hang',
     run: 'generate',
-    code: 3,
-    stderr: /waiting \d+ s before retry 1 of 1: .*timed out after 0 s[\s\S]*4× .*timed out after 0 s/,
+    code: 5,
+    stderr:
+      /waiting \d+ s before retry 1 of 1: .*timed out after 0 s[\s\S]*is down: 5 requests in a row could not reach it or timed out \(the last: .*timed out after 0 s\); nothing more is sent to it\nThe run stopped\. 0 of 4 requests are answered in .*; once the server is back, continue with the same command and --resume/,
     journal: /timed out/,
-    next: '--retry-errors',
+    next: '--resume',
   },
   {
     mode: 'unauthorized',
@@ -223,7 +217,7 @@ const ROWS: Row[] = [
     run: 'loglik',
     code: 1,
     stderr:
-      /cannot score by log-likelihood: a three-token prompt came back without three log-probabilities \(.*log-probability 240 at token 1 is not a finite number ≤ 0/,
+      /cannot score by log-likelihood: the server returns prompt log-probabilities that cannot be right \(.*log-probability 240 at token 1 is not a finite number ≤ 0, which no model gives/,
     next: 'nothing',
   },
   {

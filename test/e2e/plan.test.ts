@@ -135,7 +135,7 @@ describe('plan (on fixture data the test writes)', () => {
     const lines = r.stderr.trim().split('\n');
     expect(lines[0]).toBe(`error: ${file}: 9 problems:`);
     expect(lines.slice(1).map((l) => l.trim())).toEqual([
-      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, data, defaults, models, matrix, max_in_flight`,
+      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
       `${file}:2:21: unknown task "RuMedQA"; the tasks are RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER, RuMedTest`,
       `${file}:3:24: max_tokens: --max-tokens must be an integer ≥ 1, got "many"`,
       `${file}:3:30: unknown setting "temprature" in defaults`,
@@ -202,6 +202,33 @@ describe('plan (on fixture data the test writes)', () => {
     expect(checked.cells[4]?.spec).toMatchObject({ kind: 'baseline', method: 'encoder' });
     expect(checked.cells[4]?.command.startsWith('rumedbench baseline encoder --model /')).toBe(true);
     expect(s.requests).toHaveLength(0);
+  });
+
+  it('plan check says which tasks a cell’s settings leave out (shots on RuMedNLI without its train file)', async () => {
+    const s = await serve();
+    const file = writePlan(
+      [
+        'name: dropped',
+        'tasks: [RuMedDaNet, RuMedNLI]',
+        `data: ${DATA}`,
+        'defaults: {limit: 5}',
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${s.url}", model: fake}`,
+        'matrix: {shots: [0, 2]}',
+      ].join('\n'),
+    );
+    const r = await rumedbenchOk('plan', 'check', file);
+    expect(r.stdout).toMatch(
+      /m\/shots=2 +openai +5 .*RuMedNLI left out: 2-shot prompts need .*RuMedNLI\/train_v1\.jsonl, which is missing/,
+    );
+    expect(r.stderr).toMatch(/m\/shots=2: RuMedNLI is left out \(2-shot prompts need/);
+    const j = JSON.parse((await rumedbenchOk('plan', 'check', file, '--json')).stdout) as {
+      cells: { cell: string; requests: number; skipped?: Record<string, string> }[];
+    };
+    expect(j.cells.map((c) => [c.cell, c.requests, Object.keys(c.skipped ?? {})])).toEqual([
+      ['m/shots=0', 10, []],
+      ['m/shots=2', 5, ['RuMedNLI']],
+    ]);
   });
 
   it('resumes a plan run killed with SIGKILL, re-asking at most the requests that were in flight', async () => {

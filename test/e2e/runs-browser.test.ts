@@ -152,6 +152,27 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     expect(text).toContain('max_tokens=512');
     expect(text).not.toContain(model.url);
     await shot(entry, 'entry');
+
+    // In Russian, every text node of the runs pages, the board and the entry: no English status or kind word.
+    const englishIn = async (label: string, path: string) => {
+      const page = await open(path);
+      // The text of every element of the page's main part, one by one.
+      const nodes = await page.locator('main *').allTextContents();
+      await shot(page, `ru-${label}`);
+      return nodes.filter((t) =>
+        /\b(done|failed|running|queued|finishing|cancelled|pending|evaluation|Run by the platform)\b|\d\/s\b/i.test(
+          t,
+        ),
+      );
+    };
+    const entryRu = `${(entryLink as string).replace(/\?.*$/, '')}?lang=ru`;
+    for (const [label, path] of [
+      ['runs', '/runs?lang=ru'],
+      ['run', `/runs/${id}?lang=ru`],
+      ['closed-board', '/board/closed?lang=ru'],
+      ['entry', entryRu],
+    ] as const)
+      expect(await englishIn(label, path), path).toEqual([]);
     expect(errors).toEqual([]);
   }, 120_000);
 });

@@ -23,6 +23,7 @@ import { CLI } from '../helpers/data.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
 import { startServe } from '../helpers/server.js';
 
 const DATA = fixtureDataDir();
@@ -209,6 +210,12 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       ).cells.map((c) => [c.cell, c.tasks]);
     expect(summary(out)).toEqual(summary(local));
     expect(existsSync(join(out, 'report.html'))).toBe(true);
+    // Each exported cell's summary names the exported predictions, not the finishing worker's temporary folder.
+    const cellSummary = JSON.parse(readFileSync(join(out, 'model-a/default/summary.json'), 'utf8')) as {
+      source: string;
+    };
+    expect(cellSummary.source).toBe(join(out, 'model-a/default', 'predictions'));
+    expect(existsSync(cellSummary.source)).toBe(true);
   });
 
   it('a worker killed with SIGKILL mid-job: the plan finishes, only its requests in flight are asked again', async () => {
@@ -355,6 +362,79 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     } finally {
       await new Promise<void>((r) => server.close(() => r()));
     }
+  });
+
+  it('a model server gone for seconds mid-plan: its requests go back to the queue, and every cell ends done', async () => {
+    const db = await freshDatabase('postgres');
+    let server = await serve(20);
+    const port = Number(new URL(server.url).port);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${server.url}", model: fake-m}`],
+      ['retry_rounds: 5', 'retry_delay_s: 1'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+    const worker = startWorker(db, 'o1', ['--exit-when-idle', '--concurrency', '4']);
+    await waitFor('20 answers', async () => (server.requests.length >= 20 ? true : undefined));
+    // The server goes away (nothing listens), and comes back on the same port 4 s later.
+    const before = server.requests;
+    await server.close();
+    servers.splice(servers.indexOf(server), 1);
+    await new Promise((r) => setTimeout(r, 4000));
+    server = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs: 20 }), port });
+    servers.push(server);
+    expect((await worker.exited).code).toBe(0);
+    expect(worker.log()).toMatch(
+      /request\(s\) go back to the queue, round 1 of 5, in 1 s \(.* is down: 5 requests in a row/,
+    );
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { cell: string; status: string; requests: { done: number; total: number } }[];
+    };
+    expect(status.status).toBe('done');
+    expect(status.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
+      ['done', 120, 120],
+    ]);
+    // Asked again: only what was in flight when the server went (4 at most), never an answered request.
+    const seenBefore = new Set(before.map((r) => JSON.stringify(r.body.messages)));
+    expect(
+      server.requests.filter((r) => seenBefore.has(JSON.stringify(r.body.messages))).length,
+    ).toBeLessThanOrEqual(4);
+  });
+
+  it('plan retry asks a failed cell’s failed requests again, and only those', async () => {
+    const db = await freshDatabase('postgres');
+    // The first 12 requests get a 500; max_retries 0 and no rounds: the cell fails with them.
+    const s = await startFakeOpenAI({ reply, behaviour: (n) => (n < 12 ? { kind: '500' } : { kind: 'ok' }) });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, max_retries: 0}`],
+      ['retry_rounds: 0'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const first = startWorker(db, 'f1', ['--exit-when-idle', '--concurrency', '2']);
+    expect((await first.exited).code).toBe(0);
+    const failed = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; error: string }[];
+    };
+    expect(failed.status).toBe('failed');
+    expect(failed.cells[0]?.error).toMatch(/12 of 120 requests failed/);
+    expect(failed.cells[0]?.error).toContain(`rumedbench plan retry ${id} --cells m/default`);
+    expect(failed.cells[0]?.error).not.toMatch(/--retry-errors|journal|rumedbench-cell-/);
+    const asked = s.requests.length;
+    const unknown = await rumedbench('plan', 'retry', id, '--db', db, '--cells', 'nope');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('has no failed cell "nope"; its failed cells: m/default');
+    const retried = await rumedbenchOk('plan', 'retry', id, '--db', db);
+    expect(retried.stderr).toContain('m/default: 12 request(s) back in the queue');
+    const second = startWorker(db, 'f2', ['--exit-when-idle']);
+    expect((await second.exited).code).toBe(0);
+    expect(s.requests.length - asked).toBe(12);
+    const done = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; requests: { done: number; total: number } }[];
+    };
+    expect([done.status, done.cells[0]?.status, done.cells[0]?.requests.done]).toEqual(['done', 'done', 120]);
   });
 
   it('plan cancel drops the waiting jobs; status names the cell cancelled', async () => {
@@ -514,3 +594,80 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
 });
 
 if (!PG_URL) describe('workers on PostgreSQL', () => it.skip(NO_PG_REASON, () => {}));
+
+describe.skipIf(NO_OWN_PG_REASON !== undefined)(
+  'a PostgreSQL restart in the middle of a plan (a cluster of the test’s own)',
+  () => {
+    it('two workers and serve survive pg_ctl restart -m fast: no process exits, every cell ends done, the board answers again', async () => {
+      const own = await startOwnPostgres();
+      try {
+        const db = own.url;
+        const s = await serve(100);
+        const file = writePlan([
+          `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`,
+          `  - {name: n, provider: openai, base_url: "${s.url}", model: fake-n}`,
+        ]);
+        const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+        const board = await startServe(['--db', db], { RUMEDBENCH_DATA: DATA });
+        try {
+          const workers = ['r1', 'r2'].map((n) =>
+            startWorker(db, n, ['--exit-when-idle', '--concurrency', '4']),
+          );
+          await waitFor('40 answers', async () => {
+            const [row] = await query<{ n: number }>(
+              db,
+              'SELECT count(*)::int AS n FROM rumedbench_runs.answers',
+            );
+            return (row?.n ?? 0) >= 40 ? true : undefined;
+          });
+          const t0 = Date.now();
+          // As `pg_ctl restart -m fast` on a busy server: every connection cut, 3 s with nothing listening.
+          await own.outage(3000);
+          const downMs = Date.now() - t0;
+          // The board answers again once the database is back (its first queries may meet dead pooled connections).
+          const status = await waitFor(
+            'the board',
+            async () => {
+              const r = await fetch(`${board.url}/api/boards/public`).catch(() => undefined);
+              return r?.status === 200 ? r.status : undefined;
+            },
+            30_000,
+          );
+          expect(status).toBe(200);
+          const exits = await Promise.all(workers.map((w) => w.exited));
+          expect(exits.map((e) => e.code)).toEqual([0, 0]);
+          expect(board.child.exitCode).toBeNull();
+          const said = workers.map((w) => w.log()).join('\n');
+          expect(said).not.toMatch(/internal error/);
+          // They waited, said so once, and said when it was back.
+          expect(said).toMatch(
+            /the database at postgres:\/\/.* is unreachable \(.*\); waiting for it, up to 300 s \(--db-wait\)/,
+          );
+          expect(said).toMatch(/is back after \d+\.\d s/);
+          const plan = JSON.parse(
+            (await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout,
+          ) as {
+            status: string;
+            cells: { cell: string; status: string; requests: { done: number; total: number } }[];
+          };
+          expect(plan.status).toBe('done');
+          expect(plan.cells.map((c) => [c.cell, c.status, c.requests.done, c.requests.total])).toEqual([
+            ['m/default', 'done', 120, 120],
+            ['n/default', 'done', 120, 120],
+          ]);
+          // Answers that arrived while the database was away were kept and written, not asked again: at most the
+          // requests in flight (2 workers × 4) are asked twice.
+          const twice = askedTwice(s);
+          expect(twice).toBeLessThanOrEqual(8);
+          console.log(
+            `db outage: down ${downMs} ms; ${s.requests.length} requests for 240 answers, ${twice} asked twice`,
+          );
+        } finally {
+          await board.stop();
+        }
+      } finally {
+        own.stop();
+      }
+    }, 120_000);
+  },
+);

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 import { fakeLogprob, fakeTokenize } from './fake-openai.js';
 
 export type Misbehaviour =
@@ -28,7 +29,18 @@ export type Misbehaviour =
   | 'positive-logprobs'
   | 'long-logprobs'
   | 'tokenize-mismatch'
-  | 'infinite-logprob';
+  | 'infinite-logprob'
+  | 'echo'
+  | 'truncated'
+  | 'unclosed-think'
+  | 'filtered'
+  | 'echo-headers-401'
+  | 'echo-headers-502'
+  | 'zero-logprobs'
+  | 'tiny-logprobs'
+  | 'drop-token'
+  | 'huge-usage'
+  | 'dies';
 
 export interface BrokenServer {
   url: string;
@@ -54,6 +66,10 @@ export async function startBrokenServer(
     hugeBytes?: number;
     /** Misbehave on /v1/completions from this request on (1: from the first; 2: after a healthy probe). */
     completionsFrom?: number;
+    /** `dies`: after answering this many chat requests, the server closes and nothing listens any more. */
+    dieAfter?: number;
+    /** What /tokenize says the model's context holds (8192 unless given). */
+    maxModelLen?: number;
   } = {},
 ): Promise<BrokenServer> {
   const counts = { chat: 0, completions: 0, tokenize: 0 };
@@ -73,6 +89,17 @@ export async function startBrokenServer(
     // A little latency, so that requests sent together overlap here as they would on a real server.
     await new Promise((r) => setTimeout(r, 2));
     const path = req.url ?? '';
+    // Errors that echo the request's headers, as some gateways and debug servers do: the key is in the message.
+    if (mode === 'echo-headers-401') {
+      json(res, 401, { error: { message: `Unauthorized request, headers: ${JSON.stringify(req.headers)}` } });
+      return;
+    }
+    if (mode === 'echo-headers-502') {
+      res
+        .writeHead(502, { 'content-type': 'text/plain' })
+        .end(`upstream failed for ${req.method} ${path} with ${JSON.stringify(req.headers)}`);
+      return;
+    }
     if (mode === 'unauthorized') {
       json(res, 401, {
         error: { message: 'Incorrect API key provided: sk-…abcd.', type: 'invalid_request_error' },
@@ -98,7 +125,9 @@ export async function startBrokenServer(
       let tokens = fakeTokenize(b.prompt, b.add_special_tokens ?? true);
       // A tokenizer whose counts do not add up: every text is three tokens.
       if (mode === 'tokenize-mismatch' && b.prompt !== '') tokens = tokens.slice(0, 3);
-      json(res, 200, { tokens, count: tokens.length, max_model_len: 8192 });
+      // A tokenizer that loses the last token of every text.
+      if (mode === 'drop-token' && tokens.length > 1) tokens = tokens.slice(0, -1);
+      json(res, 200, { tokens, count: tokens.length, max_model_len: options.maxModelLen ?? 8192 });
       return;
     }
     if (path.endsWith('/v1/completions')) {
@@ -113,6 +142,8 @@ export async function startBrokenServer(
         );
         if (misbehave && mode === 'positive-logprobs') lp = lp.map((v) => (v === null ? v : 240));
         if (misbehave && mode === 'long-logprobs') lp = [...lp, -1, -1, -1];
+        if (misbehave && mode === 'zero-logprobs') lp = lp.map((v) => (v === null ? v : 0));
+        if (misbehave && mode === 'tiny-logprobs') lp = lp.map((v) => (v === null ? v : -1e300));
         return { index, text: ' x', logprobs: { token_logprobs: lp, top_logprobs: lp.map(() => null) } };
       });
       let text = JSON.stringify({ id: 'cmpl', object: 'text_completion', model: 'fake-1', choices });
@@ -126,17 +157,47 @@ export async function startBrokenServer(
       return;
     }
     counts.chat++;
-    const request = JSON.parse(body) as { model: string };
-    const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    const request = JSON.parse(body) as { model: string; messages: { role: string; content: string }[] };
+    const ok = (
+      message: Record<string, unknown>,
+      extra: Record<string, unknown> = {},
+      finish_reason = 'stop',
+    ) =>
       json(res, 200, {
         id: `chatcmpl-${counts.chat}`,
         object: 'chat.completion',
         model: request.model,
-        choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
+        choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason }],
         usage: { prompt_tokens: 20, completion_tokens: 1, total_tokens: 21 },
         ...extra,
       });
     switch (mode) {
+      case 'echo':
+        // A completion server behind a chat URL: the prompt comes back as the reply.
+        ok({ content: request.messages.map((m) => m.content).join('\n') });
+        return;
+      case 'truncated':
+        ok({ content: 'Рассмотрим текст внимательно. Во-первых, в нём' }, {}, 'length');
+        return;
+      case 'unclosed-think':
+        ok({ content: '<think>Нужно понять, о чём спрашивают. Текст говорит, что' }, {}, 'length');
+        return;
+      case 'filtered':
+        ok({ content: '' }, {}, 'content_filter');
+        return;
+      case 'huge-usage':
+        ok(
+          { content: 'да' },
+          { usage: { prompt_tokens: 2 ** 53 - 1, completion_tokens: 2 ** 53 - 1, total_tokens: 0 } },
+        );
+        return;
+      case 'dies':
+        ok({ content: 'да' });
+        if (counts.chat >= (options.dieAfter ?? 3)) {
+          server.close();
+          setImmediate(() => server.closeAllConnections());
+        }
+        return;
       case 'html-502':
         res
           .writeHead(502, { 'content-type': 'text/html' })
@@ -228,5 +289,21 @@ export async function startBrokenServer(
         server.closeAllConnections();
         server.close(() => r());
       }),
+  };
+}
+
+/** For a test file: `start(mode)` opens a broken server, and every server opened is closed after each test. */
+export function useBrokenServers(): (
+  mode: Misbehaviour,
+  options?: Parameters<typeof startBrokenServer>[1],
+) => Promise<BrokenServer> {
+  const servers: BrokenServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return async (mode, options = {}) => {
+    const s = await startBrokenServer(mode, options);
+    servers.push(s);
+    return s;
   };
 }

@@ -96,6 +96,8 @@ export async function startFakeOpenAI(options: {
   memorized?: string;
   /** What /tokenize says of the model's context (vLLM's `max_model_len`); 8192 by default. */
   maxModelLen?: number;
+  /** Listen on this port (a server brought back where it was); a free one by default. */
+  port?: number;
   /**
    * Bytes each echoed token takes in a /v1/completions reply (its text padded, as vLLM's escaped token texts and
    * top-1 maps make them); about 40 by default.
@@ -240,7 +242,7 @@ export async function startFakeOpenAI(options: {
       }),
     );
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(options.port ?? 0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,

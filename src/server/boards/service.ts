@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import type { EvaluationResult } from '../../scoring/score.js';
+import { isConnectionError } from '../../workers/db-wait.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HttpError } from '../errors.js';
@@ -37,7 +38,15 @@ export class Boards {
     const hit = this.boardCache.get(board);
     if (hit && Date.now() - hit.at < Boards.BOARD_TTL_MS) return hit.entries;
     const exact = this.exact();
-    const entries = rank((await q.listBoard(this.db, board)).map((r) => toEntry(r, undefined, { exact })));
+    let rows: Awaited<ReturnType<typeof q.listBoard>>;
+    try {
+      rows = await q.listBoard(this.db, board);
+    } catch (e) {
+      // The database away for a moment (a restart): the board as last read, rather than no board.
+      if (hit && isConnectionError(e)) return hit.entries;
+      throw e;
+    }
+    const entries = rank(rows.map((r) => toEntry(r, undefined, { exact })));
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
     const visible = new Set(entries.map((e) => e.id));
     for (const e of entries) if (e.duplicate_of && !visible.has(e.duplicate_of)) e.duplicate_of = null;

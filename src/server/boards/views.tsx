@@ -124,7 +124,7 @@ export const BoardPage: FC<{
                     <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
                     <Tags e={row.e} ctx={ctx} />
                   </th>
-                  <td>{row.e.team || <span class="note">{ctx.t.anonymous}</span>}</td>
+                  <td>{row.e.team ? shownTeam(ctx, row.e) : <span class="note">{ctx.t.anonymous}</span>}</td>
                   {tasks.map((t) => {
                     const c = row.e.tasks[t];
                     return (
@@ -160,3 +160,18 @@ export const BoardPage: FC<{
     </Layout>
   );
 };
+
+/**
+ * The team as the page's language says it: an entry the platform ran for no registered owner is stored with the team
+ * "platform", shown in words of the page.
+ */
+export function shownTeam(ctx: PageContext, e: Pick<Entry, 'team' | 'platform_run'>): string {
+  if (!e.team) return ctx.t.anonymous;
+  return e.platform_run && e.team === 'platform' ? ctx.t.platformTeam : e.team;
+}
+
+/** The description of a platform-run entry, stored in English ("Run by the platform (name)."), in the page's words. */
+export function shownDescription(ctx: PageContext, e: Pick<Entry, 'description' | 'platform_run'>): string {
+  const m = e.platform_run ? /^Run by the platform \((.*)\)\.$/.exec(e.description ?? '') : null;
+  return m ? ctx.t.platformDescription(m[1] as string) : (e.description ?? '');
+}

@@ -32,9 +32,12 @@ export async function openDatabase(target: string): Promise<Db> {
   if (isPostgresUrl(target)) {
     engine = 'postgres';
     location = redactUrl(target);
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 10 }) }),
-    });
+    const pool = new pg.Pool({ connectionString: target, max: 10, connectionTimeoutMillis: 10_000 });
+    // An idle connection cut by a restart or a failover is an 'error' event on the pool: without a listener it ends
+    // the process. The pool drops that connection on its own and opens another for the next query; queries made
+    // while the database is away fail, and the app answers them with 503 (app.tsx).
+    pool.on('error', () => {});
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
     engine = 'sqlite';
     location = resolve(target);

@@ -142,6 +142,10 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     expect(page).toContain('manifest.json');
     expect(page).toContain('RuMedDaNet');
     expect(page).not.toContain(model.url);
+    // Stored in English, shown in the page's language.
+    const ru = await (await app.request(`/submissions/${entries.closed}?lang=ru`)).text();
+    expect(ru).toContain('Оценено платформой (fake-med).');
+    expect(ru).not.toContain('Run by the platform');
 
     // Approved, the team's request runs too.
     expect((await api(`/api/admin/evaluations/${request.id}/approve`, {})).status).toBe(200);
@@ -226,6 +230,51 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     expect(all).toContain(id);
     expect(second.older).toBeNull();
     expect(await (await app.request('/runs')).text()).toContain('/runs?before=');
+  });
+
+  it('a failed evaluation: signed out, its pages and API name the reason’s class, never the server’s address', async () => {
+    const dead = await startFakeOpenAI({ reply: () => 'x' });
+    const address = dead.url;
+    await dead.close();
+    await addEndpoint(
+      queue,
+      { name: 'dead-med', provider: 'openai', base_url: address, model: 'm', api_key_env: null, team: null },
+      { allowPrivate: true },
+    );
+    const { id } = (await (
+      await api('/api/admin/evaluations', { endpoint: 'dead-med', boards: 'closed' })
+    ).json()) as {
+      id: string;
+    };
+    // No rounds in the queue: the cell fails at the first "down" instead of waiting a minute for another round.
+    await queue.pool.query('UPDATE rumedbench_runs.plans SET retry_rounds = 0 WHERE id = $1', [id]);
+    await new Worker({ db: queue, exitWhenIdle: true, heartbeatS: 1, log, dataDir: data }).run();
+    const host = new URL(address).host;
+    const signedOut = [
+      await (await app.request('/runs')).text(),
+      await (await app.request(`/runs/${id}`)).text(),
+      await (await app.request('/api/runs')).text(),
+      await (await app.request(`/api/runs/${id}`)).text(),
+    ];
+    for (const text of signedOut) {
+      expect(text).not.toContain(host);
+      expect(text).not.toMatch(/--resume|--retry-errors|journal/);
+    }
+    expect(signedOut[1]).toContain('the model server is down (it stopped answering)');
+    expect(JSON.parse(signedOut[3] as string).cells[0].error).toBe(
+      'the model server is down (it stopped answering)',
+    );
+    // In Russian, the status and the reason are Russian; the empty sections are the admin's only.
+    const ru = await (await app.request(`/runs/${id}?lang=ru`)).text();
+    expect(ru).toContain('сервер модели недоступен');
+    expect(ru).toContain('ошибка');
+    expect(ru).toContain('оценка');
+    expect(ru).not.toMatch(/>failed<|>evaluation</);
+    // The admin sees the whole text.
+    const cookie = `rmb_admin=${await lb.admin.startSession('test', 60_000)}`;
+    const adminPage = await (await app.request(`/runs/${id}`, { headers: { cookie } })).text();
+    expect(adminPage).toContain(host);
+    expect(adminPage).toContain('is down: 5 requests in a row');
   });
 });
 

@@ -10,6 +10,7 @@ import { type Env, render, requireAdmin } from '../http.js';
 import type { Leaderboard } from '../leaderboard.js';
 import { readSmallForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
+import { REASON_TEXT, reasonOf } from './reasons.js';
 import { RUNS_PAGE, type Runs } from './service.js';
 import { RunPage, RunsPage } from './views.js';
 
@@ -38,6 +39,7 @@ const EVALUATION_REQUESTS_PER_HOUR = 10;
 
 export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
   const app = new Hono<Env>();
+  const publicReason = (text: string | null | undefined) => (text ? REASON_TEXT[reasonOf(text)] : null);
   const requests = new RateLimiter(EVALUATION_REQUESTS_PER_HOUR, 3600_000);
 
   app.get('/runs', async (c) => {
@@ -63,14 +65,19 @@ export function runRoutes(runs: Runs, lb: Leaderboard): Hono<Env> {
   app.get('/api/runs', async (c) => {
     const list = await runs.list(c.req.query('before'));
     return c.json({
-      runs: list,
+      // A failure's class, never its text: that names the model server's address and what it answered.
+      runs: list.map((r) => ({ ...r, error: publicReason(r.error) })),
       older: list.length === RUNS_PAGE ? (list.at(-1)?.created_at ?? null) : null,
     });
   });
   app.get('/api/runs/:id', async (c) => {
     const s = await runs.status(c.req.param('id'));
     // Workers and failure reasons are the admin's.
-    return c.json({ ...s, workers: [], cells: s.cells.map((cell) => ({ ...cell, failures: [] })) });
+    return c.json({
+      ...s,
+      workers: [],
+      cells: s.cells.map((cell) => ({ ...cell, error: publicReason(cell.error), failures: [] })),
+    });
   });
 
   // The admin queues an evaluation: by form (session and CSRF token) or by API (the admin token).

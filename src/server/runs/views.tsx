@@ -4,11 +4,22 @@ import type { Endpoint } from '../../workers/endpoints.js';
 import type { ListedPlan as Listed, PlanStatus } from '../../workers/plans.js';
 import type { BoardName } from '../db/schema.js';
 import { CsrfField, href, Layout, type PageContext } from '../views/layout.js';
+import { reasonOf } from './reasons.js';
 
 const pct = (done: number, total: number) =>
   total > 0 ? `${done}/${total} (${((100 * done) / total).toFixed(0)}%)` : `${done}/–`;
-const left = (s: number | null) =>
-  s === null ? '–' : s >= 60 ? `${Math.round(s / 60)} min` : `${Math.round(s)} s`;
+const left = (t: PageContext['t']['runs'], s: number | null) =>
+  s === null ? '–' : s >= 60 ? `${Math.round(s / 60)} ${t.minutes}` : `${Math.round(s)} ${t.seconds}`;
+
+/** A failure as the viewer may see it: the whole text for the admin, its class for everybody else. */
+const problem = (ctx: PageContext, text: string | null | undefined) =>
+  text ? (ctx.admin ? text : ctx.t.runs.reasons[reasonOf(text)]) : '';
+
+const Status: FC<{ ctx: PageContext; status: string }> = ({ ctx, status }) => (
+  <span class={`tag ${status === 'done' ? 'ok' : status === 'failed' ? 'warn' : ''}`}>
+    {ctx.t.runs.statuses[status] ?? status}
+  </span>
+);
 
 export const RunsPage: FC<{
   ctx: PageContext;
@@ -41,15 +52,13 @@ export const RunsPage: FC<{
                 <td>
                   <a href={href(ctx, `/runs/${r.id}`)}>{r.name}</a>
                 </td>
-                <td>{r.kind}</td>
+                <td>{t.kinds[r.kind] ?? r.kind}</td>
                 <td>
-                  <span class={`tag ${r.status === 'done' ? 'ok' : r.status === 'failed' ? 'warn' : ''}`}>
-                    {r.status}
-                  </span>
+                  <Status ctx={ctx} status={r.status} />
                 </td>
                 <td>{pct(r.done, r.total)}</td>
                 <td>{r.created_at.slice(0, 16).replace('T', ' ')}</td>
-                <td>{r.error ?? ''}</td>
+                <td class="problem">{problem(ctx, r.error)}</td>
               </tr>
             ))}
           </tbody>
@@ -103,10 +112,8 @@ export const RunPage: FC<{
     <Layout ctx={ctx} title={`${t.title}: ${run.name}`}>
       <h1>{run.name}</h1>
       <p>
-        <span class={`tag ${run.status === 'done' ? 'ok' : run.status === 'failed' ? 'warn' : ''}`}>
-          {run.status}
-        </span>{' '}
-        {run.kind} · {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
+        <Status ctx={ctx} status={run.status} /> {t.kinds[run.kind] ?? run.kind} ·{' '}
+        {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
       </p>
       {ctx.admin && request ? (
         <p class="request">{`${t.requestedBy}: ${request.requested_by}; ${t.creditedTo}: ${request.credited_to}`}</p>
@@ -139,16 +146,14 @@ export const RunPage: FC<{
           {run.cells.map((c) => (
             <tr>
               <td>{c.cell}</td>
-              <td>
-                <span class={`tag ${c.status === 'done' ? 'ok' : c.status === 'failed' ? 'warn' : ''}`}>
-                  {c.status}
-                </span>
-                {c.error ? ` ${c.error}` : ''}
+              <td class="problem">
+                <Status ctx={ctx} status={c.status} />
+                {c.error ? ` ${problem(ctx, c.error)}` : ''}
               </td>
               <td>{pct(c.requests.done, c.requests.total)}</td>
               <td>{c.requests.failed > 0 ? String(c.requests.failed) : ''}</td>
-              <td>{c.rate > 0 ? `${c.rate.toFixed(1)}/s` : '–'}</td>
-              <td>{left(c.eta_s)}</td>
+              <td>{c.rate > 0 ? `${c.rate.toFixed(1)}${t.perSecond}` : '–'}</td>
+              <td>{c.status === 'running' || c.status === 'queued' ? left(t, c.eta_s) : '–'}</td>
               <td>{ctx.admin ? c.workers.join(', ') : String(c.workers.length)}</td>
             </tr>
           ))}
@@ -169,15 +174,23 @@ export const RunPage: FC<{
       {ctx.admin ? (
         <>
           <h2>{t.workers}</h2>
-          <ul>
-            {run.workers.map((w) => (
-              <li>{`${w.name} (${w.host}), ${w.cells.join(', ')}, ${w.last_seen}`}</li>
-            ))}
-          </ul>
+          {run.workers.length === 0 ? (
+            <p>{t.none_}</p>
+          ) : (
+            <ul>
+              {run.workers.map((w) => (
+                <li>{`${w.name} (${w.host}), ${w.cells.join(', ')}, ${w.last_seen}`}</li>
+              ))}
+            </ul>
+          )}
           <h2>{t.failures}</h2>
-          <ul>
-            {run.cells.flatMap((c) => c.failures.map((f) => <li>{`${c.cell}: ${f.n}× ${f.reason}`}</li>))}
-          </ul>
+          {run.cells.every((c) => c.failures.length === 0) ? (
+            <p>{t.none_}</p>
+          ) : (
+            <ul class="problem">
+              {run.cells.flatMap((c) => c.failures.map((f) => <li>{`${c.cell}: ${f.n}× ${f.reason}`}</li>))}
+            </ul>
+          )}
         </>
       ) : (
         ''

@@ -6,7 +6,7 @@ import { pValue, signed } from '../../report/format.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { Entry } from '../boards/entries.js';
-import { Tags } from '../boards/views.js';
+import { shownDescription, shownTeam, Tags } from '../boards/views.js';
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
@@ -18,7 +18,7 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
     <tbody>
       <tr>
         <th scope="row">{ctx.t.team}</th>
-        <td>{e.team || ctx.t.anonymous}</td>
+        <td>{shownTeam(ctx, e)}</td>
       </tr>
       <tr>
         <th scope="row">{ctx.t.kind}</th>
@@ -156,7 +156,7 @@ export const SubmissionPage: FC<{
   return (
     <Layout ctx={ctx} title={e.model}>
       <h1>{e.model}</h1>
-      {e.description ? <p class="description">{e.description}</p> : ''}
+      {e.description ? <p class="description">{shownDescription(ctx, e)}</p> : ''}
       <MetaTable ctx={ctx} e={e} />
       <h2>{ctx.t.metrics}</h2>
       {e.ladder ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}

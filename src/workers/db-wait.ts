@@ -1,0 +1,102 @@
+/**
+ * Waiting out the database. A restart or a failover of PostgreSQL takes seconds; a worker or a board that dies with it
+ * turns seconds into a page to a human. Every call to the queue goes through `DbWait.retry`: an error that means the
+ * database went away (not that it refused what was sent) is retried with growing waits for up to `waitS` seconds,
+ * said once on stderr when the outage starts and once when the database is back; past the bound it is thrown, as
+ * `DATABASE_FAILED`, with one line. pg's pool drops a dead connection on its own and opens a new one on the next call.
+ */
+import { RumedbenchError } from '../errors.js';
+import type { Logger } from '../log.js';
+
+/** The default bound of a wait: a restart is seconds, a failover a minute or two. */
+export const DEFAULT_DB_WAIT_S = 300;
+
+/**
+ * PostgreSQL's codes for a server going or gone (class 08 connection exception; 57P01-57P03 shut down, crashed,
+ * cannot connect now), the system's codes for a dropped or refused socket, and node-postgres's own messages for a
+ * connection that ended under a query.
+ */
+export function isConnectionError(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof err?.code === 'string' ? err.code : '';
+  if (/^08/.test(code) || /^57P0[1-3]$/.test(code)) return true;
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(
+      code,
+    )
+  )
+    return true;
+  const message = typeof err?.message === 'string' ? err.message : '';
+  return /Connection terminated|connection error|timeout exceeded when trying to connect|the database system is (shutting down|starting up|in recovery mode)|terminating connection due to administrator command|Client was closed|not queryable/i.test(
+    message,
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class DbWait {
+  private downSince: number | undefined;
+  private readonly waitMs: number;
+  /** When the last outage ended (0: none yet). */
+  backAt = 0;
+
+  constructor(
+    private readonly o: {
+      /** Seconds an outage is waited out; 0 never waits. */
+      waitS: number;
+      log: Logger;
+      /** The database, as messages name it (no password). */
+      location: string;
+      /** Who waits, for the messages ("worker gpu1-123", "serve"). */
+      who: string;
+    },
+  ) {
+    this.waitMs = o.waitS * 1000;
+  }
+
+  /** Whether an outage is going on (the board answers writes with 503 meanwhile). */
+  get down(): boolean {
+    return this.downSince !== undefined;
+  }
+
+  /** Runs `f`, retrying it while the database is away, for up to the bound counted from the outage's start. */
+  async retry<T>(f: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await f();
+        this.back();
+        return out;
+      } catch (e) {
+        if (!isConnectionError(e)) throw e;
+        const since = this.noteDown(e);
+        const waited = Date.now() - since;
+        if (waited >= this.waitMs)
+          throw new RumedbenchError(
+            'DATABASE_FAILED',
+            `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than --db-wait ${this.o.waitS} s (${(e as Error).message})`,
+            { cause: e },
+          );
+        const backoff = Math.min(5000, 250 * 2 ** Math.min(attempt, 5));
+        await sleep(Math.min(this.waitMs - waited, backoff * (0.5 + Math.random() / 2)));
+      }
+    }
+  }
+
+  private noteDown(e: unknown): number {
+    if (this.downSince === undefined) {
+      this.downSince = Date.now();
+      this.o.log.warn(
+        `${this.o.who}: the database at ${this.o.location} is unreachable (${(e as Error).message}); waiting for it, up to ${this.o.waitS} s (--db-wait)`,
+      );
+    }
+    return this.downSince;
+  }
+
+  private back(): void {
+    if (this.downSince === undefined) return;
+    const s = (Date.now() - this.downSince) / 1000;
+    this.downSince = undefined;
+    this.backAt = Date.now();
+    this.o.log.warn(`${this.o.who}: the database at ${this.o.location} is back after ${s.toFixed(1)} s`);
+  }
+}
