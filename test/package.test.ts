@@ -1,6 +1,7 @@
 /**
  * The npm package as users install it: `npm pack` lists the README and every file its relative links name (docs/
- * and its images), so that no README link breaks for someone who installed from the registry.
+ * and its images), so that no README link breaks for someone who installed from the registry; and installing it runs
+ * no script of its own (dist/ is built when the package is packed).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -22,5 +23,13 @@ describe('the npm package', () => {
     expect(links.filter((l) => !packed.has(l.replace(/^\.\//, '')))).toEqual([]);
     expect(packed.has('README.md')).toBe(true);
     expect([...packed].some((f) => f.startsWith('docs/images/'))).toBe(true);
+  });
+
+  it('runs no script of its own when installed (npm 11 lists those for approval)', () => {
+    const scripts = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: object })
+      .scripts;
+    // `prepare` counts too: npm runs it on installs from git and a folder, and lists it on any install.
+    expect(Object.keys(scripts).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([]);
+    expect(Object.keys(scripts)).toContain('prepack');
   });
 });

@@ -47,6 +47,15 @@ export const COMMANDS: readonly CommandEntry[] = [
       return { flags: m.COMPARE_FLAGS, run: (a, f, io) => m.runCompare(arg0(a), a[1] as string, f, io) };
     },
   },
+  {
+    path: ['rank'],
+    description: 'which systems differ: scores with standard errors, rank intervals, groups, pairwise tests',
+    args: [['<paths...>', 'submissions: predictions folders or .zip files, or run folders']],
+    load: async () => {
+      const m = await import('./rank.js');
+      return { flags: m.RANK_FLAGS, run: (a, f, io) => m.runRank(a, f, io) };
+    },
+  },
   { path: ['data'], description: 'get and inspect the task files' },
   {
     path: ['data', 'download'],

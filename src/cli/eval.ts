@@ -18,7 +18,7 @@ import { type CliIo, EXIT } from './io.js';
 import { parseSplit } from './options.js';
 
 /** The flags `eval` and `compare` share. */
-const SCORING_FLAGS = {
+export const SCORING_FLAGS = {
   data: flag.dataFlag(),
   split: flag.custom('--split <split>', 'split the predictions answer', parseSplit, {
     default: 'test' as Split,
@@ -66,7 +66,7 @@ function evaluateOptions(flags: CompareFlags) {
 }
 
 /** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
-const predictionsOf = (p: string): string =>
+export const predictionsOf = (p: string): string =>
   existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
 
 /** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
@@ -96,9 +96,10 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
       message: `no <Task>.jsonl files to score in ${path}${folderHint(path)}`,
       expected: 'a predictions folder, a run folder, a submission.zip or <Task>.jsonl files',
     });
-    // Every task is "missing" from an empty folder: saying so five times adds nothing.
-    result.warnings = result.warnings.filter((w) => w.code !== 'MISSING_TASK');
   }
+  // Nothing scored: the error says why; "RuMedTop3 is not in the submission" four more times adds nothing.
+  if (Object.keys(result.tasks).length === 0)
+    result.warnings = result.warnings.filter((w) => w.code !== 'MISSING_TASK');
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
     const scored = Object.keys(result.tasks).length > 0;

@@ -134,6 +134,13 @@ export class Journal {
     return this.entries.size;
   }
 
+  /** The tasks with an answer in the journal. */
+  answeredTasks(): Set<string> {
+    const out = new Set<string>();
+    for (const e of this.entries.values()) if (e.status === 'ok') out.add(e.task);
+    return out;
+  }
+
   append(entry: JournalEntry): void {
     appendFileSync(this.file, `${redactSecrets(JSON.stringify(entry))}\n`);
     this.keep(entry);

@@ -165,6 +165,15 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     log.warn(
       `${journalFile}: ${journal.skipped} unreadable or oversized line(s) skipped; their requests are asked again`,
     );
+  // A run folder is one run: continued with fewer tasks, it would write predictions without the others' answers.
+  if (resuming) {
+    const asked = new Set(options.tasks.map((t) => t.name));
+    const left = [...journal.answeredTasks()].filter((t) => !asked.has(t));
+    if (left.length > 0)
+      throw new UsageError(
+        `${journalFile} holds answers for ${left.join(', ')}, which --tasks leaves out: continuing would write the run's predictions without them. Give --tasks ${[...asked, ...left].join(',')} (the run's tasks), or another --out for a run of these tasks`,
+      );
+  }
   const model = options.provider.describe();
 
   // 1. Plan.

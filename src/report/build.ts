@@ -99,10 +99,10 @@ export function paperScore(row: PaperRow, task: string): number | undefined {
 }
 
 /** The paper's Naive and Human scores for a task (or the overall), drawn as reference lines. */
-export function levelsFor(task: string | 'overall'): Level[] {
+export function levelsFor(task: string | 'overall', t: Pick<Strings, 'paper'>): Level[] {
   return PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human').flatMap((r) => {
     const value = task === 'overall' ? r.overall : paperScore(r, task);
-    return value === undefined ? [] : [{ name: `${r.model} (paper)`, value }];
+    return value === undefined ? [] : [{ name: `${r.model} (${t.paper})`, value }];
   });
 }
 
@@ -230,7 +230,7 @@ function layoutCharts(
       ? scoreChart(
           'RuMedOverall',
           scored.map((s) => ({ system: s.name, score: s.overall as number, ci: s.overall_ci })),
-          levelsFor('overall'),
+          levelsFor('overall', t),
           t,
           names,
         )
@@ -248,7 +248,7 @@ function layoutCharts(
           score: s.tasks[task.name]?.score as number,
           ci: s.tasks[task.name]?.score_ci ?? null,
         })),
-        levelsFor(task.name),
+        levelsFor(task.name, t),
         t,
         names,
       ),

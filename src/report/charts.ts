@@ -194,7 +194,7 @@ export function scoreChart(
       layer,
     }),
     table: {
-      header: [t.system, t.score, '95% CI'],
+      header: [t.system, t.score, t.ci95],
       rows: [
         ...points.map((p) => [p.system, f2(p.score), ciText(p.ci)]),
         ...levels.map((l) => [l.name, f2(l.value), '–']),
@@ -243,7 +243,7 @@ export function labelChart(
   return {
     id: `labels-${slug(task)}`,
     title,
-    description: `${title}; ${names.length} system(s).`,
+    description: `${title}; ${t.systemsCount(names.length)}.`,
     spec: metricDots(title, values, {
       field: 'label',
       fieldTitle: null,
@@ -511,7 +511,7 @@ export function forestChart(
       ],
     }),
     table: {
-      header: [t.system, t.metric, t.delta, '95% CI', 'p'],
+      header: [t.system, t.metric, t.delta, t.ci95, 'p'],
       rows: rows.map((r) => [r.system, r.row, f2(r.delta), ciText(r.ci), pValue(r.p)]),
     },
   };

@@ -188,7 +188,7 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
         <p class="note">{n}</p>
       ))}
       {rows.length > 0 ? (
-        <Table header={[t.system, t.task, t.metric, 'A', 'B', 'B − A', '95% CI', 'p']} rows={rows} sortable />
+        <Table header={[t.system, t.task, t.metric, 'A', 'B', 'B − A', t.ci95, 'p']} rows={rows} sortable />
       ) : (
         ''
       )}
@@ -681,7 +681,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
               <summary>{t.scoresWithCi}</summary>
               <p class="note">{t.ciNote}</p>
               <Table
-                header={[t.system, t.task, 'n', t.metric, t.value, '95% CI']}
+                header={[t.system, t.task, 'n', t.metric, t.value, t.ci95]}
                 rows={ciRows(report)}
                 sortable
               />

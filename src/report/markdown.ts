@@ -38,7 +38,7 @@ export function renderReportMarkdown(report: Report): string {
     }
     if (s.overall !== null) ci.push([esc(s.name), 'RuMedOverall', '', f2(s.overall), ciText(s.overall_ci)]);
   }
-  parts.push(`### ${t.scoresWithCi}`, table([t.system, t.task, 'n', t.score, '95% CI'], ci, 2));
+  parts.push(`### ${t.scoresWithCi}`, table([t.system, t.task, 'n', t.score, t.ci95], ci, 2));
 
   const cmp: string[][] = [];
   for (const c of report.comparisons) {
@@ -49,7 +49,7 @@ export function renderReportMarkdown(report: Report): string {
     }
   }
   if (cmp.length > 0) {
-    parts.push(`### ${t.comparison}`, table([t.system, t.task, t.metric, 'B − A', '95% CI', 'p'], cmp, 3));
+    parts.push(`### ${t.comparison}`, table([t.system, t.task, t.metric, 'B − A', t.ci95, 'p'], cmp, 3));
   }
   return `${parts.join('\n\n')}\n`;
 }

@@ -32,7 +32,7 @@ export function entryCharts(e: Entry, r: Strings): Chart[] {
   for (const task of TASKS) {
     const t = e.result?.tasks[task.name];
     if (!t) continue;
-    const levels = e.board === 'public' ? levelsFor(task.name) : [];
+    const levels = e.board === 'public' ? levelsFor(task.name, r) : [];
     charts.push(scoreChart(task.name, [{ system: e.model, score: t.score, ci: t.score_ci }], levels, r));
     const b = t.breakdown;
     if (e.board !== 'public' || !b) continue;

@@ -83,6 +83,11 @@ interface TaskBase<Name extends string = string> {
   readonly goldField: string;
   /** Fields that a model reads. */
   readonly inputFields: readonly string[];
+  /**
+   * A field shared by items that are not independent (RuMedNLI's hypotheses share their premise): their standard
+   * errors are clustered by it and resampling draws whole clusters (metrics/ranking.ts). Absent: items independent.
+   */
+  readonly cluster?: string;
   /** Splits published upstream (RuMedTest exists only as a private test with closed answers). */
   readonly splits: readonly Split[];
   /** Instructions for people who answer the task in a human evaluation campaign (Russian; editable per campaign). */

@@ -96,6 +96,8 @@ describe('a first hour of mistakes', () => {
     expect(r.stderr).toContain('the file looks like a JSON array (one value over many lines), not JSONL');
     expect(r.stderr).not.toContain('MALFORMED_JSON');
     expect(r.stderr.split('\n').filter((l) => l.startsWith('error:')).length).toBe(2);
+    // Nothing scored: no "… is not in the submission" for every other task after the errors.
+    expect(r.stderr).not.toContain('MISSING_TASK');
   });
 
   it('baseline naive with no data exits 1 and says to download it or pass --data', async () => {

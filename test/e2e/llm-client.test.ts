@@ -423,3 +423,20 @@ describe('a plan with one endpoint down', () => {
     expect(folderText(dir)).not.toContain(HEADER_SECRET);
   });
 });
+
+describe('a run folder is one run', () => {
+  it('--resume with fewer --tasks is refused, naming the tasks it would drop; with the same tasks it goes on', async () => {
+    const server = await start('healthy');
+    const out = tempDir('resume-tasks');
+    expect((await llm(server.url, out, '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '3')).code).toBe(0);
+    const fewer = await llm(server.url, out, '--tasks', 'RuMedDaNet', '--limit', '3', '--resume');
+    expect(fewer.code).toBe(2);
+    expect(fewer.stderr).toContain(
+      "holds answers for RuMedNLI, which --tasks leaves out: continuing would write the run's predictions without them",
+    );
+    expect(fewer.stderr).toContain('Give --tasks RuMedDaNet,RuMedNLI');
+    expect(readdirSync(join(out, 'predictions')).sort()).toEqual(['RuMedDaNet.jsonl', 'RuMedNLI.jsonl']);
+    const same = await llm(server.url, out, '--tasks', 'RuMedDaNet,RuMedNLI', '--limit', '3', '--resume');
+    expect(same.code).toBe(0);
+  });
+});

@@ -35,8 +35,9 @@ export interface OwnPostgres {
   url: string;
   /** `pg_ctl restart -m fast`: every connection is cut; the server is back when this returns. */
   restart(): void;
-  /** `pg_ctl stop -m fast`, `ms` milliseconds with nothing listening, then `start`: a restart that takes a while. */
-  outage(ms: number): Promise<void>;
+  /** `pg_ctl stop -m fast`: every connection cut, nothing listening until `up`. */
+  down(): void;
+  up(): void;
   stop(): void;
 }
 
@@ -62,11 +63,8 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     restart: () => ctl('-m', 'fast', '-o', options, 'restart'),
-    outage: async (ms) => {
-      ctl('-m', 'fast', 'stop');
-      await new Promise((r) => setTimeout(r, ms));
-      ctl('-o', options, 'start');
-    },
+    down: () => ctl('-m', 'fast', 'stop'),
+    up: () => ctl('-o', options, 'start'),
     stop: () => {
       try {
         ctl('-m', 'immediate', 'stop');

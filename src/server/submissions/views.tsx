@@ -173,7 +173,7 @@ export const SubmissionPage: FC<{
                 {ctx.r.value}
               </th>
               <th scope="col" class="num">
-                95% CI
+                {ctx.r.ci95}
               </th>
             </tr>
           </thead>
@@ -257,7 +257,7 @@ export const ComparePage: FC<{
         <table class="sortable">
           <thead>
             <tr>
-              {[ctx.r.task, ctx.r.metric, 'A', 'B', 'B − A', '95% CI', 'p'].map((h, i) => (
+              {[ctx.r.task, ctx.r.metric, 'A', 'B', 'B − A', ctx.r.ci95, 'p'].map((h, i) => (
                 <th scope="col" class={i > 1 ? 'num' : undefined}>
                   {h}
                 </th>

@@ -1,0 +1,155 @@
+import { describe, expect, it } from 'vitest';
+import { getTask } from '../tasks/registry.js';
+import { buildItemStats } from './item-stats.js';
+import { clusteredSe, compactLetters, exactMcNemar, holm, rankOverall, rankTask } from './ranking.js';
+
+describe('the tests and their corrections, against hand-worked cases', () => {
+  it('exact McNemar: 1 of 10 discordant pairs one way is p = 2·(1 + 10)/1024', () => {
+    expect(exactMcNemar(1, 9)).toBeCloseTo(22 / 1024, 15);
+    expect(exactMcNemar(9, 1)).toBeCloseTo(22 / 1024, 15);
+    expect(exactMcNemar(0, 0)).toBe(1);
+    expect(exactMcNemar(5, 5)).toBe(1);
+    // 0 of 6 one way: 2 · (1/2)^6.
+    expect(exactMcNemar(0, 6)).toBeCloseTo(2 / 64, 15);
+  });
+
+  it('Holm: sorted p times (m − rank), kept monotone', () => {
+    expect(holm([0.01, 0.04, 0.03])).toEqual([0.03, 0.06, 0.06]);
+    expect(holm([0.5, 0.9])).toEqual([1, 1]);
+  });
+
+  it('Miller’s clustered standard error: two clusters of two agreeing items', () => {
+    // Mean 50; cluster sums of deviations +100 and −100: sqrt(2·100²)/4.
+    expect(clusteredSe([100, 100, 0, 0], ['a', 'a', 'b', 'b'])).toBeCloseTo(Math.sqrt(20000) / 4, 12);
+    // Each item its own cluster: sqrt(4·50²)/4 = 25.
+    expect(clusteredSe([100, 100, 0, 0])).toBeCloseTo(25, 12);
+  });
+
+  it('compact letters (Piepho, 2004): only A and C differ → a, ab, b', () => {
+    const pairs = new Set(['A C']);
+    const letters = compactLetters(
+      ['A', 'B', 'C'],
+      (x, y) => pairs.has(`${x} ${y}`) || pairs.has(`${y} ${x}`),
+    );
+    expect(Object.fromEntries(letters)).toEqual({ A: 'a', B: 'ab', C: 'b' });
+    expect(Object.fromEntries(compactLetters(['A', 'B', 'C'], () => true))).toEqual({
+      A: 'a',
+      B: 'b',
+      C: 'c',
+    });
+    expect(Object.fromEntries(compactLetters(['A', 'B'], () => false))).toEqual({ A: 'a', B: 'a' });
+  });
+});
+
+const danet = getTask('RuMedDaNet');
+const items = (n: number, wrong: (i: number) => boolean) =>
+  buildItemStats(
+    danet,
+    Array.from({ length: n }, (_, i) => ({
+      id: `q${i}`,
+      gold: 'да',
+      prediction: wrong(i) ? 'нет' : 'да',
+    })),
+  );
+
+describe('rankTask on constructed systems', () => {
+  // A: 80 of 100 right. B: A with two answers flipped (one right → wrong, one wrong → right). C: far worse.
+  const A = items(100, (i) => i % 5 === 0);
+  const B = items(100, (i) => (i % 5 === 0 && i !== 0) || i === 1);
+  const C = items(100, (i) => i % 2 === 0);
+  const ranked = rankTask(
+    [
+      { name: 'A', stats: A },
+      { name: 'B', stats: B },
+      { name: 'C', stats: C },
+    ],
+    { resamples: 2000, seed: 7 },
+  );
+
+  it('A and B tie (one group, overlapping ranks); C is worse than both, alone', () => {
+    const by = Object.fromEntries(ranked.systems.map((s) => [s.name, s]));
+    expect([by.A?.score, by.B?.score, by.C?.score]).toEqual([80, 80, 50]);
+    expect(by.A?.group).toBe(by.B?.group);
+    expect(by.C?.group).not.toContain(by.A?.group as string);
+    expect(by.C?.rank_ci).toEqual([3, 3]);
+    expect(by.A?.rank).toBe(1);
+    expect(by.A?.rank_ci[1]).toBeLessThanOrEqual(2);
+  });
+
+  it('the McNemar p-values equal a direct computation; Holm adjusts them', () => {
+    const ab = ranked.pairs.find((p) => p.a === 'A' && p.b === 'B');
+    expect(ab?.test).toBe('exact McNemar');
+    expect(ab?.p_value).toBeCloseTo(exactMcNemar(1, 1), 15);
+    const ac = ranked.pairs.find((p) => p.a === 'A' && p.b === 'C');
+    // A right and C wrong: even i not divisible by 5 (40); C right and A wrong: odd multiples of 5 (10).
+    expect(ac?.p_value).toBeCloseTo(exactMcNemar(40, 10), 15);
+    expect(ac?.p_holm).toBeCloseTo(Math.min(1, 3 * exactMcNemar(40, 10)), 12);
+  });
+
+  it('the standard error is the item formula, and the bootstrap agrees with it', () => {
+    const a = ranked.systems.find((s) => s.name === 'A');
+    // sqrt(p(1 − p)/n) in points: sqrt(0.8 · 0.2 / 100) · 100 = 4.
+    expect(a?.se).toBeCloseTo(4, 12);
+  });
+
+  it('the minimum detectable effect follows the paired discordance (Connor, 1987)', () => {
+    expect(ranked.mde).toBeGreaterThan(0);
+    // Between two systems that disagree on 2 items of 100 (one each way): SE = sqrt(2·100²)/100.
+    const tie = rankTask(
+      [
+        { name: 'A', stats: A },
+        { name: 'B', stats: B },
+      ],
+      { resamples: 0, seed: 0 },
+    );
+    expect(tie.mde).toBeCloseTo(
+      (1.959963984540054 + 0.8416212335729143) * (Math.sqrt(2 * 100 ** 2) / 100),
+      10,
+    );
+  });
+});
+
+describe('a clustered task: RuMedNLI’s hypotheses share premises', () => {
+  const nli = getTask('RuMedNLI');
+  // 60 premises × 3 hypotheses; the system is right on whole premises (clustered errors).
+  const stats = buildItemStats(
+    nli,
+    Array.from({ length: 180 }, (_, i) => ({
+      id: `h${i}`,
+      gold: 'neutral',
+      prediction: Math.floor(i / 3) % 4 === 0 ? 'entailment' : 'neutral',
+    })),
+  );
+  const clusters = Array.from({ length: 180 }, (_, i) => `p${Math.floor(i / 3)}`);
+
+  it('the standard error is the clustered formula, larger than the item one', () => {
+    const r = rankTask([{ name: 'X', stats }], { resamples: 0, seed: 0, clusters });
+    const values = Array.from({ length: 180 }, (_, i) => (Math.floor(i / 3) % 4 === 0 ? 0 : 100));
+    expect(r.systems[0]?.se).toBeCloseTo(clusteredSe(values, clusters), 12);
+    expect(r.systems[0]?.se).toBeGreaterThan(clusteredSe(values) * 1.5);
+    expect(r.clusters).toBe(60);
+  });
+});
+
+describe('rankOverall', () => {
+  it('the mean of the task scores, with intervals from the tasks’ own resampling', () => {
+    const A = items(200, (i) => i % 10 === 0);
+    const C = items(200, (i) => i % 2 === 0);
+    const r = rankOverall(
+      [
+        {
+          systems: [
+            { name: 'A', stats: A },
+            { name: 'C', stats: C },
+          ],
+        },
+      ],
+      { resamples: 500, seed: 1 },
+    );
+    expect(r.systems.map((s) => [s.name, s.score, s.rank, s.group])).toEqual([
+      ['A', 90, 1, 'a'],
+      ['C', 50, 2, 'b'],
+    ]);
+    expect(r.pairs[0]?.p_value).toBeLessThan(0.01);
+  });
+});

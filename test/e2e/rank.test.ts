@@ -1,0 +1,82 @@
+/**
+ * `rumedbench rank` on constructed systems (the fixture data the tests write): one right everywhere, one right on
+ * every second item, its exact copy, and one right on every third. The copy ties with its original (one group,
+ * the same rank interval, p = 1), the perfect system stands alone, the McNemar p-values equal a direct
+ * computation, RuMedNLI is clustered by premise, and every task has a minimum detectable effect.
+ */
+import { cpSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { exactMcNemar } from '../../src/metrics/ranking.js';
+import type { RankResult } from '../../src/scoring/rank.js';
+import { rumedbench } from '../helpers/cli.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
+
+const DATA = fixtureDataDir();
+
+describe('rumedbench rank (on fixture data the test writes)', () => {
+  const root = mkdtempSync(join(tmpdir(), 'rumedbench-rank-'));
+  const perfect = writeFixturePredictions(DATA, join(root, 'perfect'), 1);
+  const half = writeFixturePredictions(DATA, join(root, 'half'), 2);
+  const copy = join(root, 'copy');
+  cpSync(half, copy, { recursive: true });
+  const third = writeFixturePredictions(DATA, join(root, 'third'), 3);
+  const args = [perfect, half, copy, third, '--names', 'perfect,half,copy,third', '--data', DATA];
+
+  it('ties a copy with its original, sets the best apart, and tests as the papers say', async () => {
+    const r = await rumedbench('rank', ...args, '--bootstrap', '500', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout) as RankResult;
+    expect(Object.keys(result.tasks).sort()).toEqual([
+      'RuMedDaNet',
+      'RuMedNER',
+      'RuMedNLI',
+      'RuMedSymptomRec',
+      'RuMedTop3',
+    ]);
+    for (const [task, t] of Object.entries(result.tasks)) {
+      const by = Object.fromEntries(t.systems.map((s) => [s.name, s]));
+      expect(by.half?.group, task).toBe(by.copy?.group);
+      expect(by.half?.rank_ci, task).toEqual(by.copy?.rank_ci);
+      expect(by.perfect?.rank, task).toBe(1);
+      expect(by.perfect?.group, task).toBe('a');
+      expect(by.half?.group, task).not.toContain('a');
+      expect(t.mde, task).toBeGreaterThan(0);
+      const tie = t.pairs.find((p) => p.a === 'half' && p.b === 'copy');
+      expect([tie?.diff, tie?.p_value], task).toEqual([
+        0,
+        tie?.test === 'exact McNemar' ? 1 : expect.any(Number),
+      ]);
+    }
+    // RuMedDaNet: accuracy on independent items, so the exact McNemar test; 60 items, the perfect system right on
+    // all, "half" on every second: 30 discordant pairs, all one way.
+    const danet = result.tasks.RuMedDaNet;
+    const pair = danet?.pairs.find((p) => p.a === 'perfect' && p.b === 'half');
+    expect(pair?.test).toBe('exact McNemar');
+    expect(pair?.p_value).toBeCloseTo(exactMcNemar(30, 0), 15);
+    expect(danet?.clusters).toBeNull();
+    // RuMedNLI: clustered by premise, tested by swapping whole clusters.
+    const nli = result.tasks.RuMedNLI;
+    expect(nli?.clusters).toBeGreaterThan(0);
+    expect(nli?.pairs[0]?.test).toBe('approximate randomization by cluster');
+    expect(result.overall?.systems.map((s) => [s.name, s.rank])).toEqual([
+      ['perfect', 1],
+      ['half', 2],
+      ['copy', 2],
+      ['third', 4],
+    ]);
+  });
+
+  it('prints a table per task and overall, and refuses what cannot be ranked', async () => {
+    const r = await rumedbench('rank', ...args, '--bootstrap', '200', '--tasks', 'RuMedDaNet');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/RuMedDaNet · n 60 · detectable difference ≈ \d+\.\d\d points/);
+    expect(r.stdout).toMatch(/perfect +100\.00 ± 0\.00 +1 \(1\) +a/);
+    expect(r.stdout).toContain('Systems sharing a letter are not distinguishable');
+    const one = await rumedbench('rank', perfect, '--data', DATA);
+    expect([one.code, one.stderr]).toEqual([2, expect.stringContaining('at least two submissions')]);
+    const names = await rumedbench('rank', perfect, half, '--names', 'a', '--data', DATA);
+    expect([names.code, names.stderr]).toEqual([2, expect.stringContaining('--names: 1 name(s) for 2')]);
+  });
+});
