@@ -8,6 +8,7 @@ import { splitPath } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { type ComparisonResult, compareValidated } from '../scoring/compare.js';
+import { type RankResult, rankValidated } from '../scoring/rank.js';
 import { ReferenceLoader } from '../scoring/reference.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
@@ -75,6 +76,8 @@ export interface Report {
   systems: ReportSystem[];
   paperRows: readonly PaperRow[];
   comparisons: PairComparison[];
+  /** Which systems differ (scoring/rank.ts), when two or more systems have item-level results. */
+  ranking: RankResult | null;
   charts: {
     overall?: Chart;
     tasks: TaskSection[];
@@ -90,6 +93,31 @@ export interface Report {
     resamples: number;
     seed: number;
   };
+}
+
+/** One ranking table's rows (best first) and its title, for the report's HTML and Markdown alike. */
+export function rankingTables(
+  r: RankResult,
+  t: Pick<Strings, 'detectable' | 'overallName'>,
+): { title: string; rows: string[][] }[] {
+  const f2 = (x: number) => x.toFixed(2);
+  const rowsOf = (systems: RankResult['tasks'][string]['systems']) =>
+    [...systems]
+      .sort((a, b) => b.score - a.score)
+      .map((s) => [
+        s.name,
+        `${f2(s.score)} ± ${f2(s.se)}`,
+        s.rank_ci[0] === s.rank_ci[1]
+          ? `${s.rank} (${s.rank_ci[0]})`
+          : `${s.rank} (${s.rank_ci[0]}–${s.rank_ci[1]})`,
+        s.group,
+      ]);
+  const out = Object.entries(r.tasks).map(([task, x]) => ({
+    title: `${task}${x.mde !== null ? ` · ${t.detectable(f2(x.mde))}` : ''}`,
+    rows: rowsOf(x.systems),
+  }));
+  if (r.overall) out.push({ title: t.overallName, rows: rowsOf(r.overall.systems) });
+  return out;
 }
 
 /** The mean of a paper row's metrics for a task: its task score. */
@@ -185,6 +213,16 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
     });
   });
 
+  const ranked = systems.filter((s) => s.validated);
+  const ranking =
+    ranked.length >= 2 && bootstrap > 0
+      ? await rankValidated(
+          ranked.map((s) => s.validated as NonNullable<ReportSystem['validated']>),
+          ranked.map((s) => s.name),
+          { references, bootstrap, seed, split },
+        )
+      : null;
+
   return {
     title: options.title ?? t.title,
     lang,
@@ -193,6 +231,7 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
     systems,
     paperRows: options.reference ? PAPER_ROWS : [],
     comparisons,
+    ranking,
     charts: layoutCharts(systems, comparisons, t, options.maxLabels ?? 15),
     provenance: {
       version: VERSION,

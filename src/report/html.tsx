@@ -12,7 +12,7 @@ import { formatIssue } from '../scoring/issues.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
-import { allCharts, deltaRows, type Report } from './build.js';
+import { allCharts, deltaRows, type Report, rankingTables } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, f2, pValue, signed } from './format.js';
 import type { Strings } from './i18n.js';
@@ -193,6 +193,24 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
         ''
       )}
       {forest ? <Figure chart={forest} svg={svgs.get(forest.id) ?? ''} t={t} /> : ''}
+    </section>
+  );
+};
+
+const RankingSection: FC<{ report: Report }> = ({ report }) => {
+  const { t } = report;
+  const r = report.ranking;
+  if (!r) return null;
+  return (
+    <section id="ranking">
+      <h2>{t.ranking}</h2>
+      <p class="note">{t.rankingNote(r.method.alpha, r.method.resamples)}</p>
+      {rankingTables(r, t).map((x) => (
+        <>
+          <h3>{x.title}</h3>
+          <Table header={t.rankColumns} rows={x.rows} />
+        </>
+      ))}
     </section>
   );
 };
@@ -657,6 +675,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
           <nav>
             <a href="#summary">{t.summary}</a>
             <a href="#tasks">{t.perTask}</a>
+            {report.ranking ? <a href="#ranking">{t.ranking}</a> : ''}
             {report.comparisons.length > 0 ? <a href="#comparison">{t.comparison}</a> : ''}
             {report.charts.llm.length > 0 ? <a href="#llm">{t.llm}</a> : ''}
             {report.systems.some(hasTrust) ? <a href="#trust">{t.trust}</a> : ''}
@@ -687,6 +706,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
               />
             </details>
           </section>
+          <RankingSection report={report} />
           <section id="tasks">
             <h2>{t.perTask}</h2>
             {report.charts.tasks.map((s) => (

@@ -39,6 +39,12 @@ const en = {
   entityType: 'entity type',
   percent: '%',
   comparison: 'Paired comparison against the first system',
+  ranking: 'Which systems differ',
+  rankingNote: (alpha: number, resamples: number) =>
+    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected exact McNemar or randomization tests at α ${alpha}). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
+  rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
+  detectable: (points: string) => `detectable difference ≈ ${points} points`,
+  overallName: 'Overall',
   comparisonNote: (resamples: number) =>
     `B − A on the same items: 95% paired-bootstrap interval and two-sided approximate-randomization p-value (${resamples} resamples).`,
   forest: 'Differences from the first system (B − A) with 95% CIs',
@@ -190,6 +196,12 @@ const ru: Strings = {
   entityType: 'тип сущности',
   percent: '%',
   comparison: 'Парное сравнение с первой системой',
+  ranking: 'Какие системы различаются',
+  rankingNote: (alpha: number, resamples: number) =>
+    `Балл ± стандартная ошибка (на RuMedNLI с кластеризацией по посылке), место с 95% интервалом по ${resamples} парным бутстреп-репликам и группы: системы с общей буквой на этих примерах неразличимы (точный тест Макнемара или рандомизационный тест с поправкой Холма, α ${alpha}). Обнаружимая разница — наименьший разрыв, который парное сравнение находит с мощностью 80% при α 0,05.`,
+  rankColumns: ['Система', 'Балл ± СО', 'Место (95% интервал)', 'Группа'],
+  detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
+  overallName: 'Общий балл',
   comparisonNote: (resamples: number) =>
     `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа и двусторонний p по рандомизационному тесту (${resamples} повторов).`,
   forest: 'Разница с первой системой (B − A) и 95% ДИ',

@@ -1,6 +1,6 @@
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
-import { deltaRows, type Report } from './build.js';
+import { deltaRows, type Report, rankingTables } from './build.js';
 import { ciText, f2, pValue, signed } from './format.js';
 
 /** Pipes and line breaks would end a cell; backslashes and HTML would be read as markup. */
@@ -47,6 +47,21 @@ export function renderReportMarkdown(report: Report): string {
     for (const d of deltaRows(c.result)) {
       cmp.push([pair, d.task, d.metric, signed(d.delta.delta), ciText(d.delta.ci), pValue(d.delta.p)]);
     }
+  }
+  if (report.ranking) {
+    parts.push(
+      `### ${t.ranking}`,
+      t.rankingNote(report.ranking.method.alpha, report.ranking.method.resamples),
+    );
+    for (const x of rankingTables(report.ranking, t))
+      parts.push(
+        `#### ${x.title}`,
+        table(
+          t.rankColumns,
+          x.rows.map((r) => [esc(r[0] as string), ...r.slice(1)]),
+          1,
+        ),
+      );
   }
   if (cmp.length > 0) {
     parts.push(`### ${t.comparison}`, table([t.system, t.task, t.metric, 'B − A', t.ci95, 'p'], cmp, 3));

@@ -10,7 +10,7 @@ import { OVERALL_TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
 import { ReferenceLoader } from './reference.js';
-import { type EvaluateOptions, validateSubmission } from './score.js';
+import { type EvaluateOptions, type ValidatedSubmission, validateSubmission } from './score.js';
 
 export interface RankResult {
   split: Split;
@@ -32,15 +32,30 @@ export interface RankResult {
   warnings: SubmissionIssue[];
 }
 
+type RankOptions = EvaluateOptions & { names?: readonly string[]; alpha?: number; tasks?: readonly string[] };
+
 export async function rankSubmissions(
   paths: readonly string[],
-  options: EvaluateOptions & { names?: readonly string[]; alpha?: number; tasks?: readonly string[] } = {},
+  options: RankOptions = {},
 ): Promise<RankResult> {
   const references = options.references ?? new ReferenceLoader(options.dataDir);
   const opts = { ...options, references };
   const validated = [];
   for (const p of paths) validated.push(await validateSubmission(p, opts));
-  const names = paths.map((p, i) => options.names?.[i] ?? p);
+  return rankValidated(
+    validated,
+    paths.map((p, i) => options.names?.[i] ?? p),
+    opts,
+  );
+}
+
+/** The same, for submissions already validated (the report validates each system once). */
+export async function rankValidated(
+  validated: readonly ValidatedSubmission[],
+  names: readonly string[],
+  options: Omit<RankOptions, 'names'> & { references: ReferenceLoader },
+): Promise<RankResult> {
+  const references = options.references;
   const issues: SubmissionIssue[] = validated.flatMap((v) => [
     ...v.issues,
     ...v.tasks.flatMap((t) => t.issues),

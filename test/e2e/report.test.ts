@@ -195,6 +195,21 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       );
       expect(lines).toContain('| linear\\_models | RuMedOverall |  | 58.46 | [56.76, 60.27] |');
     });
+
+    it('says which systems differ: scores with standard errors, rank intervals and groups (#26)', async () => {
+      const { stdout } = await rumedbenchOk(
+        'report',
+        ...['linear_models', 'bilstm', 'human'].map(ref),
+        ...['--name', 'linear,bilstm,human', '--format', 'markdown'],
+      );
+      expect(stdout).toContain('### Which systems differ');
+      const nli = stdout.slice(stdout.indexOf('#### RuMedNLI'));
+      expect(nli).toMatch(/^#### RuMedNLI · detectable difference ≈ \d+\.\d\d points/);
+      // The same figures `rank` prints (docs/scoring.md): the premise-clustered errors and two groups.
+      expect(nli).toContain('| human | 83.26 ± 1.07 | 1 (1) | a |');
+      expect(nli).toMatch(/\| bilstm \| 60\.06 ± 1\.39 \| 2 \(2–3\) \| b \|/);
+      expect(nli).toMatch(/\| linear \| 59\.70 ± 1\.35 \| 3 \(2–3\) \| b \|/);
+    });
   });
 
   describe('four systems, one with a hostile name', () => {
