@@ -264,5 +264,15 @@ describe('answers that offer alternatives are not read', () => {
     expect(parseYesNo('Ответ: да, да')).toMatchObject({ status: 'parsed', answer: 'да' });
     expect(parseYesNo('Да или нет? Скорее да. Ответ: да')).toMatchObject({ status: 'parsed', answer: 'да' });
     expect(parseOption('Ответ: 2 (не 3)')).toMatchObject({ status: 'parsed', answer: '2' });
+    expect(parseNli('Ответ: entailment или contradiction')).toEqual({
+      status: 'unparsed',
+      reason: 'ambiguous: the answer offers entailment and contradiction as alternatives',
+    });
+    expect(parseNli('Ответ: 1/3')).toMatchObject({ status: 'unparsed' });
+    expect(parseNli('Ответ: противоречие, а не следствие')).toMatchObject({
+      status: 'parsed',
+      answer: 'contradiction',
+    });
+    expect(parseNli('Ответ: нейтрально')).toMatchObject({ status: 'parsed', answer: 'neutral' });
   });
 });

@@ -140,6 +140,13 @@ const LEADING_OPTION = /^[\s«"'(]*([123])(?![\p{L}\p{N}])/u;
 /** RuMedNLI: the relation, as a word in Russian or English (any form) or as the number of the option. */
 export function parseNli(reply: string): ParseResult<NliLabel> {
   const answer = finalAnswer(reply);
+  // "entailment or contradiction", "1/2": two relations offered as alternatives are no answer.
+  const folded = answer.toLowerCase().replace(/ё/g, 'е');
+  const offered = new Set(NLI.filter(([re]) => re.test(folded)).map(([, label]) => label));
+  if (offered.size >= 2 && /(?<![\p{L}\p{N}])(или|либо|or)(?![\p{L}\p{N}])|\//u.test(folded))
+    return unparsed(`ambiguous: the answer offers ${[...offered].join(' and ')} as alternatives`);
+  const options = ambiguity(answer, OPTION_ALTERNATIVES);
+  if (options) return unparsed(options);
   const word = firstCue(answer, NLI);
   if (word) return parsed(word);
   const option = LEADING_OPTION.exec(answer);
