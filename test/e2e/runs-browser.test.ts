@@ -115,7 +115,7 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     expect(r.status).toBe(202);
     const { id } = (await r.json()) as { id: string };
     const queued = await open('/runs');
-    expect(await queued.textContent('main')).toContain('med-7b · closed');
+    expect(await queued.textContent('main')).toContain('med-7b · Closed tests');
     await shot(queued, 'runs-queued');
 
     // Alone it takes a few seconds: past 80 s it is killed, and its log is the failure's message.
@@ -143,6 +143,7 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     await shot(runPage, 'run-admin');
     const russian = await open('/runs?lang=ru');
     expect(await russian.textContent('main')).toContain('Оценки, запущенные платформой');
+    expect(await russian.textContent('main')).toContain('med-7b · Закрытые тесты');
     await shot(russian, 'runs-ru');
     const entryLink = await runPage.getAttribute('main a[href^="/submissions/"]', 'href');
     expect(entryLink).toBeTruthy();

@@ -208,7 +208,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
       expect(text, p).not.toContain('Ответ:');
     }
     const runsPage = await (await app.request('/runs')).text();
-    expect(runsPage).toContain('fake-med · closed');
+    expect(runsPage).toContain('fake-med · Closed tests');
     expect(runsPage).toMatch(/done/);
 
     // /runs pages by time: a flood of runs pushes none off; the older ones are a link away.

@@ -15,6 +15,18 @@ const left = (t: PageContext['t']['runs'], s: number | null) =>
 const problem = (ctx: PageContext, text: string | null | undefined) =>
   text ? (ctx.admin ? text : ctx.t.runs.reasons[reasonOf(text)]) : '';
 
+/** A platform evaluation is stored as "model · closed": the board word in the page's language. */
+const shownName = (ctx: PageContext, run: { name: string; kind: string }): string => {
+  const m = run.kind === 'evaluation' ? /^(.*) · (closed|public|both)$/.exec(run.name) : null;
+  if (!m) return run.name;
+  const boards = {
+    closed: ctx.t.closedBoard,
+    public: ctx.t.publicBoard,
+    both: `${ctx.t.closedBoard} + ${ctx.t.publicBoard}`,
+  };
+  return `${m[1]} · ${boards[m[2] as keyof typeof boards]}`;
+};
+
 const Status: FC<{ ctx: PageContext; status: string }> = ({ ctx, status }) => (
   <span class={`tag ${status === 'done' ? 'ok' : status === 'failed' ? 'warn' : ''}`}>
     {ctx.t.runs.statuses[status] ?? status}
@@ -50,7 +62,7 @@ export const RunsPage: FC<{
             {runs.map((r) => (
               <tr>
                 <td>
-                  <a href={href(ctx, `/runs/${r.id}`)}>{r.name}</a>
+                  <a href={href(ctx, `/runs/${r.id}`)}>{shownName(ctx, r)}</a>
                 </td>
                 <td>{t.kinds[r.kind] ?? r.kind}</td>
                 <td>
@@ -109,8 +121,8 @@ export const RunPage: FC<{
 }> = ({ ctx, run, entries, request }) => {
   const t = ctx.t.runs;
   return (
-    <Layout ctx={ctx} title={`${t.title}: ${run.name}`}>
-      <h1>{run.name}</h1>
+    <Layout ctx={ctx} title={`${t.title}: ${shownName(ctx, run)}`}>
+      <h1>{shownName(ctx, run)}</h1>
       <p>
         <Status ctx={ctx} status={run.status} /> {t.kinds[run.kind] ?? run.kind} ·{' '}
         {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
