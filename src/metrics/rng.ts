@@ -38,8 +38,29 @@ export function createRng(seed: number): Rng {
     return result;
   };
   const next = (): number => nextU32() / 4294967296;
+  // The generator's step written out in the loop, on locals: a call and four context writes per draw cost a third
+  // of a cold `eval`'s bootstrap. The same numbers as nextU32 draws, in the same order.
   const fillInts = (out: Uint32Array, n: number): void => {
-    for (let i = 0; i < out.length; i++) out[i] = Math.floor((nextU32() / 4294967296) * n);
+    let sa = a;
+    let sb = b;
+    let sc = c;
+    let sd = d;
+    for (let i = 0; i < out.length; i++) {
+      const x = (Math.imul(sb, 5) >>> 0) as number;
+      const result = Math.imul(((x << 7) | (x >>> 25)) >>> 0, 9) >>> 0;
+      const t = (sb << 9) >>> 0;
+      sc ^= sa;
+      sd ^= sb;
+      sb ^= sc;
+      sa ^= sd;
+      sc ^= t;
+      sd = ((sd << 11) | (sd >>> 21)) >>> 0;
+      out[i] = Math.floor((result / 4294967296) * n);
+    }
+    a = sa;
+    b = sb;
+    c = sc;
+    d = sd;
   };
   return { next, int: (n) => Math.floor(next() * n), fillInts };
 }
