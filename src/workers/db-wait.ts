@@ -10,6 +10,8 @@ import type { Logger } from '../log.js';
 
 /** The default bound of a wait: a restart is seconds, a failover a minute or two. */
 export const DEFAULT_DB_WAIT_S = 300;
+/** The longest wait between two tries: a database back is seen within about this long. */
+export const MAX_DB_BACKOFF_MS = 2000;
 
 /**
  * PostgreSQL's codes for a server going or gone (class 08 connection exception; 57P01-57P03 shut down, crashed,
@@ -76,7 +78,7 @@ export class DbWait {
             `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than --db-wait ${this.o.waitS} s (${(e as Error).message})`,
             { cause: e },
           );
-        const backoff = Math.min(5000, 250 * 2 ** Math.min(attempt, 5));
+        const backoff = Math.min(MAX_DB_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));
         await sleep(Math.min(this.waitMs - waited, backoff * (0.5 + Math.random() / 2)));
       }
     }

@@ -26,7 +26,7 @@ import type { LlmRequest } from '../llm/requests.js';
 import { finishRun, planRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
-import { DbWait, DEFAULT_DB_WAIT_S } from './db-wait.js';
+import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
@@ -189,14 +189,18 @@ export class Worker {
     await this.q(`UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running'`, [
       this.id,
     ]);
-    // Just after an outage every worker's last beat is old: nobody is taken for lost until all have had time to beat.
-    if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000) return;
+    // Just after an outage every worker's last beat is old, and another worker may still be in a wait of its own
+    // before it beats again: nobody is taken for lost until all have had time to.
+    if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000 + 2 * MAX_DB_BACKOFF_MS) return;
     // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
     // their jobs released to the queue.
     const lost = await this.q<{ job_id: string | null; queue: string; name: string }>(
       `WITH gone AS (
          UPDATE ${SCHEMA}.workers SET status = 'lost'
-         WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s) RETURNING id, name)
+         WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s)
+           -- A database just restarted left every worker's last beat old: none is lost for that.
+           AND pg_postmaster_start_time() < now() - make_interval(secs => 2 * lapse_s + 10)
+         RETURNING id, name)
        DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
        WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
        RETURNING c.job_id, c.queue, w.name`,
