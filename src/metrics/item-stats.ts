@@ -150,6 +150,14 @@ export function taskScore(task: TaskDefinition, values: MetricValues): number {
   return total / task.metrics.length;
 }
 
+/** The task's score straight from column sums, allocating nothing (the bootstrap calls it per system and replicate). */
+export function scoreFromSums(task: TaskDefinition, sums: Float64Array, n: number): number {
+  const layout = LAYOUTS[task.kind];
+  let total = 0;
+  for (const name of task.metrics) total += layout.metrics[name]?.(sums, n) ?? 0;
+  return total / task.metrics.length;
+}
+
 /** RuMedOverall: the mean of the task scores. */
 export function mean(values: readonly number[]): number {
   let total = 0;

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../tasks/registry.js';
 import { buildItemStats } from './item-stats.js';
-import { clusteredSe, compactLetters, exactMcNemar, holm, rankOverall, rankTask } from './ranking.js';
+import {
+  clusteredSe,
+  compactLetters,
+  exactMcNemar,
+  groupLabels,
+  holm,
+  rankOverall,
+  rankTask,
+} from './ranking.js';
+import { createRng } from './rng.js';
+import { normalUpper } from './student-t.js';
 
 describe('the tests and their corrections, against hand-worked cases', () => {
   it('exact McNemar: 1 of 10 discordant pairs one way is p = 2·(1 + 10)/1024', () => {
@@ -151,5 +161,119 @@ describe('rankOverall', () => {
       ['C', 50, 2, 'b'],
     ]);
     expect(r.pairs[0]?.p_value).toBeLessThan(0.01);
+  });
+});
+
+describe('the tests beyond McNemar', () => {
+  it('a clustered task: the z-test on paired differences with their clustered SE (Miller, 2024)', () => {
+    const nli = getTask('RuMedNLI');
+    // 40 premises × 3 hypotheses. A is right on every premise; B misses whole premises 0, 4, 8, ….
+    const make = (wrong: (i: number) => boolean) =>
+      buildItemStats(
+        nli,
+        Array.from({ length: 120 }, (_, i) => ({
+          id: `h${i}`,
+          gold: 'neutral',
+          prediction: wrong(i) ? 'entailment' : 'neutral',
+        })),
+      );
+    const clusters = Array.from({ length: 120 }, (_, i) => `p${Math.floor(i / 3)}`);
+    const A = make(() => false);
+    const B = make((i) => Math.floor(i / 3) % 4 === 0);
+    const r = rankTask(
+      [
+        { name: 'A', stats: A },
+        { name: 'B', stats: B },
+      ],
+      { resamples: 0, seed: 0, clusters },
+    );
+    const d = Array.from({ length: 120 }, (_, i) => (Math.floor(i / 3) % 4 === 0 ? -100 : 0));
+    const se = clusteredSe(d, clusters);
+    // By hand: mean −25; 10 clusters of (−75·3) and 30 of (25·3): sqrt(10·225² + 30·75²) / 120.
+    expect(se).toBeCloseTo(Math.sqrt(10 * 225 ** 2 + 30 * 75 ** 2) / 120, 12);
+    expect(r.pairs[0]?.test).toBe('z-test, clustered');
+    expect(r.pairs[0]?.diff).toBeCloseTo(-25, 12);
+    expect(r.pairs[0]?.p_value).toBeCloseTo(2 * normalUpper(25 / se), 12);
+  });
+
+  it('the overall: the paired bootstrap test, z = d / SD of the replicates’ differences', () => {
+    const A = items(200, (i) => i % 10 === 0);
+    const B = items(200, (i) => i % 10 === 0 || i === 5);
+    const r = rankOverall(
+      [
+        {
+          systems: [
+            { name: 'A', stats: A },
+            { name: 'B', stats: B },
+          ],
+        },
+      ],
+      { resamples: 4000, seed: 3 },
+    );
+    // B differs from A on one item, one wrong answer more: d = −0.5 points; in a replicate the difference is 0.5 ×
+    // how often that item was drawn, Binomial(200, 1/200), so its SD is 0.5·sqrt(199/200) and z ≈ 1.0025.
+    const z = 0.5 / (0.5 * Math.sqrt(199 / 200));
+    expect(r.pairs[0]?.test).toBe('paired bootstrap');
+    expect(r.pairs[0]?.diff).toBeCloseTo(-0.5, 12);
+    expect(r.pairs[0]?.p_value).toBeGreaterThan(2 * normalUpper(z * 1.03));
+    expect(r.pairs[0]?.p_value).toBeLessThan(2 * normalUpper(z * 0.97));
+  });
+});
+
+describe('compact letters on many systems', () => {
+  // The first implementation (sets, absorb over all groups), kept as the oracle for the bit-set one.
+  function lettersBySets(order: readonly string[], differ: (a: string, b: string) => boolean) {
+    let groups: Set<string>[] = [new Set(order)];
+    for (let i = 0; i < order.length; i++)
+      for (let j = i + 1; j < order.length; j++) {
+        const a = order[i] as string;
+        const b = order[j] as string;
+        if (!differ(a, b)) continue;
+        const next: Set<string>[] = [];
+        for (const g of groups)
+          if (g.has(a) && g.has(b))
+            next.push(new Set([...g].filter((x) => x !== a)), new Set([...g].filter((x) => x !== b)));
+          else next.push(g);
+        groups = next.filter(
+          (g, k) =>
+            !next.some(
+              (h, l) =>
+                l !== k && h.size >= g.size && [...g].every((x) => h.has(x)) && (h.size > g.size || l < k),
+            ),
+        );
+      }
+    return groups.map((g) => [...g].sort().join(',')).sort();
+  }
+  const groupsOf = (letters: Map<string, string>) => {
+    const by = new Map<string, string[]>();
+    for (const [s, ls] of letters) for (const l of groupLabels(ls)) by.set(l, [...(by.get(l) ?? []), s]);
+    return [...by.values()].map((g) => g.sort().join(',')).sort();
+  };
+
+  it('finds the same groups as insert-and-absorb over sets, on random scores', () => {
+    const rng = createRng(11);
+    for (let trial = 0; trial < 40; trial++) {
+      const k = 3 + rng.int(18);
+      const scores = Array.from({ length: k }, () => rng.next() * 10).sort((x, y) => y - x);
+      const order = scores.map((_, i) => `s${String(i).padStart(2, '0')}`);
+      const gap = 1 + rng.next() * 4;
+      const differ = (a: string, b: string) =>
+        Math.abs((scores[order.indexOf(a)] as number) - (scores[order.indexOf(b)] as number)) > gap;
+      expect(groupsOf(compactLetters(order, differ))).toEqual(lettersBySets(order, differ));
+    }
+  });
+
+  it('200 systems in a line take well under a second', () => {
+    const order = Array.from({ length: 200 }, (_, i) => `s${i}`);
+    const t0 = performance.now();
+    const letters = compactLetters(order, (a, b) => Math.abs(Number(a.slice(1)) - Number(b.slice(1))) > 10);
+    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(letters.get('s0')).toBe('a');
+    // Windows of 11 neighbours: 190 groups, s100 in the 11 that start at s90 … s100.
+    expect(groupsOf(letters)).toHaveLength(190);
+    expect(groupLabels(letters.get('s100') as string)).toEqual(
+      Array.from({ length: 11 }, (_, i) => `[${91 + i}]`),
+    );
+    expect(letters.get('s30')).toBe('uvwxyzABCDE');
   });
 });

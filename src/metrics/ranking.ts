@@ -1,14 +1,19 @@
 /**
  * Which systems are really different on one test set: standard errors, paired tests, rank intervals, tie groups and
- * the minimum detectable effect, for a set of systems scored on the same items.
+ * the minimum detectable effect, for a set of systems scored on the same items. Built to rank a board of hundreds
+ * of systems: every statistic is one pass over the items (or over the bootstrap's replicates) per system or pair.
  *
  * - Standard errors of a score that is a mean over items, clustered where items are not independent (RuMedNLI's
  *   hypotheses share a premise): SE_C = sqrt(Σ_c (Σ_{i∈c} (s_i − s̄))²) / n (Miller, 2024, "Adding Error Bars to
  *   Evals: A Statistical Approach to Language Model Evaluations", eq. 4); without clusters each item is its own.
- *   A score that is no item mean (RuMedNER's token accuracy and entity F1) takes the bootstrap's standard deviation.
+ *   A score that is no item mean (RuMedNER's token accuracy and entity F1, the overall) takes the bootstrap's
+ *   standard deviation.
  * - Paired tests between every two systems: the exact McNemar test (McNemar, 1947; two-sided binomial test on the
- *   discordant pairs) for accuracy on a task without clusters; otherwise approximate randomization (Noreen, 1989),
- *   swapping the two systems' outputs per item, or per cluster where items share one. P-values are Holm-corrected
+ *   discordant pairs) for accuracy on a task without clusters; for other item-mean scores the z-test on the paired
+ *   differences with their (clustered) standard error (Miller, 2024, section 4: "paired differences"); for the
+ *   rest the paired bootstrap test in its normal form, z = d / SD(d*) over the paired replicates (Efron and
+ *   Tibshirani, 1993, "An Introduction to the Bootstrap", ch. 16), whose p-values, unlike counts of replicates,
+ *   can pass a Holm correction over a board's thousands of pairs. P-values are Holm-corrected
  *   (Holm, 1979) over the pairs of each task.
  * - Rank intervals from a paired bootstrap over items (clusters) that re-ranks every system in each replicate (Hall
  *   and Miller, 2009, "Using the bootstrap to quantify the authority of an empirical ranking"): marginal 95%
@@ -19,8 +24,9 @@
  *   × SE of the paired difference (for accuracy, 100·sqrt(p_d / n) with p_d the discordance: Connor, 1987, "Sample
  *   size for testing differences in proportions for the paired-sample design"), the median over the task's pairs.
  */
-import { type ItemStats, mean, metricsFromSums, statsLayout, sumRows, taskScore } from './item-stats.js';
+import { type ItemStats, metricsFromSums, scoreFromSums, statsLayout, taskScore } from './item-stats.js';
 import { createRng } from './rng.js';
+import { normalUpper } from './student-t.js';
 
 export interface RankInput {
   name: string;
@@ -33,8 +39,10 @@ export interface RankOptions {
   seed: number;
   /** Level of the tests and the groups (0.05). */
   alpha?: number;
-  /** Per item, the cluster it belongs to (items of one cluster are resampled and swapped together). */
+  /** Per item, the cluster it belongs to (items of one cluster are resampled together). */
   clusters?: readonly string[];
+  /** Whether to list every pair with its interval (a board of hundreds needs only the groups): true. */
+  pairs?: boolean;
 }
 
 export interface RankedSystem {
@@ -48,6 +56,8 @@ export interface RankedSystem {
   group: string;
 }
 
+export type PairTest = 'exact McNemar' | 'z-test' | 'z-test, clustered' | 'paired bootstrap';
+
 export interface RankedPair {
   a: string;
   b: string;
@@ -56,7 +66,7 @@ export interface RankedPair {
   ci: [number, number];
   p_value: number;
   p_holm: number;
-  test: 'exact McNemar' | 'approximate randomization' | 'approximate randomization by cluster';
+  test: PairTest;
 }
 
 export interface TaskRanking {
@@ -71,13 +81,6 @@ export interface TaskRanking {
 /** z_{0.975} + z_{0.80}. */
 const Z_SUM = 1.959963984540054 + 0.8416212335729143;
 
-/** Natural log of n choose k, through lgamma-free sums (n is at most a few thousand here). */
-function logChoose(n: number, k: number): number {
-  let s = 0;
-  for (let i = 1; i <= k; i++) s += Math.log(n - k + i) - Math.log(i);
-  return s;
-}
-
 /**
  * The exact two-sided McNemar test: of the b + c discordant pairs, b went one way; under the null each goes either
  * way with probability 1/2. p = min(1, 2 · P(X ≤ min(b, c))), X ~ Binomial(b + c, 1/2).
@@ -86,8 +89,13 @@ export function exactMcNemar(b: number, c: number): number {
   const n = b + c;
   if (n === 0) return 1;
   const k = Math.min(b, c);
+  // log P(X = i), stepped from i = 0: P(i + 1) = P(i) · (n − i) / (i + 1).
+  let log = -n * Math.LN2;
   let tail = 0;
-  for (let i = 0; i <= k; i++) tail += Math.exp(logChoose(n, i) - n * Math.LN2);
+  for (let i = 0; i <= k; i++) {
+    tail += Math.exp(log);
+    log += Math.log(n - i) - Math.log(i + 1);
+  }
   return Math.min(1, 2 * tail);
 }
 
@@ -104,86 +112,133 @@ export function holm(p: readonly number[]): number[] {
 }
 
 /** Miller's clustered standard error of a mean of per-item values (each item its own cluster without clusters). */
-export function clusteredSe(values: readonly number[], clusters?: readonly string[]): number {
+export function clusteredSe(values: ArrayLike<number>, clusters?: readonly string[]): number {
+  const index = clusterIndex(values.length, clusters);
+  return seOf(values, index.of, index.count);
+}
+
+/** Each item's cluster as a number in [0, count). */
+function clusterIndex(n: number, clusters?: readonly string[]): { of: Int32Array; count: number } {
+  const of = new Int32Array(n);
+  if (!clusters) {
+    for (let i = 0; i < n; i++) of[i] = i;
+    return { of, count: n };
+  }
+  const ids = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    const c = clusters[i] as string;
+    let id = ids.get(c);
+    if (id === undefined) {
+      id = ids.size;
+      ids.set(c, id);
+    }
+    of[i] = id;
+  }
+  return { of, count: ids.size };
+}
+
+const seBuffer = { sums: new Float64Array(0) };
+
+/** The clustered SE over numbered clusters: one pass, no allocation in the hot loop of a board's pairs. */
+function seOf(values: ArrayLike<number>, of: Int32Array, count: number): number {
   const n = values.length;
   if (n === 0) return 0;
-  const m = mean(values);
-  const sums = new Map<string, number>();
-  values.forEach((v, i) => {
-    const c = clusters?.[i] ?? String(i);
-    sums.set(c, (sums.get(c) ?? 0) + (v - m));
-  });
+  let m = 0;
+  for (let i = 0; i < n; i++) m += values[i] as number;
+  m /= n;
+  if (seBuffer.sums.length < count) seBuffer.sums = new Float64Array(count);
+  const sums = seBuffer.sums;
+  sums.fill(0, 0, count);
+  for (let i = 0; i < n; i++) (sums[of[i] as number] as number) += (values[i] as number) - m;
   let total = 0;
-  for (const s of sums.values()) total += s * s;
+  for (let c = 0; c < count; c++) total += (sums[c] as number) ** 2;
   return Math.sqrt(total) / n;
 }
 
 /**
  * The compact letter display of Piepho (2004), insert-and-absorb: start from one group of all; for each pair that
  * differs, split every group holding both into two (one without each), then drop groups contained in others.
- * Letters go to groups in the order of their best system (`order`: systems best first).
+ * Letters go to groups in the order of their best system (`order`: systems best first). Groups are bit sets, so a
+ * board of hundreds of systems takes milliseconds.
  */
 export function compactLetters(
   order: readonly string[],
   differ: (a: string, b: string) => boolean,
 ): Map<string, string> {
-  let groups: Set<string>[] = [new Set(order)];
-  for (let i = 0; i < order.length; i++)
-    for (let j = i + 1; j < order.length; j++) {
-      const a = order[i] as string;
-      const b = order[j] as string;
-      if (!differ(a, b)) continue;
-      const next: Set<string>[] = [];
+  const k = order.length;
+  const words = Math.ceil(k / 32) || 1;
+  const has = (g: Uint32Array, i: number) => ((g[i >>> 5] as number) & (1 << (i & 31))) !== 0;
+  const without = (g: Uint32Array, i: number) => {
+    const h = Uint32Array.from(g);
+    h[i >>> 5] = (h[i >>> 5] as number) & ~(1 << (i & 31));
+    return h;
+  };
+  const within = (g: Uint32Array, h: Uint32Array) => {
+    for (let w = 0; w < words; w++) if (((g[w] as number) & ~(h[w] as number)) !== 0) return false;
+    return true;
+  };
+  const all = new Uint32Array(words);
+  for (let i = 0; i < k; i++) all[i >>> 5] = (all[i >>> 5] as number) | (1 << (i & 31));
+  let groups: Uint32Array[] = k > 0 ? [all] : [];
+  for (let i = 0; i < k; i++)
+    for (let j = i + 1; j < k; j++) {
+      if (!differ(order[i] as string, order[j] as string)) continue;
+      const kept: Uint32Array[] = [];
+      const split: Uint32Array[] = [];
       for (const g of groups) {
-        if (g.has(a) && g.has(b)) {
-          next.push(new Set([...g].filter((x) => x !== a)), new Set([...g].filter((x) => x !== b)));
-        } else next.push(g);
+        if (has(g, i) && has(g, j)) split.push(without(g, i), without(g, j));
+        else kept.push(g);
       }
-      // Absorb: a group inside another says nothing more.
-      groups = next.filter(
-        (g, k) =>
-          !next.some(
-            (h, l) =>
-              l !== k && h.size >= g.size && [...g].every((x) => h.has(x)) && (h.size > g.size || l < k),
-          ),
-      );
+      if (split.length === 0) continue;
+      // Absorb: a new group inside another says nothing more (an old group is never inside a new one: each new
+      // group lies in the old group it came from, and old groups were not inside each other).
+      const fresh: Uint32Array[] = [];
+      for (const g of split) {
+        if (kept.some((h) => within(g, h))) continue;
+        if (fresh.some((h) => within(g, h))) continue;
+        for (let f = fresh.length - 1; f >= 0; f--)
+          if (within(fresh[f] as Uint32Array, g)) fresh.splice(f, 1);
+        fresh.push(g);
+      }
+      groups = [...kept, ...fresh];
     }
-  const rankOf = new Map(order.map((s, i) => [s, i]));
-  const first = (g: Set<string>) => Math.min(...[...g].map((s) => rankOf.get(s) as number));
-  groups.sort((x, y) => first(x) - first(y));
+  const members = groups.map((g) => {
+    const m: number[] = [];
+    for (let i = 0; i < k; i++) if (has(g, i)) m.push(i);
+    return m;
+  });
+  // In the order of their best member, then of their next ones: the same letters whatever order the groups grew in.
+  members.sort((x, y) => {
+    for (let t = 0; t < Math.min(x.length, y.length); t++)
+      if (x[t] !== y[t]) return (x[t] as number) - (y[t] as number);
+    return x.length - y.length;
+  });
   const letters = new Map(order.map((s) => [s, '']));
-  groups.forEach((g, k) => {
-    const letter = letterOf(k);
-    for (const s of g) letters.set(s, (letters.get(s) as string) + letter);
+  members.forEach((m, g) => {
+    const letter = letterOf(g);
+    for (const i of m) letters.set(order[i] as string, (letters.get(order[i] as string) as string) + letter);
   });
   return letters;
 }
 
+/** a–z, then A–Z, then [53], [54], …: a system's letters read apart however many groups a board has. */
 const letterOf = (k: number): string =>
-  k < 26 ? String.fromCharCode(97 + k) : `${letterOf(Math.floor(k / 26) - 1)}${letterOf(k % 26)}`;
+  k < 26 ? String.fromCharCode(97 + k) : k < 52 ? String.fromCharCode(65 + k - 26) : `[${k + 1}]`;
 
-/** The task's score from the column sums of a set of rows. */
-function scoreOf(s: ItemStats, rows?: ArrayLike<number>): number {
-  const { width } = statsLayout(s.task);
-  const n = rows ? rows.length : s.ids.length;
-  return taskScore(s.task, metricsFromSums(s.task, sumRows(s.stats, width, rows), n));
-}
+/** The group labels in a system's letters (the inverse of concatenating `letterOf`). */
+export const groupLabels = (letters: string): string[] => letters.match(/[a-zA-Z]|\[\d+\]/g) ?? [];
 
-/** Per item, its own score (for tasks whose score is a mean over items), or undefined (RuMedNER). */
-function itemScores(s: ItemStats): number[] | undefined {
+/** Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER). */
+function itemScores(s: ItemStats): Float64Array | undefined {
   if (s.task.kind === 'tagging') return undefined;
-  return s.ids.map((_, i) => scoreOf(s, [i]));
-}
-
-/** Groups of row indexes: one per cluster, or one per item. */
-function clusterRows(n: number, clusters?: readonly string[]): number[][] {
-  if (!clusters) return Array.from({ length: n }, (_, i) => [i]);
-  const by = new Map<string, number[]>();
-  for (let i = 0; i < n; i++) {
-    const c = clusters[i] as string;
-    by.set(c, [...(by.get(c) ?? []), i]);
+  const { width } = statsLayout(s.task);
+  const row = new Float64Array(width);
+  const out = new Float64Array(s.ids.length);
+  for (let i = 0; i < s.ids.length; i++) {
+    for (let c = 0; c < width; c++) row[c] = s.stats[i * width + c] as number;
+    out[i] = taskScore(s.task, metricsFromSums(s.task, row, 1));
   }
-  return [...by.values()];
+  return out;
 }
 
 const quantileSorted = (sorted: Float64Array | number[], q: number): number => {
@@ -193,114 +248,280 @@ const quantileSorted = (sorted: Float64Array | number[], q: number): number => {
   return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (pos - lo);
 };
 
-/** Competition ranks: 1 + how many scores are strictly higher. */
-const ranksOf = (scores: readonly number[]): number[] =>
-  scores.map((s) => 1 + scores.filter((t) => t > s + 1e-9).length);
-
-/** What one task's resampling gives: per system its score in each replicate, per pair its randomization draws. */
-interface TaskDraws {
-  n: number;
-  groups: number[][];
-  observed: number[];
-  boot: Float64Array[];
-  ranks: Float64Array[];
-  /** Per pair (i < j, in order), B − A under randomization. */
-  perm: Float64Array[];
-  perItem: (number[] | undefined)[];
-}
-
-function drawTask(systems: readonly RankInput[], o: RankOptions): TaskDraws {
-  const first = systems[0]?.stats as ItemStats;
-  const n = first.ids.length;
-  const groups = clusterRows(n, o.clusters);
-  const rng = createRng((o.seed ^ hashName(first.task.name)) >>> 0);
-  const R = o.resamples;
-  const k = systems.length;
-  const observed = systems.map((s) => scoreOf(s.stats));
-  // The bootstrap: clusters drawn with replacement; every system scored on the same draw, then ranked.
-  const boot = systems.map(() => new Float64Array(R));
-  const ranks = systems.map(() => new Float64Array(R));
-  for (let r = 0; r < R; r++) {
-    const rows: number[] = [];
-    for (let g = 0; g < groups.length; g++) rows.push(...(groups[rng.int(groups.length)] as number[]));
-    const scores = systems.map((s) => scoreOf(s.stats, rows));
-    const rk = ranksOf(scores);
-    for (let i = 0; i < k; i++) {
-      (boot[i] as Float64Array)[r] = scores[i] as number;
-      (ranks[i] as Float64Array)[r] = rk[i] as number;
+/** Competition ranks: 1 + how many scores are strictly higher (by more than 1e-9). `sorted` is scratch space. */
+function ranksOf(scores: ArrayLike<number>, out: Float64Array | number[], sorted?: Float64Array): void {
+  const k = scores.length;
+  const s = sorted ?? new Float64Array(k);
+  for (let i = 0; i < k; i++) s[i] = scores[i] as number;
+  s.sort();
+  for (let i = 0; i < k; i++) {
+    // Scores above v + 1e-9: k minus the first position holding a value above it.
+    const v = (scores[i] as number) + 1e-9;
+    let lo = 0;
+    let hi = k;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((s[mid] as number) > v) hi = mid;
+      else lo = mid + 1;
     }
+    out[i] = 1 + (k - lo);
   }
-  const perm: Float64Array[] = [];
-  for (let i = 0; i < k; i++)
-    for (let j = i + 1; j < k; j++)
-      perm.push(
-        randomization((systems[i] as RankInput).stats, (systems[j] as RankInput).stats, groups, R, rng),
-      );
-  return { n, groups, observed, boot, ranks, perm, perItem: systems.map((s) => itemScores(s.stats)) };
 }
 
-/** Two-sided p of approximate randomization: (count of draws at least as extreme + 1) / (R + 1). */
-function permP(draws: Float64Array, observed: number): number {
-  let extreme = 0;
-  for (const d of draws) if (Math.abs(d) >= Math.abs(observed) - 1e-9) extreme++;
-  return (extreme + 1) / (draws.length + 1);
+/** What one task's resampling gives: per system its score in each replicate, and per item its own score. */
+export interface TaskDraws {
+  task: ItemStats['task'];
+  names: string[];
+  n: number;
+  clusterOf: Int32Array;
+  clusterCount: number;
+  clustered: boolean;
+  observed: number[];
+  /** Per system, its score in each replicate (the replicates are shared: the systems are paired). */
+  boot: Float64Array[];
+  /** Per system, its item scores (undefined where the score is no item mean). */
+  perItem: (Float64Array | undefined)[];
+  /** Per system, its first column (accuracy: right or wrong per item), for McNemar's counts. */
+  first: Float64Array[];
 }
 
-/** The ranking of systems from their draws: ranks and intervals, pairs with Holm's correction, groups, the MDE. */
-function rankFromDraws(
-  names: readonly string[],
-  d: Omit<TaskDraws, 'groups' | 'n'>,
-  pairTest: (i: number, j: number, pair: number) => { p: number; test: RankedPair['test']; se: number },
-  se: (i: number) => number,
-  alpha: number,
-): Omit<TaskRanking, 'n' | 'clusters'> {
-  const k = names.length;
-  const pairs: RankedPair[] = [];
+/**
+ * One task's paired bootstrap over items (clusters): every system scored on the same replicates. The counts are
+ * laid out item by item (all systems' non-zero counts of item i together), so that a replicate adds each drawn
+ * item's row once, weighted by how often it was drawn: integer work, zeros and items not drawn skipped.
+ */
+export function drawTask(systems: readonly RankInput[], o: Omit<RankOptions, 'alpha' | 'pairs'>): TaskDraws {
+  const head = systems[0]?.stats as ItemStats;
+  const task = head.task;
+  const n = head.ids.length;
+  const k = systems.length;
+  const { width } = statsLayout(task);
+  const kw = k * width;
+
+  const { of, count } = clusterIndex(n, o.clusters);
+  // Each cluster's items, compressed: cluster c holds clusterItems[clusterStart[c] … clusterStart[c + 1]).
+  const clusterStart = new Int32Array(count + 1);
+  for (let i = 0; i < n; i++) (clusterStart[(of[i] as number) + 1] as number)++;
+  for (let c = 0; c < count; c++) (clusterStart[c + 1] as number) += clusterStart[c] as number;
+  const clusterItems = new Int32Array(n);
+  const fill = clusterStart.slice(0, count);
+  for (let i = 0; i < n; i++) clusterItems[(fill[of[i] as number] as number)++] = i;
+  const rng = createRng((o.seed ^ hashName(task.name)) >>> 0);
+  const R = o.resamples;
+  // Per item and count, the value most systems have (the baseline: an easy item is right for nearly all, and
+  // RuMedNER's token and gold-entity counts are the same for all); a replicate sums the baselines once and each
+  // system's departures from them, which are few where systems agree.
+  const baseline = new Int32Array(n * width);
+  const start = new Int32Array(n + 1);
+  const at: number[] = [];
+  const value: number[] = [];
+  const tally = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < width; c++) {
+      let mode = 0;
+      let most = 0;
+      let ones = 0;
+      let binary = true;
+      for (let j = 0; j < k && binary; j++) {
+        const v = (systems[j] as RankInput).stats.stats[i * width + c] as number;
+        if (v === 1) ones++;
+        else if (v !== 0) binary = false;
+      }
+      if (binary) {
+        baseline[i * width + c] = 2 * ones > k ? 1 : 0;
+        continue;
+      }
+      tally.clear();
+      for (let j = 0; j < k; j++) {
+        const v = (systems[j] as RankInput).stats.stats[i * width + c] as number;
+        const seen = (tally.get(v) ?? 0) + 1;
+        tally.set(v, seen);
+        if (seen > most) {
+          most = seen;
+          mode = v;
+        }
+      }
+      baseline[i * width + c] = mode;
+    }
+    for (let j = 0; j < k; j++)
+      for (let c = 0; c < width; c++) {
+        const v =
+          ((systems[j] as RankInput).stats.stats[i * width + c] as number) -
+          (baseline[i * width + c] as number);
+        if (v === 0) continue;
+        at.push(j * width + c);
+        value.push(v);
+      }
+    start[i + 1] = at.length;
+  }
+  const positions = Int32Array.from(at);
+  const values = Int32Array.from(value);
+  const sums = new Int32Array(kw);
+  const baseSums = new Int32Array(width);
+  const one = new Float64Array(width);
+  /** Adds every item, item i drawn weights[i] times (or once each without weights): the hot loop. */
+  const addAll = (weights: Int32Array | null) => {
+    sums.fill(0);
+    baseSums.fill(0);
+    for (let i = 0; i < n; i++) {
+      const w = weights ? (weights[i] as number) : 1;
+      if (w === 0) continue;
+      const end = start[i + 1] as number;
+      for (let t = start[i] as number; t < end; t++)
+        (sums[positions[t] as number] as number) += w * (values[t] as number);
+      for (let c = 0; c < width; c++) (baseSums[c] as number) += w * (baseline[i * width + c] as number);
+    }
+  };
+  const scores = (drawn: number, out: (j: number, score: number) => void) => {
+    for (let j = 0; j < k; j++) {
+      for (let c = 0; c < width; c++) one[c] = (baseSums[c] as number) + (sums[j * width + c] as number);
+      out(j, scoreFromSums(task, one, drawn));
+    }
+  };
+  addAll(null);
+  const observed: number[] = new Array(k);
+  scores(n, (j, v) => {
+    observed[j] = v;
+  });
+  const boot = systems.map(() => new Float64Array(R));
+  const weights = new Int32Array(n);
+  const picks = new Uint32Array(count);
+  for (let r = 0; r < R; r++) {
+    weights.fill(0);
+    rng.fillInts(picks, count);
+    for (let g = 0; g < count; g++) {
+      const c = picks[g] as number;
+      const end = clusterStart[c + 1] as number;
+      for (let t = clusterStart[c] as number; t < end; t++) (weights[clusterItems[t] as number] as number)++;
+    }
+    let drawn = 0;
+    for (let i = 0; i < n; i++) drawn += weights[i] as number;
+    addAll(weights);
+    scores(drawn, (j, v) => {
+      (boot[j] as Float64Array)[r] = v;
+    });
+  }
+  return {
+    task,
+    names: systems.map((s) => s.name),
+    n,
+    clusterOf: of,
+    clusterCount: count,
+    clustered: o.clusters !== undefined,
+    observed,
+    boot,
+    perItem: systems.map((s) => itemScores(s.stats)),
+    first: systems.map((s) => {
+      const col = new Float64Array(n);
+      for (let i = 0; i < n; i++) col[i] = s.stats.stats[i * width] as number;
+      return col;
+    }),
+  };
+}
+
+/** Each system's rank in each replicate, from the replicates' scores. */
+function replicateRanks(boot: readonly Float64Array[], R: number): Float64Array[] {
+  const ranks = boot.map(() => new Float64Array(R));
+  const scores = new Float64Array(boot.length);
+  const rk = new Float64Array(boot.length);
+  const scratch = new Float64Array(boot.length);
+  for (let r = 0; r < R; r++) {
+    for (let s = 0; s < boot.length; s++) scores[s] = (boot[s] as Float64Array)[r] as number;
+    ranksOf(scores, rk, scratch);
+    for (let s = 0; s < boot.length; s++) (ranks[s] as Float64Array)[r] = rk[s] as number;
+  }
+  return ranks;
+}
+
+/**
+ * Two-sided p of the paired bootstrap test in its normal form: the difference over the standard deviation of its
+ * replicates. A count of replicates cannot go below 1/(R + 1), which no Holm correction over a board's thousands of
+ * pairs would ever pass; the z form can.
+ */
+function bootstrapP(se: number, observed: number): number {
+  if (se > 0) return Math.min(1, 2 * normalUpper(Math.abs(observed) / se));
+  return Math.abs(observed) > 1e-9 ? 0 : 1;
+}
+
+function sdOfDiff(a: Float64Array, b: Float64Array): number {
+  const R = a.length;
+  if (R < 2) return 0;
+  let m = 0;
+  for (let r = 0; r < R; r++) m += (b[r] as number) - (a[r] as number);
+  m /= R;
+  let ss = 0;
+  for (let r = 0; r < R; r++) ss += ((b[r] as number) - (a[r] as number) - m) ** 2;
+  return Math.sqrt(ss / (R - 1));
+}
+
+function sd(values: Float64Array): number {
+  return sdOfDiff(new Float64Array(values.length), values);
+}
+
+/** Systems of a set of draws: their observed scores, replicates and the pair test between two of them. */
+interface Ranked {
+  names: readonly string[];
+  observed: readonly number[];
+  boot: readonly Float64Array[];
+  se: (i: number) => number;
+  pair: (i: number, j: number) => { p: number; test: PairTest; se: number };
+}
+
+/** The ranking of systems: ranks and intervals, pairs with Holm's correction, groups, the MDE. */
+function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRanking, 'n' | 'clusters'> {
+  const k = d.names.length;
+  const R = d.boot[0]?.length ?? 0;
+  const p: number[] = [];
   const pairSe: number[] = [];
-  let pair = 0;
+  const pairs: RankedPair[] = [];
+  const diffs = new Float64Array(R);
   for (let i = 0; i < k; i++)
     for (let j = i + 1; j < k; j++) {
+      const t = d.pair(i, j);
+      p.push(t.p);
+      pairSe.push(t.se);
+      if (!listPairs) continue;
       const bi = d.boot[i] as Float64Array;
       const bj = d.boot[j] as Float64Array;
-      const diffs = bj.map((v, r) => v - (bi[r] as number)).sort();
+      for (let r = 0; r < R; r++) diffs[r] = (bj[r] as number) - (bi[r] as number);
+      diffs.sort();
       const diff = (d.observed[j] as number) - (d.observed[i] as number);
-      const ci: [number, number] =
-        diffs.length > 0 ? [quantileSorted(diffs, 0.025), quantileSorted(diffs, 0.975)] : [diff, diff];
-      const t = pairTest(i, j, pair++);
-      pairSe.push(t.se);
       pairs.push({
-        a: names[i] as string,
-        b: names[j] as string,
+        a: d.names[i] as string,
+        b: d.names[j] as string,
         diff,
-        ci,
+        ci: R > 0 ? [quantileSorted(diffs, 0.025), quantileSorted(diffs, 0.975)] : [diff, diff],
         p_value: t.p,
         p_holm: t.p,
         test: t.test,
       });
     }
-  const adjusted = holm(pairs.map((p) => p.p_value));
-  pairs.forEach((p, i) => {
-    p.p_holm = adjusted[i] as number;
+  const adjusted = holm(p);
+  pairs.forEach((pair, x) => {
+    pair.p_holm = adjusted[x] as number;
   });
-  const differ = new Set(pairs.filter((p) => p.p_holm < alpha).map((p) => `${p.a}\u0000${p.b}`));
-  const order = names
+  // Pair x of (i, j), i < j, in the order above.
+  const pairIndex = (i: number, j: number) => i * k - (i * (i + 1)) / 2 + (j - i - 1);
+  const index = new Map(d.names.map((name, i) => [name, i]));
+  const order = d.names
     .map((name, i) => ({ name, score: d.observed[i] as number }))
     .sort((x, y) => y.score - x.score)
     .map((s) => s.name);
-  const letters = compactLetters(
-    order,
-    (x, y) => differ.has(`${x}\u0000${y}`) || differ.has(`${y}\u0000${x}`),
-  );
-  const ranks = ranksOf(d.observed);
+  const letters = compactLetters(order, (x, y) => {
+    const [i, j] = [index.get(x) as number, index.get(y) as number].sort((u, v) => u - v) as [number, number];
+    return (adjusted[pairIndex(i, j)] as number) < alpha;
+  });
+  const ranks: number[] = new Array(k);
+  ranksOf(d.observed, ranks);
+  const drawnRanks = replicateRanks(d.boot, R);
   return {
     mde: pairSe.length > 0 ? Z_SUM * medianOf(pairSe) : null,
-    systems: names.map((name, i) => {
-      const draws = Float64Array.from(d.ranks[i] as Float64Array).sort();
-      const R = draws.length;
+    systems: d.names.map((name, i) => {
+      const draws = (drawnRanks[i] as Float64Array).sort();
       return {
         name,
         score: d.observed[i] as number,
-        se: se(i),
+        se: d.se(i),
         rank: ranks[i] as number,
         rank_ci:
           R > 0
@@ -313,129 +534,152 @@ function rankFromDraws(
   };
 }
 
-/** One task: scores, standard errors, rank intervals, pairwise tests with Holm's correction, groups and the MDE. */
-export function rankTask(systems: readonly RankInput[], o: RankOptions): TaskRanking {
-  const first = systems[0]?.stats;
-  if (!first) return { n: 0, clusters: null, mde: null, systems: [], pairs: [] };
-  const d = drawTask(systems, o);
-  const accuracyOnly = first.task.kind === 'classification' && first.task.metrics.length === 1 && !o.clusters;
-  const R = o.resamples;
-  const ranked = rankFromDraws(
-    systems.map((s) => s.name),
-    d,
-    (i, j, pair) => {
-      const a = d.perItem[i];
-      const b = d.perItem[j];
-      const diff = (d.observed[j] as number) - (d.observed[i] as number);
-      const se =
-        a && b
-          ? clusteredSe(
-              b.map((v, t) => v - (a[t] as number)),
-              o.clusters,
-            )
-          : R > 1
-            ? sd((d.boot[j] as Float64Array).map((v, r) => v - ((d.boot[i] as Float64Array)[r] as number)))
-            : 0;
-      if (accuracyOnly && a && b) {
-        let onlyA = 0;
-        let onlyB = 0;
-        for (let t = 0; t < d.n; t++) {
-          if ((a[t] as number) > (b[t] as number)) onlyA++;
-          else if ((b[t] as number) > (a[t] as number)) onlyB++;
+/** One task's ranking from its draws, over the systems named in `only` (all when absent). */
+export function rankDraws(
+  d: TaskDraws,
+  o: { alpha?: number; pairs?: boolean; only?: readonly number[] },
+): TaskRanking {
+  const pick = o.only ?? d.names.map((_, i) => i);
+  const m = pick.length;
+  const R = d.boot[0]?.length ?? 0;
+  const accuracyOnly = d.task.kind === 'classification' && d.task.metrics.length === 1 && !d.clustered;
+  const items = pick.map((i) => d.perItem[i]);
+  // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
+  // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).
+  const gram = items.every((v) => v !== undefined)
+    ? gramOf(items as Float64Array[], d.clusterOf, d.clusterCount)
+    : null;
+  // McNemar's discordant pairs: right only by A = |A| − |A ∧ B|.
+  const both = accuracyOnly ? gramOf(pick.map((i) => d.first[i] as Float64Array)) : null;
+  const right = pick.map((i) => (d.first[i] as Float64Array).reduce((x, y) => x + y, 0));
+  const ranked = rankFrom(
+    {
+      names: pick.map((i) => d.names[i] as string),
+      observed: pick.map((i) => d.observed[i] as number),
+      boot: pick.map((i) => d.boot[i] as Float64Array),
+      se: (x) => {
+        if (gram) return Math.sqrt(gram[x * m + x] as number) / d.n;
+        return R > 1 ? sd(d.boot[pick[x] as number] as Float64Array) : 0;
+      },
+      pair: (x, y) => {
+        const [i, j] = [pick[x] as number, pick[y] as number];
+        const observed = (d.observed[j] as number) - (d.observed[i] as number);
+        if (!gram) {
+          const se = sdOfDiff(d.boot[i] as Float64Array, d.boot[j] as Float64Array);
+          return { p: R > 1 ? bootstrapP(se, observed) : 1, test: 'paired bootstrap', se };
         }
-        return { p: exactMcNemar(onlyA, onlyB), test: 'exact McNemar', se };
-      }
-      return {
-        p: R > 0 ? permP(d.perm[pair] as Float64Array, diff) : 1,
-        test: o.clusters ? 'approximate randomization by cluster' : 'approximate randomization',
-        se,
-      };
-    },
-    (i) => {
-      const values = d.perItem[i];
-      if (values) return clusteredSe(values, o.clusters);
-      return R > 1 ? sd(d.boot[i] as Float64Array) : 0;
+        const q = (gram[x * m + x] as number) + (gram[y * m + y] as number) - 2 * (gram[x * m + y] as number);
+        const se = Math.sqrt(Math.max(0, q)) / d.n;
+        if (both) {
+          const common = both[x * m + y] as number;
+          const p = exactMcNemar(
+            Math.round((right[x] as number) - common),
+            Math.round((right[y] as number) - common),
+          );
+          return { p, test: 'exact McNemar', se };
+        }
+        return { p: bootstrapP(se, observed), test: d.clustered ? 'z-test, clustered' : 'z-test', se };
+      },
     },
     o.alpha ?? 0.05,
+    o.pairs ?? true,
   );
-  return { n: d.n, clusters: o.clusters ? d.groups.length : null, ...ranked };
+  return { n: d.n, clusters: d.clustered ? d.clusterCount : null, ...ranked };
+}
+
+/**
+ * The Gram matrix of per-item vectors (m × m, row-major): plain dot products, or, given clusters, dot products of
+ * each vector's centred cluster sums.
+ */
+function gramOf(vectors: readonly Float64Array[], of?: Int32Array, count?: number): Float64Array {
+  const m = vectors.length;
+  const rows = of
+    ? vectors.map((v) => {
+        let mean = 0;
+        for (let i = 0; i < v.length; i++) mean += v[i] as number;
+        mean /= v.length || 1;
+        const sums = new Float64Array(count as number);
+        for (let i = 0; i < v.length; i++) (sums[of[i] as number] as number) += (v[i] as number) - mean;
+        return sums;
+      })
+    : vectors;
+  const out = new Float64Array(m * m);
+  for (let a = 0; a < m; a++) {
+    const va = rows[a] as Float64Array;
+    for (let b = a; b < m; b++) {
+      const vb = rows[b] as Float64Array;
+      let dot = 0;
+      for (let t = 0; t < va.length; t++) dot += (va[t] as number) * (vb[t] as number);
+      out[a * m + b] = dot;
+      out[b * m + a] = dot;
+    }
+  }
+  return out;
+}
+
+/** One task: scores, standard errors, rank intervals, pairwise tests with Holm's correction, groups and the MDE. */
+export function rankTask(systems: readonly RankInput[], o: RankOptions): TaskRanking {
+  if (systems.length === 0) return { n: 0, clusters: null, mde: null, systems: [], pairs: [] };
+  return rankDraws(drawTask(systems, o), o);
 }
 
 /**
  * The overall score (the mean of the task scores) of systems that have every task: each task resampled on its own,
- * replicate r of the overall is the mean of replicate r of each task; pairs by randomization within each task.
+ * replicate r of the overall is the mean of replicate r of each task; pairs by the paired bootstrap test.
+ * `systems[t]` names, per task, the index in that task's draws of each overall system.
  */
+export function rankOverallDraws(
+  tasks: readonly Pick<TaskDraws, 'names' | 'observed' | 'boot'>[],
+  systems: readonly string[],
+  o: { alpha?: number; pairs?: boolean },
+): Omit<TaskRanking, 'n' | 'clusters'> {
+  const R = tasks[0]?.boot[0]?.length ?? 0;
+  if (systems.length === 0 || R === 0) return { mde: null, systems: [], pairs: [] };
+  const indexes = tasks.map((d) => {
+    const at = new Map(d.names.map((name, i) => [name, i]));
+    return systems.map((name) => at.get(name) as number);
+  });
+  const observed = systems.map(
+    (_, s) =>
+      tasks.reduce((sum, d, t) => sum + (d.observed[(indexes[t] as number[])[s] as number] as number), 0) /
+      tasks.length,
+  );
+  const boot = systems.map((_, s) => {
+    const out = new Float64Array(R);
+    tasks.forEach((d, t) => {
+      const b = d.boot[(indexes[t] as number[])[s] as number] as Float64Array;
+      for (let r = 0; r < R; r++) (out[r] as number) += (b[r] as number) / tasks.length;
+    });
+    return out;
+  });
+  return rankFrom(
+    {
+      names: systems,
+      observed,
+      boot,
+      se: (i) => sd(boot[i] as Float64Array),
+      pair: (i, j) => {
+        const se = sdOfDiff(boot[i] as Float64Array, boot[j] as Float64Array);
+        const diff = (observed[j] as number) - (observed[i] as number);
+        return { p: bootstrapP(se, diff), test: 'paired bootstrap', se };
+      },
+    },
+    o.alpha ?? 0.05,
+    o.pairs ?? true,
+  );
+}
+
+/** The overall of systems given per task (the same systems, in the same order, in each). */
 export function rankOverall(
   tasks: readonly { systems: readonly RankInput[]; clusters?: readonly string[] }[],
   o: Omit<RankOptions, 'clusters'>,
 ): Omit<TaskRanking, 'n' | 'clusters'> {
   const names = tasks[0]?.systems.map((s) => s.name) ?? [];
-  if (names.length === 0 || o.resamples === 0) {
-    return { mde: null, systems: [], pairs: [] };
-  }
+  if (names.length === 0 || o.resamples === 0) return { mde: null, systems: [], pairs: [] };
   const draws = tasks.map((t) =>
     drawTask(t.systems, { ...o, ...(t.clusters ? { clusters: t.clusters } : {}) }),
   );
-  const R = o.resamples;
-  const avg = (pick: (d: TaskDraws) => Float64Array) => {
-    const out = new Float64Array(R);
-    for (let r = 0; r < R; r++) out[r] = mean(draws.map((d) => pick(d)[r] as number));
-    return out;
-  };
-  const observed = names.map((_, i) => mean(draws.map((d) => d.observed[i] as number)));
-  const boot = names.map((_, i) => avg((d) => d.boot[i] as Float64Array));
-  const ranks = boot.map(() => new Float64Array(R));
-  for (let r = 0; r < R; r++) {
-    const rk = ranksOf(boot.map((b) => b[r] as number));
-    rk.forEach((v, i) => {
-      (ranks[i] as Float64Array)[r] = v;
-    });
-  }
-  const pairCount = (names.length * (names.length - 1)) / 2;
-  const perm = Array.from({ length: pairCount }, (_, p) => avg((d) => d.perm[p] as Float64Array));
-  return rankFromDraws(
-    names,
-    { observed, boot, ranks, perm, perItem: names.map(() => undefined) },
-    (i, j, pair) => ({
-      p: permP(perm[pair] as Float64Array, (observed[j] as number) - (observed[i] as number)),
-      test: 'approximate randomization',
-      se: sd((boot[j] as Float64Array).map((v, r) => v - ((boot[i] as Float64Array)[r] as number))),
-    }),
-    (i) => sd(boot[i] as Float64Array),
-    o.alpha ?? 0.05,
-  );
-}
-
-/** Approximate randomization: each cluster's outputs swapped between the two with probability 1/2; B − A per draw. */
-function randomization(
-  a: ItemStats,
-  b: ItemStats,
-  groups: readonly number[][],
-  R: number,
-  rng: ReturnType<typeof createRng>,
-): Float64Array {
-  const { width } = statsLayout(a.task);
-  const n = a.ids.length;
-  const out = new Float64Array(R);
-  const sa = new Float64Array(width);
-  const sb = new Float64Array(width);
-  for (let r = 0; r < R; r++) {
-    sa.fill(0);
-    sb.fill(0);
-    for (const g of groups) {
-      const swap = rng.next() < 0.5;
-      for (const i of g)
-        for (let c = 0; c < width; c++) {
-          const x = a.stats[i * width + c] as number;
-          const y = b.stats[i * width + c] as number;
-          sa[c] = (sa[c] as number) + (swap ? y : x);
-          sb[c] = (sb[c] as number) + (swap ? x : y);
-        }
-    }
-    out[r] =
-      taskScore(b.task, metricsFromSums(b.task, sb, n)) - taskScore(a.task, metricsFromSums(a.task, sa, n));
-  }
-  return out;
+  return rankOverallDraws(draws, names, o);
 }
 
 /** FNV-1a of a task name: each task draws from its own stream, whatever else is ranked with it. */
@@ -443,13 +687,6 @@ function hashName(name: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
   return h;
-}
-
-function sd(values: Float64Array): number {
-  const m = values.reduce((s, v) => s + v, 0) / values.length;
-  let ss = 0;
-  for (const v of values) ss += (v - m) * (v - m);
-  return Math.sqrt(ss / (values.length - 1));
 }
 
 function medianOf(values: readonly number[]): number {

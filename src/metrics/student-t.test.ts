@@ -1,6 +1,6 @@
 /** Student's t against published table values and closed forms. */
 import { describe, expect, it } from 'vitest';
-import { logGamma, oneSidedTTest, studentTUpper } from './student-t.js';
+import { logGamma, normalUpper, oneSidedTTest, studentTUpper } from './student-t.js';
 
 describe("Student's t", () => {
   it('gives the tables’ one-sided critical values', () => {
@@ -28,5 +28,14 @@ describe("Student's t", () => {
     expect([r.mean, r.df]).toEqual([2, 4]);
     expect(r.t).toBeCloseTo(2 * Math.SQRT2, 12);
     expect(r.p).toBeCloseTo(0.023_72, 4);
+  });
+});
+
+describe('normalUpper', () => {
+  it('matches known tail areas of the standard normal', () => {
+    expect(normalUpper(0)).toBeCloseTo(0.5, 7);
+    expect(normalUpper(1.959963984540054)).toBeCloseTo(0.025, 7);
+    expect(normalUpper(-1.6448536269514722)).toBeCloseTo(0.95, 7);
+    expect(normalUpper(3)).toBeCloseTo(0.0013498980316301, 8);
   });
 });

@@ -41,7 +41,7 @@ const en = {
   comparison: 'Paired comparison against the first system',
   ranking: 'Which systems differ',
   rankingNote: (alpha: number, resamples: number) =>
-    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected exact McNemar or randomization tests at α ${alpha}). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
+    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar for accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
   rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',
@@ -198,7 +198,7 @@ const ru: Strings = {
   comparison: 'Парное сравнение с первой системой',
   ranking: 'Какие системы различаются',
   rankingNote: (alpha: number, resamples: number) =>
-    `Балл ± стандартная ошибка (на RuMedNLI с кластеризацией по посылке), место с 95% интервалом по ${resamples} парным бутстреп-репликам и группы: системы с общей буквой на этих примерах неразличимы (точный тест Макнемара или рандомизационный тест с поправкой Холма, α ${alpha}). Обнаружимая разница — наименьший разрыв, который парное сравнение находит с мощностью 80% при α 0,05.`,
+    `Балл ± стандартная ошибка (на RuMedNLI с кластеризацией по посылке), место с 95% интервалом по ${resamples} парным бутстреп-репликам и группы: системы с общей буквой на этих примерах неразличимы (тесты с поправкой Холма, α ${alpha}: точный тест Макнемара для доли верных, z-тест парных разностей для других средних, парный бутстрэп для RuMedNER и общего балла). Обнаружимая разница — наименьший разрыв, который парное сравнение находит с мощностью 80% при α 0,05.`,
   rankColumns: ['Система', 'Балл ± СО', 'Место (95% интервал)', 'Группа'],
   detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
   overallName: 'Общий балл',

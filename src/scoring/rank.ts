@@ -5,7 +5,14 @@
  * sources). Items of a task that declares a cluster (RuMedNLI: the premise) are clustered by it.
  */
 import { buildItemStats, type ItemStats } from '../metrics/item-stats.js';
-import { type RankInput, rankOverall, rankTask, type TaskRanking } from '../metrics/ranking.js';
+import {
+  drawTask,
+  type RankInput,
+  rankDraws,
+  rankOverallDraws,
+  type TaskDraws,
+  type TaskRanking,
+} from '../metrics/ranking.js';
 import { OVERALL_TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
@@ -69,8 +76,15 @@ export async function rankValidated(
   for (const t0 of first?.tasks ?? []) {
     if (options.tasks && !options.tasks.includes(t0.task.name)) continue;
     if (!t0.items) continue;
-    const order = t0.items.map((i) => i.id);
-    const stats: ItemStats[] = [buildItemStats(t0.task, t0.items)];
+    // Items in the order of their ids, as the boards keep them: the same seed draws the same replicates in both.
+    const order = t0.items.map((i) => i.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const first = new Map(t0.items.map((i) => [i.id, i]));
+    const stats: ItemStats[] = [
+      buildItemStats(
+        t0.task,
+        order.map((id) => first.get(id) as NonNullable<ReturnType<typeof first.get>>),
+      ),
+    ];
     let aligned = true;
     for (const v of validated.slice(1)) {
       const t = v.tasks.find((x) => x.task.name === t0.task.name);
@@ -100,18 +114,17 @@ export async function rankValidated(
     });
   }
   const tasks: RankResult['tasks'] = {};
-  for (const [name, t] of perTask)
-    tasks[name] = {
-      metric: 'score',
-      ...rankTask(t.systems, { resamples, seed, alpha, ...(t.clusters ? { clusters: t.clusters } : {}) }),
-    };
-  const overallTasks = OVERALL_TASKS.map((t) => perTask.get(t.name));
+  // Each task drawn once: its ranking and the overall's read the same replicates.
+  const draws = new Map<string, TaskDraws>();
+  for (const [name, t] of perTask) {
+    const d = drawTask(t.systems, { resamples, seed, ...(t.clusters ? { clusters: t.clusters } : {}) });
+    draws.set(name, d);
+    tasks[name] = { metric: 'score', ...rankDraws(d, { alpha }) };
+  }
+  const overallDraws = OVERALL_TASKS.map((t) => draws.get(t.name));
   const overall =
-    overallTasks.every((t) => t !== undefined) && resamples > 0
-      ? rankOverall(
-          overallTasks.map((t) => ({ systems: t.systems, ...(t.clusters ? { clusters: t.clusters } : {}) })),
-          { resamples, seed, alpha },
-        )
+    overallDraws.every((d) => d !== undefined) && resamples > 0
+      ? rankOverallDraws(overallDraws, names.slice(0, validated.length), { alpha })
       : null;
   return {
     split,
@@ -124,7 +137,7 @@ export async function rankValidated(
       alpha,
       se: 'mean over items, clustered where the task declares a cluster (Miller, 2024); RuMedNER: bootstrap SD',
       tests:
-        'exact McNemar (accuracy, unclustered); otherwise approximate randomization (per cluster where clustered); Holm-corrected over the pairs of each task',
+        'exact McNemar (accuracy, unclustered); z-test on the paired differences with their (clustered) SE for other item means (Miller, 2024); paired bootstrap test for RuMedNER and the overall; Holm-corrected over the pairs of each task',
       rank_interval:
         'paired bootstrap over items (clusters), every system re-ranked per replicate; 2.5% and 97.5%',
       groups: 'compact letter display (Piepho, 2004) of the Holm-corrected tests at alpha',

@@ -32,6 +32,7 @@ const DB_RETRY_AFTER_S = 5;
 export function createApp(options: AppOptions): Hono<Env> {
   const { lb, log } = options;
   const deps: RouteDeps = { lb, log, options, charts: new ChartCache(lb.scorer) };
+  lb.boards.useLog(log);
   const app = new Hono<Env>();
   app.use('*', securityHeaders());
   app.use('*', hostCheck(options.allowedHosts));

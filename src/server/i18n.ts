@@ -11,6 +11,19 @@ const en = {
   closedNote:
     'Scores on the closed (private) tests of RuMedDaNet, RuMedNLI and RuMedTest, as on medbench.ru: only aggregate metrics are published, never per-item results. The overall score is the mean of the three task scores and is shown only for complete entries.',
   ciHint: '95% bootstrap interval of the task score under each value.',
+  rankHint:
+    'Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power).',
+  rankWord: 'rank',
+  groupWord: 'group',
+  detectable: (points: string) => `detects ≥ ${points}`,
+  detectableTitle:
+    'The smallest difference in points between two entries that this test set detects with 80% power (paired, α 0.05).',
+  rankingUpdating: 'Ranks and groups are being recomputed after a change; those shown are from before it.',
+  rankingComputing: 'Ranks and groups are being computed.',
+  rankingFailed: 'Ranks and groups could not be computed; the administrator has the reason in the log.',
+  ladderRanks:
+    'Under the Ladder, ranks and groups are shown for the overall of each team’s best released entry and for entries run by the platform, so that they tell no more than the released scores.',
+  tasksShow: 'Tasks',
   ladderNote:
     'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference, rounded to one item; otherwise the best so far is shown again. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
   submit: 'Submit',
@@ -189,6 +202,19 @@ const ru: ServerStrings = {
   closedNote:
     'Баллы на закрытых тестах RuMedDaNet, RuMedNLI и RuMedTest, как на medbench.ru: публикуются только агрегированные метрики, без результатов по отдельным примерам. Общий балл — среднее баллов трёх задач; он показан только для полных записей.',
   ciHint: 'Под каждым значением — 95% бутстрэп-интервал балла задачи.',
+  rankHint:
+    'Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%).',
+  rankWord: 'место',
+  groupWord: 'группа',
+  detectable: (points: string) => `различает от ${points}`,
+  detectableTitle:
+    'Наименьшая разница в баллах между двумя записями, которую этот тестовый набор обнаруживает с мощностью 80% (парное сравнение, α 0,05).',
+  rankingUpdating: 'Места и группы пересчитываются после изменения; показаны прежние.',
+  rankingComputing: 'Места и группы вычисляются.',
+  rankingFailed: 'Места и группы вычислить не удалось; причина — в журнале сервера у администратора.',
+  ladderRanks:
+    'При Ladder места и группы показаны для общего балла лучшей опубликованной записи каждой команды и для записей, оценённых платформой: они говорят не больше, чем опубликованные баллы.',
+  tasksShow: 'Задачи',
   ladderNote:
     'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности, с округлением до одного примера; иначе снова показывается лучший балл. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',
   submit: 'Отправить',

@@ -18,6 +18,7 @@ import { submissionFromEntries } from '../scoring/submission.js';
 import { validateTaskFile } from '../scoring/validate.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
+import { encodeItemStats, type StoredItemStats } from './boards/ranking.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
 import { capIssues } from './submissions/issues.js';
 import { readUpload, type UploadFile, type UploadLimits } from './upload.js';
@@ -60,6 +61,8 @@ export interface ScoreOutcome {
   omitted: Record<string, number>;
   /** Closed board, scored: per-item scores for the Ladder (server-side only). */
   itemScores?: ItemScores;
+  /** Scored: per-item counts of each task, for the board's rank intervals (server-side only). */
+  itemStats?: StoredItemStats;
 }
 
 /** What is kept of a rejected upload's files, in characters altogether: enough to see what was wrong. */
@@ -246,6 +249,7 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
     warnings: warnings.shown,
     omitted: { ...errors.omitted, ...warnings.omitted },
     ...(board === 'closed' && status === 'scored' ? { itemScores: itemScoresOf(validated) } : {}),
+    ...(status === 'scored' ? { itemStats: encodeItemStats(validated) } : {}),
   };
 }
 

@@ -10,6 +10,13 @@ import { ReferenceLoader } from '../scoring/reference.js';
 import { validateRead } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { TASKS } from '../tasks/registry.js';
+import {
+  type BoardRanking,
+  type RankTaskJob,
+  rankBoardOverall,
+  rankBoardTask,
+  type TaskReplicates,
+} from './boards/ranking.js';
 import type { BoardName } from './db/schema.js';
 import {
   BOARD_SPLIT,
@@ -70,6 +77,19 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
       options,
     );
   return compareValidated(await read(job.a), await read(job.b), { bootstrap: job.bootstrap, seed: job.seed });
+}
+
+/** One task of a board's ranking, from its entries' per-item counts. */
+export function rankTask(job: RankTaskJob): ReturnType<typeof rankBoardTask> {
+  return rankBoardTask(job, refs[job.board]);
+}
+
+/** A board's overall, from its tasks' replicates. */
+export function rankOverall(job: {
+  tasks: (TaskReplicates | null)[];
+  alpha: number;
+}): BoardRanking['overall'] {
+  return rankBoardOverall(job.tasks, job.alpha);
 }
 
 /** Draws charts: [id, spec, label] in, [id, svg] out. */

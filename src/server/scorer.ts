@@ -9,6 +9,7 @@ import type { ComparisonResult } from '../scoring/compare.js';
 import type { GoldOverrides } from '../scoring/reference.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { workerScript } from '../worker-script.js';
+import { assemble, type BoardRanking, type RankJob, type rankBoardTask, taskJob } from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
 
@@ -64,6 +65,18 @@ export class Scorer {
 
   compare(job: CompareJob): Promise<ComparisonResult> {
     return this.pool.run(job, { name: 'compare' }) as Promise<ComparisonResult>;
+  }
+
+  /** A board's ranking: its tasks spread over the workers, then the overall from their replicates. */
+  async rank(job: RankJob): Promise<BoardRanking> {
+    const parts = (await Promise.all(
+      job.tasks.map((t) => this.pool.run(taskJob(job, t), { name: 'rankTask' })),
+    )) as Awaited<ReturnType<typeof rankBoardTask>>[];
+    const overall = (await this.pool.run(
+      { tasks: parts.map((p) => p.replicates), alpha: job.alpha },
+      { name: 'rankOverall' },
+    )) as BoardRanking['overall'];
+    return assemble(job, parts, overall);
   }
 
   render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {

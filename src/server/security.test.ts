@@ -574,6 +574,86 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(both[0]?.body.overall).toBe(both[1]?.body.overall);
       });
 
+      it('ranks tell no more than the Ladder: uploads that do not improve move no rank, interval or group (issue #26)', async () => {
+        await importGold();
+        const open = variant({ closedQuotaPerDay: 100 });
+        /** All three closed tests; `flip` answers one RuMedDaNet item the other way, `nli` every NLI item. */
+        const full = (flip?: string, nli = 'neutral') => [
+          allYes(flip),
+          {
+            name: 'RuMedNLI.jsonl',
+            data: (records.RuMedNLI ?? [])
+              .map((r) => JSON.stringify({ pairID: r.id, gold_label: nli }))
+              .join('\n'),
+          },
+          {
+            name: 'RuMedTest.jsonl',
+            data: (records.RuMedTest ?? []).map((r) => JSON.stringify({ idx: r.id, answer: '1' })).join('\n'),
+          },
+        ];
+        const meta = { kind: 'LLM', board: 'closed' };
+        const mine = await tokenOf('ranked team');
+        const theirs = await tokenOf('rival team');
+        const base = await upload(full(), { ...meta, model: 'rank-base' }, mine, open);
+        const rival = await upload(
+          full(undefined, 'entailment'),
+          { ...meta, model: 'rank-rival' },
+          theirs,
+          open,
+        );
+        expect([base.body.ladder, rival.body.ladder]).toEqual([
+          { mechanism: 'ladder', improved: true },
+          { mechanism: 'ladder', improved: true },
+        ]);
+        type Ranked = {
+          ranking: { status: string; mde: Record<string, number | null> | null };
+          entries: {
+            id: string;
+            model: string;
+            rank: number | null;
+            rank_ci: unknown;
+            group: unknown;
+            tasks: object;
+          }[];
+        };
+        // The board as the public reads it once its ranking is computed (this process's own boards).
+        const ranked = async (): Promise<Ranked> => {
+          await new Promise((r) => setTimeout(r, 1100));
+          await app.request('/api/boards/closed');
+          await lb.boards.settled();
+          return (await (await app.request('/api/boards/closed')).json()) as Ranked;
+        };
+        const before = await ranked();
+        expect(before.ranking.status).toBe('current');
+        const places = (b: Ranked) =>
+          Object.fromEntries(
+            b.entries
+              .filter((e) => e.model === 'rank-base' || e.model === 'rank-rival')
+              .map((e) => [e.id, { rank: e.rank, rank_ci: e.rank_ci, group: e.group, tasks: e.tasks }]),
+          );
+        const first = places(before);
+        expect(Object.values(first).map((p) => p.rank !== null)).toEqual([true, true]);
+        for (const r of (records.RuMedDaNet ?? []).slice(0, 8)) {
+          const { body } = await upload(full(r.id), { ...meta, model: 'rank-flip' }, mine, open);
+          expect(body.ladder).toEqual({ mechanism: 'ladder', improved: false });
+        }
+        const after = await ranked();
+        expect(after.ranking.status).toBe('current');
+        expect(places(after)).toEqual(first);
+        expect(after.ranking.mde).toEqual(before.ranking.mde);
+        // The flips themselves are not ranked, and no task of an upload is (their scores are withheld).
+        const flips = after.entries.filter((e) => e.model === 'rank-flip');
+        expect(flips).toHaveLength(8);
+        expect(flips.every((e) => e.rank === null && e.rank_ci === null && e.group === null)).toBe(true);
+        expect(after.entries.every((e) => JSON.stringify(e.tasks) === '{}')).toBe(true);
+        // Nothing per item in the answer, the page or the CSV.
+        for (const path of ['/api/boards/closed', '/board/closed', '/board/closed.csv']) {
+          const text = await (await app.request(path)).text();
+          for (const r of (records.RuMedDaNet ?? []).slice(0, 8)) expect(text).not.toContain(r.id);
+          expect(text).not.toContain('item_stats');
+        }
+      });
+
       it('scores exactly the quota of 20 concurrent uploads, reserved before scoring', async () => {
         const quota3 = variant({ quotaPerDay: 3 });
         const auth = await tokenOf('concurrent team');

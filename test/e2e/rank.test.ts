@@ -56,10 +56,10 @@ describe('rumedbench rank (on fixture data the test writes)', () => {
     expect(pair?.test).toBe('exact McNemar');
     expect(pair?.p_value).toBeCloseTo(exactMcNemar(30, 0), 15);
     expect(danet?.clusters).toBeNull();
-    // RuMedNLI: clustered by premise, tested by swapping whole clusters.
+    // RuMedNLI: clustered by premise; a z-test on the paired differences with their clustered standard error.
     const nli = result.tasks.RuMedNLI;
     expect(nli?.clusters).toBeGreaterThan(0);
-    expect(nli?.pairs[0]?.test).toBe('approximate randomization by cluster');
+    expect(nli?.pairs[0]?.test).toBe('z-test, clustered');
     expect(result.overall?.systems.map((s) => [s.name, s.rank])).toEqual([
       ['perfect', 1],
       ['half', 2],

@@ -68,10 +68,26 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     await server?.stop();
   });
 
-  async function open(path: string, options: { dark?: boolean; lang?: string } = {}): Promise<Page> {
+  /** Waits until the public board's ranks are computed for the board as it stands (they are made in the background). */
+  async function ranked(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const r = (await (await fetch(`${server.url}/api/boards/public`)).json()) as {
+        ranking: { status: string };
+      };
+      if (r.ranking.status === 'current') return;
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    throw new Error('the public board was not ranked within 20 s');
+  }
+
+  async function open(
+    path: string,
+    options: { dark?: boolean; lang?: string; phone?: boolean } = {},
+  ): Promise<Page> {
     const context = await browser.newContext({
       colorScheme: options.dark ? 'dark' : 'light',
-      viewport: { width: 1280, height: 900 },
+      viewport: options.phone ? { width: 390, height: 844 } : { width: 1280, height: 900 },
+      ...(options.phone ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
       locale: options.lang ?? 'en-US',
     });
     const page = await context.newPage();
@@ -102,10 +118,13 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     await Promise.all([page.waitForURL(/\/submissions\//), page.click('button[type=submit]')]);
     await expect(page.locator('h1').textContent()).resolves.toBe(HOSTILE);
     await shot(page, 'submission');
+    await ranked();
     await page.goto(`${server.url}/`);
     const row = page.locator('tr.entry', { hasText: 'GPT "quoted"' });
     await expect(row.locator('th a').textContent()).resolves.toBe(HOSTILE);
-    await expect(row.locator('td').last().textContent()).resolves.toBe('58.46[56.76, 60.27]');
+    // The overall, its interval, and its rank's interval and group (two entries: linear and BiLSTM, which differ).
+    await expect(row.locator('td').last().textContent()).resolves.toBe('58.46[56.76, 60.27]rank 1 · a');
+    await expect(page.locator('p.rank-hint').textContent()).resolves.toContain('not distinguishable');
     expect(await page.locator('img').count()).toBe(0);
     await shot(page, 'board');
   });
@@ -179,7 +198,26 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     await shot(cmp, 'compare-dark');
     const ru = await open('/', { lang: 'ru-RU' });
     await expect(ru.locator('h1').textContent()).resolves.toBe('Открытые тестовые наборы');
+    await expect(ru.locator('tr.entry td').last().textContent()).resolves.toMatch(/место \d(–\d)? · [a-z]+$/);
     await shot(ru, 'board-ru');
+    // A phone: the overall with its rank and group beside the model, the tasks on demand, nothing to scroll sideways.
+    for (const lang of ['en-US', 'ru-RU']) {
+      const phone = await open('/', { phone: true, lang });
+      const first = phone.locator('tr.entry').first();
+      await expect(first.locator('td.task').first().isVisible()).resolves.toBe(false);
+      await expect(first.locator('td').last().isVisible()).resolves.toBe(true);
+      const width = (await phone.evaluate('document.documentElement.scrollWidth')) as number;
+      expect(width).toBeLessThanOrEqual(390);
+      await shot(phone, `board-phone-${lang}`);
+      await first.locator('details.tasks-more summary').click();
+      await expect(first.locator('details.tasks-more dl').isVisible()).resolves.toBe(true);
+      await expect(first.locator('details.tasks-more dd').first().textContent()).resolves.toMatch(/\d/);
+      // Still nothing to scroll sideways: the overall stays in view beside the open list.
+      await expect(first.locator('td').last().isVisible()).resolves.toBe(true);
+      const box = await first.locator('td').last().boundingBox();
+      expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(390);
+      await shot(phone, `board-phone-${lang}-tasks`);
+    }
     // app.js imports the report's module, which makes the board sortable.
     const team = ru.locator('table#board thead th').nth(2);
     await team.click();

@@ -4,6 +4,7 @@ import type { Interval } from '../../metrics/bootstrap.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
+import type { RankCell } from './ranking.js';
 
 export type { BoardName } from '../db/schema.js';
 
@@ -13,6 +14,8 @@ export interface TaskCell {
   score: number;
   score_ci: Interval | null;
   ci: Record<string, Interval>;
+  /** The entry's rank among the board's entries on this task, its 95% interval and group (boards/ranking.ts). */
+  place?: RankCell;
 }
 
 /** A submission as the boards and pages show it. */
@@ -47,6 +50,8 @@ export interface Entry
   result?: EvaluationResult;
   /** Closed board under the Ladder: `overall` is the released score; per-task scores are withheld. */
   ladder?: boolean;
+  /** The overall's rank, its 95% interval and group, where the board's ranking holds the entry. */
+  place?: RankCell;
 }
 
 /** How the platform ran an entry: the fixed settings, the prompts' versions, and the run's manifest. */

@@ -4,6 +4,7 @@ import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import type { Entry } from './entries.js';
+import type { RankingState } from './service.js';
 
 const BOARDS: readonly BoardName[] = ['public', 'closed'];
 
@@ -34,6 +35,8 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     ...tasks.flatMap((t) => getTask(t).metrics.map((m) => `${t}.${m}`)),
     ...tasks.map((t) => `${t}.score`),
     'overall',
+    'overall.rank_ci',
+    'overall.group',
   ];
   const rows = entries.map((e, i) => [
     e.overall !== null ? String(i + 1) : '',
@@ -48,9 +51,15 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     ...tasks.flatMap((t) => getTask(t).metrics.map((m) => e.tasks[t]?.metrics[m]?.toFixed(4) ?? '')),
     ...tasks.map((t) => e.tasks[t]?.score.toFixed(4) ?? ''),
     e.overall?.toFixed(4) ?? '',
+    e.place ? rankText(e.place.rank_ci) : '',
+    e.place?.group ?? '',
   ]);
   return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
+
+/** A rank interval as people write it: "2–5", or "3" when it is one rank. */
+export const rankText = ([lo, hi]: readonly [number, number]): string =>
+  lo === hi ? `${lo}` : `${lo}–${hi}`;
 
 /** A board entry as the JSON export and the API show it: metadata and aggregate scores, no internals. */
 export function publicEntry(e: Entry) {
@@ -70,7 +79,16 @@ export function publicEntry(e: Entry) {
     duplicate_of: e.duplicate_of,
     overall: e.overall,
     overall_ci: e.overall_ci,
-    tasks: e.tasks,
+    // The overall's rank among the ranked entries, its 95% interval and group letters (null: not ranked).
+    rank: e.place?.rank ?? null,
+    rank_ci: e.place?.rank_ci ?? null,
+    group: e.place?.group ?? null,
+    tasks: Object.fromEntries(
+      Object.entries(e.tasks).map(([name, { place, ...cell }]) => [
+        name,
+        { ...cell, rank: place?.rank ?? null, rank_ci: place?.rank_ci ?? null, group: place?.group ?? null },
+      ]),
+    ),
     // How the platform ran it (its own evaluations), without the manifest's internals; what its run's checks said.
     run_by_platform: e.platform_run
       ? {
@@ -80,5 +98,24 @@ export function publicEntry(e: Entry) {
         }
       : null,
     trust: e.trust,
+  };
+}
+
+/** What the API says of a board's ranking as a whole: how it was made, whether it is current, each task's MDE. */
+export function rankingSummary(state: RankingState) {
+  const r = state.ranking;
+  return {
+    status: r === null ? (state.error ? 'failed' : 'computing') : state.current ? 'current' : 'updating',
+    computed_at: state.computed_at,
+    method:
+      'rank: 1 + entries with a higher score; rank_ci: 95% interval of the rank over paired bootstrap replicates of the items (clusters); group: entries sharing a letter are not distinguishable (Holm-corrected paired tests, alpha 0.05); mde: the smallest difference in points a paired comparison detects with 80% power at alpha 0.05',
+    resamples: r?.resamples ?? null,
+    alpha: r?.alpha ?? null,
+    mde: r
+      ? {
+          ...Object.fromEntries(Object.entries(r.tasks).map(([t, x]) => [t, x.mde])),
+          overall: r.overall?.mde ?? null,
+        }
+      : null,
   };
 }

@@ -4,7 +4,7 @@ import { PAPER_ROWS } from '../../report/paper.js';
 import type { BoardName } from '../db/schema.js';
 import type { Env, RouteDeps } from '../http.js';
 import type { Entry } from './entries.js';
-import { boardCsv, parseBoard, publicEntry } from './present.js';
+import { boardCsv, parseBoard, publicEntry, rankingSummary } from './present.js';
 import { BoardPage } from './views.js';
 
 export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
@@ -29,6 +29,7 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
           entries={entries}
           paperRows={board === 'public' ? PAPER_ROWS : []}
           ladder={lb.options.closedRelease === 'ladder'}
+          ranking={lb.boards.ranking(board)}
         />,
       )}`;
       if (pages.size < 64) pages.set(key, html);
@@ -50,6 +51,7 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
       board,
       overall:
         board === 'public' ? 'mean of the five public task scores' : 'mean of the three closed task scores',
+      ranking: rankingSummary(lb.boards.ranking(board)),
       entries: entries.map(publicEntry),
       reference: board === 'public' ? PAPER_ROWS : [],
     });

@@ -3,27 +3,60 @@
  * a second), one submission as its page shows it, and the paired comparison of two public entries (cached until a
  * board changes). Reads only: uploads, gold and the admin change the boards and call `invalidate`.
  */
+import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Logger } from '../../log.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { isConnectionError } from '../../workers/db-wait.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HttpError } from '../errors.js';
+import { BOARD_SPLIT, BOARD_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
+import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
+import type { BoardRanking, RankCell, RankJob } from './ranking.js';
+
+/** A board's ranking as last computed: for which state of the board, and whether that state is still current. */
+export interface RankingState {
+  ranking: BoardRanking | null;
+  /** Whether the ranking is of the board as it stands (false: being recomputed after a change). */
+  current: boolean;
+  computed_at: string | null;
+  /** Why the last recomputation failed, if it did (the previous ranking is kept). */
+  error: string | null;
+}
 
 export class Boards {
   private readonly boardCache = new Map<BoardName, { at: number; entries: Entry[] }>();
   private readonly compareCache = new Map<string, Promise<ComparisonResult>>();
+  /** Per board: the last ranking, the board state it was computed for, and the state wanted next. */
+  private readonly rankings = new Map<
+    BoardName,
+    { signature: string; ranking: BoardRanking | null; at: string; error: string | null }
+  >();
+  private readonly wanted = new Map<BoardName, string>();
+  private readonly computing = new Map<BoardName, Promise<void>>();
+  private log: Logger | undefined;
   /** Pages are cached this long, so that several processes on one database agree within it. */
   static readonly BOARD_TTL_MS = 1000;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly scorer: Scorer,
-    private readonly options: { bootstrap: number; seed: number; closedRelease: 'ladder' | 'exact' },
+    private readonly options: {
+      bootstrap: number;
+      seed: number;
+      closedRelease: 'ladder' | 'exact';
+      limits: UploadLimits;
+    },
   ) {}
+
+  /** Where a failed background recomputation is reported. */
+  useLog(log: Logger): void {
+    this.log = log;
+  }
 
   /** Whether closed scores are shown as computed (the admin always sees them so). */
   private exact(admin = false): boolean {
@@ -46,12 +79,128 @@ export class Boards {
       if (hit && isConnectionError(e)) return hit.entries;
       throw e;
     }
-    const entries = rank(rows.map((r) => toEntry(r, undefined, { exact })));
+    const signature = boardSignature(rows);
+    if (this.rankings.get(board)?.signature !== signature) this.scheduleRanking(board, signature);
+    const state = this.rankings.get(board);
+    const entries = withRanks(
+      rank(rows.map((r) => toEntry(r, undefined, { exact }))),
+      state?.ranking ?? null,
+    );
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
     const visible = new Set(entries.map((e) => e.id));
     for (const e of entries) if (e.duplicate_of && !visible.has(e.duplicate_of)) e.duplicate_of = null;
     this.boardCache.set(board, { at: Date.now(), entries });
     return entries;
+  }
+
+  /** The board's ranking as the page and the API show it (computed in the background; see `settled`). */
+  ranking(board: BoardName): RankingState {
+    const r = this.rankings.get(board);
+    return {
+      ranking: r?.ranking ?? null,
+      current: r !== undefined && this.wanted.get(board) === r.signature && !this.computing.has(board),
+      computed_at: r?.at ?? null,
+      error: r?.error ?? null,
+    };
+  }
+
+  /** Resolves when no ranking is being computed (tests, and a server that wants its boards ranked before it serves). */
+  async settled(): Promise<void> {
+    while (this.computing.size > 0) await Promise.all(this.computing.values());
+  }
+
+  /**
+   * Recomputes a board's ranking off the page request: one at a time per board; a change during a recomputation
+   * starts another when it ends. A failure is logged once and keeps the previous ranking.
+   */
+  private scheduleRanking(board: BoardName, signature: string): void {
+    this.wanted.set(board, signature);
+    if (this.computing.has(board)) return;
+    const run = async () => {
+      for (;;) {
+        const target = this.wanted.get(board) as string;
+        const previous = this.rankings.get(board);
+        if (previous?.signature === target) return;
+        try {
+          const ranking = await this.computeRanking(board);
+          this.rankings.set(board, { signature: target, ranking, at: new Date().toISOString(), error: null });
+        } catch (e) {
+          const error = e instanceof Error ? e.message : String(e);
+          this.log?.warn(`the ${board} board's ranking could not be computed: ${error}`);
+          this.rankings.set(board, {
+            signature: target,
+            ranking: previous?.ranking ?? null,
+            at: previous?.at ?? new Date().toISOString(),
+            error,
+          });
+        }
+        // The next page shows the new ranking.
+        this.boardCache.delete(board);
+      }
+    };
+    this.computing.set(
+      board,
+      run().finally(() => this.computing.delete(board)),
+    );
+  }
+
+  private async computeRanking(board: BoardName): Promise<BoardRanking> {
+    const rows = (await q.rankableRows(this.db, board)).filter((r) => r.source !== 'campaign');
+    // Entries scored before their counts were kept: scored again from their kept files, once.
+    for (const r of rows) {
+      if (r.item_stats !== null) continue;
+      const files = await q.getSubmissionFiles(this.db, r.id);
+      const outcome = await this.scorer.score({
+        files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
+        board,
+        source: 'upload',
+        bootstrap: 0,
+        seed: this.options.seed,
+        limits: this.options.limits,
+      });
+      if (!outcome.itemStats) continue;
+      r.item_stats = JSON.stringify(outcome.itemStats);
+      await q.setItemStats(this.db, r.id, r.item_stats);
+    }
+    // Under the Ladder, an upload's own scores are not shown: only each team's best as released (its state changes
+    // only when the Ladder releases a new score) takes part, and in the overall only; entries shown as scored
+    // (run by the platform) take part everywhere. Nothing else could move a rank, so the ranks tell no more than
+    // the Ladder does.
+    const ladder = board === 'closed' && this.options.closedRelease === 'ladder';
+    const best = new Map<string, (typeof rows)[number]>();
+    if (ladder)
+      for (const r of rows) {
+        if (r.ladder_key === null || r.released === null) continue;
+        const b = best.get(r.ladder_key);
+        if (
+          !b ||
+          Number(r.released) > Number(b.released) ||
+          (Number(r.released) === Number(b.released) && r.created_at < b.created_at)
+        )
+          best.set(r.ladder_key, r);
+      }
+    const bestIds = new Set([...best.values()].map((r) => r.id));
+    const entries: RankJob['entries'] = [];
+    for (const r of rows) {
+      if (r.item_stats === null) continue;
+      const shownExactly = !ladder || r.released === null;
+      if (!shownExactly && !bestIds.has(r.id)) continue;
+      entries.push({
+        id: r.id,
+        stats: JSON.parse(r.item_stats) as RankJob['entries'][number]['stats'],
+        inTasks: shownExactly,
+        inOverall: true,
+      });
+    }
+    return this.scorer.rank({
+      board,
+      tasks: BOARD_TASKS[board],
+      split: BOARD_SPLIT[board],
+      resamples: Math.max(this.options.bootstrap, 0),
+      seed: this.options.seed,
+      alpha: 0.05,
+      entries,
+    });
   }
 
   /** A submission as its page shows it; hidden and rejected ones only to the admin. */
@@ -113,4 +262,28 @@ export class Boards {
     this.boardCache.clear();
     this.compareCache.clear();
   }
+}
+
+/** What a board's ranking depends on: its visible entries and their (exact) scores. */
+function boardSignature(
+  rows: readonly { id: string; overall: number | null; released: number | null; summary: string }[],
+): string {
+  const h = createHash('sha256');
+  for (const r of [...rows].sort((a, b) => (a.id < b.id ? -1 : 1)))
+    h.update(`${r.id}\t${r.overall}\t${r.released}\t${r.summary}\n`);
+  return h.digest('hex');
+}
+
+/** Entries with their places from a ranking (none where the ranking does not hold them). */
+function withRanks(entries: Entry[], ranking: BoardRanking | null): Entry[] {
+  if (!ranking) return entries;
+  return entries.map((e) => {
+    const tasks: Entry['tasks'] = {};
+    for (const [name, cell] of Object.entries(e.tasks)) {
+      const place: RankCell | undefined = ranking.tasks[name]?.entries[e.id];
+      tasks[name] = place ? { ...cell, place } : cell;
+    }
+    const place = ranking.overall?.entries[e.id];
+    return { ...e, tasks, ...(place ? { place } : {}) };
+  });
 }

@@ -6,6 +6,27 @@ import type { MetricName } from '../../tasks/types.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
+import { rankText } from './present.js';
+import type { RankCell } from './ranking.js';
+import type { RankingState } from './service.js';
+
+/** "rank 2–5 · group ab" under a score, with the words in a tooltip where the cell is narrow. */
+const Place: FC<{ place: RankCell | undefined; ctx: PageContext; words?: boolean }> = ({
+  place,
+  ctx,
+  words,
+}) =>
+  place ? (
+    <small
+      class="place"
+      title={`${ctx.t.rankWord} ${place.rank} (95%: ${rankText(place.rank_ci)}) · ${ctx.t.groupWord} ${place.group}`}
+    >
+      {words ? `${ctx.t.rankWord} ` : ''}
+      <span class="rank-ci">{rankText(place.rank_ci)}</span> · <span class="group">{place.group}</span>
+    </small>
+  ) : (
+    ''
+  );
 
 const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
   metrics
@@ -55,7 +76,8 @@ export const BoardPage: FC<{
   paperRows: readonly PaperRow[];
   /** Closed scores are released by the Ladder (the board says so, entries or not). */
   ladder?: boolean;
-}> = ({ ctx, board, entries, paperRows, ladder }) => {
+  ranking: RankingState;
+}> = ({ ctx, board, entries, paperRows, ladder, ranking }) => {
   const tasks = BOARD_TASKS[board];
   const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
   // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
@@ -84,6 +106,17 @@ export const BoardPage: FC<{
         {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
+      <p class="note rank-hint">{ctx.t.rankHint}</p>
+      {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
+      {entries.length === 0 ? (
+        ''
+      ) : ranking.ranking === null ? (
+        <p class="note ranking-status">{ranking.error ? ctx.t.rankingFailed : ctx.t.rankingComputing}</p>
+      ) : !ranking.current ? (
+        <p class="note ranking-status">{ctx.t.rankingUpdating}</p>
+      ) : (
+        ''
+      )}
       <div class="table-wrap">
         <table class="sortable board" id="board">
           <thead>
@@ -92,12 +125,24 @@ export const BoardPage: FC<{
                 {ctx.t.rank}
               </th>
               <th scope="col">{ctx.t.model}</th>
-              <th scope="col">{ctx.t.team}</th>
-              {tasks.map((t) => (
-                <th scope="col" class="num">
-                  {t}
-                </th>
-              ))}
+              <th scope="col" class="team">
+                {ctx.t.team}
+              </th>
+              {tasks.map((t) => {
+                const mde = ranking.ranking?.tasks[t]?.mde;
+                return (
+                  <th scope="col" class="num task">
+                    {t}
+                    {mde != null ? (
+                      <small class="mde" title={ctx.t.detectableTitle}>
+                        {ctx.t.detectable(mde.toFixed(1))}
+                      </small>
+                    ) : (
+                      ''
+                    )}
+                  </th>
+                );
+              })}
               <th scope="col" class="num">
                 {ctx.t.overall}
               </th>
@@ -111,9 +156,9 @@ export const BoardPage: FC<{
                   <th scope="row">
                     {row.p.model} <span class="tag">{ctx.t.reference}</span>
                   </th>
-                  <td>Blinov et al., 2022</td>
+                  <td class="team">Blinov et al., 2022</td>
                   {tasks.map((t) => (
-                    <td class="num">{metricCell(row.p.tasks[t], t)}</td>
+                    <td class="num task">{metricCell(row.p.tasks[t], t)}</td>
                   ))}
                   <td class="num">{f2(row.p.overall)}</td>
                 </tr>
@@ -123,19 +168,40 @@ export const BoardPage: FC<{
                   <th scope="row">
                     <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
                     <Tags e={row.e} ctx={ctx} />
+                    {Object.keys(row.e.tasks).length > 0 ? (
+                      <details class="tasks-more">
+                        <summary>{ctx.t.tasksShow}</summary>
+                        <dl>
+                          {tasks.map((t) => (
+                            <>
+                              <dt>{t}</dt>
+                              <dd>
+                                {metricCell(row.e.tasks[t]?.metrics, t)}{' '}
+                                <Place place={row.e.tasks[t]?.place} ctx={ctx} words />
+                              </dd>
+                            </>
+                          ))}
+                        </dl>
+                      </details>
+                    ) : (
+                      ''
+                    )}
                   </th>
-                  <td>{row.e.team ? shownTeam(ctx, row.e) : <span class="note">{ctx.t.anonymous}</span>}</td>
+                  <td class="team">
+                    {row.e.team ? shownTeam(ctx, row.e) : <span class="note">{ctx.t.anonymous}</span>}
+                  </td>
                   {tasks.map((t) => {
                     const c = row.e.tasks[t];
                     return (
                       <td
-                        class="num"
+                        class="num task"
                         title={
                           c?.score_ci ? `${ctx.r.score} ${f2(c.score)} ${ciText(c.score_ci)}` : undefined
                         }
                       >
                         {metricCell(c?.metrics, t)}
                         {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
+                        <Place place={c?.place} ctx={ctx} />
                         {row.e.trust?.formulations?.[t] ? (
                           <small class="ci" title={ctx.t.formulationsHint}>
                             {`${row.e.trust.formulations[t].variants} ${ctx.t.wordings}: ${f2(row.e.trust.formulations[t].mean)} ± ${f2(row.e.trust.formulations[t].sd)}`}
@@ -149,6 +215,7 @@ export const BoardPage: FC<{
                   <td class="num">
                     <strong>{f2(row.e.overall)}</strong>
                     {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
+                    <Place place={row.e.place} ctx={ctx} words />
                   </td>
                 </tr>
               ),

@@ -474,6 +474,8 @@ export class Campaigns {
           status: 'scored',
           released: null,
           item_scores: null,
+          // A campaign answers a sample of the items: it takes no part in the board's rank intervals.
+          item_stats: null,
         },
       ]);
       await q.updateSubmission(

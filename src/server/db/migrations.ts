@@ -206,6 +206,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('submissions').addColumn('item_scores', 'text').execute();
     },
   },
+  '0008_item_stats': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Per-item counts of each scored entry (server-side only): the boards' rank intervals and groups are
+      // recomputed from them. Entries scored before this are filled in from their kept files.
+      await db.schema.alterTable('submissions').addColumn('item_stats', 'text').execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

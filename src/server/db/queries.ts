@@ -123,6 +123,25 @@ export async function listBoard(
   return q.orderBy('created_at', 'desc').execute();
 }
 
+/** What a board's ranking needs of its visible scored entries: who climbs which Ladder, and the per-item counts. */
+export async function rankableRows(
+  db: Q,
+  board: BoardName,
+): Promise<Pick<SubmissionRow, 'id' | 'created_at' | 'ladder_key' | 'released' | 'item_stats' | 'source'>[]> {
+  return db
+    .selectFrom('submissions')
+    .select(['id', 'created_at', 'ladder_key', 'released', 'item_stats', 'source'])
+    .where('board', '=', board)
+    .where('status', '=', 'scored')
+    .where('hidden', '=', 0)
+    .execute();
+}
+
+/** Keeps an entry's per-item counts (filled in for entries scored before they were kept). */
+export async function setItemStats(db: Q, id: string, itemStats: string): Promise<void> {
+  await db.updateTable('submissions').set({ item_stats: itemStats }).where('id', '=', id).execute();
+}
+
 /** Every submission, newest first, for the admin (rejected and hidden ones too). */
 export async function listAll(db: Q, limit = 500): Promise<ListedRow[]> {
   return db.selectFrom('submissions').select(LISTED).orderBy('created_at', 'desc').limit(limit).execute();
@@ -424,6 +443,7 @@ export async function updateResults(
     status: SubmissionRow['status'];
     released: number | null;
     item_scores: string | null;
+    item_stats: string | null;
   }[],
 ): Promise<void> {
   await db.transaction().execute(async (tx) => {
@@ -437,6 +457,7 @@ export async function updateResults(
           status: r.status,
           released: r.released,
           item_scores: r.item_scores,
+          item_stats: r.item_stats,
         })
         .where('id', '=', r.id)
         .execute();

@@ -62,6 +62,8 @@ export interface SubmissionsTable {
   released: Generated<number | null>;
   /** Closed board: per-item scores, task → id → score in [0, 1], as JSON; server-side only. */
   item_scores: Generated<string | null>;
+  /** Per-item counts of each task (boards/ranking.ts `StoredItemStats`), as JSON; server-side only. */
+  item_stats: Generated<string | null>;
 }
 
 export interface UploadQuotaTable {
@@ -184,7 +186,7 @@ export interface Database {
 
 export type SubmissionRow = Selectable<SubmissionsTable>;
 /** A submission without its full result and first answer: what boards and lists need. */
-export type ListedRow = Omit<SubmissionRow, 'result' | 'response' | 'item_scores'>;
+export type ListedRow = Omit<SubmissionRow, 'result' | 'response' | 'item_scores' | 'item_stats'>;
 export type NewSubmission = Insertable<SubmissionsTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type AuditRow = Selectable<AuditTable>;

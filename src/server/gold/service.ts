@@ -152,6 +152,7 @@ export class Gold {
         status: outcome.status,
         released,
         item_scores: outcome.itemScores ? JSON.stringify(outcome.itemScores) : null,
+        item_stats: outcome.itemStats ? JSON.stringify(outcome.itemStats) : null,
       });
     }
     await q.updateResults(this.db, updates);

@@ -349,6 +349,7 @@ export class Uploads {
             ...(ladderKey ? { ladder_key: ladderKey } : {}),
             ...(ladder ? { released: ladder.released } : {}),
             ...(outcome.itemScores ? { item_scores: JSON.stringify(outcome.itemScores) } : {}),
+            ...(outcome.itemStats ? { item_stats: JSON.stringify(outcome.itemStats) } : {}),
           },
           outcome.files,
         );
