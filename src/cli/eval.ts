@@ -136,7 +136,7 @@ export async function runCompare(a: string, b: string, flags: CompareFlags, io: 
   else {
     io.out(
       `A: ${result.a}\nB: ${result.b}\n` +
-        `${result.method.interval} interval and ${result.method.p_value} p-value, ${result.method.resamples} resamples, seed ${result.method.seed}\n\n` +
+        `interval: ${result.method.interval}; p: ${result.method.p_value}; ${result.method.resamples} resamples, seed ${result.method.seed}\n\n` +
         `${renderComparison(result)}\n`,
     );
     if (calibration)

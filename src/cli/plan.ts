@@ -12,6 +12,7 @@ import { runEvaluation } from '../engine/run.js';
 import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { plannedMde } from '../metrics/ranking.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
 import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
 import { type CellOutcome, type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
@@ -179,8 +180,13 @@ interface CellCheck {
   cost_estimate: { min: number; max: number } | null;
   /** Tasks a cell's settings leave out, with why (a missing train file for shots, no such formulation, …). */
   skipped?: Record<string, string>;
+  /** Per task: its items, and the difference two systems need to be told apart (see `DISCORDANCE`). */
+  mde?: Record<string, { n: number; clusters: boolean; at_20: number; at_40: number }>;
   note?: string;
 }
+
+/** Shares of items two systems answer differently, for the planned detectable differences: a close pair, a far one. */
+const DISCORDANCE = [0.2, 0.4] as const;
 
 /** What a cell will ask: its requests and, for LLM cells, prompt tokens (≈ characters / 4) and the cost bounds. */
 async function checkCell(cell: Cell): Promise<CellCheck> {
@@ -206,11 +212,29 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       0,
     );
     const prompt = Math.round(chars / 4);
+    const items = new Map<string, { ids: Set<string>; clusters: boolean }>();
+    for (const j of plan.requests) {
+      const t = items.get(j.task.name) ?? { ids: new Set<string>(), clusters: j.task.cluster !== undefined };
+      t.ids.add(j.record.id);
+      items.set(j.task.name, t);
+    }
+    const mde = Object.fromEntries(
+      [...items].map(([task, t]) => [
+        task,
+        {
+          n: t.ids.size,
+          clusters: t.clusters,
+          at_20: plannedMde(t.ids.size, DISCORDANCE[0]),
+          at_40: plannedMde(t.ids.size, DISCORDANCE[1]),
+        },
+      ]),
+    );
     const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
     const skipped = Object.entries(plan.skipped);
     return {
       ...row,
       requests: plan.requests.length,
+      mde,
       ...(skipped.length > 0
         ? {
             skipped: plan.skipped,
@@ -257,6 +281,31 @@ export async function runPlanCheck(
   ]);
   io.out(`plan ${plan.name}: ${cells.length} cell(s)\n\n`);
   io.out(`${renderTable(['cell', 'provider', 'requests', 'prompt tokens', 'cost', 'note'], rows, 2)}\n`);
+  // Before anything is spent: how far apart two systems must be for these items to tell them apart.
+  const perTask = new Map<string, { n: number; clusters: boolean; at_20: number; at_40: number }>();
+  for (const c of checks)
+    for (const [task, m] of Object.entries(c.mde ?? {})) {
+      const seen = perTask.get(task);
+      if (!seen || m.n < seen.n) perTask.set(task, m);
+    }
+  if (perTask.size > 0) {
+    io.out(
+      `\ndetectable difference (points; paired, α 0.05, power 0.8) if two systems answer 20% / 40% of the items differently:\n\n`,
+    );
+    io.out(
+      `${renderTable(
+        ['task', 'items', 'at 20%', 'at 40%', 'note'],
+        [...perTask].map(([task, m]) => [
+          task,
+          String(m.n),
+          m.at_20.toFixed(1),
+          m.at_40.toFixed(1),
+          m.clusters ? 'items share clusters: up to ×√(cluster size) more' : '',
+        ]),
+        2,
+      )}\n`,
+    );
+  }
   for (const n of notes) io.log.info(n);
   // A setting that drops a task drops its requests from the cell: said, never silent.
   for (const c of checks)

@@ -19,6 +19,7 @@ import {
   taskScore,
 } from './item-stats.js';
 import { percentile } from './quantile.js';
+import { exactMcNemar } from './ranking.js';
 import { createRng, type Rng } from './rng.js';
 
 export type Interval = [number, number];
@@ -81,6 +82,17 @@ function resampleRows(rng: Rng, n: number, rows: Uint32Array): void {
   rng.fillInts(rows, n);
 }
 
+/** Row indexes grouped by cluster, clusters in order of first appearance. */
+function groupsOf(clusters: readonly string[]): number[][] {
+  const by = new Map<string, number[]>();
+  clusters.forEach((c, i) => {
+    const g = by.get(c);
+    if (g) g.push(i);
+    else by.set(c, [i]);
+  });
+  return [...by.values()];
+}
+
 /**
  * Bootstrap intervals for each task, and for the overall score when `overall` names the tasks that make it
  * (all must be among `items`).
@@ -120,8 +132,13 @@ export interface Delta {
   /** B minus A, in points. */
   delta: number;
   ci: Interval;
-  /** Two-sided approximate-randomization p-value, (count + 1) / (R + 1). */
+  /** Two-sided p-value of `test`. */
   p: number;
+  /**
+   * The test: the exact McNemar test for accuracy on a classification task without clusters; otherwise approximate
+   * randomization, (count + 1) / (R + 1), swapping whole clusters where the task has them.
+   */
+  test: 'exact McNemar' | 'approximate randomization' | 'approximate randomization by cluster';
 }
 
 interface TaskComparison {
@@ -141,13 +158,23 @@ function valuesWithScore(it: ItemStats, sums: Float64Array, n: number): Record<s
 export function pairedComparison(
   a: readonly ItemStats[],
   b: readonly ItemStats[],
-  options: BootstrapOptions & { overallTasks?: readonly string[] },
+  options: BootstrapOptions & {
+    overallTasks?: readonly string[];
+    /** Per task (aligned with `a`), each item's cluster: resampled and swapped together (RuMedNLI's premises). */
+    clusters?: readonly (readonly string[] | undefined)[];
+  },
 ): { tasks: Map<string, TaskComparison>; overall?: Delta } {
   const level = options.level ?? 0.95;
   const R = options.resamples;
   const perTask = new Map<
     string,
-    { boot: Map<string, Float64Array>; perm: Map<string, Float64Array>; obs: Record<string, number> }
+    {
+      boot: Map<string, Float64Array>;
+      perm: Map<string, Float64Array>;
+      obs: Record<string, number>;
+      clustered: boolean;
+      mcnemar: number | undefined;
+    }
   >();
   a.forEach((itA, t) => {
     const itB = b[t] as ItemStats;
@@ -161,17 +188,26 @@ export function pairedComparison(
     const boot = new Map(keys.map((k) => [k, new Float64Array(R)]));
     const perm = new Map(keys.map((k) => [k, new Float64Array(R)]));
     const rng = taskRng(options.seed, task.name);
+    const clusters = options.clusters?.[t];
+    const groups = clusters ? groupsOf(clusters) : undefined;
     const rows = new Uint32Array(n);
+    const picks = new Uint32Array(groups?.length ?? 0);
     for (let r = 0; r < R; r++) {
-      resampleRows(rng, n, rows);
-      const va = valuesWithScore(itA, sumRows(itA.stats, width, rows), n);
-      const vb = valuesWithScore(itB, sumRows(itB.stats, width, rows), n);
+      let drawn: ArrayLike<number> = rows;
+      if (groups) {
+        // Whole clusters drawn with replacement: the replicate has as many items as its clusters hold.
+        rng.fillInts(picks, groups.length);
+        const list: number[] = [];
+        for (const g of picks) for (const i of groups[g] as number[]) list.push(i);
+        drawn = list;
+      } else resampleRows(rng, n, rows);
+      const va = valuesWithScore(itA, sumRows(itA.stats, width, drawn), drawn.length);
+      const vb = valuesWithScore(itB, sumRows(itB.stats, width, drawn), drawn.length);
       for (const k of keys) (boot.get(k) as Float64Array)[r] = (vb[k] as number) - (va[k] as number);
-      // Approximate randomization: each item's pair of outputs is swapped with probability 1/2.
+      // Approximate randomization: each item's (cluster's) pair of outputs is swapped with probability 1/2.
       const sa = new Float64Array(width);
       const sb = new Float64Array(width);
-      for (let i = 0; i < n; i++) {
-        const swap = rng.next() < 0.5;
+      const swapItem = (i: number, swap: boolean) => {
         const base = i * width;
         for (let k = 0; k < width; k++) {
           const x = itA.stats[base + k] as number;
@@ -179,31 +215,59 @@ export function pairedComparison(
           sa[k] = (sa[k] as number) + (swap ? y : x);
           sb[k] = (sb[k] as number) + (swap ? x : y);
         }
-      }
+      };
+      if (groups)
+        for (const g of groups) {
+          const swap = rng.next() < 0.5;
+          for (const i of g) swapItem(i, swap);
+        }
+      else for (let i = 0; i < n; i++) swapItem(i, rng.next() < 0.5);
       const pa = valuesWithScore(itA, sa, n);
       const pb = valuesWithScore(itB, sb, n);
       for (const k of keys) (perm.get(k) as Float64Array)[r] = (pb[k] as number) - (pa[k] as number);
     }
-    perTask.set(task.name, { boot, perm, obs });
+    // Accuracy on independent items: the exact McNemar test on the discordant pairs instead.
+    let mcnemar: number | undefined;
+    if (task.kind === 'classification' && !clusters) {
+      let onlyA = 0;
+      let onlyB = 0;
+      for (let i = 0; i < n; i++) {
+        const x = itA.stats[i * width] as number;
+        const y = itB.stats[i * width] as number;
+        if (x > y) onlyA++;
+        else if (y > x) onlyB++;
+      }
+      mcnemar = exactMcNemar(onlyA, onlyB);
+    }
+    perTask.set(task.name, { boot, perm, obs, clustered: clusters !== undefined, mcnemar });
   });
 
-  const delta = (obs: number, boot: Float64Array, perm: Float64Array): Delta => {
+  const delta = (
+    obs: number,
+    boot: Float64Array,
+    perm: Float64Array,
+    how: { clustered?: boolean; mcnemar?: number | undefined } = {},
+  ): Delta => {
+    const ci: Interval = R > 0 ? interval(boot, level) : [Number.NaN, Number.NaN];
+    if (how.mcnemar !== undefined) return { delta: obs, ci, p: how.mcnemar, test: 'exact McNemar' };
     let extreme = 0;
     // A tiny tolerance so that ties in floating point count as "at least as extreme".
     for (const v of perm) if (Math.abs(v) >= Math.abs(obs) - 1e-12) extreme += 1;
     return {
       delta: obs,
-      ci: R > 0 ? interval(boot, level) : [Number.NaN, Number.NaN],
+      ci,
       p: (extreme + 1) / (R + 1),
+      test: how.clustered ? 'approximate randomization by cluster' : 'approximate randomization',
     };
   };
 
   const tasks = new Map<string, TaskComparison>();
   for (const [name, t] of perTask) {
     const metrics: Partial<Record<MetricName, Delta>> = {};
+    const how = { clustered: t.clustered, mcnemar: t.mcnemar };
     for (const [k, boot] of t.boot) {
       if (k === 'score') continue;
-      metrics[k as MetricName] = delta(t.obs[k] as number, boot, t.perm.get(k) as Float64Array);
+      metrics[k as MetricName] = delta(t.obs[k] as number, boot, t.perm.get(k) as Float64Array, how);
     }
     tasks.set(name, {
       metrics,
@@ -211,6 +275,7 @@ export function pairedComparison(
         t.obs.score as number,
         t.boot.get('score') as Float64Array,
         t.perm.get('score') as Float64Array,
+        how,
       ),
     });
   }

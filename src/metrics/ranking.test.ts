@@ -7,6 +7,7 @@ import {
   exactMcNemar,
   groupLabels,
   holm,
+  plannedMde,
   rankOverall,
   rankTask,
 } from './ranking.js';
@@ -161,6 +162,15 @@ describe('rankOverall', () => {
       ['C', 50, 2, 'b'],
     ]);
     expect(r.pairs[0]?.p_value).toBeLessThan(0.01);
+  });
+});
+
+describe('plannedMde', () => {
+  it('is (z_0.975 + z_0.8) · 100 · sqrt(p_d / n): 256 items, 30% answered differently → 9.59 points', () => {
+    expect(plannedMde(256, 0.3)).toBeCloseTo(2.8015852181 * 100 * Math.sqrt(0.3 / 256), 8);
+    expect(plannedMde(256, 0.3)).toBeCloseTo(9.59, 2);
+    // Four times the items halve it.
+    expect(plannedMde(1024, 0.3) * 2).toBeCloseTo(plannedMde(256, 0.3), 12);
   });
 });
 

@@ -82,6 +82,15 @@ export interface TaskRanking {
 const Z_SUM = 1.959963984540054 + 0.8416212335729143;
 
 /**
+ * The minimum detectable effect of a paired accuracy comparison planned before any answer is in: n items, a share
+ * `discordance` of them answered differently by the two systems; (z_0.975 + z_0.8) · 100 · sqrt(p_d / n) points
+ * (Connor, 1987, leaving out the small d² term).
+ */
+export function plannedMde(n: number, discordance: number): number {
+  return n > 0 ? Z_SUM * 100 * Math.sqrt(discordance / n) : Number.POSITIVE_INFINITY;
+}
+
+/**
  * The exact two-sided McNemar test: of the b + c discordant pairs, b went one way; under the null each goes either
  * way with probability 1/2. p = min(1, 2 · P(X ≤ min(b, c))), X ~ Binomial(b + c, 1/2).
  */

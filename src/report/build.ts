@@ -7,7 +7,7 @@ import { sha256File } from '../data/checksum.js';
 import { splitPath } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import type { Delta } from '../metrics/bootstrap.js';
-import { type ComparisonResult, compareValidated } from '../scoring/compare.js';
+import { type ComparisonResult, clustersOfTasks, compareValidated } from '../scoring/compare.js';
 import { type RankResult, rankValidated } from '../scoring/rank.js';
 import { ReferenceLoader } from '../scoring/reference.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
@@ -200,18 +200,22 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
     result,
   }));
   const [first, ...rest] = systems as [ReportSystem, ...ReportSystem[]];
-  rest.forEach((s, i) => {
-    if (pathOf[i + 1] === pathOf[0]) return; // the other side of a saved comparison, compared there
+  for (const [i, s] of rest.entries()) {
+    if (pathOf[i + 1] === pathOf[0]) continue; // the other side of a saved comparison, compared there
     if (!first.validated || !s.validated) {
       comparisons.push({ base: first.name, system: s.name, result: null, why: t.noItems });
-      return;
+      continue;
     }
     comparisons.push({
       base: first.name,
       system: s.name,
-      result: compareValidated(first.validated, s.validated, { bootstrap, seed }),
+      result: compareValidated(first.validated, s.validated, {
+        bootstrap,
+        seed,
+        clusters: await clustersOfTasks(references, first.validated),
+      }),
     });
-  });
+  }
 
   const ranked = systems.filter((s) => s.validated);
   const ranking =

@@ -46,7 +46,7 @@ const en = {
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',
   comparisonNote: (resamples: number) =>
-    `B − A on the same items: 95% paired-bootstrap interval and two-sided approximate-randomization p-value (${resamples} resamples).`,
+    `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for accuracy on RuMedDaNet and RuMedTest, approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
   forest: 'Differences from the first system (B − A) with 95% CIs',
   delta: 'B − A, points',
   pValue: 'p',
@@ -203,7 +203,7 @@ const ru: Strings = {
   detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
   overallName: 'Общий балл',
   comparisonNote: (resamples: number) =>
-    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа и двусторонний p по рандомизационному тесту (${resamples} повторов).`,
+    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy на RuMedDaNet и RuMedTest, иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
   forest: 'Разница с первой системой (B − A) и 95% ДИ',
   delta: 'B − A, пункты',
   pValue: 'p',

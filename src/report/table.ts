@@ -128,7 +128,15 @@ const deltaRow = (task: string, metric: string, d: Delta): string[] => [
   signed(d.delta),
   ci(d.ci),
   pValue(d.p),
+  TEST_SHORT[d.test],
 ];
+
+/** The test behind a p-value, in a word or two (the method line says the rest). */
+const TEST_SHORT: Record<Delta['test'], string> = {
+  'exact McNemar': 'McNemar',
+  'approximate randomization': 'randomization',
+  'approximate randomization by cluster': 'randomization by cluster',
+};
 
 export function renderComparison(c: ComparisonResult): string {
   const rows: string[][] = [];
@@ -154,5 +162,5 @@ export function renderComparison(c: ComparisonResult): string {
       f2(c.overall.b),
       ...deltaRow('', '', c.overall).slice(2),
     ]);
-  return renderTable(['Task', 'metric', 'A', 'B', 'B − A', '95% CI', 'p'], rows);
+  return renderTable(['Task', 'metric', 'A', 'B', 'B − A', '95% CI', 'p', 'test'], rows);
 }

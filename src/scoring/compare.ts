@@ -1,6 +1,7 @@
 /**
- * Comparing two submissions on the same items: for each metric, B minus A with a paired-bootstrap interval and an
- * approximate-randomization p-value (see ../metrics/bootstrap.ts).
+ * Comparing two submissions on the same items: for each metric, B minus A with a paired-bootstrap interval and a
+ * p-value: the exact McNemar test for accuracy on independent items, approximate randomization otherwise; RuMedNLI's
+ * items are resampled and swapped by premise (see ../metrics/bootstrap.ts).
  */
 import { type Delta, pairedComparison } from '../metrics/bootstrap.js';
 import {
@@ -41,8 +42,8 @@ export interface ComparisonResult {
   /** Overall B − A, when both submissions have all five public tasks. */
   overall: (Delta & { a: number; b: number }) | null;
   method: {
-    interval: 'paired bootstrap (percentile)';
-    p_value: 'approximate randomization, two-sided';
+    interval: 'paired bootstrap (percentile), over clusters where the task has them';
+    p_value: 'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided';
     resamples: number;
     seed: number;
     level: number;
@@ -67,14 +68,30 @@ export async function compareSubmissions(
   const references = options.references ?? new ReferenceLoader(options.dataDir);
   const opts = { ...options, references };
   const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
-  return compareValidated(va, vb, options);
+  return compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });
+}
+
+/** The clusters of every task of a submission that declares one (RuMedNLI: the premise), by id. */
+export async function clustersOfTasks(
+  references: ReferenceLoader,
+  v: ValidatedSubmission,
+): Promise<Record<string, ReadonlyMap<string, string>>> {
+  const out: Record<string, ReadonlyMap<string, string>> = {};
+  for (const t of v.tasks) {
+    const c = await references.clusters(t.task, v.split);
+    if (c) out[t.task.name] = c;
+  }
+  return out;
 }
 
 /** The paired comparison of two submissions already validated (the report validates each system once). */
 export function compareValidated(
   va: ValidatedSubmission,
   vb: ValidatedSubmission,
-  options: Pick<EvaluateOptions, 'bootstrap' | 'seed'> = {},
+  options: Pick<EvaluateOptions, 'bootstrap' | 'seed'> & {
+    /** Per task, each item's cluster by id (`clustersOfTasks`): clustered intervals and tests. */
+    clusters?: Record<string, ReadonlyMap<string, string>>;
+  } = {},
 ): ComparisonResult {
   const issues = [
     ...va.issues,
@@ -84,6 +101,7 @@ export function compareValidated(
   ];
   const pairsA: ItemStats[] = [];
   const pairsB: ItemStats[] = [];
+  const clusters: (string[] | undefined)[] = [];
   for (const ta of va.tasks) {
     const tb = vb.tasks.find((t) => t.task === ta.task);
     if (!ta.items || !tb?.items) continue;
@@ -109,12 +127,15 @@ export function compareValidated(
     }
     pairsA.push(buildItemStats(ta.task, ta.items));
     pairsB.push(buildItemStats(ta.task, aligned));
+    const clusterOf = options.clusters?.[ta.task.name];
+    const of = clusterOf ? ta.items.map((i) => clusterOf.get(i.id)) : undefined;
+    clusters.push(of?.every((c) => c !== undefined) ? (of as string[]) : undefined);
   }
   const resamples = options.bootstrap ?? 1000;
   const seed = options.seed ?? 0;
   const level = 0.95;
   const overallTasks = OVERALL_TASKS.map((t) => t.name);
-  const cmp = pairedComparison(pairsA, pairsB, { resamples, seed, level, overallTasks });
+  const cmp = pairedComparison(pairsA, pairsB, { resamples, seed, level, overallTasks, clusters });
   const tasks: Record<string, TaskComparisonResult> = {};
   pairsA.forEach((a, i) => {
     const b = pairsB[i] as ItemStats;
@@ -137,8 +158,9 @@ export function compareValidated(
     tasks,
     overall,
     method: {
-      interval: 'paired bootstrap (percentile)',
-      p_value: 'approximate randomization, two-sided',
+      interval: 'paired bootstrap (percentile), over clusters where the task has them',
+      p_value:
+        'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided',
       resamples,
       seed,
       level,

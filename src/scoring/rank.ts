@@ -155,10 +155,8 @@ async function clustersOf(
   split: Split,
   ids: readonly string[],
 ): Promise<string[] | undefined> {
-  const field = task.cluster as string;
-  const records = (await references.load(task, split)).records;
-  if (!records) return undefined;
-  const byId = new Map(records.map((r) => [r.id, r.raw[field]]));
+  const byId = await references.clusters(task, split);
+  if (!byId) return undefined;
   const out = ids.map((id) => byId.get(id));
-  return out.every((c) => typeof c === 'string') ? (out as string[]) : undefined;
+  return out.every((c) => c !== undefined) ? (out as string[]) : undefined;
 }

@@ -35,6 +35,24 @@ export class ReferenceLoader {
     return hit;
   }
 
+  /**
+   * Each item's cluster (the task's cluster field: RuMedNLI's premise), by id; undefined for a task without one or
+   * a split whose records are not here.
+   */
+  async clusters(task: TaskDefinition, split: Split): Promise<ReadonlyMap<string, string> | undefined> {
+    const field = task.cluster;
+    if (!field) return undefined;
+    const records = (await this.load(task, split)).records;
+    if (!records) return undefined;
+    const out = new Map<string, string>();
+    for (const r of records) {
+      const c = r.raw[field];
+      if (typeof c !== 'string') return undefined;
+      out.set(r.id, c);
+    }
+    return out;
+  }
+
   private async read(task: TaskDefinition, split: Split, withRecords: boolean): Promise<Reference> {
     const ref: Reference = {
       split,

@@ -5,7 +5,7 @@
 import { workerData } from 'node:worker_threads';
 import type { TopLevelSpec } from 'vega-lite';
 import { renderSvg } from '../report/svg.js';
-import { type ComparisonResult, compareValidated } from '../scoring/compare.js';
+import { type ComparisonResult, clustersOfTasks, compareValidated } from '../scoring/compare.js';
 import { ReferenceLoader } from '../scoring/reference.js';
 import { validateRead } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
@@ -76,7 +76,12 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
       ),
       options,
     );
-  return compareValidated(await read(job.a), await read(job.b), { bootstrap: job.bootstrap, seed: job.seed });
+  const a = await read(job.a);
+  return compareValidated(a, await read(job.b), {
+    bootstrap: job.bootstrap,
+    seed: job.seed,
+    clusters: await clustersOfTasks(refs[job.board], a),
+  });
 }
 
 /** One task of a board's ranking, from its entries' per-item counts. */

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { plannedMde } from '../../src/metrics/ranking.js';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
@@ -229,6 +230,30 @@ describe('plan (on fixture data the test writes)', () => {
       ['m/shots=0', 10, []],
       ['m/shots=2', 5, ['RuMedNLI']],
     ]);
+  });
+
+  it('plan check says, before anything is spent, how far apart two systems must be for its items to tell', async () => {
+    const s = await serve();
+    const file = writePlan(
+      [
+        'name: small',
+        'tasks: [RuMedDaNet, RuMedNLI]',
+        `data: ${DATA}`,
+        'defaults: {limit: 25}',
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${s.url}", model: fake}`,
+      ].join('\n'),
+    );
+    const r = await rumedbenchOk('plan', 'check', file);
+    // 25 items: (1.96 + 0.84) · 100 · sqrt(0.2 / 25) = 25.1 points, sqrt(0.4 / 25) → 35.4.
+    expect(r.stdout).toMatch(/RuMedDaNet +25 +25\.1 +35\.4/);
+    expect(r.stdout).toMatch(/RuMedNLI +25 +25\.1 +35\.4 +items share clusters/);
+    const j = JSON.parse((await rumedbenchOk('plan', 'check', file, '--json')).stdout) as {
+      cells: { mde: Record<string, { n: number; at_20: number; at_40: number }> }[];
+    };
+    expect(j.cells[0]?.mde.RuMedDaNet?.n).toBe(25);
+    expect(j.cells[0]?.mde.RuMedDaNet?.at_20).toBeCloseTo(plannedMde(25, 0.2), 12);
+    expect(s.requests).toHaveLength(0);
   });
 
   it('resumes a plan run killed with SIGKILL, re-asking at most the requests that were in flight', async () => {

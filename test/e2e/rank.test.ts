@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exactMcNemar } from '../../src/metrics/ranking.js';
+import type { ComparisonResult } from '../../src/scoring/compare.js';
 import type { RankResult } from '../../src/scoring/rank.js';
 import { rumedbench } from '../helpers/cli.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
@@ -78,5 +79,50 @@ describe('rumedbench rank (on fixture data the test writes)', () => {
     expect([one.code, one.stderr]).toEqual([2, expect.stringContaining('at least two submissions')]);
     const names = await rumedbench('rank', perfect, half, '--names', 'a', '--data', DATA);
     expect([names.code, names.stderr]).toEqual([2, expect.stringContaining('--names: 1 name(s) for 2')]);
+  });
+
+  it('compare uses the same tests: McNemar on RuMedDaNet, premises resampled and swapped together on RuMedNLI', async () => {
+    const r = await rumedbench('compare', perfect, half, '--data', DATA, '--bootstrap', '400', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout) as ComparisonResult;
+    const danet = c.tasks.RuMedDaNet?.metrics.accuracy;
+    expect(danet?.test).toBe('exact McNemar');
+    // 60 items: "half" is wrong on every second one, all of which "perfect" gets right.
+    expect(danet?.p).toBeCloseTo(exactMcNemar(30, 0), 15);
+    expect(c.tasks.RuMedNLI?.metrics.accuracy?.test).toBe('approximate randomization by cluster');
+    expect(c.tasks.RuMedTop3?.metrics.accuracy?.test).toBe('approximate randomization');
+    expect(c.method.p_value).toContain('McNemar');
+    // The table names each row's test.
+    const table = await rumedbench('compare', perfect, half, '--data', DATA, '--bootstrap', '100');
+    expect(table.stdout).toMatch(/RuMedDaNet +accuracy .* McNemar\n/);
+    expect(table.stdout).toMatch(/RuMedNLI +accuracy .* randomization by cluster\n/);
+  });
+
+  it('a clustered comparison is wider where errors come in clusters, and the difference itself is the same', async () => {
+    const { compareValidated } = await import('../../src/scoring/compare.js');
+    const { validateSubmission } = await import('../../src/scoring/score.js');
+    const { ReferenceLoader } = await import('../../src/scoring/reference.js');
+    const references = new ReferenceLoader(DATA);
+    const [a, b] = [
+      await validateSubmission(perfect, { references }),
+      await validateSubmission(third, { references }),
+    ];
+    // The fixture's premises are all different; here, clusters of three items that "third" gets all right or all
+    // wrong (it is right on every third item): the errors of a cluster go together.
+    const items = a.tasks.find((t) => t.task.name === 'RuMedNLI')?.items ?? [];
+    const clusters = {
+      RuMedNLI: new Map(items.map((item, i) => [item.id, `${i % 3 === 0}:${Math.floor(i / 9)}`])),
+    };
+    const width = (x: ComparisonResult) => {
+      const [lo, hi] = x.tasks.RuMedNLI?.metrics.accuracy?.ci ?? [0, 0];
+      return hi - lo;
+    };
+    const plain = compareValidated(a, b, { bootstrap: 2000, seed: 1 });
+    const clustered = compareValidated(a, b, { bootstrap: 2000, seed: 1, clusters });
+    expect(items).toHaveLength(60);
+    expect(width(clustered)).toBeGreaterThan(width(plain) * 1.3);
+    expect(clustered.tasks.RuMedNLI?.metrics.accuracy?.delta).toBe(
+      plain.tasks.RuMedNLI?.metrics.accuracy?.delta,
+    );
   });
 });
