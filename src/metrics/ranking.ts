@@ -299,7 +299,13 @@ export interface TaskDraws {
  * laid out item by item (all systems' non-zero counts of item i together), so that a replicate adds each drawn
  * item's row once, weighted by how often it was drawn: integer work, zeros and items not drawn skipped.
  */
-export function drawTask(systems: readonly RankInput[], o: Omit<RankOptions, 'alpha' | 'pairs'>): TaskDraws {
+export function drawTask(
+  systems: readonly RankInput[],
+  o: Omit<RankOptions, 'alpha' | 'pairs'> & {
+    /** Keep the replicates in shared memory, so that passing them between threads copies nothing. */
+    shared?: boolean;
+  },
+): TaskDraws {
   const head = systems[0]?.stats as ItemStats;
   const task = head.task;
   const n = head.ids.length;
@@ -392,7 +398,9 @@ export function drawTask(systems: readonly RankInput[], o: Omit<RankOptions, 'al
   scores(n, (j, v) => {
     observed[j] = v;
   });
-  const boot = systems.map(() => new Float64Array(R));
+  const bytes = systems.length * R * Float64Array.BYTES_PER_ELEMENT;
+  const block = new Float64Array(o.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
+  const boot = systems.map((_, j) => block.subarray(j * R, (j + 1) * R));
   const weights = new Int32Array(n);
   const picks = new Uint32Array(count);
   for (let r = 0; r < R; r++) {

@@ -23,6 +23,8 @@ import {
   type Level,
   labelChart,
   latencyChart,
+  type RankPoint,
+  rankingChart,
   reliabilityChart,
   scoreChart,
   unparsedChart,
@@ -82,6 +84,8 @@ export interface Report {
     overall?: Chart;
     tasks: TaskSection[];
     forest?: Chart;
+    /** Scores with intervals, coloured by group (two or more systems). */
+    ranking?: Chart;
     llm: Chart[];
   };
   provenance: {
@@ -236,7 +240,10 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
     paperRows: options.reference ? PAPER_ROWS : [],
     comparisons,
     ranking,
-    charts: layoutCharts(systems, comparisons, t, options.maxLabels ?? 15),
+    charts: {
+      ...layoutCharts(systems, comparisons, t, options.maxLabels ?? 15),
+      ...(ranking ? { ranking: rankingChart(rankingPoints(ranking), t) } : {}),
+    },
     provenance: {
       version: VERSION,
       date: (options.date ?? new Date()).toISOString(),
@@ -407,6 +414,27 @@ export function allCharts(report: Report): Chart[] {
     ...(c.overall ? [c.overall] : []),
     ...c.tasks.flatMap((s) => s.charts),
     ...(c.forest ? [c.forest] : []),
+    ...(c.ranking ? [c.ranking] : []),
     ...c.llm,
   ];
+}
+
+/** A ranking's systems as chart points: per task, then the overall. */
+function rankingPoints(r: RankResult): RankPoint[] {
+  const rows: [string, { systems: RankResult['tasks'][string]['systems'] }][] = [
+    ...Object.entries(r.tasks),
+    ...(r.overall
+      ? [['RuMedOverall', r.overall] as [string, { systems: RankResult['tasks'][string]['systems'] }]]
+      : []),
+  ];
+  return rows.flatMap(([row, x]) =>
+    x.systems.map((s) => ({
+      system: s.name,
+      row,
+      score: s.score,
+      se: s.se,
+      rank_ci: s.rank_ci,
+      group: s.group,
+    })),
+  );
 }

@@ -517,6 +517,98 @@ export function forestChart(
   };
 }
 
+export interface RankPoint {
+  system: string;
+  /** A task, or the overall. */
+  row: string;
+  score: number;
+  se: number;
+  rank_ci: [number, number];
+  /** Group letters; the first names the colour, and systems sharing any letter are not distinguishable. */
+  group: string;
+}
+
+/**
+ * Which systems differ: each system's score with ±1.96 standard errors per task and overall, coloured by its first
+ * group letter, its name and letters written beside it (systems sharing a letter are not distinguishable).
+ */
+export function rankingChart(points: readonly RankPoint[], t: Strings): Chart {
+  const values = points.map((p) => ({
+    ...p,
+    lo: p.score - 1.959963984540054 * p.se,
+    hi: p.score + 1.959963984540054 * p.se,
+    first: p.group.match(/[a-zA-Z]|\[\d+\]/)?.[0] ?? '',
+    ranks: p.rank_ci[0] === p.rank_ci[1] ? `${p.rank_ci[0]}` : `${p.rank_ci[0]}–${p.rank_ci[1]}`,
+    label: `${p.system} · ${p.group}`,
+  }));
+  const rows = [...new Set(points.map((p) => p.row))];
+  const systems = [...new Set(points.map((p) => p.system))];
+  const y = { field: 'row', type: 'nominal', title: null, sort: rows };
+  const yOffset = { field: 'system', type: 'nominal', sort: systems };
+  const color = {
+    field: 'first',
+    type: 'nominal',
+    title: t.rankColumns[3],
+    scale: { range: [...SYSTEM_COLORS] },
+  };
+  return {
+    id: 'ranking',
+    title: t.ranking,
+    description: `${t.ranking}: ${points.map((p) => `${p.row} ${p.system} ${f2(p.score)} ± ${f2(p.se)} (${p.group})`).join('; ')}.`,
+    spec: top(t.ranking, `${t.ranking}.`, {
+      width: 440,
+      height: { step: 16 },
+      data: { values },
+      layer: [
+        {
+          name: 'interval',
+          mark: { type: 'rule', strokeWidth: 2 },
+          encoding: {
+            y,
+            yOffset,
+            x: { field: 'lo', type: 'quantitative', title: `${t.score}, ${t.ci95}` },
+            x2: { field: 'hi' },
+            color,
+          },
+        },
+        {
+          name: 'score',
+          mark: { type: 'point', filled: true, size: 60, opacity: 1 },
+          encoding: {
+            y,
+            yOffset,
+            x: { field: 'score', type: 'quantitative' },
+            color,
+            description: TIP,
+            tooltip: [
+              { field: 'system', type: 'nominal' },
+              { field: 'row', type: 'nominal' },
+              { field: 'score', type: 'quantitative', format: '.2f' },
+              { field: 'ranks', type: 'nominal' },
+              { field: 'group', type: 'nominal' },
+            ],
+          },
+        },
+        {
+          name: 'letters',
+          mark: { type: 'text', align: 'left', dx: 8, fontSize: 10 },
+          encoding: { y, yOffset, x: { field: 'hi', type: 'quantitative' }, text: { field: 'label' }, color },
+        },
+      ],
+    }),
+    table: {
+      header: [t.system, t.metric, ...t.rankColumns.slice(1)],
+      rows: points.map((p) => [
+        p.system,
+        p.row,
+        `${f2(p.score)} ± ${f2(p.se)}`,
+        p.rank_ci[0] === p.rank_ci[1] ? `${p.rank_ci[0]}` : `${p.rank_ci[0]}–${p.rank_ci[1]}`,
+        p.group,
+      ]),
+    },
+  };
+}
+
 /** LLM runs: the share of replies that could not be read, per task. */
 export function unparsedChart(
   rows: readonly { system: string; task: string; rate: number; unparsed: number; samples: number }[],

@@ -197,7 +197,7 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
   );
 };
 
-const RankingSection: FC<{ report: Report }> = ({ report }) => {
+const RankingSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
   const { t } = report;
   const r = report.ranking;
   if (!r) return null;
@@ -205,6 +205,11 @@ const RankingSection: FC<{ report: Report }> = ({ report }) => {
     <section id="ranking">
       <h2>{t.ranking}</h2>
       <p class="note">{t.rankingNote(r.method.alpha, r.method.resamples)}</p>
+      {report.charts.ranking ? (
+        <Figure chart={report.charts.ranking} svg={svgs.get(report.charts.ranking.id) ?? ''} t={t} />
+      ) : (
+        ''
+      )}
       {rankingTables(r, t).map((x) => (
         <>
           <h3>{x.title}</h3>
@@ -706,7 +711,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
               />
             </details>
           </section>
-          <RankingSection report={report} />
+          <RankingSection report={report} svgs={svgs} />
           <section id="tasks">
             <h2>{t.perTask}</h2>
             {report.charts.tasks.map((s) => (

@@ -2,6 +2,7 @@
  * The scoring worker (run by piscina): holds the gold of both boards in memory, loaded once, and does the CPU work
  * of the server (scoring an upload, a paired comparison, drawing charts) off the event loop.
  */
+import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { TopLevelSpec } from 'vega-lite';
 import { renderSvg } from '../report/svg.js';
@@ -30,11 +31,24 @@ import {
 
 export interface WorkerSetup {
   dataDir: string;
+  /**
+   * A background worker (the boards' rankings): on Linux its thread takes the lowest scheduling priority, so that it
+   * uses only CPU that uploads and pages leave idle. (Linux keeps a nice value per thread; elsewhere it would apply to
+   * the whole process, so it is not set there.)
+   */
+  lowPriority?: boolean;
   /** task → [id, gold][] of the closed tests, as imported by the admin. */
   privateGold: [string, [string, string | string[]][]][];
 }
 
 const setup = workerData as WorkerSetup;
+if (setup.lowPriority && process.platform === 'linux') {
+  try {
+    setPriority(19);
+  } catch {
+    // Not allowed here (a sandbox): the ranking then shares the CPU evenly, and its pauses still bound it.
+  }
+}
 const refs: BoardReferences = {
   public: new ReferenceLoader(setup.dataDir),
   closed: new ReferenceLoader(setup.dataDir, {

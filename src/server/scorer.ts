@@ -15,6 +15,12 @@ import type { CompareJob, WorkerSetup } from './score-worker.js';
 
 export class Scorer {
   private pool: Piscina;
+  /**
+   * Boards' rankings run in a pool of their own, at the lowest priority: a recomputation (seconds, for hundreds of
+   * entries) takes the CPU uploads and pages leave idle instead of queueing them behind it. Its threads start when a
+   * ranking needs them and end when idle.
+   */
+  private rankPool: Piscina;
   private readonly threads: number;
   private readonly dataDir: string;
 
@@ -22,11 +28,13 @@ export class Scorer {
     this.dataDir = options.dataDir;
     this.threads = Math.max(1, options.threads ?? Math.min(4, availableParallelism()));
     this.pool = this.start(options.privateGold ?? {});
+    this.rankPool = this.start(options.privateGold ?? {}, { lazy: true });
   }
 
-  private start(gold: GoldOverrides): Piscina {
+  private start(gold: GoldOverrides, options: { lazy?: boolean } = {}): Piscina {
     const workerData: WorkerSetup = {
       dataDir: this.dataDir,
+      ...(options.lazy ? { lowPriority: true } : {}),
       privateGold: Object.entries(gold).map(([task, m]) => [
         task,
         [...m.entries()] as [string, string | string[]][],
@@ -35,17 +43,18 @@ export class Scorer {
     return new Piscina({
       filename: workerScript('score-worker.js', import.meta.url).href,
       workerData,
-      minThreads: this.threads,
+      minThreads: options.lazy ? 0 : this.threads,
       maxThreads: this.threads,
-      idleTimeout: Number.POSITIVE_INFINITY,
+      idleTimeout: options.lazy ? 60_000 : Number.POSITIVE_INFINITY,
     });
   }
 
   /** New gold for the closed tests: later jobs see it. */
   async setGold(gold: GoldOverrides): Promise<void> {
-    const old = this.pool;
+    const [old, oldRank] = [this.pool, this.rankPool];
     this.pool = this.start(gold);
-    await old.close();
+    this.rankPool = this.start(gold, { lazy: true });
+    await Promise.all([old.close(), oldRank.close()]);
   }
 
   /** Scores an upload; its file buffers are moved to the worker, not copied (the caller must not reuse them). */
@@ -69,10 +78,11 @@ export class Scorer {
 
   /** A board's ranking: its tasks spread over the workers, then the overall from their replicates. */
   async rank(job: RankJob): Promise<BoardRanking> {
+    const pool = this.rankPool;
     const parts = (await Promise.all(
-      job.tasks.map((t) => this.pool.run(taskJob(job, t), { name: 'rankTask' })),
+      job.tasks.map((t) => pool.run(taskJob(job, t), { name: 'rankTask' })),
     )) as Awaited<ReturnType<typeof rankBoardTask>>[];
-    const overall = (await this.pool.run(
+    const overall = (await pool.run(
       { tasks: parts.map((p) => p.replicates), alpha: job.alpha },
       { name: 'rankOverall' },
     )) as BoardRanking['overall'];
@@ -83,7 +93,7 @@ export class Scorer {
     return this.pool.run(charts, { name: 'render' }) as Promise<[string, string][]>;
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([this.pool.close(), this.rankPool.close()]);
   }
 }

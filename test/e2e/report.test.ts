@@ -210,6 +210,19 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(nli).toMatch(/\| bilstm \| 60\.06 ± 1\.39 \| 2 \(2–3\) \| b \|/);
       expect(nli).toMatch(/\| linear \| 59\.70 ± 1\.35 \| 3 \(2–3\) \| b \|/);
     });
+
+    it('draws the scores with their intervals, coloured by group, in the HTML report (#26)', async () => {
+      const html = join(mkdtempSync(join(tmpdir(), 'rumedbench-report-rank-')), 'r.html');
+      await rumedbenchOk('report', ...['linear_models', 'bilstm', 'human'].map(ref), '--out', html);
+      const doc = parseHtml(readFileSync(html, 'utf8'));
+      const chart = figure(doc, 'ranking');
+      // Four tasks, three systems each: a point, an interval and the group letters per system. (The human file
+      // answers 18 RuMedDaNet items of another release, so RuMedDaNet, and with it the overall, is not ranked.)
+      expect(markCount(chart, 'score')).toBe(4 * 3);
+      expect(markCount(chart, 'letters')).toBe(4 * 3);
+      const table = elements(chart, (e) => e.tagName === 'table')[0] as Element;
+      expect(tableRows(table)).toContainEqual(['human', 'RuMedNLI', '83.26 ± 1.07', '1', 'a']);
+    });
   });
 
   describe('four systems, one with a hostile name', () => {
@@ -262,7 +275,7 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
         '58.46',
         '53.87',
         '-4.58',
-        '[-6.58, -2.47]',
+        '[-6.55, -2.54]',
         '<0.001',
       ]);
       expect(textOf(byId(doc, 'comparison') as Element)).toContain(

@@ -16,7 +16,7 @@ import { BOARD_SPLIT, BOARD_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
-import type { BoardRanking, RankCell, RankJob } from './ranking.js';
+import type { BoardRanking, RankCell, RankJob, StoredItemStats } from './ranking.js';
 
 /** A board's ranking as last computed: for which state of the board, and whether that state is still current. */
 export interface RankingState {
@@ -38,6 +38,8 @@ export class Boards {
   >();
   private readonly wanted = new Map<BoardName, string>();
   private readonly computing = new Map<BoardName, Promise<void>>();
+  /** Entries' per-item counts as last read, with the summary they go with (both boards: ids are unique). */
+  private readonly statsCache = new Map<string, { summary: string; stats: StoredItemStats }>();
   private log: Logger | undefined;
   /** Pages are cached this long, so that several processes on one database agree within it. */
   static readonly BOARD_TTL_MS = 1000;
@@ -98,7 +100,7 @@ export class Boards {
     const r = this.rankings.get(board);
     return {
       ranking: r?.ranking ?? null,
-      current: r !== undefined && this.wanted.get(board) === r.signature && !this.computing.has(board),
+      current: r !== undefined && this.wanted.get(board) === r.signature,
       computed_at: r?.at ?? null,
       error: r?.error ?? null,
     };
@@ -117,10 +119,19 @@ export class Boards {
     this.wanted.set(board, signature);
     if (this.computing.has(board)) return;
     const run = async () => {
+      let took = 0;
       for (;;) {
         const target = this.wanted.get(board) as string;
         const previous = this.rankings.get(board);
         if (previous?.signature === target) return;
+        // Back to back (a board changing under a stream of uploads): a pause as long as the last recomputation, so
+        // that ranking takes at most half of the CPU it could, and uploads keep the rest.
+        if (took > 0) {
+          await new Promise((r) => setTimeout(r, took));
+          took = 0;
+          continue;
+        }
+        const started = Date.now();
         try {
           const ranking = await this.computeRanking(board);
           this.rankings.set(board, { signature: target, ranking, at: new Date().toISOString(), error: null });
@@ -136,6 +147,7 @@ export class Boards {
         }
         // The next page shows the new ranking.
         this.boardCache.delete(board);
+        took = Date.now() - started;
       }
     };
     this.computing.set(
@@ -146,22 +158,40 @@ export class Boards {
 
   private async computeRanking(board: BoardName): Promise<BoardRanking> {
     const rows = (await q.rankableRows(this.db, board)).filter((r) => r.source !== 'campaign');
-    // Entries scored before their counts were kept: scored again from their kept files, once.
-    for (const r of rows) {
-      if (r.item_stats !== null) continue;
-      const files = await q.getSubmissionFiles(this.db, r.id);
-      const outcome = await this.scorer.score({
-        files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
-        board,
-        source: 'upload',
-        bootstrap: 0,
-        seed: this.options.seed,
-        limits: this.options.limits,
-      });
-      if (!outcome.itemStats) continue;
-      r.item_stats = JSON.stringify(outcome.itemStats);
-      await q.setItemStats(this.db, r.id, r.item_stats);
+    // Each entry's counts are read and parsed once (they change only with its scores, which `summary` holds).
+    const stale = rows.filter((r) => this.statsCache.get(r.id)?.summary !== r.summary);
+    for (let i = 0; i < stale.length; i += 200) {
+      const chunk = stale.slice(i, i + 200);
+      const kept = new Map(
+        (
+          await q.itemStatsOf(
+            this.db,
+            chunk.map((r) => r.id),
+          )
+        ).map((r) => [r.id, r.item_stats]),
+      );
+      for (const r of chunk) {
+        let text = kept.get(r.id) ?? null;
+        // Entries scored before their counts were kept: scored again from their kept files, once.
+        if (text === null) {
+          const files = await q.getSubmissionFiles(this.db, r.id);
+          const outcome = await this.scorer.score({
+            files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
+            board,
+            source: 'upload',
+            bootstrap: 0,
+            seed: this.options.seed,
+            limits: this.options.limits,
+          });
+          if (!outcome.itemStats) continue;
+          text = JSON.stringify(outcome.itemStats);
+          await q.setItemStats(this.db, r.id, text);
+        }
+        this.statsCache.set(r.id, { summary: r.summary, stats: JSON.parse(text) as StoredItemStats });
+      }
     }
+    const present = new Set(rows.map((r) => r.id));
+    for (const id of this.statsCache.keys()) if (!present.has(id)) this.statsCache.delete(id);
     // Under the Ladder, an upload's own scores are not shown: only each team's best as released (its state changes
     // only when the Ladder releases a new score) takes part, and in the overall only; entries shown as scored
     // (run by the platform) take part everywhere. Nothing else could move a rank, so the ranks tell no more than
@@ -182,12 +212,13 @@ export class Boards {
     const bestIds = new Set([...best.values()].map((r) => r.id));
     const entries: RankJob['entries'] = [];
     for (const r of rows) {
-      if (r.item_stats === null) continue;
+      const cached = this.statsCache.get(r.id);
+      if (!cached) continue;
       const shownExactly = !ladder || r.released === null;
       if (!shownExactly && !bestIds.has(r.id)) continue;
       entries.push({
         id: r.id,
-        stats: JSON.parse(r.item_stats) as RankJob['entries'][number]['stats'],
+        stats: cached.stats,
         inTasks: shownExactly,
         inOverall: true,
       });

@@ -1,5 +1,7 @@
 /** The boards' page: the paper's rows and the entries, ranked, with their intervals. */
+import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
+import { escapeToBuffer } from 'hono/utils/html';
 import type { PaperRow } from '../../report/paper.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
@@ -10,23 +12,22 @@ import { rankText } from './present.js';
 import type { RankCell } from './ranking.js';
 import type { RankingState } from './service.js';
 
-/** "rank 2–5 · group ab" under a score, with the words in a tooltip where the cell is narrow. */
-const Place: FC<{ place: RankCell | undefined; ctx: PageContext; words?: boolean }> = ({
-  place,
-  ctx,
-  words,
-}) =>
-  place ? (
-    <small
-      class="place"
-      title={`${ctx.t.rankWord} ${place.rank} (95%: ${rankText(place.rank_ci)}) · ${ctx.t.groupWord} ${place.group}`}
-    >
-      {words ? `${ctx.t.rankWord} ` : ''}
-      <span class="rank-ci">{rankText(place.rank_ci)}</span> · <span class="group">{place.group}</span>
-    </small>
-  ) : (
-    ''
-  );
+/**
+ * "rank 2–5 · ab" under a score (the page's note says what the numbers are). Written as one string: a board of
+ * hundreds has six per row, and a component each would make the page a third slower to draw.
+ */
+const escapeHtml = (text: string): string => {
+  const out: [string] = [''];
+  escapeToBuffer(text, out);
+  return out[0];
+};
+
+const place = (p: RankCell | undefined, ctx: PageContext, words = false) =>
+  p
+    ? raw(
+        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankText(p.rank_ci)} · <b>${escapeHtml(p.group)}</b></small>`,
+      )
+    : '';
 
 const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
   metrics
@@ -117,6 +118,11 @@ export const BoardPage: FC<{
       ) : (
         ''
       )}
+      {/* On a phone the tasks' columns are hidden until asked for (pages.css): one switch, no script. */}
+      <input type="checkbox" id="show-tasks" class="show-tasks" />
+      <label for="show-tasks" class="show-tasks">
+        {ctx.t.tasksShow}
+      </label>
       <div class="table-wrap">
         <table class="sortable board" id="board">
           <thead>
@@ -168,24 +174,6 @@ export const BoardPage: FC<{
                   <th scope="row">
                     <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
                     <Tags e={row.e} ctx={ctx} />
-                    {Object.keys(row.e.tasks).length > 0 ? (
-                      <details class="tasks-more">
-                        <summary>{ctx.t.tasksShow}</summary>
-                        <dl>
-                          {tasks.map((t) => (
-                            <>
-                              <dt>{t}</dt>
-                              <dd>
-                                {metricCell(row.e.tasks[t]?.metrics, t)}{' '}
-                                <Place place={row.e.tasks[t]?.place} ctx={ctx} words />
-                              </dd>
-                            </>
-                          ))}
-                        </dl>
-                      </details>
-                    ) : (
-                      ''
-                    )}
                   </th>
                   <td class="team">
                     {row.e.team ? shownTeam(ctx, row.e) : <span class="note">{ctx.t.anonymous}</span>}
@@ -201,7 +189,7 @@ export const BoardPage: FC<{
                       >
                         {metricCell(c?.metrics, t)}
                         {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
-                        <Place place={c?.place} ctx={ctx} />
+                        {place(c?.place, ctx)}
                         {row.e.trust?.formulations?.[t] ? (
                           <small class="ci" title={ctx.t.formulationsHint}>
                             {`${row.e.trust.formulations[t].variants} ${ctx.t.wordings}: ${f2(row.e.trust.formulations[t].mean)} ± ${f2(row.e.trust.formulations[t].sd)}`}
@@ -215,7 +203,7 @@ export const BoardPage: FC<{
                   <td class="num">
                     <strong>{f2(row.e.overall)}</strong>
                     {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
-                    <Place place={row.e.place} ctx={ctx} words />
+                    {place(row.e.place, ctx, true)}
                   </td>
                 </tr>
               ),

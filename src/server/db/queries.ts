@@ -127,14 +127,23 @@ export async function listBoard(
 export async function rankableRows(
   db: Q,
   board: BoardName,
-): Promise<Pick<SubmissionRow, 'id' | 'created_at' | 'ladder_key' | 'released' | 'item_stats' | 'source'>[]> {
+): Promise<Pick<SubmissionRow, 'id' | 'created_at' | 'ladder_key' | 'released' | 'summary' | 'source'>[]> {
   return db
     .selectFrom('submissions')
-    .select(['id', 'created_at', 'ladder_key', 'released', 'item_stats', 'source'])
+    .select(['id', 'created_at', 'ladder_key', 'released', 'summary', 'source'])
     .where('board', '=', board)
     .where('status', '=', 'scored')
     .where('hidden', '=', 0)
     .execute();
+}
+
+/** The per-item counts of some entries (null: not kept yet). */
+export async function itemStatsOf(
+  db: Q,
+  ids: readonly string[],
+): Promise<{ id: string; item_stats: string | null }[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('submissions').select(['id', 'item_stats']).where('id', 'in', ids).execute();
 }
 
 /** Keeps an entry's per-item counts (filled in for entries scored before they were kept). */

@@ -1,6 +1,7 @@
 /**
  * The page frame and the small pieces every page uses. Views take typed data and render it; they run no query.
- * Every string is escaped by hono/jsx; the only raw markup is the SVG that Vega drew.
+ * Every string is escaped by hono/jsx; the only raw markup is the SVG that Vega drew and a board's rank notes (escaped
+ * by hono's own escaper, boards/views.tsx).
  */
 import type { Child, FC } from 'hono/jsx';
 import type { Lang, Strings } from '../../report/i18n.js';
