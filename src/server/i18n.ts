@@ -20,7 +20,8 @@ const en = {
     'The smallest difference in points between two entries that this test set detects with 80% power (paired, α 0.05).',
   rankingUpdating: 'Ranks and groups are being recomputed after a change; those shown are from before it.',
   rankingComputing: 'Ranks and groups are being computed.',
-  rankingFailed: 'Ranks and groups could not be computed; the administrator has the reason in the log.',
+  rankingFailed:
+    'Ranks and groups could not be computed for the board as it stands (those shown, if any, are older); the server tries again shortly, and its log has the reason.',
   ladderRanks:
     'Under the Ladder, ranks and groups are shown for the overall of each team’s best released entry and for entries run by the platform, so that they tell no more than the released scores.',
   tasksShow: 'Show the tasks',
@@ -211,7 +212,8 @@ const ru: ServerStrings = {
     'Наименьшая разница в баллах между двумя записями, которую этот тестовый набор обнаруживает с мощностью 80% (парное сравнение, α 0,05).',
   rankingUpdating: 'Места и группы пересчитываются после изменения; показаны прежние.',
   rankingComputing: 'Места и группы вычисляются.',
-  rankingFailed: 'Места и группы вычислить не удалось; причина — в журнале сервера у администратора.',
+  rankingFailed:
+    'Места и группы для доски в её нынешнем виде вычислить не удалось (показанные, если есть, — прежние); сервер скоро попробует снова, причина — в его журнале.',
   ladderRanks:
     'При Ladder места и группы показаны для общего балла лучшей опубликованной записи каждой команды и для записей, оценённых платформой: они говорят не больше, чем опубликованные баллы.',
   tasksShow: 'Показать задачи',

@@ -88,7 +88,7 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
         return r.width > 100 && r.height > 40;
       }),
     );
-    expect(charts.length).toBe(12); // 11 as for one system, and the forest plot
+    expect(charts.length).toBe(13); // 11 as for one system, the forest plot and the ranking
     expect(charts.every(Boolean)).toBe(true);
     // The hostile name is text on the page.
     await expect(

@@ -105,7 +105,7 @@ export function publicEntry(e: Entry) {
 export function rankingSummary(state: RankingState) {
   const r = state.ranking;
   return {
-    status: r === null ? (state.error ? 'failed' : 'computing') : state.current ? 'current' : 'updating',
+    status: state.error ? 'failed' : r === null ? 'computing' : state.current ? 'current' : 'updating',
     computed_at: state.computed_at,
     method:
       'rank: 1 + entries with a higher score; rank_ci: 95% interval of the rank over paired bootstrap replicates of the items (clusters); group: entries sharing a letter are not distinguishable (Holm-corrected paired tests, alpha 0.05); mde: the smallest difference in points a paired comparison detects with 80% power at alpha 0.05',

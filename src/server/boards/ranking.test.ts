@@ -14,6 +14,7 @@ import { files, ROUTES_READY, ref, useLeaderboardApp } from '../../../test/helpe
 import { groupLabels } from '../../metrics/ranking.js';
 import { rankSubmissions } from '../../scoring/rank.js';
 import { Leaderboard } from '../leaderboard.js';
+import { Boards } from './service.js';
 
 /** A copy of a reference system with one task's lines rewritten. */
 function variant(
@@ -152,6 +153,41 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       expect(fresh.boards.ranking('public').ranking).toEqual(before);
       const kept = await t.lb.db.db.selectFrom('submissions').select('item_stats').execute();
       expect(kept.every((r) => typeof r.item_stats === 'string')).toBe(true);
+    });
+
+    it('says when a ranking cannot be computed, logs it once, keeps the last one, and tries again later', async () => {
+      const failing = Object.create(t.lb.scorer) as typeof t.lb.scorer;
+      failing.rank = () => Promise.reject(new Error('the ranking worker is gone'));
+      const lb = new Leaderboard(t.lb.db, failing, t.lb.options);
+      const warned: string[] = [];
+      lb.boards.useLog({ debug() {}, info() {}, warn: (m) => warned.push(m), error() {} });
+      await lb.boards.board('public');
+      await lb.boards.settled();
+      expect(lb.boards.ranking('public')).toMatchObject({
+        ranking: null,
+        error: 'the ranking worker is gone',
+      });
+      expect(warned).toEqual([
+        "the public board's ranking could not be computed: the ranking worker is gone",
+      ]);
+      // Read again within the retry delay: not tried again, not logged again.
+      await new Promise((r) => setTimeout(r, 1100));
+      await lb.boards.board('public');
+      await lb.boards.settled();
+      expect(warned).toHaveLength(1);
+      // The worker back, the delay over: the next read ranks the board.
+      failing.rank = t.lb.scorer.rank.bind(t.lb.scorer);
+      const delay = Boards.RANKING_RETRY_MS;
+      Boards.RANKING_RETRY_MS = 0;
+      try {
+        await new Promise((r) => setTimeout(r, 1100));
+        await lb.boards.board('public');
+        await lb.boards.settled();
+      } finally {
+        Boards.RANKING_RETRY_MS = delay;
+      }
+      expect(lb.boards.ranking('public')).toMatchObject({ current: true, error: null });
+      expect(lb.boards.ranking('public').ranking?.overall).not.toBeNull();
     });
   });
 });

@@ -43,6 +43,8 @@ export class Boards {
   private log: Logger | undefined;
   /** Pages are cached this long, so that several processes on one database agree within it. */
   static readonly BOARD_TTL_MS = 1000;
+  /** A failed ranking is tried again this long after it failed. */
+  static RANKING_RETRY_MS = 30_000;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -82,7 +84,15 @@ export class Boards {
       throw e;
     }
     const signature = boardSignature(rows);
-    if (this.rankings.get(board)?.signature !== signature) this.scheduleRanking(board, signature);
+    const last = this.rankings.get(board);
+    // A failed recomputation (the database away a moment) is tried again a while later, changes or not.
+    if (
+      last?.signature !== signature ||
+      (last.error !== null && Date.now() - Date.parse(last.at) >= Boards.RANKING_RETRY_MS)
+    ) {
+      if (last?.error) last.signature = '';
+      this.scheduleRanking(board, signature);
+    }
     const state = this.rankings.get(board);
     const entries = withRanks(
       rank(rows.map((r) => toEntry(r, undefined, { exact }))),
@@ -138,10 +148,11 @@ export class Boards {
         } catch (e) {
           const error = e instanceof Error ? e.message : String(e);
           this.log?.warn(`the ${board} board's ranking could not be computed: ${error}`);
+          // `at` is when it failed: the next try is due RANKING_RETRY_MS later.
           this.rankings.set(board, {
             signature: target,
             ranking: previous?.ranking ?? null,
-            at: previous?.at ?? new Date().toISOString(),
+            at: new Date().toISOString(),
             error,
           });
         }

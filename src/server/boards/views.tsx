@@ -111,8 +111,10 @@ export const BoardPage: FC<{
       {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
       {entries.length === 0 ? (
         ''
+      ) : ranking.error ? (
+        <p class="note ranking-status warn">{ctx.t.rankingFailed}</p>
       ) : ranking.ranking === null ? (
-        <p class="note ranking-status">{ranking.error ? ctx.t.rankingFailed : ctx.t.rankingComputing}</p>
+        <p class="note ranking-status">{ctx.t.rankingComputing}</p>
       ) : !ranking.current ? (
         <p class="note ranking-status">{ctx.t.rankingUpdating}</p>
       ) : (
