@@ -146,18 +146,14 @@ function clusterIndex(n: number, clusters?: readonly string[]): { of: Int32Array
   return { of, count: ids.size };
 }
 
-const seBuffer = { sums: new Float64Array(0) };
-
-/** The clustered SE over numbered clusters: one pass, no allocation in the hot loop of a board's pairs. */
+/** The clustered SE over numbered clusters. */
 function seOf(values: ArrayLike<number>, of: Int32Array, count: number): number {
   const n = values.length;
   if (n === 0) return 0;
   let m = 0;
   for (let i = 0; i < n; i++) m += values[i] as number;
   m /= n;
-  if (seBuffer.sums.length < count) seBuffer.sums = new Float64Array(count);
-  const sums = seBuffer.sums;
-  sums.fill(0, 0, count);
+  const sums = new Float64Array(count);
   for (let i = 0; i < n; i++) (sums[of[i] as number] as number) += (values[i] as number) - m;
   let total = 0;
   for (let c = 0; c < count; c++) total += (sums[c] as number) ** 2;

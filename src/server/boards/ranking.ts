@@ -1,7 +1,8 @@
 /**
  * Rank intervals and tie groups on the boards. Each scored entry keeps its per-item counts (the same counts its
- * scores came from) server-side, deflated; a board's ranking is recomputed from them in a scoring worker whenever
- * the board changes, never on a page request, and only aggregates leave: per entry its rank, the rank's 95%
+ * scores came from) server-side, deflated; a board's ranking is recomputed from them in low-priority worker threads
+ * (one job per task, then one for the overall: ../scorer.ts) whenever the board changes, never on a page request,
+ * and only aggregates leave: per entry its rank, the rank's 95%
  * interval and its group letters, per task the minimum detectable effect (statistics: ../../metrics/ranking.ts).
  */
 import { createHash } from 'node:crypto';
@@ -173,20 +174,6 @@ export function taskJob(job: RankJob, task: string): RankTaskJob {
       e.stats[task] ? [{ ...e, stats: { [task]: e.stats[task] as StoredTaskStats } }] : [],
     ),
   };
-}
-
-/** A board's ranking in one thread (the server spreads the tasks over its scoring workers, then ranks the overall). */
-export async function rankBoard(job: RankJob, references: ReferenceLoader): Promise<BoardRanking> {
-  const parts = [];
-  for (const task of job.tasks) parts.push(await rankBoardTask(taskJob(job, task), references));
-  return assemble(
-    job,
-    parts,
-    rankBoardOverall(
-      parts.map((p) => p.replicates),
-      job.alpha,
-    ),
-  );
 }
 
 /** The ranking from its tasks' parts and its overall. */
