@@ -5,6 +5,7 @@
  */
 import { UsageError } from '../errors.js';
 import type { TaskRanking } from '../metrics/ranking.js';
+import { f2, rankInterval } from '../report/format.js';
 import { parseTaskList } from '../tasks/registry.js';
 import { renderTable } from '../text-table.js';
 import { predictionsOf, reportIssues, SCORING_FLAGS } from './eval.js';
@@ -23,11 +24,7 @@ export const RANK_FLAGS = {
 } satisfies FlagTable;
 export type RankFlags = FlagsOf<typeof RANK_FLAGS>;
 
-const f2 = (x: number) => x.toFixed(2);
-const rankText = (r: { rank: number; rank_ci: [number, number] }) =>
-  r.rank_ci[0] === r.rank_ci[1]
-    ? `${r.rank} (${r.rank_ci[0]})`
-    : `${r.rank} (${r.rank_ci[0]}–${r.rank_ci[1]})`;
+const rankText = (r: { rank: number; rank_ci: [number, number] }) => `${r.rank} (${rankInterval(r.rank_ci)})`;
 
 function renderRanking(
   title: string,

@@ -29,6 +29,7 @@ import {
   scoreChart,
   unparsedChart,
 } from './charts.js';
+import { f2, rankInterval } from './format.js';
 import { type Lang, STRINGS, type Strings } from './i18n.js';
 import { PAPER_ROWS, type PaperRow } from './paper.js';
 import { loadInput, type ReportSystem } from './sources.js';
@@ -104,16 +105,13 @@ export function rankingTables(
   r: RankResult,
   t: Pick<Strings, 'detectable' | 'overallName'>,
 ): { title: string; rows: string[][] }[] {
-  const f2 = (x: number) => x.toFixed(2);
   const rowsOf = (systems: RankResult['tasks'][string]['systems']) =>
     [...systems]
       .sort((a, b) => b.score - a.score)
       .map((s) => [
         s.name,
         `${f2(s.score)} ± ${f2(s.se)}`,
-        s.rank_ci[0] === s.rank_ci[1]
-          ? `${s.rank} (${s.rank_ci[0]})`
-          : `${s.rank} (${s.rank_ci[0]}–${s.rank_ci[1]})`,
+        `${s.rank} (${rankInterval(s.rank_ci)})`,
         s.group,
       ]);
   const out = Object.entries(r.tasks).map(([task, x]) => ({

@@ -9,8 +9,9 @@
 import type { TopLevelSpec } from 'vega-lite';
 import type { Interval } from '../metrics/bootstrap.js';
 import { percentile } from '../metrics/quantile.js';
+import { groupLabels } from '../metrics/ranking.js';
 import type { Breakdown } from '../scoring/breakdown.js';
-import { ciText, f2, pValue } from './format.js';
+import { ciText, f2, pValue, rankInterval } from './format.js';
 import type { Strings } from './i18n.js';
 
 export interface Chart {
@@ -537,8 +538,8 @@ export function rankingChart(points: readonly RankPoint[], t: Strings): Chart {
     ...p,
     lo: p.score - 1.959963984540054 * p.se,
     hi: p.score + 1.959963984540054 * p.se,
-    first: p.group.match(/[a-zA-Z]|\[\d+\]/)?.[0] ?? '',
-    ranks: p.rank_ci[0] === p.rank_ci[1] ? `${p.rank_ci[0]}` : `${p.rank_ci[0]}–${p.rank_ci[1]}`,
+    first: groupLabels(p.group)[0] ?? '',
+    ranks: rankInterval(p.rank_ci),
     label: `${p.system} · ${p.group}`,
   }));
   const rows = [...new Set(points.map((p) => p.row))];
@@ -602,7 +603,7 @@ export function rankingChart(points: readonly RankPoint[], t: Strings): Chart {
         p.system,
         p.row,
         `${f2(p.score)} ± ${f2(p.se)}`,
-        p.rank_ci[0] === p.rank_ci[1] ? `${p.rank_ci[0]}` : `${p.rank_ci[0]}–${p.rank_ci[1]}`,
+        rankInterval(p.rank_ci),
         p.group,
       ]),
     },

@@ -13,4 +13,8 @@ export const ciText = (i: Interval | null | undefined, empty = '–'): string =>
 export const signed = (x: number): string => (x > 0 ? `+${f2(x)}` : f2(x));
 
 /** A p-value to three decimals, or "<0.001". */
+/** A rank's interval as people write it: "2–5", or "3" when it is one rank. */
+export const rankInterval = ([lo, hi]: readonly [number, number]): string =>
+  lo === hi ? `${lo}` : `${lo}–${hi}`;
+
 export const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));

@@ -1,4 +1,5 @@
 /** A board as data for export: the board's name from a path, its CSV, and an entry as the JSON API shows it. */
+import { rankInterval } from '../../report/format.js';
 import { getTask } from '../../tasks/registry.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
@@ -51,15 +52,11 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     ...tasks.flatMap((t) => getTask(t).metrics.map((m) => e.tasks[t]?.metrics[m]?.toFixed(4) ?? '')),
     ...tasks.map((t) => e.tasks[t]?.score.toFixed(4) ?? ''),
     e.overall?.toFixed(4) ?? '',
-    e.place ? rankText(e.place.rank_ci) : '',
+    e.place ? rankInterval(e.place.rank_ci) : '',
     e.place?.group ?? '',
   ]);
   return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
-
-/** A rank interval as people write it: "2–5", or "3" when it is one rank. */
-export const rankText = ([lo, hi]: readonly [number, number]): string =>
-  lo === hi ? `${lo}` : `${lo}–${hi}`;
 
 /** A board entry as the JSON export and the API show it: metadata and aggregate scores, no internals. */
 export function publicEntry(e: Entry) {

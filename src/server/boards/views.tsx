@@ -2,13 +2,13 @@
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { escapeToBuffer } from 'hono/utils/html';
+import { rankInterval } from '../../report/format.js';
 import type { PaperRow } from '../../report/paper.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
-import { rankText } from './present.js';
 import type { RankCell } from './ranking.js';
 import type { RankingState } from './service.js';
 
@@ -25,7 +25,7 @@ const escapeHtml = (text: string): string => {
 const place = (p: RankCell | undefined, ctx: PageContext, words = false) =>
   p
     ? raw(
-        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankText(p.rank_ci)} · <b>${escapeHtml(p.group)}</b></small>`,
+        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankInterval(p.rank_ci)} · <b>${escapeHtml(p.group)}</b></small>`,
       )
     : '';
 
