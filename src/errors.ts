@@ -43,6 +43,8 @@ export type ErrorCode =
   | 'PLAN_NOT_FOUND'
   /** A model server the platform's allow-list (`serve endpoint add`) does not name. */
   | 'ENDPOINT_NOT_ALLOWED'
+  /** A task definition file that does not fit `rumedbench.task/1` (its file, line and column named). */
+  | 'TASK_INVALID'
   /** A run spec (a file, a manifest's `spec`, a queue row) that does not fit the spec's schema. */
   | 'RUN_SPEC_INVALID'
   /** The queue's database holds a schema of another version than this process knows. */
@@ -162,5 +164,21 @@ export class RunSpecError extends RumedbenchError {
   ) {
     super('RUN_SPEC_INVALID', `${where}: not a valid run spec:\n  ${problems.join('\n  ')}`);
     this.name = 'RunSpecError';
+  }
+}
+
+/** Task definition files that cannot be used: `task.yaml:LINE:COL: reason`, one line per problem. */
+export class TaskDefinitionError extends RumedbenchError {
+  constructor(
+    readonly file: string,
+    readonly problems: readonly string[],
+  ) {
+    super(
+      'TASK_INVALID',
+      problems.length === 1
+        ? (problems[0] as string)
+        : `${file}: ${problems.length} problems:\n  ${problems.join('\n  ')}`,
+    );
+    this.name = 'TaskDefinitionError';
   }
 }

@@ -406,6 +406,7 @@ export async function trainEncoder(
     log(
       `${task.name}: logistic regression (C = ${C}) over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
+  if (task.kind === 'multilabel') throw new Error(`${task.name}: multi-label heads are not trained`);
   if (task.kind === 'tagging') {
     const matrices = await embedder.embedWords(
       train.map((r) => r.raw[task.tokensField] as string[]),
@@ -486,7 +487,7 @@ export function loadEncoderModel(
     if (task.kind !== 'tagging') throw new Error(`${task.name}: a tagging model was saved for another task`);
     return new EncoderTagger(task, source, meta.encoder, standardizer, head, C);
   }
-  if (task.kind === 'tagging' || isChoiceTask(task))
+  if (task.kind === 'tagging' || task.kind === 'multilabel' || isChoiceTask(task))
     throw new Error(`${task.name}: a text classification model was saved for another task`);
   return new EncoderClassifier(task, source, meta.encoder, standardizer, head, C);
 }

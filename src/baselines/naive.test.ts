@@ -54,4 +54,9 @@ describe('naive baselines', () => {
     expect(tags?.[0]).toBe(tags?.[1]);
     expect(['B-ADR', 'O']).toContain(tags?.[0]);
   });
+
+  it('answers a multi-label task with the class most train records have (as MedBench does on ECG2Pathology)', () => {
+    const train = [['3', '37'], ['37'], ['5'], ['37', '5']].map((g, i) => rec(String(i), g));
+    expect(trainNaive(getTask('ECG2Pathology'), train, 0).predict([rec('t', ['1'])])).toEqual([['37']]);
+  });
 });

@@ -17,7 +17,7 @@ export function labelsByFrequency(records: readonly TaskRecord[]): { label: stri
 }
 
 interface NaiveParams {
-  /** Ranking and classification: labels with their train share, best first. */
+  /** Ranking, classification and multi-label: labels (classes) with their train share, best first. */
   ranked?: Scored[];
   /** Tagging: the tag drawn for each train token. */
   tokenTags?: Record<string, string>;
@@ -33,6 +33,15 @@ export function trainNaive(task: TaskDefinition, train: readonly TaskRecord[], s
   if (task.kind === 'classification') {
     // The paper's constant answer, whatever the training data; probability 1 on it.
     return naiveModel(task, { ranked: [{ label: task.naiveLabel, score: 1 }] });
+  }
+  if (task.kind === 'multilabel') {
+    // The class found in most train records, for every record (as MedBench's ECG2Pathology sample answers 37).
+    const counts = new Map<string, number>();
+    for (const r of train) for (const c of r.gold as string[]) counts.set(c, (counts.get(c) ?? 0) + 1);
+    const ranked = task.classes
+      .map((label) => ({ label, score: (counts.get(label) ?? 0) / Math.max(1, train.length) }))
+      .sort((a, b) => b.score - a.score);
+    return naiveModel(task, { ranked });
   }
   const byToken = new Map<string, Map<string, number>>();
   for (const r of train) {
@@ -85,7 +94,11 @@ export function naiveModel(task: TaskDefinition, params: NaiveParams): BaselineM
     predict: (records) =>
       records.map(
         (): Prediction =>
-          task.kind === 'ranking' ? ranked.slice(0, 3).map((s) => s.label) : (ranked[0]?.label ?? ''),
+          task.kind === 'ranking'
+            ? ranked.slice(0, task.k ?? 3).map((s) => s.label)
+            : task.kind === 'multilabel'
+              ? ranked.slice(0, 1).map((s) => s.label)
+              : (ranked[0]?.label ?? ''),
       ),
     rank: (records, top) => records.map(() => ranked.slice(0, top)),
     serialize,

@@ -2,10 +2,12 @@
  * `rumedbench baseline`: train a baseline on each task's train split, predict the test split (RuMedBench format,
  * scored at once) and the private test split (MedBench platform zip), and optionally save the models.
  */
+
 import { join } from 'node:path';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import type { EmbedStats, VectorSource } from '../encoders/embed.js';
+import { UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
@@ -92,6 +94,10 @@ async function runTask(
   const t0 = performance.now();
   let train: TaskRecord[] = [];
   let trainedOn: TaskRun['trainedOn'];
+  if (task.kind === 'multilabel' && options.method !== 'naive')
+    throw new UsageError(
+      `${task.name} is a multi-label task: the ${options.method} baseline does not train multi-label models yet (\`baseline naive\` does: the most frequent class); score predictions made elsewhere with \`rumedbench eval\``,
+    );
   if (options.method === 'encoder' && task.kind === 'tagging' && options.embedder?.wordVectors === false) {
     const reason = `${options.embedder.info.endpoint ?? 'this source'} gives one vector per text, and ${task.name}'s heads need one per word; run the encoder here for it`;
     log.warn(`${task.name}: ${reason}`);

@@ -125,6 +125,7 @@ export async function trainTfidf(
 ): Promise<BaselineModel> {
   if (isChoiceTask(task)) return new TfidfChoice(task);
   if (task.kind === 'tagging') return trainCrfTagger(task, train, options);
+  if (task.kind === 'multilabel') throw new Error(`${task.name}: multi-label models are not trained`);
   const log = options.progress ?? (() => {});
   const t0 = performance.now();
   const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
@@ -161,7 +162,8 @@ export function loadTfidf(task: TaskDefinition, saved: SerializedModel): Baselin
       throw new Error(`${task.name}: a multiple-choice model was saved for another task`);
     return new TfidfChoice(task);
   }
-  if (task.kind === 'tagging') throw new Error(`${task.name}: not a text classification task`);
+  if (task.kind === 'tagging' || task.kind === 'multilabel')
+    throw new Error(`${task.name}: not a single-label text classification task`);
   const tfidf = tfidfFromVocabulary(
     meta.tfidf,
     saved.strings.vocabulary ?? [],

@@ -374,20 +374,20 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['tasks'],
-    description: 'list the tasks and their metrics',
+    description:
+      'list the tasks (built in, defined in files, shipped) with their metrics and where each is defined',
     load: async () => {
-      const [{ TASKS }, { renderTable }] = await Promise.all([
-        import('../tasks/registry.js'),
-        import('../text-table.js'),
-      ]);
-      return {
-        flags: {},
-        run: (_, __, io) => {
-          const rows = TASKS.map((t) => [t.name, t.kind, t.metrics.join(', '), t.splits.join(', '), t.title]);
-          io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'what'], rows, 5)}\n`);
-          return 0;
-        },
-      };
+      const m = await import('./tasks.js');
+      return { flags: m.TASKS_FLAGS, run: (_, f, io) => m.runTasks(f, io) };
+    },
+  },
+  {
+    path: ['tasks', 'check'],
+    description: 'check task definition files and the data files they name (file:line:col and the reason)',
+    args: [['<files...>', 'definition files (.yaml, .yml, .json) or folders of them']],
+    load: async () => {
+      const m = await import('./tasks.js');
+      return { flags: m.TASKS_CHECK_FLAGS, run: (a, f, io) => m.runTasksCheck(a, f, io) };
     },
   },
 ];

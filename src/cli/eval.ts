@@ -11,6 +11,7 @@ import {
 } from '../report/table.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
+import { OVERALL_TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
@@ -26,6 +27,7 @@ export const SCORING_FLAGS = {
   bootstrap: flag.bootstrapFlag(),
   seed: flag.seedFlag(),
   fileGold: flag.fileGoldFlag(),
+  gold: flag.goldDirFlag(),
   maxIssues: flag.count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
   json: flag.jsonFlag(),
 } satisfies FlagTable;
@@ -62,6 +64,7 @@ function evaluateOptions(flags: CompareFlags) {
     seed: flags.seed,
     ...(flags.data !== undefined ? { dataDir: flags.data } : {}),
     ...(flags.fileGold ? { fileGold: true } : {}),
+    ...(flags.gold !== undefined ? { goldDir: flags.gold } : {}),
   };
 }
 
@@ -103,13 +106,20 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
     const scored = Object.keys(result.tasks).length > 0;
+    // Tasks defined in files only: the paper's five-column table would be all dashes.
+    const paperTasks = OVERALL_TASKS.some((t) => result.tasks[t.name] !== undefined);
     const parts = scored
-      ? [renderSummary(result, { reference: flags.reference ?? false }), renderDetails(result)]
+      ? [
+          ...(paperTasks || flags.reference
+            ? [renderSummary(result, { reference: flags.reference ?? false })]
+            : []),
+          renderDetails(result),
+        ]
       : ['No task scored.'];
     if (flags.breakdown && scored) parts.push(renderBreakdown(result));
     const unscored = Object.entries(result.unscored).map(([t, why]) => `${t}: not scored: ${why}`);
     if (unscored.length > 0) parts.push(unscored.join('\n'));
-    if (result.overall === null && scored) {
+    if (result.overall === null && paperTasks) {
       parts.push(
         'Overall: not reported: it needs all five public tasks scored (RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER).',
       );

@@ -140,6 +140,11 @@ export const bootstrapFlag = (what = 'bootstrap resamples, 0 for none') =>
 export const seedFlag = (what = 'seed of the resampling') =>
   count('--seed <n>', what, { min: 0, default: 0 });
 export const jsonFlag = (what = 'print exactly one JSON object on stdout') => on('--json', what);
+export const goldDirFlag = () =>
+  text(
+    '--gold <dir>',
+    'folder of gold files (<Task>.jsonl: ids and the gold field), the gold of the split scored (closed tests, ECG2Pathology)',
+  );
 export const fileGoldFlag = () =>
   on(
     '--file-gold',
@@ -172,6 +177,15 @@ export function addFlags(cmd: Command, table: FlagTable): Command {
   // Every command's --quiet: the program's hook quietens the command's logger (see main.ts).
   if (!cmd.options.some((o) => o.long === '--quiet'))
     cmd.addOption(new Option('-q, --quiet', 'only warnings and errors on stderr: no progress, no notes'));
+  // Every command's --tasks-dir: the program's hook loads the definitions before the command runs (see main.ts).
+  if (!cmd.options.some((o) => o.long === '--tasks-dir')) {
+    cmd.addOption(
+      new Option(
+        '--tasks-dir <path>',
+        'task definition file or folder of them (repeatable; also RUMEDBENCH_TASKS)',
+      ).argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]),
+    );
+  }
   cmd.hook('preAction', (_, action) => {
     for (const [key, d] of quiet) if (action.getOptionValue(key) === undefined) action.setOptionValue(key, d);
   });

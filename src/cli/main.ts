@@ -49,11 +49,18 @@ export function buildProgram(
       writeOut: (t) => io.out(t),
       writeErr: (t) => (io.err ?? ((x: string) => process.stderr.write(x)))(t),
     });
-  // One --quiet for every command (addFlags declares it on each).
-  program.hook('preAction', (_, action) => {
-    if (action.getOptionValue('quiet') !== true) return;
-    io.quiet = true;
-    io.log = { ...io.log, info: () => {}, debug: () => {} };
+  // One --quiet and one --tasks-dir for every command (addFlags declares them on each).
+  program.hook('preAction', async (_, action) => {
+    if (action.getOptionValue('quiet') === true) {
+      io.quiet = true;
+      io.log = { ...io.log, info: () => {}, debug: () => {} };
+    }
+    const dirs = (action.getOptionValue('tasksDir') as string[] | undefined) ?? [];
+    // Loaded only where asked for: the YAML reader is not part of every command's start.
+    if (dirs.length > 0 || process.env.RUMEDBENCH_TASKS) {
+      const { taskPaths, loadUserTasks } = await import('../tasks/user.js');
+      loadUserTasks(taskPaths(dirs));
+    }
   });
   const made = new Map<string, Command>([['', program]]);
   for (const e of COMMANDS) {

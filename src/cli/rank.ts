@@ -70,6 +70,7 @@ export async function runRank(paths: readonly string[], flags: RankFlags, io: Cl
     alpha: flags.alpha,
     ...(flags.data !== undefined ? { dataDir: flags.data } : {}),
     ...(flags.fileGold ? { fileGold: true } : {}),
+    ...(flags.gold !== undefined ? { goldDir: flags.gold } : {}),
     ...(names ? { names } : {}),
     ...(flags.tasks ? { tasks: parseTaskList(flags.tasks).map((t) => t.name) } : {}),
   });

@@ -15,6 +15,11 @@ export interface LoadOptions {
 
 /** Upstream's mirror note: this file is published but too large for some mirrors. */
 function missingHint(task: TaskDefinition, split: Split): string {
+  if (task.source !== undefined) {
+    return task.files?.[split]
+      ? `It is the ${split} file that ${task.source} names.`
+      : `${task.source} names no ${split} file${task.splits.length > 0 ? ` (its splits: ${task.splits.join(', ')})` : ''}; give its gold with --gold DIR where the host holds it.`;
+  }
   if (!task.splits.includes(split)) {
     return `${task.name} has no ${split} split upstream (it has ${task.splits.join(', ')}).`;
   }

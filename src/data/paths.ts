@@ -17,7 +17,7 @@ export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = proce
   return defaultDataDir();
 }
 
-/** Upstream layout: `<Task>/<split>_v1.jsonl`. */
+/** A defined task's own file for the split, else upstream's layout: `<Task>/<split>_v1.jsonl`. */
 export function splitPath(dataDir: string, task: TaskDefinition, split: Split): string {
-  return join(dataDir, task.name, `${split}_v1.jsonl`);
+  return task.files?.[split] ?? join(dataDir, task.name, `${split}_v1.jsonl`);
 }

@@ -83,7 +83,8 @@ export function labelMismatch(task: TaskDefinition, labels: readonly string[]): 
   }
   if (isChoiceTask(task))
     return `${task.name} is a multiple-choice exam with no training data; predict-encoder runs classification heads (use \`baseline encoder\` or \`llm\`)`;
-  const expected = task.kind === 'tagging' ? task.tags : task.labels;
+  const expected =
+    task.kind === 'tagging' ? task.tags : task.kind === 'multilabel' ? task.classes : task.labels;
   const missing = expected.filter((l) => !labels.includes(l));
   const unexpected = labels.filter((l) => !expected.includes(l));
   if (missing.length === 0 && unexpected.length === 0) return undefined;

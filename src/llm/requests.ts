@@ -103,14 +103,17 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
     }
     let examples: TaskRecord[] = [];
     if (o.shots > 0) {
-      const train = await ifPresent(loadSplit(task, 'train', { dataDir: o.dataDir }));
-      if (!train) {
-        skipped[task.name] = `${o.shots}-shot prompts need ${trainFile}, which is missing`;
+      // Examples come from train, or from the split a defined task names for them.
+      const from = task.shotsSplit ?? 'train';
+      const shotsFile = splitPath(o.dataDir, task, from);
+      const pool = await ifPresent(loadSplit(task, from, { dataDir: o.dataDir }));
+      if (!pool) {
+        skipped[task.name] = `${o.shots}-shot prompts need ${shotsFile}, which is missing`;
         o.log.warn(`${task.name}: ${skipped[task.name]}; skipped`);
         continue;
       }
-      examples = drawExamples(task, train, o.shots, o.seed);
-      dataFiles[`${task.name}/train`] = await sha256(trainFile);
+      examples = drawExamples(task, pool, o.shots, o.seed);
+      dataFiles[`${task.name}/${from}`] = await sha256(shotsFile);
     }
     if (o.promptVariant !== undefined && !task.prompt.variants.some((v) => v.id === o.promptVariant)) {
       skipped[task.name] =

@@ -11,6 +11,7 @@
 import type { MetricName } from '../tasks/types.js';
 import {
   type ItemStats,
+  isAccuracyOnly,
   type MetricValues,
   mean,
   metricsFromSums,
@@ -228,7 +229,7 @@ export function pairedComparison(
     }
     // Accuracy on independent items: the exact McNemar test on the discordant pairs instead.
     let mcnemar: number | undefined;
-    if (task.kind === 'classification' && !clusters) {
+    if (isAccuracyOnly(task) && !clusters) {
       let onlyA = 0;
       let onlyB = 0;
       for (let i = 0; i < n; i++) {

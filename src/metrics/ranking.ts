@@ -24,7 +24,15 @@
  *   × SE of the paired difference (for accuracy, 100·sqrt(p_d / n) with p_d the discordance: Connor, 1987, "Sample
  *   size for testing differences in proportions for the paired-sample design"), the median over the task's pairs.
  */
-import { type ItemStats, metricsFromSums, scoreFromSums, statsLayout, taskScore } from './item-stats.js';
+import {
+  type ItemStats,
+  isAccuracyOnly,
+  isItemMean,
+  metricsFromSums,
+  scoreFromSums,
+  statsLayout,
+  taskScore,
+} from './item-stats.js';
 import { createRng } from './rng.js';
 import { normalUpper } from './student-t.js';
 
@@ -235,7 +243,7 @@ export const groupLabels = (letters: string): string[] => letters.match(/[a-zA-Z
 
 /** Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER). */
 function itemScores(s: ItemStats): Float64Array | undefined {
-  if (s.task.kind === 'tagging') return undefined;
+  if (!isItemMean(s.task)) return undefined;
   const { width } = statsLayout(s.task);
   const row = new Float64Array(width);
   const out = new Float64Array(s.ids.length);
@@ -555,7 +563,7 @@ export function rankDraws(
   const pick = o.only ?? d.names.map((_, i) => i);
   const m = pick.length;
   const R = d.boot[0]?.length ?? 0;
-  const accuracyOnly = d.task.kind === 'classification' && d.task.metrics.length === 1 && !d.clustered;
+  const accuracyOnly = isAccuracyOnly(d.task) && !d.clustered;
   const items = pick.map((i) => d.perItem[i]);
   // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
   // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).

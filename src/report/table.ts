@@ -2,7 +2,7 @@
 import type { Delta, Interval } from '../metrics/bootstrap.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { EvaluationResult } from '../scoring/score.js';
-import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
+import { OVERALL_TASKS, tasksIn } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { ciText, f2, pValue, signed } from './format.js';
 import { PAPER_ROWS, type PaperRow } from './paper.js';
@@ -46,13 +46,15 @@ export function renderSummary(
 export function renderDetails(result: EvaluationResult): string {
   const pct = Math.round(result.bootstrap.level * 100);
   const rows: string[][] = [];
-  for (const t of TASKS) {
+  for (const t of tasksIn(Object.keys(result.tasks))) {
     const r = result.tasks[t.name];
     if (!r) continue;
     for (const m of t.metrics) rows.push([t.name, String(r.n), m, f2(r.metrics[m]), ci(r.ci[m])]);
     if (t.metrics.length > 1) rows.push([t.name, String(r.n), 'score', f2(r.score), ci(r.score_ci)]);
   }
-  rows.push(['RuMedOverall', '', 'score', f2(result.overall), ci(result.overall_ci)]);
+  // Tasks defined in files only: no overall to speak of.
+  if (OVERALL_TASKS.some((t) => result.tasks[t.name] !== undefined))
+    rows.push(['RuMedOverall', '', 'score', f2(result.overall), ci(result.overall_ci)]);
   const header = ['Task', 'n', 'metric', 'value', result.bootstrap.resamples > 0 ? `${pct}% CI` : 'CI (off)'];
   return renderTable(header, rows);
 }
@@ -60,7 +62,7 @@ export function renderDetails(result: EvaluationResult): string {
 /** Per-label or per-entity-type tables, and confusion matrices for classification tasks. */
 export function renderBreakdown(result: EvaluationResult, maxLabels = 15): string {
   const parts: string[] = [];
-  for (const t of TASKS) {
+  for (const t of tasksIn(Object.keys(result.tasks))) {
     const r = result.tasks[t.name];
     if (!r) continue;
     const b = r.breakdown;
@@ -140,7 +142,7 @@ const TEST_SHORT: Record<Delta['test'], string> = {
 
 export function renderComparison(c: ComparisonResult): string {
   const rows: string[][] = [];
-  for (const t of TASKS) {
+  for (const t of tasksIn(Object.keys(c.tasks))) {
     const r = c.tasks[t.name];
     if (!r) continue;
     for (const m of t.metrics) {

@@ -37,6 +37,39 @@ export type Breakdown =
   | { kind: 'entities'; types: EntityRow[] };
 
 const pct = (a: number, b: number): number => (b === 0 ? 0 : (a / b) * 100);
+
+/**
+ * Multi-label: per class, its gold items (`n`), recall as `accuracy`, precision and F1; classes that occur in
+ * neither gold nor predictions are left out (they score 0 in the macro F1 all the same).
+ */
+function classRows(classes: readonly string[], items: readonly ScoredItem[]): LabelRow[] {
+  const c = new Map(classes.map((l) => [l, { tp: 0, predicted: 0, gold: 0 }]));
+  for (const it of items) {
+    const gold = new Set(it.gold as readonly string[]);
+    for (const l of gold) (c.get(l) as EntityCounts).gold += 1;
+    for (const l of (it.prediction ?? []) as readonly string[]) {
+      const x = c.get(l) as EntityCounts;
+      x.predicted += 1;
+      if (gold.has(l)) x.tp += 1;
+    }
+  }
+  return classes
+    .filter((l) => (c.get(l) as EntityCounts).gold + (c.get(l) as EntityCounts).predicted > 0)
+    .map((label) => {
+      const x = c.get(label) as EntityCounts;
+      const { precision, recall, f1 } = prf(x);
+      return {
+        label,
+        n: x.gold,
+        accuracy: recall * 100,
+        precision: precision * 100,
+        recall: recall * 100,
+        f1: f1 * 100,
+        predicted: x.predicted,
+      };
+    })
+    .sort((a, b) => b.n - a.n || classes.indexOf(a.label) - classes.indexOf(b.label));
+}
 const first = (p: ScoredItem['prediction']): string | undefined =>
   p === null ? undefined : typeof p === 'string' ? p : p[0];
 
@@ -66,6 +99,8 @@ export function breakdown(task: TaskDefinition, items: readonly ScoredItem[]): B
     });
     return { kind: 'entities', types };
   }
+
+  if (task.kind === 'multilabel') return { kind: 'labels', labels: classRows(task.classes, items) };
 
   const goldCount = new Map<string, number>();
   const correct = new Map<string, number>();

@@ -15,10 +15,11 @@ import { OVERALL_TASKS } from '../tasks/registry.js';
 import type { MetricName, Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import type { SubmissionIssue } from './issues.js';
-import { ReferenceLoader } from './reference.js';
+import type { ReferenceLoader } from './reference.js';
 import {
   type EvaluateOptions,
   RESULT_SCHEMA_VERSION,
+  referencesFor,
   type ValidatedSubmission,
   validateSubmission,
 } from './score.js';
@@ -65,7 +66,7 @@ export async function compareSubmissions(
   pathB: string,
   options: EvaluateOptions = {},
 ): Promise<ComparisonResult> {
-  const references = options.references ?? new ReferenceLoader(options.dataDir);
+  const references = await referencesFor(options);
   const opts = { ...options, references };
   const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
   return compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });

@@ -10,7 +10,6 @@ export type IssueCode =
   | 'BAD_ZIP'
   | 'BAD_ZIP_LAYOUT'
   | 'UNKNOWN_TASK_FILE'
-  | 'PLATFORM_ONLY_TASK'
   | 'IGNORED_FILE'
   | 'EMPTY_FILE'
   | 'MALFORMED_JSON'

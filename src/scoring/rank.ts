@@ -16,8 +16,13 @@ import {
 import { OVERALL_TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
-import { ReferenceLoader } from './reference.js';
-import { type EvaluateOptions, type ValidatedSubmission, validateSubmission } from './score.js';
+import type { ReferenceLoader } from './reference.js';
+import {
+  type EvaluateOptions,
+  referencesFor,
+  type ValidatedSubmission,
+  validateSubmission,
+} from './score.js';
 
 export interface RankResult {
   split: Split;
@@ -45,7 +50,7 @@ export async function rankSubmissions(
   paths: readonly string[],
   options: RankOptions = {},
 ): Promise<RankResult> {
-  const references = options.references ?? new ReferenceLoader(options.dataDir);
+  const references = await referencesFor(options);
   const opts = { ...options, references };
   const validated = [];
   for (const p of paths) validated.push(await validateSubmission(p, opts));

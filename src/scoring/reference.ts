@@ -12,14 +12,19 @@ export class ReferenceLoader {
   private readonly cache = new Map<string, Promise<Reference>>();
   private readonly privateGold: GoldOverrides;
   private readonly hiddenGold: boolean;
+  private readonly gold: GoldOverrides;
 
   /**
    * `privateGold` gives the private_test split its gold; the data files carry none. `hiddenGold` marks that gold
    * secret (a leaderboard's closed tests): see {@link Reference.hiddenGold}.
    */
-  constructor(dataDir?: string, options: { privateGold?: GoldOverrides; hiddenGold?: boolean } = {}) {
+  constructor(
+    dataDir?: string,
+    options: { privateGold?: GoldOverrides; hiddenGold?: boolean; gold?: GoldOverrides } = {},
+  ) {
     this.dataDir = resolveDataDir(dataDir);
     this.privateGold = options.privateGold ?? {};
+    this.gold = options.gold ?? {};
     this.hiddenGold = options.hiddenGold ?? false;
   }
 
@@ -58,10 +63,20 @@ export class ReferenceLoader {
       split,
       ...(this.hiddenGold && split === 'private_test' ? { hiddenGold: true } : {}),
     };
-    if (withRecords) {
+    // Gold given apart (`--gold DIR`) is the authority for whatever split is scored.
+    const given = this.gold[task.name];
+    if (withRecords || given) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
-      const gold = split === 'private_test' ? this.privateGold[task.name] : undefined;
+      const gold = given ?? (split === 'private_test' ? this.privateGold[task.name] : undefined);
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
+      // No data file here (ECG2Pathology's records are the host's): the gold file's ids are the split.
+      else if (given)
+        ref.records = [...given].map(([id, g], i) => ({
+          id,
+          gold: g,
+          raw: { [task.idField]: id, [task.goldField]: g },
+          line: i + 1,
+        }));
     } else ref.fileGoldOnly = true;
     if (task.kind === 'ranking') {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir: this.dataDir }));

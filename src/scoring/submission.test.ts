@@ -38,10 +38,13 @@ describe('readSubmission', () => {
     });
   });
 
-  it('accepts a zip with files at its root, naming platform-only tasks', async () => {
+  it('accepts a zip with files at its root, reading the platform task ECG2Pathology as a task', async () => {
     expect(await summary(zip({ 'RuMedDaNet.jsonl': line, 'ECG2Pathology.jsonl': '{}' }))).toEqual({
-      files: [['RuMedDaNet', 1]],
-      issues: [['warning', 'PLATFORM_ONLY_TASK']],
+      files: [
+        ['ECG2Pathology', 1],
+        ['RuMedDaNet', 1],
+      ],
+      issues: [],
     });
   });
 

@@ -7,7 +7,7 @@ import { basename, join } from 'node:path';
 import { unzipSync } from 'fflate';
 import { type JsonlLine, parseJsonl, readJsonlFile } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
-import { didYouMean, isTaskName, PLATFORM_ONLY_TASKS } from '../tasks/registry.js';
+import { didYouMean, isTaskName } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
 
 export interface SubmissionFile {
@@ -38,16 +38,8 @@ function classify(name: string, display: string, issues: SubmissionIssue[]): { t
     return undefined;
   }
   const task = name.slice(0, -'.jsonl'.length);
+  // ECG2Pathology, a MedBench platform task, is a task too (shipped as a definition): scored where its gold is given.
   if (isTaskName(task)) return { task };
-  if (PLATFORM_ONLY_TASKS.includes(task)) {
-    issues.push({
-      severity: 'warning',
-      code: 'PLATFORM_ONLY_TASK',
-      file: display,
-      message: `${task} is a MedBench platform task outside RuMedBench's text tasks; not scored`,
-    });
-    return undefined;
-  }
   issues.push({
     severity: 'error',
     code: 'UNKNOWN_TASK_FILE',

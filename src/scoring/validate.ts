@@ -80,13 +80,14 @@ export function checkAnswer(
       return undefined;
     }
     case 'ranking': {
-      const expected = `a list of 1 to 3 distinct labels, each ${task.labelDescription}`;
+      const k = task.k ?? 3;
+      const expected = `a list of 1 to ${k} distinct labels, each ${task.labelDescription}`;
       if (!Array.isArray(value))
         return { code: 'WRONG_TYPE', message: 'the answer must be a ranked list', expected, found };
       if (value.length === 0)
         return { code: 'EMPTY_PREDICTION', message: 'the ranked list is empty', expected, found };
       // Upstream counts a hit anywhere in the list, so a longer list would game Hit@3.
-      if (value.length > 3) {
+      if (value.length > k) {
         return {
           code: 'TOO_MANY_PREDICTIONS',
           message: `the ranked list has ${value.length} labels`,
@@ -99,7 +100,7 @@ export function checkAnswer(
           return { code: 'WRONG_TYPE', message: 'every label must be a string', expected, found };
         if (v.trim() === '')
           return { code: 'EMPTY_PREDICTION', message: 'a label is empty', expected, found };
-        if (!task.labelPattern.test(v)) {
+        if (!task.labelPattern.test(v) || (task.labels !== undefined && !task.labels.includes(v))) {
           return {
             code: 'UNKNOWN_LABEL',
             message: `${show(v)} is not ${task.labelDescription}`,
@@ -139,7 +140,46 @@ export function checkAnswer(
       }
       return undefined;
     }
+    case 'multilabel': {
+      const expected = `a list of distinct classes from ${describeClasses(task.classes)}`;
+      if (!Array.isArray(value))
+        return { code: 'WRONG_TYPE', message: 'the answer must be a list of classes', expected, found };
+      const bad = value.findIndex(
+        (v) => (typeof v !== 'string' && !Number.isInteger(v)) || !task.classes.includes(String(v)),
+      );
+      if (bad >= 0) {
+        const v = value[bad];
+        return {
+          code: typeof v === 'string' || Number.isInteger(v) ? 'UNKNOWN_LABEL' : 'WRONG_TYPE',
+          message: `class ${bad + 1} (${show(v)}) is not a class of this task`,
+          expected,
+          found,
+        };
+      }
+      if (new Set(value.map(String)).size !== value.length)
+        return { code: 'DUPLICATE_PREDICTION', message: 'the list repeats a class', expected, found };
+      // An empty set is an answer (no class applies), not a missing one.
+      return undefined;
+    }
   }
+}
+
+/** A class list for messages: all of a short one, the ends of a long one. */
+function describeClasses(classes: readonly string[]): string {
+  const q = (l: string) => JSON.stringify(l);
+  return classes.length <= 8
+    ? classes.map(q).join(', ')
+    : `${classes.slice(0, 3).map(q).join(', ')} … ${classes.slice(-2).map(q).join(', ')} (${classes.length} classes)`;
+}
+
+/**
+ * An answer in the task's canonical shape: a multi-label answer's classes as strings (files write class indices as
+ * numbers, as upstream's ECG2Pathology baselines do), in the task's class order. Others as given.
+ */
+export function canonicalAnswer(task: TaskDefinition, value: unknown): Prediction {
+  if (task.kind !== 'multilabel') return value as Prediction;
+  const set = new Set((value as unknown[]).map(String));
+  return task.classes.filter((c) => set.has(c));
 }
 
 function sameAnswer(a: unknown, b: unknown): boolean {
@@ -265,19 +305,20 @@ export function validateTaskFile(
     const tokensLength =
       task.kind === 'tagging'
         ? ref
-          ? (ref.raw[task.tokensField] as unknown[]).length
+          ? ((ref.raw[task.tokensField] ?? ref.gold) as unknown[]).length
           : Array.isArray(rec[task.goldField])
             ? (rec[task.goldField] as unknown[]).length
             : undefined
         : undefined;
 
-    const prediction = format === 'rumedbench' ? rec[PREDICTION] : rec[task.goldField];
+    const given = format === 'rumedbench' ? rec[PREDICTION] : rec[task.goldField];
     // null is an explicit "no answer" (a model reply that could not be read): scored as wrong and counted.
-    const problem = prediction === null ? undefined : checkAnswer(task, prediction, tokensLength);
+    const problem = given === null ? undefined : checkAnswer(task, given, tokensLength);
     if (problem) {
       err({ ...at, ...problem });
       continue;
     }
+    const prediction = given === null ? null : canonicalAnswer(task, given);
 
     if (prediction === null && reference.hiddenGold) unanswered += 1;
     let fileGold: Prediction | undefined;
@@ -312,7 +353,8 @@ export function validateTaskFile(
           });
           continue;
         }
-        if (refGold !== undefined && !sameAnswer(g, refGold)) {
+        const gc = canonicalAnswer(task, g);
+        if (refGold !== undefined && !sameAnswer(gc, refGold)) {
           err({
             ...at,
             code: 'GOLD_MISMATCH',
@@ -322,7 +364,7 @@ export function validateTaskFile(
           });
           continue;
         }
-        fileGold = g as Prediction;
+        fileGold = gc;
       }
     }
     answers.set(id, {
@@ -372,6 +414,18 @@ export function validateTaskFile(
     });
   }
   const hasErrors = issues.some((i) => i.severity === 'error');
+  // A shipped task without data (ECG2Pathology): its gold is its host's. Checked, then left unscored, saying how.
+  if (!records && task.optional && !reference.fileGoldOnly) {
+    const unscored = `no gold for ${task.name} here (its host holds it; \`eval --gold DIR\` scores it on ${task.name}.jsonl in DIR)`;
+    issues.push({
+      severity: 'warning',
+      file,
+      task: task.name,
+      code: 'NO_GOLD',
+      message: `${unscored}; validated, not scored`,
+    });
+    return hasErrors ? { task, file, format, issues } : { task, file, format, unscored, issues };
+  }
   if (!records) {
     // Without the data a file would be scored on the gold it carries itself: only when asked (--file-gold).
     const onFileGold = format !== 'platform' && reference.fileGoldOnly;

@@ -373,3 +373,86 @@ export function parseEntities(
   }
   return parsed(tags, notes);
 }
+
+/** How labels are compared with a reply: lower case, ё as е, spaces squeezed, edge punctuation dropped. */
+const labelKey = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/ё/g, 'е')
+    .replace(/\s+/g, ' ')
+    .replace(/^[\s"'«»“”.,;:!?()[\]]+|[\s"'«»“”.,;:!?()[\]]+$/g, '');
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Where each label occurs as a whole word (or words) in `text`, earliest first. */
+function labelsIn(text: string, labels: readonly string[]): { label: string; at: number }[] {
+  const t = labelKey(text);
+  const found: { label: string; at: number }[] = [];
+  for (const label of labels) {
+    const m = new RegExp(`${B}${escapeRe(labelKey(label))}${E}`, 'u').exec(t);
+    if (m) found.push({ label, at: m.index });
+  }
+  // A label inside a longer one found at the same place ("боль" in "боль в груди") is the longer one's.
+  return found
+    .filter(
+      (f) =>
+        !found.some(
+          (g) =>
+            g !== f &&
+            g.label.length > f.label.length &&
+            g.at <= f.at &&
+            labelKey(g.label).includes(labelKey(f.label)),
+        ),
+    )
+    .sort((a, b) => a.at - b.at);
+}
+
+/**
+ * A task defined in a file, one label from a closed set: the final answer is a label (any case), or names exactly
+ * one label; a reply naming several is unparsed, never resolved by a guess.
+ */
+export function parseLabel(reply: string, labels: readonly string[]): ParseResult<string> {
+  const answer = finalAnswer(reply);
+  const whole = labels.find((l) => labelKey(l) === labelKey(answer));
+  if (whole !== undefined) return parsed(whole);
+  const found = [...new Set(labelsIn(answer, labels).map((f) => f.label))];
+  if (found.length === 1) return parsed(found[0] as string, [`label read from "${answer.slice(0, 60)}"`]);
+  if (found.length > 1) return unparsed(`the answer names several labels: ${found.join(', ')}`);
+  return unparsed(`no label of ${labels.join(', ')} in the answer`);
+}
+
+const NONE_ANSWER = /^(нет|никакие|никаких|ни один|none|no|—|-)$/;
+
+/**
+ * A task defined in a file, a list of labels (multi-label classes, or a ranking's labels best first): the final
+ * answer split at commas, semicolons and line ends, each piece a label or naming one. `none` (multi-label only):
+ * "нет" or "none" alone is the empty set. At most `max` labels are kept; unknown pieces are noted, not guessed.
+ */
+export function parseLabelList(
+  reply: string,
+  match: { labels?: readonly string[]; pattern?: RegExp },
+  options: { max?: number; none?: boolean } = {},
+): ParseResult<string[]> {
+  const answer = finalAnswer(reply);
+  if (options.none && NONE_ANSWER.test(labelKey(answer))) return parsed([]);
+  const out: string[] = [];
+  const notes: string[] = [];
+  for (const piece of answer.split(/[,;\n]+/)) {
+    const key = labelKey(piece);
+    if (key === '') continue;
+    let hits: string[] = [];
+    if (match.labels) {
+      const whole = match.labels.find((l) => labelKey(l) === key);
+      hits = whole !== undefined ? [whole] : labelsIn(piece, match.labels).map((f) => f.label);
+    } else if (match.pattern) {
+      const word = piece.trim().replace(/^[\s"'«».()[\]]+|[\s"'«».()[\]]+$/g, '');
+      if (match.pattern.test(word)) hits = [word];
+    }
+    if (hits.length === 0) notes.push(`"${piece.trim().slice(0, 40)}" is not a label of this task`);
+    for (const h of hits) if (!out.includes(h)) out.push(h);
+  }
+  if (out.length === 0) return unparsed(notes.length > 0 ? notes.join('; ') : 'no label in the answer');
+  const max = options.max ?? out.length;
+  if (out.length > max) notes.push(`${out.length - max} label(s) beyond the first ${max} dropped`);
+  return parsed(out.slice(0, max), notes);
+}

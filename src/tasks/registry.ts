@@ -1,8 +1,12 @@
 /**
- * The task registry: the one list of tasks. Everything else asks it, so adding a task is one module plus its
- * line here.
+ * The task registry: the one list of tasks. Everything else asks it. The six built-in tasks are modules here;
+ * tasks defined in files (`--tasks-dir`, `RUMEDBENCH_TASKS`; src/tasks/user.ts) join them at start, and the
+ * definitions shipped in the package's `tasks/` folder (ECG2Pathology) are read the first time they are named.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.js';
+import { taskFromObject } from './definition.js';
 import { rumedDaNet } from './rumed-danet.js';
 import { rumedNer } from './rumed-ner.js';
 import { rumedNli } from './rumed-nli.js';
@@ -11,15 +15,66 @@ import { rumedTest } from './rumed-test.js';
 import { rumedTop3 } from './rumed-top3.js';
 import type { ClassificationTask, TaskDefinition } from './types.js';
 
-/** In the paper's column order. */
-export const TASKS = [rumedTop3, rumedSymptomRec, rumedDaNet, rumedNli, rumedNer, rumedTest] as const;
+/** The built-in tasks, in the paper's column order. */
+export const BUILTIN_TASKS = [rumedTop3, rumedSymptomRec, rumedDaNet, rumedNli, rumedNer, rumedTest] as const;
 
-export type TaskName = (typeof TASKS)[number]['name'];
+export type TaskName = (typeof BUILTIN_TASKS)[number]['name'];
 
-/** Tasks of the MedBench platform that are not text tasks and are not scored here (named so they are not "unknown"). */
-export const PLATFORM_ONLY_TASKS: readonly string[] = ['ECG2Pathology'];
+/**
+ * Every task "all tasks" means: the built-in ones, then those defined in files, in the order they were loaded. A
+ * live list: registering a task adds it here.
+ */
+export const TASKS: TaskDefinition[] = [...BUILTIN_TASKS];
+
+/**
+ * Definitions shipped with the package, known by name but read only when named, and never among "all tasks":
+ * ECG2Pathology has no data here (the signals are PTB-XL's, the gold is the host's).
+ */
+const SHIPPED: Readonly<Record<string, string>> = { ECG2Pathology: 'ECG2Pathology.json' };
+
+/** Tasks of the MedBench platform that are not text tasks: shipped as definitions, scored where gold is given. */
+export const PLATFORM_ONLY_TASKS: readonly string[] = Object.keys(SHIPPED);
 
 const BY_NAME = new Map<string, TaskDefinition>(TASKS.map((t) => [t.name, t]));
+
+/** The package's `tasks/` folder (beside src/ and dist/). */
+export const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url));
+
+function shipped(name: string): TaskDefinition | undefined {
+  const file = SHIPPED[name];
+  if (!file) return undefined;
+  const path = `${SHIPPED_TASKS_DIR}${file}`;
+  const task = taskFromObject(JSON.parse(readFileSync(path, 'utf8')), path, { optional: true });
+  BY_NAME.set(name, task);
+  return task;
+}
+
+const lookup = (name: string): TaskDefinition | undefined => BY_NAME.get(name) ?? shipped(name);
+
+/**
+ * Adds a task defined in a file. A name of a built-in task, or of another file's task, is refused: one name, one
+ * definition. Registering the same file twice is harmless.
+ */
+export function registerTask(task: TaskDefinition): void {
+  const known = BY_NAME.get(task.name) ?? (SHIPPED[task.name] ? shipped(task.name) : undefined);
+  if (known) {
+    if (known.source !== undefined && known.source === task.source) return;
+    throw new UsageError(
+      known.source === undefined || known.optional
+        ? `${task.source ?? 'a task definition'}: "${task.name}" is the name of a built-in task; give yours another name`
+        : `${task.source ?? 'a task definition'}: "${task.name}" is already defined by ${known.source}`,
+    );
+  }
+  BY_NAME.set(task.name, task);
+  if (!task.optional) TASKS.push(task);
+}
+
+/** Tasks defined in files that are registered now (for `rumedbench tasks`). */
+export const userTasks = (): TaskDefinition[] => TASKS.filter((t) => t.source !== undefined);
+
+/** The shipped definitions, read (for `rumedbench tasks`). */
+export const shippedTasks = (): TaskDefinition[] =>
+  Object.keys(SHIPPED).map((n) => lookup(n) as TaskDefinition);
 
 /** A multiple-choice task (RuMedTest): options instead of training data. */
 export function isChoiceTask(
@@ -28,8 +83,9 @@ export function isChoiceTask(
   return task.kind === 'classification' && task.choices !== undefined;
 }
 
+/** Whether a task of this name is known (built in, defined in a loaded file, or shipped). */
 export function isTaskName(name: string): name is TaskName {
-  return BY_NAME.has(name);
+  return BY_NAME.has(name) || SHIPPED[name] !== undefined;
 }
 
 /** Edits (insertions, deletions, substitutions) between two short strings. */
@@ -51,7 +107,10 @@ function editDistance(a: string, b: string): number {
 /** The task a near-miss name meant (another case, or one or two letters off), if one is nearest. */
 export function nearestTask(name: string): string | undefined {
   const lower = name.toLowerCase();
-  const scored = [...BY_NAME.keys()].map((t) => ({ t, d: editDistance(t.toLowerCase(), lower) }));
+  const scored = [...new Set([...BY_NAME.keys(), ...Object.keys(SHIPPED)])].map((t) => ({
+    t,
+    d: editDistance(t.toLowerCase(), lower),
+  }));
   const best = Math.min(...scored.map((x) => x.d));
   const near = scored.filter((x) => x.d === best);
   return best <= 2 && near.length === 1 ? near[0]?.t : undefined;
@@ -67,10 +126,10 @@ export const didYouMean = (name: string): string => {
  * @example getTask('RuMedNLI').labels // ['entailment', 'contradiction', 'neutral']
  */
 export function getTask(name: string): TaskDefinition {
-  const task = BY_NAME.get(name);
+  const task = lookup(name);
   if (!task)
     throw new UsageError(
-      `unknown task "${name}"${didYouMean(name)}; expected one of ${[...BY_NAME.keys()].join(', ')}`,
+      `unknown task "${name}"${didYouMean(name)}; expected one of ${TASKS.map((t) => t.name).join(', ')}`,
     );
   return task;
 }
@@ -85,4 +144,17 @@ export function parseTaskList(value: string | undefined): TaskDefinition[] {
     .map(getTask);
 }
 
-export const OVERALL_TASKS: readonly TaskDefinition[] = TASKS.filter((t) => t.inOverall);
+export const OVERALL_TASKS: readonly TaskDefinition[] = BUILTIN_TASKS.filter((t) => t.inOverall);
+
+/**
+ * The tasks named in `names`, in registry order (built in first, then defined in files), then any optional ones
+ * (ECG2Pathology) named: how results list their tasks.
+ */
+export function tasksIn(names: Iterable<string>): TaskDefinition[] {
+  const wanted = new Set(names);
+  const listed = TASKS.filter((t) => wanted.has(t.name));
+  const extra = [...wanted]
+    .filter((n) => !listed.some((t) => t.name === n) && isTaskName(n))
+    .map((n) => getTask(n));
+  return [...listed, ...extra];
+}

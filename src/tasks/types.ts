@@ -8,16 +8,31 @@ import type { ParseResult } from './parse.js';
 export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
 export type Split = (typeof SPLITS)[number];
 
-/** Metric names as they appear in results (`tasks.<Task>.metrics`). Values are percentages, 0-100. */
-export type MetricName = 'accuracy' | 'hit_at_3' | 'f1';
+/**
+ * Metric names as they appear in results (`tasks.<Task>.metrics`). Values are percentages, 0-100. The built-in
+ * tasks use `accuracy`, `hit_at_3` and `f1` (RuMedNER's entity F1), as upstream `eval.py` names them; tasks defined
+ * in a file may also ask for the others (src/tasks/definition.ts lists which fit which type).
+ */
+export type MetricName =
+  | 'accuracy'
+  | 'f1'
+  | 'macro_f1'
+  | 'micro_f1'
+  | 'token_accuracy'
+  | 'entity_f1'
+  | HitAtK;
+
+/** Hit@k of a ranking task, for k from 1 to 10 (a defined task's `k`). */
+export type HitAtK = `hit_at_${1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10}`;
 
 /**
  * How predictions look and are scored:
- * - `ranking`: a ranked list of up to three labels; accuracy of the first, Hit@3 of the list.
- * - `classification`: one label from a closed set; accuracy.
+ * - `ranking`: a ranked list of up to k (3) labels; accuracy of the first, Hit@k of the list.
+ * - `classification`: one label from a closed set; accuracy (macro or micro F1 where a task asks).
  * - `tagging`: one IOB2 tag per token; token accuracy and entity-level micro F1 (seqeval's default mode).
+ * - `multilabel`: a set of classes per item; macro or micro F1 over the classes, exact-match accuracy.
  */
-export type TaskKind = 'ranking' | 'classification' | 'tagging';
+export type TaskKind = 'ranking' | 'classification' | 'tagging' | 'multilabel';
 
 /** What a prompt or a parser may need beyond the record: the train label inventory, for open label spaces. */
 export interface PromptContext {
@@ -98,6 +113,22 @@ interface TaskBase<Name extends string = string> {
   readonly prompt: TaskPrompt;
   /** Schema of one data record; the gold field is optional here, the loader decides where it is required. */
   readonly recordSchema: z.ZodType<Record<string, unknown>>;
+  /** Where a task defined in a file came from (the definition file); absent for the built-in tasks. */
+  readonly source?: string;
+  /** A defined task's data files by split (absolute paths); absent: `<data>/<Task>/<split>_v1.jsonl`. */
+  readonly files?: Readonly<Partial<Record<Split, string>>>;
+  /**
+   * Known by name but not among "all tasks" when none are named (ECG2Pathology ships as a definition without data:
+   * a file of it is scored where its gold is given, yet no command asks for it unasked).
+   */
+  readonly optional?: boolean;
+  /**
+   * What the task's score is: the mean of its metrics (`mean`, the paper's rule for the built-in tasks, and the
+   * default), or its first metric (`first`: tasks defined in files, whose first metric is the score).
+   */
+  readonly scoreOf?: 'mean' | 'first';
+  /** The split few-shot examples come from, where the definition names one. */
+  readonly shotsSplit?: Split;
 }
 
 export interface RankingTask<Name extends string = string> extends TaskBase<Name> {
@@ -105,6 +136,10 @@ export interface RankingTask<Name extends string = string> extends TaskBase<Name
   /** Labels must match this pattern; where they are outside the train inventory they are counted, not rejected. */
   readonly labelPattern: RegExp;
   readonly labelDescription: string;
+  /** How many labels a prediction may list (Hit@k); 3 where absent, as in RuMedTop3 and RuMedSymptomRec. */
+  readonly k?: number;
+  /** A closed label set, where the definition gives one; predictions outside it are then rejected. */
+  readonly labels?: readonly string[];
 }
 
 export interface ClassificationTask<Name extends string = string> extends TaskBase<Name> {
@@ -134,15 +169,25 @@ export interface TaggingTask<Name extends string = string> extends TaskBase<Name
   readonly tags: readonly string[];
 }
 
+/** Several classes per item (ECG2Pathology: PTB-XL records, 73 classes); gold and predictions are class lists. */
+export interface MultilabelTask<Name extends string = string> extends TaskBase<Name> {
+  readonly kind: 'multilabel';
+  readonly classes: readonly string[];
+}
+
 export type TaskDefinition<Name extends string = string> =
   | RankingTask<Name>
   | ClassificationTask<Name>
-  | TaggingTask<Name>;
+  | TaggingTask<Name>
+  | MultilabelTask<Name>;
 
 /** A validated data record: the raw object plus the fields every consumer needs. */
 export interface TaskRecord {
   readonly id: string;
-  /** Gold answer: a label (string) or a tag sequence (string[]); undefined where the split has no public gold. */
+  /**
+   * Gold answer: a label (string), a tag sequence or a class set (string[]); undefined where the split has no
+   * public gold.
+   */
   readonly gold: string | readonly string[] | undefined;
   readonly raw: Readonly<Record<string, unknown>>;
   /** 1-based line in its file. */

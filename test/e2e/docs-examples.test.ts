@@ -83,6 +83,7 @@ describe('documentation', () => {
         'docs/leaderboard.md',
         'docs/library.md',
         'docs/troubleshooting.md',
+        'docs/adding-a-task.md',
       ]),
     );
   });

@@ -123,6 +123,12 @@ export class Campaigns {
   async create(spec: CampaignSpec): Promise<{ campaign: CampaignRow; invitations: Invitation[] }> {
     if (!isTaskName(spec.task)) throw new HttpError(400, 'BAD_CAMPAIGN', `unknown task "${spec.task}"`);
     const task = getTask(spec.task);
+    if (task.kind === 'multilabel')
+      throw new HttpError(
+        400,
+        'BAD_CAMPAIGN',
+        `${task.name} is multi-label: campaigns annotate text tasks only`,
+      );
     if (
       !(task.splits as readonly string[]).includes(spec.split) ||
       (spec.split !== 'test' && spec.split !== 'private_test')
@@ -271,6 +277,8 @@ export class Campaigns {
   async view(token: string): Promise<AnnotatorView> {
     const { campaign, annotator } = await this.session(token);
     const task = getTask(campaign.task);
+    // Refused when the campaign was made (create), so never met here.
+    if (task.kind === 'multilabel') throw new HttpError(400, 'BAD_CAMPAIGN', `${task.name} is multi-label`);
     const queue = await q.queueOf(this.lb.db.db, annotator.id);
     const byId = new Map((await this.load(task, campaign.split as CampaignSplit)).map((r) => [r.id, r]));
     const answers: AnnotatorView['answers'] = {};

@@ -1,0 +1,132 @@
+/** `rumedbench tasks` (what tasks there are, and where each is defined) and `rumedbench tasks check FILE…`. */
+import { relative } from 'node:path';
+import { loadSplit } from '../data/load.js';
+import { resolveDataDir } from '../data/paths.js';
+import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
+import { loadTaskFile } from '../tasks/definition-file.js';
+import { BUILTIN_TASKS, isTaskName, shippedTasks, TASKS } from '../tasks/registry.js';
+import type { Split, TaskDefinition } from '../tasks/types.js';
+import { definitionFiles } from '../tasks/user.js';
+import { renderTable } from '../text-table.js';
+import type { FlagsOf, FlagTable } from './flags.js';
+import * as flag from './flags.js';
+import { type CliIo, EXIT } from './io.js';
+
+export const TASKS_FLAGS = { json: flag.jsonFlag() } satisfies FlagTable;
+export const TASKS_CHECK_FLAGS = {
+  data: flag.dataFlag(),
+  json: flag.jsonFlag(),
+} satisfies FlagTable;
+
+const sourceOf = (t: TaskDefinition): string =>
+  t.source === undefined
+    ? 'built in'
+    : t.optional
+      ? `shipped (${t.source})`
+      : relative(process.cwd(), t.source);
+
+const kindOf = (t: TaskDefinition): string =>
+  t.kind === 'classification' && t.choices ? 'multiple choice' : t.kind;
+
+export function runTasks(flags: FlagsOf<typeof TASKS_FLAGS>, io: CliIo): number {
+  const tasks = [...TASKS, ...shippedTasks()];
+  if (flags.json) {
+    io.out(
+      `${JSON.stringify(
+        tasks.map((t) => ({
+          name: t.name,
+          kind: t.kind,
+          metrics: t.metrics,
+          splits: t.splits,
+          title: t.title,
+          source: t.source ?? null,
+          in_overall: t.inOverall,
+        })),
+      )}\n`,
+    );
+    return EXIT.ok;
+  }
+  const rows = tasks.map((t) => [
+    t.name,
+    kindOf(t),
+    t.metrics.join(', '),
+    t.splits.join(', '),
+    sourceOf(t),
+    t.title,
+  ]);
+  io.out(`${renderTable(['task', 'kind', 'metrics', 'splits', 'source', 'what'], rows, 6)}\n`);
+  return EXIT.ok;
+}
+
+interface CheckResult {
+  file: string;
+  task?: string;
+  ok: boolean;
+  problems: string[];
+  /** Items per split whose data file was read and is valid. */
+  items: Partial<Record<Split, number>>;
+}
+
+/** Checks one definition and the data files it names; every problem is collected. */
+async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
+  const out: CheckResult = { file, ok: false, problems: [], items: {} };
+  let task: TaskDefinition;
+  try {
+    task = loadTaskFile(file);
+  } catch (e) {
+    if (e instanceof TaskDefinitionError) out.problems.push(...e.problems);
+    else throw e;
+    return out;
+  }
+  out.task = task.name;
+  if (
+    BUILTIN_TASKS.some((t) => t.name === task.name) ||
+    (isTaskName(task.name) && !TASKS.some((t) => t.source === task.source))
+  )
+    out.problems.push(
+      `${file}: name: "${task.name}" is the name of a built-in task; give yours another name`,
+    );
+  for (const split of task.splits) {
+    if (!task.files?.[split]) continue;
+    try {
+      out.items[split] = (await loadSplit(task, split, { dataDir })).length;
+    } catch (e) {
+      if (e instanceof DataInvalidError)
+        out.problems.push(
+          ...e.issues
+            .slice(0, 20)
+            .map(
+              (i) => `${i.file}:${i.line ?? ''}${i.id !== undefined ? ` (id ${i.id})` : ''}: ${i.message}`,
+            ),
+          ...(e.issues.length > 20
+            ? [`… and ${e.issues.length - 20} more in ${task.name}'s ${split} file`]
+            : []),
+        );
+      else if (e instanceof DataNotFoundError)
+        out.problems.push(`${task.files[split]}: not found (files.${split} of ${file})`);
+      else throw e;
+    }
+  }
+  out.ok = out.problems.length === 0;
+  return out;
+}
+
+export async function runTasksCheck(
+  paths: readonly string[],
+  flags: FlagsOf<typeof TASKS_CHECK_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  if (paths.length === 0) throw new UsageError('tasks check: name at least one definition file or folder');
+  const dataDir = resolveDataDir(flags.data);
+  const results: CheckResult[] = [];
+  for (const file of paths.flatMap(definitionFiles)) results.push(await checkOne(file, dataDir));
+  if (flags.json) io.out(`${JSON.stringify(results)}\n`);
+  else
+    for (const r of results) {
+      if (r.ok) {
+        const counts = Object.entries(r.items).map(([s, n]) => `${s} ${n}`);
+        io.out(`${r.file}: ${r.task} is valid${counts.length > 0 ? ` (${counts.join(', ')} items)` : ''}\n`);
+      } else for (const p of r.problems) io.log.error(p);
+    }
+  return results.every((r) => r.ok) ? EXIT.ok : EXIT.submissionErrors;
+}

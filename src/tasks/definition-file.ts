@@ -1,0 +1,59 @@
+/**
+ * Reading a task definition file (YAML, or JSON, which YAML reads): every problem named as `file:line:col: reason`.
+ * Apart from ./definition.ts so that a command that reads no definition file does not load the YAML parser.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { isMap, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
+import { TaskDefinitionError } from '../errors.js';
+import { checkTask, compileTask, type TaskFile } from './definition.js';
+import type { TaskDefinition } from './types.js';
+
+/** Checks a definition file's text; throws every problem at once. */
+export function parseTaskFile(source: string, file: string): TaskFile {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  const at = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  const problems: string[] = doc.errors.map((e) => `${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
+  if (problems.length > 0) throw new TaskDefinitionError(file, problems);
+  if (!isMap(doc.contents))
+    throw new TaskDefinitionError(file, [`${at(0)}: a task definition is a mapping (schema, name, type, …)`]);
+  /** The node at a path (its key, for `key`), or the nearest one above it that exists. */
+  const nodeAt = (path: readonly PropertyKey[], key?: 'key'): Node | undefined => {
+    if (key) {
+      const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1) as unknown[], true);
+      const pair = isMap(parent)
+        ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === String(path.at(-1)))
+        : undefined;
+      if (pair && isScalar(pair.key)) return pair.key;
+    }
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n) as unknown[], true) as Node | undefined;
+      if (node && typeof node === 'object' && 'range' in node) return node;
+    }
+    return doc.contents ?? undefined;
+  };
+  const def = checkTask(doc.toJS(), (path, reason, key) =>
+    problems.push(
+      `${at(nodeAt(path, key)?.range?.[0] ?? 0)}: ${path.length > 0 ? `${path.join('.')}: ` : ''}${reason}`,
+    ),
+  );
+  if (!def) throw new TaskDefinitionError(file, problems);
+  return def;
+}
+
+/** Reads, checks and compiles one definition file; its data paths are relative to it. */
+export function loadTaskFile(file: string, options: { optional?: boolean } = {}): TaskDefinition {
+  let source: string;
+  try {
+    source = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TaskDefinitionError(file, [
+      `${file}: cannot read the task definition (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
+    ]);
+  }
+  return compileTask(parseTaskFile(source, file), resolve(file), options);
+}

@@ -1,0 +1,430 @@
+/**
+ * Tasks defined in files (docs/adding-a-task.md): three definitions of other types (a three-label classification,
+ * a multi-label task and a multiple-choice one) and their data, made here; `eval --tasks-dir` scores them exactly as
+ * scikit-learn's documented examples say, `llm` reads a model's answers to them, `tasks check` names the line and
+ * column of a mistake, and the shipped ECG2Pathology scores on gold given with `--gold`.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rumedbench, rumedbenchWith } from '../helpers/cli.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+
+const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
+
+const SEVERITY = ['лёгкая', 'средняя', 'тяжёлая'];
+const RUBRICS = ['кардио', 'невро', 'пульмо'];
+
+/**
+ * scikit-learn's own examples (the `f1_score` reference page): y_true [0, 1, 2, 0, 1, 2], y_pred [0, 2, 1, 0, 0, 1]
+ * gives macro F1 0.2667 and micro 0.3333; the multi-label y_true [[0,0,0],[1,1,1],[0,1,1]] against
+ * y_pred [[0,0,0],[1,1,1],[1,1,0]] gives per-class F1 [0.667, 1, 0.667] (macro 0.7778), micro 0.8, and
+ * `accuracy_score` (subset accuracy) 2/3.
+ */
+const TRI = { gold: [0, 1, 2, 0, 1, 2], pred: [0, 2, 1, 0, 0, 1] };
+const MULTI = {
+  gold: [
+    [0, 0, 0],
+    [1, 1, 1],
+    [0, 1, 1],
+  ],
+  pred: [
+    [0, 0, 0],
+    [1, 1, 1],
+    [1, 1, 0],
+  ],
+};
+const rubrics = (row: number[]) => RUBRICS.filter((_, j) => row[j] === 1);
+
+function writeTasks(root: string): { tasks: string; preds: string } {
+  const tasks = join(root, 'tasks');
+  const preds = join(root, 'preds');
+  mkdirSync(join(tasks, 'data'), { recursive: true });
+  mkdirSync(preds);
+  writeFileSync(
+    join(tasks, 'severity.yaml'),
+    `schema: rumedbench.task/1
+name: Severity
+description: Тяжесть состояния по описанию.
+licence: CC BY 4.0
+files:
+  train: data/severity-train.jsonl
+  test: data/severity-test.jsonl
+id: id
+inputs: [text]
+gold: label
+type: classification
+labels: [лёгкая, средняя, тяжёлая]
+metrics: [accuracy, macro_f1, micro_f1]
+prompts:
+  - id: p1
+    version: severity-v1
+    instruction: Оцени тяжесть состояния пациента по описанию.
+    template: "Описание: {text}"
+`,
+  );
+  writeFileSync(
+    join(tasks, 'data', 'severity-test.jsonl'),
+    jsonl(TRI.gold.map((g, i) => ({ id: `t${i}`, text: `случай ${i}`, label: SEVERITY[g] }))),
+  );
+  writeFileSync(
+    join(tasks, 'data', 'severity-train.jsonl'),
+    jsonl(
+      [...TRI.gold, ...TRI.gold].map((g, i) => ({ id: `r${i}`, text: `пример ${i}`, label: SEVERITY[g] })),
+    ),
+  );
+  writeFileSync(
+    join(preds, 'Severity.jsonl'),
+    jsonl(TRI.pred.map((p, i) => ({ id: `t${i}`, prediction: SEVERITY[p] }))),
+  );
+
+  writeFileSync(
+    join(tasks, 'rubrics.yaml'),
+    `schema: rumedbench.task/1
+name: Rubrics
+description: Все подходящие рубрики для описания.
+licence: CC BY 4.0
+files:
+  test: data/rubrics-test.jsonl
+id: id
+inputs: [text]
+gold: classes
+type: multilabel
+classes: [кардио, невро, пульмо]
+metrics: [macro_f1, micro_f1, accuracy]
+`,
+  );
+  writeFileSync(
+    join(tasks, 'data', 'rubrics-test.jsonl'),
+    jsonl(MULTI.gold.map((g, i) => ({ id: `m${i}`, text: `описание ${i}`, classes: rubrics(g) }))),
+  );
+  writeFileSync(
+    join(preds, 'Rubrics.jsonl'),
+    jsonl(MULTI.pred.map((p, i) => ({ id: `m${i}`, prediction: rubrics(p) }))),
+  );
+
+  writeFileSync(
+    join(tasks, 'exam.json'),
+    JSON.stringify({
+      schema: 'rumedbench.task/1',
+      name: 'ExamABC',
+      description: 'Вопросы экзамена с тремя вариантами ответа.',
+      licence: 'CC BY 4.0',
+      files: { test: 'data/exam-test.jsonl' },
+      id: 'qid',
+      inputs: ['question'],
+      gold: 'answer',
+      type: 'multiple_choice',
+      options: { A: 'option_a', B: 'option_b', C: 'option_c' },
+      metrics: ['accuracy'],
+    }),
+  );
+  const examGold = ['A', 'B', 'C', 'A'];
+  writeFileSync(
+    join(tasks, 'data', 'exam-test.jsonl'),
+    jsonl(
+      examGold.map((g, i) => ({
+        qid: `q${i}`,
+        question: `вопрос ${i}`,
+        option_a: 'один',
+        option_b: 'два',
+        option_c: 'три',
+        answer: g,
+      })),
+    ),
+  );
+  // MedBench platform format: the gold field carries the answer.
+  writeFileSync(
+    join(preds, 'ExamABC.jsonl'),
+    jsonl(['A', 'B', 'A', 'A'].map((a, i) => ({ qid: `q${i}`, answer: a }))),
+  );
+  return { tasks, preds };
+}
+
+interface Scored {
+  tasks: Record<string, { n: number; metrics: Record<string, number>; score: number }>;
+  overall: number | null;
+}
+
+describe('tasks defined in files', () => {
+  let root: string;
+  let dirs: { tasks: string; preds: string };
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'rumedbench-user-tasks-'));
+    dirs = writeTasks(root);
+  });
+
+  it('eval --tasks-dir scores a three-label, a multi-label and a multiple-choice task as scikit-learn does', async () => {
+    const r = await rumedbench('eval', dirs.preds, '--tasks-dir', dirs.tasks, '--json', '--bootstrap', '0');
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as Scored;
+    expect(Object.keys(out.tasks)).toEqual(['ExamABC', 'Rubrics', 'Severity']);
+    const s = out.tasks.Severity?.metrics ?? {};
+    expect(s.accuracy).toBeCloseTo(100 / 3, 10);
+    expect(s.macro_f1).toBeCloseTo(((0.8 + 0 + 0) / 3) * 100, 10); // 26.67
+    expect(s.micro_f1).toBeCloseTo(100 / 3, 10);
+    // The first metric is a defined task's score.
+    expect(out.tasks.Severity?.score).toBeCloseTo(100 / 3, 10);
+    const m = out.tasks.Rubrics?.metrics ?? {};
+    expect(m.macro_f1).toBeCloseTo(((2 / 3 + 1 + 2 / 3) / 3) * 100, 10); // 77.78
+    expect(m.micro_f1).toBeCloseTo(80, 10);
+    expect(m.accuracy).toBeCloseTo(200 / 3, 10);
+    expect(out.tasks.ExamABC?.metrics.accuracy).toBe(75);
+    // No built-in task in the submission: no overall, and no "RuMedTop3 is missing" warnings.
+    expect(out.overall).toBeNull();
+    expect(r.stderr).not.toMatch(/MISSING_TASK/);
+  });
+
+  it('reads the same definitions from RUMEDBENCH_TASKS and lists them with their source', async () => {
+    const r = await rumedbenchWith({ RUMEDBENCH_TASKS: dirs.tasks }, 'tasks', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const list = JSON.parse(r.stdout) as { name: string; kind: string; source: string | null }[];
+    expect(list.map((t) => [t.name, t.kind, t.source])).toEqual([
+      ['RuMedTop3', 'ranking', null],
+      ['RuMedSymptomRec', 'ranking', null],
+      ['RuMedDaNet', 'classification', null],
+      ['RuMedNLI', 'classification', null],
+      ['RuMedNER', 'tagging', null],
+      ['RuMedTest', 'classification', null],
+      ['ExamABC', 'classification', join(dirs.tasks, 'exam.json')],
+      ['Rubrics', 'multilabel', join(dirs.tasks, 'rubrics.yaml')],
+      ['Severity', 'classification', join(dirs.tasks, 'severity.yaml')],
+      ['ECG2Pathology', 'multilabel', expect.stringMatching(/tasks\/ECG2Pathology\.json$/)],
+    ]);
+  });
+
+  it('tasks check names the line and column of a misspelt type, and each bad data line', async () => {
+    const bad = join(root, 'bad');
+    mkdirSync(bad);
+    writeFileSync(
+      join(bad, 'typo.yaml'),
+      'schema: rumedbench.task/1\nname: Typo\ndescription: d\nlicence: l\ntype: clasification\nid: id\ninputs: [t]\ngold: g\nmetrics: [accuracy]\nfiles: {test: x.jsonl}\n',
+    );
+    const typo = await rumedbench('tasks', 'check', join(bad, 'typo.yaml'));
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain(
+      `${join(bad, 'typo.yaml')}:5:7: type: unknown type "clasification"; expected one of classification, multiple_choice, ranking, tagging, multilabel`,
+    );
+
+    writeFileSync(
+      join(bad, 'metric.yaml'),
+      'schema: rumedbench.task/1\nname: Metric\ndescription: d\nlicence: l\ntype: classification\nlabels: [a, b]\nid: id\ninputs: [t]\ngold: g\nmetrics: [accuracy, entity_f1]\nfiles: {test: data.jsonl}\n',
+    );
+    writeFileSync(
+      join(bad, 'data.jsonl'),
+      jsonl([
+        { id: '1', t: 'x', g: 'a' },
+        { id: '2', g: 'b' },
+        { id: '3', t: 'x', g: 'c' },
+        { id: '1', t: 'y', g: 'b' },
+      ]),
+    );
+    const metric = await rumedbench('tasks', 'check', join(bad, 'metric.yaml'));
+    expect(metric.code).toBe(1);
+    expect(metric.stderr).toContain(
+      `${join(bad, 'metric.yaml')}:10:21: metrics.1: "entity_f1" does not fit a classification task; it takes accuracy, macro_f1, micro_f1`,
+    );
+
+    // The same definition, its metric mended: now its data file is read, every bad line named.
+    writeFileSync(
+      join(bad, 'metric.yaml'),
+      readFileSync(join(bad, 'metric.yaml'), 'utf8').replace('accuracy, entity_f1', 'accuracy'),
+    );
+    const data = await rumedbench('tasks', 'check', join(bad, 'metric.yaml'));
+    expect(data.code).toBe(1);
+    const file = join(bad, 'data.jsonl');
+    expect(data.stderr).toContain(`${file}:2 (id 2): field "t": `);
+    expect(data.stderr).toMatch(
+      new RegExp(`${file}:3 \\(id 3\\): field "g": .*"a"\\|"b"|${file}:3 \\(id 3\\): field "g"`),
+    );
+    expect(data.stderr).toContain(`${file}:4 (id 1): duplicate id; first seen on line 1`);
+
+    const good = await rumedbench('tasks', 'check', dirs.tasks);
+    expect(good.code, good.stderr).toBe(0);
+    expect(good.stdout).toContain('Severity is valid (train 12, test 6 items)');
+  });
+
+  it('refuses a definition that takes the name of a built-in task', async () => {
+    const clash = join(root, 'clash');
+    mkdirSync(clash);
+    writeFileSync(
+      join(clash, 'nli.yaml'),
+      'schema: rumedbench.task/1\nname: RuMedNLI\ndescription: d\nlicence: l\ntype: classification\nlabels: [a, b]\nid: id\ninputs: [t]\ngold: g\nmetrics: [accuracy]\nsplits: [test]\n',
+    );
+    const r = await rumedbench('eval', dirs.preds, '--tasks-dir', clash);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('"RuMedNLI" is the name of a built-in task; give yours another name');
+  });
+
+  describe('llm', () => {
+    let server: FakeOpenAI;
+    beforeAll(async () => {
+      // A model that answers every severity question "средняя" (in prose) and every exam question with option B.
+      server = await startFakeOpenAI({
+        reply: (body: ChatRequestBody) => {
+          const last = body.messages.at(-1)?.content ?? '';
+          if (last.includes('Описание:'))
+            return 'Судя по описанию, состояние средней тяжести.\nОтвечу так: средняя';
+          if (last.includes('вопрос')) return 'Ответ: B';
+          return 'Ответ: кардио, пульмо';
+        },
+      });
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it('asks a model a defined task and reads its answers with the parser of the type', async () => {
+      const out = join(root, 'run');
+      const r = await rumedbench(
+        'llm',
+        '--tasks-dir',
+        dirs.tasks,
+        '--tasks',
+        'Severity,ExamABC,Rubrics',
+        '--model',
+        'fake',
+        '--base-url',
+        server.url,
+        '--out',
+        out,
+        '--no-progress',
+        '--bootstrap',
+        '0',
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const prompt = server.requests.find((q) =>
+        q.body.messages.at(-1)?.content.includes('Описание: случай 0'),
+      );
+      expect(prompt?.body.messages.at(-1)?.content).toContain(
+        '«Ответ: МЕТКА», где МЕТКА — одна из: лёгкая, средняя, тяжёлая',
+      );
+      const preds = (task: string) =>
+        readFileSync(join(out, 'predictions', `${task}.jsonl`), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { prediction: unknown });
+      expect(preds('Severity').map((p) => p.prediction)).toEqual(Array(6).fill('средняя'));
+      expect(preds('ExamABC').map((p) => p.prediction)).toEqual(Array(4).fill('B'));
+      expect(preds('Rubrics').map((p) => p.prediction)).toEqual(Array(3).fill(['кардио', 'пульмо']));
+      const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+        tasks: Record<string, { metrics: Record<string, number> }>;
+      };
+      // Always "средняя": right on 2 of 6; always B: 1 of 4.
+      expect(summary.tasks.Severity?.metrics.accuracy).toBeCloseTo(100 / 3, 10);
+      expect(summary.tasks.ExamABC?.metrics.accuracy).toBe(25);
+    });
+  });
+});
+
+describe('ECG2Pathology (shipped as a definition, no data)', () => {
+  /** scikit-learn's `f1_score(Y, P, average='macro', zero_division=0)` on binarised labels, written out. */
+  function sklearnMacroF1(gold: number[][], pred: number[][], classes: number): number {
+    let total = 0;
+    for (let c = 0; c < classes; c++) {
+      let tp = 0;
+      let fp = 0;
+      let fn = 0;
+      gold.forEach((g, i) => {
+        const inG = g.includes(c);
+        const inP = (pred[i] as number[]).includes(c);
+        if (inG && inP) tp++;
+        else if (inP) fp++;
+        else if (inG) fn++;
+      });
+      const p = tp + fp === 0 ? 0 : tp / (tp + fp);
+      const r = tp + fn === 0 ? 0 : tp / (tp + fn);
+      total += p + r === 0 ? 0 : (2 * p * r) / (p + r);
+    }
+    return (total / classes) * 100;
+  }
+
+  it('eval --gold scores its macro F1 over the 73 classes as scikit-learn does, on synthetic records', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rumedbench-ecg-'));
+    mkdirSync(join(root, 'gold'));
+    mkdirSync(join(root, 'preds'));
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const n = 300;
+    const names = Array.from({ length: n }, (_, i) => `${String(i).padStart(5, '0')}_hr`);
+    const gold = names.map(() => {
+      const s = new Set<number>();
+      if (rand() < 0.7) s.add(37);
+      while (s.size === 0 || rand() < 0.4) s.add(Math.floor(rand() * 73));
+      return [...s].sort((a, b) => a - b);
+    });
+    // A model right on some classes, wrong on others, silent on some records (an empty set is an answer).
+    const pred = gold.map((g) =>
+      rand() < 0.1
+        ? []
+        : rand() < 0.6
+          ? g
+          : [Math.floor(rand() * 73), 37].filter((x, i, a) => a.indexOf(x) === i),
+    );
+    writeFileSync(
+      join(root, 'gold', 'ECG2Pathology.jsonl'),
+      jsonl(names.map((r, i) => ({ record_name: r, labels: gold[i] }))),
+    );
+    writeFileSync(
+      join(root, 'preds', 'ECG2Pathology.jsonl'),
+      jsonl(names.map((r, i) => ({ record_name: r, labels: pred[i] }))),
+    );
+    const r = await rumedbench(
+      'eval',
+      join(root, 'preds'),
+      '--gold',
+      join(root, 'gold'),
+      '--json',
+      '--bootstrap',
+      '0',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as Scored;
+    expect(out.tasks.ECG2Pathology?.n).toBe(n);
+    expect(out.tasks.ECG2Pathology?.metrics.macro_f1).toBeCloseTo(sklearnMacroF1(gold, pred, 73), 10);
+
+    // The naive row (class 37 for every record) in closed form: F1 of class 37 is 2s / (s + n), the rest 0.
+    writeFileSync(
+      join(root, 'preds', 'ECG2Pathology.jsonl'),
+      jsonl(names.map((r) => ({ record_name: r, labels: [37] }))),
+    );
+    const naive = JSON.parse(
+      (
+        await rumedbench(
+          'eval',
+          join(root, 'preds'),
+          '--gold',
+          join(root, 'gold'),
+          '--json',
+          '--bootstrap',
+          '0',
+        )
+      ).stdout,
+    ) as Scored;
+    const s = gold.filter((g) => g.includes(37)).length;
+    expect(naive.tasks.ECG2Pathology?.metrics.macro_f1).toBeCloseTo(((2 * s) / (s + n) / 73) * 100, 10);
+  });
+
+  it('without gold, a file of it is checked and left unscored, saying how to score it', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rumedbench-ecg-nogold-'));
+    writeFileSync(
+      join(root, 'ECG2Pathology.jsonl'),
+      jsonl([
+        { record_name: 'a', labels: [1, 99] },
+        { record_name: 'b', labels: [2] },
+      ]),
+    );
+    const bad = await rumedbench('eval', root);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('class 2 (99) is not a class of this task');
+    writeFileSync(join(root, 'ECG2Pathology.jsonl'), jsonl([{ record_name: 'a', labels: [1, 72] }]));
+    const ok = await rumedbench('eval', root);
+    expect(ok.stdout).toContain(
+      'ECG2Pathology: not scored: no gold for ECG2Pathology here (its host holds it; `eval --gold DIR` scores it on ECG2Pathology.jsonl in DIR)',
+    );
+  });
+});
