@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
-import { isTaskName, TASKS } from '../tasks/registry.js';
+import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
+import { loadUserTasks } from '../tasks/user.js';
 
 export const RUN_SPEC_SCHEMA = 'rumedbench.run/1';
 
@@ -37,6 +38,11 @@ export const LLM_DEFAULTS = {
 export const BASELINE_DEFAULTS = { trainSplit: 'train', seed: 0, bootstrap: 1000 } as const;
 
 const whole = (min: number) => z.number().int().min(min);
+/**
+ * The definition files of the spec's tasks defined in files (absolute paths; filled by makeRunSpec): read before
+ * the spec is checked, wherever it runs, so that a manifest, a plan's cell or a queued job repeats the run as made.
+ */
+const taskFiles = z.array(z.string().min(1)).optional();
 const taskList = z
   .array(z.string())
   .min(1)
@@ -140,6 +146,7 @@ const llmSpec = z
     kind: z.literal('llm'),
     provider: providerSpec,
     tasks: taskList,
+    task_files: taskFiles,
     split: z.enum(['test', 'private_test', 'both']).default(LLM_DEFAULTS.split),
     /** The data folder; absent: $RUMEDBENCH_DATA, else the user cache folder, on the machine that runs it. */
     data: z.string().min(1).optional(),
@@ -208,6 +215,7 @@ const baselineSpec = z
     method: z.enum(['naive', 'tfidf', 'encoder']),
     encoder: encoderSpec.optional(),
     tasks: taskList,
+    task_files: taskFiles,
     data: z.string().min(1).optional(),
     train_split: z.enum(['train', 'dev']).default(BASELINE_DEFAULTS.trainSplit),
     seed: whole(0).default(BASELINE_DEFAULTS.seed),
@@ -255,6 +263,7 @@ const contaminationSpec = z
     /** Shards (order) or items (guided, options) asked at once. */
     concurrency: whole(1).optional(),
     tasks: taskList,
+    task_files: taskFiles,
     data: z.string().min(1).optional(),
     split: z.enum(['test', 'dev', 'private_test']).default(CONTAMINATION_DEFAULTS.split),
     probes: z
@@ -304,8 +313,21 @@ export function makeRunSpec(input: unknown, where = 'run spec'): RunSpec {
       throw new RunSpecError(where, [
         `kind: one of ${Object.keys(kinds).join(', ')}, got ${JSON.stringify(o.kind)}`,
       ]);
+    if (Array.isArray(o.task_files) && o.task_files.every((f) => typeof f === 'string'))
+      loadUserTasks(o.task_files as string[]);
     const r = kind.safeParse(input);
-    if (r.success) return r.data;
+    if (r.success) {
+      const files = [
+        ...new Set(
+          r.data.tasks
+            .map((t) => getTask(t))
+            .filter((t) => t.source !== undefined && !t.optional)
+            .map((t) => t.source as string),
+        ),
+      ];
+      const { task_files: _, ...rest } = r.data;
+      return (files.length > 0 ? { ...rest, task_files: files } : rest) as RunSpec;
+    }
     throw new RunSpecError(
       where,
       r.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`),
@@ -356,6 +378,7 @@ export function commandLineOf(spec: RunSpec): string {
     provider(spec.provider);
     push('--concurrency', spec.concurrency);
     push('--tasks', spec.tasks.join(','));
+    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
     push('--data', spec.data);
     push('--split', spec.split);
     push('--probes', spec.probes.join(','));
@@ -368,6 +391,7 @@ export function commandLineOf(spec: RunSpec): string {
     a.push('llm');
     provider(spec.provider);
     push('--tasks', spec.tasks.join(','));
+    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
     push('--split', spec.split);
     push('--data', spec.data);
     push('--mode', spec.mode);
@@ -414,6 +438,7 @@ export function commandLineOf(spec: RunSpec): string {
       if (!e.download) a.push('--no-download');
     }
     push('--tasks', spec.tasks.join(','));
+    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
     push('--data', spec.data);
     push('--train-split', spec.train_split);
     push('--seed', spec.seed);

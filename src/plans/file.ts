@@ -4,10 +4,12 @@
  * here: the caller passes each provider's settings and how they make a run spec (the CLI derives both from the
  * commands' flag tables), so a setting means in a plan exactly what its flag means on the command line.
  */
+import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument, type YAMLMap } from 'yaml';
 import { type RunSpec, secretHeaderProblem } from '../engine/spec.js';
-import { PlanError } from '../errors.js';
+import { PlanError, TaskDefinitionError, UsageError } from '../errors.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
+import { loadUserTasks } from '../tasks/user.js';
 
 /** One setting a provider takes. */
 export interface Setting {
@@ -61,6 +63,7 @@ const PLAN_KEYS = [
   'name',
   'split',
   'tasks',
+  'tasks_dir',
   'data',
   'defaults',
   'models',
@@ -110,6 +113,25 @@ export function parsePlan(
   const split = js(valueAt('split')) ?? 'test';
   if (split !== 'test' && split !== 'private_test' && split !== 'both')
     fail(valueAt('split'), `split: one of test, private_test, both, got ${JSON.stringify(split)}`);
+  // Task definitions first (relative to the plan), so that the tasks they define can be named below.
+  const tasksDirNode = valueAt('tasks_dir');
+  if (tasksDirNode) {
+    const raw = js(tasksDirNode);
+    const dirs = typeof raw === 'string' ? [raw] : raw;
+    if (!Array.isArray(dirs) || dirs.length === 0 || !dirs.every((d) => typeof d === 'string' && d !== ''))
+      fail(
+        tasksDirNode,
+        'tasks_dir: a task definition file or folder, or a list of them (relative to the plan)',
+      );
+    else
+      try {
+        loadUserTasks((dirs as string[]).map((d) => resolve(dirname(file), d)));
+      } catch (e) {
+        if (e instanceof TaskDefinitionError || e instanceof UsageError)
+          fail(tasksDirNode, `tasks_dir: ${e.message}`);
+        else throw e;
+      }
+  }
   let tasks: string[] = TASKS.map((t) => t.name);
   const tasksNode = valueAt('tasks');
   if (tasksNode) {

@@ -16,8 +16,8 @@ import {
 } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { validateTaskFile } from '../scoring/validate.js';
-import { isTaskName, TASKS } from '../tasks/registry.js';
-import type { Split } from '../tasks/types.js';
+import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
+import type { Split, TaskDefinition } from '../tasks/types.js';
 import { encodeItemStats, type StoredItemStats } from './boards/ranking.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
 import { capIssues } from './submissions/issues.js';
@@ -25,11 +25,28 @@ import { readUpload, type UploadFile, type UploadLimits } from './upload.js';
 
 export const BOARD_SPLIT: Record<BoardName, Split> = { public: 'test', closed: 'private_test' };
 
-/** The tasks of each board, in the paper's order; the closed board has the three tasks with private tests. */
-export const BOARD_TASKS: Record<BoardName, readonly string[]> = {
-  public: TASKS.filter((t) => t.inOverall).map((t) => t.name),
-  closed: TASKS.filter((t) => (t.splits as readonly string[]).includes('private_test')).map((t) => t.name),
+const hasSplit = (t: TaskDefinition, s: Split) => (t.splits as readonly Split[]).includes(s);
+
+/**
+ * The tasks of each board, in the paper's order, then the tasks defined in files that `serve --tasks-dir` loaded:
+ * the public board has the five public tasks and every defined task with a test split; the closed board every task
+ * with a private test. Read from the registry when asked, as definitions are loaded after this module.
+ */
+export const BOARD_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
+  get public() {
+    return TASKS.filter((t) => t.inOverall || (t.source !== undefined && hasSplit(t, 'test'))).map(
+      (t) => t.name,
+    );
+  },
+  get closed() {
+    return TASKS.filter((t) => hasSplit(t, 'private_test')).map((t) => t.name);
+  },
 };
+
+/** The closed board's overall: the built-in closed tests (a defined task is shown beside it, not averaged in). */
+const CLOSED_OVERALL = TASKS.filter((t) => t.source === undefined && hasSplit(t, 'private_test')).map(
+  (t) => t.name,
+);
 
 export interface ScoreJob {
   files: UploadFile[];
@@ -123,8 +140,8 @@ function contentHash(entries: readonly { name: string; text: string }[]): string
 
 /** The first id in a task file's text, if any line has one. */
 function firstId(task: string, text: string): string | undefined {
-  const def = TASKS.find((t) => t.name === task);
-  if (!def) return undefined;
+  if (!isTaskName(task)) return undefined;
+  const def = getTask(task);
   for (const line of text.split('\n', 50)) {
     try {
       const v = JSON.parse(line) as Record<string, unknown>;
@@ -145,7 +162,7 @@ async function decideBoard(
   for (const e of entries) {
     const task = baseName(e.name).replace(/\.jsonl$/, '');
     if (!isTaskName(task)) continue;
-    const def = TASKS.find((t) => t.name === task);
+    const def = getTask(task);
     const splits = (def?.splits ?? []) as readonly string[];
     if (!splits.includes('test')) {
       votes.add('closed');
@@ -189,7 +206,7 @@ export function closedScore(result: EvaluationResult): number | undefined {
 
 function boardOverall(board: BoardName, result: EvaluationResult): number | null {
   if (board === 'public') return result.overall;
-  const scores = BOARD_TASKS.closed.map((t) => result.tasks[t]?.score);
+  const scores = CLOSED_OVERALL.map((t) => result.tasks[t]?.score);
   return scores.every((s) => s !== undefined) ? mean(scores as number[]) : null;
 }
 
@@ -271,8 +288,8 @@ export async function scoreSubset(
   job: SubsetJob,
   refs: BoardReferences,
 ): Promise<{ result: EvaluationResult; overall: number | null }> {
-  const task = TASKS.find((t) => t.name === job.task);
-  if (!task) throw new Error(`unknown task ${job.task}`);
+  if (!isTaskName(job.task)) throw new Error(`unknown task ${job.task}`);
+  const task = getTask(job.task);
   const split = BOARD_SPLIT[job.board];
   const full = await refs[job.board].load(task, split);
   const ids = new Set(job.predictions.map(([id]) => id));

@@ -37,6 +37,8 @@ export interface WorkerSetup {
    * the whole process, so it is not set there.)
    */
   lowPriority?: boolean;
+  /** Task definition files loaded by the server, read again here (a thread has a registry of its own). */
+  taskFiles: string[];
   /** task → [id, gold][] of the closed tests, as imported by the admin. */
   privateGold: [string, [string, string | string[]][]][];
 }
@@ -48,6 +50,10 @@ if (setup.lowPriority && process.platform === 'linux') {
   } catch {
     // Not allowed here (a sandbox): the ranking then shares the CPU evenly, and its pauses still bound it.
   }
+}
+if (setup.taskFiles.length > 0) {
+  const { loadUserTasks } = await import('../tasks/user.js');
+  loadUserTasks(setup.taskFiles);
 }
 const refs: BoardReferences = {
   public: new ReferenceLoader(setup.dataDir),

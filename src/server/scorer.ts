@@ -8,6 +8,7 @@ import type { TopLevelSpec } from 'vega-lite';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { GoldOverrides } from '../scoring/reference.js';
 import type { EvaluationResult } from '../scoring/score.js';
+import { userTasks } from '../tasks/registry.js';
 import { workerScript } from '../worker-script.js';
 import { assemble, type BoardRanking, type RankJob, type rankBoardTask, taskJob } from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
@@ -34,6 +35,8 @@ export class Scorer {
   private start(gold: GoldOverrides, options: { lazy?: boolean } = {}): Piscina {
     const workerData: WorkerSetup = {
       dataDir: this.dataDir,
+      // The tasks `serve --tasks-dir` defined: each worker reads the same files (a thread has its own registry).
+      taskFiles: userTasks().map((t) => t.source as string),
       ...(options.lazy ? { lowPriority: true } : {}),
       privateGold: Object.entries(gold).map(([task, m]) => [
         task,

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rumedbench, rumedbenchWith } from '../helpers/cli.js';
+import { rumedbench, rumedbenchProcess, rumedbenchProcessOk, rumedbenchWith } from '../helpers/cli.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
@@ -314,6 +314,65 @@ describe('tasks defined in files', () => {
       // Always "средняя": right on 2 of 6; always B: 1 of 4.
       expect(summary.tasks.Severity?.metrics.accuracy).toBeCloseTo(100 / 3, 10);
       expect(summary.tasks.ExamABC?.metrics.accuracy).toBe(25);
+
+      // The manifest names the definitions: a process told nothing of them repeats the run from it.
+      const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as {
+        spec: { task_files: string[] };
+        command: string;
+      };
+      expect(manifest.spec.task_files).toEqual(
+        ['severity.yaml', 'exam.json', 'rubrics.yaml'].map((f) => join(dirs.tasks, f)),
+      );
+      expect(manifest.command).toContain(`--tasks-dir ${join(dirs.tasks, 'severity.yaml')}`);
+      const again = join(root, 'run-again');
+      await rumedbenchProcessOk('run', join(out, 'manifest.json'), '--out', again);
+      for (const task of ['Severity', 'ExamABC', 'Rubrics'])
+        expect(readFileSync(join(again, 'predictions', `${task}.jsonl`), 'utf8')).toBe(
+          readFileSync(join(out, 'predictions', `${task}.jsonl`), 'utf8'),
+        );
+    });
+
+    it('a plan names its tasks folder, relative to the plan, and runs its cells on the defined tasks', async () => {
+      const planDir = join(root, 'plans');
+      mkdirSync(planDir);
+      writeFileSync(
+        join(planDir, 'plan.yaml'),
+        `name: defined
+tasks_dir: ../tasks
+tasks: [Severity]
+defaults: {max_tokens: 64}
+models:
+  - {name: fake, provider: openai, base_url: "${server.url}", model: fake}
+matrix: {shots: [0, 2]}
+`,
+      );
+      const r = await rumedbenchProcess(
+        'plan',
+        'run',
+        join(planDir, 'plan.yaml'),
+        '--out',
+        join(root, 'plan-runs'),
+      );
+      expect(r.code, r.stderr).toBe(0);
+      for (const shots of ['shots=0', 'shots=2'])
+        expect(
+          readFileSync(join(root, 'plan-runs', 'fake', shots, 'predictions', 'Severity.jsonl'), 'utf8')
+            .trim()
+            .split('\n'),
+        ).toHaveLength(6);
+      // A tasks folder that is not there is a problem of the plan, with its place.
+      writeFileSync(
+        join(planDir, 'broken.yaml'),
+        readFileSync(join(planDir, 'plan.yaml'), 'utf8').replace(
+          'tasks_dir: ../tasks',
+          'tasks_dir: ../missing',
+        ),
+      );
+      const bad = await rumedbenchProcess('plan', 'check', join(planDir, 'broken.yaml'));
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain(
+        `${join(planDir, 'broken.yaml')}:2:12: tasks_dir: ${join(root, 'missing')}: no such task definition file or folder`,
+      );
     });
   });
 });

@@ -10,6 +10,7 @@ import { readJsonlFile } from '../../data/jsonl.js';
 import { loadSplit } from '../../data/load.js';
 import { RumedbenchError } from '../../errors.js';
 import { type LadderState, ladderStep } from '../../metrics/ladder.js';
+import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
 import { getTask, isTaskName } from '../../tasks/registry.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
@@ -53,7 +54,7 @@ export class Gold {
    */
   async importGold(dir: string): Promise<{ tasks: Record<string, number>; rescored: number }> {
     const problems: string[] = [];
-    const imported: { task: string; answers: { id: string; answer: string }[] }[] = [];
+    const imported: { task: string; answers: { id: string; answer: string | readonly string[] }[] }[] = [];
     const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
     if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
     for (const name of names.sort()) {
@@ -67,8 +68,7 @@ export class Gold {
       const ids = new Set(
         (await loadSplit(task, 'private_test', { dataDir: this.options.dataDir })).map((r) => r.id),
       );
-      const labels = task.kind === 'classification' ? task.labels : [];
-      const answers = new Map<string, string>();
+      const answers = new Map<string, string | readonly string[]>();
       for await (const line of readJsonlFile(file)) {
         const at = `${file}:${line.line}`;
         if ('error' in line) {
@@ -85,9 +85,19 @@ export class Gold {
         const sid = String(id);
         if (!ids.has(sid)) problems.push(`${at} (id ${sid}): not an id of ${taskName}'s private_test split`);
         else if (answers.has(sid)) problems.push(`${at} (id ${sid}): repeated`);
-        else if (typeof answer !== 'string' || !labels.includes(answer))
-          problems.push(`${at} (id ${sid}): answer must be one of ${labels.map((l) => `"${l}"`).join(', ')}`);
-        else answers.set(sid, answer);
+        else {
+          // A ranking task's gold is one label; every other gold has the shape of an answer (a defined task's too).
+          const bad =
+            task.kind === 'ranking'
+              ? typeof answer === 'string' && task.labelPattern.test(answer)
+                ? undefined
+                : { expected: task.labelDescription }
+              : answer === undefined || answer === null
+                ? { expected: 'an answer' }
+                : checkAnswer(task, answer);
+          if (bad) problems.push(`${at} (id ${sid}): answer must be ${bad.expected}`);
+          else answers.set(sid, canonicalAnswer(task, answer));
+        }
       }
       const missing = [...ids].filter((i) => !answers.has(i));
       if (missing.length > 0)
