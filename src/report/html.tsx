@@ -9,7 +9,7 @@ import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import type { Prediction } from '../metrics/item-stats.js';
 import { formatIssue } from '../scoring/issues.js';
-import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
+import { getTask, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
 import { allCharts, deltaRows, type Report, rankingTables } from './build.js';
@@ -84,7 +84,11 @@ const Figure: FC<{ chart: Chart; svg: string; t: Strings }> = ({ chart, svg, t }
 
 const SummaryTable: FC<{ report: Report }> = ({ report }) => {
   const { t } = report;
-  const header = [t.model, ...OVERALL_TASKS.map((x) => x.name), t.overall];
+  // Tasks defined in files follow the overall they are no part of.
+  const defined = tasksIn(new Set(report.systems.flatMap((s) => Object.keys(s.tasks)))).filter(
+    (x) => x.source !== undefined,
+  );
+  const header = [t.model, ...OVERALL_TASKS.map((x) => x.name), t.overall, ...defined.map((x) => x.name)];
   return (
     <div class="table-wrap">
       <table class="sortable summary">
@@ -107,6 +111,9 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
                 <td class="num">{cell(p.tasks[x.name], x.metrics)}</td>
               ))}
               <td class="num">{f2(p.overall)}</td>
+              {defined.map(() => (
+                <td class="num">–</td>
+              ))}
             </tr>
           ))}
           {report.systems.map((s) => (
@@ -127,6 +134,15 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
                 <strong>{f2(s.overall)}</strong>
                 {s.overall_ci ? <small class="ci">{ciText(s.overall_ci)}</small> : ''}
               </td>
+              {defined.map((x) => {
+                const r = s.tasks[x.name];
+                return (
+                  <td class="num">
+                    {r ? f2(r.score) : '–'}
+                    {r?.score_ci ? <small class="ci">{ciText(r.score_ci)}</small> : ''}
+                  </td>
+                );
+              })}
             </tr>
           ))}
         </tbody>
@@ -717,7 +733,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
             {report.charts.tasks.map((s) => (
               <section id={`task-${s.task}`} class="task">
                 <h3>{s.task}</h3>
-                <p class="note">{t.levels}</p>
+                {getTask(s.task).source === undefined ? <p class="note">{t.levels}</p> : ''}
                 {s.charts.map((c) => (
                   <Figure chart={c} svg={svgs.get(c.id) ?? ''} t={t} />
                 ))}

@@ -42,16 +42,20 @@ describe('usage', () => {
     );
   });
 
-  it('lists the six tasks', async () => {
+  it('lists the six tasks, then the shipped ECG2Pathology', async () => {
     const { code, stdout } = await rumedbench('tasks');
     expect(code).toBe(0);
-    expect(
-      stdout
-        .trim()
-        .split('\n')
-        .slice(2)
-        .map((l) => l.split(/\s+/)[0]),
-    ).toEqual(['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER', 'RuMedTest']);
+    const lines = stdout.trim().split('\n').slice(2);
+    expect(lines.map((l) => l.split(/\s+/)[0])).toEqual([
+      'RuMedTop3',
+      'RuMedSymptomRec',
+      'RuMedDaNet',
+      'RuMedNLI',
+      'RuMedNER',
+      'RuMedTest',
+      'ECG2Pathology',
+    ]);
+    expect(lines.at(-1)).toMatch(/multilabel\s+macro_f1\s+test, private_test\s+shipped \(/);
   });
 });
 
@@ -147,7 +151,7 @@ describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS || !PLATFORM_SUBMISSIONS)(
       expect(result.overall).toBeNull();
     });
 
-    it("accepts the platform's sample zip, naming the ECG task it does not score", async () => {
+    it("accepts the platform's sample zip, checking its ECG task and saying how to score it", async () => {
       const { code, stdout } = await rumedbench(
         'eval',
         join(PLATFORM_SUBMISSIONS as string, 'naive-sample_submission.zip'),
@@ -157,8 +161,8 @@ describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS || !PLATFORM_SUBMISSIONS)(
       );
       const result = JSON.parse(stdout);
       expect({ code, errors: result.errors }).toEqual({ code: 0, errors: [] });
-      expect(result.warnings.filter((w: { code: string }) => w.code === 'PLATFORM_ONLY_TASK')).toHaveLength(
-        1,
+      expect(result.unscored.ECG2Pathology).toBe(
+        'no gold for ECG2Pathology here (its host holds it; `eval --gold DIR` scores it on ECG2Pathology.jsonl in DIR)',
       );
     });
 

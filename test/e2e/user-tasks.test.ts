@@ -176,6 +176,41 @@ describe('tasks defined in files', () => {
     expect(r.stderr).not.toMatch(/MISSING_TASK/);
   });
 
+  it('report: the summary gives each defined task a column after the overall it is no part of', async () => {
+    const html = join(root, 'report.html');
+    const r = await rumedbench(
+      'report',
+      dirs.preds,
+      '--tasks-dir',
+      dirs.tasks,
+      '--out',
+      html,
+      '--bootstrap',
+      '0',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const text = readFileSync(html, 'utf8');
+    const summary = text.slice(
+      text.indexOf('class="sortable summary"'),
+      text.indexOf('</table>', text.indexOf('class="sortable summary"')),
+    );
+    expect([...summary.matchAll(/<th scope="col"[^>]*>([^<]+)<\/th>/g)].map((m) => m[1])).toEqual([
+      'Model',
+      'RuMedTop3',
+      'RuMedSymptomRec',
+      'RuMedDaNet',
+      'RuMedNLI',
+      'RuMedNER',
+      'Overall',
+      'ExamABC',
+      'Rubrics',
+      'Severity',
+    ]);
+    // Its section draws no paper lines: the paper never scored it.
+    const section = text.slice(text.indexOf('id="task-Severity"'));
+    expect(section.slice(0, section.indexOf('</section>'))).not.toContain('Naive and Human');
+  });
+
   it('reads the same definitions from RUMEDBENCH_TASKS and lists them with their source', async () => {
     const r = await rumedbenchWith({ RUMEDBENCH_TASKS: dirs.tasks }, 'tasks', '--json');
     expect(r.code, r.stderr).toBe(0);
