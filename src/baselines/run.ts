@@ -94,9 +94,9 @@ async function runTask(
   const t0 = performance.now();
   let train: TaskRecord[] = [];
   let trainedOn: TaskRun['trainedOn'];
-  if (task.kind === 'multilabel' && options.method !== 'naive')
+  if (task.kind === 'multilabel' && options.method === 'encoder')
     throw new UsageError(
-      `${task.name} is a multi-label task: the ${options.method} baseline does not train multi-label models yet (\`baseline naive\` does: the most frequent class); score predictions made elsewhere with \`rumedbench eval\``,
+      `${task.name} is a multi-label task: the encoder baseline does not train multi-label heads yet (\`baseline naive\` and \`baseline tfidf\` do); score predictions made elsewhere with \`rumedbench eval\``,
     );
   if (options.method === 'encoder' && task.kind === 'tagging' && options.embedder?.wordVectors === false) {
     const reason = `${options.embedder.info.endpoint ?? 'this source'} gives one vector per text, and ${task.name}'s heads need one per word; run the encoder here for it`;

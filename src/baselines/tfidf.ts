@@ -16,9 +16,22 @@ import {
   transform,
 } from '../ml/tfidf.js';
 import { isChoiceTask } from '../tasks/registry.js';
-import type { ClassificationTask, RankingTask, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import type {
+  ClassificationTask,
+  MultilabelTask,
+  RankingTask,
+  TaskDefinition,
+  TaskRecord,
+} from '../tasks/types.js';
 import { loadCrfTagger, trainCrfTagger } from './crf.js';
-import { fittingProgress, type LinearHead, rankRows, topK, trainLinearHead } from './linear.js';
+import {
+  fittingProgress,
+  type LinearHead,
+  linearProbabilities,
+  rankRows,
+  topK,
+  trainLinearHead,
+} from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
 
 export const TFIDF_OPTIONS: TfidfOptions = { ngramMin: 3, ngramMax: 8 };
@@ -47,7 +60,7 @@ class TfidfClassifier implements BaselineModel {
   }
 
   predict(records: readonly TaskRecord[]): Prediction[] {
-    return this.rank(records, 3).map((ranked) =>
+    return this.rank(records, this.task.kind === 'ranking' ? (this.task.k ?? 3) : 1).map((ranked) =>
       this.task.kind === 'ranking' ? ranked.map((s) => s.label) : (ranked[0] as Scored).label,
     );
   }
@@ -69,6 +82,95 @@ class TfidfClassifier implements BaselineModel {
       strings: { vocabulary: this.tfidf.index.texts() },
     };
   }
+}
+
+/**
+ * Multi-label (a task defined in a file): one binary logistic regression per class over the same TF-IDF features
+ * (scikit-learn's `OneVsRestClassifier(LogisticRegression(C=10))`); a class is predicted where its probability is
+ * at least 0.5. A class every train record has is always predicted, one none has never.
+ */
+class TfidfMultilabel implements BaselineModel {
+  readonly method = 'tfidf';
+  readonly scoreKind = 'probability';
+  constructor(
+    readonly task: MultilabelTask,
+    private readonly tfidf: TfidfModel,
+    /** Per class: its binary head, or what it always is. */
+    private readonly heads: ReadonlyMap<string, LinearHead | boolean>,
+  ) {}
+
+  predict(records: readonly TaskRecord[]): Prediction[] {
+    const x = transform(
+      this.tfidf,
+      records.map((r) => inputText(this.task, r)),
+    );
+    const out: string[][] = records.map(() => []);
+    for (const c of this.task.classes) {
+      const head = this.heads.get(c) ?? false;
+      if (typeof head === 'boolean') {
+        if (head) for (const row of out) row.push(c);
+        continue;
+      }
+      const p = linearProbabilities(head, x);
+      out.forEach((row, r) => {
+        if ((p[2 * r + 1] as number) >= 0.5) row.push(c);
+      });
+    }
+    return out;
+  }
+
+  serialize(): SerializedModel {
+    const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
+    const heads: Record<string, boolean | number[][]> = {};
+    [...this.heads].forEach(([c, head], i) => {
+      if (typeof head === 'boolean') heads[c] = head;
+      else {
+        heads[c] = head.blocks.map((b) => b.positives);
+        head.blocks.forEach((b, g) => {
+          arrays[`weights${i}_${g}`] = b.weights;
+        });
+      }
+    });
+    return {
+      meta: { kind: 'tfidf-multilabel', tfidf: this.tfidf.options, logreg: LR_OPTIONS, heads },
+      arrays,
+      strings: { vocabulary: this.tfidf.index.texts() },
+    };
+  }
+}
+
+async function trainMultilabel(
+  task: MultilabelTask,
+  train: readonly TaskRecord[],
+  options: TrainOptions,
+): Promise<BaselineModel> {
+  const log = options.progress ?? (() => {});
+  const t0 = performance.now();
+  const { model, matrix } = fitTransform(
+    train.map((r) => inputText(task, r)),
+    TFIDF_OPTIONS,
+  );
+  log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams; one model per class…`);
+  const heads = new Map<string, LinearHead | boolean>();
+  for (const [i, c] of task.classes.entries()) {
+    const gold = train.map((r) => ((r.gold as readonly string[]).includes(c) ? '1' : '0'));
+    const positives = gold.filter((g) => g === '1').length;
+    if (positives === 0 || positives === gold.length) {
+      heads.set(c, positives > 0);
+      continue;
+    }
+    heads.set(
+      c,
+      await trainLinearHead(matrix, gold, {
+        ...LR_OPTIONS,
+        seed: options.seed,
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      }),
+    );
+    if ((i + 1) % 10 === 0) log(`${task.name}: ${i + 1} of ${task.classes.length} classes`);
+  }
+  log(`${task.name}: ${task.classes.length} classes in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return new TfidfMultilabel(task, model, heads);
 }
 
 /** Multiple choice without training: the option closest to the question under TF-IDF cosine similarity. */
@@ -125,7 +227,7 @@ export async function trainTfidf(
 ): Promise<BaselineModel> {
   if (isChoiceTask(task)) return new TfidfChoice(task);
   if (task.kind === 'tagging') return trainCrfTagger(task, train, options);
-  if (task.kind === 'multilabel') throw new Error(`${task.name}: multi-label models are not trained`);
+  if (task.kind === 'multilabel') return trainMultilabel(task, train, options);
   const log = options.progress ?? (() => {});
   const t0 = performance.now();
   const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
@@ -162,13 +264,35 @@ export function loadTfidf(task: TaskDefinition, saved: SerializedModel): Baselin
       throw new Error(`${task.name}: a multiple-choice model was saved for another task`);
     return new TfidfChoice(task);
   }
-  if (task.kind === 'tagging' || task.kind === 'multilabel')
-    throw new Error(`${task.name}: not a single-label text classification task`);
   const tfidf = tfidfFromVocabulary(
     meta.tfidf,
     saved.strings.vocabulary ?? [],
     saved.arrays.idf as Float64Array,
   );
+  if (meta.kind === 'tfidf-multilabel') {
+    if (task.kind !== 'multilabel')
+      throw new Error(`${task.name}: a multi-label model was saved for another task`);
+    const saved_ = (saved.meta as { heads: Record<string, boolean | number[][]> }).heads;
+    const heads = new Map<string, LinearHead | boolean>();
+    Object.entries(saved_).forEach(([c, h], i) => {
+      heads.set(
+        c,
+        typeof h === 'boolean'
+          ? h
+          : {
+              classes: ['0', '1'],
+              blocks: h.map((positives, g) => ({
+                positives,
+                weights: saved.arrays[`weights${i}_${g}`] as Float32Array,
+              })),
+              bias: LR_OPTIONS.bias,
+            },
+      );
+    });
+    return new TfidfMultilabel(task, tfidf, heads);
+  }
+  if (task.kind === 'tagging' || task.kind === 'multilabel')
+    throw new Error(`${task.name}: not a single-label text classification task`);
   const blocks = meta.blocks.map((positives, g) => ({
     positives,
     weights: saved.arrays[`weights${g}`] as Float32Array,

@@ -211,6 +211,72 @@ describe('tasks defined in files', () => {
     expect(section.slice(0, section.indexOf('</section>'))).not.toContain('Naive and Human');
   });
 
+  it('baseline tfidf learns a multi-label task one class at a time, and its saved model predicts the same', async () => {
+    // Each class is said in words: "боль в груди" (кардио), "головокружение" (невро), "одышка" (пульмо).
+    const said = ['боль в груди', 'головокружение', 'одышка'];
+    const text = (g: number[], i: number) =>
+      [`пациент ${i}`, ...RUBRICS.flatMap((_, j) => (g[j] ? [said[j] as string] : []))].join(', ');
+    const sets = Array.from({ length: 8 }, (_, m) => [m & 1, (m >> 1) & 1, (m >> 2) & 1]);
+    const dir = join(root, 'signs');
+    mkdirSync(join(dir, 'data'), { recursive: true });
+    writeFileSync(
+      join(dir, 'signs.yaml'),
+      readFileSync(join(dirs.tasks, 'rubrics.yaml'), 'utf8')
+        .replace('name: Rubrics', 'name: Signs')
+        .replace('  test: data/rubrics-test.jsonl', '  train: data/train.jsonl\n  test: data/test.jsonl'),
+    );
+    writeFileSync(
+      join(dir, 'data', 'train.jsonl'),
+      jsonl(
+        Array.from({ length: 48 }, (_, i) => ({
+          id: `r${i}`,
+          text: text(sets[i % 8] as number[], i),
+          classes: rubrics(sets[i % 8] as number[]),
+        })),
+      ),
+    );
+    writeFileSync(
+      join(dir, 'data', 'test.jsonl'),
+      jsonl(
+        Array.from({ length: 8 }, (_, i) => ({
+          id: `t${i}`,
+          text: text(sets[i] as number[], 100 + i),
+          classes: rubrics(sets[i] as number[]),
+        })),
+      ),
+    );
+    const out = join(root, 'signs-tfidf');
+    const r = await rumedbench(
+      'baseline',
+      'tfidf',
+      '--tasks-dir',
+      dir,
+      '--tasks',
+      'Signs',
+      '--out',
+      out,
+      '--save',
+      join(out, 'models'),
+      '--json',
+      '--bootstrap',
+      '0',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { evaluation: Scored };
+    expect(summary.evaluation.tasks.Signs?.metrics).toEqual({ macro_f1: 100, micro_f1: 100, accuracy: 100 });
+    const p = await rumedbench(
+      'predict',
+      '--tasks-dir',
+      dir,
+      '--model',
+      join(out, 'models', 'Signs'),
+      '--input',
+      join(dir, 'data', 'test.jsonl'),
+    );
+    expect(p.code, p.stderr).toBe(0);
+    expect(p.stdout).toContain('кардио');
+  });
+
   it('reads the same definitions from RUMEDBENCH_TASKS and lists them with their source', async () => {
     const r = await rumedbenchWith({ RUMEDBENCH_TASKS: dirs.tasks }, 'tasks', '--json');
     expect(r.code, r.stderr).toBe(0);
