@@ -42,89 +42,101 @@ const METRICS_OF: Record<TaskType, readonly (typeof METRIC_MENU)[number][]> = {
   multilabel: ['macro_f1', 'micro_f1', 'accuracy'],
 };
 
-const field = z.string().regex(/^[^\s]+$/, 'a field name (no spaces)');
-const label = z.union([z.string().min(1), z.number().int()]).transform(String);
+/**
+ * The file's schemas, made on first use: zod builds them in tens of milliseconds, which every command would pay at
+ * start (the registry imports this module) though most read no definition.
+ */
+function makeSchemas() {
+  const field = z.string().regex(/^[^\s]+$/, 'a field name (no spaces)');
+  const label = z.union([z.string().min(1), z.number().int()]).transform(String);
 
-const promptSchema = z.strictObject({
-  id: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'letters, digits, _ or -'),
-  version: z.string().min(1),
-  instruction: z.string().min(1),
-  system: z.string().min(1).optional(),
-  /** The item as the model sees it: `{field}` is replaced by the field's text. */
-  template: z.string().min(1).optional(),
-});
+  const promptSchema = z.strictObject({
+    id: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'letters, digits, _ or -'),
+    version: z.string().min(1),
+    instruction: z.string().min(1),
+    system: z.string().min(1).optional(),
+    /** The item as the model sees it: `{field}` is replaced by the field's text. */
+    template: z.string().min(1).optional(),
+  });
 
-const base = {
-  schema: z.literal(TASK_SCHEMA),
-  name: z
-    .string()
-    .regex(
-      /^[A-Za-z][A-Za-z0-9_-]{0,63}$/,
-      'a name of letters, digits, _ or - (it names the task file, <name>.jsonl)',
-    ),
-  title: z.string().min(1).max(80).optional(),
-  description: z.string().min(1),
-  licence: z.string().min(1),
-  citation: z.string().min(1).optional(),
-  files: z
-    .strictObject({
-      train: z.string().min(1).optional(),
-      dev: z.string().min(1).optional(),
-      test: z.string().min(1).optional(),
-      private_test: z.string().min(1).optional(),
-    })
-    .optional(),
-  /** Splits that exist where no data file is given (a closed test whose gold only its host holds). */
-  splits: z.array(z.enum(SPLITS)).min(1).optional(),
-  id: field,
-  inputs: z.array(field),
-  gold: field,
-  metrics: z.array(z.enum(METRIC_MENU)).min(1),
-  cluster: field.optional(),
-  prompts: z.array(promptSchema).min(1).optional(),
-  few_shot: z.enum(SPLITS).optional(),
-  guidelines: z.string().min(1).optional(),
+  const base = {
+    schema: z.literal(TASK_SCHEMA),
+    name: z
+      .string()
+      .regex(
+        /^[A-Za-z][A-Za-z0-9_-]{0,63}$/,
+        'a name of letters, digits, _ or - (it names the task file, <name>.jsonl)',
+      ),
+    title: z.string().min(1).max(80).optional(),
+    description: z.string().min(1),
+    licence: z.string().min(1),
+    citation: z.string().min(1).optional(),
+    files: z
+      .strictObject({
+        train: z.string().min(1).optional(),
+        dev: z.string().min(1).optional(),
+        test: z.string().min(1).optional(),
+        private_test: z.string().min(1).optional(),
+      })
+      .optional(),
+    /** Splits that exist where no data file is given (a closed test whose gold only its host holds). */
+    splits: z.array(z.enum(SPLITS)).min(1).optional(),
+    id: field,
+    inputs: z.array(field),
+    gold: field,
+    metrics: z.array(z.enum(METRIC_MENU)).min(1),
+    cluster: field.optional(),
+    prompts: z.array(promptSchema).min(1).optional(),
+    few_shot: z.enum(SPLITS).optional(),
+    guidelines: z.string().min(1).optional(),
+  };
+
+  const SCHEMAS = {
+    classification: z.strictObject({
+      ...base,
+      type: z.literal('classification'),
+      labels: z.array(label).min(2),
+      label_names: z.record(z.string(), z.string()).optional(),
+      naive_label: label.optional(),
+    }),
+    multiple_choice: z.strictObject({
+      ...base,
+      type: z.literal('multiple_choice'),
+      /** Option key (the gold value) → the field holding that option's text. */
+      options: z
+        .record(z.string().min(1), field)
+        .refine((o) => Object.keys(o).length >= 2, 'at least two options'),
+      question: field.optional(),
+      naive_label: label.optional(),
+    }),
+    ranking: z.strictObject({
+      ...base,
+      type: z.literal('ranking'),
+      k: z.number().int().min(1).max(10).default(3),
+      labels: z.array(label).min(2).optional(),
+      label_pattern: z.string().min(1).optional(),
+    }),
+    tagging: z.strictObject({
+      ...base,
+      type: z.literal('tagging'),
+      tokens: field,
+      entity_types: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'a tag name')).min(1),
+    }),
+    multilabel: z.strictObject({
+      ...base,
+      type: z.literal('multilabel'),
+      classes: z.array(label).min(2),
+    }),
+  } as const;
+  return { SCHEMAS, label, field };
+}
+let made: ReturnType<typeof makeSchemas> | undefined;
+const schemas = () => {
+  made ??= makeSchemas();
+  return made;
 };
 
-const SCHEMAS = {
-  classification: z.strictObject({
-    ...base,
-    type: z.literal('classification'),
-    labels: z.array(label).min(2),
-    label_names: z.record(z.string(), z.string()).optional(),
-    naive_label: label.optional(),
-  }),
-  multiple_choice: z.strictObject({
-    ...base,
-    type: z.literal('multiple_choice'),
-    /** Option key (the gold value) → the field holding that option's text. */
-    options: z
-      .record(z.string().min(1), field)
-      .refine((o) => Object.keys(o).length >= 2, 'at least two options'),
-    question: field.optional(),
-    naive_label: label.optional(),
-  }),
-  ranking: z.strictObject({
-    ...base,
-    type: z.literal('ranking'),
-    k: z.number().int().min(1).max(10).default(3),
-    labels: z.array(label).min(2).optional(),
-    label_pattern: z.string().min(1).optional(),
-  }),
-  tagging: z.strictObject({
-    ...base,
-    type: z.literal('tagging'),
-    tokens: field,
-    entity_types: z.array(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'a tag name')).min(1),
-  }),
-  multilabel: z.strictObject({
-    ...base,
-    type: z.literal('multilabel'),
-    classes: z.array(label).min(2),
-  }),
-} as const;
-
-export type TaskFile = z.output<(typeof SCHEMAS)[TaskType]>;
+export type TaskFile = z.output<ReturnType<typeof makeSchemas>['SCHEMAS'][TaskType]>;
 
 /** The answer format each type asks for: said after every instruction, so that the type's parser reads the reply. */
 function answerFormat(def: TaskFile): string {
@@ -223,6 +235,7 @@ function compilePrompt(def: TaskFile): TaskPrompt {
 
 /** The record schema: the id, every input as text (a tagging task's tokens as a list) and the type's gold. */
 function recordSchema(def: TaskFile): z.ZodType<Record<string, unknown>> {
+  const { label } = schemas();
   const shape: Record<string, z.ZodType> = { [def.id]: text };
   for (const f of def.inputs)
     shape[f] = def.type === 'tagging' && f === def.tokens ? z.array(z.string()).min(1) : text;
@@ -373,7 +386,7 @@ export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
     fail(['type'], `unknown type ${JSON.stringify(rawType)}; expected one of ${TASK_TYPES.join(', ')}`);
     return undefined;
   }
-  const parsed = SCHEMAS[type.data].safeParse(raw);
+  const parsed = schemas().SCHEMAS[type.data].safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       if (issue.code === 'unrecognized_keys')
