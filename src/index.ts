@@ -127,18 +127,26 @@ export {
   type ValidatedTask,
   validateTaskFile,
 } from './scoring/validate.js';
+export { readGoldDir } from './scoring/gold-dir.js';
+export { checkTask, compileTask, TASK_SCHEMA, type TaskFile, taskFromObject } from './tasks/definition.js';
+export { loadTaskFile, parseTaskFile } from './tasks/definition-file.js';
 export * from './tasks/parse.js';
 export {
+  BUILTIN_TASKS,
   getTask,
   isChoiceTask,
   isTaskName,
   OVERALL_TASKS,
   parseTaskList,
+  registerTask,
   TASKS,
   type TaskName,
+  userTasks,
 } from './tasks/registry.js';
+export { loadUserTasks, TASKS_ENV } from './tasks/user.js';
 export type {
   MetricName,
+  MultilabelTask,
   PromptContext,
   Split,
   TaskDefinition,

@@ -115,6 +115,35 @@ describe('task definition files', () => {
     expect(ml.recordSchema.safeParse({ id: '1', text: 'x', g: [3] }).success).toBe(false);
   });
 
+  it('reads the short forms: license, one input, options as a list of fields, classes as a count', () => {
+    const mc = taskFromObject(
+      {
+        schema: 'rumedbench.task/1',
+        name: 'Exam4',
+        description: 'd',
+        license: 'CC BY 4.0',
+        id: 'idx',
+        inputs: 'question',
+        gold: 'answer',
+        type: 'multiple_choice',
+        options: ['1', '2', '3', '4'],
+        metrics: ['accuracy'],
+        splits: ['test'],
+      },
+      '/x/e.json',
+    );
+    expect(mc).toMatchObject({
+      inputFields: ['question'],
+      labels: ['1', '2', '3', '4'],
+      choices: { optionFields: { '1': '1', '2': '2', '3': '3', '4': '4' } },
+    });
+    const ml = compileTask(
+      parseTaskFile(`${HEAD}type: multilabel\nclasses: 73\nmetrics: [macro_f1]\n`, 't.yaml'),
+      't.yaml',
+    );
+    expect(ml.kind === 'multilabel' && ml.classes.length).toBe(73);
+  });
+
   it('knows the shipped ECG2Pathology by name, read when first asked for', () => {
     expect(isTaskName('ECG2Pathology')).toBe(true);
     expect(getTask('ECG2Pathology')).toMatchObject({

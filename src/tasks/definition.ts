@@ -380,6 +380,7 @@ export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
     fail([], 'a task definition is a mapping (schema, name, type, …)');
     return undefined;
   }
+  raw = shorthand(raw as Record<string, unknown>);
   const rawType = (raw as Record<string, unknown>).type;
   const type = z.enum(TASK_TYPES).safeParse(rawType);
   if (!type.success) {
@@ -452,6 +453,32 @@ export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
   if (def.few_shot && def.files && !def.files[def.few_shot])
     bad(['few_shot'], `no "${def.few_shot}" file to draw examples from`);
   return ok ? def : undefined;
+}
+
+/**
+ * Short forms a definition may use, written out: `license` for `licence`, one input as a string, multiple-choice
+ * `options` as a list of fields (each field's name is then its key, as RuMedTest's "1"…"4"), `classes` as a count
+ * (classes "0" … "N-1", as ECG2Pathology's indices), `few_shot: {split: dev}`.
+ */
+function shorthand(raw: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...raw };
+  if (out.licence === undefined && out.license !== undefined) {
+    out.licence = out.license;
+    delete out.license;
+  }
+  if (typeof out.inputs === 'string') out.inputs = [out.inputs];
+  if (
+    out.type === 'multiple_choice' &&
+    Array.isArray(out.options) &&
+    out.options.every((f) => typeof f === 'string')
+  )
+    out.options = Object.fromEntries((out.options as string[]).map((f) => [f, f]));
+  if (out.type === 'multilabel' && Number.isInteger(out.classes) && (out.classes as number) > 0)
+    out.classes = Array.from({ length: out.classes as number }, (_, i) => String(i));
+  const shots = out.few_shot as { split?: unknown } | undefined;
+  if (typeof shots === 'object' && shots !== null && !Array.isArray(shots) && Object.keys(shots).length === 1)
+    out.few_shot = shots.split;
+  return out;
 }
 
 /** A definition already parsed (JSON, or built in code): problems named by their path in it. */

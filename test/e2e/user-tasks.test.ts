@@ -433,6 +433,48 @@ describe('tasks defined in files', () => {
         );
     });
 
+    it('scores a defined task by log-likelihood: the candidates are its labels, or its option keys', async () => {
+      const out = join(root, 'run-loglik');
+      const r = await rumedbench(
+        'llm',
+        '--tasks-dir',
+        dirs.tasks,
+        '--tasks',
+        'Severity,ExamABC',
+        '--mode',
+        'loglik',
+        '--model',
+        'base',
+        '--base-url',
+        server.url,
+        '--out',
+        out,
+        '--no-progress',
+        '--bootstrap',
+        '0',
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const samples = readFileSync(join(out, 'samples.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map(
+          (l) =>
+            JSON.parse(l) as { task: string; status: string; candidates?: { label: string; text: string }[] },
+        );
+      expect(samples).toHaveLength(10);
+      expect(samples.every((s) => s.status === 'parsed')).toBe(true);
+      expect(samples.find((s) => s.task === 'Severity')?.candidates?.map((c) => c.text)).toEqual([
+        ' лёгкая',
+        ' средняя',
+        ' тяжёлая',
+      ]);
+      expect(samples.find((s) => s.task === 'ExamABC')?.candidates?.map((c) => c.label)).toEqual([
+        'A',
+        'B',
+        'C',
+      ]);
+    });
+
     it('a plan names its tasks folder, relative to the plan, and runs its cells on the defined tasks', async () => {
       const planDir = join(root, 'plans');
       mkdirSync(planDir);
