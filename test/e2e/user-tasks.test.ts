@@ -579,6 +579,28 @@ describe('ECG2Pathology (shipped as a definition, no data)', () => {
     const naive = JSON.parse((await score()).stdout) as Scored;
     const s = gold.filter((g) => g.includes(37)).length;
     expect(naive.tasks.ECG2Pathology?.metrics.macro_f1).toBeCloseTo(((2 * s) / (s + n) / 73) * 100, 10);
+
+    // compare takes the same gold: the model against the naive row, the difference of the two macro F1s.
+    mkdirSync(join(root, 'model'));
+    writeFileSync(
+      join(root, 'model', 'ECG2Pathology.jsonl'),
+      jsonl(names.map((r, i) => ({ record_name: r, labels: pred[i] }))),
+    );
+    const c = await rumedbench(
+      'compare',
+      join(root, 'preds'),
+      join(root, 'model'),
+      '--gold',
+      join(root, 'gold'),
+      '--json',
+      '--bootstrap',
+      '200',
+    );
+    expect(c.code, c.stderr).toBe(0);
+    const delta = (
+      JSON.parse(c.stdout) as { tasks: Record<string, { metrics: Record<string, { delta: number }> }> }
+    ).tasks.ECG2Pathology?.metrics.macro_f1?.delta;
+    expect(delta).toBeCloseTo(sklearnMacroF1(gold, pred, 73) - ((2 * s) / (s + n) / 73) * 100, 10);
   });
 
   it('without gold, a file of it is checked and left unscored, saying how to score it', async () => {
