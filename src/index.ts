@@ -107,6 +107,7 @@ export {
 export { type Breakdown, breakdown } from './scoring/breakdown.js';
 export { type ComparisonResult, compareSubmissions, compareValidated } from './scoring/compare.js';
 export { type Answered, platformLines, rumedbenchLines } from './scoring/formats.js';
+export { readGoldDir } from './scoring/gold-dir.js';
 export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
 export { ReferenceLoader } from './scoring/reference.js';
 export { type RunFolder, RunFolderError, type RunSummary, readRunFolder } from './scoring/run-folder.js';
@@ -127,7 +128,6 @@ export {
   type ValidatedTask,
   validateTaskFile,
 } from './scoring/validate.js';
-export { readGoldDir } from './scoring/gold-dir.js';
 export { checkTask, compileTask, TASK_SCHEMA, type TaskFile, taskFromObject } from './tasks/definition.js';
 export { loadTaskFile, parseTaskFile } from './tasks/definition-file.js';
 export * from './tasks/parse.js';
@@ -143,7 +143,6 @@ export {
   type TaskName,
   userTasks,
 } from './tasks/registry.js';
-export { loadUserTasks, TASKS_ENV } from './tasks/user.js';
 export type {
   MetricName,
   MultilabelTask,
@@ -155,4 +154,5 @@ export type {
   TaskRecord,
 } from './tasks/types.js';
 export { SPLITS } from './tasks/types.js';
+export { loadUserTasks, TASKS_ENV } from './tasks/user.js';
 export { VERSION } from './version.js';

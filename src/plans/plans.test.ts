@@ -95,7 +95,7 @@ describe('plans', () => {
       problems = (e as PlanError).problems;
     }
     expect(problems).toEqual([
-      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
+      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, tasks_dir, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
       `${file}:3:50: shots: a whole number ≥ 0, got -1`,
     ]);
   });

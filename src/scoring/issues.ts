@@ -32,6 +32,8 @@ export type IssueCode =
   | 'GOLD_MISMATCH'
   | 'NO_REFERENCE_DATA'
   | 'NO_GOLD'
+  /** A MedBench platform task (ECG2Pathology) in an upload to a board that does not hold it. */
+  | 'PLATFORM_ONLY_TASK'
   | 'LABEL_OUTSIDE_TRAIN'
   | 'MISSING_TASK'
   | 'DATA_VERSION_HINT'

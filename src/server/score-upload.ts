@@ -43,6 +43,8 @@ export const BOARD_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
   },
 };
 
+const onAnyBoard = (task: string) => BOARD_TASKS.public.includes(task) || BOARD_TASKS.closed.includes(task);
+
 /** The closed board's overall: the built-in closed tests (a defined task is shown beside it, not averaged in). */
 const CLOSED_OVERALL = TASKS.filter((t) => t.source === undefined && hasSplit(t, 'private_test')).map(
   (t) => t.name,
@@ -161,7 +163,7 @@ async function decideBoard(
   const votes = new Set<BoardName>();
   for (const e of entries) {
     const task = baseName(e.name).replace(/\.jsonl$/, '');
-    if (!isTaskName(task)) continue;
+    if (!isTaskName(task) || !onAnyBoard(task)) continue;
     const def = getTask(task);
     const splits = (def?.splits ?? []) as readonly string[];
     if (!splits.includes('test')) {
@@ -223,6 +225,19 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
     else issues.push(decided);
   }
   const submission = submissionFromEntries(job.source, read.entries, issues);
+  // A shipped task no board holds (ECG2Pathology in a MedBench zip): set aside with a word, as the zip is the
+  // platform's own format.
+  const offBoard = submission.files.filter((f) => !onAnyBoard(f.task) && getTask(f.task).optional);
+  for (const f of offBoard) {
+    submission.issues.push({
+      severity: 'warning',
+      code: 'PLATFORM_ONLY_TASK',
+      file: f.file,
+      task: f.task,
+      message: `${f.task} is a MedBench platform task that this leaderboard's boards do not hold; not scored`,
+    });
+  }
+  submission.files = submission.files.filter((f) => !offBoard.includes(f));
   // Tasks the board does not have (RuMedTop3 on the closed board) are refused, not silently dropped.
   const split = BOARD_SPLIT[board];
   const elsewhere = submission.files.filter((f) => !BOARD_TASKS[board].includes(f.task));

@@ -136,7 +136,7 @@ describe('plan (on fixture data the test writes)', () => {
     const lines = r.stderr.trim().split('\n');
     expect(lines[0]).toBe(`error: ${file}: 9 problems:`);
     expect(lines.slice(1).map((l) => l.trim())).toEqual([
-      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
+      `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, tasks_dir, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
       `${file}:2:21: unknown task "RuMedQA"; the tasks are RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER, RuMedTest`,
       `${file}:3:24: max_tokens: --max-tokens must be an integer ≥ 1, got "many"`,
       `${file}:3:30: unknown setting "temprature" in defaults`,

@@ -266,7 +266,7 @@ describe.skipIf(!ROUTES_READY)(
         expect([
           platform.body.status,
           (platform.body.warnings as { code: string }[]).map((w) => w.code),
-        ]).toEqual(['pending', ['NO_GOLD', 'NO_GOLD', 'NO_GOLD', 'NO_GOLD']]);
+        ]).toEqual(['pending', ['PLATFORM_ONLY_TASK', 'NO_GOLD', 'NO_GOLD', 'NO_GOLD']]);
 
         // Gold with problems is refused whole.
         const bad = mkdtempSync(join(tmpdir(), 'rumedbench-gold-bad-'));
