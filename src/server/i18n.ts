@@ -14,6 +14,8 @@ const en = {
   rankHint:
     'Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power).',
   rankWord: 'rank',
+  definedTasks: (names: string) =>
+    `${names}: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.`,
   groupWord: 'group',
   detectable: (points: string) => `detects ≥ ${points}`,
   detectableTitle:
@@ -206,6 +208,8 @@ const ru: ServerStrings = {
   rankHint:
     'Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%).',
   rankWord: 'место',
+  definedTasks: (names: string) =>
+    `${names}: задачи этого лидерборда (не из статьи); показаны рядом с остальными и в общий балл не входят. Балл такой задачи — её первая метрика.`,
   groupWord: 'группа',
   detectable: (points: string) => `различает от ${points}`,
   detectableTitle:

@@ -88,7 +88,10 @@ describe('a task defined in a file on the boards', () => {
       const row = board.entries.find((e) => e.id === body.id);
       expect(row?.tasks.ClinicRubrics?.score).toBeCloseTo(expected.tasks.ClinicRubrics?.score as number, 10);
       expect(row?.tasks.ClinicRubrics?.rank).toBe(1);
-      expect(await (await t.request('/')).text()).toContain('ClinicRubrics');
+      // Said on the page: the column is no part of the overall.
+      expect(await (await t.request('/')).text()).toContain(
+        'ClinicRubrics: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall.',
+      );
     });
 
     it('waits for the closed test gold, imports lists of classes, then scores and shows nothing per item', async () => {

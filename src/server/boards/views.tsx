@@ -80,6 +80,7 @@ export const BoardPage: FC<{
   ranking: RankingState;
 }> = ({ ctx, board, entries, paperRows, ladder, ranking }) => {
   const tasks = BOARD_TASKS[board];
+  const defined = tasks.filter((t) => getTask(t).source !== undefined);
   const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
   // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
   type Row =
@@ -108,6 +109,7 @@ export const BoardPage: FC<{
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
       <p class="note rank-hint">{ctx.t.rankHint}</p>
+      {defined.length > 0 ? <p class="note defined-tasks">{ctx.t.definedTasks(defined.join(', '))}</p> : ''}
       {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
       {entries.length === 0 ? (
         ''
