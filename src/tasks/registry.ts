@@ -32,13 +32,10 @@ export const TASKS: TaskDefinition[] = [...BUILTIN_TASKS];
  */
 const SHIPPED: Readonly<Record<string, string>> = { ECG2Pathology: 'ECG2Pathology.json' };
 
-/** Tasks of the MedBench platform that are not text tasks: shipped as definitions, scored where gold is given. */
-export const PLATFORM_ONLY_TASKS: readonly string[] = Object.keys(SHIPPED);
-
 const BY_NAME = new Map<string, TaskDefinition>(TASKS.map((t) => [t.name, t]));
 
 /** The package's `tasks/` folder (beside src/ and dist/). */
-export const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url));
+const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url));
 
 function shipped(name: string): TaskDefinition | undefined {
   const file = SHIPPED[name];
