@@ -2,7 +2,7 @@
  * JSONL reading: one JSON value a line, with the line number kept for messages. Blank lines carry no record and
  * are passed over; everything else is either a value or a parse error, never dropped.
  */
-import { readUtf8Lines } from './text.js';
+import { readUtf8LineBatches } from './text.js';
 
 /** A line parsed, or its parse error with the line's first characters (to tell CSV or a JSON array apart). */
 export type JsonlLine = { line: number; value: unknown } | { line: number; error: string; start?: string };
@@ -45,11 +45,27 @@ function parseLine(text: string, line: number): JsonlLine | undefined {
 /** Streams a JSONL file line by line; a file that is not UTF-8 throws a TextEncodingError naming its encoding. */
 export async function* readJsonlFile(file: string): AsyncGenerator<JsonlLine> {
   let n = 0;
-  for await (const text of readUtf8Lines(file)) {
-    n += 1;
-    const parsed = parseLine(text, n);
-    if (parsed) yield parsed;
+  for await (const batch of readUtf8LineBatches(file)) {
+    for (const text of batch) {
+      n += 1;
+      const parsed = parseLine(text, n);
+      if (parsed) yield parsed;
+    }
   }
+}
+
+/** A whole JSONL file's lines, for callers that keep them all (a data split, a submission's file). */
+export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
+  const out: JsonlLine[] = [];
+  let n = 0;
+  for await (const batch of readUtf8LineBatches(file)) {
+    for (const text of batch) {
+      n += 1;
+      const parsed = parseLine(text, n);
+      if (parsed) out.push(parsed);
+    }
+  }
+  return out;
 }
 
 /** Parses JSONL already in memory (a zip entry). */

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { DataInvalidError, type DataIssue, DataNotFoundError } from '../errors.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
-import { readJsonlFile } from './jsonl.js';
+import { readJsonlLines } from './jsonl.js';
 import { resolveDataDir, splitPath } from './paths.js';
 
 export interface LoadOptions {
@@ -89,9 +89,7 @@ export async function loadSplit(
 ): Promise<TaskRecord[]> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  const lines = [];
-  for await (const line of readJsonlFile(file)) lines.push(line);
-  return validateRecords(task, split, file, lines);
+  return validateRecords(task, split, file, await readJsonlLines(file));
 }
 
 /** Whether every record of a split carries gold (private tests usually do not). */
@@ -112,7 +110,7 @@ export async function readGoldLabels(
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
   const labels = new Set<string>();
-  for await (const line of readJsonlFile(file)) {
+  for (const line of await readJsonlLines(file)) {
     const gold =
       'value' in line ? (line.value as Record<string, unknown> | null)?.[task.goldField] : undefined;
     if (typeof gold === 'string') labels.add(gold);

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { unzipSync } from 'fflate';
-import { type JsonlLine, parseJsonl, readJsonlFile } from '../data/jsonl.js';
+import { type JsonlLine, parseJsonl, readJsonlLines } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
 import { didYouMean, isTaskName } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
@@ -191,13 +191,11 @@ const encodingIssue = (file: string, e: TextEncodingError): SubmissionIssue => (
 
 /** A task file's lines, or one BAD_ENCODING issue (not an error per line) when it is not UTF-8. */
 async function readLines(path: string, issues: SubmissionIssue[]): Promise<JsonlLine[] | undefined> {
-  const lines: JsonlLine[] = [];
   try {
-    for await (const l of readJsonlFile(path)) lines.push(l);
+    return await readJsonlLines(path);
   } catch (e) {
     if (!(e instanceof TextEncodingError)) throw e;
     issues.push(encodingIssue(path, e));
     return undefined;
   }
-  return lines;
 }

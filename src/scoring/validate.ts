@@ -67,83 +67,140 @@ export function checkAnswer(
   value: unknown,
   tokensLength?: number,
 ): { code: SubmissionIssue['code']; message: string; expected: string; found: string } | undefined {
-  const found = show(value);
+  // What was found and what was expected are written only for a problem: most answers have none.
+  const found = (): string => show(value);
   switch (task.kind) {
     case 'classification': {
-      const expected = `one of ${task.labels.map((l) => JSON.stringify(l)).join(', ')}`;
+      const expected = (): string => `one of ${task.labels.map((l) => JSON.stringify(l)).join(', ')}`;
       if (typeof value !== 'string')
-        return { code: 'WRONG_TYPE', message: 'the answer must be a string', expected, found };
+        return {
+          code: 'WRONG_TYPE',
+          message: 'the answer must be a string',
+          expected: expected(),
+          found: found(),
+        };
       if (value.trim() === '')
-        return { code: 'EMPTY_PREDICTION', message: 'the answer is empty', expected, found };
+        return {
+          code: 'EMPTY_PREDICTION',
+          message: 'the answer is empty',
+          expected: expected(),
+          found: found(),
+        };
       if (!task.labels.includes(value))
-        return { code: 'UNKNOWN_LABEL', message: 'label outside the label space', expected, found };
+        return {
+          code: 'UNKNOWN_LABEL',
+          message: 'label outside the label space',
+          expected: expected(),
+          found: found(),
+        };
       return undefined;
     }
     case 'ranking': {
       const k = task.k ?? 3;
-      const expected = `a list of 1 to ${k} distinct labels, each ${task.labelDescription}`;
+      const expected = (): string => `a list of 1 to ${k} distinct labels, each ${task.labelDescription}`;
       if (!Array.isArray(value))
-        return { code: 'WRONG_TYPE', message: 'the answer must be a ranked list', expected, found };
+        return {
+          code: 'WRONG_TYPE',
+          message: 'the answer must be a ranked list',
+          expected: expected(),
+          found: found(),
+        };
       if (value.length === 0)
-        return { code: 'EMPTY_PREDICTION', message: 'the ranked list is empty', expected, found };
+        return {
+          code: 'EMPTY_PREDICTION',
+          message: 'the ranked list is empty',
+          expected: expected(),
+          found: found(),
+        };
       // Upstream counts a hit anywhere in the list, so a longer list would game Hit@3.
       if (value.length > k) {
         return {
           code: 'TOO_MANY_PREDICTIONS',
           message: `the ranked list has ${value.length} labels`,
-          expected,
-          found,
+          expected: expected(),
+          found: found(),
         };
       }
       for (const v of value) {
         if (typeof v !== 'string')
-          return { code: 'WRONG_TYPE', message: 'every label must be a string', expected, found };
+          return {
+            code: 'WRONG_TYPE',
+            message: 'every label must be a string',
+            expected: expected(),
+            found: found(),
+          };
         if (v.trim() === '')
-          return { code: 'EMPTY_PREDICTION', message: 'a label is empty', expected, found };
+          return {
+            code: 'EMPTY_PREDICTION',
+            message: 'a label is empty',
+            expected: expected(),
+            found: found(),
+          };
         if (!task.labelPattern.test(v) || (task.labels !== undefined && !task.labels.includes(v))) {
           return {
             code: 'UNKNOWN_LABEL',
             message: `${show(v)} is not ${task.labelDescription}`,
-            expected,
-            found,
+            expected: expected(),
+            found: found(),
           };
         }
       }
       if (new Set(value).size !== value.length) {
-        return { code: 'DUPLICATE_PREDICTION', message: 'the ranked list repeats a label', expected, found };
+        return {
+          code: 'DUPLICATE_PREDICTION',
+          message: 'the ranked list repeats a label',
+          expected: expected(),
+          found: found(),
+        };
       }
       return undefined;
     }
     case 'tagging': {
       const { tags } = task;
-      const expected = `a list of ${tokensLength ?? 'one per token'} IOB2 tags from ${tags.join(', ')}`;
+      const expected = (): string =>
+        `a list of ${tokensLength ?? 'one per token'} IOB2 tags from ${tags.join(', ')}`;
       if (!Array.isArray(value))
-        return { code: 'WRONG_TYPE', message: 'the answer must be a list of tags', expected, found };
+        return {
+          code: 'WRONG_TYPE',
+          message: 'the answer must be a list of tags',
+          expected: expected(),
+          found: found(),
+        };
       if (value.length === 0)
-        return { code: 'EMPTY_PREDICTION', message: 'the tag list is empty', expected, found };
+        return {
+          code: 'EMPTY_PREDICTION',
+          message: 'the tag list is empty',
+          expected: expected(),
+          found: found(),
+        };
       const bad = value.findIndex((t) => typeof t !== 'string' || !tags.includes(t));
       if (bad >= 0) {
         return {
           code: typeof value[bad] === 'string' ? 'UNKNOWN_LABEL' : 'WRONG_TYPE',
           message: `tag ${bad + 1} (${show(value[bad])}) is not an IOB2 tag of this task`,
-          expected,
-          found,
+          expected: expected(),
+          found: found(),
         };
       }
       if (tokensLength !== undefined && value.length !== tokensLength) {
         return {
           code: 'NER_LENGTH_MISMATCH',
           message: `${value.length} tags for ${tokensLength} tokens`,
-          expected,
+          expected: expected(),
           found: `${value.length} tags`,
         };
       }
       return undefined;
     }
     case 'multilabel': {
-      const expected = `a list of distinct classes from ${describeClasses(task.classes)}`;
+      const expected = (): string => `a list of distinct classes from ${describeClasses(task.classes)}`;
       if (!Array.isArray(value))
-        return { code: 'WRONG_TYPE', message: 'the answer must be a list of classes', expected, found };
+        return {
+          code: 'WRONG_TYPE',
+          message: 'the answer must be a list of classes',
+          expected: expected(),
+          found: found(),
+        };
       const bad = value.findIndex(
         (v) => (typeof v !== 'string' && !Number.isInteger(v)) || !task.classes.includes(String(v)),
       );
@@ -152,12 +209,17 @@ export function checkAnswer(
         return {
           code: typeof v === 'string' || Number.isInteger(v) ? 'UNKNOWN_LABEL' : 'WRONG_TYPE',
           message: `class ${bad + 1} (${show(v)}) is not a class of this task`,
-          expected,
-          found,
+          expected: expected(),
+          found: found(),
         };
       }
       if (new Set(value.map(String)).size !== value.length)
-        return { code: 'DUPLICATE_PREDICTION', message: 'the list repeats a class', expected, found };
+        return {
+          code: 'DUPLICATE_PREDICTION',
+          message: 'the list repeats a class',
+          expected: expected(),
+          found: found(),
+        };
       // An empty set is an answer (no class applies), not a missing one.
       return undefined;
     }
