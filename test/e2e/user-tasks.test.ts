@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rumedbench, rumedbenchProcess, rumedbenchProcessOk, rumedbenchWith } from '../helpers/cli.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { tinyBert } from '../helpers/tiny-bert.js';
 
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 
@@ -275,6 +276,34 @@ describe('tasks defined in files', () => {
     );
     expect(p.code, p.stderr).toBe(0);
     expect(p.stdout).toContain('кардио');
+  });
+
+  it('baseline encoder trains a head for a defined task on a (random, tiny) BERT and answers in its labels', async () => {
+    const out = join(root, 'severity-encoder');
+    const r = await rumedbench(
+      'baseline',
+      'encoder',
+      '--tasks-dir',
+      dirs.tasks,
+      '--tasks',
+      'Severity',
+      '--model',
+      tinyBert(),
+      '--cache',
+      join(root, 'encoder-cache'),
+      '--out',
+      out,
+      '--bootstrap',
+      '0',
+      '--json',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const preds = readFileSync(join(out, 'predictions', 'Severity.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { prediction: string }).prediction);
+    expect(preds).toHaveLength(6);
+    for (const p of preds) expect(SEVERITY).toContain(p);
   });
 
   it('reads the same definitions from RUMEDBENCH_TASKS and lists them with their source', async () => {
