@@ -24,17 +24,23 @@ import { type CsrMatrix, denseToCsr } from '../ml/sparse.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type {
   ClassificationTask,
+  MultilabelTask,
   RankingTask,
   TaggingTask,
   TaskDefinition,
   TaskRecord,
 } from '../tasks/types.js';
 import {
+  type ClassHeads,
   fittingProgress,
   type LinearHead,
   linearProbabilities,
+  loadClassHeads,
+  predictClassHeads,
   rankRows,
+  saveClassHeads,
   topK,
+  trainClassHeads,
   trainLinearHead,
 } from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
@@ -216,13 +222,60 @@ class EncoderClassifier extends EncoderHeadModel {
   }
 
   predict(records: readonly TaskRecord[]): Prediction[] {
-    return this.rank(records, 3).map((ranked) =>
+    return this.rank(records, this.task.kind === 'ranking' ? (this.task.k ?? 3) : 1).map((ranked) =>
       this.task.kind === 'ranking' ? ranked.map((s) => s.label) : (ranked[0] as Scored).label,
     );
   }
 
   serialize(): SerializedModel {
     return this.serializeAs('encoder-logreg');
+  }
+}
+
+/** Multi-label (a task defined in a file): one binary head per class over the standardised vectors (./linear.ts). */
+class EncoderMultilabel extends EncoderModel {
+  readonly scoreKind = 'probability';
+  constructor(
+    readonly task: MultilabelTask,
+    source: EmbedderSource,
+    ref: EncoderRef,
+    private readonly standardizer: Standardizer,
+    private readonly heads: ClassHeads,
+    private readonly C: number,
+  ) {
+    super(source, ref);
+  }
+
+  protected embed(
+    embedder: VectorSource,
+    records: readonly TaskRecord[],
+    label: string,
+  ): Promise<Float32Array[]> {
+    return embedder.embedTexts(
+      records.map((r) => taskInput(this.task, r)),
+      label,
+    );
+  }
+
+  predict(records: readonly TaskRecord[]): Prediction[] {
+    return predictClassHeads(
+      this.heads,
+      this.task.classes,
+      features(this.vectorsOf(records), this.standardizer),
+    );
+  }
+
+  serialize(): SerializedModel {
+    const arrays: SerializedModel['arrays'] = {
+      mean: this.standardizer.mean,
+      scale: this.standardizer.scale,
+    };
+    const heads = saveClassHeads(this.heads, arrays);
+    return {
+      meta: { kind: 'encoder-multilabel', encoder: this.ref, logreg: { ...ENCODER_LR, C: this.C }, heads },
+      arrays,
+      strings: {},
+    };
   }
 }
 
@@ -406,7 +459,25 @@ export async function trainEncoder(
     log(
       `${task.name}: logistic regression (C = ${C}) over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
-  if (task.kind === 'multilabel') throw new Error(`${task.name}: multi-label heads are not trained`);
+  if (task.kind === 'multilabel') {
+    const vectors = await embedder.embedTexts(
+      train.map((r) => taskInput(task, r)),
+      `${task.name} train`,
+    );
+    const standardizer = fitStandardizer(vectors, vectors[0]?.length ?? 0);
+    const started = performance.now();
+    const { onEpoch: _, ...binary } = lr;
+    const heads = await trainClassHeads(
+      features(vectors, standardizer),
+      task.classes,
+      train.map((r) => r.gold as readonly string[]),
+      binary,
+    );
+    log(
+      `${task.name}: ${task.classes.length} per-class logistic regressions (C = ${C}) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    return new EncoderMultilabel(task, source, ref, standardizer, heads, C);
+  }
   if (task.kind === 'tagging') {
     const matrices = await embedder.embedWords(
       train.map((r) => r.raw[task.tokensField] as string[]),
@@ -477,6 +548,19 @@ export function loadEncoderModel(
     return new EncoderChoice(task, source, meta.encoder);
   }
   const standardizer = { mean: saved.arrays.mean as Float32Array, scale: saved.arrays.scale as Float32Array };
+  if (meta.kind === 'encoder-multilabel') {
+    if (task.kind !== 'multilabel')
+      throw new Error(`${task.name}: a multi-label model was saved for another task`);
+    const heads = (saved.meta as { heads: Record<string, boolean | number[][]> }).heads;
+    return new EncoderMultilabel(
+      task,
+      source,
+      meta.encoder,
+      standardizer,
+      loadClassHeads(heads, saved.arrays, ENCODER_LR.bias),
+      meta.logreg?.C ?? DEFAULT_C,
+    );
+  }
   const blocks: OvrBlock[] = (meta.blocks ?? []).map((positives, g) => ({
     positives,
     weights: saved.arrays[`weights${g}`] as Float32Array,

@@ -101,3 +101,90 @@ export function fittingProgress(
     );
   };
 }
+
+/**
+ * Multi-label: one binary head per class (scikit-learn's `OneVsRestClassifier` over `LogisticRegression`), or what
+ * the class always is where train holds it on every record or on none.
+ */
+export type ClassHeads = ReadonlyMap<string, LinearHead | boolean>;
+
+export async function trainClassHeads(
+  x: CsrMatrix,
+  classes: readonly string[],
+  gold: readonly (readonly string[])[],
+  options: LinearTrainOptions,
+  progress: (done: number) => void = () => {},
+): Promise<ClassHeads> {
+  const heads = new Map<string, LinearHead | boolean>();
+  for (const [i, c] of classes.entries()) {
+    const labels = gold.map((g) => (g.includes(c) ? '1' : '0'));
+    const positives = labels.filter((l) => l === '1').length;
+    heads.set(
+      c,
+      positives === 0 || positives === labels.length
+        ? positives > 0
+        : await trainLinearHead(x, labels, options),
+    );
+    progress(i + 1);
+  }
+  return heads;
+}
+
+/** Each row's classes: those whose probability is at least 0.5, in the task's class order. */
+export function predictClassHeads(heads: ClassHeads, classes: readonly string[], x: CsrMatrix): string[][] {
+  const out: string[][] = Array.from({ length: x.rows }, () => []);
+  for (const c of classes) {
+    const head = heads.get(c) ?? false;
+    if (typeof head === 'boolean') {
+      if (head) for (const row of out) row.push(c);
+      continue;
+    }
+    const p = linearProbabilities(head, x);
+    out.forEach((row, r) => {
+      if ((p[2 * r + 1] as number) >= 0.5) row.push(c);
+    });
+  }
+  return out;
+}
+
+/** Class heads as a saved model's meta (class → constant or blocks' positives) and arrays (`weights{i}_{g}`). */
+export function saveClassHeads(
+  heads: ClassHeads,
+  arrays: Record<string, Float32Array | Float64Array | Int32Array>,
+): Record<string, boolean | number[][]> {
+  const meta: Record<string, boolean | number[][]> = {};
+  [...heads].forEach(([c, head], i) => {
+    if (typeof head === 'boolean') meta[c] = head;
+    else {
+      meta[c] = head.blocks.map((b) => b.positives);
+      head.blocks.forEach((b, g) => {
+        arrays[`weights${i}_${g}`] = b.weights;
+      });
+    }
+  });
+  return meta;
+}
+
+export function loadClassHeads(
+  meta: Record<string, boolean | number[][]>,
+  arrays: Readonly<Record<string, unknown>>,
+  bias: number,
+): ClassHeads {
+  const heads = new Map<string, LinearHead | boolean>();
+  Object.entries(meta).forEach(([c, h], i) => {
+    heads.set(
+      c,
+      typeof h === 'boolean'
+        ? h
+        : {
+            classes: ['0', '1'],
+            blocks: h.map((positives, g) => ({
+              positives,
+              weights: arrays[`weights${i}_${g}`] as Float32Array,
+            })),
+            bias,
+          },
+    );
+  });
+  return heads;
+}

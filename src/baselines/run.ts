@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import type { EmbedStats, VectorSource } from '../encoders/embed.js';
-import { UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { RunFolder } from '../scoring/formats.js';
@@ -94,10 +93,6 @@ async function runTask(
   const t0 = performance.now();
   let train: TaskRecord[] = [];
   let trainedOn: TaskRun['trainedOn'];
-  if (task.kind === 'multilabel' && options.method === 'encoder')
-    throw new UsageError(
-      `${task.name} is a multi-label task: the encoder baseline does not train multi-label heads yet (\`baseline naive\` and \`baseline tfidf\` do); score predictions made elsewhere with \`rumedbench eval\``,
-    );
   if (options.method === 'encoder' && task.kind === 'tagging' && options.embedder?.wordVectors === false) {
     const reason = `${options.embedder.info.endpoint ?? 'this source'} gives one vector per text, and ${task.name}'s heads need one per word; run the encoder here for it`;
     log.warn(`${task.name}: ${reason}`);

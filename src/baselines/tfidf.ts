@@ -25,11 +25,15 @@ import type {
 } from '../tasks/types.js';
 import { loadCrfTagger, trainCrfTagger } from './crf.js';
 import {
+  type ClassHeads,
   fittingProgress,
   type LinearHead,
-  linearProbabilities,
+  loadClassHeads,
+  predictClassHeads,
   rankRows,
+  saveClassHeads,
   topK,
+  trainClassHeads,
   trainLinearHead,
 } from './linear.js';
 import type { BaselineModel, Scored, SerializedModel, TrainOptions } from './types.js';
@@ -87,7 +91,7 @@ class TfidfClassifier implements BaselineModel {
 /**
  * Multi-label (a task defined in a file): one binary logistic regression per class over the same TF-IDF features
  * (scikit-learn's `OneVsRestClassifier(LogisticRegression(C=10))`); a class is predicted where its probability is
- * at least 0.5. A class every train record has is always predicted, one none has never.
+ * at least 0.5 (./linear.ts).
  */
 class TfidfMultilabel implements BaselineModel {
   readonly method = 'tfidf';
@@ -95,8 +99,7 @@ class TfidfMultilabel implements BaselineModel {
   constructor(
     readonly task: MultilabelTask,
     private readonly tfidf: TfidfModel,
-    /** Per class: its binary head, or what it always is. */
-    private readonly heads: ReadonlyMap<string, LinearHead | boolean>,
+    private readonly heads: ClassHeads,
   ) {}
 
   predict(records: readonly TaskRecord[]): Prediction[] {
@@ -104,33 +107,12 @@ class TfidfMultilabel implements BaselineModel {
       this.tfidf,
       records.map((r) => inputText(this.task, r)),
     );
-    const out: string[][] = records.map(() => []);
-    for (const c of this.task.classes) {
-      const head = this.heads.get(c) ?? false;
-      if (typeof head === 'boolean') {
-        if (head) for (const row of out) row.push(c);
-        continue;
-      }
-      const p = linearProbabilities(head, x);
-      out.forEach((row, r) => {
-        if ((p[2 * r + 1] as number) >= 0.5) row.push(c);
-      });
-    }
-    return out;
+    return predictClassHeads(this.heads, this.task.classes, x);
   }
 
   serialize(): SerializedModel {
     const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
-    const heads: Record<string, boolean | number[][]> = {};
-    [...this.heads].forEach(([c, head], i) => {
-      if (typeof head === 'boolean') heads[c] = head;
-      else {
-        heads[c] = head.blocks.map((b) => b.positives);
-        head.blocks.forEach((b, g) => {
-          arrays[`weights${i}_${g}`] = b.weights;
-        });
-      }
-    });
+    const heads = saveClassHeads(this.heads, arrays);
     return {
       meta: { kind: 'tfidf-multilabel', tfidf: this.tfidf.options, logreg: LR_OPTIONS, heads },
       arrays,
@@ -151,24 +133,19 @@ async function trainMultilabel(
     TFIDF_OPTIONS,
   );
   log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams; one model per class…`);
-  const heads = new Map<string, LinearHead | boolean>();
-  for (const [i, c] of task.classes.entries()) {
-    const gold = train.map((r) => ((r.gold as readonly string[]).includes(c) ? '1' : '0'));
-    const positives = gold.filter((g) => g === '1').length;
-    if (positives === 0 || positives === gold.length) {
-      heads.set(c, positives > 0);
-      continue;
-    }
-    heads.set(
-      c,
-      await trainLinearHead(matrix, gold, {
-        ...LR_OPTIONS,
-        seed: options.seed,
-        ...(options.threads !== undefined ? { threads: options.threads } : {}),
-      }),
-    );
-    if ((i + 1) % 10 === 0) log(`${task.name}: ${i + 1} of ${task.classes.length} classes`);
-  }
+  const heads = await trainClassHeads(
+    matrix,
+    task.classes,
+    train.map((r) => r.gold as readonly string[]),
+    {
+      ...LR_OPTIONS,
+      seed: options.seed,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    },
+    (done) => {
+      if (done % 10 === 0) log(`${task.name}: ${done} of ${task.classes.length} classes`);
+    },
+  );
   log(`${task.name}: ${task.classes.length} classes in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return new TfidfMultilabel(task, model, heads);
 }
@@ -272,24 +249,8 @@ export function loadTfidf(task: TaskDefinition, saved: SerializedModel): Baselin
   if (meta.kind === 'tfidf-multilabel') {
     if (task.kind !== 'multilabel')
       throw new Error(`${task.name}: a multi-label model was saved for another task`);
-    const saved_ = (saved.meta as { heads: Record<string, boolean | number[][]> }).heads;
-    const heads = new Map<string, LinearHead | boolean>();
-    Object.entries(saved_).forEach(([c, h], i) => {
-      heads.set(
-        c,
-        typeof h === 'boolean'
-          ? h
-          : {
-              classes: ['0', '1'],
-              blocks: h.map((positives, g) => ({
-                positives,
-                weights: saved.arrays[`weights${i}_${g}`] as Float32Array,
-              })),
-              bias: LR_OPTIONS.bias,
-            },
-      );
-    });
-    return new TfidfMultilabel(task, tfidf, heads);
+    const heads = (saved.meta as { heads: Record<string, boolean | number[][]> }).heads;
+    return new TfidfMultilabel(task, tfidf, loadClassHeads(heads, saved.arrays, LR_OPTIONS.bias));
   }
   if (task.kind === 'tagging' || task.kind === 'multilabel')
     throw new Error(`${task.name}: not a single-label text classification task`);

@@ -83,8 +83,9 @@ export function labelMismatch(task: TaskDefinition, labels: readonly string[]): 
   }
   if (isChoiceTask(task))
     return `${task.name} is a multiple-choice exam with no training data; predict-encoder runs classification heads (use \`baseline encoder\` or \`llm\`)`;
-  const expected =
-    task.kind === 'tagging' ? task.tags : task.kind === 'multilabel' ? task.classes : task.labels;
+  if (task.kind === 'multilabel')
+    return `${task.name} is multi-label; predict-encoder runs single-label heads (use \`baseline encoder\`, which trains one head per class)`;
+  const expected = task.kind === 'tagging' ? task.tags : task.labels;
   const missing = expected.filter((l) => !labels.includes(l));
   const unexpected = labels.filter((l) => !expected.includes(l));
   if (missing.length === 0 && unexpected.length === 0) return undefined;

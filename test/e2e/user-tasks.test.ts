@@ -278,7 +278,7 @@ describe('tasks defined in files', () => {
     expect(p.stdout).toContain('кардио');
   });
 
-  it('baseline encoder trains a head for a defined task on a (random, tiny) BERT and answers in its labels', async () => {
+  it('baseline encoder trains heads for defined tasks (one per class for a multi-label one) on a tiny random BERT', async () => {
     const out = join(root, 'severity-encoder');
     const r = await rumedbench(
       'baseline',
@@ -304,6 +304,51 @@ describe('tasks defined in files', () => {
       .map((l) => (JSON.parse(l) as { prediction: string }).prediction);
     expect(preds).toHaveLength(6);
     for (const p of preds) expect(SEVERITY).toContain(p);
+
+    // A multi-label task: one head per class; saved heads reload to the same predictions.
+    const signs = join(root, 'signs');
+    const multi = join(root, 'signs-encoder');
+    const m = await rumedbench(
+      'baseline',
+      'encoder',
+      '--tasks-dir',
+      signs,
+      '--tasks',
+      'Signs',
+      '--model',
+      tinyBert(),
+      '--cache',
+      join(root, 'encoder-cache'),
+      '--out',
+      multi,
+      '--save',
+      join(multi, 'models'),
+      '--bootstrap',
+      '0',
+      '--json',
+    );
+    expect(m.code, m.stderr).toBe(0);
+    const answers = readFileSync(join(multi, 'predictions', 'Signs.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.stringify((JSON.parse(l) as { prediction: string[] }).prediction));
+    expect(answers).toHaveLength(8);
+    const again = await rumedbench(
+      'predict',
+      '--tasks-dir',
+      signs,
+      '--model',
+      join(multi, 'models', 'Signs'),
+      '--input',
+      join(signs, 'data', 'test.jsonl'),
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(
+      again.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.stringify((JSON.parse(l) as { prediction: string[] }).prediction)),
+    ).toEqual(answers);
   });
 
   it('reads the same definitions from RUMEDBENCH_TASKS and lists them with their source', async () => {
