@@ -132,11 +132,17 @@ abstract class EncoderModel implements BaselineModel {
     protected readonly ref: EncoderRef,
   ) {}
 
-  protected abstract embed(
+  /** One vector per record, of its input fields' text; taggers and multiple choice embed otherwise. */
+  protected embed(
     embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
-  ): Promise<Float32Array[]>;
+  ): Promise<Float32Array[]> {
+    return embedder.embedTexts(
+      records.map((r) => taskInput(this.task, r)),
+      label,
+    );
+  }
 
   async prepare(records: readonly TaskRecord[], label = this.task.name): Promise<void> {
     const todo = records.filter((r) => !this.vectors.has(r));
@@ -206,17 +212,6 @@ class EncoderClassifier extends EncoderHeadModel {
     super(...rest);
   }
 
-  protected embed(
-    embedder: VectorSource,
-    records: readonly TaskRecord[],
-    label: string,
-  ): Promise<Float32Array[]> {
-    return embedder.embedTexts(
-      records.map((r) => taskInput(this.task, r)),
-      label,
-    );
-  }
-
   rank(records: readonly TaskRecord[], top: number): Scored[][] {
     return rankRows(this.head, features(this.vectorsOf(records), this.standardizer), top);
   }
@@ -244,17 +239,6 @@ class EncoderMultilabel extends EncoderModel {
     private readonly C: number,
   ) {
     super(source, ref);
-  }
-
-  protected embed(
-    embedder: VectorSource,
-    records: readonly TaskRecord[],
-    label: string,
-  ): Promise<Float32Array[]> {
-    return embedder.embedTexts(
-      records.map((r) => taskInput(this.task, r)),
-      label,
-    );
   }
 
   predict(records: readonly TaskRecord[]): Prediction[] {
@@ -336,7 +320,7 @@ class EncoderTagger extends EncoderHeadModel {
     super(...rest);
   }
 
-  protected embed(
+  protected override embed(
     embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
@@ -382,7 +366,7 @@ class EncoderChoice extends EncoderModel {
   }
 
   /** Per record, its question's vector then each option's, concatenated. */
-  protected async embed(
+  protected override async embed(
     embedder: VectorSource,
     records: readonly TaskRecord[],
     label: string,
