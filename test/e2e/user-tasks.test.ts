@@ -143,6 +143,10 @@ metrics: [macro_f1, micro_f1, accuracy]
   return { tasks, preds };
 }
 
+/** `predict` with a saved model of the Signs task on its test records. */
+const predictSigns = (dir: string, model: string) =>
+  rumedbench('predict', '--tasks-dir', dir, '--model', model, '--input', join(dir, 'data', 'test.jsonl'));
+
 interface Scored {
   tasks: Record<string, { n: number; metrics: Record<string, number>; score: number }>;
   overall: number | null;
@@ -265,15 +269,7 @@ describe('tasks defined in files', () => {
     expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { evaluation: Scored };
     expect(summary.evaluation.tasks.Signs?.metrics).toEqual({ macro_f1: 100, micro_f1: 100, accuracy: 100 });
-    const p = await rumedbench(
-      'predict',
-      '--tasks-dir',
-      dir,
-      '--model',
-      join(out, 'models', 'Signs'),
-      '--input',
-      join(dir, 'data', 'test.jsonl'),
-    );
+    const p = await predictSigns(dir, join(out, 'models', 'Signs'));
     expect(p.code, p.stderr).toBe(0);
     expect(p.stdout).toContain('кардио');
   });
@@ -333,15 +329,7 @@ describe('tasks defined in files', () => {
       .split('\n')
       .map((l) => JSON.stringify((JSON.parse(l) as { prediction: string[] }).prediction));
     expect(answers).toHaveLength(8);
-    const again = await rumedbench(
-      'predict',
-      '--tasks-dir',
-      signs,
-      '--model',
-      join(multi, 'models', 'Signs'),
-      '--input',
-      join(signs, 'data', 'test.jsonl'),
-    );
+    const again = await predictSigns(signs, join(multi, 'models', 'Signs'));
     expect(again.code, again.stderr).toBe(0);
     expect(
       again.stdout
