@@ -31,7 +31,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
-function parseLine(text: string, line: number): JsonlLine | undefined {
+/** One line parsed: undefined for a blank line, else its value or why it is not JSON. */
+export function parseJsonLine(text: string, line: number): JsonlLine | undefined {
   if (text.trim() === '') return undefined;
   if (nestsDeeperThan(text, MAX_JSON_DEPTH))
     return { line, error: `malformed record: nested deeper than ${MAX_JSON_DEPTH} levels` };
@@ -48,7 +49,7 @@ export async function* readJsonlFile(file: string): AsyncGenerator<JsonlLine> {
   for await (const batch of readUtf8LineBatches(file)) {
     for (const text of batch) {
       n += 1;
-      const parsed = parseLine(text, n);
+      const parsed = parseJsonLine(text, n);
       if (parsed) yield parsed;
     }
   }
@@ -61,7 +62,7 @@ export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
   for await (const batch of readUtf8LineBatches(file)) {
     for (const text of batch) {
       n += 1;
-      const parsed = parseLine(text, n);
+      const parsed = parseJsonLine(text, n);
       if (parsed) out.push(parsed);
     }
   }
@@ -72,7 +73,7 @@ export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
 export function* parseJsonl(text: string): Generator<JsonlLine> {
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
-    const parsed = parseLine(lines[i] ?? '', i + 1);
+    const parsed = parseJsonLine(lines[i] ?? '', i + 1);
     if (parsed) yield parsed;
   }
 }

@@ -32,7 +32,7 @@ describe('loadSplit', () => {
     expect(
       (error as DataInvalidError).issues.map((i) => [i.file === file, i.line, i.id ?? null, i.message]),
     ).toEqual([
-      [true, 2, 'b', 'field "ner_tags": ner_tags must have one tag per token'],
+      [true, 2, 'b', 'field "ner_tags": must have one tag per token of "tokens" (1 tags, 2 tokens)'],
       [true, 3, null, expect.stringMatching(/^malformed JSON/)],
       [true, 4, 'a', 'duplicate id; first seen on line 1'],
       [true, 5, 'd', expect.stringMatching(/^field "ner_tags.0": must be one of O, B-ADR/)],

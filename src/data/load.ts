@@ -1,10 +1,12 @@
 /**
- * Loading a task split: stream its JSONL, validate every record against the task's schema, check ids are unique,
+ * Loading a task split: stream its JSONL, check every record against the task's field rules, check ids are unique,
  * and report every bad line as `file:line (id …): what was wrong`.
  */
 import { existsSync } from 'node:fs';
 import { DataInvalidError, type DataIssue, DataNotFoundError } from '../errors.js';
+import { checkRecord, type RecordIssue } from '../tasks/record.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { readFieldStrings } from './field-scan.js';
 import { readJsonlLines } from './jsonl.js';
 import { resolveDataDir, splitPath } from './paths.js';
 
@@ -27,9 +29,8 @@ function missingHint(task: TaskDefinition, split: Split): string {
 }
 
 /** Converts zod's issue path and message into one readable phrase. */
-function describeSchemaIssue(issue: { path: PropertyKey[]; message: string }): string {
-  const field = issue.path.map(String).join('.');
-  return field === '' ? issue.message : `field "${field}": ${issue.message}`;
+function describeRecordIssue(issue: RecordIssue): string {
+  return issue.path === '' ? issue.message : `field "${issue.path}": ${issue.message}`;
 }
 
 /** Validates parsed records of one split; returns typed records or throws with every problem listed. */
@@ -48,12 +49,12 @@ export function validateRecords(
       issues.push({ file, line: entry.line, message: entry.error });
       continue;
     }
-    const parsed = task.recordSchema.safeParse(entry.value);
+    const parsed = checkRecord(task.recordFields, entry.value);
     const rawId = (entry.value as Record<string, unknown> | null)?.[task.idField];
     const id = typeof rawId === 'string' ? rawId : undefined;
     const at = { file, line: entry.line, ...(id !== undefined ? { id } : {}) };
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) issues.push({ ...at, message: describeSchemaIssue(issue) });
+    if (!parsed.ok) {
+      for (const issue of parsed.issues) issues.push({ ...at, message: describeRecordIssue(issue) });
       continue;
     }
     const raw = parsed.data;
@@ -109,13 +110,7 @@ export async function readGoldLabels(
 ): Promise<Set<string>> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  const labels = new Set<string>();
-  for (const line of await readJsonlLines(file)) {
-    const gold =
-      'value' in line ? (line.value as Record<string, unknown> | null)?.[task.goldField] : undefined;
-    if (typeof gold === 'string') labels.add(gold);
-  }
-  return labels;
+  return readFieldStrings(file, task.goldField);
 }
 
 /**

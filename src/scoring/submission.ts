@@ -4,7 +4,6 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { unzipSync } from 'fflate';
 import { type JsonlLine, parseJsonl, readJsonlLines } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
 import { didYouMean, isTaskName } from '../tasks/registry.js';
@@ -64,9 +63,11 @@ async function readFolder(dir: string): Promise<Submission> {
   return { source: dir, files, issues };
 }
 
-function readZip(zipPath: string): Submission {
+async function readZip(zipPath: string): Promise<Submission> {
   const issues: SubmissionIssue[] = [];
   let entries: Record<string, Uint8Array>;
+  // Imported here: most submissions are folders, and the zip reader was a quarter of the code `eval` loads.
+  const { unzipSync } = await import('fflate');
   try {
     entries = unzipSync(readFileSync(zipPath));
   } catch (e) {

@@ -3,6 +3,7 @@ import { TaskDefinitionError } from '../errors.js';
 import { compileTask, taskFromObject } from './definition.js';
 import { parseTaskFile } from './definition-file.js';
 import { parseLabel, parseLabelList } from './parse.js';
+import { checkRecord } from './record.js';
 import { getTask, isTaskName } from './registry.js';
 
 const HEAD =
@@ -101,18 +102,29 @@ describe('task definition files', () => {
       ),
       't.yaml',
     );
-    expect(tag.recordSchema.safeParse({ id: '1', tokens: ['a', 'b'], g: ['B-DRUG', 'O'] }).success).toBe(
-      true,
-    );
-    expect(tag.recordSchema.safeParse({ id: '1', tokens: ['a', 'b'], g: ['B-DRUG'] }).success).toBe(false);
-    expect(tag.recordSchema.safeParse({ id: '1', tokens: ['a'], g: ['B-DOSE'] }).success).toBe(false);
+    const check = (task: typeof tag, value: unknown) => checkRecord(task.recordFields, value);
+    expect(check(tag, { id: '1', tokens: ['a', 'b'], g: ['B-DRUG', 'O'] }).ok).toBe(true);
+    expect(check(tag, { id: '1', tokens: ['a', 'b'], g: ['B-DRUG'] })).toEqual({
+      ok: false,
+      issues: [{ path: 'g', message: 'must have one tag per token of "tokens" (1 tags, 2 tokens)' }],
+    });
+    expect(check(tag, { id: '1', tokens: ['a'], g: ['B-DOSE'] })).toEqual({
+      ok: false,
+      issues: [{ path: 'g.0', message: 'must be one of O, B-DRUG, I-DRUG; found "B-DOSE"' }],
+    });
     const ml = compileTask(
       parseTaskFile(`${HEAD}type: multilabel\nclasses: [0, 1, 2]\nmetrics: [macro_f1]\n`, 't.yaml'),
       't.yaml',
     );
     // Class indices as numbers, in any order: read as the task's classes, in its order.
-    expect(ml.recordSchema.parse({ id: '1', text: 'x', g: [2, 0] }).g).toEqual(['0', '2']);
-    expect(ml.recordSchema.safeParse({ id: '1', text: 'x', g: [3] }).success).toBe(false);
+    expect(check(ml, { id: '1', text: 'x', g: [2, 0] })).toEqual({
+      ok: true,
+      data: { id: '1', text: 'x', g: ['0', '2'] },
+    });
+    expect(check(ml, { id: '1', text: 'x', g: [3] })).toEqual({
+      ok: false,
+      issues: [{ path: 'g.0', message: 'must be one of "0", "1", "2"; found "3"' }],
+    });
   });
 
   it('reads the short forms: license, one input, options as a list of fields, classes as a count', () => {

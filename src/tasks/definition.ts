@@ -4,12 +4,14 @@
  * the built-in tasks are, so every command reads both alike. Problems are reported as `file:line:col: reason`, all
  * of them at once.
  */
+
+import { createRequire } from 'node:module';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { TaskDefinitionError } from '../errors.js';
-import { iob2Tags, text } from './fields.js';
 import { getEntities } from './iob2.js';
 import { parseEntities, parseLabel, parseLabelList, parseOption } from './parse.js';
+import { type FieldRule, iob2Tags, type RecordFields } from './record.js';
 import {
   type HitAtK,
   type MetricName,
@@ -43,10 +45,11 @@ const METRICS_OF: Record<TaskType, readonly (typeof METRIC_MENU)[number][]> = {
 };
 
 /**
- * The file's schemas, made on first use: zod builds them in tens of milliseconds, which every command would pay at
- * start (the registry imports this module) though most read no definition.
+ * The file's schemas, made on first use: loading zod and building them takes tens of milliseconds, which every
+ * command would pay at start (the registry imports this module) though most read no definition.
  */
 function makeSchemas() {
+  const { z } = createRequire(import.meta.url)('zod') as typeof import('zod');
   const field = z.string().regex(/^[^\s]+$/, 'a field name (no spaces)');
   const label = z.union([z.string().min(1), z.number().int()]).transform(String);
 
@@ -233,56 +236,50 @@ function compilePrompt(def: TaskFile): TaskPrompt {
   };
 }
 
-/** The record schema: the id, every input as text (a tagging task's tokens as a list) and the type's gold. */
-function recordSchema(def: TaskFile): z.ZodType<Record<string, unknown>> {
-  const { label } = schemas();
-  const shape: Record<string, z.ZodType> = { [def.id]: text };
+/** The record's fields: the id, every input as text (a tagging task's tokens as a list) and the type's gold. */
+function recordFields(def: TaskFile): RecordFields {
+  const fields: Record<string, FieldRule> = { [def.id]: { type: 'text' } };
   for (const f of def.inputs)
-    shape[f] = def.type === 'tagging' && f === def.tokens ? z.array(z.string()).min(1) : text;
-  if (def.cluster) shape[def.cluster] = text;
+    fields[f] = def.type === 'tagging' && f === def.tokens ? { type: 'tokens' } : { type: 'text' };
+  if (def.cluster) fields[def.cluster] = { type: 'text' };
   switch (def.type) {
     case 'classification':
-      shape[def.gold] = label.pipe(z.enum(def.labels as [string, ...string[]])).optional();
+      fields[def.gold] = { type: 'label', optional: true, numbers: true, oneOf: def.labels };
       break;
     case 'multiple_choice':
-      for (const f of Object.values(def.options)) shape[f] = text;
-      if (def.question) shape[def.question] = text;
-      shape[def.gold] = label.pipe(z.enum(Object.keys(def.options) as [string, ...string[]])).optional();
+      for (const f of Object.values(def.options)) fields[f] = { type: 'text' };
+      if (def.question) fields[def.question] = { type: 'text' };
+      fields[def.gold] = { type: 'label', optional: true, numbers: true, oneOf: Object.keys(def.options) };
       break;
-    case 'ranking': {
-      const re = def.label_pattern ? new RegExp(def.label_pattern, 'u') : undefined;
-      let gold: z.ZodType = label;
-      if (def.labels) gold = label.pipe(z.enum(def.labels as [string, ...string[]]));
-      else if (re) gold = label.refine((l) => re.test(l), `must match ${def.label_pattern}`);
-      shape[def.gold] = gold.optional();
+    case 'ranking':
+      fields[def.gold] = {
+        type: 'label',
+        optional: true,
+        numbers: true,
+        ...(def.labels
+          ? { oneOf: def.labels }
+          : def.label_pattern
+            ? {
+                pattern: new RegExp(def.label_pattern, 'u'),
+                patternHint: `a label matching ${def.label_pattern}`,
+              }
+            : {}),
+      };
       break;
-    }
-    case 'tagging': {
-      const tags = iob2Tags(def.entity_types);
-      shape[def.tokens] = z.array(z.string()).min(1);
-      shape[def.gold] = z.array(z.enum(tags as [string, ...string[]])).optional();
+    case 'tagging':
+      fields[def.tokens] = { type: 'tokens' };
+      fields[def.gold] = {
+        type: 'tags',
+        optional: true,
+        oneOf: iob2Tags(def.entity_types),
+        tokens: def.tokens,
+      };
       break;
-    }
-    case 'multilabel': {
-      const classes = def.classes;
-      shape[def.gold] = z
-        .array(label.pipe(z.enum(classes as [string, ...string[]])))
-        .refine((l) => new Set(l).size === l.length, 'repeats a class')
-        // Canonical order (the task's), whatever order the file lists them in.
-        .transform((l) => classes.filter((c) => l.includes(c)))
-        .optional();
+    case 'multilabel':
+      fields[def.gold] = { type: 'label_set', optional: true, oneOf: def.classes };
       break;
-    }
   }
-  const object = z.looseObject(shape);
-  if (def.type !== 'tagging') return object;
-  return object.refine(
-    (r) => {
-      const g = r[def.gold] as unknown[] | undefined;
-      return g === undefined || g.length === (r[def.tokens] as unknown[]).length;
-    },
-    { message: `"${def.gold}" must have one tag per token of "${def.tokens}"`, path: [def.gold] },
-  );
+  return fields;
 }
 
 /** Turns a checked definition into a task; `file` is where it came from (data paths are relative to it). */
@@ -312,7 +309,7 @@ export function compileTask(
     metrics,
     scoreOf: 'first' as const,
     prompt: compilePrompt(def),
-    recordSchema: recordSchema(def),
+    recordFields: recordFields(def),
     source: file,
     files,
     ...(options.optional ? { optional: true } : {}),
@@ -382,17 +379,16 @@ export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
   }
   raw = shorthand(raw as Record<string, unknown>);
   const rawType = (raw as Record<string, unknown>).type;
-  const type = z.enum(TASK_TYPES).safeParse(rawType);
-  if (!type.success) {
+  if (!TASK_TYPES.includes(rawType as TaskType)) {
     fail(['type'], `unknown type ${JSON.stringify(rawType)}; expected one of ${TASK_TYPES.join(', ')}`);
     return undefined;
   }
-  const parsed = schemas().SCHEMAS[type.data].safeParse(raw);
+  const type = rawType as TaskType;
+  const parsed = schemas().SCHEMAS[type].safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       if (issue.code === 'unrecognized_keys')
-        for (const key of issue.keys)
-          fail([...issue.path, key], `unknown key for a ${type.data} task`, 'key');
+        for (const key of issue.keys) fail([...issue.path, key], `unknown key for a ${type} task`, 'key');
       else fail(issue.path, issue.message);
     }
     return undefined;

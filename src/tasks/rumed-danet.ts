@@ -1,6 +1,4 @@
 /** RuMedDaNet: yes/no questions on a medical passage. */
-import { z } from 'zod';
-import { text } from './fields.js';
 import { parseYesNo } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
@@ -65,10 +63,10 @@ export const rumedDaNet = {
     ],
     parse: (reply) => parseYesNo(reply),
   },
-  recordSchema: z.looseObject({
-    pairID: text,
-    context: text,
-    question: text,
-    answer: z.enum(LABELS).optional(),
-  }),
+  recordFields: {
+    pairID: { type: 'text' },
+    context: { type: 'text' },
+    question: { type: 'text' },
+    answer: { type: 'label', optional: true, oneOf: LABELS },
+  },
 } as const satisfies ClassificationTask<'RuMedDaNet'>;

@@ -1,8 +1,7 @@
 /** RuMedNER: named entities in drug reviews (RuDReC), one IOB2 tag per token. */
-import { z } from 'zod';
-import { iob2Tags, text } from './fields.js';
 import { getEntities } from './iob2.js';
 import { parseEntities } from './parse.js';
+import { iob2Tags } from './record.js';
 import type { TaggingTask } from './types.js';
 
 const ENTITY_TYPES = ['ADR', 'DI', 'Drugclass', 'Drugform', 'Drugname', 'Finding'] as const;
@@ -86,16 +85,9 @@ export const rumedNer = {
       },
     },
   },
-  recordSchema: z
-    .looseObject({
-      idx: text,
-      tokens: z.array(z.string()).min(1, 'must list at least one token'),
-      ner_tags: z
-        .array(z.string().refine((t) => TAGS.includes(t), { message: `must be one of ${TAGS.join(', ')}` }))
-        .optional(),
-    })
-    .refine((r) => r.ner_tags === undefined || r.ner_tags.length === r.tokens.length, {
-      message: 'ner_tags must have one tag per token',
-      path: ['ner_tags'],
-    }),
+  recordFields: {
+    idx: { type: 'text' },
+    tokens: { type: 'tokens' },
+    ner_tags: { type: 'tags', optional: true, oneOf: TAGS, tokens: 'tokens' },
+  },
 } as const satisfies TaggingTask<'RuMedNER'>;

@@ -1,6 +1,4 @@
 /** RuMedNLI: natural language inference on clinical sentence pairs (translated MedNLI). */
-import { z } from 'zod';
-import { text } from './fields.js';
 import { parseNli } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
@@ -81,10 +79,10 @@ export const rumedNli = {
     ],
     parse: (reply) => parseNli(reply),
   },
-  recordSchema: z.looseObject({
-    pairID: text,
-    ru_sentence1: text,
-    ru_sentence2: text,
-    gold_label: z.enum(LABELS).optional(),
-  }),
+  recordFields: {
+    pairID: { type: 'text' },
+    ru_sentence1: { type: 'text' },
+    ru_sentence2: { type: 'text' },
+    gold_label: { type: 'label', optional: true, oneOf: LABELS },
+  },
 } as const satisfies ClassificationTask<'RuMedNLI'>;

@@ -1,6 +1,4 @@
 /** RuMedSymptomRec: the symptom a doctor should check next, given an incomplete description. */
-import { z } from 'zod';
-import { text } from './fields.js';
 import { parseSymptomList } from './parse.js';
 import type { PromptContext, RankingTask } from './types.js';
 
@@ -70,5 +68,9 @@ export const rumedSymptomRec = {
     ],
     parse: (reply, _raw, ctx) => parseSymptomList(reply, ctx.labels ?? []),
   },
-  recordSchema: z.looseObject({ idx: text, symptoms: text, code: text.optional() }),
+  recordFields: {
+    idx: { type: 'text' },
+    symptoms: { type: 'text' },
+    code: { type: 'label', optional: true },
+  },
 } as const satisfies RankingTask<'RuMedSymptomRec'>;

@@ -1,6 +1,4 @@
 /** RuMedTest: four-option questions from Russian medical exams; the answers are closed (no public gold). */
-import { z } from 'zod';
-import { text } from './fields.js';
 import { parseOption } from './parse.js';
 import type { ClassificationTask } from './types.js';
 
@@ -67,13 +65,13 @@ export const rumedTest = {
     ],
     parse: (reply) => parseOption(reply, LABELS),
   },
-  recordSchema: z.looseObject({
-    idx: text,
-    question: text,
-    '1': z.string(),
-    '2': z.string(),
-    '3': z.string(),
-    '4': z.string(),
-    answer: z.enum(LABELS).optional(),
-  }),
+  recordFields: {
+    idx: { type: 'text' },
+    question: { type: 'text' },
+    '1': { type: 'string' },
+    '2': { type: 'string' },
+    '3': { type: 'string' },
+    '4': { type: 'string' },
+    answer: { type: 'label', optional: true, oneOf: LABELS },
+  },
 } as const satisfies ClassificationTask<'RuMedTest'>;

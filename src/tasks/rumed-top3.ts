@@ -1,6 +1,4 @@
 /** RuMedTop3: the ICD-10 code (three characters) of a diagnosis from the patient's symptoms. */
-import { z } from 'zod';
-import { text } from './fields.js';
 import { parseIcd10List } from './parse.js';
 import type { RankingTask } from './types.js';
 
@@ -72,9 +70,14 @@ export const rumedTop3 = {
     ],
     parse: (reply) => parseIcd10List(reply),
   },
-  recordSchema: z.looseObject({
-    idx: text,
-    symptoms: text,
-    code: z.string().regex(ICD10_CODE, 'must be a three-character ICD-10 code such as "M54"').optional(),
-  }),
+  recordFields: {
+    idx: { type: 'text' },
+    symptoms: { type: 'text' },
+    code: {
+      type: 'label',
+      optional: true,
+      pattern: ICD10_CODE,
+      patternHint: 'a three-character ICD-10 code such as "M54"',
+    },
+  },
 } as const satisfies RankingTask<'RuMedTop3'>;

@@ -2,8 +2,8 @@
  * The shape of a task definition. Each task is described once, in its own module under `src/tasks/`; loaders,
  * the scorer, reports (and later baselines and prompts) read only these definitions.
  */
-import type { z } from 'zod';
 import type { ParseResult } from './parse.js';
+import type { RecordFields } from './record.js';
 
 export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
 export type Split = (typeof SPLITS)[number];
@@ -111,8 +111,11 @@ interface TaskBase<Name extends string = string> {
   readonly inOverall: boolean;
   readonly metrics: readonly MetricName[];
   readonly prompt: TaskPrompt;
-  /** Schema of one data record; the gold field is optional here, the loader decides where it is required. */
-  readonly recordSchema: z.ZodType<Record<string, unknown>>;
+  /**
+   * What one data record holds, a rule per field (src/tasks/record.ts); the gold field is optional here, the loader
+   * decides where it is required.
+   */
+  readonly recordFields: RecordFields;
   /** Where a task defined in a file came from (the definition file); absent for the built-in tasks. */
   readonly source?: string;
   /** A defined task's data files by split (absolute paths); absent: `<data>/<Task>/<split>_v1.jsonl`. */
