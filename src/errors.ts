@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'LOGLIK_UNSUPPORTED'
   /** A run that scored no item at all. */
   | 'NOTHING_SCORED'
+  /** An LLM run whose cost would pass, or has reached, its `--max-cost`: nothing (more) was sent. */
+  | 'COST_LIMIT'
   /** Some requests of an LLM run failed and were not accepted (`--allow-failures`): not scored. */
   | 'RUN_INCOMPLETE'
   | 'REPORT_INPUT_INVALID'

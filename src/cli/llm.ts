@@ -11,6 +11,7 @@ import {
   secretHeaderProblem,
 } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
+import { ANTHROPIC_BASE_URL, MIN_THINKING_BUDGET } from '../llm/anthropic.js';
 import { parsePerturbations } from '../llm/perturb.js';
 import { renderPerturbations } from '../llm/perturbations.js';
 import { readTemplates } from '../llm/prompt.js';
@@ -28,8 +29,8 @@ import { progressBar } from './progress.js';
 export const LLM_FLAGS = {
   provider: flag.choice(
     '--provider <name>',
-    'an OpenAI-compatible endpoint, or a local GGUF model',
-    ['openai', 'llama'],
+    "an OpenAI-compatible endpoint, Anthropic's Messages API, or a local GGUF model",
+    ['openai', 'anthropic', 'llama'],
     {
       default: 'openai',
     },
@@ -57,7 +58,10 @@ export const LLM_FLAGS = {
     '--label-words',
     'loglik: score the RuMedNLI label words instead of the option numbers',
   ),
-  baseUrl: flag.text('--base-url <url>', 'endpoint, e.g. http://localhost:8000/v1'),
+  baseUrl: flag.text(
+    '--base-url <url>',
+    `endpoint, e.g. http://localhost:8000/v1 (--provider anthropic: ${ANTHROPIC_BASE_URL} unless given)`,
+  ),
   apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the API key'),
   header: flag.many(
     '--header <header>',
@@ -91,6 +95,16 @@ export const LLM_FLAGS = {
     default: LLM_DEFAULTS.maxTokens,
   }),
   stop: flag.many('--stop <text>', 'stop sequence (repeatable)'),
+  reasoningEffort: flag.choice(
+    '--reasoning-effort <level>',
+    "reasoning models: how hard to think (OpenAI's reasoning_effort)",
+    ['low', 'medium', 'high'],
+  ),
+  thinkingBudget: flag.count(
+    '--thinking-budget <n>',
+    "reasoning models: the most tokens to think with (Anthropic's thinking budget; chat templates that read thinking_budget)",
+    { min: 1 },
+  ),
   system: flag.text('--system <text>', "replace the tasks' system prompt ('' sends none)"),
   template: flag.text(
     '--template <file>',
@@ -161,6 +175,22 @@ export const LLM_FLAGS = {
   ),
   pricePrompt: flag.decimal('--price-prompt <usd>', 'price per million prompt tokens'),
   priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
+  batch: flag.on(
+    '--batch',
+    "send the requests as the provider's batch (OpenAI's Batch API: half price, results within 24 h) and wait for them",
+  ),
+  batchPoll: flag.decimal(
+    '--batch-poll <s>',
+    'the first wait between two looks at a batch (default 10 s; doubled up to 5 min)',
+  ),
+  batchDiscount: flag.decimal(
+    '--batch-discount <share>',
+    "the share of the prices a batch saves (default 0.5, the providers' discount)",
+  ),
+  maxCost: flag.decimal(
+    '--max-cost <usd>',
+    'send nothing if the run may cost more (prompts counted, replies at --max-tokens); stop sending once it has',
+  ),
   bootstrap: flag.count('--bootstrap <n>', 'bootstrap resamples for the score', {
     min: 0,
     default: LLM_DEFAULTS.bootstrap,
@@ -254,14 +284,14 @@ export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
       gpu: flags.gpu ?? false,
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
     };
-  if (flags.provider !== 'openai')
-    throw new UsageError(`unknown provider "${flags.provider}"; expected openai or llama`);
-  if (!flags.baseUrl)
+  if (flags.provider !== 'openai' && flags.provider !== 'anthropic')
+    throw new UsageError(`unknown provider "${flags.provider}"; expected openai, anthropic or llama`);
+  if (flags.provider === 'openai' && !flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
   return {
-    name: 'openai',
+    name: flags.provider,
     model: flags.model,
-    base_url: flags.baseUrl,
+    base_url: flags.baseUrl ?? ANTHROPIC_BASE_URL,
     ...(flags.apiKeyEnv ? { api_key_env: flags.apiKeyEnv } : {}),
     headers: headers(flags.header),
     header_env: headers(flags.headerEnv, '--header-env'),
@@ -277,6 +307,42 @@ export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
 export function llmSpecOf(flags: LlmFlags): LlmSpec {
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined))
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
+  if (flags.maxCost !== undefined && flags.pricePrompt === undefined)
+    throw new UsageError(
+      '--max-cost needs the prices: --price-prompt and --price-completion (USD per million tokens)',
+    );
+  if (
+    flags.provider === 'llama' &&
+    (flags.reasoningEffort !== undefined || flags.thinkingBudget !== undefined)
+  )
+    throw new UsageError(
+      '--reasoning-effort and --thinking-budget are read by model servers (--provider openai or anthropic), not by a local GGUF model',
+    );
+  if (flags.batch && flags.provider !== 'openai')
+    throw new UsageError(
+      `--batch: batches are built for --provider openai (OpenAI's Batch API); not yet for ${flags.provider}`,
+    );
+  if (flags.batch && flags.mode === 'loglik')
+    throw new UsageError(
+      '--batch sends chat requests; a log-likelihood run is sent online (--mode generate with --batch)',
+    );
+  if (!flags.batch && (flags.batchPoll !== undefined || flags.batchDiscount !== undefined))
+    throw new UsageError('--batch-poll and --batch-discount go with --batch');
+  if (flags.provider === 'anthropic') {
+    if (flags.reasoningEffort !== undefined)
+      throw new UsageError(
+        "--reasoning-effort is OpenAI's setting; Anthropic's models think within --thinking-budget N",
+      );
+    if (flags.mode === 'loglik')
+      throw new UsageError(
+        '--provider anthropic: the Messages API returns no log-probabilities; use --mode generate',
+      );
+    const budget = flags.thinkingBudget;
+    if (budget !== undefined && (budget < MIN_THINKING_BUDGET || budget >= flags.maxTokens))
+      throw new UsageError(
+        `--thinking-budget ${budget}: Anthropic takes at least ${MIN_THINKING_BUDGET} tokens, and fewer than --max-tokens (${flags.maxTokens}), which the thinking counts against`,
+      );
+  }
   const tasks = parseTaskList(flags.tasks);
   return makeRunSpec(
     {
@@ -293,6 +359,8 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
       temperature: flags.temperature,
       max_tokens: flags.maxTokens,
       stop: flags.stop,
+      ...(flags.reasoningEffort !== undefined ? { reasoning_effort: flags.reasoningEffort } : {}),
+      ...(flags.thinkingBudget !== undefined ? { thinking_budget: flags.thinkingBudget } : {}),
       ...(flags.system !== undefined ? { system: flags.system } : {}),
       ...(flags.template ? { templates: readTemplates(flags.template) } : {}),
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
@@ -305,6 +373,10 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
       ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
         ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
         : {}),
+      ...(flags.maxCost !== undefined ? { max_cost: flags.maxCost } : {}),
+      ...(flags.batch ? { batch: true } : {}),
+      ...(flags.batchPoll !== undefined ? { batch_poll_s: flags.batchPoll } : {}),
+      ...(flags.batchDiscount !== undefined ? { batch_discount: flags.batchDiscount } : {}),
       bootstrap: flags.bootstrap,
     },
     'the flags of llm',

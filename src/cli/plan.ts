@@ -11,6 +11,7 @@ import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { runEvaluation } from '../engine/run.js';
 import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
+import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
 import { createLogger } from '../log.js';
 import { plannedMde } from '../metrics/ranking.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
@@ -126,6 +127,20 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
     inFlight: concurrencyOf,
     paths: ['data', 'template'],
   },
+  anthropic: {
+    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'anthropic', out: '' }) as LlmFlags),
+    settings: settingsOf(LLM_FLAGS, [
+      'contextSize',
+      'gpu',
+      'threads',
+      'mode',
+      'labelWords',
+      'reasoningEffort',
+    ]),
+    endpoint: (s) => `anthropic ${String(s.base_url ?? ANTHROPIC_BASE_URL)}`,
+    inFlight: concurrencyOf,
+    paths: ['data', 'template'],
+  },
   llama: {
     toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'llama', out: '' }) as LlmFlags),
     settings: settingsOf(LLM_FLAGS, [
@@ -138,6 +153,8 @@ export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
       'maxRetries',
       'maxWait',
       'maxReplyBytes',
+      'reasoningEffort',
+      'thinkingBudget',
     ]),
     // A local model holds the machine: one such cell at a time.
     endpoint: () => 'this machine',

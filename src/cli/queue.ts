@@ -158,6 +158,10 @@ export async function queuedCells(file: string, log: Logger) {
       ['shard', spec.shard !== undefined],
     ] as const)
       if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
+    if (spec.batch)
+      refused.push(
+        `${cell.id}: "batch" cells are sent as the provider's batches by \`plan run\`, not by workers`,
+      );
     const planned = await planLlmSpec(spec, modelNameOf(spec), log);
     if (planned.requests.length === 0)
       refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);

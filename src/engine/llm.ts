@@ -1,6 +1,7 @@
 /** An LLM spec as the harness (src/llm) takes it: the run's options, and the model's name in request keys. */
 import { basename, resolve } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
+import { UsageError } from '../errors.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { type LlmRunOptions, planRun } from '../llm/run.js';
@@ -41,6 +42,8 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
       maxTokens: spec.max_tokens,
       seed: spec.seed,
       ...(spec.stop.length > 0 ? { stop: spec.stop } : {}),
+      ...(spec.reasoning_effort !== undefined ? { reasoningEffort: spec.reasoning_effort } : {}),
+      ...(spec.thinking_budget !== undefined ? { thinkingBudget: spec.thinking_budget } : {}),
     },
     concurrency: spec.concurrency,
     bootstrap: spec.bootstrap,
@@ -51,10 +54,11 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
     ...(c.resume ? { resume: true } : {}),
     ...(c.retryErrors ? { retryErrors: true } : {}),
     ...(spec.allow_failures ? { allowFailures: spec.allow_failures } : {}),
-    ...(spec.provider.name === 'openai' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
+    ...(spec.provider.name !== 'llama' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
     ...(spec.system !== undefined ? { system: spec.system } : {}),
     ...(spec.templates ? { templates: spec.templates as Record<string, PromptTemplate> } : {}),
     ...(spec.prices ? { prices: spec.prices } : {}),
+    ...(spec.max_cost !== undefined ? { maxCost: spec.max_cost } : {}),
     ...(c.onProgress ? { onProgress: c.onProgress } : {}),
     ...(c.manifest ? { manifest: c.manifest } : {}),
   };
@@ -75,6 +79,9 @@ export interface LlmCell {
 }
 
 export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): LlmCell {
+  // A queue written by another route (or by hand) is checked too: a worker sends online, never a batch's requests.
+  if (spec.batch)
+    throw new UsageError('a batch run (`batch: true`) is run by `llm --batch` or `plan run`, not by workers');
   return {
     spec,
     options: llmRunOptionsOf(spec, {

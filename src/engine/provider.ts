@@ -1,9 +1,10 @@
 /**
- * A provider from its spec: the OpenAI-compatible client or a local GGUF model. Keys come from the environment of the
+ * A provider from its spec: the OpenAI-compatible client, Anthropic's Messages API, or a local GGUF model. Keys come from the environment of the
  * process that runs the spec (a worker reads its own), never from the spec.
  */
 import { existsSync } from 'node:fs';
 import { UsageError } from '../errors.js';
+import { AnthropicProvider } from '../llm/anthropic.js';
 import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
 import type { Provider } from '../llm/provider.js';
 import type { Logger } from '../log.js';
@@ -44,7 +45,8 @@ export async function openProvider(p: ProviderSpec, o: OpenProviderOptions): Pro
       throw new UsageError(`--header-env "${name}: ${variable}": that environment variable is not set`);
     headers[name] = value;
   }
-  return new OpenAIProvider({
+  const Client = p.name === 'anthropic' ? AnthropicProvider : OpenAIProvider;
+  return new Client({
     baseUrl: p.base_url,
     model: p.model,
     headers,

@@ -11,9 +11,14 @@ import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
+import { AnthropicProvider } from '../llm/anthropic.js';
+import type { BatchApi } from '../llm/batch.js';
+import { OpenAIProvider } from '../llm/openai.js';
+import { openAIBatches } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
 import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
 import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
+import type { Provider } from '../llm/provider.js';
 import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
@@ -98,6 +103,15 @@ export function checkLlmSpec(spec: LlmSpec): void {
     throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
 }
 
+/** The batch API of a provider: OpenAI's; the others have none yet. */
+function batchApiOf(provider: Provider): BatchApi {
+  if (provider instanceof OpenAIProvider && !(provider instanceof AnthropicProvider))
+    return openAIBatches(provider);
+  throw new UsageError(
+    "--batch: this provider has no batch API here yet (OpenAI's Batch API is the one built)",
+  );
+}
+
 async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
   checkLlmSpec(spec);
@@ -107,6 +121,15 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
   try {
     const options: LlmRunOptions = {
       provider,
+      ...(spec.batch
+        ? {
+            batch: {
+              api: batchApiOf(provider),
+              pollS: spec.batch_poll_s ?? 10,
+              discount: spec.batch_discount ?? 0.5,
+            },
+          }
+        : {}),
       ...llmRunOptionsOf(spec, {
         outDir: ctx.out,
         log,

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
+import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
@@ -31,7 +32,7 @@ export const LLM_DEFAULTS = {
   repeats: 1,
   bootstrap: 1000,
   /** Requests in flight to a server; sequences evaluated in parallel by a local model. */
-  concurrency: { openai: 8, llama: 1 },
+  concurrency: { openai: 8, anthropic: 8, llama: 1 },
 } as const;
 
 /** The defaults of a baseline run. */
@@ -116,6 +117,12 @@ const openaiProvider = z
   })
   .strict();
 
+/** Anthropic's Messages API: the same settings as an OpenAI-compatible server, its address known. */
+const anthropicProvider = openaiProvider.extend({
+  name: z.literal('anthropic'),
+  base_url: z.string().min(1).default(ANTHROPIC_BASE_URL),
+});
+
 const llamaProvider = z
   .object({
     name: z.literal('llama'),
@@ -127,7 +134,7 @@ const llamaProvider = z
   })
   .strict();
 
-export const providerSpec = z.discriminatedUnion('name', [openaiProvider, llamaProvider]);
+export const providerSpec = z.discriminatedUnion('name', [openaiProvider, anthropicProvider, llamaProvider]);
 
 const template = z
   .object({ system: z.string().optional(), instruction: z.string().optional(), item: z.string().optional() })
@@ -157,6 +164,10 @@ const llmSpec = z
     temperature: z.number().min(0).default(LLM_DEFAULTS.temperature),
     max_tokens: whole(1).default(LLM_DEFAULTS.maxTokens),
     stop: z.array(z.string()).default([]),
+    /** Reasoning models: OpenAI's `reasoning_effort`. */
+    reasoning_effort: z.enum(['low', 'medium', 'high']).optional(),
+    /** Reasoning models: the most tokens to think with (Anthropic's budget; a chat template's `thinking_budget`). */
+    thinking_budget: whole(1).optional(),
     /** Replaces the tasks' system prompt ('' sends none). */
     system: z.string().optional(),
     /** Prompt overrides per task, held in the spec itself so that the run can be repeated without the file. */
@@ -181,6 +192,14 @@ const llmSpec = z
       .object({ prompt: z.number().min(0), completion: z.number().min(0) })
       .strict()
       .optional(),
+    /** USD at `prices`: a run whose estimate passes it sends nothing; one whose spending reaches it stops. */
+    max_cost: z.number().gt(0).optional(),
+    /** Sent as the provider's batches (OpenAI's Batch API), priced at `batch_discount` off. */
+    batch: z.boolean().optional(),
+    /** The first wait between two looks at a batch, in seconds (doubled up to five minutes). */
+    batch_poll_s: z.number().gt(0).optional(),
+    /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent. */
+    batch_discount: z.number().min(0).max(1).optional(),
     bootstrap: whole(0).default(LLM_DEFAULTS.bootstrap),
   })
   .strict()
@@ -357,7 +376,7 @@ export function commandLineOf(spec: RunSpec): string {
   const provider = (p: ProviderSpec) => {
     push('--provider', p.name);
     push('--model', p.model);
-    if (p.name === 'openai') {
+    if (p.name === 'openai' || p.name === 'anthropic') {
       push('--base-url', p.base_url);
       push('--api-key-env', p.api_key_env);
       for (const [k, v] of Object.entries(p.headers)) push('--header', `${k}: ${v}`);
@@ -401,6 +420,8 @@ export function commandLineOf(spec: RunSpec): string {
     push('--temperature', spec.temperature);
     push('--max-tokens', spec.max_tokens);
     for (const s of spec.stop) push('--stop', s);
+    push('--reasoning-effort', spec.reasoning_effort);
+    push('--thinking-budget', spec.thinking_budget);
     push('--system', spec.system);
     if (spec.templates) a.push('--template', '<templates in the spec>');
     push('--concurrency', spec.concurrency);
@@ -419,6 +440,10 @@ export function commandLineOf(spec: RunSpec): string {
       push('--price-prompt', spec.prices.prompt);
       push('--price-completion', spec.prices.completion);
     }
+    push('--max-cost', spec.max_cost);
+    push('--batch', spec.batch);
+    push('--batch-poll', spec.batch_poll_s);
+    push('--batch-discount', spec.batch_discount);
     push('--bootstrap', spec.bootstrap);
   } else {
     a.push('baseline', spec.method);

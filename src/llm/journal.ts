@@ -18,6 +18,8 @@ export interface JournalEntry {
   id: string;
   status: 'ok' | 'error';
   reply?: string;
+  /** The reasoning the server gave apart from the reply. */
+  reasoning?: string;
   usage?: Usage;
   /** Why the server's token counts were not taken. */
   usageProblem?: string;

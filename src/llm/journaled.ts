@@ -65,6 +65,7 @@ export function journaled(provider: Provider, journal: Journal, label: string): 
   // What the model's context holds, and how many tokens a text takes: the order probe fits its shards to it.
   if (provider.contextTokens) wrapped.contextTokens = provider.contextTokens.bind(provider);
   if (provider.countTokens) wrapped.countTokens = provider.countTokens.bind(provider);
+  if (provider.countChatTokens) wrapped.countChatTokens = provider.countChatTokens.bind(provider);
   if (provider.loglikLimitation) wrapped.loglikLimitation = provider.loglikLimitation.bind(provider);
   if (provider.limitInFlight) wrapped.limitInFlight = provider.limitInFlight.bind(provider);
   if (provider.close) wrapped.close = provider.close.bind(provider);

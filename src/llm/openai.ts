@@ -124,6 +124,15 @@ export const DEFAULT_DOWN_AFTER = 5;
 /** How long an open breaker refuses every request before one may try again. */
 const BREAKER_COOL_DOWN_MS = 5000;
 
+/** How one request of the client is made (see `post`). */
+export interface RequestOptions {
+  notFoundIsFatal?: boolean;
+  maxReplyBytes?: number;
+  method?: 'GET' | 'POST';
+  form?: FormData;
+  raw?: boolean;
+}
+
 interface Breaker {
   /** Requests in a row that did not reach the server. */
   inARow: number;
@@ -232,20 +241,28 @@ interface CompletionsLogprobs {
   }[];
 }
 
-interface CompletionBody {
+export interface CompletionBody {
   model?: unknown;
-  choices?: { message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }[];
-  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+  choices?: {
+    message?: { content?: unknown; tool_calls?: unknown; reasoning_content?: unknown; reasoning?: unknown };
+    finish_reason?: unknown;
+  }[];
+  usage?: {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+    prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  };
 }
 
 export class OpenAIProvider implements Provider {
-  private readonly url: string;
+  protected url: string;
   private pausedUntil = 0;
   private inFlight: LimitFunction;
   /** The endpoint's circuit breaker, shared by every provider of this process that asks the same base URL. */
   private readonly breaker: Breaker;
 
-  constructor(private readonly options: OpenAIOptions) {
+  constructor(protected readonly options: OpenAIOptions) {
     checkBaseUrl(options.baseUrl);
     rememberSecret(options.apiKey);
     const key = options.baseUrl.replace(/\/+$/, '');
@@ -254,6 +271,26 @@ export class OpenAIProvider implements Provider {
     for (const v of Object.values(options.headers ?? {})) rememberSecret(v);
     this.inFlight = pLimit(Math.max(1, options.maxInFlight ?? 8));
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  /** The base URL, without a trailing slash. */
+  get base(): string {
+    return this.options.baseUrl.replace(/\/+$/, '');
+  }
+
+  /** The reply cap of one request (`--max-reply-bytes`). */
+  get replyCap(): number {
+    return this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+  }
+
+  /** One request with the client's retries, breaker and caps: the batch API's calls (./openai-batch.ts). */
+  async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
+    return this.retrying(() => this.post<T>(url, body, options));
+  }
+
+  /** How the key travels: OpenAI's bearer token. */
+  protected authHeaders(): Record<string, string> {
+    return this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {};
   }
 
   limitInFlight(n: number): void {
@@ -273,7 +310,7 @@ export class OpenAIProvider implements Provider {
     return this.retrying(() => this.once(messages, params));
   }
 
-  private async retrying<T>(f: () => Promise<T>): Promise<T> {
+  protected async retrying<T>(f: () => Promise<T>): Promise<T> {
     const maxRetries = this.options.maxRetries ?? 6;
     const base = this.options.backoffMs ?? 1000;
     const maxWait = this.options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
@@ -352,6 +389,12 @@ export class OpenAIProvider implements Provider {
   }
 
   private async once(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
+    const { json, text, status } = await this.post<CompletionBody>(this.url, this.chatBody(messages, params));
+    return this.readChat(json, text, status);
+  }
+
+  /** The body of a chat request: the same online and in a batch, so that both ask the same. */
+  chatBody(messages: readonly ChatMessage[], params: SamplingParams): Record<string, unknown> {
     const body: Record<string, unknown> = {
       model: this.options.model,
       messages,
@@ -360,7 +403,16 @@ export class OpenAIProvider implements Provider {
     };
     if (params.seed !== undefined) body.seed = params.seed;
     if (params.stop && params.stop.length > 0) body.stop = params.stop;
-    const { json, text, status } = await this.post<CompletionBody>(this.url, body);
+    if (params.reasoningEffort !== undefined) body.reasoning_effort = params.reasoningEffort;
+    // No field of the OpenAI protocol bounds reasoning; chat templates that read `thinking_budget` (Qwen3's, under
+    // vLLM and SGLang, which pass chat_template_kwargs on) do. A server that ignores it still answers.
+    if (params.thinkingBudget !== undefined)
+      body.chat_template_kwargs = { thinking_budget: params.thinkingBudget };
+    return body;
+  }
+
+  /** A chat completion's reply read, or why it cannot be (an online reply, or a line of a batch's results). */
+  readChat(json: CompletionBody | undefined, text: string, status: number): ChatReply {
     const choice = Array.isArray(json?.choices) ? json.choices[0] : undefined;
     if (!json || typeof json !== 'object' || !choice) {
       throw new LlmRequestError(
@@ -383,9 +435,23 @@ export class OpenAIProvider implements Provider {
     const completion = count(json.usage?.completion_tokens);
     const usageGiven = json.usage !== undefined && json.usage !== null;
     const usageOk = usageGiven && prompt !== undefined && completion !== undefined;
+    // Parts of the counts, taken only where they fit inside them: a part larger than its whole is not a count.
+    const reasoningTokens = count(json.usage?.completion_tokens_details?.reasoning_tokens);
+    const cached = count(json.usage?.prompt_tokens_details?.cached_tokens);
+    const reasoning = choice.message?.reasoning_content ?? choice.message?.reasoning;
     return {
       text: content,
-      ...(usageOk ? { usage: { promptTokens: prompt, completionTokens: completion } } : {}),
+      ...(typeof reasoning === 'string' && reasoning !== '' ? { reasoning } : {}),
+      ...(usageOk
+        ? {
+            usage: {
+              promptTokens: prompt,
+              completionTokens: completion,
+              ...(reasoningTokens !== undefined && reasoningTokens <= completion ? { reasoningTokens } : {}),
+              ...(cached !== undefined && cached <= prompt ? { cachedPromptTokens: cached } : {}),
+            },
+          }
+        : {}),
       ...(usageGiven && !usageOk
         ? {
             usageProblem: `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`,
@@ -399,14 +465,15 @@ export class OpenAIProvider implements Provider {
   }
 
   /** One POST of JSON; HTTP errors become LlmRequestErrors (429 with its Retry-After), retryable where they may pass. */
-  private async post<T>(
+  protected async post<T>(
     url: string,
     body: unknown,
     /**
      * notFoundIsFatal: a 404 stops the run (wrong model or URL); not for optional endpoints, whose 404 means "not
-     * offered". maxReplyBytes: the reply cap of a request whose reply is large by design (echoed prompts).
+     * offered". maxReplyBytes: the reply cap of a request whose reply is large by design (echoed prompts). method,
+     * form, raw: a GET, a multipart upload, a reply that is not one JSON value (a batch's JSONL results).
      */
-    options: { notFoundIsFatal?: boolean; maxReplyBytes?: number } = {},
+    options: RequestOptions = {},
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     // The slot is held from the request until its body is read (or refused), never across a retry's wait.
     return this.inFlight(() => this.postNow<T>(url, body, options));
@@ -415,8 +482,10 @@ export class OpenAIProvider implements Provider {
   private async postNow<T>(
     url: string,
     body: unknown,
-    options: { notFoundIsFatal?: boolean; maxReplyBytes?: number },
+    options: RequestOptions,
   ): Promise<{ json: T | undefined; text: string; status: number }> {
+    const method = options.method ?? 'POST';
+    const payload = options.form ?? (method === 'GET' ? undefined : JSON.stringify(body));
     // One attempt through the shared transport (timeout, capped body, no redirects); this client's own loop
     // (\`retrying\`) decides on retries, since a 429 pauses every request of the run.
     const cap = options.maxReplyBytes ?? this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
@@ -425,13 +494,13 @@ export class OpenAIProvider implements Provider {
       res = await send(
         url,
         () => ({
-          method: 'POST',
+          method,
           headers: {
-            'content-type': 'application/json',
-            ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+            ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}),
+            ...this.authHeaders(),
             ...this.options.headers,
           },
-          body: JSON.stringify(body),
+          ...(payload !== undefined ? { body: payload } : {}),
         }),
         { maxBytes: cap, timeoutMs: this.options.timeoutMs ?? 120_000, retry: { retries: 0 } },
       );
@@ -477,6 +546,8 @@ export class OpenAIProvider implements Provider {
         false,
       );
     const text = res.text;
+    if (options.raw && res.status >= 200 && res.status < 300)
+      return { json: undefined, text, status: res.status };
     let json: T | undefined;
     // A reply nested millions deep parses for seconds on this thread (a worker's heartbeat with it): refused.
     const deep = nestsDeeperThan(text, MAX_JSON_DEPTH);
@@ -553,6 +624,34 @@ export class OpenAIProvider implements Provider {
 
   async countTokens(text: string): Promise<number> {
     return (await this.tokenize(text)).length;
+  }
+
+  /** Whether the server counts chat prompts (vLLM's /tokenize takes messages); learnt from its first answer. */
+  private countsChats: boolean | undefined;
+
+  async countChatTokens(messages: readonly ChatMessage[]): Promise<number | undefined> {
+    if (this.countsChats === false) return undefined;
+    return this.retrying(async () => {
+      const { json, status } = await this.post<{ count?: unknown; tokens?: unknown }>(
+        this.tokenizeUrl,
+        { model: this.options.model, messages, add_generation_prompt: true },
+        { notFoundIsFatal: false },
+      ).catch((e: unknown) => {
+        // No /tokenize (OpenAI's own API, most servers): the server cannot say, which is no error.
+        if (e instanceof LlmRequestError && (e.status === 404 || e.status === 405))
+          return { json: undefined, status: e.status };
+        throw e;
+      });
+      const n = Array.isArray(json?.tokens) ? json.tokens.length : json?.count;
+      if (json === undefined || !Number.isSafeInteger(n) || (n as number) < 0) {
+        this.countsChats = false;
+        if (json !== undefined)
+          throw new LlmRequestError(`${this.tokenizeUrl}: not a token count (HTTP ${status})`, status, false);
+        return undefined;
+      }
+      this.countsChats = true;
+      return n as number;
+    });
   }
 
   /** Token ids of a text as the server's tokenizer makes them; `special` adds the model's BOS where it wants one. */

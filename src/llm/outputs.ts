@@ -15,7 +15,8 @@ import type { TaskDefinition } from '../tasks/types.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { chooseAnswer, type Normalization, normalized } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
-import { flagReason, judgeReply, REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
+import type { Usage } from './provider.js';
+import { flagReason, judgeReply, REPLY_FLAGS, type ReplyFlag, splitReply } from './reply-check.js';
 import type { LlmRequest } from './requests.js';
 
 export interface SampleLog {
@@ -27,7 +28,12 @@ export interface SampleLog {
   messages?: ChatMessage[];
   /** Log-likelihood: the prompt the candidates continue. */
   prompt?: string;
+  /** Generation: the reply's answer text, its reasoning apart (`reasoning`). */
   reply: string | null;
+  /** Generation: the model's reasoning, from the server's reasoning field or `<think>` blocks of the reply. */
+  reasoning?: string;
+  /** Generation: the request's tokens as the server counted them (reasoning and cached prompt tokens where it says). */
+  usage?: SampleUsage;
   /** Generation: why the server says the reply ended (stop, length, content_filter), where it says. */
   finish_reason?: string;
   /** Generation: a reply not read as the model's answer, or cut off (reply-check.ts). */
@@ -47,6 +53,56 @@ export interface SampleLog {
   repeat?: number;
   /** `--repeats`, the item's voted sample: every repeat's answer (null: unread) and the share that gave the vote. */
   repeats?: { answers: (Prediction | null)[]; agreement: number };
+}
+
+export type SampleUsage = {
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Of the completion tokens, those spent reasoning; absent where the server does not say. */
+  reasoning_tokens?: number;
+  /** Of the prompt tokens, those read from the server's prompt cache; absent where the server does not say. */
+  cached_prompt_tokens?: number;
+};
+
+/** A journal entry's token counts as a sample records them. */
+export function sampleUsage(u: Usage): SampleUsage {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    ...(u.reasoningTokens !== undefined ? { reasoning_tokens: u.reasoningTokens } : {}),
+    ...(u.cachedPromptTokens !== undefined ? { cached_prompt_tokens: u.cachedPromptTokens } : {}),
+  };
+}
+
+/** Token counts summed: reasoning and cached prompt tokens only where at least one reply reported them. */
+export type TokenSums = SampleUsage;
+
+function addUsage(into: TokenSums, u: Usage): void {
+  into.prompt_tokens += u.promptTokens;
+  into.completion_tokens += u.completionTokens;
+  if (u.reasoningTokens !== undefined)
+    into.reasoning_tokens = (into.reasoning_tokens ?? 0) + u.reasoningTokens;
+  if (u.cachedPromptTokens !== undefined)
+    into.cached_prompt_tokens = (into.cached_prompt_tokens ?? 0) + u.cachedPromptTokens;
+}
+
+/**
+ * The run's token ledger: what the server counted, summed over the answered requests, for the run and per task.
+ * Counts a server did not give are absent, not guessed (a sum of reasoning tokens over the replies that reported
+ * them would look like a whole).
+ */
+export function usageLedger(
+  entries: readonly JournalEntry[],
+): TokenSums & { tasks: Record<string, TokenSums> } {
+  const run: TokenSums = { prompt_tokens: 0, completion_tokens: 0 };
+  const tasks: Record<string, TokenSums> = {};
+  for (const e of entries) {
+    if (e.status !== 'ok' || !e.usage) continue;
+    addUsage(run, e.usage);
+    tasks[e.task] ??= { prompt_tokens: 0, completion_tokens: 0 };
+    addUsage(tasks[e.task] as TokenSums, e.usage);
+  }
+  return { ...run, tasks };
 }
 
 export function isCorrect(task: TaskDefinition, gold: Prediction, answer: Prediction): boolean {
@@ -75,11 +131,13 @@ export function readAnswer(
       ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
       : { answer, status: 'parsed' };
   }
-  const flag = judgeReply(e.reply ?? '', e.finishReason, job.messages);
+  const reply = splitReply(e.reply ?? '', e.reasoning);
+  const flag = judgeReply(reply, e.finishReason, job.messages);
   // An echo, a filtered or empty reply, or one cut off inside its reasoning is never read as an answer.
   if (flag !== undefined && flag !== 'truncated')
     return { answer: null, status: 'unparsed', reason: flagReason(flag, e.finishReason), flag };
-  const p = job.task.prompt.parse(e.reply ?? '', (job.shown ?? job.record).raw, job.ctx);
+  // The parser reads the answer alone: a reasoning that weighs «Ответ: да» against «нет» is not the answer.
+  const p = job.task.prompt.parse(reply.answer, (job.shown ?? job.record).raw, job.ctx);
   const flagged = flag ? { flag } : {};
   return p.status === 'parsed'
     ? { answer: back(p.answer), status: 'parsed', notes: p.notes, ...flagged }
@@ -125,9 +183,12 @@ export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): S
             answer_norm: { char: readAnswer(job, e, 'char').answer, byte: readAnswer(job, e, 'byte').answer },
           }
         : {};
+    const split = job.kind === 'chat' ? splitReply(e.reply ?? '', e.reasoning) : undefined;
     return {
       ...base,
-      reply: job.kind === 'chat' ? (e.reply ?? '') : null,
+      reply: split ? split.answer : null,
+      ...(split?.reasoning !== undefined ? { reasoning: split.reasoning } : {}),
+      ...(e.usage ? { usage: sampleUsage(e.usage) } : {}),
       ...(job.kind === 'chat' && e.finishReason !== undefined ? { finish_reason: e.finishReason } : {}),
       ...(r.flag ? { flag: r.flag } : {}),
       status: r.status,

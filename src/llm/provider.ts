@@ -8,15 +8,25 @@ export interface SamplingParams {
   maxTokens: number;
   seed?: number;
   stop?: string[];
+  /** Reasoning models: how hard to think (OpenAI's `reasoning_effort`). */
+  reasoningEffort?: 'low' | 'medium' | 'high';
+  /** Reasoning models: the most tokens to think with (Anthropic's `thinking.budget_tokens`; a chat template's). */
+  thinkingBudget?: number;
 }
 
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** Of the completion tokens, those spent reasoning, where the server says (OpenAI's `completion_tokens_details`). */
+  reasoningTokens?: number;
+  /** Of the prompt tokens, those read from a prompt cache, where the server says. */
+  cachedPromptTokens?: number;
 }
 
 export interface ChatReply {
   text: string;
+  /** The model's reasoning, where the server gives it apart from the text (`reasoning_content`, thinking blocks). */
+  reasoning?: string;
   usage?: Usage;
   /** Why the reply's token counts were not taken (negative, fractional, not numbers). */
   usageProblem?: string;
@@ -47,6 +57,11 @@ export interface Provider {
   contextTokens?(): Promise<number | undefined>;
   /** How many tokens a text makes with the model's tokenizer. */
   countTokens?(text: string): Promise<number>;
+  /**
+   * The prompt tokens of a chat request as the server counts them, its chat template included (vLLM's /tokenize of
+   * messages, Anthropic's count_tokens); undefined where the server cannot say.
+   */
+  countChatTokens?(messages: readonly ChatMessage[]): Promise<number | undefined>;
   /** Bounds the requests the provider has in flight at once (a run's `concurrency`, whatever sends them). */
   limitInFlight?(n: number): void;
   close?(): Promise<void>;

@@ -10,7 +10,8 @@ import type { ChatMessage } from './prompt.js';
  * - `echo`: the reply repeats a sentence of the system prompt or the task's instruction;
  * - `filtered`: the server withheld the reply (`finish_reason: content_filter`);
  * - `empty`: no text at all;
- * - `truncated_in_reasoning`: a reasoning block (`<think>`) that never closes: the token limit came first;
+ * - `truncated_in_reasoning`: a reasoning block (`<think>`) that never closes, or reasoning and no answer with
+ *   `finish_reason: length`: the token limit came first;
  * - `truncated`: `finish_reason: length` (the answer may still have been given before the cut).
  */
 export type ReplyFlag = 'echo' | 'filtered' | 'empty' | 'truncated_in_reasoning' | 'truncated';
@@ -47,27 +48,63 @@ function promptSentences(messages: readonly ChatMessage[]): string[] {
   return found;
 }
 
-const THINK_OPEN = /<(think|thinking|reasoning)>/gi;
-
-/** A reasoning block opened last and never closed. */
-function unclosedReasoning(reply: string): boolean {
-  let last: RegExpExecArray | null = null;
-  for (const m of reply.matchAll(THINK_OPEN)) last = m as RegExpExecArray;
-  if (!last) return false;
-  const rest = reply.slice((last.index ?? 0) + last[0].length);
-  return !new RegExp(`</${last[1]}>`, 'i').test(rest);
+/** A reply's answer apart from its reasoning. */
+export interface SplitReply {
+  /** The text the task's parser reads: the reply without its reasoning blocks. */
+  answer: string;
+  /** The reasoning: the server's field (`reasoning_content`, `reasoning`, Anthropic's thinking) and inline blocks. */
+  reasoning?: string;
+  /** A reasoning block opened and never closed: the token limit came first. */
+  unclosed: boolean;
 }
 
-/** The flag of a reply, or undefined for a reply to be read as it is. */
+const TAG = '(think|thinking|reasoning)';
+const BLOCK = new RegExp(`<${TAG}>([\\s\\S]*?)</\\1>`, 'gi');
+const OPEN = new RegExp(`<${TAG}>`, 'i');
+const CLOSE = new RegExp(`</${TAG}>`, 'i');
+
+/**
+ * Splits a reply into its answer and its reasoning. Reasoning comes as a field of the reply (vLLM's and DeepSeek's
+ * `reasoning_content`, newer vLLM's `reasoning`, Anthropic's thinking blocks) or inline, as `<think>…</think>`
+ * blocks; a chat template that opens the block itself (DeepSeek-R1's distillations, Qwen3's) leaves a reply that
+ * only closes it, everything before the close being reasoning. A block never closed makes the rest reasoning.
+ */
+export function splitReply(text: string, reasoningField?: string): SplitReply {
+  const parts: string[] = [];
+  if (reasoningField !== undefined && reasoningField.trim() !== '') parts.push(reasoningField.trim());
+  let answer = text;
+  const close = CLOSE.exec(answer);
+  const open = OPEN.exec(answer);
+  if (close && (!open || open.index > close.index)) {
+    parts.push(answer.slice(0, close.index).trim());
+    answer = answer.slice(close.index + close[0].length);
+  }
+  answer = answer.replace(BLOCK, (_m, _tag, inner: string) => {
+    parts.push(inner.trim());
+    return ' ';
+  });
+  let unclosed = false;
+  const left = OPEN.exec(answer);
+  if (left) {
+    unclosed = true;
+    parts.push(answer.slice(left.index + left[0].length).trim());
+    answer = answer.slice(0, left.index);
+  }
+  const reasoning = parts.filter((p) => p !== '').join('\n\n');
+  return { answer: answer.trim(), ...(reasoning !== '' ? { reasoning } : {}), unclosed };
+}
+
+/** The flag of a reply (split by {@link splitReply}), or undefined for a reply to be read as it is. */
 export function judgeReply(
-  reply: string,
+  reply: SplitReply,
   finishReason: string | undefined,
   messages: readonly ChatMessage[],
 ): ReplyFlag | undefined {
   if (finishReason === 'content_filter') return 'filtered';
-  if (reply.trim() === '') return 'empty';
-  if (unclosedReasoning(reply)) return 'truncated_in_reasoning';
-  const visible = fold(reply.replace(/<(think|thinking|reasoning)>[\s\S]*?<\/\1>/gi, ' '));
+  if (reply.unclosed) return 'truncated_in_reasoning';
+  if (reply.answer === '')
+    return reply.reasoning !== undefined && finishReason === 'length' ? 'truncated_in_reasoning' : 'empty';
+  const visible = fold(reply.answer);
   if (promptSentences(messages).some((s) => visible.includes(s))) return 'echo';
   if (finishReason === 'length') return 'truncated';
   return undefined;
@@ -83,7 +120,7 @@ export function flagReason(flag: ReplyFlag, finishReason: string | undefined): s
     case 'empty':
       return `empty: the reply has no text${finishReason ? ` (finish_reason ${finishReason})` : ''}`;
     case 'truncated_in_reasoning':
-      return 'truncated in reasoning: the token limit came before the reasoning block closed; raise --max-tokens';
+      return 'truncated in reasoning: the token limit came while the model was still reasoning, before any answer; raise --max-tokens';
     case 'truncated':
       return 'truncated: cut off by the token limit (finish_reason length) before an answer; raise --max-tokens';
   }

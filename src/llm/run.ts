@@ -15,6 +15,8 @@ import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
+import { type BatchApi, runBatches } from './batch.js';
+import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
   collectSamples,
@@ -24,12 +26,13 @@ import {
   type SampleLog,
   type TaskFigures,
   taskFigures,
+  usageLedger,
   voteRepeats,
   writePredictions,
 } from './outputs.js';
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
-import type { Provider, SamplingParams } from './provider.js';
+import type { Provider, SamplingParams, Usage } from './provider.js';
 import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
@@ -68,7 +71,17 @@ export interface LlmRunOptions {
   system?: string;
   templates?: Record<string, PromptTemplate>;
   /** Prices per million prompt and completion tokens, for the cost line. */
-  prices?: { prompt: number; completion: number };
+  prices?: Prices;
+  /**
+   * Send the requests as the provider's batches (./batch.ts) instead of one by one: `pollS` the first wait between
+   * two looks at a batch, `discount` the share of the prices a batch saves (OpenAI's and Anthropic's: 0.5).
+   */
+  batch?: { api: BatchApi; pollS: number; discount: number };
+  /**
+   * The most the run may cost, in USD at `prices` (./cost.ts): a run whose estimate passes it sends nothing, and a
+   * run whose reported spending reaches it stops sending (the requests in flight finish and are kept).
+   */
+  maxCost?: number;
   bootstrap: number;
   logger?: Logger;
   /** Told where the run stands after each answer, and at the end (`final`); the CLI draws a bar from it. */
@@ -196,25 +209,49 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   log.info(
     `${jobs.length} requests in the run, ${jobs.length - pending.length} already answered, ${pending.length} to send`,
   );
+  const prices = pricesOf(options);
+  const budget =
+    options.maxCost !== undefined
+      ? await checkBudget({ ...options, ...(prices ? { prices } : {}) }, jobs, pending, journal, log)
+      : undefined;
   const bar = newProgress(pending.length);
-  const wallS = await sendAll({
-    pending,
-    provider: options.provider,
-    params: options.params,
-    journal,
-    concurrency: options.concurrency,
-    progress: bar,
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    onAnswer: (job, entry) => {
-      bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
-      const r = readAnswer(job, entry);
-      if (r.status === 'unparsed') bar.unparsed++;
-      else if (job.record.gold !== undefined && r.answer !== null) {
-        bar.graded++;
-        if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
-      }
-    },
-  }).catch((e: unknown) => {
+  let batchIds: string[] | undefined;
+  const batch = options.batch;
+  const sending = batch
+    ? runBatches({
+        api: batch.api,
+        jobs,
+        pending,
+        params: options.params,
+        journal,
+        outDir: options.outDir,
+        pollS: batch.pollS,
+        log,
+      }).then((r) => {
+        batchIds = r.ids;
+        return r.wallS;
+      })
+    : sendAll({
+        pending,
+        provider: options.provider,
+        params: options.params,
+        journal,
+        concurrency: options.concurrency,
+        progress: bar,
+        ...(budget ? { signal: budget.stop.signal } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        onAnswer: (job, entry) => {
+          bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
+          if (budget && entry.usage) budget.add(entry.usage);
+          const r = readAnswer(job, entry);
+          if (r.status === 'unparsed') bar.unparsed++;
+          else if (job.record.gold !== undefined && r.answer !== null) {
+            bar.graded++;
+            if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
+          }
+        },
+      });
+  const wallS = await sending.catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
@@ -232,7 +269,83 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       );
     throw e;
   });
-  return finishRun({ options, jobs, plan, journal, journalFile, model, sent: pending.length, wallS, log });
+  if (budget?.stop.signal.aborted) {
+    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    throw new RumedbenchError(
+      'COST_LIMIT',
+      `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent. ${answered} of ${jobs.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
+    );
+  }
+  return finishRun({
+    options,
+    jobs,
+    plan,
+    journal,
+    journalFile,
+    model,
+    sent: pending.length,
+    wallS,
+    log,
+    ...(batch && batchIds
+      ? { batch: { ids: batchIds, discount: batch.discount, provider: batch.api.name } }
+      : {}),
+  });
+}
+
+/** The prices a run pays: a batch run's at the provider's batch discount. */
+function pricesOf(options: {
+  prices?: Prices | undefined;
+  batch?: { discount: number } | undefined;
+}): Prices | undefined {
+  const p = options.prices;
+  if (!p || !options.batch) return p;
+  const keep = 1 - options.batch.discount;
+  return { prompt: p.prompt * keep, completion: p.completion * keep };
+}
+
+/**
+ * `--max-cost`: refuses a run whose spending so far (a resumed run's journal) and estimate for what is left pass
+ * the budget, before anything is sent; otherwise returns the watch that stops sending once the reported spending
+ * reaches it.
+ */
+async function checkBudget(
+  options: LlmRunOptions,
+  jobs: readonly LlmRequest[],
+  pending: readonly LlmRequest[],
+  journal: Journal,
+  log: Logger,
+): Promise<{ stop: AbortController; add(u: Usage): void; spent(): number }> {
+  const max = options.maxCost as number;
+  const prices = options.prices;
+  if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
+  let spent = spentOn(
+    jobs.map((j) => journal.get(j.key)),
+    prices,
+  );
+  const estimate = await estimateCost(pending, {
+    provider: options.provider,
+    params: options.params,
+    prices,
+    concurrency: options.concurrency,
+  });
+  const said = describeEstimate(estimate, options.params.maxTokens);
+  if (spent + estimate.usd > max)
+    throw new RumedbenchError(
+      'COST_LIMIT',
+      `the run would cost ${said}${spent > 0 ? `, after the ${formatUsd(spent)} its journal has spent` : ''}: more than --max-cost ${formatUsd(max)}, so nothing was sent. Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).`,
+    );
+  log.info(
+    `cost: ${said}${spent > 0 ? ` after ${formatUsd(spent)} spent` : ''}; --max-cost ${formatUsd(max)}`,
+  );
+  const stop = new AbortController();
+  return {
+    stop,
+    add(u) {
+      spent += costOf(prices, u.promptTokens, u.completionTokens);
+      if (spent >= max) stop.abort();
+    },
+    spent: () => spent,
+  };
 }
 
 /** What the last stages need: the run's options, its jobs (this shard's) and their answers. */
@@ -249,6 +362,8 @@ export interface FinishInput {
   log: Logger;
   /** The manifest's extra fields (a merge names its shards). */
   extra?: Record<string, unknown>;
+  /** A batch run: its batches, and the discount its cost was priced at. */
+  batch?: { ids: string[]; discount: number; provider: string };
 }
 
 /**
@@ -288,8 +403,9 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   });
   const perTask = taskFigures(options.tasks, samples);
   const ok = jobs.map((j) => journal.get(j.key)).filter((e): e is JournalEntry => e?.status === 'ok');
-  const promptTokens = ok.reduce((n, e) => n + (e.usage?.promptTokens ?? 0), 0);
-  const completionTokens = ok.reduce((n, e) => n + (e.usage?.completionTokens ?? 0), 0);
+  const ledger = usageLedger(ok);
+  const promptTokens = ledger.prompt_tokens;
+  const completionTokens = ledger.completion_tokens;
   const latencies = ok.map((e) => e.latencyMs);
   const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
   if (usageProblems.length > 0)
@@ -327,11 +443,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
         wall_s: wallS,
         throughput_rps: f.sent / Math.max(1e-9, wallS),
       },
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        replies_with_invalid_counts: usageProblems.length,
-      },
+      usage: { ...ledger, replies_with_invalid_counts: usageProblems.length },
       served_models: served,
       finish_reasons: finishReasons(ok),
       failed_requests: jobs.length - ok.length,
@@ -340,8 +452,15 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
         ? {
-            cost: (promptTokens * options.prices.prompt + completionTokens * options.prices.completion) / 1e6,
+            cost: costOf(
+              pricesOf({ prices: options.prices, batch: f.batch }) as Prices,
+              promptTokens,
+              completionTokens,
+            ),
           }
+        : {}),
+      ...(f.batch
+        ? { batch: { provider: f.batch.provider, batches: f.batch.ids, discount: f.batch.discount } }
         : {}),
     },
   };

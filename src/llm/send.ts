@@ -54,6 +54,7 @@ async function ask(
   );
   return {
     reply: reply.text,
+    ...(reply.reasoning !== undefined ? { reasoning: reply.reasoning } : {}),
     ...(reply.usage ? { usage: reply.usage } : {}),
     ...(reply.usageProblem ? { usageProblem: reply.usageProblem } : {}),
     ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),

@@ -97,6 +97,16 @@ const repeatFigures = z
   })
   .passthrough();
 
+/** Token counts summed over requests; reasoning and cached ones only where a reply reported them. */
+const tokenCounts = z
+  .object({
+    prompt_tokens: z.number(),
+    completion_tokens: z.number(),
+    reasoning_tokens: z.number().optional(),
+    cached_prompt_tokens: z.number().optional(),
+  })
+  .passthrough();
+
 /** The `llm` part of an LLM run's summary. */
 const llmDetailsSchema = z
   .object({
@@ -117,7 +127,12 @@ const llmDetailsSchema = z
       .object({
         prompt_tokens: z.number(),
         completion_tokens: z.number(),
+        /** Of the completion tokens, those spent reasoning: only where the server reported them. */
+        reasoning_tokens: z.number().optional(),
+        cached_prompt_tokens: z.number().optional(),
         replies_with_invalid_counts: z.number().optional(),
+        /** The same sums per task. */
+        tasks: z.record(z.string(), tokenCounts).optional(),
       })
       .passthrough()
       .optional(),

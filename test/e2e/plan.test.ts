@@ -142,7 +142,7 @@ describe('plan (on fixture data the test writes)', () => {
       `${file}:3:30: unknown setting "temprature" in defaults`,
       `${file}:6:78: "api_key": a secret in the plan file; put it in an environment variable and name that with api_key_env`,
       `${file}:7:12: duplicate model name "a" (first at ${file}:6:12)`,
-      `${file}:7:25: provider: one of openai, llama, encoder, got "vllm"`,
+      `${file}:7:25: provider: one of openai, anthropic, llama, encoder, got "vllm"`,
       `${file}:8:48: "shots" is not a setting of provider encoder`,
       `${file}:9:27: mode: one of generate, loglik, got "guess"`,
     ]);

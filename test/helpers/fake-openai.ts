@@ -15,6 +15,37 @@ export interface ChatRequestBody {
   max_tokens?: number;
   seed?: number;
   stop?: string[];
+  reasoning_effort?: string;
+  chat_template_kwargs?: Record<string, unknown>;
+}
+
+/**
+ * A reasoning model's reply: its reasoning in a field of the message (`reasoning_content`, as DeepSeek's API and
+ * vLLM before 0.10 name it, or `reasoning`), counted in `completion_tokens_details.reasoning_tokens` as OpenAI
+ * counts it (part of the completion tokens); `finishReason` length for a reply the token limit cut off.
+ */
+export interface ReasoningReply {
+  content: string;
+  reasoning?: string;
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  finishReason?: 'stop' | 'length';
+  /** Prompt tokens the server says came from its cache (`prompt_tokens_details.cached_tokens`). */
+  cachedTokens?: number;
+}
+
+/** A batch as OpenAI's Batch API describes it. */
+export interface BatchObject {
+  id: string;
+  object: 'batch';
+  endpoint: string;
+  input_file_id: string;
+  completion_window: string;
+  status: string;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  request_counts: { total: number; completed: number; failed: number };
+  created_at: number;
+  errors: null;
 }
 
 export type Behaviour =
@@ -34,6 +65,13 @@ export interface FakeOpenAI {
   peak(): number;
   /** The largest answer the server wrote, in bytes. */
   largest(): number;
+  /** How many /tokenize requests it answered. */
+  tokenizeCalls(): number;
+  /** The Batch API's side: batches created, files uploaded, every request the batches held, looks at a batch. */
+  batches(): BatchObject[];
+  uploads(): number;
+  batchLines: ChatRequestBody[];
+  batchLooks(): number;
   close(): Promise<void>;
 }
 
@@ -68,6 +106,10 @@ function fnvHash(s: string): number {
   return h;
 }
 
+/** The fake model's prompt tokens of a chat request: a token per four characters of each message. */
+export const chatPromptTokens = (messages: readonly { content: string }[]): number =>
+  messages.reduce((s, m) => s + Math.ceil(m.content.length / 4), 0);
+
 export interface CompletionsBody {
   model: string;
   prompt: string | number[] | number[][];
@@ -77,7 +119,7 @@ export interface CompletionsBody {
 }
 
 export async function startFakeOpenAI(options: {
-  reply: (body: ChatRequestBody) => string;
+  reply: (body: ChatRequestBody) => string | ReasoningReply;
   /** What to do with the n-th request (0-based); ok by default. */
   behaviour?: (n: number, body: ChatRequestBody) => Behaviour;
   /** /v1/completions with echo returns the prompt's log-probabilities (as vLLM); true by default. */
@@ -105,6 +147,13 @@ export async function startFakeOpenAI(options: {
   echoBytesPerToken?: number;
   /** Delay of each /tokenize answer, ms. */
   tokenizeDelayMs?: number;
+  /**
+   * Prompt tokens the server adds to each chat request and reports in `usage`, which its /tokenize does not count
+   * (a hosted API's own system prompt): spending beyond what was counted beforehand.
+   */
+  hiddenPromptTokens?: number;
+  /** While this says true, a batch stays in progress (a run killed while it waits). */
+  holdBatches?: () => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -121,6 +170,108 @@ export async function startFakeOpenAI(options: {
   let held = 0;
   let peak = 0;
   let largest = 0;
+  let tokenizeCalls = 0;
+  /** The chat completion the fake model answers a request with: online, or as a line of a batch's output. */
+  const completion = (body: ChatRequestBody, id: string) => {
+    const given = options.reply(body);
+    const r: ReasoningReply = typeof given === 'string' ? { content: given } : given;
+    const content = r.content;
+    const promptTokens = chatPromptTokens(body.messages) + (options.hiddenPromptTokens ?? 0);
+    const reasoningTokens = r.reasoning === undefined ? undefined : Math.ceil(r.reasoning.length / 4);
+    const completionTokens = Math.ceil(content.length / 4) + (reasoningTokens ?? 0);
+    return {
+      id,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      system_fingerprint: 'fp_fake',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content,
+            ...(r.reasoning !== undefined ? { [r.reasoningField ?? 'reasoning_content']: r.reasoning } : {}),
+          },
+          logprobs: null,
+          finish_reason: r.finishReason ?? 'stop',
+        },
+      ],
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+        ...(reasoningTokens !== undefined
+          ? {
+              completion_tokens_details: { reasoning_tokens: reasoningTokens, accepted_prediction_tokens: 0 },
+            }
+          : {}),
+        ...(r.cachedTokens !== undefined
+          ? { prompt_tokens_details: { cached_tokens: r.cachedTokens, audio_tokens: 0 } }
+          : {}),
+      },
+    };
+  };
+
+  // OpenAI's Batch API: uploaded files, batches, and the output and error files a finished batch leaves.
+  const files = new Map<string, { text: string; purpose: string; filename: string }>();
+  const batches = new Map<string, BatchObject>();
+  const batchLines: ChatRequestBody[] = [];
+  let looks = 0;
+  const runBatch = (batch: BatchObject): void => {
+    const input = files.get(batch.input_file_id)?.text ?? '';
+    const out: string[] = [];
+    const errors: string[] = [];
+    for (const line of input.split('\n')) {
+      if (line.trim() === '') continue;
+      const l = JSON.parse(line) as { custom_id: string; method: string; url: string; body: ChatRequestBody };
+      const n = batchLines.length;
+      batchLines.push(l.body);
+      const b = options.behaviour?.(n, l.body) ?? { kind: 'ok' };
+      const requestId = `req_${n}`;
+      if (b.kind === '400' || b.kind === '500') {
+        const status = b.kind === '400' ? 400 : 500;
+        const message =
+          b.kind === '400' ? b.message : 'The server had an error while processing your request';
+        errors.push(
+          JSON.stringify({
+            id: `batch_req_${n}`,
+            custom_id: l.custom_id,
+            response: {
+              status_code: status,
+              request_id: requestId,
+              body: { error: { message, type: 'invalid_request_error', param: null, code: null } },
+            },
+            error: null,
+          }),
+        );
+        continue;
+      }
+      out.push(
+        JSON.stringify({
+          id: `batch_req_${n}`,
+          custom_id: l.custom_id,
+          response: { status_code: 200, request_id: requestId, body: completion(l.body, `chatcmpl-b${n}`) },
+          error: null,
+        }),
+      );
+    }
+    const save = (lines: string[], name: string): string | null => {
+      if (lines.length === 0) return null;
+      const id = `file-${files.size + 1}`;
+      files.set(id, { text: `${lines.join('\n')}\n`, purpose: 'batch_output', filename: name });
+      return id;
+    };
+    batch.output_file_id = save(out, 'batch_output.jsonl');
+    batch.error_file_id = save(errors, 'batch_errors.jsonl');
+    batch.request_counts = {
+      total: out.length + errors.length,
+      completed: out.length,
+      failed: errors.length,
+    };
+    batch.status = 'completed';
+  };
+
   const server: Server = createServer(async (req, res) => {
     held++;
     peak = Math.max(peak, held);
@@ -139,9 +290,20 @@ export async function startFakeOpenAI(options: {
       res.writeHead(status, { 'content-type': 'application/json' }).end(text);
     };
     if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
-      const body = JSON.parse(await readBody(req)) as { prompt: string; add_special_tokens?: boolean };
+      const body = JSON.parse(await readBody(req)) as {
+        prompt?: string;
+        messages?: ChatRequestBody['messages'];
+        add_special_tokens?: boolean;
+      };
       if (options.tokenizeDelayMs) await new Promise((r) => setTimeout(r, options.tokenizeDelayMs));
-      const tokens = fakeTokenize(body.prompt, body.add_special_tokens ?? true);
+      tokenizeCalls++;
+      if (body.messages) {
+        // vLLM tokenizes messages through the chat template: the count its chat replies then report as prompt_tokens.
+        const count = chatPromptTokens(body.messages);
+        json(200, { tokens: Array(count).fill(7), count, max_model_len: options.maxModelLen ?? 8192 });
+        return;
+      }
+      const tokens = fakeTokenize(body.prompt ?? '', body.add_special_tokens ?? true);
       json(200, { tokens, count: tokens.length, max_model_len: options.maxModelLen ?? 8192 });
       return;
     }
@@ -180,6 +342,97 @@ export async function startFakeOpenAI(options: {
         choices,
         usage: { prompt_tokens: 1, completion_tokens: 1 },
       });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/v1/files') {
+      const raw = Buffer.concat(
+        await (async () => {
+          const chunks: Buffer[] = [];
+          for await (const c of req) chunks.push(c as Buffer);
+          return chunks;
+        })(),
+      );
+      // The multipart form read as fetch reads one: the same parser the client's FormData was written for.
+      const form = await new Response(raw, {
+        headers: { 'content-type': String(req.headers['content-type']) },
+      }).formData();
+      const file = form.get('file');
+      if (form.get('purpose') !== 'batch' || !(file instanceof Blob)) {
+        json(400, {
+          error: { message: "purpose must be 'batch' and file a file", type: 'invalid_request_error' },
+        });
+        return;
+      }
+      const id = `file-${files.size + 1}`;
+      const text = await file.text();
+      files.set(id, { text, purpose: 'batch', filename: (file as File).name });
+      json(200, {
+        id,
+        object: 'file',
+        bytes: Buffer.byteLength(text),
+        created_at: 0,
+        filename: (file as File).name,
+        purpose: 'batch',
+      });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/v1/batches') {
+      const body = JSON.parse(await readBody(req)) as {
+        input_file_id: string;
+        endpoint: string;
+        completion_window: string;
+      };
+      if (
+        !files.has(body.input_file_id) ||
+        body.endpoint !== '/v1/chat/completions' ||
+        body.completion_window !== '24h'
+      ) {
+        json(400, { error: { message: 'invalid batch', type: 'invalid_request_error' } });
+        return;
+      }
+      const id = `batch_${batches.size + 1}`;
+      const lines = (files.get(body.input_file_id)?.text ?? '')
+        .split('\n')
+        .filter((l) => l.trim() !== '').length;
+      const batch: BatchObject = {
+        id,
+        object: 'batch',
+        endpoint: body.endpoint,
+        input_file_id: body.input_file_id,
+        completion_window: '24h',
+        status: 'validating',
+        output_file_id: null,
+        error_file_id: null,
+        request_counts: { total: lines, completed: 0, failed: 0 },
+        created_at: 0,
+        errors: null,
+      };
+      batches.set(id, batch);
+      json(200, batch);
+      return;
+    }
+    const batchPath = /^\/v1\/batches\/([^/]+)$/.exec(req.url ?? '');
+    if (req.method === 'GET' && batchPath) {
+      const batch = batches.get(decodeURIComponent(batchPath[1] as string));
+      if (!batch) {
+        json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
+        return;
+      }
+      looks++;
+      // validating, then in progress for as long as the test holds it, then done at the next look.
+      if (batch.status === 'validating') batch.status = 'in_progress';
+      else if (batch.status === 'in_progress' && !(options.holdBatches?.() ?? false)) runBatch(batch);
+      json(200, batch);
+      return;
+    }
+    const filePath = /^\/v1\/files\/([^/]+)\/content$/.exec(req.url ?? '');
+    if (req.method === 'GET' && filePath) {
+      const file = files.get(decodeURIComponent(filePath[1] as string));
+      if (!file) {
+        json(404, { error: { message: 'No such File object', type: 'invalid_request_error' } });
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file.text);
       return;
     }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
@@ -221,26 +474,7 @@ export async function startFakeOpenAI(options: {
       return;
     }
     if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
-    const content = options.reply(body);
-    const promptTokens = body.messages.reduce((s, m) => s + Math.ceil(m.content.length / 4), 0);
-    const completionTokens = Math.ceil(content.length / 4);
-    res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({
-        id: `chatcmpl-${n}`,
-        object: 'chat.completion',
-        created: Math.floor(Date.now() / 1000),
-        model: body.model,
-        system_fingerprint: 'fp_fake',
-        choices: [
-          { index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' },
-        ],
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: promptTokens + completionTokens,
-        },
-      }),
-    );
+    json(200, completion(body, `chatcmpl-${n}`));
   });
   await new Promise<void>((r) => server.listen(options.port ?? 0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -250,6 +484,11 @@ export async function startFakeOpenAI(options: {
     completions,
     peak: () => peak,
     largest: () => largest,
+    tokenizeCalls: () => tokenizeCalls,
+    batches: () => [...batches.values()],
+    uploads: () => [...files.values()].filter((f) => f.purpose === 'batch').length,
+    batchLines,
+    batchLooks: () => looks,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -1,7 +1,8 @@
 /** A small, real `rumedbench llm` run against the loopback fake model, for tests that read a run folder. */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 import { rumedbenchOk } from './cli.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from './fake-openai.js';
 
@@ -50,3 +51,48 @@ export async function smallLlmRun(
   }
   return { dir, server };
 }
+
+/** A file's JSON lines, parsed (samples.jsonl, the journal). */
+export const readJsonl = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+
+/** Loopback servers a test starts: `track` them, and they are closed after each test. */
+export function closedAfterEach<S extends { close(): Promise<void> }>(): (...s: S[]) => void {
+  const servers: S[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return (...s) => {
+    servers.push(...s);
+  };
+}
+
+/**
+ * `rumedbench llm` on the fixture data with the flags most tests share: the model server, the tasks, the first
+ * `limit` items, no bootstrap, no progress bar.
+ */
+export const llmArgs = (
+  o: { url: string; out: string; data: string; tasks: string; limit: number; model?: string },
+  ...more: string[]
+) => [
+  'llm',
+  '--model',
+  o.model ?? 'fake-1',
+  '--no-progress',
+  '--data',
+  o.data,
+  '--base-url',
+  o.url,
+  '--tasks',
+  o.tasks,
+  '--limit',
+  String(o.limit),
+  '--bootstrap',
+  '0',
+  '--out',
+  o.out,
+  ...more,
+];

@@ -1,0 +1,230 @@
+/**
+ * Batch runs (`llm --batch`): the requests sent as a provider's batch (OpenAI's Batch API: half price, results within
+ * 24 hours) instead of one by one. Each request's `custom_id` is its journal key, so a batch's results land in the
+ * same journal an online run writes, and the run folder is written from it alike: predictions from a batch equal an
+ * online run's that got the same answers.
+ *
+ * The batch's id is written to `batches.jsonl` in the run folder the moment the provider returns it, before any
+ * waiting: a run killed while it waits (SIGKILL included) is continued by `--resume`, which collects the batches
+ * recorded there and never submits their requests again. Requests that fail inside a batch are journaled as failed
+ * requests; `--resume --retry-errors` sends them, and only them, as a new batch.
+ */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RumedbenchError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { JournalEntry } from './journal.js';
+import type { ChatMessage } from './prompt.js';
+import type { ChatReply, SamplingParams } from './provider.js';
+import type { LlmRequest } from './requests.js';
+
+/** Where a batch stands, as its provider says. */
+export interface BatchState {
+  id: string;
+  /** The provider's word (validating, in_progress, finalizing, completed, failed, expired, cancelled…). */
+  status: string;
+  /** No more results will come. */
+  ended: boolean;
+  counts?: { total: number; completed: number; failed: number };
+  /** Where its results are (the provider's file ids or URLs). */
+  files?: readonly string[];
+  /** Why the whole batch failed, where it did (a file the provider refused). */
+  failure?: string;
+}
+
+/** One request's outcome in a batch's results: its reply, or why it failed. */
+export type BatchResult = { key: string; reply: ChatReply } | { key: string; error: string };
+
+/** What a provider's batch API must do; a provider without one has no `batches`. */
+export interface BatchApi {
+  readonly name: string;
+  /** The most requests and bytes one batch may hold. */
+  readonly limits: { requests: number; bytes: number };
+  /** One request as a line of the batch's input file. */
+  line(key: string, messages: readonly ChatMessage[], params: SamplingParams): string;
+  submit(lines: readonly string[]): Promise<{ id: string; inputFileId?: string }>;
+  state(id: string): Promise<BatchState>;
+  /** The results of an ended batch (the output and error files, read through). */
+  results(state: BatchState): Promise<BatchResult[]>;
+}
+
+interface Recorded {
+  id: string;
+  provider: string;
+  keys: string[];
+  collected: boolean;
+}
+
+const LEDGER = 'batches.jsonl';
+
+/** The batches a run folder records: each submitted one, and whether its results were collected. */
+export function readBatchLedger(outDir: string): Recorded[] {
+  const file = join(outDir, LEDGER);
+  if (!existsSync(file)) return [];
+  const byId = new Map<string, Recorded>();
+  for (const [i, line] of readFileSync(file, 'utf8').split('\n').entries()) {
+    if (line.trim() === '') continue;
+    let e: { event?: unknown; id?: unknown; provider?: unknown; keys?: unknown };
+    try {
+      e = JSON.parse(line);
+    } catch {
+      // A line cut off by a kill while it was written: the only line that can be, the last.
+      throw new RumedbenchError(
+        'RUN_FOLDER_INVALID',
+        `${file}:${i + 1}: not a JSON line; the batch ledger is damaged`,
+      );
+    }
+    if (typeof e.id !== 'string') continue;
+    if (e.event === 'submitted' && Array.isArray(e.keys))
+      byId.set(e.id, {
+        id: e.id,
+        provider: String(e.provider),
+        keys: e.keys.filter((k): k is string => typeof k === 'string'),
+        collected: false,
+      });
+    else if (e.event === 'collected') {
+      const r = byId.get(e.id);
+      if (r) r.collected = true;
+    }
+  }
+  return [...byId.values()];
+}
+
+const record = (outDir: string, entry: Record<string, unknown>): void =>
+  appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ ...entry, at: new Date().toISOString() })}\n`);
+
+/** Requests into batches within the provider's limits, in order. */
+export function splitIntoBatches(
+  lines: readonly { key: string; line: string }[],
+  limits: BatchApi['limits'],
+): { key: string; line: string }[][] {
+  const out: { key: string; line: string }[][] = [];
+  let current: { key: string; line: string }[] = [];
+  let bytes = 0;
+  for (const l of lines) {
+    const size = Buffer.byteLength(l.line, 'utf8') + 1;
+    if (current.length > 0 && (current.length >= limits.requests || bytes + size > limits.bytes)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(l);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Sends the pending requests as batches (after collecting any a killed run left waiting), waits for them, and
+ * journals every result. Returns the batches' ids and the wall time.
+ */
+export async function runBatches(o: {
+  api: BatchApi;
+  /** Every request of the run (the ledger's uncollected batches are matched against them). */
+  jobs: readonly LlmRequest[];
+  /** What to send now: the requests without an answer (or, with --retry-errors, with a failed one). */
+  pending: readonly LlmRequest[];
+  params: SamplingParams;
+  journal: { append(entry: JournalEntry): void | Promise<void> };
+  outDir: string;
+  /** The first wait between two looks at a batch, in seconds; doubled up to five minutes. */
+  pollS: number;
+  log: Logger;
+  signal?: AbortSignal;
+}): Promise<{ ids: string[]; wallS: number }> {
+  const started = Date.now();
+  const byKey = new Map(o.jobs.map((j) => [j.key, j]));
+  const recorded = readBatchLedger(o.outDir);
+  const waiting = recorded.filter((b) => !b.collected);
+  const inFlight = new Set(waiting.flatMap((b) => b.keys));
+  const ids = recorded.map((b) => b.id);
+  for (const b of waiting)
+    o.log.info(`batch ${b.id}: submitted by an earlier run; collecting its ${b.keys.length} requests`);
+
+  const toSend = o.pending.filter((j) => !inFlight.has(j.key));
+  const chats = toSend.filter((j): j is Extract<LlmRequest, { kind: 'chat' }> => j.kind === 'chat');
+  const lines = chats.map((j) => ({ key: j.key, line: o.api.line(j.key, j.messages, j.params ?? o.params) }));
+  const fresh: Recorded[] = [];
+  for (const group of splitIntoBatches(lines, o.api.limits)) {
+    if (o.signal?.aborted) break;
+    const { id, inputFileId } = await o.api.submit(group.map((g) => g.line));
+    const keys = group.map((g) => g.key);
+    // Recorded before anything else happens: from here on, a killed run collects this batch and never resends it.
+    record(o.outDir, {
+      event: 'submitted',
+      id,
+      provider: o.api.name,
+      ...(inputFileId ? { input_file_id: inputFileId } : {}),
+      requests: keys.length,
+      keys,
+    });
+    o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
+    fresh.push({ id, provider: o.api.name, keys, collected: false });
+    ids.push(id);
+  }
+
+  for (const b of [...waiting, ...fresh]) {
+    let state = await o.api.state(b.id);
+    let waitMs = o.pollS * 1000;
+    let said = '';
+    while (!state.ended) {
+      const line = `batch ${b.id}: ${state.status}${state.counts ? `, ${state.counts.completed} of ${state.counts.total} done, ${state.counts.failed} failed` : ''}`;
+      if (line !== said) o.log.info(line);
+      said = line;
+      if (o.signal?.aborted)
+        throw new RumedbenchError(
+          'RUN_INCOMPLETE',
+          `stopped while batch ${b.id} was ${state.status}; continue with the same command and --resume, which collects it`,
+        );
+      await sleep(waitMs);
+      waitMs = Math.min(waitMs * 2, 300_000);
+      state = await o.api.state(b.id);
+    }
+    o.log.info(`batch ${b.id}: ${state.status}`);
+    const results = state.failure ? [] : await o.api.results(state);
+    const seen = new Set<string>();
+    const at = new Date().toISOString();
+    for (const r of results) {
+      const job = byKey.get(r.key);
+      // A line for a request this batch did not hold (another run's, or a provider's mistake) is not an answer here.
+      if (!job || seen.has(r.key) || !b.keys.includes(r.key)) continue;
+      seen.add(r.key);
+      const base = { key: r.key, task: job.task.name, split: job.split, id: job.record.id, latencyMs: 0, at };
+      await o.journal.append(
+        'reply' in r
+          ? {
+              ...base,
+              status: 'ok',
+              reply: r.reply.text,
+              ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
+              ...(r.reply.usage ? { usage: r.reply.usage } : {}),
+              ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
+              ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
+              ...(r.reply.model ? { model: r.reply.model } : {}),
+            }
+          : { ...base, status: 'error', error: `batch ${b.id}: ${r.error}` },
+      );
+    }
+    // Requests the batch ended without answering (a batch that failed, expired or was cancelled) failed too.
+    for (const key of b.keys) {
+      if (seen.has(key)) continue;
+      const job = byKey.get(key);
+      if (!job) continue;
+      await o.journal.append({
+        key,
+        task: job.task.name,
+        split: job.split,
+        id: job.record.id,
+        status: 'error',
+        error: `batch ${b.id} ended ${state.status}${state.failure ? ` (${state.failure})` : ''} without an answer to this request`,
+        latencyMs: 0,
+        at,
+      });
+    }
+    record(o.outDir, { event: 'collected', id: b.id, status: state.status, answered: seen.size });
+  }
+  return { ids, wallS: (Date.now() - started) / 1000 };
+}

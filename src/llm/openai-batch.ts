@@ -1,0 +1,138 @@
+/**
+ * OpenAI's Batch API, as `llm --batch` uses it (./batch.ts): the requests uploaded as one JSONL file
+ * (`POST /v1/files`, purpose `batch`), a batch created on `/v1/chat/completions` with a 24-hour window
+ * (`POST /v1/batches`), its state read (`GET /v1/batches/{id}`), and its output and error files read
+ * (`GET /v1/files/{id}/content`), each line matched to its request by `custom_id`. Every call goes through the
+ * OpenAI client: the same retries, breaker, caps and key handling as an online run.
+ */
+import type { BatchApi, BatchResult, BatchState } from './batch.js';
+import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
+
+/** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
+const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
+const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
+/** No results file is read past this (a JavaScript string's practical ceiling is near 512 MiB). */
+const MAX_RESULTS_BYTES = 400 << 20;
+
+interface BatchObject {
+  id?: unknown;
+  status?: unknown;
+  request_counts?: { total?: unknown; completed?: unknown; failed?: unknown };
+  output_file_id?: unknown;
+  error_file_id?: unknown;
+  errors?: { data?: { message?: unknown; line?: unknown }[] } | null;
+}
+
+interface ResultLine {
+  custom_id?: unknown;
+  response?: { status_code?: unknown; body?: unknown } | null;
+  error?: { code?: unknown; message?: unknown } | null;
+}
+
+const whole = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+
+export function openAIBatches(p: OpenAIProvider): BatchApi {
+  const base = p.base;
+  return {
+    name: 'openai',
+    limits: LIMITS,
+    line: (key, messages, params) =>
+      JSON.stringify({
+        custom_id: key,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: p.chatBody(messages, params),
+      }),
+
+    async submit(lines) {
+      const form = new FormData();
+      form.append('purpose', 'batch');
+      form.append(
+        'file',
+        new Blob([`${lines.join('\n')}\n`], { type: 'application/jsonl' }),
+        'rumedbench-batch.jsonl',
+      );
+      const file = await p.call<{ id?: unknown }>(`${base}/files`, undefined, { form });
+      const fileId = file.json?.id;
+      if (typeof fileId !== 'string')
+        throw new LlmRequestError(`${base}/files: the upload's answer names no file id`, file.status, false);
+      const batch = await p.call<BatchObject>(`${base}/batches`, {
+        input_file_id: fileId,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+      });
+      const id = batch.json?.id;
+      if (typeof id !== 'string')
+        throw new LlmRequestError(`${base}/batches: the answer names no batch id`, batch.status, false);
+      return { id, inputFileId: fileId };
+    },
+
+    async state(id): Promise<BatchState> {
+      const { json } = await p.call<BatchObject>(`${base}/batches/${encodeURIComponent(id)}`, undefined, {
+        method: 'GET',
+      });
+      const status = typeof json?.status === 'string' ? json.status.slice(0, 40) : 'unknown';
+      const files = [json?.output_file_id, json?.error_file_id].filter(
+        (f): f is string => typeof f === 'string',
+      );
+      const problems = (json?.errors?.data ?? [])
+        .map((e) => (typeof e.message === 'string' ? e.message.slice(0, 300) : ''))
+        .filter((m) => m !== '');
+      const c = json?.request_counts;
+      return {
+        id,
+        status,
+        ended: ENDED.has(status),
+        ...(c
+          ? { counts: { total: whole(c.total), completed: whole(c.completed), failed: whole(c.failed) } }
+          : {}),
+        files,
+        ...(status === 'failed' && problems.length > 0 ? { failure: problems.slice(0, 3).join('; ') } : {}),
+      };
+    },
+
+    async results(state) {
+      const out: BatchResult[] = [];
+      // The results are as large as the replies asked for: capped at the reply cap per request, not one reply's.
+      const cap = Math.min(MAX_RESULTS_BYTES, p.replyCap * Math.max(1, state.counts?.total ?? 1));
+      for (const file of state.files ?? []) {
+        const url = `${base}/files/${encodeURIComponent(file)}/content`;
+        const { text } = await p.call<never>(url, undefined, {
+          method: 'GET',
+          raw: true,
+          maxReplyBytes: cap,
+        });
+        for (const raw of text.split('\n')) {
+          if (raw.trim() === '') continue;
+          let line: ResultLine;
+          try {
+            line = JSON.parse(raw) as ResultLine;
+          } catch {
+            continue; // not a result line: its request, left unanswered, is failed by the caller, named
+          }
+          if (typeof line.custom_id !== 'string') continue;
+          const key = line.custom_id;
+          const status = line.response?.status_code;
+          const body = line.response?.body;
+          if (status === 200) {
+            try {
+              out.push({ key, reply: p.readChat(body as CompletionBody, JSON.stringify(body ?? null), 200) });
+            } catch (e) {
+              out.push({ key, error: (e as Error).message });
+            }
+            continue;
+          }
+          const said =
+            typeof line.error?.message === 'string'
+              ? line.error.message.slice(0, 500)
+              : serverMessage(body, typeof body === 'string' ? body : '');
+          out.push({
+            key,
+            error: `${typeof status === 'number' ? `HTTP ${status}` : 'failed'}${said ? `: ${said}` : ''}`,
+          });
+        }
+      }
+      return out;
+    },
+  };
+}

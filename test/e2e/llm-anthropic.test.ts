@@ -1,0 +1,114 @@
+/** `rumedbench llm --provider anthropic` against a loopback server faithful to the Messages API. */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadSplit } from '../../src/data/load.js';
+import { getTask } from '../../src/tasks/registry.js';
+import { rumedbenchWith } from '../helpers/cli.js';
+import { type FakeAnthropic, startFakeAnthropic } from '../helpers/fake-anthropic.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { closedAfterEach, llmArgs, readJsonl } from '../helpers/llm-run.js';
+
+const DATA = fixtureDataDir();
+const KEY = 'sk-ant-test-0123456789';
+const track = closedAfterEach<FakeAnthropic>();
+
+const llm = (url: string, out: string, ...more: string[]) =>
+  llmArgs(
+    { url, out, data: DATA, tasks: 'RuMedDaNet', limit: 6, model: 'claude-fake' },
+    ...['--provider', 'anthropic', '--api-key-env', 'ANTHROPIC_TEST_KEY', ...more],
+  );
+
+describe('llm --provider anthropic (fixture data)', () => {
+  it('asks the Messages API as documented, through 529 and 429, and reads answers, thinking and the ledger', async () => {
+    const task = getTask('RuMedDaNet');
+    const records = (await loadSplit(task, 'test', { dataDir: DATA })).slice(0, 6);
+    const gold = new Map(records.map((r) => [task.prompt.render(r.raw), r.gold as string]));
+    const server = await startFakeAnthropic({
+      key: KEY,
+      reply: (body) => {
+        const last = body.messages[body.messages.length - 1]?.content ?? '';
+        const g = gold.get(last.slice(last.indexOf('\n\n') + 2)) ?? '?';
+        return {
+          text: `Ответ: ${g}`,
+          thinking: `Не «Ответ: ${g === 'да' ? 'нет' : 'да'}» ли?`,
+          cacheRead: 4,
+        };
+      },
+      // An overloaded API first, then a rate limit with its Retry-After: both retried, nothing lost.
+      behaviour: (n) =>
+        n === 0 ? { kind: '529' } : n === 1 ? { kind: '429', retryAfter: '1' } : { kind: 'ok' },
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-'));
+    const run = await rumedbenchWith(
+      { ANTHROPIC_TEST_KEY: KEY },
+      ...llm(server.url, out, '--thinking-budget', '1024', '--max-tokens', '2048', '--json'),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const first = server.requests[0];
+    expect(first?.headers['x-api-key']).toBe(KEY);
+    expect(first?.headers.authorization).toBeUndefined();
+    expect(first?.body).toMatchObject({
+      model: 'claude-fake',
+      max_tokens: 2048,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    });
+    expect(first?.body.temperature).toBeUndefined();
+    expect(typeof first?.body.system).toBe('string');
+    expect(first?.body.messages.map((m) => m.role)).toEqual(['user']);
+    expect(server.requests).toHaveLength(6 + 2);
+
+    const samples = readJsonl(join(out, 'samples.jsonl'));
+    expect(samples.map((s) => [s.status, s.correct])).toEqual(Array(6).fill(['parsed', true]));
+    expect(samples[0].reasoning).toMatch(/^Не «Ответ: (да|нет)» ли\?$/);
+    expect(samples[0].reply).toMatch(/^Ответ: (да|нет)$/);
+    const summary = JSON.parse(run.stdout);
+    expect(summary.tasks.RuMedDaNet.metrics.accuracy).toBe(100);
+    // The ledger equals what the API reported: all prompt tokens (cached ones included), output tokens; Anthropic
+    // does not count thinking apart, so no reasoning tokens are claimed.
+    const sum = (f: (r: FakeAnthropic['reported'][number]) => number) =>
+      server.reported.reduce((n, r) => n + f(r), 0);
+    expect(summary.llm.usage).toMatchObject({
+      prompt_tokens: sum((r) => r.input + r.cacheRead),
+      completion_tokens: sum((r) => r.output),
+      cached_prompt_tokens: 24,
+    });
+    expect(summary.llm.usage.reasoning_tokens).toBeUndefined();
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
+    expect(manifest).toMatchObject({ provider: 'anthropic', model: 'claude-fake' });
+    expect(manifest.spec.provider).toMatchObject({ name: 'anthropic', base_url: server.url });
+    expect(JSON.stringify(manifest)).not.toContain(KEY);
+  });
+
+  it('stops at a refused key, and refuses what the API cannot do before sending anything', async () => {
+    const server = await startFakeAnthropic({ key: KEY, reply: () => ({ text: 'Ответ: да' }) });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-'));
+    const refused = await rumedbenchWith({ ANTHROPIC_TEST_KEY: 'sk-ant-wrong' }, ...llm(server.url, out));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('HTTP 401: invalid x-api-key (the server refused the key');
+    expect(refused.stderr).not.toContain('sk-ant-wrong');
+
+    const asked = server.requests.length;
+    const loglik = await rumedbenchWith(
+      { ANTHROPIC_TEST_KEY: KEY },
+      ...llm(server.url, out, '--mode', 'loglik'),
+    );
+    expect(loglik.code).toBe(2);
+    expect(loglik.stderr).toContain('the Messages API returns no log-probabilities; use --mode generate');
+    const budget = await rumedbenchWith(
+      { ANTHROPIC_TEST_KEY: KEY },
+      ...llm(server.url, out, '--thinking-budget', '512'),
+    );
+    expect(budget.code).toBe(2);
+    expect(budget.stderr).toContain('--thinking-budget 512: Anthropic takes at least 1024 tokens');
+    const effort = await rumedbenchWith(
+      { ANTHROPIC_TEST_KEY: KEY },
+      ...llm(server.url, out, '--reasoning-effort', 'high'),
+    );
+    expect(effort.code).toBe(2);
+    expect(server.requests.length).toBe(asked);
+  });
+});

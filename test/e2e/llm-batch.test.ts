@@ -1,0 +1,140 @@
+/**
+ * `llm --batch` against a loopback server faithful to OpenAI's Batch API (files, batches, output and error files):
+ * the same predictions as an online run, a run killed while it waits collected by --resume, failed requests of a
+ * batch re-sent alone, the cost at the batch discount.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadSplit } from '../../src/data/load.js';
+import { getTask } from '../../src/tasks/registry.js';
+import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { closedAfterEach, llmArgs } from '../helpers/llm-run.js';
+
+const DATA = fixtureDataDir();
+const track = closedAfterEach<FakeOpenAI>();
+
+/** Answers each DaNet and NLI item with its gold, except every third, which it answers wrongly or not at all. */
+async function oracle(): Promise<(body: ChatRequestBody) => string> {
+  const answers = new Map<string, string>();
+  for (const name of ['RuMedDaNet', 'RuMedNLI']) {
+    const task = getTask(name);
+    for (const [i, r] of (await loadSplit(task, 'test', { dataDir: DATA })).entries())
+      answers.set(
+        task.prompt.render(r.raw),
+        i % 3 === 2 ? 'Не знаю.' : task.prompt.answer(r.gold as string, r.raw),
+      );
+  }
+  return (body) => {
+    const last = body.messages.at(-1)?.content ?? '';
+    return answers.get(last.slice(last.indexOf('\n\n') + 2)) ?? '?';
+  };
+}
+
+const args = (url: string, out: string, ...more: string[]) =>
+  llmArgs(
+    { url, out, data: DATA, tasks: 'RuMedDaNet,RuMedNLI', limit: 6 },
+    ...['--price-prompt', '2', '--price-completion', '8', ...more],
+  );
+const predictions = (dir: string) =>
+  ['RuMedDaNet', 'RuMedNLI'].map((t) => readFileSync(join(dir, 'predictions', `${t}.jsonl`), 'utf8'));
+
+describe('llm --batch (OpenAI Batch API, fixture data)', () => {
+  it('writes the predictions an online run writes, from one batch, at half the price', async () => {
+    const reply = await oracle();
+    const online = await startFakeOpenAI({ reply });
+    const batched = await startFakeOpenAI({ reply });
+    track(online, batched);
+    const a = mkdtempSync(join(tmpdir(), 'rumedbench-online-'));
+    const b = mkdtempSync(join(tmpdir(), 'rumedbench-batch-'));
+    const onlineRun = JSON.parse((await rumedbenchOk(...args(online.url, a, '--json'))).stdout);
+    const batchRun = JSON.parse(
+      (await rumedbenchOk(...args(batched.url, b, '--batch', '--batch-poll', '0.01', '--json'))).stdout,
+    );
+    expect(predictions(b)).toEqual(predictions(a));
+    // One upload, one batch of the 12 requests, nothing asked online.
+    expect(batched.requests).toHaveLength(0);
+    expect(batched.uploads()).toBe(1);
+    expect(batched.batches().map((x) => [x.status, x.request_counts])).toEqual([
+      ['completed', { total: 12, completed: 12, failed: 0 }],
+    ]);
+    expect(batched.batchLines).toHaveLength(12);
+    // The bodies in the batch are the bodies an online run sends.
+    expect(batched.batchLines.map((l) => JSON.stringify(l)).sort()).toEqual(
+      online.requests.map((r) => JSON.stringify(r.body)).sort(),
+    );
+    expect(batchRun.llm.batch).toEqual({ provider: 'openai', batches: ['batch_1'], discount: 0.5 });
+    expect(batchRun.llm.usage.prompt_tokens).toBe(onlineRun.llm.usage.prompt_tokens);
+    expect(batchRun.llm.cost).toBeCloseTo(onlineRun.llm.cost / 2, 12);
+    expect(batchRun.tasks.RuMedNLI.metrics).toEqual(onlineRun.tasks.RuMedNLI.metrics);
+  });
+
+  it('a run killed while its batch waits is collected by --resume, never submitted again', async () => {
+    let hold = true;
+    const server = await startFakeOpenAI({ reply: await oracle(), holdBatches: () => hold });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-kill-'));
+    const argv = args(server.url, out, '--batch', '--batch-poll', '0.02');
+    const child: ChildProcess = spawn(process.execPath, [CLI, ...argv], { env: CLI_ENV, stdio: 'ignore' });
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (server.batchLooks() >= 3) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+    });
+    await new Promise((r) => child.once('exit', r));
+    expect(existsSync(join(out, 'batches.jsonl'))).toBe(true);
+    expect(existsSync(join(out, 'summary.json'))).toBe(false);
+    hold = false;
+    const { stderr } = await rumedbenchOk(...argv, '--resume');
+    expect(stderr).toContain('batch batch_1: submitted by an earlier run; collecting its 12 requests');
+    expect(server.uploads()).toBe(1);
+    expect(server.batches()).toHaveLength(1);
+    expect(server.requests).toHaveLength(0);
+    const clean = mkdtempSync(join(tmpdir(), 'rumedbench-batch-clean-'));
+    const other = await startFakeOpenAI({ reply: await oracle() });
+    track(other);
+    await rumedbenchOk(...args(other.url, clean));
+    expect(predictions(out)).toEqual(predictions(clean));
+  });
+
+  it('fails a run whose batch failed requests, and --retry-errors sends only those, as a new batch', async () => {
+    // The first batch's requests 0, 5 and 10 fail with HTTP 400 (in its error file); later batches are clean.
+    const server = await startFakeOpenAI({
+      reply: await oracle(),
+      behaviour: (n) => (n < 12 && n % 5 === 0 ? { kind: '400', message: 'bad request' } : { kind: 'ok' }),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-fail-'));
+    const argv = args(server.url, out, '--batch', '--batch-poll', '0.01');
+    const failed = await rumedbench(...argv);
+    expect(failed.code).toBe(3);
+    expect(failed.stderr).toContain('3 of 12 requests failed');
+    expect(failed.stderr).toContain('batch batch_1: HTTP 400: bad request');
+    const retried = await rumedbench(...argv, '--resume', '--retry-errors', '--json');
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(server.batches().map((x) => x.request_counts.total)).toEqual([12, 3]);
+    expect(server.batchLines).toHaveLength(15);
+    expect(JSON.parse(retried.stdout).llm.batch.batches).toEqual(['batch_1', 'batch_2']);
+  });
+
+  it('refuses --batch where it cannot go', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
+    const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));
+    expect(loglik.code).toBe(2);
+    expect(loglik.stderr).toContain('--batch sends chat requests');
+    const anthropic = await rumedbench(
+      ...args('http://127.0.0.1:9/v1', out, '--batch', '--provider', 'anthropic', '--api-key-env', 'HOME'),
+    );
+    expect(anthropic.code).toBe(2);
+    expect(anthropic.stderr).toContain('not yet for anthropic');
+  });
+});
