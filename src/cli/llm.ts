@@ -177,7 +177,7 @@ export const LLM_FLAGS = {
   priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
   batch: flag.on(
     '--batch',
-    "send the requests as the provider's batch (OpenAI's Batch API: half price, results within 24 h) and wait for them",
+    "send the requests as the provider's batches (OpenAI's Batch API, Anthropic's Message Batches: half price, results within 24 h) and wait for them",
   ),
   batchPoll: flag.decimal(
     '--batch-poll <s>',
@@ -318,9 +318,9 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     throw new UsageError(
       '--reasoning-effort and --thinking-budget are read by model servers (--provider openai or anthropic), not by a local GGUF model',
     );
-  if (flags.batch && flags.provider !== 'openai')
+  if (flags.batch && flags.provider === 'llama')
     throw new UsageError(
-      `--batch: batches are built for --provider openai (OpenAI's Batch API); not yet for ${flags.provider}`,
+      "--batch sends the requests as a provider's batch (--provider openai or anthropic); a local model has none",
     );
   if (flags.batch && flags.mode === 'loglik')
     throw new UsageError(

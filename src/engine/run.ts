@@ -12,6 +12,7 @@ import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
+import { anthropicBatches } from '../llm/anthropic-batch.js';
 import type { BatchApi } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches } from '../llm/openai-batch.js';
@@ -103,13 +104,11 @@ export function checkLlmSpec(spec: LlmSpec): void {
     throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
 }
 
-/** The batch API of a provider: OpenAI's; the others have none yet. */
+/** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
 function batchApiOf(provider: Provider): BatchApi {
-  if (provider instanceof OpenAIProvider && !(provider instanceof AnthropicProvider))
-    return openAIBatches(provider);
-  throw new UsageError(
-    "--batch: this provider has no batch API here yet (OpenAI's Batch API is the one built)",
-  );
+  if (provider instanceof AnthropicProvider) return anthropicBatches(provider);
+  if (provider instanceof OpenAIProvider) return openAIBatches(provider);
+  throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
 }
 
 async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {

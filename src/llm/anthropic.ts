@@ -20,7 +20,7 @@ export const MIN_THINKING_BUDGET = 1024;
 const NO_LOGLIK =
   "Anthropic's Messages API returns no log-probabilities: score by generation (--mode generate), or use a server that returns them (vLLM)";
 
-interface MessagesBody {
+export interface MessagesBody {
   model?: unknown;
   content?: { type?: unknown; text?: unknown; thinking?: unknown }[];
   stop_reason?: unknown;
@@ -108,6 +108,15 @@ export class AnthropicProvider extends OpenAIProvider {
   }
 
   private async ask(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
+    const { json, text, status } = await this.post<MessagesBody>(
+      this.url,
+      this.messageBody(messages, params),
+    );
+    return this.readMessage(json, text, status);
+  }
+
+  /** A request's body: the same online and in a Message Batch. */
+  messageBody(messages: readonly ChatMessage[], params: SamplingParams): Record<string, unknown> {
     const body: Record<string, unknown> = {
       model: this.options.model,
       max_tokens: params.maxTokens,
@@ -118,7 +127,11 @@ export class AnthropicProvider extends OpenAIProvider {
     if (params.thinkingBudget !== undefined)
       body.thinking = { type: 'enabled', budget_tokens: params.thinkingBudget };
     else body.temperature = params.temperature;
-    const { json, text, status } = await this.post<MessagesBody>(this.url, body);
+    return body;
+  }
+
+  /** A message read, or why it cannot be (an online reply, or a succeeded result of a batch). */
+  readMessage(json: MessagesBody | undefined, text: string, status: number): ChatReply {
     if (!json || typeof json !== 'object' || !Array.isArray(json.content)) {
       throw new LlmRequestError(
         `${this.url}: the reply is not a message (no content blocks): ${snippet(text)}`,

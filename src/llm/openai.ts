@@ -130,6 +130,8 @@ export interface RequestOptions {
   maxReplyBytes?: number;
   method?: 'GET' | 'POST';
   form?: FormData;
+  /** A JSON body already written (a batch's requests, joined from their lines). */
+  rawBody?: string;
   raw?: boolean;
 }
 
@@ -485,7 +487,7 @@ export class OpenAIProvider implements Provider {
     options: RequestOptions,
   ): Promise<{ json: T | undefined; text: string; status: number }> {
     const method = options.method ?? 'POST';
-    const payload = options.form ?? (method === 'GET' ? undefined : JSON.stringify(body));
+    const payload = options.form ?? options.rawBody ?? (method === 'GET' ? undefined : JSON.stringify(body));
     // One attempt through the shared transport (timeout, capped body, no redirects); this client's own loop
     // (\`retrying\`) decides on retries, since a 429 pauses every request of the run.
     const cap = options.maxReplyBytes ?? this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;

@@ -82,6 +82,60 @@ describe('llm --provider anthropic (fixture data)', () => {
     expect(JSON.stringify(manifest)).not.toContain(KEY);
   });
 
+  it("sends a run as a Message Batch: the online run's predictions, failures re-sent alone, at half the price", async () => {
+    const task = getTask('RuMedDaNet');
+    const records = (await loadSplit(task, 'test', { dataDir: DATA })).slice(0, 6);
+    const gold = new Map(records.map((r) => [task.prompt.render(r.raw), r.gold as string]));
+    const reply = (body: { messages: { content: string }[] }) => {
+      const last = body.messages[body.messages.length - 1]?.content ?? '';
+      return { text: `Ответ: ${gold.get(last.slice(last.indexOf('\n\n') + 2)) ?? '?'}` };
+    };
+    const online = await startFakeAnthropic({ key: KEY, reply });
+    // The first batch's second and fifth requests error (an API error in their results); later batches are clean.
+    const batched = await startFakeAnthropic({
+      key: KEY,
+      reply,
+      behaviour: (n) => (n === 1_000_001 || n === 1_000_004 ? { kind: '529' } : { kind: 'ok' }),
+    });
+    track(online, batched);
+    const a = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-online-'));
+    const b = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-batch-'));
+    const env = { ANTHROPIC_TEST_KEY: KEY };
+    const prices = ['--price-prompt', '3', '--price-completion', '15'];
+    const onlineRun = await rumedbenchWith(env, ...llm(online.url, a, ...prices, '--json'));
+    expect(onlineRun.code, onlineRun.stderr).toBe(0);
+    const argv = llm(batched.url, b, ...prices, '--batch', '--batch-poll', '0.01');
+    const failed = await rumedbenchWith(env, ...argv);
+    expect(failed.code).toBe(3);
+    expect(failed.stderr).toContain('2 of 6 requests failed');
+    expect(failed.stderr).toContain('batch msgbatch_1: errored: Internal server error');
+    const retried = await rumedbenchWith(env, ...argv, '--resume', '--retry-errors', '--json');
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(batched.requests).toHaveLength(0);
+    expect(batched.batches().map((x) => x.request_counts)).toEqual([
+      { processing: 0, succeeded: 4, errored: 2, canceled: 0, expired: 0 },
+      { processing: 0, succeeded: 2, errored: 0, canceled: 0, expired: 0 },
+    ]);
+    // The batch's requests are the online run's, with the same custom ids a journal keys them by.
+    expect(
+      batched.batchLines
+        .slice(0, 6)
+        .map((l) => JSON.stringify(l))
+        .sort(),
+    ).toEqual(online.requests.map((r) => JSON.stringify(r.body)).sort());
+    const read = (dir: string) => readFileSync(join(dir, 'predictions', 'RuMedDaNet.jsonl'), 'utf8');
+    expect(read(b)).toBe(read(a));
+    const summary = JSON.parse(retried.stdout);
+    const onlineSummary = JSON.parse(onlineRun.stdout);
+    expect(summary.llm.batch).toEqual({
+      provider: 'anthropic',
+      batches: ['msgbatch_1', 'msgbatch_2'],
+      discount: 0.5,
+    });
+    expect(summary.llm.usage.prompt_tokens).toBe(onlineSummary.llm.usage.prompt_tokens);
+    expect(summary.llm.cost).toBeCloseTo(onlineSummary.llm.cost / 2, 12);
+  });
+
   it('stops at a refused key, and refuses what the API cannot do before sending anything', async () => {
     const server = await startFakeAnthropic({ key: KEY, reply: () => ({ text: 'Ответ: да' }) });
     track(server);

@@ -131,10 +131,8 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));
     expect(loglik.code).toBe(2);
     expect(loglik.stderr).toContain('--batch sends chat requests');
-    const anthropic = await rumedbench(
-      ...args('http://127.0.0.1:9/v1', out, '--batch', '--provider', 'anthropic', '--api-key-env', 'HOME'),
-    );
-    expect(anthropic.code).toBe(2);
-    expect(anthropic.stderr).toContain('not yet for anthropic');
+    const local = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--provider', 'llama'));
+    expect(local.code).toBe(2);
+    expect(local.stderr).toContain('a local model has none');
   });
 });

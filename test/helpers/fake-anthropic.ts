@@ -36,6 +36,10 @@ export interface FakeAnthropic {
   reported: { input: number; output: number; cacheRead: number }[];
   /** How many count_tokens requests it answered. */
   countCalls(): number;
+  /** Message Batches: each batch as the API describes it, every request they held, looks at a batch. */
+  batches(): Record<string, unknown>[];
+  batchLines: MessagesRequest[];
+  batchLooks(): number;
   close(): Promise<void>;
 }
 
@@ -52,75 +56,41 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startFakeAnthropic(options: {
   key: string;
   reply: (body: MessagesRequest) => FakeAnthropicReply;
+  /** What to do with the n-th online request; a batch's n-th request asks with n + 1,000,000 (any kind but ok fails it). */
   behaviour?: (n: number) => AnthropicBehaviour;
+  /** While this says true, a batch stays in progress. */
+  holdBatches?: () => boolean;
 }): Promise<FakeAnthropic> {
   const requests: FakeAnthropic['requests'] = [];
   const reported: FakeAnthropic['reported'] = [];
   let counted = 0;
-  const server = createServer(async (req, res) => {
-    const error = (
-      status: number,
-      type: string,
-      message: string,
-      headers: Record<string, string> = {},
-    ): void => {
-      res
-        .writeHead(status, { 'content-type': 'application/json', ...headers })
-        .end(JSON.stringify({ type: 'error', error: { type, message } }));
-    };
-    const counting = req.url === '/v1/messages/count_tokens';
-    if (req.method !== 'POST' || (req.url !== '/v1/messages' && !counting))
-      return error(404, 'not_found_error', 'Not found');
-    if (req.headers['x-api-key'] !== options.key)
-      return error(401, 'authentication_error', 'invalid x-api-key');
-    if (req.headers['anthropic-version'] !== '2023-06-01')
-      return error(400, 'invalid_request_error', 'anthropic-version: header is required');
-    const body = JSON.parse(await readBody(req)) as MessagesRequest;
-    if (counting) {
-      counted++;
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ input_tokens: promptTokens(body) }));
-      return;
-    }
-    const n = requests.length;
-    requests.push({ headers: req.headers, body });
-    const b = options.behaviour?.(n) ?? { kind: 'ok' };
-    if (b.kind === '429')
-      return error(429, 'rate_limit_error', 'Number of requests has exceeded your rate limit', {
-        'retry-after': b.retryAfter,
-      });
-    if (b.kind === '529') return error(529, 'overloaded_error', 'Overloaded');
-    if (typeof body.max_tokens !== 'number')
-      return error(400, 'invalid_request_error', 'max_tokens: Field required');
+  let looks = 0;
+  /** What a valid request is answered with, or the API's refusal of it: online, or as a batch's result. */
+  const answer = (
+    body: MessagesRequest,
+    n: number,
+  ): { status: number; type: string; message: string } | { status: 200; json: unknown } => {
+    const refuse = (message: string) => ({ status: 400, type: 'invalid_request_error', message });
+    if (typeof body.max_tokens !== 'number') return refuse('max_tokens: Field required');
     if (body.messages.some((m) => m.role !== 'user' && m.role !== 'assistant'))
-      return error(
-        400,
-        'invalid_request_error',
+      return refuse(
         'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter',
       );
     if (body.thinking) {
       const budget = body.thinking.budget_tokens ?? 0;
       if (body.temperature !== undefined && body.temperature !== 1)
-        return error(
-          400,
-          'invalid_request_error',
-          '`temperature` may only be set to 1 when thinking is enabled',
-        );
+        return refuse('`temperature` may only be set to 1 when thinking is enabled');
       if (budget < 1024 || budget >= body.max_tokens)
-        return error(
-          400,
-          'invalid_request_error',
-          'thinking.budget_tokens: must be ≥ 1024 and less than max_tokens',
-        );
+        return refuse('thinking.budget_tokens: must be ≥ 1024 and less than max_tokens');
     }
     const r = options.reply(body);
     const cacheRead = r.cacheRead ?? 0;
     const input = Math.max(0, promptTokens(body) - cacheRead);
     const output = Math.ceil((r.text.length + (r.thinking?.length ?? 0)) / 4);
     reported.push({ input, output, cacheRead });
-    res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({
+    return {
+      status: 200,
+      json: {
         id: `msg_${n}`,
         type: 'message',
         role: 'assistant',
@@ -139,8 +109,130 @@ export async function startFakeAnthropic(options: {
           cache_creation_input_tokens: 0,
           cache_read_input_tokens: cacheRead,
         },
-      }),
-    );
+      },
+    };
+  };
+
+  // Message Batches: created in progress, ended at the next look, results as JSONL.
+  const batches = new Map<
+    string,
+    {
+      object: Record<string, unknown>;
+      requests: { custom_id: string; params: MessagesRequest }[];
+      results?: string;
+    }
+  >();
+  const batchLines: MessagesRequest[] = [];
+  const runBatch = (id: string, url: string): void => {
+    const b = batches.get(id);
+    if (!b) return;
+    const counts = { processing: 0, succeeded: 0, errored: 0, canceled: 0, expired: 0 };
+    const lines = b.requests.map((r) => {
+      const n = batchLines.length;
+      batchLines.push(r.params);
+      const how = options.behaviour?.(1_000_000 + n) ?? { kind: 'ok' };
+      const a =
+        how.kind === 'ok'
+          ? answer(r.params, n)
+          : { status: 500, type: 'api_error', message: 'Internal server error' };
+      if ('json' in a) {
+        counts.succeeded++;
+        return JSON.stringify({ custom_id: r.custom_id, result: { type: 'succeeded', message: a.json } });
+      }
+      counts.errored++;
+      return JSON.stringify({
+        custom_id: r.custom_id,
+        result: { type: 'errored', error: { type: 'error', error: { type: a.type, message: a.message } } },
+      });
+    });
+    b.results = `${lines.join('\n')}\n`;
+    Object.assign(b.object, {
+      processing_status: 'ended',
+      request_counts: counts,
+      ended_at: new Date().toISOString(),
+      results_url: `${url}/v1/messages/batches/${id}/results`,
+    });
+  };
+
+  const server = createServer(async (req, res) => {
+    const error = (
+      status: number,
+      type: string,
+      message: string,
+      headers: Record<string, string> = {},
+    ): void => {
+      res
+        .writeHead(status, { 'content-type': 'application/json', ...headers })
+        .end(JSON.stringify({ type: 'error', error: { type, message } }));
+    };
+    const json = (body: unknown): void => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    if (req.headers['x-api-key'] !== options.key)
+      return error(401, 'authentication_error', 'invalid x-api-key');
+    if (req.headers['anthropic-version'] !== '2023-06-01')
+      return error(400, 'invalid_request_error', 'anthropic-version: header is required');
+    const path = req.url ?? '';
+    const batchPath = /^\/v1\/messages\/batches\/([A-Za-z0-9_]+)(\/results)?$/.exec(path);
+    if (req.method === 'GET' && batchPath) {
+      const id = batchPath[1] as string;
+      const b = batches.get(id);
+      if (!b) return error(404, 'not_found_error', 'batch not found');
+      if (batchPath[2]) {
+        if (b.results === undefined) return error(400, 'invalid_request_error', 'batch has not ended');
+        res.writeHead(200, { 'content-type': 'application/binary' }).end(b.results);
+        return;
+      }
+      looks++;
+      if (b.object.processing_status === 'in_progress' && !(options.holdBatches?.() ?? false))
+        runBatch(id, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      return json(b.object);
+    }
+    if (req.method === 'POST' && path === '/v1/messages/batches') {
+      const body = JSON.parse(await readBody(req)) as {
+        requests?: { custom_id: string; params: MessagesRequest }[];
+      };
+      const list = body.requests ?? [];
+      if (list.length === 0 || list.some((r) => !/^[a-zA-Z0-9_-]{1,64}$/.test(r.custom_id)))
+        return error(
+          400,
+          'invalid_request_error',
+          'requests: each custom_id must match ^[a-zA-Z0-9_-]{1,64}$',
+        );
+      const id = `msgbatch_${batches.size + 1}`;
+      const object: Record<string, unknown> = {
+        id,
+        type: 'message_batch',
+        processing_status: 'in_progress',
+        request_counts: { processing: list.length, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+        ended_at: null,
+        created_at: new Date().toISOString(),
+        expires_at: null,
+        cancel_initiated_at: null,
+        results_url: null,
+      };
+      batches.set(id, { object, requests: list });
+      return json(object);
+    }
+    const counting = path === '/v1/messages/count_tokens';
+    if (req.method !== 'POST' || (path !== '/v1/messages' && !counting))
+      return error(404, 'not_found_error', 'Not found');
+    const body = JSON.parse(await readBody(req)) as MessagesRequest;
+    if (counting) {
+      counted++;
+      return json({ input_tokens: promptTokens(body) });
+    }
+    const n = requests.length;
+    requests.push({ headers: req.headers, body });
+    const b = options.behaviour?.(n) ?? { kind: 'ok' };
+    if (b.kind === '429')
+      return error(429, 'rate_limit_error', 'Number of requests has exceeded your rate limit', {
+        'retry-after': b.retryAfter,
+      });
+    if (b.kind === '529') return error(529, 'overloaded_error', 'Overloaded');
+    const a = answer(body, n);
+    if ('json' in a) return json(a.json);
+    return error(a.status, a.type, a.message);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -149,6 +241,9 @@ export async function startFakeAnthropic(options: {
     requests,
     reported,
     countCalls: () => counted,
+    batches: () => [...batches.values()].map((b) => b.object),
+    batchLines,
+    batchLooks: () => looks,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
