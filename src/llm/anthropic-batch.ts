@@ -6,7 +6,7 @@
  * address under the base URL, never from the `results_url` a reply names: the key would go wherever that points.
  */
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
-import type { BatchApi, BatchResult, BatchState } from './batch.js';
+import { type BatchApi, type BatchResult, type BatchState, resultLines } from './batch.js';
 import { LlmRequestError } from './openai.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
@@ -79,16 +79,7 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
         maxReplyBytes: cap,
       });
       const out: BatchResult[] = [];
-      for (const raw of text.split('\n')) {
-        if (raw.trim() === '') continue;
-        let line: ResultLine;
-        try {
-          line = JSON.parse(raw) as ResultLine;
-        } catch {
-          continue; // not a result line: its request, left unanswered, is failed by the caller, named
-        }
-        if (typeof line.custom_id !== 'string') continue;
-        const key = line.custom_id;
+      for (const { key, line } of resultLines<ResultLine>(text)) {
         const type = line.result?.type;
         if (type === 'succeeded') {
           const message = line.result?.message;

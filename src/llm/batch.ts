@@ -48,6 +48,25 @@ export interface BatchApi {
   results(state: BatchState): Promise<BatchResult[]>;
 }
 
+/**
+ * The lines of a batch's results file that name their request (`custom_id`), parsed. Any other line is passed
+ * over: its request, left unanswered, is failed by {@link runBatches}, named.
+ */
+export function* resultLines<L extends { custom_id?: unknown }>(
+  text: string,
+): Generator<{ key: string; line: L }> {
+  for (const raw of text.split('\n')) {
+    if (raw.trim() === '') continue;
+    let line: L;
+    try {
+      line = JSON.parse(raw) as L;
+    } catch {
+      continue;
+    }
+    if (typeof line?.custom_id === 'string') yield { key: line.custom_id, line };
+  }
+}
+
 interface Recorded {
   id: string;
   provider: string;

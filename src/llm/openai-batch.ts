@@ -5,7 +5,7 @@
  * (`GET /v1/files/{id}/content`), each line matched to its request by `custom_id`. Every call goes through the
  * OpenAI client: the same retries, breaker, caps and key handling as an online run.
  */
-import type { BatchApi, BatchResult, BatchState } from './batch.js';
+import { type BatchApi, type BatchResult, type BatchState, resultLines } from './batch.js';
 import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
@@ -102,16 +102,7 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
           raw: true,
           maxReplyBytes: cap,
         });
-        for (const raw of text.split('\n')) {
-          if (raw.trim() === '') continue;
-          let line: ResultLine;
-          try {
-            line = JSON.parse(raw) as ResultLine;
-          } catch {
-            continue; // not a result line: its request, left unanswered, is failed by the caller, named
-          }
-          if (typeof line.custom_id !== 'string') continue;
-          const key = line.custom_id;
+        for (const { key, line } of resultLines<ResultLine>(text)) {
           const status = line.response?.status_code;
           const body = line.response?.body;
           if (status === 200) {
