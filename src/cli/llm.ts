@@ -1,7 +1,7 @@
 /** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
 import { resolve } from 'node:path';
-import { type RunOutcome, runEvaluation } from '../engine/run.js';
+import { type RunOutcome, runEvaluation, writeBatchInput } from '../engine/run.js';
 import {
   LLM_DEFAULTS,
   type LlmSpec,
@@ -187,6 +187,14 @@ export const LLM_FLAGS = {
     '--batch-discount <share>',
     "the share of the prices a batch saves (default 0.5, the providers' discount)",
   ),
+  batchFile: flag.text(
+    '--batch-file <file>',
+    "write the run's requests as an OpenAI batch input file (for `vllm run-batch` or an upload by hand) and stop; nothing is sent",
+  ),
+  batchResults: flag.text(
+    '--batch-results <file>',
+    "read a batch output file (OpenAI's format, as `vllm run-batch` writes it) into the run, instead of sending",
+  ),
   maxCost: flag.decimal(
     '--max-cost <usd>',
     'send nothing if the run may cost more (prompts counted, replies at --max-tokens); stop sending once it has',
@@ -322,6 +330,16 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     throw new UsageError(
       "--batch sends the requests as a provider's batch (--provider openai or anthropic); a local model has none",
     );
+  if ((flags.batchFile !== undefined || flags.batchResults !== undefined) && flags.provider !== 'openai')
+    throw new UsageError('--batch-file and --batch-results are OpenAI batch files: --provider openai');
+  if ((flags.batchFile !== undefined || flags.batchResults !== undefined) && flags.mode === 'loglik')
+    throw new UsageError(
+      '--batch-file and --batch-results hold chat requests; a log-likelihood run is sent online',
+    );
+  if (flags.batch && (flags.batchFile !== undefined || flags.batchResults !== undefined))
+    throw new UsageError(
+      '--batch sends the batch itself; --batch-file and --batch-results are for a batch run elsewhere',
+    );
   if (flags.batch && flags.mode === 'loglik')
     throw new UsageError(
       '--batch sends chat requests; a log-likelihood run is sent online (--mode generate with --batch)',
@@ -375,6 +393,7 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
         : {}),
       ...(flags.maxCost !== undefined ? { max_cost: flags.maxCost } : {}),
       ...(flags.batch ? { batch: true } : {}),
+      ...(flags.batchResults !== undefined ? { batch_results: resolve(flags.batchResults) } : {}),
       ...(flags.batchPoll !== undefined ? { batch_poll_s: flags.batchPoll } : {}),
       ...(flags.batchDiscount !== undefined ? { batch_discount: flags.batchDiscount } : {}),
       bootstrap: flags.bootstrap,
@@ -397,6 +416,14 @@ function chanceRow(labelSpace: Record<string, number>): PaperRow {
 
 export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number> {
   const spec = llmSpecOf(flags);
+  if (flags.batchFile !== undefined) {
+    const file = resolve(flags.batchFile);
+    const n = await writeBatchInput(spec, file, io.log);
+    io.log.info(
+      `wrote ${n} requests to ${file}; nothing was sent. Run them (\`vllm run-batch -i ${file} -o results.jsonl --model ${spec.provider.model}\`, or an upload to a Batch API), then read the results in: the same command with --batch-results results.jsonl --resume instead of --batch-file`,
+    );
+    return EXIT.ok;
+  }
   const outcome = await runEvaluation(spec, {
     out: flags.out,
     log: io.log,

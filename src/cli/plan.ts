@@ -105,7 +105,18 @@ function flagsOfSettings<T extends FlagTable>(
   return { ...out, ...fixed } as FlagsOf<T>;
 }
 
-const SET_BY_PLAN = new Set(['out', 'json', 'resume', 'retryErrors', 'progress', 'provider', 'quiet']);
+const SET_BY_PLAN = new Set([
+  'out',
+  'json',
+  'resume',
+  'retryErrors',
+  'progress',
+  'provider',
+  'quiet',
+  // A file written instead of a run, and a results file read into one: steps of one run by hand, not plan cells.
+  'batchFile',
+  'batchResults',
+]);
 
 function settingsOf(table: FlagTable, leaveOut: readonly string[]): Map<string, Setting> {
   const out = new Map<string, Setting>();

@@ -3,8 +3,8 @@
  * file given to `rumedbench run`). The folder's manifest.json records the spec and, for people, the equivalent
  * command line, so that any run can be repeated exactly from its manifest.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
@@ -15,7 +15,7 @@ import { AnthropicProvider } from '../llm/anthropic.js';
 import { anthropicBatches } from '../llm/anthropic-batch.js';
 import type { BatchApi } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
-import { openAIBatches } from '../llm/openai-batch.js';
+import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
 import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
 import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
@@ -28,7 +28,7 @@ import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
-import { llmRunOptionsOf } from './llm.js';
+import { llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js';
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
@@ -104,6 +104,34 @@ export function checkLlmSpec(spec: LlmSpec): void {
     throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
 }
 
+/**
+ * `llm --batch-file`: the spec's requests (those a run would send) as an OpenAI batch input file, the bodies an
+ * online run sends, keyed by their journal keys; nothing is sent. Returns how many were written.
+ */
+export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger): Promise<number> {
+  if (spec.provider.name !== 'openai')
+    throw new UsageError('--batch-file writes OpenAI batch files: --provider openai');
+  const api = openAIBatches(
+    new OpenAIProvider({ baseUrl: spec.provider.base_url, model: spec.provider.model }),
+  );
+  const { requests } = await planLlmSpec(spec, modelNameOf(spec), log);
+  const { params } = llmRunOptionsOf(spec, { outDir: '.', log });
+  const lines = requests.flatMap((j) =>
+    j.kind === 'chat' ? [api.line(j.key, j.messages, j.params ?? params)] : [],
+  );
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
+  return lines.length;
+}
+
+/** A batch output file read (OpenAI's format, as `vllm run-batch` writes it): every line that names its request. */
+function readBatchResults(provider: Provider, file: string) {
+  if (!(provider instanceof OpenAIProvider) || provider instanceof AnthropicProvider)
+    throw new UsageError('--batch-results reads OpenAI batch output files: --provider openai');
+  if (!existsSync(file)) throw new UsageError(`--batch-results ${file}: no such file`);
+  return readOpenAIResults(provider, readUtf8File(file));
+}
+
 /** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
 function batchApiOf(provider: Provider): BatchApi {
   if (provider instanceof AnthropicProvider) return anthropicBatches(provider);
@@ -120,6 +148,14 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
   try {
     const options: LlmRunOptions = {
       provider,
+      ...(spec.batch_results !== undefined
+        ? {
+            batchResults: {
+              file: spec.batch_results,
+              results: readBatchResults(provider, spec.batch_results),
+            },
+          }
+        : {}),
       ...(spec.batch
         ? {
             batch: {

@@ -200,6 +200,8 @@ const llmSpec = z
     batch_poll_s: z.number().gt(0).optional(),
     /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent. */
     batch_discount: z.number().min(0).max(1).optional(),
+    /** A batch output file (OpenAI's format; `vllm run-batch` writes it) read into the run instead of sending. */
+    batch_results: z.string().min(1).optional(),
     bootstrap: whole(0).default(LLM_DEFAULTS.bootstrap),
   })
   .strict()
@@ -444,6 +446,7 @@ export function commandLineOf(spec: RunSpec): string {
     push('--batch', spec.batch);
     push('--batch-poll', spec.batch_poll_s);
     push('--batch-discount', spec.batch_discount);
+    push('--batch-results', spec.batch_results);
     push('--bootstrap', spec.bootstrap);
   } else {
     a.push('baseline', spec.method);

@@ -134,6 +134,45 @@ export function splitIntoBatches(
   return out;
 }
 
+/**
+ * Journals a batch's results: each line that answers one of `keys` (once), as the answer an online request would
+ * have journaled, or as its failure. Returns the keys answered.
+ */
+export async function journalResults(
+  results: readonly BatchResult[],
+  o: {
+    byKey: ReadonlyMap<string, LlmRequest>;
+    keys: ReadonlySet<string>;
+    journal: { append(entry: JournalEntry): void | Promise<void> };
+    label: string;
+  },
+): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const at = new Date().toISOString();
+  for (const r of results) {
+    const job = o.byKey.get(r.key);
+    // A line for a request the batch did not hold (another run's, or a provider's mistake) is not an answer here.
+    if (!job || seen.has(r.key) || !o.keys.has(r.key)) continue;
+    seen.add(r.key);
+    const base = { key: r.key, task: job.task.name, split: job.split, id: job.record.id, latencyMs: 0, at };
+    await o.journal.append(
+      'reply' in r
+        ? {
+            ...base,
+            status: 'ok',
+            reply: r.reply.text,
+            ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
+            ...(r.reply.usage ? { usage: r.reply.usage } : {}),
+            ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
+            ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
+            ...(r.reply.model ? { model: r.reply.model } : {}),
+          }
+        : { ...base, status: 'error', error: `${o.label}: ${r.error}` },
+    );
+  }
+  return seen;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -204,30 +243,14 @@ export async function runBatches(o: {
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
     const results = state.failure ? [] : await o.api.results(state);
-    const seen = new Set<string>();
-    const at = new Date().toISOString();
-    for (const r of results) {
-      const job = byKey.get(r.key);
-      // A line for a request this batch did not hold (another run's, or a provider's mistake) is not an answer here.
-      if (!job || seen.has(r.key) || !b.keys.includes(r.key)) continue;
-      seen.add(r.key);
-      const base = { key: r.key, task: job.task.name, split: job.split, id: job.record.id, latencyMs: 0, at };
-      await o.journal.append(
-        'reply' in r
-          ? {
-              ...base,
-              status: 'ok',
-              reply: r.reply.text,
-              ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
-              ...(r.reply.usage ? { usage: r.reply.usage } : {}),
-              ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
-              ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
-              ...(r.reply.model ? { model: r.reply.model } : {}),
-            }
-          : { ...base, status: 'error', error: `batch ${b.id}: ${r.error}` },
-      );
-    }
+    const seen = await journalResults(results, {
+      byKey,
+      keys: new Set(b.keys),
+      journal: o.journal,
+      label: `batch ${b.id}`,
+    });
     // Requests the batch ended without answering (a batch that failed, expired or was cancelled) failed too.
+    const at = new Date().toISOString();
     for (const key of b.keys) {
       if (seen.has(key)) continue;
       const job = byKey.get(key);

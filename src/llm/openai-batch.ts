@@ -102,28 +102,38 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
           raw: true,
           maxReplyBytes: cap,
         });
-        for (const { key, line } of resultLines<ResultLine>(text)) {
-          const status = line.response?.status_code;
-          const body = line.response?.body;
-          if (status === 200) {
-            try {
-              out.push({ key, reply: p.readChat(body as CompletionBody, JSON.stringify(body ?? null), 200) });
-            } catch (e) {
-              out.push({ key, error: (e as Error).message });
-            }
-            continue;
-          }
-          const said =
-            typeof line.error?.message === 'string'
-              ? line.error.message.slice(0, 500)
-              : serverMessage(body, typeof body === 'string' ? body : '');
-          out.push({
-            key,
-            error: `${typeof status === 'number' ? `HTTP ${status}` : 'failed'}${said ? `: ${said}` : ''}`,
-          });
-        }
+        out.push(...readOpenAIResults(p, text));
       }
       return out;
     },
   };
+}
+
+/**
+ * The lines of an OpenAI batch output or error file, read: the Batch API's, and `vllm run-batch`'s, which writes
+ * the same format (`--batch-results`).
+ */
+export function readOpenAIResults(p: OpenAIProvider, text: string): BatchResult[] {
+  const out: BatchResult[] = [];
+  for (const { key, line } of resultLines<ResultLine>(text)) {
+    const status = line.response?.status_code;
+    const body = line.response?.body;
+    if (status === 200) {
+      try {
+        out.push({ key, reply: p.readChat(body as CompletionBody, JSON.stringify(body ?? null), 200) });
+      } catch (e) {
+        out.push({ key, error: (e as Error).message });
+      }
+      continue;
+    }
+    const said =
+      typeof line.error?.message === 'string'
+        ? line.error.message.slice(0, 500)
+        : serverMessage(body, typeof body === 'string' ? body : '');
+    out.push({
+      key,
+      error: `${typeof status === 'number' ? `HTTP ${status}` : 'failed'}${said ? `: ${said}` : ''}`,
+    });
+  }
+  return out;
 }

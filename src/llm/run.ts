@@ -15,7 +15,7 @@ import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import { type BatchApi, runBatches } from './batch.js';
+import { type BatchApi, type BatchResult, journalResults, runBatches } from './batch.js';
 import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
@@ -77,6 +77,8 @@ export interface LlmRunOptions {
    * two looks at a batch, `discount` the share of the prices a batch saves (OpenAI's and Anthropic's: 0.5).
    */
   batch?: { api: BatchApi; pollS: number; discount: number };
+  /** A batch run elsewhere (`--batch-results`): its results journaled instead of sending anything. */
+  batchResults?: { file: string; results: readonly BatchResult[] };
   /**
    * The most the run may cost, in USD at `prices` (./cost.ts): a run whose estimate passes it sends nothing, and a
    * run whose reported spending reaches it stops sending (the requests in flight finish and are kept).
@@ -217,40 +219,53 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const bar = newProgress(pending.length);
   let batchIds: string[] | undefined;
   const batch = options.batch;
-  const sending = batch
-    ? runBatches({
-        api: batch.api,
-        jobs,
-        pending,
-        params: options.params,
+  const given = options.batchResults;
+  const sending = given
+    ? journalResults(given.results, {
+        byKey: new Map(jobs.map((j) => [j.key, j])),
+        keys: new Set(pending.map((j) => j.key)),
         journal,
-        outDir: options.outDir,
-        pollS: batch.pollS,
-        log,
-      }).then((r) => {
-        batchIds = r.ids;
-        return r.wallS;
+        label: given.file,
+      }).then((seen) => {
+        log.info(
+          `${given.file}: ${seen.size} of the ${pending.length} requests to send answered (${given.results.length} result lines)`,
+        );
+        return 0;
       })
-    : sendAll({
-        pending,
-        provider: options.provider,
-        params: options.params,
-        journal,
-        concurrency: options.concurrency,
-        progress: bar,
-        ...(budget ? { signal: budget.stop.signal } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        onAnswer: (job, entry) => {
-          bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
-          if (budget && entry.usage) budget.add(entry.usage);
-          const r = readAnswer(job, entry);
-          if (r.status === 'unparsed') bar.unparsed++;
-          else if (job.record.gold !== undefined && r.answer !== null) {
-            bar.graded++;
-            if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
-          }
-        },
-      });
+    : batch
+      ? runBatches({
+          api: batch.api,
+          jobs,
+          pending,
+          params: options.params,
+          journal,
+          outDir: options.outDir,
+          pollS: batch.pollS,
+          log,
+        }).then((r) => {
+          batchIds = r.ids;
+          return r.wallS;
+        })
+      : sendAll({
+          pending,
+          provider: options.provider,
+          params: options.params,
+          journal,
+          concurrency: options.concurrency,
+          progress: bar,
+          ...(budget ? { signal: budget.stop.signal } : {}),
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          onAnswer: (job, entry) => {
+            bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
+            if (budget && entry.usage) budget.add(entry.usage);
+            const r = readAnswer(job, entry);
+            if (r.status === 'unparsed') bar.unparsed++;
+            else if (job.record.gold !== undefined && r.answer !== null) {
+              bar.graded++;
+              if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
+            }
+          },
+        });
   const wallS = await sending.catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
@@ -283,7 +298,8 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     journal,
     journalFile,
     model,
-    sent: pending.length,
+    // Results read from a file were sent by whoever ran the batch, not by this run.
+    sent: given ? 0 : pending.length,
     wallS,
     log,
     ...(batch && batchIds

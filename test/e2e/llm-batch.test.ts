@@ -4,7 +4,7 @@
  * batch re-sent alone, the cost at the batch discount.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -124,6 +124,63 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(server.batches().map((x) => x.request_counts.total)).toEqual([12, 3]);
     expect(server.batchLines).toHaveLength(15);
     expect(JSON.parse(retried.stdout).llm.batch.batches).toEqual(['batch_1', 'batch_2']);
+  });
+
+  it('writes the batch input without sending (--batch-file), and reads a batch run elsewhere back (--batch-results)', async () => {
+    const reply = await oracle();
+    const online = await startFakeOpenAI({ reply });
+    const elsewhere = await startFakeOpenAI({ reply });
+    track(online, elsewhere);
+    const a = mkdtempSync(join(tmpdir(), 'rumedbench-online-'));
+    await rumedbenchOk(...args(online.url, a));
+    const b = mkdtempSync(join(tmpdir(), 'rumedbench-batch-file-'));
+    const input = join(b, 'input.jsonl');
+    const written = await rumedbenchOk(...args(elsewhere.url, join(b, 'run'), '--batch-file', input));
+    expect(written.stderr).toContain(`wrote 12 requests to ${input}; nothing was sent`);
+    expect(elsewhere.requests).toHaveLength(0);
+    expect(elsewhere.uploads()).toBe(0);
+    const lines = readFileSync(input, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => JSON.stringify(l.body)).sort()).toEqual(
+      online.requests.map((r) => JSON.stringify(r.body)).sort(),
+    );
+    expect(lines[0]).toMatchObject({ method: 'POST', url: '/v1/chat/completions' });
+
+    // Run by hand through the (fake) Batch API, as a user would upload it; its output file is what vllm run-batch writes.
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([readFileSync(input)]), 'input.jsonl');
+    const file = (await (await fetch(`${elsewhere.url}/files`, { method: 'POST', body: form })).json()) as {
+      id: string;
+    };
+    const batch = (await (
+      await fetch(`${elsewhere.url}/batches`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+      })
+    ).json()) as { id: string };
+    let state = { status: '', output_file_id: '' };
+    while (state.status !== 'completed')
+      state = (await (await fetch(`${elsewhere.url}/batches/${batch.id}`)).json()) as typeof state;
+    const results = join(b, 'results.jsonl');
+    writeFileSync(
+      results,
+      await (await fetch(`${elsewhere.url}/files/${state.output_file_id}/content`)).text(),
+    );
+
+    const read = await rumedbenchOk(
+      ...args(elsewhere.url, join(b, 'run'), '--batch-results', results, '--resume'),
+    );
+    expect(read.stderr).toContain('12 of the 12 requests to send answered');
+    expect(elsewhere.requests).toHaveLength(0);
+    expect(predictions(join(b, 'run'))).toEqual(predictions(a));
   });
 
   it('refuses --batch where it cannot go', async () => {
