@@ -49,7 +49,10 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       form.append('purpose', 'batch');
       form.append(
         'file',
-        new Blob([`${lines.join('\n')}\n`], { type: 'application/jsonl' }),
+        new Blob(
+          lines.flatMap((l) => [l, '\n']),
+          { type: 'application/jsonl' },
+        ),
         'rumedbench-batch.jsonl',
       );
       const file = await p.call<{ id?: unknown }>(`${base}/files`, undefined, { form });
