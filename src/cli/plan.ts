@@ -126,8 +126,16 @@ function settingsOf(table: FlagTable, leaveOut: readonly string[]): Map<string, 
   return out;
 }
 
+/**
+ * The requests a cell holds in flight at its endpoint: its concurrency, or none for a batch cell (it uploads a file
+ * and waits, for hours perhaps, without holding the endpoint's request slots from the plan's online cells).
+ */
 const concurrencyOf = (s: Readonly<Record<string, unknown>>) =>
-  typeof s.concurrency === 'number' ? s.concurrency : Number(s.concurrency ?? 8);
+  s.batch === true || s.batch === 'true'
+    ? 0
+    : typeof s.concurrency === 'number'
+      ? s.concurrency
+      : Number(s.concurrency ?? 8);
 
 /** The providers a plan model can name, from the commands' flag tables. */
 export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
