@@ -266,6 +266,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       ]),
     );
     const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
+    const keep = f.batch ? 1 - (f.batch_discount ?? 0.5) : 1;
     const skipped = Object.entries(plan.skipped);
     return {
       ...row,
@@ -280,9 +281,10 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       prompt_tokens_estimate: prompt,
       ...(f.prices
         ? {
+            // A batch cell pays the batch price: the discount off both bounds.
             cost_estimate: {
-              min: (prompt * f.prices.prompt) / 1e6,
-              max: (prompt * f.prices.prompt + generated * f.prices.completion) / 1e6,
+              min: (keep * prompt * f.prices.prompt) / 1e6,
+              max: (keep * (prompt * f.prices.prompt + generated * f.prices.completion)) / 1e6,
             },
           }
         : {}),
@@ -291,6 +293,17 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
     if (e instanceof RumedbenchError) return { ...row, note: e.message };
     throw e;
   }
+}
+
+/** The cells' cost bounds summed, over the cells that have prices; null where none has. */
+function totalCost(checks: readonly CellCheck[]): { min: number; max: number; cells: number } | null {
+  const priced = checks.filter((c) => c.cost_estimate !== null);
+  if (priced.length === 0) return null;
+  return {
+    min: priced.reduce((s, c) => s + (c.cost_estimate?.min ?? 0), 0),
+    max: priced.reduce((s, c) => s + (c.cost_estimate?.max ?? 0), 0),
+    cells: priced.length,
+  };
 }
 
 export async function runPlanCheck(
@@ -303,7 +316,7 @@ export async function runPlanCheck(
   for (const c of cells) checks.push(await checkCell(c));
   if (flags.json) {
     io.out(
-      `${JSON.stringify({ name: plan.name, cells: checks.map((c, i) => ({ ...c, spec: cells[i]?.spec, command: cells[i] ? commandLineOf(cells[i].spec) : undefined })), notes })}\n`,
+      `${JSON.stringify({ name: plan.name, cells: checks.map((c, i) => ({ ...c, spec: cells[i]?.spec, command: cells[i] ? commandLineOf(cells[i].spec) : undefined })), cost_estimate: totalCost(checks), notes })}\n`,
     );
     return EXIT.ok;
   }
@@ -317,6 +330,11 @@ export async function runPlanCheck(
   ]);
   io.out(`plan ${plan.name}: ${cells.length} cell(s)\n\n`);
   io.out(`${renderTable(['cell', 'provider', 'requests', 'prompt tokens', 'cost', 'note'], rows, 2)}\n`);
+  const total = totalCost(checks);
+  if (total)
+    io.out(
+      `\nthe plan's cost: $${total.min.toFixed(4)}–${total.max.toFixed(4)} over ${total.cells} priced cell(s) (prompts alone – every reply at max_tokens)\n`,
+    );
   // Before anything is spent: how far apart two systems must be for these items to tell them apart.
   const perTask = new Map<string, { n: number; clusters: boolean; at_20: number; at_40: number }>();
   for (const c of checks)

@@ -184,6 +184,7 @@ describe('plan (on fixture data the test writes)', () => {
         spec: { kind: string; method?: string; encoder?: { model: string } };
         command: string;
       }[];
+      cost_estimate: { min: number; max: number; cells: number } | null;
       notes: string[];
     };
     expect(checked.cells.map((c) => [c.cell, c.requests])).toEqual([
@@ -195,6 +196,9 @@ describe('plan (on fixture data the test writes)', () => {
     ]);
     const gen = checked.cells[0];
     expect(gen?.cost_estimate?.max).toBeCloseTo((gen?.cost_estimate?.min ?? 0) + (5 * 100 * 2) / 1e6, 12);
+    // The plan's cost: the priced cells' bounds summed (the encoder cell has no price).
+    const sum = (k: 'min' | 'max') => checked.cells.reduce((n, c) => n + (c.cost_estimate?.[k] ?? 0), 0);
+    expect(checked.cost_estimate).toEqual({ min: sum('min'), max: sum('max'), cells: 4 });
     expect(checked.notes).toEqual([
       'enc: "shots" is not a encoder setting; its cells do not vary by it',
       'enc: "mode" is not a encoder setting; its cells do not vary by it',
