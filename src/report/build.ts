@@ -16,6 +16,7 @@ import { VERSION } from '../version.js';
 import {
   type Chart,
   confusionChart,
+  costChart,
   coverageChart,
   entityChart,
   type ForestRow,
@@ -354,6 +355,13 @@ function layoutCharts(
       .filter((s) => (s.llm?.latencyMs.length ?? 0) > 0)
       .map((s) => ({ system: s.name, latencyMs: s.llm?.latencyMs ?? [] }));
     if (series.length > 0) llm.push(latencyChart(series, t, names));
+    // Cost against score where at least two runs were priced: what each point of score costs.
+    const priced = llmSystems.flatMap((s) =>
+      typeof s.llm?.summary.cost === 'number' && s.overall !== null
+        ? [{ system: s.name, cost: s.llm.summary.cost, score: s.overall }]
+        : [],
+    );
+    if (priced.length >= 2) llm.push(costChart(priced, t, names));
     const calibrated = llmSystems.flatMap((s) =>
       Object.entries(s.llm?.summary.tasks ?? {}).flatMap(([task, r]) =>
         r.calibration && r.calibration.n > 0

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forestChart, SYSTEM_COLORS, scoreChart, slug } from './charts.js';
+import { costChart, forestChart, paretoFront, SYSTEM_COLORS, scoreChart, slug } from './charts.js';
 import { STRINGS } from './i18n.js';
 import { renderSvg } from './svg.js';
 
@@ -59,6 +59,36 @@ describe('charts', () => {
     expect(svg.startsWith('<svg role="img" aria-label="label &quot;quoted&quot; &lt;b&gt;" ')).toBe(true);
     expect(svg).toContain('&lt;b&gt;&amp;');
     expect(svg).not.toContain('<b>');
+  });
+
+  it('finds the Pareto front of cost against score, and draws it', async () => {
+    // b costs more than a and scores no better: dominated; d ties c's cost with a lower score: dominated.
+    const points = [
+      { system: 'a', cost: 1, score: 50 },
+      { system: 'b', cost: 2, score: 50 },
+      { system: 'c', cost: 3, score: 60 },
+      { system: 'd', cost: 3, score: 55 },
+      { system: 'e', cost: 10, score: 70 },
+      { system: 'f', cost: 0.5, score: 40 },
+    ];
+    expect(paretoFront(points).map((p) => p.system)).toEqual(['f', 'a', 'c', 'e']);
+    const c = costChart(
+      points,
+      t,
+      points.map((p) => p.system),
+    );
+    expect(c.table.rows.map((r) => [r[0], r[3]])).toEqual([
+      ['a', '✓'],
+      ['b', ''],
+      ['c', '✓'],
+      ['d', ''],
+      ['e', '✓'],
+      ['f', '✓'],
+    ]);
+    const svg = await renderSvg(c.spec, c.description);
+    // Six rings, four of them filled: the front's.
+    expect(svg.match(/<path[^>]*aria-label="[a-f]: /g)?.length).toBe(10);
+    expect(c.description).toContain('c: 60.00, $3.00 (on the Pareto front)');
   });
 
   it('makes file-name-safe ids', () => {

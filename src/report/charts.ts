@@ -852,3 +852,76 @@ export function coverageChart(
     },
   };
 }
+
+export interface CostPoint {
+  system: string;
+  /** USD, as the run's summary prices it. */
+  cost: number;
+  score: number;
+}
+
+/**
+ * The systems no other beats on both counts: none costs as little or less and scores as high or higher, one of the
+ * two strictly (the Pareto front of cost against score). In order of cost.
+ */
+export function paretoFront(points: readonly CostPoint[]): CostPoint[] {
+  const sorted = [...points].sort((a, b) => a.cost - b.cost || b.score - a.score);
+  const front: CostPoint[] = [];
+  for (const p of sorted)
+    if (front.length === 0 || p.score > (front.at(-1) as CostPoint).score) front.push(p);
+  return front;
+}
+
+/** Cost against the overall score, one point per system, the Pareto front drawn through the systems on it. */
+export function costChart(points: readonly CostPoint[], t: Strings, palette: readonly string[]): Chart {
+  const front = new Set(paretoFront(points).map((p) => p.system));
+  const values = points.map((p) => ({
+    ...p,
+    front: front.has(p.system),
+    tip: `${p.system}: ${f2(p.score)}, $${p.cost.toPrecision(3)}${front.has(p.system) ? ` (${t.paretoFront})` : ''}`,
+  }));
+  const systems = points.map((p) => p.system);
+  // Costs span orders of magnitude (a small local model, a large hosted one): a log axis where none is free.
+  const logScale = points.every((p) => p.cost > 0);
+  const x = {
+    field: 'cost',
+    type: 'quantitative',
+    title: logScale ? `${t.costAxis} (log)` : t.costAxis,
+    ...(logScale ? { scale: { type: 'log' } } : {}),
+  };
+  const y = { field: 'score', type: 'quantitative', title: t.score, scale: { zero: false } };
+  return {
+    id: 'llm-cost',
+    title: t.costChart,
+    description: `${t.costChart}: ${values.map((v) => v.tip).join('; ')}.`,
+    spec: top(t.costChart, `${t.costChart}.`, {
+      width: 420,
+      height: 240,
+      layer: [
+        {
+          name: 'front',
+          data: { values: values.filter((v) => v.front).sort((a, b) => a.cost - b.cost) },
+          mark: { type: 'line', interpolate: 'step-after', strokeDash: [4, 3], color: 'currentColor' },
+          encoding: { x, y },
+        },
+        {
+          // Every system a ring; those on the front filled as well.
+          name: 'system',
+          data: { values },
+          mark: { type: 'point', size: 80, opacity: 1, strokeWidth: 2 },
+          encoding: { x, y, color: systemColor(systems, palette), description: TIP },
+        },
+        {
+          name: 'pareto',
+          data: { values: values.filter((v) => v.front) },
+          mark: { type: 'point', filled: true, size: 80, opacity: 1 },
+          encoding: { x, y, color: systemColor(systems, palette), description: TIP },
+        },
+      ],
+    }),
+    table: {
+      header: [t.system, t.costAxis, t.score, t.paretoFront],
+      rows: points.map((p) => [p.system, p.cost.toPrecision(3), f2(p.score), front.has(p.system) ? '✓' : '']),
+    },
+  };
+}

@@ -1,11 +1,13 @@
 /** `rumedbench llm --provider anthropic` against a loopback server faithful to the Messages API. */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
-import { rumedbenchWith } from '../helpers/cli.js';
+import { CLI_ENV, rumedbenchWith } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
 import { type FakeAnthropic, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { closedAfterEach, llmArgs, readJsonl } from '../helpers/llm-run.js';
@@ -134,6 +136,42 @@ describe('llm --provider anthropic (fixture data)', () => {
     });
     expect(summary.llm.usage.prompt_tokens).toBe(onlineSummary.llm.usage.prompt_tokens);
     expect(summary.llm.cost).toBeCloseTo(onlineSummary.llm.cost / 2, 12);
+  });
+
+  it('a run killed while its Message Batch waits is collected by --resume, never submitted again', async () => {
+    let hold = true;
+    const server = await startFakeAnthropic({
+      key: KEY,
+      reply: () => ({ text: 'Ответ: да' }),
+      holdBatches: () => hold,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-kill-'));
+    const argv = llm(server.url, out, '--batch', '--batch-poll', '0.02');
+    const child: ChildProcess = spawn(process.execPath, [CLI, ...argv], {
+      env: { ...CLI_ENV, ANTHROPIC_TEST_KEY: KEY },
+      stdio: 'ignore',
+    });
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (server.batchLooks() >= 3) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+    });
+    await new Promise((r) => child.once('exit', r));
+    expect(existsSync(join(out, 'summary.json'))).toBe(false);
+    hold = false;
+    const resumed = await rumedbenchWith({ ANTHROPIC_TEST_KEY: KEY }, ...argv, '--resume');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(
+      'batch msgbatch_1: submitted by an earlier run; collecting its 6 requests',
+    );
+    expect(server.batches()).toHaveLength(1);
+    expect(server.batchLines).toHaveLength(6);
+    expect(server.requests).toHaveLength(0);
   });
 
   it('stops at a refused key, and refuses what the API cannot do before sending anything', async () => {

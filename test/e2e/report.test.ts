@@ -352,6 +352,26 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect([names.code, names.stderr.trim()]).toEqual([2, 'error: --name gives 2 name(s) for 1 path(s)']);
     });
 
+    it('draws cost against the overall score for priced runs, the cheaper run of equal score on the front', async () => {
+      const five = 'RuMedTop3,RuMedSymptomRec,RuMedDaNet,RuMedNLI,RuMedNER';
+      const prices = (p: string, c: string) => ['--price-prompt', p, '--price-completion', c];
+      const cheap = await smallLlmRun('cheap', 5, { tasks: five, extra: prices('1', '2') });
+      const dear = await smallLlmRun('dear', 5, { tasks: five, extra: prices('10', '20') });
+      servers.push(cheap.server, dear.server);
+      const out = join(tmp(), 'cost.html');
+      await rumedbenchOk('report', cheap.dir, dear.dir, '--name', 'cheap,dear', '--out', out);
+      const doc = parseHtml(readFileSync(out, 'utf8'));
+      const chart = figure(doc, 'llm-cost');
+      // The same model at ten times the price: both ringed, only the cheap one filled (on the front).
+      expect(markCount(chart, 'system')).toBe(2);
+      expect(markCount(chart, 'pareto')).toBe(1);
+      const rows = elements(chart, (e) => e.tagName === 'table').flatMap(tableRows);
+      expect(rows.filter((r) => r[0] === 'cheap' || r[0] === 'dear').map((r) => [r[0], r[3]])).toEqual([
+        ['cheap', '✓'],
+        ['dear', ''],
+      ]);
+    });
+
     it('shows an LLM run: unparsed rates, latencies, settings and the wrong answers, escaped', async () => {
       const { dir: run, server } = await smallLlmRun();
       servers.push(server);

@@ -25,6 +25,8 @@ export function naiveModel(): (body: ChatRequestBody) => string {
 export async function smallLlmRun(
   model = 'fake-<b>-1',
   limit = 30,
+  /** Other tasks than RuMedDaNet and RuMedNLI, and more flags (prices). */
+  o: { tasks?: string; extra?: string[] } = {},
 ): Promise<{ dir: string; server: FakeOpenAI }> {
   const server = await startFakeOpenAI({ reply: naiveModel() });
   const dir = join(mkdtempSync(join(tmpdir(), 'rumedbench-llm-run-')), 'run');
@@ -39,11 +41,12 @@ export async function smallLlmRun(
       '--out',
       dir,
       '--tasks',
-      'RuMedDaNet,RuMedNLI',
+      o.tasks ?? 'RuMedDaNet,RuMedNLI',
       '--limit',
       String(limit),
       '--bootstrap',
       '0',
+      ...(o.extra ?? []),
     );
   } catch (e) {
     await server.close();
