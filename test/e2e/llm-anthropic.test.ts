@@ -1,5 +1,4 @@
 /** `rumedbench llm --provider anthropic` against a loopback server faithful to the Messages API. */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,10 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbenchWith } from '../helpers/cli.js';
-import { CLI } from '../helpers/data.js';
 import { type FakeAnthropic, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach, llmArgs, readJsonl } from '../helpers/llm-run.js';
+import { closedAfterEach, killWhen, llmArgs, readJsonl } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const KEY = 'sk-ant-test-0123456789';
@@ -148,20 +146,7 @@ describe('llm --provider anthropic (fixture data)', () => {
     track(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-anthropic-kill-'));
     const argv = llm(server.url, out, '--batch', '--batch-poll', '0.02');
-    const child: ChildProcess = spawn(process.execPath, [CLI, ...argv], {
-      env: { ...CLI_ENV, ANTHROPIC_TEST_KEY: KEY },
-      stdio: 'ignore',
-    });
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        if (server.batchLooks() >= 3) {
-          clearInterval(timer);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-    });
-    await new Promise((r) => child.once('exit', r));
+    await killWhen(argv, { ...CLI_ENV, ANTHROPIC_TEST_KEY: KEY }, () => server.batchLooks() >= 3);
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
     hold = false;
     const resumed = await rumedbenchWith({ ANTHROPIC_TEST_KEY: KEY }, ...argv, '--resume');

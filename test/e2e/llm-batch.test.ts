@@ -3,7 +3,6 @@
  * the same predictions as an online run, a run killed while it waits collected by --resume, failed requests of a
  * batch re-sent alone, the cost at the batch discount.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,10 +10,9 @@ import { describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
 import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
-import { CLI } from '../helpers/data.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach, llmArgs } from '../helpers/llm-run.js';
+import { closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -80,17 +78,7 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     track(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-kill-'));
     const argv = args(server.url, out, '--batch', '--batch-poll', '0.02');
-    const child: ChildProcess = spawn(process.execPath, [CLI, ...argv], { env: CLI_ENV, stdio: 'ignore' });
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        if (server.batchLooks() >= 3) {
-          clearInterval(timer);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-    });
-    await new Promise((r) => child.once('exit', r));
+    await killWhen(argv, CLI_ENV, () => server.batchLooks() >= 3);
     expect(existsSync(join(out, 'batches.jsonl'))).toBe(true);
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
     hold = false;

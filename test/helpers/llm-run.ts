@@ -1,9 +1,11 @@
 /** A small, real `rumedbench llm` run against the loopback fake model, for tests that read a run folder. */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { rumedbenchOk } from './cli.js';
+import { CLI } from './data.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from './fake-openai.js';
 
 /**
@@ -99,3 +101,22 @@ export const llmArgs = (
   o.out,
   ...more,
 ];
+
+/**
+ * Runs the built CLI as a user does, and kills it with SIGKILL once `when` holds (polled every 5 ms): a run killed
+ * in the middle of what it was doing. Resolves when the process has exited.
+ */
+export async function killWhen(argv: string[], env: NodeJS.ProcessEnv, when: () => boolean): Promise<void> {
+  const child: ChildProcess = spawn(process.execPath, [CLI, ...argv], { env, stdio: 'ignore' });
+  const exited = new Promise((r) => child.once('exit', r));
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      if (when()) {
+        clearInterval(timer);
+        child.kill('SIGKILL');
+        resolve();
+      }
+    }, 5);
+  });
+  await exited;
+}
