@@ -354,13 +354,23 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
 
     it('draws cost against the overall score for priced runs, the cheaper run of equal score on the front', async () => {
       const five = 'RuMedTop3,RuMedSymptomRec,RuMedDaNet,RuMedNLI,RuMedNER';
-      const prices = (p: string, c: string) => ['--price-prompt', p, '--price-completion', c];
+      // One request at a time: the fake model's answers follow the order it is asked in, so both runs score alike.
+      const prices = (p: string, c: string) => [
+        '--price-prompt',
+        p,
+        '--price-completion',
+        c,
+        '--concurrency',
+        '1',
+      ];
       const cheap = await smallLlmRun('cheap', 5, { tasks: five, extra: prices('1', '2') });
       const dear = await smallLlmRun('dear', 5, { tasks: five, extra: prices('10', '20') });
       servers.push(cheap.server, dear.server);
       const out = join(tmp(), 'cost.html');
       await rumedbenchOk('report', cheap.dir, dear.dir, '--name', 'cheap,dear', '--out', out);
       const doc = parseHtml(readFileSync(out, 'utf8'));
+      const overall = (dir: string) => JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')).overall;
+      expect(overall(cheap.dir)).toBe(overall(dear.dir));
       const chart = figure(doc, 'llm-cost');
       // The same model at ten times the price: both ringed, only the cheap one filled (on the front).
       expect(markCount(chart, 'system')).toBe(2);
