@@ -383,7 +383,19 @@ describe('llm against broken servers (on fixture data the test writes)', () => {
       hook,
       "process.on('exit', () => process.stderr.write('maxrss_kb=' + process.resourceUsage().maxRSS + '\\n'));",
     );
-    const args = run(broken.url, join(out, 'run'), 'generate', '--concurrency', '8', '--limit', '16');
+    // A timeout that reading the capped reply cannot hit on a loaded machine: the test is about memory, and every
+    // request must fail for its size.
+    const args = run(
+      broken.url,
+      join(out, 'run'),
+      'generate',
+      '--concurrency',
+      '8',
+      '--limit',
+      '16',
+      '--timeout-ms',
+      '20000',
+    );
     const stderr = await new Promise<string>((resolve) => {
       let err = '';
       const child = spawn(process.execPath, ['-r', hook, CLI, ...args], {

@@ -220,7 +220,9 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
 
   it('a worker killed with SIGKILL mid-job: the plan finishes, only its requests in flight are asked again', async () => {
     const db = await freshDatabase('postgres');
-    const s = await serve(40);
+    // Slow enough that the victim is still mid-job after the status checks below (a job is about 1.5 s), on a
+    // loaded CI machine too.
+    const s = await serve(200);
     const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
     const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
     const workers = ['k1', 'k2', 'k3'].map((n) =>
