@@ -158,10 +158,6 @@ export async function queuedCells(file: string, log: Logger) {
       ['shard', spec.shard !== undefined],
     ] as const)
       if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
-    if (spec.batch)
-      refused.push(
-        `${cell.id}: "batch" cells are sent as the provider's batches by \`plan run\`, not by workers`,
-      );
     const planned = await planLlmSpec(spec, modelNameOf(spec), log);
     if (planned.requests.length === 0)
       refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
@@ -230,6 +226,10 @@ export function renderStatus(s: PlanStatus): string {
   ];
   for (const c of s.cells) {
     if (c.error) lines.push(`${c.cell}: ${c.error}`);
+    for (const b of c.batches ?? [])
+      lines.push(
+        `${c.cell}: batch ${b.id}, ${b.requests} requests: ${b.collected ? `collected (${b.status ?? 'ended'})` : (b.status ?? 'submitted')}`,
+      );
     for (const f of c.failures.slice(0, 3)) lines.push(`${c.cell}: ${f.n}× ${f.reason}`);
   }
   return lines.join('\n');

@@ -1,6 +1,9 @@
 /** Bodies read under a cap, whatever their Content-Length says (a chunked body has none). */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readCapped } from './read-capped.js';
+import { readCapped, saveCapped } from './read-capped.js';
 
 const chunked = (parts: string[]) => {
   let pulled = 0;
@@ -20,5 +23,17 @@ describe('readCapped', () => {
     const big = chunked(['x'.repeat(60), 'x'.repeat(60), 'x'.repeat(60), 'x'.repeat(60)]);
     expect(await readCapped(big.res, 100)).toBeNull();
     expect(big.pulled()).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('saveCapped', () => {
+  it('writes a body within the cap to a file, and empties the file at the first chunk past it', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-save-')), 'body');
+    expect(await saveCapped(chunked(['{"a":1}\n', '{"b":2}\n']).res, 100, file)).toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe('{"a":1}\n{"b":2}\n');
+    const big = chunked(['x'.repeat(60), 'x'.repeat(60), 'x'.repeat(60), 'x'.repeat(60)]);
+    expect(await saveCapped(big.res, 100, file)).toBe(false);
+    expect(big.pulled()).toBeLessThanOrEqual(3);
+    expect(readFileSync(file, 'utf8')).toBe('');
   });
 });

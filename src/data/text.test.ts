@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readSubmission } from '../scoring/submission.js';
-import { decodeUtf8, readUtf8Lines, sniffEncoding, TextEncodingError } from './text.js';
+import { decodeUtf8, readUtf8LineBatches, readUtf8Lines, sniffEncoding, TextEncodingError } from './text.js';
 
 /** Windows-1251 bytes of a text of ASCII and Cyrillic (what Excel or Notepad on a Russian Windows saves). */
 function cp1251(text: string): Buffer {
@@ -82,5 +82,19 @@ describe('reading text', () => {
     await expect(async () => {
       for await (const _ of readUtf8Lines(bad));
     }).rejects.toThrow(TextEncodingError);
+  });
+});
+
+describe('lines longer than a limit', () => {
+  it('are passed over, whether within one chunk or across many, and the lines around them kept', async () => {
+    const file = join(tmp(), 'results.jsonl');
+    // 3 MiB without a newline spans several 1 MiB chunks; the 20-character line fits a chunk but not the limit.
+    writeFileSync(
+      file,
+      `short 1\n${'x'.repeat(3 << 20)}\nshort 2\n${'y'.repeat(20)}\nshort 3\n${'z'.repeat(2 << 20)}`,
+    );
+    const lines: string[] = [];
+    for await (const batch of readUtf8LineBatches(file, { skipLongerThan: 10 })) lines.push(...batch);
+    expect(lines).toEqual(['short 1', 'short 2', 'short 3']);
   });
 });

@@ -74,10 +74,17 @@ export async function* readUtf8Lines(file: string): AsyncGenerator<string> {
  * The same lines, a chunk's worth (1 MiB) at a time: one await per chunk instead of one per line, which is most of
  * the time of reading a data file line by line.
  */
-export async function* readUtf8LineBatches(file: string): AsyncGenerator<string[]> {
+export async function* readUtf8LineBatches(
+  file: string,
+  /** skipLongerThan: lines longer than this many characters are passed over, never held whole (hostile files). */
+  options: { skipLongerThan?: number } = {},
+): AsyncGenerator<string[]> {
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  const limit = options.skipLongerThan ?? Number.POSITIVE_INFINITY;
   let rest = '';
   let first = true;
+  /** In the middle of a line already too long: what comes before the next newline is passed over. */
+  let skipping = false;
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     if (first && ((chunk[0] === 0xff && chunk[1] === 0xfe) || (chunk[0] === 0xfe && chunk[1] === 0xff)))
       throw new TextEncodingError(file, 'UTF-16');
@@ -91,8 +98,17 @@ export async function* readUtf8LineBatches(file: string): AsyncGenerator<string[
       text = stripBom(text);
       first = false;
     }
-    const lines = (rest + text).split('\n');
+    let lines = (rest + text).split('\n');
     rest = lines.pop() ?? '';
+    if (skipping && lines.length > 0) {
+      lines.shift();
+      skipping = false;
+    }
+    if (rest.length > limit) {
+      skipping = true;
+      rest = '';
+    }
+    if (limit !== Number.POSITIVE_INFINITY) lines = lines.filter((l) => l.length <= limit);
     for (let i = 0; i < lines.length; i++) {
       const l = lines[i] as string;
       if (l.endsWith('\r')) lines[i] = l.slice(0, -1);
@@ -104,5 +120,6 @@ export async function* readUtf8LineBatches(file: string): AsyncGenerator<string[
   } catch {
     throw new TextEncodingError(file, 'invalid UTF-8 bytes');
   }
-  if (rest !== '') yield [rest.endsWith('\r') ? rest.slice(0, -1) : rest];
+  if (rest !== '' && !skipping && rest.length <= limit)
+    yield [rest.endsWith('\r') ? rest.slice(0, -1) : rest];
 }

@@ -3,7 +3,7 @@
  * attempt, a capped body, redirects never followed, and retries that honour Retry-After and otherwise wait with
  * exponential backoff and jitter. Callers say what they send and how to read the answer, not how to retry.
  */
-import { readCapped } from './read-capped.js';
+import { readCapped, saveCapped } from './read-capped.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -49,6 +49,8 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Bytes of the answer at most. */
   maxBytes: number;
+  /** Write the answer to this file instead of reading it (`text` is then '' when it fit, null when it did not). */
+  saveTo?: string;
   retry: RetryPolicy;
   /** Which statuses are retried (default TRANSIENT). */
   retryOn?: (status: number) => boolean;
@@ -123,7 +125,11 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
     }
     let text: string | null;
     try {
-      text = await readCapped(res, o.maxBytes);
+      text = o.saveTo
+        ? (await saveCapped(res, o.maxBytes, o.saveTo))
+          ? ''
+          : null
+        : await readCapped(res, o.maxBytes);
     } catch (e) {
       const reason = `the answer broke off (${reasonOf(e)})`;
       if (attempt >= o.retry.retries)

@@ -2,6 +2,11 @@
 import { basename, resolve } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
+import { AnthropicProvider } from '../llm/anthropic.js';
+import { anthropicBatches } from '../llm/anthropic-batch.js';
+import type { BatchApi } from '../llm/batch.js';
+import { OpenAIProvider } from '../llm/openai.js';
+import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import { type LlmRunOptions, planRun } from '../llm/run.js';
@@ -78,10 +83,14 @@ export interface LlmCell {
   provider(): Promise<Provider>;
 }
 
+/** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
+export function batchApiOf(provider: Provider): BatchApi {
+  if (provider instanceof AnthropicProvider) return anthropicBatches(provider);
+  if (provider instanceof OpenAIProvider) return openAIBatches(provider);
+  throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
+}
+
 export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): LlmCell {
-  // A queue written by another route (or by hand) is checked too: a worker sends online, never a batch's requests.
-  if (spec.batch)
-    throw new UsageError('a batch run (`batch: true`) is run by `llm --batch` or `plan run`, not by workers');
   return {
     spec,
     options: llmRunOptionsOf(spec, {

@@ -3,8 +3,10 @@
  * file given to `rumedbench run`). The folder's manifest.json records the spec and, for people, the equivalent
  * command line, so that any run can be repeated exactly from its manifest.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
@@ -12,8 +14,6 @@ import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
-import { anthropicBatches } from '../llm/anthropic-batch.js';
-import type { BatchApi } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
@@ -28,7 +28,7 @@ import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
-import { llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js';
+import { batchApiOf, llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js';
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
@@ -116,12 +116,18 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
   );
   const { requests } = await planLlmSpec(spec, modelNameOf(spec), log);
   const { params } = llmRunOptionsOf(spec, { outDir: '.', log });
-  const lines = requests.flatMap((j) =>
-    j.kind === 'chat' ? [api.line(j.key, j.messages, j.params ?? params)] : [],
-  );
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
-  return lines.length;
+  // Written as the lines are made: tens of thousands of requests are never one string.
+  const out = createWriteStream(file);
+  let n = 0;
+  for (const j of requests) {
+    if (j.kind !== 'chat') continue;
+    if (!out.write(`${api.line(j.key, j.messages, j.params ?? params)}\n`)) await once(out, 'drain');
+    n++;
+  }
+  out.end();
+  await finished(out);
+  return n;
 }
 
 /** A batch output file read (OpenAI's format, as `vllm run-batch` writes it): every line that names its request. */
@@ -129,14 +135,7 @@ function readBatchResults(provider: Provider, file: string) {
   if (!(provider instanceof OpenAIProvider) || provider instanceof AnthropicProvider)
     throw new UsageError('--batch-results reads OpenAI batch output files: --provider openai');
   if (!existsSync(file)) throw new UsageError(`--batch-results ${file}: no such file`);
-  return readOpenAIResults(provider, readUtf8File(file));
-}
-
-/** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
-function batchApiOf(provider: Provider): BatchApi {
-  if (provider instanceof AnthropicProvider) return anthropicBatches(provider);
-  if (provider instanceof OpenAIProvider) return openAIBatches(provider);
-  throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
+  return readOpenAIResults(provider, file);
 }
 
 async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {

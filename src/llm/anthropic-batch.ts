@@ -5,13 +5,14 @@
  * where `errored`, `canceled` and `expired` results are failed requests. The results are read from the documented
  * address under the base URL, never from the `results_url` a reply names: the key would go wherever that points.
  */
+import { openAsBlob, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
-import { type BatchApi, type BatchResult, type BatchState, resultLines } from './batch.js';
+import { type BatchApi, type BatchState, resultLines } from './batch.js';
 import { LlmRequestError } from './openai.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
 const LIMITS = { requests: 100_000, bytes: 256 * 1_000_000 };
-const MAX_RESULTS_BYTES = 400 << 20;
 
 interface BatchObject {
   id?: unknown;
@@ -44,10 +45,12 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
     line: (key, messages, params) =>
       JSON.stringify({ custom_id: key, params: p.messageBody(messages, params) }),
 
-    async submit(lines) {
-      // The lines are JSON already: the body is written around them rather than parsed and written again.
+    // One JSON body around the lines (JSON already): written around them, not parsed and written again.
+    frame: { head: '{"requests":[', sep: ',', tail: ']}' },
+
+    async submit(input) {
       const { json, status } = await p.call<BatchObject>(url, undefined, {
-        rawBody: `{"requests":[${lines.join(',')}]}`,
+        rawBody: await openAsBlob(input, { type: 'application/json' }),
       });
       if (typeof json?.id !== 'string')
         throw new LlmRequestError(`${url}: the answer names no batch id`, status, false);
@@ -71,33 +74,37 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       };
     },
 
-    async results(state) {
-      const cap = Math.min(MAX_RESULTS_BYTES, p.replyCap * Math.max(1, state.counts?.total ?? 1));
-      const { text } = await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
-        method: 'GET',
-        raw: true,
-        maxReplyBytes: cap,
-      });
-      const out: BatchResult[] = [];
-      for (const { key, line } of resultLines<ResultLine>(text)) {
-        const type = line.result?.type;
-        if (type === 'succeeded') {
-          const message = line.result?.message;
-          try {
-            out.push({
-              key,
-              reply: p.readMessage(message as MessagesBody, JSON.stringify(message ?? null), 200),
-            });
-          } catch (e) {
-            out.push({ key, error: (e as Error).message });
+    async *results(state, dir) {
+      // Saved to a file as it arrives and read line by line (see ./openai-batch.ts).
+      const cap = p.replyCap * Math.max(1, state.counts?.total ?? 1);
+      const saved = join(dir, `batch-results-${state.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
+      try {
+        await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
+          method: 'GET',
+          saveTo: saved,
+          maxReplyBytes: cap,
+        });
+        for await (const { key, line } of resultLines<ResultLine>(saved, p.replyCap)) {
+          const type = line.result?.type;
+          if (type === 'succeeded') {
+            const message = line.result?.message;
+            try {
+              yield {
+                key,
+                reply: p.readMessage(message as MessagesBody, JSON.stringify(message ?? null), 200),
+              };
+            } catch (e) {
+              yield { key, error: (e as Error).message };
+            }
+            continue;
           }
-          continue;
+          const err = line.result?.error?.error;
+          const said = typeof err?.message === 'string' ? `: ${err.message.slice(0, 500)}` : '';
+          yield { key, error: `${typeof type === 'string' ? type.slice(0, 40) : 'no result'}${said}` };
         }
-        const err = line.result?.error?.error;
-        const said = typeof err?.message === 'string' ? `: ${err.message.slice(0, 500)}` : '';
-        out.push({ key, error: `${typeof type === 'string' ? type.slice(0, 40) : 'no result'}${said}` });
+      } finally {
+        rmSync(saved, { force: true });
       }
-      return out;
     },
   };
 }

@@ -9,8 +9,20 @@
  * recorded there and never submits their requests again. Requests that fail inside a batch are journaled as failed
  * requests; `--resume --retry-errors` sends them, and only them, as a new batch.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import {
+  appendFileSync,
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  type WriteStream,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { JournalEntry } from './journal.js';
@@ -40,41 +52,86 @@ export interface BatchApi {
   readonly name: string;
   /** The most requests and bytes one batch may hold. */
   readonly limits: { requests: number; bytes: number };
-  /** One request as a line of the batch's input file. */
+  /** One request as a line of the batch's input. */
   line(key: string, messages: readonly ChatMessage[], params: SamplingParams): string;
-  submit(lines: readonly string[]): Promise<{ id: string; inputFileId?: string }>;
+  /** How the lines are put together in the file sent: OpenAI's JSONL, or Anthropic's one JSON body. */
+  readonly frame: { head: string; sep: string; tail: string };
+  /** Sends the batch written in `file` (framed lines). */
+  submit(file: string): Promise<{ id: string; inputFileId?: string }>;
   state(id: string): Promise<BatchState>;
-  /** The results of an ended batch (the output and error files, read through). */
-  results(state: BatchState): Promise<BatchResult[]>;
+  /**
+   * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
+   * line by line (never whole in memory).
+   */
+  results(state: BatchState, dir: string): AsyncIterable<BatchResult>;
 }
 
+/** A results line longer than this many bytes past the reply cap is no reply: passed over, its request failed. */
+const LINE_SLACK = 64 << 10;
+
 /**
- * The lines of a batch's results file that name their request (`custom_id`), parsed. Any other line is passed
- * over: its request, left unanswered, is failed by {@link runBatches}, named.
+ * The lines of a batch's results file that name their request (`custom_id`), parsed as they stream from the file.
+ * Any other line (not JSON, no id, longer than `maxLine`) is passed over: its request, left unanswered, is failed by
+ * {@link runBatches}, named.
  */
-export function* resultLines<L extends { custom_id?: unknown }>(
-  text: string,
-): Generator<{ key: string; line: L }> {
-  for (const raw of text.split('\n')) {
-    if (raw.trim() === '') continue;
-    let line: L;
-    try {
-      line = JSON.parse(raw) as L;
-    } catch {
-      continue;
+export async function* resultLines<L extends { custom_id?: unknown }>(
+  file: string,
+  maxLine: number,
+): AsyncGenerator<{ key: string; line: L }> {
+  for await (const batch of readUtf8LineBatches(file, { skipLongerThan: maxLine + LINE_SLACK })) {
+    for (const raw of batch) {
+      if (raw.trim() === '') continue;
+      let line: L;
+      try {
+        line = JSON.parse(raw) as L;
+      } catch {
+        continue;
+      }
+      if (typeof line?.custom_id === 'string') yield { key: line.custom_id, line };
     }
-    if (typeof line?.custom_id === 'string') yield { key: line.custom_id, line };
   }
 }
 
-interface Recorded {
+/** A submitted batch as its ledger records it: its requests' keys, and whether its results were collected. */
+export interface RecordedBatch {
   id: string;
   provider: string;
   keys: string[];
   collected: boolean;
 }
+type Recorded = RecordedBatch;
+
+/**
+ * Where a run records its batches the moment they are submitted, and when their results were collected: a run
+ * folder's `batches.jsonl` (`llm --batch`, `plan run`), or the queue's database (workers).
+ */
+export interface BatchLedger {
+  read(): Promise<RecordedBatch[]>;
+  submitted(b: { id: string; provider: string; keys: string[]; inputFileId?: string }): Promise<void>;
+  collected(b: { id: string; status: string; answered: number }): Promise<void>;
+  /** Where a waiting batch stands, each time that changes (for `plan status`; a run folder's log says it). */
+  seen?(state: BatchState): Promise<void>;
+}
 
 const LEDGER = 'batches.jsonl';
+
+/** The ledger of a run folder: `batches.jsonl`, one JSON line per event. */
+export function folderLedger(outDir: string): BatchLedger {
+  return {
+    read: async () => readBatchLedger(outDir),
+    submitted: async (b) =>
+      record(outDir, {
+        event: 'submitted',
+        id: b.id,
+        provider: b.provider,
+        ...(b.inputFileId ? { input_file_id: b.inputFileId } : {}),
+        requests: b.keys.length,
+        keys: b.keys,
+      }),
+    collected: async (b) =>
+      record(outDir, { event: 'collected', id: b.id, status: b.status, answered: b.answered }),
+  };
+}
 
 /** The batches a run folder records: each submitted one, and whether its results were collected. */
 export function readBatchLedger(outDir: string): Recorded[] {
@@ -112,44 +169,24 @@ export function readBatchLedger(outDir: string): Recorded[] {
 const record = (outDir: string, entry: Record<string, unknown>): void =>
   appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ ...entry, at: new Date().toISOString() })}\n`);
 
-/** Requests into batches within the provider's limits, in order. */
-export function splitIntoBatches(
-  lines: readonly { key: string; line: string }[],
-  limits: BatchApi['limits'],
-): { key: string; line: string }[][] {
-  const out: { key: string; line: string }[][] = [];
-  let current: { key: string; line: string }[] = [];
-  let bytes = 0;
-  for (const l of lines) {
-    const size = Buffer.byteLength(l.line, 'utf8') + 1;
-    if (current.length > 0 && (current.length >= limits.requests || bytes + size > limits.bytes)) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(l);
-    bytes += size;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
-}
-
 /**
  * Journals a batch's results: each line that answers one of `keys` (once), as the answer an online request would
  * have journaled, or as its failure. Returns the keys answered.
  */
 export async function journalResults(
-  results: readonly BatchResult[],
+  results: AsyncIterable<BatchResult> | Iterable<BatchResult>,
   o: {
     byKey: ReadonlyMap<string, LlmRequest>;
     keys: ReadonlySet<string>;
     journal: { append(entry: JournalEntry): void | Promise<void> };
     label: string;
   },
-): Promise<Set<string>> {
+): Promise<{ seen: Set<string>; lines: number }> {
   const seen = new Set<string>();
   const at = new Date().toISOString();
-  for (const r of results) {
+  let lines = 0;
+  for await (const r of results) {
+    lines++;
     const job = o.byKey.get(r.key);
     // A line for a request the batch did not hold (another run's, or a provider's mistake) is not an answer here.
     if (!job || seen.has(r.key) || !o.keys.has(r.key)) continue;
@@ -170,7 +207,7 @@ export async function journalResults(
         : { ...base, status: 'error', error: `${o.label}: ${r.error}` },
     );
   }
-  return seen;
+  return { seen, lines };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -187,7 +224,9 @@ export async function runBatches(o: {
   pending: readonly LlmRequest[];
   params: SamplingParams;
   journal: { append(entry: JournalEntry): void | Promise<void> };
+  /** Where the results files are saved while they are read (and the batch ledger kept, unless `ledger` is given). */
   outDir: string;
+  ledger?: BatchLedger;
   /** The first wait between two looks at a batch, in seconds; doubled up to five minutes. */
   pollS: number;
   log: Logger;
@@ -195,7 +234,8 @@ export async function runBatches(o: {
 }): Promise<{ ids: string[]; wallS: number }> {
   const started = Date.now();
   const byKey = new Map(o.jobs.map((j) => [j.key, j]));
-  const recorded = readBatchLedger(o.outDir);
+  const ledger = o.ledger ?? folderLedger(o.outDir);
+  const recorded = await ledger.read();
   const waiting = recorded.filter((b) => !b.collected);
   const inFlight = new Set(waiting.flatMap((b) => b.keys));
   const ids = recorded.map((b) => b.id);
@@ -204,24 +244,52 @@ export async function runBatches(o: {
 
   const toSend = o.pending.filter((j) => !inFlight.has(j.key));
   const chats = toSend.filter((j): j is Extract<LlmRequest, { kind: 'chat' }> => j.kind === 'chat');
-  const lines = chats.map((j) => ({ key: j.key, line: o.api.line(j.key, j.messages, j.params ?? o.params) }));
   const fresh: Recorded[] = [];
-  for (const group of splitIntoBatches(lines, o.api.limits)) {
-    if (o.signal?.aborted) break;
-    const { id, inputFileId } = await o.api.submit(group.map((g) => g.line));
-    const keys = group.map((g) => g.key);
-    // Recorded before anything else happens: from here on, a killed run collects this batch and never resends it.
-    record(o.outDir, {
-      event: 'submitted',
-      id,
-      provider: o.api.name,
-      ...(inputFileId ? { input_file_id: inputFileId } : {}),
-      requests: keys.length,
-      keys,
-    });
-    o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
-    fresh.push({ id, provider: o.api.name, keys, collected: false });
-    ids.push(id);
+  // Each batch's input is written to a file as its lines are made and sent from there: a run of tens of thousands of
+  // requests never holds its batch file in memory.
+  const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-batch-'));
+  try {
+    const { head, sep, tail } = o.api.frame;
+    const sepBytes = Buffer.byteLength(sep);
+    const frameBytes = Buffer.byteLength(head) + Buffer.byteLength(tail);
+    let keys: string[] = [];
+    let bytes = frameBytes;
+    let file = '';
+    let out: WriteStream | undefined;
+    const send = async () => {
+      if (!out) return;
+      out.end(tail);
+      await finished(out);
+      out = undefined;
+      const { id, inputFileId } = await o.api.submit(file);
+      // Recorded before anything else happens: from here on, a killed run collects this batch and never resends it.
+      await ledger.submitted({ id, provider: o.api.name, keys, ...(inputFileId ? { inputFileId } : {}) });
+      o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
+      fresh.push({ id, provider: o.api.name, keys, collected: false });
+      ids.push(id);
+      rmSync(file, { force: true });
+      keys = [];
+      bytes = frameBytes;
+    };
+    for (const j of chats) {
+      if (o.signal?.aborted) break;
+      const line = o.api.line(j.key, j.messages, j.params ?? o.params);
+      const size = Buffer.byteLength(line) + sepBytes;
+      if (keys.length > 0 && (keys.length >= o.api.limits.requests || bytes + size > o.api.limits.bytes))
+        await send();
+      if (!out) {
+        file = join(tmp, `batch-${fresh.length + 1}.jsonl`);
+        out = createWriteStream(file);
+        out.write(head);
+      } else out.write(sep);
+      if (!out.write(line)) await once(out, 'drain');
+      keys.push(j.key);
+      bytes += size;
+    }
+    if (!o.signal?.aborted) await send();
+    else out?.destroy();
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
 
   for (const b of [...waiting, ...fresh]) {
@@ -230,7 +298,10 @@ export async function runBatches(o: {
     let said = '';
     while (!state.ended) {
       const line = `batch ${b.id}: ${state.status}${state.counts ? `, ${state.counts.completed} of ${state.counts.total} done, ${state.counts.failed} failed` : ''}`;
-      if (line !== said) o.log.info(line);
+      if (line !== said) {
+        o.log.info(line);
+        await ledger.seen?.(state);
+      }
       said = line;
       if (o.signal?.aborted)
         throw new RumedbenchError(
@@ -242,8 +313,7 @@ export async function runBatches(o: {
       state = await o.api.state(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
-    const results = state.failure ? [] : await o.api.results(state);
-    const seen = await journalResults(results, {
+    const { seen } = await journalResults(state.failure ? [] : o.api.results(state, o.outDir), {
       byKey,
       keys: new Set(b.keys),
       journal: o.journal,
@@ -261,12 +331,12 @@ export async function runBatches(o: {
         split: job.split,
         id: job.record.id,
         status: 'error',
-        error: `batch ${b.id} ended ${state.status}${state.failure ? ` (${state.failure})` : ''} without an answer to this request`,
+        error: `batch ${b.id} ended ${state.status}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
         latencyMs: 0,
         at,
       });
     }
-    record(o.outDir, { event: 'collected', id: b.id, status: state.status, answered: seen.size });
+    await ledger.collected({ id: b.id, status: state.status, answered: seen.size });
   }
   return { ids, wallS: (Date.now() - started) / 1000 };
 }

@@ -5,14 +5,14 @@
  * (`GET /v1/files/{id}/content`), each line matched to its request by `custom_id`. Every call goes through the
  * OpenAI client: the same retries, breaker, caps and key handling as an online run.
  */
+import { openAsBlob, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { type BatchApi, type BatchResult, type BatchState, resultLines } from './batch.js';
 import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
 const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
-/** No results file is read past this (a JavaScript string's practical ceiling is near 512 MiB). */
-const MAX_RESULTS_BYTES = 400 << 20;
 
 interface BatchObject {
   id?: unknown;
@@ -44,17 +44,13 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
         body: p.chatBody(messages, params),
       }),
 
-    async submit(lines) {
+    frame: { head: '', sep: '\n', tail: '\n' },
+
+    async submit(input) {
       const form = new FormData();
       form.append('purpose', 'batch');
-      form.append(
-        'file',
-        new Blob(
-          lines.flatMap((l) => [l, '\n']),
-          { type: 'application/jsonl' },
-        ),
-        'rumedbench-batch.jsonl',
-      );
+      // The file as a Blob backed by the file: sent from disk as the upload streams.
+      form.append('file', await openAsBlob(input, { type: 'application/jsonl' }), 'rumedbench-batch.jsonl');
       const file = await p.call<{ id?: unknown }>(`${base}/files`, undefined, { form });
       const fileId = file.json?.id;
       if (typeof fileId !== 'string')
@@ -94,20 +90,20 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       };
     },
 
-    async results(state) {
-      const out: BatchResult[] = [];
-      // The results are as large as the replies asked for: capped at the reply cap per request, not one reply's.
-      const cap = Math.min(MAX_RESULTS_BYTES, p.replyCap * Math.max(1, state.counts?.total ?? 1));
+    async *results(state, dir) {
+      // Saved to a file as it arrives and read line by line: the results are as large as the replies asked for, capped
+      // at the reply cap per request, not one reply's.
+      const cap = p.replyCap * Math.max(1, state.counts?.total ?? 1);
       for (const file of state.files ?? []) {
         const url = `${base}/files/${encodeURIComponent(file)}/content`;
-        const { text } = await p.call<never>(url, undefined, {
-          method: 'GET',
-          raw: true,
-          maxReplyBytes: cap,
-        });
-        out.push(...readOpenAIResults(p, text));
+        const saved = join(dir, `batch-results-${file.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
+        try {
+          await p.call<never>(url, undefined, { method: 'GET', saveTo: saved, maxReplyBytes: cap });
+          yield* readOpenAIResults(p, saved);
+        } finally {
+          rmSync(saved, { force: true });
+        }
       }
-      return out;
     },
   };
 }
@@ -116,16 +112,15 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
  * The lines of an OpenAI batch output or error file, read: the Batch API's, and `vllm run-batch`'s, which writes
  * the same format (`--batch-results`).
  */
-export function readOpenAIResults(p: OpenAIProvider, text: string): BatchResult[] {
-  const out: BatchResult[] = [];
-  for (const { key, line } of resultLines<ResultLine>(text)) {
+export async function* readOpenAIResults(p: OpenAIProvider, file: string): AsyncGenerator<BatchResult> {
+  for await (const { key, line } of resultLines<ResultLine>(file, p.replyCap)) {
     const status = line.response?.status_code;
     const body = line.response?.body;
     if (status === 200) {
       try {
-        out.push({ key, reply: p.readChat(body as CompletionBody, JSON.stringify(body ?? null), 200) });
+        yield { key, reply: p.readChat(body as CompletionBody, JSON.stringify(body ?? null), 200) };
       } catch (e) {
-        out.push({ key, error: (e as Error).message });
+        yield { key, error: (e as Error).message };
       }
       continue;
     }
@@ -133,10 +128,9 @@ export function readOpenAIResults(p: OpenAIProvider, text: string): BatchResult[
       typeof line.error?.message === 'string'
         ? line.error.message.slice(0, 500)
         : serverMessage(body, typeof body === 'string' ? body : '');
-    out.push({
+    yield {
       key,
       error: `${typeof status === 'number' ? `HTTP ${status}` : 'failed'}${said ? `: ${said}` : ''}`,
-    });
+    };
   }
-  return out;
 }

@@ -18,6 +18,7 @@
  * Any HTTP answer, even an error, closes the count again. The key and the values of custom headers are remembered
  * as secrets (log.ts), so that no message echoing them reaches a journal, a log or the terminal.
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../data/jsonl.js';
 import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
@@ -124,15 +125,28 @@ export const DEFAULT_DOWN_AFTER = 5;
 /** How long an open breaker refuses every request before one may try again. */
 const BREAKER_COOL_DOWN_MS = 5000;
 
+/** The first 64 KiB of a file, as text (an error answer saved to a file). */
+function headOf(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(64 << 10);
+    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** How one request of the client is made (see `post`). */
 export interface RequestOptions {
   notFoundIsFatal?: boolean;
   maxReplyBytes?: number;
   method?: 'GET' | 'POST';
   form?: FormData;
-  /** A JSON body already written (a batch's requests, joined from their lines). */
-  rawBody?: string;
+  /** A JSON body already written (a batch's requests, joined from their lines; a file's, as a Blob). */
+  rawBody?: string | Blob;
   raw?: boolean;
+  /** Write a successful answer to this file rather than read it (a batch's results): `text` is then ''. */
+  saveTo?: string;
 }
 
 interface Breaker {
@@ -498,13 +512,20 @@ export class OpenAIProvider implements Provider {
         () => ({
           method,
           headers: {
-            ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}),
+            ...(typeof payload === 'string' || payload instanceof Blob
+              ? { 'content-type': 'application/json' }
+              : {}),
             ...this.authHeaders(),
             ...this.options.headers,
           },
           ...(payload !== undefined ? { body: payload } : {}),
         }),
-        { maxBytes: cap, timeoutMs: this.options.timeoutMs ?? 120_000, retry: { retries: 0 } },
+        {
+          maxBytes: cap,
+          timeoutMs: this.options.timeoutMs ?? 120_000,
+          retry: { retries: 0 },
+          ...(options.saveTo ? { saveTo: options.saveTo } : {}),
+        },
       );
     } catch (e) {
       if (!(e instanceof TransportError)) throw e;
@@ -547,8 +568,10 @@ export class OpenAIProvider implements Provider {
         res.status,
         false,
       );
-    const text = res.text;
-    if (options.raw && res.status >= 200 && res.status < 300)
+    // A refusal written to the file is read back for its message (its head is enough).
+    const text =
+      options.saveTo && (res.status < 200 || res.status >= 300) ? headOf(options.saveTo) : res.text;
+    if ((options.raw || options.saveTo) && res.status >= 200 && res.status < 300)
       return { json: undefined, text, status: res.status };
     let json: T | undefined;
     // A reply nested millions deep parses for seconds on this thread (a worker's heartbeat with it): refused.

@@ -78,7 +78,7 @@ export interface LlmRunOptions {
    */
   batch?: { api: BatchApi; pollS: number; discount: number };
   /** A batch run elsewhere (`--batch-results`): its results journaled instead of sending anything. */
-  batchResults?: { file: string; results: readonly BatchResult[] };
+  batchResults?: { file: string; results: AsyncIterable<BatchResult> };
   /**
    * The most the run may cost, in USD at `prices` (./cost.ts): a run whose estimate passes it sends nothing, and a
    * run whose reported spending reaches it stops sending (the requests in flight finish and are kept).
@@ -226,9 +226,9 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         keys: new Set(pending.map((j) => j.key)),
         journal,
         label: given.file,
-      }).then((seen) => {
+      }).then(({ seen, lines }) => {
         log.info(
-          `${given.file}: ${seen.size} of the ${pending.length} requests to send answered (${given.results.length} result lines)`,
+          `${given.file}: ${seen.size} of the ${pending.length} requests to send answered (${lines} result lines)`,
         );
         return 0;
       })

@@ -138,6 +138,11 @@ const llmDetailsSchema = z
       .optional(),
     latency_ms: z.object({ median: z.number().nullable(), p95: z.number().nullable() }).optional(),
     cost: z.number().optional(),
+    /** A batch run: the provider's batches, and the discount its cost was priced at. */
+    batch: z
+      .object({ provider: z.string(), batches: z.array(z.string()), discount: z.number() })
+      .passthrough()
+      .optional(),
     served_models: z.record(z.string(), z.number()).optional(),
     /** Replies per finish_reason the server gave (stop, length, content_filter, …). */
     finish_reasons: z.record(z.string(), z.number()).optional(),
@@ -153,6 +158,16 @@ const llmDetailsSchema = z
 /** The `llm` part of an LLM run's summary.json, as read; `LlmDetailsInput` is what a writer gives. */
 export type LlmDetails = z.output<typeof llmDetailsSchema>;
 export type LlmDetailsInput = z.input<typeof llmDetailsSchema>;
+
+/** The `llm` part of a summary.json's text, where it has a valid one (a stored run's, read without its folder). */
+export function llmDetailsOf(summaryJson: string): LlmDetails | undefined {
+  try {
+    const r = llmDetailsSchema.safeParse((JSON.parse(summaryJson) as { llm?: unknown }).llm);
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const baselineRun = z
   .object({

@@ -6,6 +6,7 @@ import { deltaRows, levelsFor } from '../report/build.js';
 import {
   type Chart,
   confusionChart,
+  costChart,
   entityChart,
   type ForestRow,
   forestChart,
@@ -46,6 +47,32 @@ export function entryCharts(e: Entry, r: Strings): Chart[] {
     if (extra) charts.push(extra);
   }
   return charts;
+}
+
+/** The most entries a board's cost chart shows (the best by overall): more points are a cloud, not a chart. */
+const COST_CHART_MAX = 60;
+
+/**
+ * A board's cost against overall score, where two or more entries were priced (their uploads carried a cost): the
+ * report's chart, one point per entry, the Pareto front marked. Entries of one model are told apart by their ids.
+ */
+export function boardCostChart(entries: readonly Entry[], r: Strings): Chart | null {
+  const priced = entries
+    .filter((e) => e.overall !== null && typeof e.usage?.cost_usd === 'number')
+    .slice(0, COST_CHART_MAX);
+  if (priced.length < 2) return null;
+  const seen = new Map<string, number>();
+  for (const e of priced) seen.set(e.model, (seen.get(e.model) ?? 0) + 1);
+  const points = priced.map((e) => ({
+    system: (seen.get(e.model) ?? 0) > 1 ? `${e.model} · ${e.id.slice(0, 8)}` : e.model,
+    cost: e.usage?.cost_usd as number,
+    score: e.overall as number,
+  }));
+  return costChart(
+    points,
+    r,
+    points.map((p) => p.system),
+  );
 }
 
 export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Chart[] {

@@ -65,6 +65,21 @@ const en = {
   formulationsHint:
     'the score over the prompt formulations the run was asked with: mean ± standard deviation',
   formulationsHeading: 'Prompt formulations (sent with the run)',
+  costColumn: 'Cost',
+  costColumnTitle:
+    'What the run spent, as its upload reports it: USD at the prices the run was given (a batch run at its discount), and the tokens its replies reported',
+  costChartNote:
+    'One point per entry whose upload reported a cost; filled points are the Pareto front (no entry costs less and scores at least as high). Costs are as the uploaders report them, at the prices their runs were given.',
+  usageHeading: 'Tokens and cost (sent with the run)',
+  notPriced: 'not priced',
+  batchTag: 'batch',
+  tokensWord: 'tokens',
+  promptTokens: 'prompt tokens',
+  completionTokens: 'completion tokens',
+  reasoningTokens: 'of them reasoning',
+  cachedTokens: 'prompt tokens from cache',
+  requestsWord: 'requests',
+  batchNote: 'sent through the provider’s batch API, priced at its discount',
   platformRunNote:
     'The platform ran this model itself, on its own machines, with the board’s fixed settings; the test items never left it. Uploaded predictions are the other entries.',
   runSettings: 'Settings',
@@ -259,6 +274,21 @@ const ru: ServerStrings = {
   formulationsHint:
     'оценка по формулировкам промпта, с которыми задавался прогон: среднее ± стандартное отклонение',
   formulationsHeading: 'Формулировки промпта (присланы с прогоном)',
+  costColumn: 'Стоимость',
+  costColumnTitle:
+    'Сколько потратил прогон, по данным загрузки: USD по ценам, заданным прогону (пакетный прогон — со скидкой), и токены, о которых сообщили ответы',
+  costChartNote:
+    'Точка — строка, загрузка которой сообщила стоимость; закрашены точки фронта Парето (никакая строка не стоит дешевле при не меньшем балле). Стоимость — по данным загрузивших, по ценам их прогонов.',
+  usageHeading: 'Токены и стоимость (присланы с прогоном)',
+  notPriced: 'без цены',
+  batchTag: 'пакетом',
+  tokensWord: 'токенов',
+  promptTokens: 'токенов промпта',
+  completionTokens: 'токенов ответа',
+  reasoningTokens: 'из них на рассуждение',
+  cachedTokens: 'токенов промпта из кэша',
+  requestsWord: 'запросов',
+  batchNote: 'отправлено через пакетный API провайдера, цена со скидкой',
   platformRunNote:
     'Платформа сама запустила эту модель на своих машинах с фиксированными настройками доски; тестовые примеры её не покидали. Остальные строки — загруженные предсказания.',
   runSettings: 'Настройки',

@@ -467,7 +467,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       // FormData keeps `__proto__` as a field name, which the server refuses by name.
       expect([proto.res.status, proto.body.error]).toEqual([
         400,
-        'unknown field "__proto__"; an upload takes model, team, description, link, kind, params, open_weights, board, trust and `file`',
+        'unknown field "__proto__"; an upload takes model, team, description, link, kind, params, open_weights, board, trust, usage and `file`',
       ]);
 
       const f = (n: 'a' | 'b') => [

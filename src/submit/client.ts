@@ -15,6 +15,7 @@ import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactCredentials } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import { readRunFolder } from '../scoring/run-folder.js';
+import { runUsageOf } from '../scoring/run-usage.js';
 import { readTrustFiles, summarizeTrust } from '../scoring/trust-files.js';
 
 export type BoardChoice = 'auto' | 'public' | 'closed';
@@ -110,6 +111,9 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
         // What the run's trust files say goes with it, for the board's marks (no paths, no items).
         const trust = summarizeTrust(readTrustFiles(path));
         if (trust) found.trust = JSON.stringify(trust);
+        // What it spent, for the board's cost column and chart (the board shows it as the uploader's claim).
+        const usage = runUsageOf(s.llm);
+        if (usage) found.usage = JSON.stringify(usage);
       } else if (s.kind === 'encoder' || s.kind === 'finetuned') {
         const e = s.kind === 'encoder' ? s.encoder : s.finetuned;
         found.model = basename(e.model);
@@ -131,6 +135,7 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
     ...(o.link !== undefined ? { link: o.link } : {}),
     ...(board !== 'auto' ? { board } : {}),
     ...(found.trust ? { trust: found.trust } : {}),
+    ...(found.usage ? { usage: found.usage } : {}),
   };
   return { files, metadata };
 }

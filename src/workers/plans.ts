@@ -24,6 +24,8 @@ export interface CellStatus {
   workers: string[];
   error: string | null;
   overall: number | null;
+  /** A batch cell's batches: the provider's id, its state as last seen, whether its results are in. */
+  batches?: { id: string; requests: number; status: string | null; collected: boolean }[];
 }
 
 export interface PlanStatus {
@@ -82,6 +84,17 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
      WHERE c.plan_id = $1 AND w.status = 'running'`,
     [id],
   );
+  const batches = await pool.query<{
+    cell_id: string;
+    id: string;
+    requests: number;
+    status: string | null;
+    collected: boolean;
+  }>(
+    `SELECT cell_id, id, json_array_length(keys::json)::int AS requests, status, collected FROM ${SCHEMA}.batches
+     WHERE plan_id = $1 ORDER BY submitted_at`,
+    [id],
+  );
   const byCell = <T extends { cell_id: string }>(rows: T[]) => {
     const m = new Map<string, T[]>();
     for (const r of rows) m.set(r.cell_id, [...(m.get(r.cell_id) ?? []), r]);
@@ -91,6 +104,7 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
   const s1 = byCell(since.rows);
   const f1 = byCell(failures.rows);
   const b1 = byCell(busy.rows);
+  const k1 = byCell(batches.rows);
   const out: CellStatus[] = cells.rows.map((c) => {
     const n = c1.get(c.cell_id)?.[0];
     const span = s1.get(c.cell_id)?.[0]?.span ?? 0;
@@ -110,6 +124,11 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
       workers: [...new Set((b1.get(c.cell_id) ?? []).map((b) => b.name))],
       error: c.error,
       overall: summary?.overall ?? null,
+      ...(k1.has(c.cell_id)
+        ? {
+            batches: (k1.get(c.cell_id) ?? []).map(({ cell_id: _c, ...b }) => b),
+          }
+        : {}),
     };
   });
   const workers = new Map<string, PlanStatus['workers'][number]>();

@@ -149,6 +149,25 @@ ALTER TABLE ${SCHEMA}.plans ADD COLUMN IF NOT EXISTS retry_delay_s integer NOT N
 ALTER TABLE ${SCHEMA}.chunks ADD COLUMN IF NOT EXISTS round integer NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 5,
+    what: "batch cells: each provider batch a worker submitted, recorded before it waits (a killed worker's successor collects it)",
+    sql: `
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.batches (
+  plan_id text NOT NULL,
+  cell_id text NOT NULL,
+  id text NOT NULL,
+  provider text NOT NULL,
+  keys text NOT NULL,
+  input_file_id text,
+  collected boolean NOT NULL DEFAULT false,
+  status text,
+  answered integer,
+  submitted_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (plan_id, cell_id, id)
+);
+`,
+  },
 ];
 
 /** The schema version this release reads and writes. */
@@ -204,8 +223,8 @@ async function migrate(client: pg.PoolClient, location: string, allowUpgrade: bo
 }
 
 /** The pg-boss queue of an endpoint's jobs: workers fetch from the queues whose endpoint has room in its budget. */
-export const queueOf = (endpoint: string): string =>
-  `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}`;
+export const queueOf = (endpoint: string, batch = false): string =>
+  `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}${batch ? '_batch' : ''}`;
 
 export interface QueueDb {
   pool: pg.Pool;

@@ -54,7 +54,10 @@ export interface Enqueued {
 
 export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enqueued> {
   const id = newPlanId();
-  const queues = [...new Set(input.cells.map((c) => queueOf(c.cell.endpoint)))];
+  // A batch cell (no request slots: it uploads its requests and waits) has a queue of its own per endpoint, whose
+  // jobs are taken without a lease on the endpoint's in-flight budget.
+  const queueOfCell = (c: QueuedCell['cell']) => queueOf(c.endpoint, c.inFlight === 0);
+  const queues = [...new Set(input.cells.map((c) => queueOfCell(c.cell)))];
   for (const q of queues) await ensureQueue(db, q);
   let jobs = 0;
   await inTransaction(db, async (client) => {
@@ -76,7 +79,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
     );
     for (const [position, q] of input.cells.entries()) {
       const c = q.cell;
-      const queue = queueOf(c.endpoint);
+      const queue = queueOfCell(c);
       await client.query(
         `INSERT INTO ${SCHEMA}.cells (plan_id, cell_id, position, model, provider, axes, settings, spec, endpoint, queue, in_flight, total, data_sha256, status)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued')`,
@@ -98,9 +101,15 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
         ],
       );
       const keys = q.keys;
-      const chunks = keys ? Math.ceil(keys.length / input.jobSize) : 1;
+      // A batch cell is one job: its requests go as few batches as the provider's limits allow.
+      const size = c.inFlight === 0 ? Number.POSITIVE_INFINITY : input.jobSize;
+      const chunks = keys ? Math.max(1, Math.ceil(keys.length / size)) : 1;
       for (let chunk = 0; chunk < chunks; chunk++) {
-        const part = keys ? keys.slice(chunk * input.jobSize, (chunk + 1) * input.jobSize) : null;
+        const part = keys
+          ? size === Number.POSITIVE_INFINITY
+            ? keys
+            : keys.slice(chunk * size, (chunk + 1) * size)
+          : null;
         await client.query(
           `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id) VALUES ($1, $2, $3, $4, $5)`,
           [id, c.id, chunk, JSON.stringify(part), randomUUID()],

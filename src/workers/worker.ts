@@ -17,9 +17,10 @@ import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanDeep, cleanText } from '../data/clean-text.js';
-import { type LlmCell, llmCell } from '../engine/llm.js';
+import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
+import { type BatchLedger, runBatches } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
@@ -250,12 +251,10 @@ export class Worker {
       const local = q.endpoint === 'this machine';
       if (local && [...this.active.values()].some((a) => a.queue === q.queue)) continue;
       const t0 = performance.now();
-      const lease = await this.lease(
-        q.endpoint,
-        q.queue,
-        local ? 1 : Math.min(this.concurrency, q.budget),
-        q.budget,
-      );
+      // A batch cell's job uploads its requests and waits: it holds none of the endpoint's request slots.
+      const lease = q.queue.endsWith('_batch')
+        ? await this.lease(q.endpoint, q.queue, 0, q.budget)
+        : await this.lease(q.endpoint, q.queue, local ? 1 : Math.min(this.concurrency, q.budget), q.budget);
       if (lease === undefined) continue;
       const [job] = await this.dbw.retry(() => this.db.boss.fetch<JobData>(q.queue));
       if (!job) {
@@ -309,8 +308,11 @@ export class Worker {
          WHERE c.endpoint = $1 AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s)`,
           [endpoint],
         );
-        const room = endpoint === 'this machine' ? want : Math.min(want, budget - (used.rows[0]?.used ?? 0));
-        if (room < 1) return undefined;
+        const room =
+          endpoint === 'this machine' || want === 0
+            ? want
+            : Math.min(want, budget - (used.rows[0]?.used ?? 0));
+        if (room < 1 && want > 0) return undefined;
         const claim = await client.query<{ id: string }>(
           `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
           [this.id, endpoint, queue, room],
@@ -439,6 +441,17 @@ export class Worker {
     await this.q(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [plan]);
     const before = performance.now() - t0;
     this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
+    if (prepared.runner.spec.batch) {
+      await this.batchJob(a, prepared, provider, pending as LlmRequest[]);
+      if (a.abort.signal.aborted) return;
+      await this.q(
+        `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
+        [plan, cell, chunk],
+      );
+      await done();
+      await this.finish(plan, cell);
+      return;
+    }
     // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
     // row is written. The job is done only once every write has landed. No request goes out while as many writes as
     // request slots are pending, so a worker killed at any moment has at most `concurrency` requests in flight and
@@ -468,13 +481,7 @@ export class Worker {
       this.answered++;
       // Waited out through an outage: the answer is kept in memory until it is written, and since no request goes
       // out while as many writes as request slots are pending, sending pauses meanwhile.
-      const w: Promise<void> = this.q(
-        `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (plan_id, cell_id, key) DO UPDATE
-             SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
-             WHERE ${SCHEMA}.answers.status <> 'ok'`,
-        [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
-      )
+      const w: Promise<void> = this.writeAnswer(plan, cell, entry, worker)
         .then(
           () => {},
           (e: unknown) => {
@@ -533,6 +540,96 @@ export class Worker {
     await done();
     this.queueMs.push(claimMs + before + (performance.now() - t0));
     await this.finish(plan, cell);
+  }
+
+  /**
+   * A batch cell's job: its pending requests sent as the provider's batches (./llm/batch.ts), each batch recorded in
+   * the queue's database the moment the provider names it, so that whoever takes the job over after this worker is
+   * stopped or lost collects it instead of sending it again; results are written as answers, as online ones are.
+   */
+  private async batchJob(
+    a: Active,
+    prepared: Prepared,
+    provider: Provider,
+    pending: readonly LlmRequest[],
+  ): Promise<void> {
+    const { plan, cell } = a.data;
+    const spec = prepared.runner.spec;
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-'));
+    try {
+      await runBatches({
+        api: batchApiOf(provider),
+        jobs: prepared.plan.requests,
+        pending,
+        params: prepared.runner.options.params,
+        journal: {
+          append: (entry) => {
+            this.answered++;
+            return this.writeAnswer(plan, cell, entry, this.name);
+          },
+        },
+        outDir: dir,
+        ledger: this.batchLedger(plan, cell),
+        pollS: spec.batch_poll_s ?? 10,
+        log: this.o.log,
+        signal: a.abort.signal,
+      });
+    } catch (e) {
+      // Stopped (SIGTERM) while a batch waits: the job goes back to the queue, the batch to whoever takes it.
+      if (a.abort.signal.aborted) return;
+      throw e;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** One answer into the database; an earlier answer that is ok is kept (a request asked twice lands once). */
+  private async writeAnswer(plan: string, cell: string, entry: JournalEntry, worker: string): Promise<void> {
+    await this.q(
+      `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (plan_id, cell_id, key) DO UPDATE
+           SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
+           WHERE ${SCHEMA}.answers.status <> 'ok'`,
+      [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
+    );
+  }
+
+  /** A cell's batches as the queue's database records them. */
+  private batchLedger(plan: string, cell: string): BatchLedger {
+    return {
+      read: async () =>
+        (
+          await this.q<{ id: string; provider: string; keys: string; collected: boolean }>(
+            `SELECT id, provider, keys, collected FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
+            [plan, cell],
+          )
+        ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
+      submitted: async (b) => {
+        await this.q(
+          `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT DO NOTHING`,
+          [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
+        );
+      },
+      collected: async (b) => {
+        await this.q(
+          `UPDATE ${SCHEMA}.batches SET collected = true, status = $4, answered = $5 WHERE plan_id = $1 AND cell_id = $2 AND id = $3`,
+          [plan, cell, b.id, cleanText(b.status, 40), b.answered],
+        );
+      },
+      seen: async (state) => {
+        const c = state.counts;
+        await this.q(
+          `UPDATE ${SCHEMA}.batches SET status = $4 WHERE plan_id = $1 AND cell_id = $2 AND id = $3 AND NOT collected`,
+          [
+            plan,
+            cell,
+            state.id,
+            cleanText(c ? `${state.status} ${c.completed}/${c.total}` : state.status, 80),
+          ],
+        );
+      },
+    };
   }
 
   /** The keys among `keys` that have an answer. */
@@ -720,6 +817,7 @@ export class Worker {
         wallS: row.wall,
         log: this.o.log,
         extra: { plan_id: plan, cell: cell },
+        ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
       });
       await this.dbw.retry(() =>
         inTransaction(this.db, async (client) => {
@@ -742,6 +840,19 @@ export class Worker {
       rmSync(dir, { recursive: true, force: true });
     }
     await this.closePlan(plan);
+  }
+
+  /** A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount. */
+  private async batchesOf(plan: string, cell: string, prepared: Prepared) {
+    const { rows } = await this.q<{ id: string; provider: string }>(
+      `SELECT id, provider FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
+      [plan, cell],
+    );
+    return {
+      ids: rows.map((r) => r.id),
+      discount: prepared.runner.spec.batch_discount ?? 0.5,
+      provider: rows[0]?.provider ?? prepared.runner.spec.provider.name,
+    };
   }
 
   /** What a failure says, with the advice of the queue (`plan retry`), not of a local run's journal. */

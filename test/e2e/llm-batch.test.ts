@@ -3,7 +3,7 @@
  * the same predictions as an online run, a run killed while it waits collected by --resume, failed requests of a
  * batch re-sent alone, the cost at the batch discount.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -169,6 +169,27 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(read.stderr).toContain('12 of the 12 requests to send answered');
     expect(elsewhere.requests).toHaveLength(0);
     expect(predictions(join(b, 'run'))).toEqual(predictions(a));
+  });
+
+  it('reads the results as they stream: a line past the reply cap fails its request alone, and nothing is left behind', async () => {
+    const reply = await oracle();
+    let n = 0;
+    // The fourth request gets a reply of 300 kB: its results line is longer than --max-reply-bytes allows.
+    const server = await startFakeOpenAI({
+      reply: (body) => (n++ === 3 ? 'да '.repeat(100_000) : reply(body)),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-long-'));
+    const argv = args(server.url, out, '--batch', '--batch-poll', '0.01', '--max-reply-bytes', '65536');
+    const failed = await rumedbench(...argv);
+    expect(failed.code).toBe(3);
+    expect(failed.stderr).toContain('1 of 12 requests failed');
+    expect(failed.stderr).toContain('batch batch_1 ended completed without an answer to this request');
+    // The results file was saved into the run folder while it was read, then removed.
+    expect(readdirSync(out).filter((f) => f.startsWith('batch-results-'))).toEqual([]);
+    const retried = await rumedbench(...argv, '--resume', '--retry-errors');
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(server.batches().map((x) => x.request_counts.total)).toEqual([12, 1]);
   });
 
   it('refuses --batch where it cannot go', async () => {

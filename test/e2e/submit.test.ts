@@ -172,6 +172,87 @@ describe('submit (on fixture data the test writes)', () => {
     }
   });
 
+  it('sends what the run spent: the board shows its cost and tokens, and cost against score once two are priced', async () => {
+    const priced = async (name: string, pricePrompt: string) => {
+      const run = join(tmp(), name);
+      await rumedbenchOk(
+        ...['llm', '--base-url', model.url, '--model', `org/${name}`, '--data', DATA, '--bootstrap', '0'],
+        // All five public tasks: a board places an entry by its overall score.
+        ...['--price-prompt', pricePrompt, '--price-completion', '2', '--out', run],
+      );
+      const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')) as {
+        llm: {
+          cost: number;
+          usage: { prompt_tokens: number; completion_tokens: number };
+          requests: { total: number };
+        };
+      };
+      const sent = await rumedbenchOk('submit', run, '--server', board.url, '--json');
+      return { id: (JSON.parse(sent.stdout) as { id: string }).id, llm: summary.llm, run };
+    };
+    const cheap = await priced('cheap-7b', '0.5');
+    const entry = (await (await fetch(`${board.url}/api/submissions/${cheap.id}`)).json()) as {
+      usage: unknown;
+    };
+    // The board holds what the run's summary says, no more: tokens as the server reported them, the cost as priced.
+    expect(cheap.llm.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(entry.usage).toEqual({
+      prompt_tokens: cheap.llm.usage.prompt_tokens,
+      completion_tokens: cheap.llm.usage.completion_tokens,
+      requests: cheap.llm.requests.total,
+      cost_usd: cheap.llm.cost,
+    });
+    const page = await (await fetch(`${board.url}/submissions/${cheap.id}`)).text();
+    expect(page).toContain(`${cheap.llm.usage.prompt_tokens.toLocaleString('en-US')} prompt tokens`);
+    let html = await (await fetch(`${board.url}/`)).text();
+    expect(html).toContain('>Cost</th>');
+    // One priced entry: a column, no chart yet.
+    expect(html).not.toContain('id="llm-cost"');
+    const dear = await priced('dear-7b', '50');
+    expect(dear.llm.cost).toBeGreaterThan(cheap.llm.cost);
+    html = await (await fetch(`${board.url}/`)).text();
+    const figure = /<figure id="llm-cost">([\s\S]*?)<\/figure>/.exec(html)?.[1] ?? '';
+    expect(figure).toContain('<svg');
+    // Both score alike (the same replies): the cheaper one is the front, the dearer one dominated.
+    expect(figure).toContain(`cheap-7b: `);
+    expect(figure).toMatch(/cheap-7b: [\d.]+, \$[\d.e-]+ \(on the Pareto front\)/);
+    expect(figure).not.toMatch(/dear-7b: [\d.]+, \$[\d.e-]+ \(on the Pareto front\)/);
+    const csv = (await (await fetch(`${board.url}/board/public.csv`)).text()).split('\r\n');
+    const header = (csv[0] as string).split(',');
+    const row = (csv.find((l) => l.includes(dear.id)) as string).split(',');
+    expect(row[header.indexOf('cost_usd')]).toBe(String(dear.llm.cost));
+    expect(row[header.indexOf('prompt_tokens')]).toBe(String(dear.llm.usage.prompt_tokens));
+
+    // Sent by hand, the field is checked: JSON, whole non-negative counts, parts no larger than their whole.
+    for (const [usage, why] of [
+      ['{not json', 'usage: not JSON'],
+      [JSON.stringify({ prompt_tokens: -1, completion_tokens: 1 }), 'prompt_tokens'],
+      [JSON.stringify({ prompt_tokens: 1.5, completion_tokens: 1 }), 'prompt_tokens'],
+      [JSON.stringify({ prompt_tokens: 1, completion_tokens: 1, cost_usd: '1' }), 'cost_usd'],
+      [JSON.stringify({ prompt_tokens: 1, completion_tokens: 1, cost_usd: 1e12 }), 'cost_usd'],
+      [JSON.stringify({ prompt_tokens: 1, completion_tokens: 1, evil: '<script>' }), 'evil'],
+      [
+        JSON.stringify({ prompt_tokens: 1, completion_tokens: 2, reasoning_tokens: 3 }),
+        'more than completion_tokens',
+      ],
+      [`{"prompt_tokens":1,"completion_tokens":1,"x":"${'a'.repeat(2000)}"}`, 'at most 1000 characters'],
+    ] as const) {
+      const fd = new FormData();
+      const file = readFileSync(join(cheap.run, 'predictions', 'RuMedDaNet.jsonl'));
+      fd.append('file', new Blob([file]), 'RuMedDaNet.jsonl');
+      fd.append('model', 'hand-made');
+      fd.append('kind', 'LLM');
+      fd.append('usage', usage);
+      const res = await fetch(`${board.url}/api/submissions`, { method: 'POST', body: fd });
+      const body = (await res.json()) as { code: string; error: string };
+      expect([res.status, body.code, body.error]).toEqual([
+        400,
+        'INVALID_METADATA',
+        expect.stringContaining(why),
+      ]);
+    }
+  });
+
   it('answers a broken upload with every problem, as eval prints them, and exit 1', async () => {
     const dir = writeFixturePredictions(DATA, tmp());
     writeFileSync(join(dir, 'RuMedNLI.jsonl'), '{"pairID": "nope", "prediction": "entailment"}\n{"pairID": ');

@@ -275,6 +275,67 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
   });
 
+  it('a batch cell on workers holds no request slots; a worker killed while its batch waits is succeeded by one that collects it', async () => {
+    const db = await freshDatabase('postgres');
+    let hold = true;
+    const s = await startFakeOpenAI({ reply, holdBatches: () => hold });
+    servers.push(s);
+    const file = writePlan([
+      `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, batch: true, batch_poll: 0.05}`,
+    ]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const first = startWorker(db, 'b1');
+    // The batch is submitted and recorded; the job's claim holds none of the endpoint's request slots.
+    const claim = await waitFor('a recorded batch', async () => {
+      const rows = await query<{ in_flight: number }>(
+        db,
+        `SELECT c.in_flight FROM rumedbench_runs.claims c, rumedbench_runs.batches b WHERE c.job_id IS NOT NULL`,
+      );
+      return rows[0];
+    });
+    expect(claim.in_flight).toBe(0);
+    expect(s.batches()).toHaveLength(1);
+    // plan status names the batch and where it stands, as the worker last saw it.
+    const waiting = await waitFor('the batch seen in progress', async () => {
+      const out = (await rumedbenchOk('plan', 'status', id, '--db', db)).stdout;
+      return /batch batch_1, 120 requests: in_progress 0\/120/.test(out) ? out : undefined;
+    });
+    expect(waiting).toMatch(/m\/default\s+running/);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    hold = false;
+    const second = startWorker(db, 'b2', ['--exit-when-idle']);
+    expect((await second.exited).code, second.log()).toBe(0);
+    expect(second.log()).toContain('submitted by an earlier run; collecting its 120 requests');
+    // One upload, one batch in all: nothing was sent twice, nothing online.
+    expect([s.uploads(), s.batches().length, s.requests.length]).toEqual([1, 1, 0]);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(status.status).toBe('done');
+    expect((status as unknown as { cells: { batches: unknown[] }[] }).cells[0]?.batches).toEqual([
+      { id: 'batch_1', requests: 120, status: 'completed', collected: true },
+    ]);
+    const out = tmp();
+    await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out);
+    const summary = JSON.parse(readFileSync(join(out, 'm/default', 'summary.json'), 'utf8')) as {
+      llm: { batch: { batches: string[]; discount: number } };
+    };
+    expect(summary.llm.batch).toMatchObject({ batches: ['batch_1'], discount: 0.5 });
+    // The same predictions as the cell run online, on this machine.
+    const online = await startFakeOpenAI({ reply });
+    servers.push(online);
+    const local = tmp();
+    await rumedbenchOk(
+      'plan',
+      'run',
+      writePlan([`  - {name: m, provider: openai, base_url: "${online.url}", model: fake-m}`]),
+      '--out',
+      local,
+    );
+    expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
+  });
+
   it('SIGTERM releases the worker’s job to the queue at once; another worker finishes it', async () => {
     const db = await freshDatabase('postgres');
     const s = await serve(100);

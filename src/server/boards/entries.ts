@@ -1,6 +1,7 @@
 /** Submissions as the boards show them: the row a board reads, summarized from a result, and the ranking. */
 
 import type { Interval } from '../../metrics/bootstrap.js';
+import type { RunUsage } from '../../scoring/run-usage.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
@@ -46,6 +47,8 @@ export interface Entry
   platform_run: PlatformRun | null;
   /** What the uploaded run's trust files say, where it sent them. */
   trust: TrustSummary | null;
+  /** What the uploaded run spent, as its uploader says (tokens; cost where it was priced). */
+  usage: RunUsage | null;
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
   /** Closed board under the Ladder: `overall` is the released score; per-task scores are withheld. */
@@ -124,6 +127,7 @@ function exactEntry(row: ListedRow, result?: EvaluationResult): Entry {
     duplicate_of: row.duplicate_of,
     platform_run: row.platform_run ? (JSON.parse(row.platform_run) as PlatformRun) : null,
     trust: row.trust ? (JSON.parse(row.trust) as TrustSummary) : null,
+    usage: row.usage ? (JSON.parse(row.usage) as RunUsage) : null,
     overall: row.overall === null ? null : Number(row.overall),
     // The closed board's overall has no interval of its own; the public one is the scorer's.
     overall_ci: row.board === 'public' ? overall_ci : null,

@@ -38,6 +38,12 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     'overall',
     'overall.rank_ci',
     'overall.group',
+    // What the run spent, as its upload reported it (empty where it reported nothing).
+    'cost_usd',
+    'prompt_tokens',
+    'completion_tokens',
+    'reasoning_tokens',
+    'batch',
   ];
   const rows = entries.map((e, i) => [
     e.overall !== null ? String(i + 1) : '',
@@ -54,6 +60,11 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     e.overall?.toFixed(4) ?? '',
     e.place ? rankInterval(e.place.rank_ci) : '',
     e.place?.group ?? '',
+    e.usage?.cost_usd !== undefined ? String(e.usage.cost_usd) : '',
+    e.usage ? String(e.usage.prompt_tokens) : '',
+    e.usage ? String(e.usage.completion_tokens) : '',
+    e.usage?.reasoning_tokens !== undefined ? String(e.usage.reasoning_tokens) : '',
+    e.usage ? String(e.usage.batch === true) : '',
   ]);
   return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
 }
@@ -95,6 +106,8 @@ export function publicEntry(e: Entry) {
         }
       : null,
     trust: e.trust,
+    // What the run spent, as its upload reported it (tokens; cost_usd where the run was priced); null: not reported.
+    usage: e.usage,
   };
 }
 

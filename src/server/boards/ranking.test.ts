@@ -138,8 +138,9 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       }
       // The CSV carries the overall's interval and group.
       const csv = (await (await t.request('/board/public.csv')).text()).split('\r\n');
-      expect(csv[0]).toMatch(/,overall,overall\.rank_ci,overall\.group$/);
-      expect(csv[1]).toMatch(/,\d+(–\d+)?,[a-z]+$/);
+      // (then what the run spent, empty for an upload that said nothing of it).
+      expect(csv[0]).toMatch(/,overall,overall\.rank_ci,overall\.group,cost_usd,/);
+      expect(csv[1]).toMatch(/,\d+(–\d+)?,[a-z]+,,,,,$/);
     });
 
     it('fills in the counts of entries scored before they were kept, from their files, and ranks them the same', async () => {

@@ -76,7 +76,7 @@ describe.skipIf(!ROUTES_READY)(`board routes (${ROUTES_READY ? 'data found' : NO
       const csv = await (await request('/board/public.csv')).text();
       expect(csv).toContain(`"'=HYPERLINK(""http://evil.example"")"`);
       expect(csv.split('\r\n')[0]).toBe(
-        'rank,id,model,team,kind,params,open_weights,verified,submitted,RuMedTop3.accuracy,RuMedTop3.hit_at_3,RuMedSymptomRec.accuracy,RuMedSymptomRec.hit_at_3,RuMedDaNet.accuracy,RuMedNLI.accuracy,RuMedNER.accuracy,RuMedNER.f1,RuMedTop3.score,RuMedSymptomRec.score,RuMedDaNet.score,RuMedNLI.score,RuMedNER.score,overall,overall.rank_ci,overall.group',
+        'rank,id,model,team,kind,params,open_weights,verified,submitted,RuMedTop3.accuracy,RuMedTop3.hit_at_3,RuMedSymptomRec.accuracy,RuMedSymptomRec.hit_at_3,RuMedDaNet.accuracy,RuMedNLI.accuracy,RuMedNER.accuracy,RuMedNER.f1,RuMedTop3.score,RuMedSymptomRec.score,RuMedDaNet.score,RuMedNLI.score,RuMedNER.score,overall,overall.rank_ci,overall.group,cost_usd,prompt_tokens,completion_tokens,reasoning_tokens,batch',
       );
     });
   });

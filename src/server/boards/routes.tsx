@@ -1,13 +1,14 @@
 /** The boards: the public and closed pages, their CSV and JSON exports. */
 import { type Context, Hono } from 'hono';
 import { PAPER_ROWS } from '../../report/paper.js';
+import { boardCostChart } from '../charts.js';
 import type { BoardName } from '../db/schema.js';
 import type { Env, RouteDeps } from '../http.js';
 import type { Entry } from './entries.js';
 import { boardCsv, parseBoard, publicEntry, rankingSummary } from './present.js';
 import { BoardPage } from './views.js';
 
-export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
+export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
   // A board's page is drawn once per list of entries (the service caches the list) and language.
   const boardHtml = new WeakMap<Entry[], Map<string, string>>();
@@ -22,6 +23,11 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
     const key = `${board}:${ctx.lang}:${ctx.admin}:${ctx.path}`;
     let html = pages.get(key);
     if (html === undefined) {
+      const chart = boardCostChart(entries, ctx.r);
+      // Drawn by the scoring workers, kept by the chart cache while the priced entries stay as they are.
+      const costChart = chart
+        ? ((await charts.draw(`cost:${board}:${ctx.lang}:${chart.description}`, () => [chart]))[0] ?? null)
+        : null;
       html = `<!DOCTYPE html>\n${String(
         <BoardPage
           ctx={ctx}
@@ -30,6 +36,7 @@ export function boardRoutes({ lb }: RouteDeps): Hono<Env> {
           paperRows={board === 'public' ? PAPER_ROWS : []}
           ladder={lb.options.closedRelease === 'ladder'}
           ranking={lb.boards.ranking(board)}
+          costChart={costChart}
         />,
       )}`;
       if (pages.size < 64) pages.set(key, html);

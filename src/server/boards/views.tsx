@@ -2,10 +2,13 @@
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { escapeToBuffer } from 'hono/utils/html';
+import { formatUsd } from '../../llm/cost.js';
 import { rankInterval } from '../../report/format.js';
 import type { PaperRow } from '../../report/paper.js';
+import type { RunUsage } from '../../scoring/run-usage.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
+import type { ChartBlock } from '../charts.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
@@ -70,6 +73,48 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   </span>
 );
 
+/** 1234567 → "1.2M": token counts as a column can hold them. */
+export function shortCount(n: number): string {
+  if (n >= 1e9) return `${Number((n / 1e9).toPrecision(2))}G`;
+  if (n >= 1e6) return `${Number((n / 1e6).toPrecision(2))}M`;
+  if (n >= 1e3) return `${Number((n / 1e3).toPrecision(2))}k`;
+  return String(n);
+}
+
+/** Tokens in words: prompt, completion, of them reasoning, cached prompt. */
+export function usageWords(u: RunUsage, ctx: PageContext): string {
+  return [
+    `${u.prompt_tokens.toLocaleString('en-US')} ${ctx.t.promptTokens}`,
+    `${u.completion_tokens.toLocaleString('en-US')} ${ctx.t.completionTokens}`,
+    ...(u.reasoning_tokens !== undefined
+      ? [`${u.reasoning_tokens.toLocaleString('en-US')} ${ctx.t.reasoningTokens}`]
+      : []),
+    ...(u.cached_prompt_tokens !== undefined
+      ? [`${u.cached_prompt_tokens.toLocaleString('en-US')} ${ctx.t.cachedTokens}`]
+      : []),
+    ...(u.requests !== undefined ? [`${u.requests.toLocaleString('en-US')} ${ctx.t.requestsWord}`] : []),
+  ].join(', ');
+}
+
+/** The cost column's cell: USD where the run was priced, the tokens under it, the details in its title. */
+const UsageCell: FC<{ u: RunUsage | null; ctx: PageContext }> = ({ u, ctx }) =>
+  u ? (
+    <td class="num usage" title={usageWords(u, ctx)}>
+      {u.cost_usd !== undefined ? formatUsd(u.cost_usd) : <span class="note">{ctx.t.notPriced}</span>}
+      {u.batch ? <span class="tag">{ctx.t.batchTag}</span> : ''}
+      <small class="ci">{`${shortCount(u.prompt_tokens + u.completion_tokens)} ${ctx.t.tokensWord}`}</small>
+    </td>
+  ) : (
+    <td class="num usage">–</td>
+  );
+
+const Figure: FC<{ chart: ChartBlock }> = ({ chart }) => (
+  <figure id={chart.id}>
+    <div class="chart">{raw(chart.svg)}</div>
+    {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
+  </figure>
+);
+
 export const BoardPage: FC<{
   ctx: PageContext;
   board: BoardName;
@@ -78,8 +123,12 @@ export const BoardPage: FC<{
   /** Closed scores are released by the Ladder (the board says so, entries or not). */
   ladder?: boolean;
   ranking: RankingState;
-}> = ({ ctx, board, entries, paperRows, ladder, ranking }) => {
+  /** Cost against overall score, where two or more entries were priced. */
+  costChart?: ChartBlock | null;
+}> = ({ ctx, board, entries, paperRows, ladder, ranking, costChart }) => {
   const tasks = BOARD_TASKS[board];
+  // The cost column appears once some entry's upload said what its run spent.
+  const spent = entries.some((e) => e.usage !== null);
   const defined = tasks.filter((t) => getTask(t).source !== undefined);
   const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
   // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
@@ -156,6 +205,13 @@ export const BoardPage: FC<{
               <th scope="col" class="num">
                 {ctx.t.overall}
               </th>
+              {spent ? (
+                <th scope="col" class="num usage" title={ctx.t.costColumnTitle}>
+                  {ctx.t.costColumn}
+                </th>
+              ) : (
+                ''
+              )}
             </tr>
           </thead>
           <tbody>
@@ -171,6 +227,7 @@ export const BoardPage: FC<{
                     <td class="num task">{metricCell(row.p.tasks[t], t)}</td>
                   ))}
                   <td class="num">{f2(row.p.overall)}</td>
+                  {spent ? <td class="num usage"></td> : ''}
                 </tr>
               ) : (
                 <tr class="entry" data-id={row.e.id}>
@@ -209,6 +266,7 @@ export const BoardPage: FC<{
                     {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
                     {place(row.e.place, ctx, true)}
                   </td>
+                  {spent ? <UsageCell u={row.e.usage} ctx={ctx} /> : ''}
                 </tr>
               ),
             )}
@@ -216,6 +274,15 @@ export const BoardPage: FC<{
         </table>
       </div>
       {entries.length === 0 ? <p class="note">{ctx.t.empty}</p> : ''}
+      {costChart ? (
+        <section class="cost">
+          <h2>{ctx.r.costChart}</h2>
+          <p class="note">{ctx.t.costChartNote}</p>
+          <Figure chart={costChart} />
+        </section>
+      ) : (
+        ''
+      )}
     </Layout>
   );
 };

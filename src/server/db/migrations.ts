@@ -213,6 +213,12 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('submissions').addColumn('item_stats', 'text').execute();
     },
   },
+  '0009_usage': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // What an uploaded LLM run spent (tokens, and cost where it was priced), as JSON: the boards' cost column.
+      await db.schema.alterTable('submissions').addColumn('usage', 'text').execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

@@ -102,6 +102,7 @@ const LISTED = [
   'verified',
   'platform_run',
   'trust',
+  'usage',
   'source',
   'files',
   'ladder_key',

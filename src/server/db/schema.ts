@@ -52,6 +52,8 @@ export interface SubmissionsTable {
   platform_run: Generated<string | null>;
   /** What the run's trust files say, sent with the upload and checked (scoring/trust-files.ts), as JSON. */
   trust: Generated<string | null>;
+  /** What the uploaded run spent (tokens, cost where priced; scoring/run-usage.ts), as its uploader says, as JSON. */
+  usage: Generated<string | null>;
   /** How it came: uploaded, run by the platform's workers, or a human row published by a campaign. */
   source: Generated<SubmissionSource>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */

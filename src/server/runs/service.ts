@@ -7,6 +7,8 @@
 import { basename } from 'node:path';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js';
 import type { Logger } from '../../log.js';
+import { llmDetailsOf } from '../../scoring/run-folder.js';
+import { runUsageOf } from '../../scoring/run-usage.js';
 import { getTask } from '../../tasks/registry.js';
 import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
 import {
@@ -275,7 +277,10 @@ export class Runs {
         );
         const upload =
           predictions.length > 0 ? predictions : files.filter((f) => f.path === 'submission.zip');
+        const summaryFile = files.find((f) => f.path === 'summary.json');
+        const details = summaryFile ? llmDetailsOf(summaryFile.content.toString('utf8')) : undefined;
         const answer = await this.lb.uploads.recordPlatformRun({
+          usage: details ? (runUsageOf(details) ?? null) : null,
           files: upload.map((f) => ({ name: basename(f.path), data: new Uint8Array(f.content) })),
           board,
           model: String(manifest.model ?? meta.endpoint),

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { cleanText } from '../../data/clean-text.js';
+import { parseRunUsage } from '../../scoring/run-usage.js';
 import { trustSummarySchema } from '../../scoring/trust-files.js';
 import { FIELD_LIMITS, KINDS } from '../db/schema.js';
 
@@ -14,6 +15,8 @@ import { HttpError } from '../errors.js';
 
 /** The trust summary's length at most (the multipart reader caps a field at 4 × the description's limit). */
 const TRUST_MAX = 16_000;
+/** The usage's length at most: a handful of numbers. */
+const USAGE_MAX = 1_000;
 
 const boolish = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off', ''])])
@@ -74,6 +77,18 @@ export const metadataSchema = z.object({
           message: `${i.path.map(String).join('.') || '(top)'}: ${inner ? `not ${inner}` : i.message}`,
         });
       }
+      return z.NEVER;
+    }),
+  /** What the run spent (`submit` of an LLM run sends it): tokens, and cost where the run was priced. */
+  usage: z
+    .string()
+    .max(USAGE_MAX, `at most ${USAGE_MAX} characters`)
+    .default('')
+    .transform((v, ctx) => {
+      if (v.trim() === '') return null;
+      const r = parseRunUsage(v);
+      if ('usage' in r) return r.usage;
+      for (const message of r.problems) ctx.addIssue({ code: 'custom', message });
       return z.NEVER;
     }),
 });

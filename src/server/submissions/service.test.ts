@@ -39,6 +39,7 @@ const META = {
   open_weights: false,
   board: 'public' as const,
   trust: null,
+  usage: null,
 };
 
 describe.each(ENGINES)('uploads and platform entries (%s)', (engine) => {

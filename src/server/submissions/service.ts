@@ -7,6 +7,7 @@
 import type { Kysely } from 'kysely';
 import { type ItemScores, type LadderStep, ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
+import type { RunUsage } from '../../scoring/run-usage.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { trustTasksProblem } from '../../scoring/trust-files.js';
 import { sha256Hex } from '../auth.js';
@@ -345,6 +346,7 @@ export class Uploads {
             response: JSON.stringify(body),
             files: JSON.stringify(outcome.files.map((f) => ({ name: f.name, chars: f.content.length }))),
             trust: m.trust ? JSON.stringify(m.trust) : null,
+            usage: m.usage ? JSON.stringify(m.usage) : null,
             source: input.source,
             ...(ladderKey ? { ladder_key: ladderKey } : {}),
             ...(ladder ? { released: ladder.released } : {}),
@@ -401,6 +403,8 @@ export class Uploads {
     team: string;
     description: string;
     run: PlatformRun;
+    /** What the run spent, from its summary. */
+    usage?: RunUsage | null;
   }): Promise<UploadAnswer> {
     // One entry per plan and board: imported twice (a restart between scoring and marking it), it lands once.
     const idemKey = sha256Hex(`platform\n${input.run.plan_id}\n${input.board}`);
@@ -419,6 +423,7 @@ export class Uploads {
             open_weights: false,
             board: input.board,
             trust: null,
+            usage: input.usage ?? null,
           },
           who: { tokenId: null, team: input.team, address: 'platform' },
           idemKey,

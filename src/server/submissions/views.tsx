@@ -1,12 +1,13 @@
 /** A submission's page, the comparison of two, the upload form and its answer. */
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
+import { formatUsd } from '../../llm/cost.js';
 import { deltaRows } from '../../report/build.js';
 import { pValue, signed } from '../../report/format.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { Entry } from '../boards/entries.js';
-import { shownDescription, shownTeam, Tags } from '../boards/views.js';
+import { shownDescription, shownTeam, Tags, usageWords } from '../boards/views.js';
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS } from '../score-upload.js';
@@ -109,6 +110,22 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
             {Object.entries(e.trust.formulations).map(([task, f]) => (
               <div>{`${task}: ${f.variants} ${ctx.t.wordings}, ${f2(f.mean)} ± ${f2(f.sd)} (${f2(f.min)}–${f2(f.max)})`}</div>
             ))}
+          </td>
+        </tr>
+      ) : (
+        ''
+      )}
+      {e.usage ? (
+        <tr class="usage">
+          <th scope="row">{ctx.t.usageHeading}</th>
+          <td>
+            {e.usage.cost_usd !== undefined ? (
+              <strong>{formatUsd(e.usage.cost_usd)}</strong>
+            ) : (
+              ctx.t.notPriced
+            )}
+            {e.usage.batch ? ` (${ctx.t.batchNote})` : ''}
+            <div>{usageWords(e.usage, ctx)}</div>
           </td>
         </tr>
       ) : (
