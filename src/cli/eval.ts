@@ -119,6 +119,12 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
     if (flags.breakdown && scored) parts.push(renderBreakdown(result));
     const unscored = Object.entries(result.unscored).map(([t, why]) => `${t}: not scored: ${why}`);
     if (unscored.length > 0) parts.push(unscored.join('\n'));
+    if (result.overall_six) {
+      const { score, ci } = result.overall_six;
+      parts.push(
+        `Overall of six tasks (MedBench's, with ECG2Pathology): ${score.toFixed(2)}${ci ? ` [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]` : ''}; the paper's overall above is of the five public tasks.`,
+      );
+    }
     if (result.overall === null && paperTasks) {
       parts.push(
         'Overall: not reported: it needs all five public tasks scored (RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER).',

@@ -182,7 +182,7 @@ export function addFlags(cmd: Command, table: FlagTable): Command {
     cmd.addOption(
       new Option(
         '--tasks-dir <path>',
-        'task definition file or folder of them (repeatable; also RUMEDBENCH_TASKS)',
+        'task definition file or folder of them, or a shipped task by name (ECG2Pathology) (repeatable; also RUMEDBENCH_TASKS)',
       ).argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]),
     );
   }

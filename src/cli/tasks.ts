@@ -4,7 +4,7 @@ import { loadSplit } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
 import { loadTaskFile } from '../tasks/definition-file.js';
-import { BUILTIN_TASKS, isTaskName, shippedTasks, TASKS } from '../tasks/registry.js';
+import { BUILTIN_TASKS, isTaskName, shippedFile, shippedTasks, TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import { definitionFiles } from '../tasks/user.js';
 import { renderTable } from '../text-table.js';
@@ -21,7 +21,7 @@ export const TASKS_CHECK_FLAGS = {
 const sourceOf = (t: TaskDefinition): string =>
   t.source === undefined
     ? 'built in'
-    : t.optional
+    : t.optional || shippedFile(t.name) === t.source
       ? `shipped (${t.source})`
       : relative(process.cwd(), t.source);
 
@@ -29,7 +29,8 @@ const kindOf = (t: TaskDefinition): string =>
   t.kind === 'classification' && t.choices ? 'multiple choice' : t.kind;
 
 export function runTasks(flags: FlagsOf<typeof TASKS_FLAGS>, io: CliIo): number {
-  const tasks = [...TASKS, ...shippedTasks()];
+  // A shipped task named with --tasks-dir is among TASKS already: listed once.
+  const tasks = [...TASKS, ...shippedTasks().filter((t) => !TASKS.some((u) => u.name === t.name))];
   if (flags.json) {
     io.out(
       `${JSON.stringify(

@@ -65,16 +65,18 @@ export class ReferenceLoader {
     };
     // Gold given apart (`--gold DIR`) is the authority for whatever split is scored.
     const given = this.gold[task.name];
-    if (withRecords || given) {
+    const gold = given ?? (split === 'private_test' ? this.privateGold[task.name] : undefined);
+    if (withRecords || gold) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
-      const gold = given ?? (split === 'private_test' ? this.privateGold[task.name] : undefined);
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
-      // No data file here (ECG2Pathology's records are the host's): the gold file's ids are the split.
-      else if (given)
-        ref.records = [...given].map(([id, g], i) => ({
+      // No data file here (ECG2Pathology's records are the host's): the gold's ids (given, or imported by a
+      // board's admin) are the split.
+      else if (gold)
+        ref.records = [...gold].map(([id, g], i) => ({
           id,
           gold: g,
-          raw: { [task.idField]: id, [task.goldField]: g },
+          // Hidden gold stays out of the record's fields (what pages and campaigns could show of an item).
+          raw: this.hiddenGold ? { [task.idField]: id } : { [task.idField]: id, [task.goldField]: g },
           line: i + 1,
         }));
     } else ref.fileGoldOnly = true;

@@ -57,6 +57,7 @@ export const evaluationSchema = z
     split: z.string(),
     overall: z.number().nullable(),
     overall_ci: interval.nullable(),
+    overall_six: z.object({ score: z.number(), ci: interval.nullable() }).optional(),
     tasks: z.record(z.string(), taskScores),
     unscored: z.record(z.string(), z.string()).default({}),
     bootstrap: z.object({ resamples: z.number() }).passthrough(),

@@ -476,8 +476,10 @@ export function validateTaskFile(
     });
   }
   const hasErrors = issues.some((i) => i.severity === 'error');
-  // A shipped task without data (ECG2Pathology): its gold is its host's. Checked, then left unscored, saying how.
-  if (!records && task.optional && !reference.fileGoldOnly) {
+  // A task whose records only its host holds (ECG2Pathology; a definition listing a split without its file): its gold
+  // is its host's. Checked, then left unscored, saying how.
+  const hostHeld = task.source !== undefined && task.files?.[reference.split] === undefined;
+  if (!records && (task.optional || hostHeld) && !reference.fileGoldOnly) {
     const unscored = `no gold for ${task.name} here (its host holds it; \`eval --gold DIR\` scores it on ${task.name}.jsonl in DIR)`;
     issues.push({
       severity: 'warning',

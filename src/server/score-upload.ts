@@ -29,14 +29,16 @@ const hasSplit = (t: TaskDefinition, s: Split) => (t.splits as readonly Split[])
 
 /**
  * The tasks of each board, in the paper's order, then the tasks defined in files that `serve --tasks-dir` loaded:
- * the public board has the five public tasks and every defined task with a test split; the closed board every task
- * with a private test. Read from the registry when asked, as definitions are loaded after this module.
+ * the public board has the five public tasks and every defined task with a test file (its gold is public); the
+ * closed board every task with a private test, whose gold the admin imports (for a task whose records only its host
+ * holds, ECG2Pathology, the imported gold's ids are the split). Read from the registry when asked, as definitions
+ * are loaded after this module.
  */
 export const BOARD_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
   get public() {
-    return TASKS.filter((t) => t.inOverall || (t.source !== undefined && hasSplit(t, 'test'))).map(
-      (t) => t.name,
-    );
+    return TASKS.filter(
+      (t) => t.inOverall || (t.source !== undefined && hasSplit(t, 'test') && t.files?.test !== undefined),
+    ).map((t) => t.name);
   },
   get closed() {
     return TASKS.filter((t) => hasSplit(t, 'private_test')).map((t) => t.name);
@@ -165,12 +167,11 @@ async function decideBoard(
     const task = baseName(e.name).replace(/\.jsonl$/, '');
     if (!isTaskName(task) || !onAnyBoard(task)) continue;
     const def = getTask(task);
-    const splits = (def?.splits ?? []) as readonly string[];
-    if (!splits.includes('test')) {
+    if (!BOARD_TASKS.public.includes(task)) {
       votes.add('closed');
       continue;
     }
-    if (!splits.includes('private_test')) {
+    if (!BOARD_TASKS.closed.includes(task)) {
       votes.add('public');
       continue;
     }

@@ -42,11 +42,15 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
 export const defaultDbFile = (): string =>
   join(envPaths('rumedbench', { suffix: '' }).data, 'leaderboard.sqlite');
 
-/** The data files a server scores against; all must be there. */
+/**
+ * The data files a server scores against; all must be there. A defined task's split without a file is its host's
+ * (ECG2Pathology): its records come with the gold the admin imports.
+ */
 function checkDataFolder(dataDir: string): void {
   const missing = TASKS.flatMap((t) =>
     (['test', 'private_test'] as const)
       .filter((s) => (t.splits as readonly string[]).includes(s))
+      .filter((s) => t.source === undefined || t.files?.[s] !== undefined)
       .map((s) => splitPath(dataDir, t, s))
       .filter((f) => !existsSync(f)),
   );

@@ -55,7 +55,15 @@ const lookup = (name: string): TaskDefinition | undefined => BY_NAME.get(name) ?
 export function registerTask(task: TaskDefinition): void {
   const known = BY_NAME.get(task.name) ?? (SHIPPED[task.name] ? shipped(task.name) : undefined);
   if (known) {
-    if (known.source !== undefined && known.source === task.source) return;
+    if (known.source !== undefined && known.source === task.source) {
+      // A shipped definition named on purpose (`--tasks-dir ECG2Pathology`): a task like a user's from now on, on
+      // the boards and among all tasks.
+      if (known.optional && !task.optional && !TASKS.includes(known)) {
+        BY_NAME.set(task.name, task);
+        TASKS.push(task);
+      }
+      return;
+    }
     throw new UsageError(
       known.source === undefined || known.optional
         ? `${task.source ?? 'a task definition'}: "${task.name}" is the name of a built-in task; give yours another name`
@@ -68,6 +76,10 @@ export function registerTask(task: TaskDefinition): void {
 
 /** Tasks defined in files that are registered now (for `rumedbench tasks`). */
 export const userTasks = (): TaskDefinition[] => TASKS.filter((t) => t.source !== undefined);
+
+/** The file of a shipped definition, by the task's name (`--tasks-dir ECG2Pathology`); undefined for other names. */
+export const shippedFile = (name: string): string | undefined =>
+  SHIPPED[name] ? `${SHIPPED_TASKS_DIR}${SHIPPED[name]}` : undefined;
 
 /** The shipped definitions, read (for `rumedbench tasks`). */
 export const shippedTasks = (): TaskDefinition[] =>

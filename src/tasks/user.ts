@@ -7,7 +7,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { TaskDefinitionError, UsageError } from '../errors.js';
 import { loadTaskFile } from './definition-file.js';
-import { registerTask } from './registry.js';
+import { registerTask, shippedFile } from './registry.js';
 import type { TaskDefinition } from './types.js';
 
 export const TASKS_ENV = 'RUMEDBENCH_TASKS';
@@ -22,6 +22,9 @@ const DEFINITION = /\.(ya?ml|json)$/i;
 
 /** The definition files a path stands for: itself, or a folder's definition files in name order. */
 export function definitionFiles(path: string): string[] {
+  // A shipped definition by its name (ECG2Pathology): a leaderboard puts it on its boards this way.
+  const shipped = existsSync(path) ? undefined : shippedFile(path);
+  if (shipped) return [shipped];
   if (!existsSync(path)) throw new UsageError(`${path}: no such task definition file or folder`);
   if (!statSync(path).isDirectory()) return [path];
   const files = readdirSync(path)

@@ -1,4 +1,6 @@
 /** The scorer reproduces the paper's table from upstream's own prediction files, to two decimals. */
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PAPER_ROWS } from '../../src/report/paper.js';
@@ -42,6 +44,52 @@ describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS)(
       });
       expect(result.errors).toEqual([]);
       expect(round2(result.overall)).toBe(58.46);
+    });
+
+    it("with ECG2Pathology beside them, MedBench's six-task overall: the naive rows make upstream's 29.53", async () => {
+      // The paper's naive files, and the naive ECG2Pathology row (class 37 for every record) on records whose gold has
+      // class 37 in 18 of 25: macro F1 = 2·18 / (18 + 25) / 73 = 1.15, upstream's naive ECG2Pathology score.
+      const dir = mkdtempSync(join(tmpdir(), 'rumedbench-six-'));
+      mkdirSync(join(dir, 'preds'));
+      mkdirSync(join(dir, 'gold'));
+      const naive = join(REFERENCE_PREDICTIONS as string, 'naive');
+      for (const f of readdirSync(naive)) copyFileSync(join(naive, f), join(dir, 'preds', f));
+      const records = Array.from({ length: 25 }, (_, i) => `${String(i).padStart(5, '0')}_hr`);
+      const lines = (labels: (i: number) => number[]) =>
+        records.map((r, i) => `${JSON.stringify({ record_name: r, labels: labels(i) })}\n`).join('');
+      writeFileSync(
+        join(dir, 'gold', 'ECG2Pathology.jsonl'),
+        lines((i) => (i < 18 ? [37] : [5])),
+      );
+      writeFileSync(
+        join(dir, 'preds', 'ECG2Pathology.jsonl'),
+        lines(() => [37]),
+      );
+      const result = await evaluateSubmission(join(dir, 'preds'), {
+        dataDir: DATA_DIR as string,
+        // The naive RuMedDaNet file predates the re-release (below); ECG2Pathology's gold is the host's.
+        fileGold: true,
+        goldDir: join(dir, 'gold'),
+        bootstrap: 200,
+      });
+      expect(round2(result.tasks.ECG2Pathology?.score)).toBe(1.15);
+      expect(round2(result.overall)).toBe(35.21);
+      const six = result.overall_six;
+      expect(six?.score).toBeCloseTo(
+        ((result.overall as number) * 5 + (result.tasks.ECG2Pathology?.score ?? 0)) / 6,
+        10,
+      );
+      expect(round2(six?.score)).toBe(29.53);
+      const [lo, hi] = six?.ci ?? [Number.NaN, Number.NaN];
+      expect(lo).toBeLessThan(six?.score as number);
+      expect(hi).toBeGreaterThan(six?.score as number);
+      // Without ECG2Pathology, no six-task overall is claimed.
+      const five = await evaluateSubmission(naive, {
+        dataDir: DATA_DIR as string,
+        fileGold: true,
+        bootstrap: 0,
+      });
+      expect(five.overall_six).toBeUndefined();
     });
 
     it('flags the 18 RuMedDaNet ids of the human file that the current test split no longer has', async () => {
