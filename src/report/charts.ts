@@ -886,10 +886,17 @@ export function costChart(points: readonly CostPoint[], t: Strings, palette: rea
   const x = {
     field: 'cost',
     type: 'quantitative',
-    title: logScale ? `${t.costAxis} (log)` : t.costAxis,
+    title: logScale ? `${t.costAxis} (${t.logScale})` : t.costAxis,
     ...(logScale ? { scale: { type: 'log' } } : {}),
   };
-  const y = { field: 'score', type: 'quantitative', title: t.score, scale: { zero: false } };
+  // Ticks to two decimals, as scores are shown (one score alone would get a tick of full precision).
+  const y = {
+    field: 'score',
+    type: 'quantitative',
+    title: t.score,
+    scale: { zero: false },
+    axis: { format: '.2~f' },
+  };
   return {
     id: 'llm-cost',
     title: t.costChart,

@@ -73,26 +73,23 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   </span>
 );
 
-/** 1234567 → "1.2M": token counts as a column can hold them. */
-export function shortCount(n: number): string {
-  if (n >= 1e9) return `${Number((n / 1e9).toPrecision(2))}G`;
-  if (n >= 1e6) return `${Number((n / 1e6).toPrecision(2))}M`;
-  if (n >= 1e3) return `${Number((n / 1e3).toPrecision(2))}k`;
-  return String(n);
+/** 1234567 → "1.2M" ("1,2 млн"): token counts as a column can hold them, in the page's language. */
+export function shortCount(n: number, lang: string): string {
+  return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-US', {
+    notation: n < 1000 ? 'standard' : 'compact',
+    maximumFractionDigits: 1,
+  }).format(n);
 }
 
 /** Tokens in words: prompt, completion, of them reasoning, cached prompt. */
 export function usageWords(u: RunUsage, ctx: PageContext): string {
+  const n = (x: number) => x.toLocaleString(ctx.lang === 'ru' ? 'ru-RU' : 'en-US');
   return [
-    `${u.prompt_tokens.toLocaleString('en-US')} ${ctx.t.promptTokens}`,
-    `${u.completion_tokens.toLocaleString('en-US')} ${ctx.t.completionTokens}`,
-    ...(u.reasoning_tokens !== undefined
-      ? [`${u.reasoning_tokens.toLocaleString('en-US')} ${ctx.t.reasoningTokens}`]
-      : []),
-    ...(u.cached_prompt_tokens !== undefined
-      ? [`${u.cached_prompt_tokens.toLocaleString('en-US')} ${ctx.t.cachedTokens}`]
-      : []),
-    ...(u.requests !== undefined ? [`${u.requests.toLocaleString('en-US')} ${ctx.t.requestsWord}`] : []),
+    `${n(u.prompt_tokens)} ${ctx.t.promptTokens}`,
+    `${n(u.completion_tokens)} ${ctx.t.completionTokens}`,
+    ...(u.reasoning_tokens !== undefined ? [`${n(u.reasoning_tokens)} ${ctx.t.reasoningTokens}`] : []),
+    ...(u.cached_prompt_tokens !== undefined ? [`${n(u.cached_prompt_tokens)} ${ctx.t.cachedTokens}`] : []),
+    ...(u.requests !== undefined ? [`${n(u.requests)} ${ctx.t.requestsWord}`] : []),
   ].join(', ');
 }
 
@@ -102,7 +99,7 @@ const UsageCell: FC<{ u: RunUsage | null; ctx: PageContext }> = ({ u, ctx }) =>
     <td class="num usage" title={usageWords(u, ctx)}>
       {u.cost_usd !== undefined ? formatUsd(u.cost_usd) : <span class="note">{ctx.t.notPriced}</span>}
       {u.batch ? <span class="tag">{ctx.t.batchTag}</span> : ''}
-      <small class="ci">{`${shortCount(u.prompt_tokens + u.completion_tokens)} ${ctx.t.tokensWord}`}</small>
+      <small class="ci">{`${shortCount(u.prompt_tokens + u.completion_tokens, ctx.lang)} ${ctx.t.tokensWord}`}</small>
     </td>
   ) : (
     <td class="num usage">–</td>
