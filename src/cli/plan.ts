@@ -12,6 +12,7 @@ import { runEvaluation } from '../engine/run.js';
 import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
+import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { createLogger } from '../log.js';
 import { plannedMde } from '../metrics/ranking.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
@@ -266,7 +267,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       ]),
     );
     const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
-    const keep = f.batch ? 1 - (f.batch_discount ?? 0.5) : 1;
+    const keep = f.batch ? 1 - (f.batch_discount ?? BATCH_DEFAULTS.discount) : 1;
     const skipped = Object.entries(plan.skipped);
     return {
       ...row,

@@ -14,6 +14,7 @@ import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
+import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
@@ -159,8 +160,8 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
         ? {
             batch: {
               api: batchApiOf(provider),
-              pollS: spec.batch_poll_s ?? 10,
-              discount: spec.batch_discount ?? 0.5,
+              pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
+              discount: spec.batch_discount ?? BATCH_DEFAULTS.discount,
             },
           }
         : {}),

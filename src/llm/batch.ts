@@ -30,6 +30,12 @@ import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
 
+/**
+ * A batch's defaults: the first wait between two looks at it (seconds; doubled up to five minutes), and the share of
+ * the list prices it saves (OpenAI's and Anthropic's batch discount).
+ */
+export const BATCH_DEFAULTS = { pollS: 10, discount: 0.5 } as const;
+
 /** Where a batch stands, as its provider says. */
 export interface BatchState {
   id: string;

@@ -20,7 +20,7 @@ import { cleanDeep, cleanText } from '../data/clean-text.js';
 import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { type BatchLedger, runBatches } from '../llm/batch.js';
+import { BATCH_DEFAULTS, type BatchLedger, runBatches } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
@@ -570,7 +570,7 @@ export class Worker {
         },
         outDir: dir,
         ledger: this.batchLedger(plan, cell),
-        pollS: spec.batch_poll_s ?? 10,
+        pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
         log: this.o.log,
         signal: a.abort.signal,
       });
@@ -850,7 +850,7 @@ export class Worker {
     );
     return {
       ids: rows.map((r) => r.id),
-      discount: prepared.runner.spec.batch_discount ?? 0.5,
+      discount: prepared.runner.spec.batch_discount ?? BATCH_DEFAULTS.discount,
       provider: rows[0]?.provider ?? prepared.runner.spec.provider.name,
     };
   }
