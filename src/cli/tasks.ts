@@ -1,10 +1,18 @@
 /** `rumedbench tasks` (what tasks there are, and where each is defined) and `rumedbench tasks check FILE…`. */
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { loadSplit } from '../data/load.js';
-import { resolveDataDir } from '../data/paths.js';
+import { resolveDataDir, splitPath } from '../data/paths.js';
 import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
 import { loadTaskFile } from '../tasks/definition-file.js';
-import { BUILTIN_TASKS, isTaskName, shippedFile, shippedTasks, TASKS } from '../tasks/registry.js';
+import {
+  BUILTIN_NAMES,
+  BUILTIN_TASKS,
+  builtinFile,
+  isTaskName,
+  shippedFile,
+  shippedTasks,
+  TASKS,
+} from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import { definitionFiles } from '../tasks/user.js';
 import { renderTable } from '../text-table.js';
@@ -18,9 +26,16 @@ export const TASKS_CHECK_FLAGS = {
   json: flag.jsonFlag(),
 } satisfies FlagTable;
 
+const isBuiltin = (name: string): name is (typeof BUILTIN_NAMES)[number] =>
+  (BUILTIN_NAMES as readonly string[]).includes(name);
+
+/** Where a task's definition is: a built-in task's file in the package, or the file it was loaded from. */
+const definitionOf = (t: TaskDefinition): string | null =>
+  t.source ?? (isBuiltin(t.name) ? builtinFile(t.name) : null);
+
 const sourceOf = (t: TaskDefinition): string =>
   t.source === undefined
-    ? 'built in'
+    ? `built in (${definitionOf(t)})`
     : t.optional || shippedFile(t.name) === t.source
       ? `shipped (${t.source})`
       : relative(process.cwd(), t.source);
@@ -41,6 +56,7 @@ export function runTasks(flags: FlagsOf<typeof TASKS_FLAGS>, io: CliIo): number 
           splits: t.splits,
           title: t.title,
           source: t.source ?? null,
+          definition: definitionOf(t),
           in_overall: t.inOverall,
         })),
       )}\n`,
@@ -71,9 +87,11 @@ interface CheckResult {
 /** Checks one definition and the data files it names; every problem is collected. */
 async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
   const out: CheckResult = { file, ok: false, problems: [], items: {} };
+  // A built-in task's own file (the package's tasks/RuMedDaNet.json) is checked as the built-in task it is.
+  const builtin = BUILTIN_NAMES.some((n) => builtinFile(n) === resolve(file));
   let task: TaskDefinition;
   try {
-    task = loadTaskFile(file);
+    task = loadTaskFile(file, { builtin });
   } catch (e) {
     if (e instanceof TaskDefinitionError) out.problems.push(...e.problems);
     else throw e;
@@ -81,8 +99,10 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
   }
   out.task = task.name;
   if (
-    BUILTIN_TASKS.some((t) => t.name === task.name) ||
-    (isTaskName(task.name) && !TASKS.some((t) => t.source === task.source))
+    !builtin &&
+    shippedFile(task.name) !== resolve(file) &&
+    (BUILTIN_TASKS.some((t) => t.name === task.name) ||
+      (isTaskName(task.name) && !TASKS.some((t) => t.source === task.source)))
   )
     out.problems.push(
       `${file}: name: "${task.name}" is the name of a built-in task; give yours another name`,
@@ -104,7 +124,7 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
             : []),
         );
       else if (e instanceof DataNotFoundError)
-        out.problems.push(`${task.files[split]}: not found (files.${split} of ${file})`);
+        out.problems.push(`${splitPath(dataDir, task, split)}: not found (files.${split} of ${file})`);
       else throw e;
     }
   }

@@ -1,7 +1,7 @@
 /** Where the task files live: `--data DIR`, else `RUMEDBENCH_DATA`, else a per-user cache folder. */
 import { join } from 'node:path';
 import envPaths from 'env-paths';
-import type { Split, TaskDefinition } from '../tasks/types.js';
+import { DATA_DIR_MARK, type Split, type TaskDefinition } from '../tasks/types.js';
 
 export const DATA_ENV = 'RUMEDBENCH_DATA';
 
@@ -17,7 +17,12 @@ export function resolveDataDir(explicit?: string, env: NodeJS.ProcessEnv = proce
   return defaultDataDir();
 }
 
-/** A defined task's own file for the split, else upstream's layout: `<Task>/<split>_v1.jsonl`. */
+/**
+ * The task's file for the split: the one its definition names (`{data}/…` under the data folder), else upstream's
+ * layout, `<Task>/<split>_v1.jsonl`.
+ */
 export function splitPath(dataDir: string, task: TaskDefinition, split: Split): string {
-  return task.files?.[split] ?? join(dataDir, task.name, `${split}_v1.jsonl`);
+  const file = task.files?.[split];
+  if (file === undefined) return join(dataDir, task.name, `${split}_v1.jsonl`);
+  return file.startsWith(DATA_DIR_MARK) ? join(dataDir, file.slice(DATA_DIR_MARK.length)) : file;
 }

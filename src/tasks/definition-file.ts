@@ -8,11 +8,11 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { Node } from 'yaml';
 import { TaskDefinitionError } from '../errors.js';
-import { checkTask, compileTask, type TaskFile } from './definition.js';
+import { type CompileOptions, checkTask, compileTask, type TaskFile } from './definition.js';
 import type { TaskDefinition } from './types.js';
 
 /** Checks a definition file's text; throws every problem at once. */
-export function parseTaskFile(source: string, file: string): TaskFile {
+export function parseTaskFile(source: string, file: string, options: CompileOptions = {}): TaskFile {
   const { isMap, isScalar, LineCounter, parseDocument } = createRequire(import.meta.url)(
     'yaml',
   ) as typeof import('yaml');
@@ -41,17 +41,20 @@ export function parseTaskFile(source: string, file: string): TaskFile {
     }
     return doc.contents ?? undefined;
   };
-  const def = checkTask(doc.toJS(), (path, reason, key) =>
-    problems.push(
-      `${at(nodeAt(path, key)?.range?.[0] ?? 0)}: ${path.length > 0 ? `${path.join('.')}: ` : ''}${reason}`,
-    ),
+  const def = checkTask(
+    doc.toJS(),
+    (path, reason, key) =>
+      problems.push(
+        `${at(nodeAt(path, key)?.range?.[0] ?? 0)}: ${path.length > 0 ? `${path.join('.')}: ` : ''}${reason}`,
+      ),
+    options,
   );
   if (!def) throw new TaskDefinitionError(file, problems);
   return def;
 }
 
 /** Reads, checks and compiles one definition file; its data paths are relative to it. */
-export function loadTaskFile(file: string, options: { optional?: boolean } = {}): TaskDefinition {
+export function loadTaskFile(file: string, options: CompileOptions = {}): TaskDefinition {
   let source: string;
   try {
     source = readFileSync(file, 'utf8');
@@ -60,5 +63,5 @@ export function loadTaskFile(file: string, options: { optional?: boolean } = {})
       `${file}: cannot read the task definition (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
     ]);
   }
-  return compileTask(parseTaskFile(source, file), resolve(file), options);
+  return compileTask(parseTaskFile(source, file, options), resolve(file), options);
 }

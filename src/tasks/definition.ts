@@ -10,9 +10,19 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
 import { TaskDefinitionError } from '../errors.js';
 import { getEntities } from './iob2.js';
-import { parseEntities, parseLabel, parseLabelList, parseOption } from './parse.js';
+import {
+  parseEntities,
+  parseIcd10List,
+  parseLabel,
+  parseLabelList,
+  parseNli,
+  parseOption,
+  parseSymptomList,
+  parseYesNo,
+} from './parse.js';
 import { type FieldRule, iob2Tags, type RecordFields } from './record.js';
 import {
+  DATA_DIR_MARK,
   type HitAtK,
   type MetricName,
   type PromptVariant,
@@ -27,7 +37,10 @@ export const TASK_SCHEMA = 'rumedbench.task/1';
 export const TASK_TYPES = ['classification', 'multiple_choice', 'ranking', 'tagging', 'multilabel'] as const;
 export type TaskType = (typeof TASK_TYPES)[number];
 
-/** The metric menu, and which fit which type; the first metric listed is the task's score's first part. */
+/**
+ * The metric menu, and which fit which type; the first metric listed is the task's score's first part. For tagging,
+ * `accuracy` and `f1` are upstream `eval.py`'s names for token accuracy and entity F1 (RuMedNER's columns).
+ */
 export const METRIC_MENU = [
   'accuracy',
   'hit_at_k',
@@ -35,13 +48,43 @@ export const METRIC_MENU = [
   'micro_f1',
   'entity_f1',
   'token_accuracy',
+  'f1',
 ] as const;
 const METRICS_OF: Record<TaskType, readonly (typeof METRIC_MENU)[number][]> = {
   classification: ['accuracy', 'macro_f1', 'micro_f1'],
   multiple_choice: ['accuracy', 'macro_f1', 'micro_f1'],
   ranking: ['accuracy', 'hit_at_k'],
-  tagging: ['token_accuracy', 'entity_f1'],
+  tagging: ['token_accuracy', 'entity_f1', 'accuracy', 'f1'],
   multilabel: ['macro_f1', 'micro_f1', 'accuracy'],
+};
+
+/**
+ * Parsers a definition may name where its type's own does not fit: the built-in tasks' (yes/no with its Russian
+ * paraphrases, NLI by word or number, ICD-10 codes, symptom names matched to the train inventory), each for the
+ * type and labels it reads.
+ */
+export const PARSERS = [
+  'label',
+  'option',
+  'label_list',
+  'entities',
+  'yes_no',
+  'nli',
+  'icd10',
+  'symptoms',
+] as const;
+export type ParserName = (typeof PARSERS)[number];
+const PARSERS_OF: Record<TaskType, readonly ParserName[]> = {
+  classification: ['label', 'yes_no', 'nli'],
+  multiple_choice: ['option', 'label'],
+  ranking: ['label_list', 'icd10', 'symptoms'],
+  tagging: ['entities'],
+  multilabel: ['label_list'],
+};
+/** The labels a parser answers with, where it has its own. */
+const PARSER_LABELS: Partial<Record<ParserName, readonly string[]>> = {
+  yes_no: ['да', 'нет'],
+  nli: ['entailment', 'contradiction', 'neutral'],
 };
 
 /**
@@ -60,6 +103,16 @@ function makeSchemas() {
     system: z.string().min(1).optional(),
     /** The item as the model sees it: `{field}` is replaced by the field's text. */
     template: z.string().min(1).optional(),
+  });
+
+  /** A data field's rule (src/tasks/record.ts), where the type's default does not fit. */
+  const fieldRule = z.strictObject({
+    type: z.enum(['text', 'string', 'tokens', 'label']),
+    optional: z.boolean().optional(),
+    one_of: z.array(label).min(1).optional(),
+    pattern: z.string().min(1).optional(),
+    hint: z.string().min(1).optional(),
+    numbers: z.boolean().optional(),
   });
 
   const base = {
@@ -92,6 +145,21 @@ function makeSchemas() {
     prompts: z.array(promptSchema).min(1).optional(),
     few_shot: z.enum(SPLITS).optional(),
     guidelines: z.string().min(1).optional(),
+    /** The answer-format sentence said with every instruction (`{format}` in it places it; else it follows). */
+    format: z.string().min(1).optional(),
+    parser: z.enum(PARSERS).optional(),
+    loglik: z
+      .strictObject({
+        instruction: z.string().min(1).optional(),
+        /** Label → the continuation scored for it (a space goes before it); absent: the label itself. */
+        candidates: z.record(z.string().min(1), z.string().min(1)).optional(),
+      })
+      .optional(),
+    /** The task's score: its first metric (the default), or the mean of its metrics (the paper's rule). */
+    score: z.enum(['first', 'mean']).optional(),
+    /** Counts towards RuMedOverall: the paper's five public tasks only (their shipped definitions). */
+    in_overall: z.boolean().optional(),
+    fields: z.record(field, fieldRule).optional(),
   };
 
   const SCHEMAS = {
@@ -100,6 +168,8 @@ function makeSchemas() {
       type: z.literal('classification'),
       labels: z.array(label).min(2),
       label_names: z.record(z.string(), z.string()).optional(),
+      /** Keys an annotator may press for a label besides its number. */
+      label_keys: z.record(z.string(), z.array(z.string().length(1))).optional(),
       naive_label: label.optional(),
     }),
     multiple_choice: z.strictObject({
@@ -118,6 +188,8 @@ function makeSchemas() {
       k: z.number().int().min(1).max(10).default(3),
       labels: z.array(label).min(2).optional(),
       label_pattern: z.string().min(1).optional(),
+      /** What a label is, for messages ("a three-character ICD-10 code such as …"). */
+      label_description: z.string().min(1).optional(),
     }),
     tagging: z.strictObject({
       ...base,
@@ -171,48 +243,89 @@ function renderer(def: TaskFile, template: string | undefined) {
 
 const DEFAULT_SYSTEM = 'Ты эксперт в медицине. Отвечай кратко и строго в требуемом формате.';
 
+/** The labels a reply is read against, where the definition fixes them (an open ranking reads the train inventory). */
+function closedLabels(def: TaskFile): readonly string[] | undefined {
+  switch (def.type) {
+    case 'classification':
+      return def.labels;
+    case 'multiple_choice':
+      return Object.keys(def.options);
+    case 'ranking':
+      return def.labels;
+    default:
+      return undefined;
+  }
+}
+
+/** Reads a reply with the parser the definition names, else its type's own. */
+function parserOf(def: TaskFile): TaskPrompt['parse'] {
+  switch (def.parser) {
+    case 'yes_no':
+      return (reply) => parseYesNo(reply);
+    case 'nli':
+      return (reply) => parseNli(reply);
+    case 'icd10': {
+      const k = def.type === 'ranking' ? def.k : 3;
+      return (reply) => parseIcd10List(reply, k);
+    }
+    case 'symptoms': {
+      const k = def.type === 'ranking' ? def.k : 3;
+      return (reply, _raw, ctx) => parseSymptomList(reply, ctx.labels ?? [], k);
+    }
+  }
+  switch (def.type) {
+    case 'classification':
+      return (reply) => parseLabel(reply, def.labels);
+    case 'multiple_choice': {
+      const keys = Object.keys(def.options);
+      return def.parser !== 'label' && keys.every((k) => /^[1-9]$/.test(k))
+        ? (reply) => parseOption(reply, keys)
+        : (reply) => parseLabel(reply, keys);
+    }
+    case 'ranking': {
+      const match = def.labels
+        ? { labels: def.labels }
+        : { pattern: new RegExp(def.label_pattern ?? '^\\S+$', 'u') };
+      return (reply) => parseLabelList(reply, match, { max: def.k });
+    }
+    case 'multilabel':
+      return (reply) => parseLabelList(reply, { labels: def.classes }, { none: true });
+    case 'tagging':
+      return (reply, raw) => parseEntities(reply, raw[def.tokens] as string[], def.entity_types);
+  }
+}
+
+const FORMAT_MARK = '{format}';
+const LABELS_MARK = '{labels}';
+
+/**
+ * An instruction as said: the answer format where `{format}` stands (else after it, a space apart), and the train
+ * label inventory, `; ` apart, where `{labels}` stands (an open label set, as RuMedSymptomRec's symptoms).
+ */
+function sayInstruction(text: string, format: string): PromptVariant['instruction'] {
+  const withFormat = text.includes(FORMAT_MARK) ? text.replace(FORMAT_MARK, format) : `${text} ${format}`;
+  return withFormat.includes(LABELS_MARK)
+    ? (ctx) => withFormat.split(LABELS_MARK).join((ctx.labels ?? []).join('; '))
+    : () => withFormat;
+}
+
 function compilePrompt(def: TaskFile): TaskPrompt {
   const prompts = def.prompts ?? [{ id: 'p1', version: `${def.name}-v1`, instruction: def.description }];
   const first = prompts[0] as (typeof prompts)[number];
-  const format = answerFormat(def);
+  const format = def.format ?? answerFormat(def);
   const variants: PromptVariant[] = prompts.map((p) => ({
     id: p.id,
     version: p.version,
-    instruction: () => `${p.instruction} ${format}`,
+    instruction: sayInstruction(p.instruction, format),
   }));
-  const labels =
-    def.type === 'classification'
-      ? def.labels
-      : def.type === 'multiple_choice'
-        ? Object.keys(def.options)
-        : def.type === 'ranking'
-          ? def.labels
-          : undefined;
-  const candidates = (list: readonly string[]) => list.map((l) => ({ label: l, text: ` ${l}` }));
-  const parse: TaskPrompt['parse'] = (reply, raw) => {
-    switch (def.type) {
-      case 'classification':
-        return parseLabel(reply, def.labels);
-      case 'multiple_choice': {
-        const keys = Object.keys(def.options);
-        return keys.every((k) => /^[1-9]$/.test(k)) ? parseOption(reply, keys) : parseLabel(reply, keys);
-      }
-      case 'ranking':
-        return parseLabelList(
-          reply,
-          def.labels ? { labels: def.labels } : { pattern: new RegExp(def.label_pattern ?? '^\\S+$', 'u') },
-          { max: def.k },
-        );
-      case 'multilabel':
-        return parseLabelList(reply, { labels: def.classes }, { none: true });
-      case 'tagging':
-        return parseEntities(reply, raw[def.tokens] as string[], def.entity_types);
-    }
-  };
+  const labels = closedLabels(def);
+  const named = def.loglik?.candidates ?? {};
+  const candidates = (list: readonly string[], labelWords: boolean | undefined) =>
+    list.map((l) => ({ label: l, text: ` ${labelWords ? l : (named[l] ?? l)}` }));
   return {
     version: first.version,
     system: first.system ?? DEFAULT_SYSTEM,
-    instruction: () => `${first.instruction} ${format}`,
+    instruction: (variants[0] as PromptVariant).instruction,
     render: renderer(def, first.template),
     answer: (gold, raw) =>
       def.type === 'tagging'
@@ -223,12 +336,23 @@ function compilePrompt(def: TaskFile): TaskPrompt {
             })),
           )
         : `Ответ: ${Array.isArray(gold) ? (gold.length > 0 ? gold.join(', ') : 'нет') : String(gold)}`,
-    parse,
+    parse: parserOf(def),
+    ...(def.type === 'tagging'
+      ? {
+          jsonSchema: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { text: { type: 'string' }, type: { enum: [...def.entity_types] } },
+            },
+          },
+        }
+      : {}),
     ...(def.type !== 'tagging' && def.type !== 'multilabel'
       ? {
           loglik: {
-            instruction: first.instruction,
-            candidates: (_raw, ctx) => candidates(labels ?? ctx.labels ?? []),
+            instruction: def.loglik?.instruction ?? first.instruction.replace(FORMAT_MARK, '').trim(),
+            candidates: (_raw, ctx, options) => candidates(labels ?? ctx.labels ?? [], options.labelWords),
           },
         }
       : {}),
@@ -279,19 +403,34 @@ function recordFields(def: TaskFile): RecordFields {
       fields[def.gold] = { type: 'label_set', optional: true, oneOf: def.classes };
       break;
   }
+  for (const [name, rule] of Object.entries(def.fields ?? {}))
+    fields[name] = {
+      type: rule.type,
+      ...(rule.optional ? { optional: true } : {}),
+      ...(rule.one_of ? { oneOf: rule.one_of } : {}),
+      ...(rule.pattern ? { pattern: new RegExp(rule.pattern, 'u') } : {}),
+      ...(rule.hint ? { patternHint: rule.hint } : {}),
+      ...(rule.numbers ? { numbers: true } : {}),
+    } as FieldRule;
   return fields;
 }
 
+/**
+ * How a definition is read: `optional`, known by name but not among all tasks (ECG2Pathology); `builtin`, one of
+ * the six tasks of the paper, shipped in the package (no `source`: every command treats it as built in).
+ */
+export interface CompileOptions {
+  readonly optional?: boolean;
+  readonly builtin?: boolean;
+}
+
 /** Turns a checked definition into a task; `file` is where it came from (data paths are relative to it). */
-export function compileTask(
-  def: TaskFile,
-  file: string,
-  options: { optional?: boolean } = {},
-): TaskDefinition {
+export function compileTask(def: TaskFile, file: string, options: CompileOptions = {}): TaskDefinition {
   const dir = dirname(file);
   const files: Partial<Record<Split, string>> = {};
   for (const [split, path] of Object.entries(def.files ?? {}))
-    if (path) files[split as Split] = isAbsolute(path) ? path : resolve(dir, path);
+    if (path)
+      files[split as Split] = path.startsWith(DATA_DIR_MARK) || isAbsolute(path) ? path : resolve(dir, path);
   const splits = def.splits ?? SPLITS.filter((s) => files[s] !== undefined);
   const metrics: MetricName[] = def.metrics.map((m) =>
     m === 'hit_at_k' ? (`hit_at_${def.type === 'ranking' ? def.k : 3}` as HitAtK) : m,
@@ -305,12 +444,12 @@ export function compileTask(
     ...(def.cluster ? { cluster: def.cluster } : {}),
     splits,
     guidelines: def.guidelines ?? def.description,
-    inOverall: false,
+    inOverall: def.in_overall ?? false,
     metrics,
-    scoreOf: 'first' as const,
+    scoreOf: def.score ?? 'first',
     prompt: compilePrompt(def),
     recordFields: recordFields(def),
-    source: file,
+    ...(options.builtin ? {} : { source: file }),
     files,
     ...(options.optional ? { optional: true } : {}),
     ...(def.few_shot ? { shotsSplit: def.few_shot } : {}),
@@ -323,6 +462,7 @@ export function compileTask(
         labels: def.labels,
         naiveLabel: def.naive_label ?? (def.labels[0] as string),
         ...(def.label_names ? { labelNames: def.label_names } : {}),
+        ...(def.label_keys ? { labelKeys: def.label_keys } : {}),
       };
     case 'multiple_choice': {
       const keys = Object.keys(def.options);
@@ -345,9 +485,11 @@ export function compileTask(
         ...common,
         kind: 'ranking',
         labelPattern: re,
-        labelDescription: def.labels
-          ? `one of the task's ${def.labels.length} labels`
-          : `a label matching ${def.label_pattern ?? 'a word'}`,
+        labelDescription:
+          def.label_description ??
+          (def.labels
+            ? `one of the task's ${def.labels.length} labels`
+            : `a label matching ${def.label_pattern ?? 'a word'}`),
         k: def.k,
         ...(def.labels ? { labels: def.labels } : {}),
       };
@@ -372,7 +514,7 @@ export type Fail = (path: readonly PropertyKey[], reason: string, at?: 'key') =>
  * Checks a parsed definition: the schema of its type, then what a schema cannot say alone (metrics that fit the
  * type, fields named twice, a valid pattern). Every problem goes to `fail`; returns the definition where none did.
  */
-export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
+export function checkTask(raw: unknown, fail: Fail, options: CompileOptions = {}): TaskFile | undefined {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     fail([], 'a task definition is a mapping (schema, name, type, …)');
     return undefined;
@@ -448,6 +590,68 @@ export function checkTask(raw: unknown, fail: Fail): TaskFile | undefined {
   }
   if (def.few_shot && def.files && !def.files[def.few_shot])
     bad(['few_shot'], `no "${def.few_shot}" file to draw examples from`);
+  if (def.in_overall && !options.builtin)
+    bad(
+      ['in_overall'],
+      "RuMedOverall is the paper's mean over its five public tasks; no other task joins it",
+    );
+  if (def.parser) {
+    if (!PARSERS_OF[def.type].includes(def.parser))
+      bad(
+        ['parser'],
+        `"${def.parser}" does not read a ${def.type} task; it takes ${PARSERS_OF[def.type].join(', ')}`,
+      );
+    const own = PARSER_LABELS[def.parser];
+    const mine = closedLabels(def);
+    if (own && (!mine || mine.length !== own.length || own.some((l) => !mine.includes(l))))
+      bad(
+        ['parser'],
+        `the "${def.parser}" parser answers with the labels ${own.join(', ')}; the task's must be those`,
+      );
+    if (def.parser === 'symptoms' && def.type === 'ranking' && def.labels)
+      bad(['parser'], 'the "symptoms" parser reads an open label set (the train inventory); drop `labels`');
+  }
+  if (def.loglik) {
+    const labels = closedLabels(def);
+    if (def.type === 'tagging' || def.type === 'multilabel')
+      bad(['loglik'], `a ${def.type} task is not scored by log-likelihood`);
+    else
+      for (const key of Object.keys(def.loglik.candidates ?? {}))
+        if (!labels?.includes(key))
+          bad(
+            ['loglik', 'candidates', key],
+            labels ? `"${key}" is not one of the labels` : 'an open label set has no fixed candidates',
+          );
+  }
+  const firstInstruction = def.prompts?.[0]?.instruction ?? '';
+  if (
+    firstInstruction.includes(LABELS_MARK) &&
+    def.type !== 'tagging' &&
+    def.type !== 'multilabel' &&
+    !def.loglik?.instruction
+  )
+    bad(
+      ['prompts', 0, 'instruction'],
+      `lists ${LABELS_MARK}, which log-likelihood scoring cannot fill: give loglik.instruction, said before the candidates`,
+    );
+  for (const [name, rule] of Object.entries(def.fields ?? {})) {
+    if (name === def.gold && !rule.optional)
+      bad(
+        ['fields', name, 'optional'],
+        'the gold field is optional here: each command says where gold is needed',
+      );
+    if (rule.type !== 'label' && (rule.one_of || rule.pattern || rule.hint || rule.numbers))
+      bad(['fields', name], 'one_of, pattern, hint and numbers are rules of a label field');
+    if (rule.pattern)
+      try {
+        new RegExp(rule.pattern, 'u');
+      } catch (e) {
+        bad(['fields', name, 'pattern'], `not a regular expression: ${(e as Error).message}`);
+      }
+  }
+  if (def.type === 'classification' && def.label_keys)
+    for (const key of Object.keys(def.label_keys))
+      if (!def.labels.includes(key)) bad(['label_keys', key], `"${key}" is not one of the labels`);
   return ok ? def : undefined;
 }
 
@@ -478,14 +682,12 @@ function shorthand(raw: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** A definition already parsed (JSON, or built in code): problems named by their path in it. */
-export function taskFromObject(
-  raw: unknown,
-  file: string,
-  options: { optional?: boolean } = {},
-): TaskDefinition {
+export function taskFromObject(raw: unknown, file: string, options: CompileOptions = {}): TaskDefinition {
   const problems: string[] = [];
-  const def = checkTask(raw, (path, reason) =>
-    problems.push(`${file}: ${path.length > 0 ? `${path.join('.')}: ` : ''}${reason}`),
+  const def = checkTask(
+    raw,
+    (path, reason) => problems.push(`${file}: ${path.length > 0 ? `${path.join('.')}: ` : ''}${reason}`),
+    options,
   );
   if (!def) throw new TaskDefinitionError(file, problems);
   return compileTask(def, file, options);

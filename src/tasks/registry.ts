@@ -1,24 +1,41 @@
 /**
- * The task registry: the one list of tasks. Everything else asks it. The six built-in tasks are modules here;
- * tasks defined in files (`--tasks-dir`, `RUMEDBENCH_TASKS`; src/tasks/user.ts) join them at start, and the
- * definitions shipped in the package's `tasks/` folder (ECG2Pathology) are read the first time they are named.
+ * The task registry: the one list of tasks. Everything else asks it. The six built-in tasks are definition files
+ * in the package's `tasks/` folder, in the schema users write theirs in (src/tasks/definition.ts); tasks defined in
+ * files (`--tasks-dir`, `RUMEDBENCH_TASKS`; src/tasks/user.ts) join them at start, and the other definitions
+ * shipped there (ECG2Pathology) are read the first time they are named.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.js';
-import { taskFromObject } from './definition.js';
-import { rumedDaNet } from './rumed-danet.js';
-import { rumedNer } from './rumed-ner.js';
-import { rumedNli } from './rumed-nli.js';
-import { rumedSymptomRec } from './rumed-symptom-rec.js';
-import { rumedTest } from './rumed-test.js';
-import { rumedTop3 } from './rumed-top3.js';
+import { compileTask, type TaskFile, taskFromObject } from './definition.js';
 import type { ClassificationTask, TaskDefinition } from './types.js';
 
-/** The built-in tasks, in the paper's column order. */
-export const BUILTIN_TASKS = [rumedTop3, rumedSymptomRec, rumedDaNet, rumedNli, rumedNer, rumedTest] as const;
+/** The built-in tasks' names, in the paper's column order. */
+export const BUILTIN_NAMES = [
+  'RuMedTop3',
+  'RuMedSymptomRec',
+  'RuMedDaNet',
+  'RuMedNLI',
+  'RuMedNER',
+  'RuMedTest',
+] as const;
 
-export type TaskName = (typeof BUILTIN_TASKS)[number]['name'];
+export type TaskName = (typeof BUILTIN_NAMES)[number];
+
+/** The package's `tasks/` folder (beside src/ and dist/). */
+const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url));
+
+/** A built-in task's definition file. */
+export const builtinFile = (name: TaskName): string => `${SHIPPED_TASKS_DIR}${name}.json`;
+
+/**
+ * The built-in tasks, read at start. Their files are checked against the schema by the tests
+ * (src/tasks/builtin.test.ts), not here: the schema library's import would cost every command tens of milliseconds.
+ */
+export const BUILTIN_TASKS: readonly TaskDefinition[] = BUILTIN_NAMES.map((name) => {
+  const file = builtinFile(name);
+  return compileTask(JSON.parse(readFileSync(file, 'utf8')) as TaskFile, file, { builtin: true });
+});
 
 /**
  * Every task "all tasks" means: the built-in ones, then those defined in files, in the order they were loaded. A
@@ -33,9 +50,6 @@ export const TASKS: TaskDefinition[] = [...BUILTIN_TASKS];
 const SHIPPED: Readonly<Record<string, string>> = { ECG2Pathology: 'ECG2Pathology.json' };
 
 const BY_NAME = new Map<string, TaskDefinition>(TASKS.map((t) => [t.name, t]));
-
-/** The package's `tasks/` folder (beside src/ and dist/). */
-const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url));
 
 function shipped(name: string): TaskDefinition | undefined {
   const file = SHIPPED[name];

@@ -1,11 +1,15 @@
 /**
- * The shape of a task definition. Each task is described once, in its own module under `src/tasks/`; loaders,
- * the scorer, reports (and later baselines and prompts) read only these definitions.
+ * The shape of a task. Each task is described once, in a definition file (the built-in ones in the package's
+ * `tasks/` folder), compiled to this shape by src/tasks/definition.ts; loaders, the scorer, baselines, prompts and
+ * reports read only these.
  */
 import type { ParseResult } from './parse.js';
 import type { RecordFields } from './record.js';
 
 export const SPLITS = ['train', 'dev', 'test', 'private_test'] as const;
+
+/** A defined task's data file whose path starts with this is under the data folder (`--data`, `RUMEDBENCH_DATA`). */
+export const DATA_DIR_MARK = '{data}/';
 export type Split = (typeof SPLITS)[number];
 
 /**
@@ -118,7 +122,10 @@ interface TaskBase<Name extends string = string> {
   readonly recordFields: RecordFields;
   /** Where a task defined in a file came from (the definition file); absent for the built-in tasks. */
   readonly source?: string;
-  /** A defined task's data files by split (absolute paths); absent: `<data>/<Task>/<split>_v1.jsonl`. */
+  /**
+   * A defined task's data files by split (absolute, or under the data folder: `{data}/…`); absent:
+   * `<data>/<Task>/<split>_v1.jsonl`.
+   */
   readonly files?: Readonly<Partial<Record<Split, string>>>;
   /**
    * Known by name but not among "all tasks" when none are named (ECG2Pathology ships as a definition without data:

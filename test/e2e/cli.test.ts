@@ -56,6 +56,20 @@ describe('usage', () => {
       'ECG2Pathology',
     ]);
     expect(lines.at(-1)).toMatch(/multilabel\s+macro_f1\s+test, private_test\s+shipped \(/);
+    // Each built-in task names its definition file, in the package's tasks/ folder.
+    expect(lines[2]).toMatch(
+      /classification\s+accuracy\s+train, dev, test, private_test\s+built in \(\S+\/tasks\/RuMedDaNet\.json\)/,
+    );
+    const json = JSON.parse((await rumedbench('tasks', '--json')).stdout) as { definition: string | null }[];
+    expect(json.map((t) => t.definition?.replace(/^.*\/tasks\//, ''))).toEqual([
+      'RuMedTop3.json',
+      'RuMedSymptomRec.json',
+      'RuMedDaNet.json',
+      'RuMedNLI.json',
+      'RuMedNER.json',
+      'RuMedTest.json',
+      'ECG2Pathology.json',
+    ]);
   });
 });
 

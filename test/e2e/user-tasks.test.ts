@@ -424,6 +424,57 @@ describe('tasks defined in files', () => {
     expect(r.stderr).toContain('"RuMedNLI" is the name of a built-in task; give yours another name');
   });
 
+  it('tasks check reads the six built-in definitions and their data as it reads a user’s, naming a missing file', async () => {
+    // A data folder made here: one valid record per split, RuMedNLI's train file left out (as on mirrors).
+    const data = join(root, 'builtin-data');
+    const records: Record<string, object> = {
+      RuMedTop3: { idx: '1', symptoms: 'Болит спина.', code: 'M54' },
+      RuMedSymptomRec: { idx: '1', symptoms: 'Температура.', code: 'кашель' },
+      RuMedDaNet: { pairID: 'a', context: 'Текст.', question: 'Вопрос?', answer: 'да' },
+      RuMedNLI: { pairID: 'a', ru_sentence1: 'Посылка.', ru_sentence2: 'Гипотеза.', gold_label: 'neutral' },
+      RuMedNER: { idx: '1', tokens: ['Аспирин', 'помог'], ner_tags: ['B-Drugname', 'O'] },
+      RuMedTest: { idx: '1', question: 'Вопрос?', 1: 'а', 2: 'б', 3: '', 4: 'г' },
+    };
+    const splits: Record<string, string[]> = {
+      RuMedTop3: ['train', 'dev', 'test'],
+      RuMedSymptomRec: ['train', 'dev', 'test'],
+      RuMedDaNet: ['train', 'dev', 'test', 'private_test'],
+      RuMedNLI: ['dev', 'test', 'private_test'],
+      RuMedNER: ['train', 'dev', 'test'],
+      RuMedTest: ['private_test'],
+    };
+    for (const [task, list] of Object.entries(splits)) {
+      mkdirSync(join(data, task), { recursive: true });
+      for (const split of list)
+        writeFileSync(join(data, task, `${split}_v1.jsonl`), jsonl([records[task] as object]));
+    }
+    const shipped = join(import.meta.dirname, '..', '..', 'tasks');
+    const r = await rumedbench('tasks', 'check', shipped, '--data', data);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      `error: ${join(data, 'RuMedNLI', 'train_v1.jsonl')}: not found (files.train of ${join(shipped, 'RuMedNLI.json')})`,
+    ]);
+    expect(r.stdout.trim().split('\n')).toEqual([
+      `${join(shipped, 'ECG2Pathology.json')}: ECG2Pathology is valid`,
+      `${join(shipped, 'RuMedDaNet.json')}: RuMedDaNet is valid (train 1, dev 1, test 1, private_test 1 items)`,
+      `${join(shipped, 'RuMedNER.json')}: RuMedNER is valid (train 1, dev 1, test 1 items)`,
+      `${join(shipped, 'RuMedSymptomRec.json')}: RuMedSymptomRec is valid (train 1, dev 1, test 1 items)`,
+      `${join(shipped, 'RuMedTest.json')}: RuMedTest is valid (private_test 1 items)`,
+      `${join(shipped, 'RuMedTop3.json')}: RuMedTop3 is valid (train 1, dev 1, test 1 items)`,
+    ]);
+
+    // A bad line in a built-in task's file is named as in a user's: file, line, id and the rule.
+    writeFileSync(
+      join(data, 'RuMedTop3', 'dev_v1.jsonl'),
+      jsonl([{ idx: '7', symptoms: 'Кашель.', code: 'j06' }]),
+    );
+    const bad = await rumedbench('tasks', 'check', join(shipped, 'RuMedTop3.json'), '--data', data);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(
+      `${join(data, 'RuMedTop3', 'dev_v1.jsonl')}:1 (id 7): field "code": must be a three-character ICD-10 code such as "M54"; found "j06"`,
+    );
+  });
+
   describe('llm', () => {
     let server: FakeOpenAI;
     beforeAll(async () => {
