@@ -108,7 +108,7 @@ describe('the built-in tasks as definition files', () => {
     const seen: string[] = [];
     checkTask(raw, (path, reason) => seen.push(`${path.join('.')}: ${reason}`));
     expect(seen).toEqual([
-      "in_overall: RuMedOverall is the paper's mean over its five public tasks; no other task joins it",
+      "in_overall: RuMedOverall is the paper's mean over its five public tasks, which no other task joins: remove in_overall",
     ]);
   });
 });
@@ -141,6 +141,18 @@ describe('what the built-in tasks needed of the schema, for every task', () => {
       notes: [],
     });
     expect(t.prompt.loglik?.instruction).toBe('Выбери симптом.');
+
+    // A closed label set is listed from the definition, whatever the run's inventory, in log-likelihood scoring too.
+    writeFileSync(
+      file,
+      `${HEAD}type: classification\nlabels: [лёгкая, тяжёлая]\nmetrics: [accuracy]\n` +
+        'prompts:\n  - {id: p1, version: v1, instruction: "Оцени тяжесть ({labels})."}\n',
+    );
+    const closed = loadTaskFile(file);
+    expect(closed.prompt.instruction({ labels: ['x'] })).toBe(
+      'Оцени тяжесть (лёгкая; тяжёлая). Последняя строка ответа: «Ответ: МЕТКА», где МЕТКА — одна из: лёгкая, тяжёлая.',
+    );
+    expect(closed.prompt.loglik?.instruction).toBe('Оцени тяжесть (лёгкая; тяжёлая).');
   });
 
   it('names a parser that does not fit, candidates of no label, and a first prompt listing {labels} without a loglik instruction', () => {

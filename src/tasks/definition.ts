@@ -298,15 +298,35 @@ function parserOf(def: TaskFile): TaskPrompt['parse'] {
 const FORMAT_MARK = '{format}';
 const LABELS_MARK = '{labels}';
 
+/** The labels `{labels}` lists where the definition fixes them: its labels, option keys, classes or entity types. */
+function listedLabels(def: TaskFile): readonly string[] | undefined {
+  return def.type === 'multilabel'
+    ? def.classes
+    : def.type === 'tagging'
+      ? def.entity_types
+      : closedLabels(def);
+}
+
+/** `{labels}` filled: the definition's labels, else the train inventory (an open label set), `; ` apart. */
+const fillLabels = (text: string, labels: readonly string[]) =>
+  text.split(LABELS_MARK).join(labels.join('; '));
+
 /**
- * An instruction as said: the answer format where `{format}` stands (else after it, a space apart), and the train
- * label inventory, `; ` apart, where `{labels}` stands (an open label set, as RuMedSymptomRec's symptoms).
+ * An instruction as said: the answer format where `{format}` stands (else after it, a space apart), and the labels
+ * where `{labels}` stands (for an open label set, as RuMedSymptomRec's symptoms, the train inventory of the run).
  */
-function sayInstruction(text: string, format: string): PromptVariant['instruction'] {
+function sayInstruction(
+  text: string,
+  format: string,
+  fixed: readonly string[] | undefined,
+): PromptVariant['instruction'] {
   const withFormat = text.includes(FORMAT_MARK) ? text.replace(FORMAT_MARK, format) : `${text} ${format}`;
-  return withFormat.includes(LABELS_MARK)
-    ? (ctx) => withFormat.split(LABELS_MARK).join((ctx.labels ?? []).join('; '))
-    : () => withFormat;
+  if (!withFormat.includes(LABELS_MARK)) return () => withFormat;
+  if (fixed) {
+    const said = fillLabels(withFormat, fixed);
+    return () => said;
+  }
+  return (ctx) => fillLabels(withFormat, ctx.labels ?? []);
 }
 
 function compilePrompt(def: TaskFile): TaskPrompt {
@@ -316,7 +336,7 @@ function compilePrompt(def: TaskFile): TaskPrompt {
   const variants: PromptVariant[] = prompts.map((p) => ({
     id: p.id,
     version: p.version,
-    instruction: sayInstruction(p.instruction, format),
+    instruction: sayInstruction(p.instruction, format, listedLabels(def)),
   }));
   const labels = closedLabels(def);
   const named = def.loglik?.candidates ?? {};
@@ -351,7 +371,9 @@ function compilePrompt(def: TaskFile): TaskPrompt {
     ...(def.type !== 'tagging' && def.type !== 'multilabel'
       ? {
           loglik: {
-            instruction: def.loglik?.instruction ?? first.instruction.replace(FORMAT_MARK, '').trim(),
+            instruction:
+              def.loglik?.instruction ??
+              fillLabels(first.instruction.replace(FORMAT_MARK, '').trim(), labels ?? []),
             candidates: (_raw, ctx, options) => candidates(labels ?? ctx.labels ?? [], options.labelWords),
           },
         }
@@ -593,7 +615,7 @@ export function checkTask(raw: unknown, fail: Fail, options: CompileOptions = {}
   if (def.in_overall && !options.builtin)
     bad(
       ['in_overall'],
-      "RuMedOverall is the paper's mean over its five public tasks; no other task joins it",
+      "RuMedOverall is the paper's mean over its five public tasks, which no other task joins: remove in_overall",
     );
   if (def.parser) {
     if (!PARSERS_OF[def.type].includes(def.parser))
@@ -626,8 +648,8 @@ export function checkTask(raw: unknown, fail: Fail, options: CompileOptions = {}
   const firstInstruction = def.prompts?.[0]?.instruction ?? '';
   if (
     firstInstruction.includes(LABELS_MARK) &&
-    def.type !== 'tagging' &&
-    def.type !== 'multilabel' &&
+    def.type === 'ranking' &&
+    !def.labels &&
     !def.loglik?.instruction
   )
     bad(
