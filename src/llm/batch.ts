@@ -105,7 +105,6 @@ export interface RecordedBatch {
   keys: string[];
   collected: boolean;
 }
-type Recorded = RecordedBatch;
 
 /**
  * Where a run records its batches the moment they are submitted, and when their results were collected: a run
@@ -140,10 +139,10 @@ export function folderLedger(outDir: string): BatchLedger {
 }
 
 /** The batches a run folder records: each submitted one, and whether its results were collected. */
-export function readBatchLedger(outDir: string): Recorded[] {
+export function readBatchLedger(outDir: string): RecordedBatch[] {
   const file = join(outDir, LEDGER);
   if (!existsSync(file)) return [];
-  const byId = new Map<string, Recorded>();
+  const byId = new Map<string, RecordedBatch>();
   for (const [i, line] of readFileSync(file, 'utf8').split('\n').entries()) {
     if (line.trim() === '') continue;
     let e: { event?: unknown; id?: unknown; provider?: unknown; keys?: unknown };
@@ -250,7 +249,7 @@ export async function runBatches(o: {
 
   const toSend = o.pending.filter((j) => !inFlight.has(j.key));
   const chats = toSend.filter((j): j is Extract<LlmRequest, { kind: 'chat' }> => j.kind === 'chat');
-  const fresh: Recorded[] = [];
+  const fresh: RecordedBatch[] = [];
   // Each batch's input is written to a file as its lines are made and sent from there: a run of tens of thousands of
   // requests never holds its batch file in memory.
   const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-batch-'));
