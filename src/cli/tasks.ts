@@ -1,5 +1,6 @@
 /** `rumedbench tasks` (what tasks there are, and where each is defined) and `rumedbench tasks check FILE…`. */
-import { relative, resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { relative } from 'node:path';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
 import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
@@ -84,11 +85,22 @@ interface CheckResult {
   items: Partial<Record<Split, number>>;
 }
 
+/** A file's path with links resolved; as given where it cannot be (loading it then says why). */
+function realPath(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}
+
 /** Checks one definition and the data files it names; every problem is collected. */
 async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
   const out: CheckResult = { file, ok: false, problems: [], items: {} };
-  // A built-in task's own file (the package's tasks/RuMedDaNet.json) is checked as the built-in task it is.
-  const builtin = BUILTIN_NAMES.some((n) => builtinFile(n) === resolve(file));
+  // A built-in task's own file (the package's tasks/RuMedDaNet.json) is checked as the built-in task it is; a
+  // package reached through a link (npm link, pnpm) is the same file.
+  const real = realPath(file);
+  const builtin = BUILTIN_NAMES.some((n) => realPath(builtinFile(n)) === real);
   let task: TaskDefinition;
   try {
     task = loadTaskFile(file, { builtin });
@@ -100,7 +112,7 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
   out.task = task.name;
   if (
     !builtin &&
-    shippedFile(task.name) !== resolve(file) &&
+    realPath(shippedFile(task.name) ?? '') !== real &&
     (BUILTIN_TASKS.some((t) => t.name === task.name) ||
       (isTaskName(task.name) && !TASKS.some((t) => t.source === task.source)))
   )
