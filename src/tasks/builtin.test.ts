@@ -231,6 +231,26 @@ describe('what the built-in tasks needed of the schema, for every task', () => {
       't.yaml:14:6: fields.x: one_of, pattern, hint and numbers are rules of a label field',
       expect.stringMatching(/^t\.yaml:14:\d+: fields\.x\.pattern: not a regular expression: /),
     ]);
+    expect(
+      problems(
+        `${HEAD}type: classification\nlabels: [a, b]\nmetrics: [accuracy]\nfields:\n  g: {type: label, optional: true, one_of: [a, c]}\n`,
+      ),
+    ).toEqual(["t.yaml:13:44: fields.g.one_of: the gold's labels must be among the task's: a, b"]);
+    expect(
+      problems(
+        `${HEAD.replace('[text]', '[toks]')}type: tagging\ntokens: toks\nentity_types: [ADR]\nmetrics: [f1]\nfields:\n  g: {type: label, optional: true}\n  toks: {type: text}\n`,
+      ),
+    ).toEqual([
+      "t.yaml:14:6: fields.g: a tagging task's gold is read by its type; it takes no rule here",
+      't.yaml:15:16: fields.toks.type: the tokens field is a list of tokens',
+    ]);
+    expect(
+      problems(
+        `${HEAD}type: multiple_choice\noptions: {A: oa, B: ob}\nmetrics: [accuracy]\nparser: option\n`,
+      ),
+    ).toEqual([
+      't.yaml:12:9: parser: the "option" parser reads option numbers 1-9; these keys are read by "label"',
+    ]);
   });
 
   it('puts a {data}/ file under the data folder, as the built-in tasks do', () => {

@@ -630,6 +630,12 @@ export function checkTask(raw: unknown, fail: Fail, options: CompileOptions = {}
         ['parser'],
         `the "${def.parser}" parser answers with the labels ${own.join(', ')}; the task's must be those`,
       );
+    if (
+      def.parser === 'option' &&
+      def.type === 'multiple_choice' &&
+      Object.keys(def.options).some((k) => !/^[1-9]$/.test(k))
+    )
+      bad(['parser'], 'the "option" parser reads option numbers 1-9; these keys are read by "label"');
     if (def.parser === 'symptoms' && def.type === 'ranking' && def.labels)
       bad(['parser'], 'the "symptoms" parser reads an open label set (the train inventory); drop `labels`');
   }
@@ -657,11 +663,21 @@ export function checkTask(raw: unknown, fail: Fail, options: CompileOptions = {}
       `lists ${LABELS_MARK}, which log-likelihood scoring cannot fill: give loglik.instruction, said before the candidates`,
     );
   for (const [name, rule] of Object.entries(def.fields ?? {})) {
-    if (name === def.gold && !rule.optional)
-      bad(
-        ['fields', name, 'optional'],
-        'the gold field is optional here: each command says where gold is needed',
-      );
+    if (name === def.gold) {
+      const labels = closedLabels(def);
+      if (def.type === 'tagging' || def.type === 'multilabel')
+        bad(['fields', name], `a ${def.type} task's gold is read by its type; it takes no rule here`);
+      else if (rule.type !== 'label') bad(['fields', name, 'type'], 'the gold field is a label');
+      else if (labels && rule.one_of?.some((l) => !labels.includes(l)))
+        bad(['fields', name, 'one_of'], `the gold's labels must be among the task's: ${labels.join(', ')}`);
+      if (!rule.optional)
+        bad(
+          ['fields', name, 'optional'],
+          'the gold field is optional here: each command says where gold is needed',
+        );
+    }
+    if (def.type === 'tagging' && name === def.tokens && rule.type !== 'tokens')
+      bad(['fields', name, 'type'], 'the tokens field is a list of tokens');
     if (rule.type !== 'label' && (rule.one_of || rule.pattern || rule.hint || rule.numbers))
       bad(['fields', name], 'one_of, pattern, hint and numbers are rules of a label field');
     if (rule.pattern)
