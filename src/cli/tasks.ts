@@ -9,6 +9,7 @@ import {
   BUILTIN_NAMES,
   BUILTIN_TASKS,
   builtinFile,
+  definitionFileOf,
   isTaskName,
   shippedFile,
   shippedTasks,
@@ -27,16 +28,9 @@ export const TASKS_CHECK_FLAGS = {
   json: flag.jsonFlag(),
 } satisfies FlagTable;
 
-const isBuiltin = (name: string): name is (typeof BUILTIN_NAMES)[number] =>
-  (BUILTIN_NAMES as readonly string[]).includes(name);
-
-/** Where a task's definition is: a built-in task's file in the package, or the file it was loaded from. */
-const definitionOf = (t: TaskDefinition): string | null =>
-  t.source ?? (isBuiltin(t.name) ? builtinFile(t.name) : null);
-
 const sourceOf = (t: TaskDefinition): string =>
   t.source === undefined
-    ? `built in (${definitionOf(t)})`
+    ? `built in (${definitionFileOf(t)})`
     : t.optional || shippedFile(t.name) === t.source
       ? `shipped (${t.source})`
       : relative(process.cwd(), t.source);
@@ -57,7 +51,7 @@ export function runTasks(flags: FlagsOf<typeof TASKS_FLAGS>, io: CliIo): number 
           splits: t.splits,
           title: t.title,
           source: t.source ?? null,
-          definition: definitionOf(t),
+          definition: definitionFileOf(t) ?? null,
           in_overall: t.inOverall,
         })),
       )}\n`,

@@ -28,6 +28,11 @@ const SHIPPED_TASKS_DIR = fileURLToPath(new URL('../../tasks/', import.meta.url)
 /** A built-in task's definition file. */
 export const builtinFile = (name: TaskName): string => `${SHIPPED_TASKS_DIR}${name}.json`;
 
+/** Where a task is defined: the file it was loaded from, or a built-in task's file in the package. */
+export const definitionFileOf = (task: TaskDefinition): string | undefined =>
+  task.source ??
+  ((BUILTIN_NAMES as readonly string[]).includes(task.name) ? builtinFile(task.name as TaskName) : undefined);
+
 /**
  * The built-in tasks, read at start. Their files are checked against the schema by the tests
  * (src/tasks/builtin.test.ts), not here: the schema library's import would cost every command tens of milliseconds.
