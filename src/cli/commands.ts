@@ -143,11 +143,12 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['serve', 'import-gold'],
-    description: "import the closed tests' gold (<Task>.jsonl: id and answer) and re-score the closed board",
+    description:
+      "import gold the host holds (<Task>.jsonl: id and answer): the closed tests', or with --split test a host-held public test; re-score that board",
     args: [['<dir>', 'folder of <Task>.jsonl files']],
     load: async () => {
       const m = await import('./serve.js');
-      return { flags: m.DB_FLAGS, run: (a, f, io) => m.runImportGold(arg0(a), f, io) };
+      return { flags: m.IMPORT_GOLD_FLAGS, run: (a, f, io) => m.runImportGold(arg0(a), f, io) };
     },
   },
   { path: ['serve', 'token'], description: 'team API tokens' },

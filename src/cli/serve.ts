@@ -32,6 +32,16 @@ export const DB_FLAGS = {
 } satisfies FlagTable;
 export type DbFlags = FlagsOf<typeof DB_FLAGS>;
 
+export const IMPORT_GOLD_FLAGS = {
+  ...DB_FLAGS,
+  split: flag.choice(
+    '--split <split>',
+    "the split the gold is of: private_test, the closed tests'; test, a public-board task whose test records only its host holds (ECG2Pathology)",
+    ['private_test', 'test'],
+    { default: 'private_test' },
+  ),
+} satisfies FlagTable;
+
 export const SERVE_FLAGS = {
   ...DB_FLAGS,
   port: flag.count('--port <n>', 'port', { min: 0, default: 8080 }),
@@ -56,7 +66,7 @@ export const SERVE_FLAGS = {
   ),
   closedQuotaPerDay: flag.count(
     '--closed-quota-per-day <n>',
-    'closed-board uploads per token and per address and UTC day, rejected ones too (0: no quota)',
+    'uploads on hidden gold (the closed board; a host-held public test, ECG2Pathology) per token and per address and UTC day, rejected ones too (0: no quota)',
     { min: 0, default: 5 },
   ),
   closedRelease: flag.choice(
@@ -169,13 +179,17 @@ async function withLeaderboard<T>(
   }
 }
 
-export async function runImportGold(dir: string, flags: DbFlags, io: CliIo): Promise<number> {
-  const r = await withLeaderboard(flags, (lb) => lb.gold.importGold(dir));
+export async function runImportGold(
+  dir: string,
+  flags: FlagsOf<typeof IMPORT_GOLD_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const r = await withLeaderboard(flags, (lb) => lb.gold.importGold(dir, { split: flags.split }));
   io.out(
     `${renderTable(
       ['task', 'answers'],
       Object.entries(r.tasks).map(([t, n]) => [t, String(n)]),
-    )}\nimported; ${r.rescored} closed-board submission(s) re-scored\n`,
+    )}\nimported (${r.split}); ${r.rescored} ${r.board}-board submission(s) re-scored\n`,
   );
   return EXIT.ok;
 }

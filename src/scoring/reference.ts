@@ -1,31 +1,42 @@
 /** Reference data for scoring: a task's split (gold) and its train label inventory, loaded once per process. */
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
+import { heldByHost } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { Reference } from './validate.js';
 
 /** Gold answers known apart from the data files (a closed test's, imported by a leaderboard's admin): task → id → gold. */
 export type GoldOverrides = Readonly<Record<string, ReadonlyMap<string, string | readonly string[]>>>;
 
+/** Gold a leaderboard's host holds, per split: the closed tests' (private_test), and a test split only the host has. */
+export type HeldGold = Readonly<Partial<Record<Split, GoldOverrides>>>;
+
 export class ReferenceLoader {
   readonly dataDir: string;
   private readonly cache = new Map<string, Promise<Reference>>();
-  private readonly privateGold: GoldOverrides;
+  private readonly heldGold: HeldGold;
   private readonly hiddenGold: boolean;
   private readonly gold: GoldOverrides;
 
   /**
-   * `privateGold` gives the private_test split its gold; the data files carry none. `hiddenGold` marks that gold
-   * secret (a leaderboard's closed tests): see {@link Reference.hiddenGold}.
+   * `heldGold` gives splits whose data files carry no gold (private_test; a test split only a task's host holds)
+   * their gold. `hiddenGold` marks that gold secret (a leaderboard's): see {@link Reference.hiddenGold}. It covers
+   * the private_test split and any split whose records only the task's host holds (ECG2Pathology's test, on the
+   * public board); the public gold in the data files stays public.
    */
   constructor(
     dataDir?: string,
-    options: { privateGold?: GoldOverrides; hiddenGold?: boolean; gold?: GoldOverrides } = {},
+    options: { heldGold?: HeldGold; hiddenGold?: boolean; gold?: GoldOverrides } = {},
   ) {
     this.dataDir = resolveDataDir(dataDir);
-    this.privateGold = options.privateGold ?? {};
+    this.heldGold = options.heldGold ?? {};
     this.gold = options.gold ?? {};
     this.hiddenGold = options.hiddenGold ?? false;
+  }
+
+  /** Whether a split's gold is secret here (the scorer then releases nothing per item of it). */
+  hidden(task: TaskDefinition, split: Split): boolean {
+    return this.hiddenGold && (split === 'private_test' || heldByHost(task, split));
   }
 
   /** The split's records, or no records where the file is missing; invalid data files throw. */
@@ -61,11 +72,11 @@ export class ReferenceLoader {
   private async read(task: TaskDefinition, split: Split, withRecords: boolean): Promise<Reference> {
     const ref: Reference = {
       split,
-      ...(this.hiddenGold && split === 'private_test' ? { hiddenGold: true } : {}),
+      ...(this.hidden(task, split) ? { hiddenGold: true } : {}),
     };
     // Gold given apart (`--gold DIR`) is the authority for whatever split is scored.
     const given = this.gold[task.name];
-    const gold = given ?? (split === 'private_test' ? this.privateGold[task.name] : undefined);
+    const gold = given ?? this.heldGold[split]?.[task.name];
     if (withRecords || gold) {
       const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
@@ -76,7 +87,7 @@ export class ReferenceLoader {
           id,
           gold: g,
           // Hidden gold stays out of the record's fields (what pages and campaigns could show of an item).
-          raw: this.hiddenGold ? { [task.idField]: id } : { [task.idField]: id, [task.goldField]: g },
+          raw: ref.hiddenGold ? { [task.idField]: id } : { [task.idField]: id, [task.goldField]: g },
           line: i + 1,
         }));
     } else ref.fileGoldOnly = true;

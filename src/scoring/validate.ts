@@ -8,6 +8,7 @@
  */
 import type { JsonlLine } from '../data/jsonl.js';
 import type { Prediction } from '../metrics/item-stats.js';
+import { heldByHost } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import { type SubmissionIssue, show } from './issues.js';
 
@@ -478,8 +479,7 @@ export function validateTaskFile(
   const hasErrors = issues.some((i) => i.severity === 'error');
   // A task whose records only its host holds (ECG2Pathology; a definition listing a split without its file): its gold
   // is its host's. Checked, then left unscored, saying how.
-  const hostHeld = task.source !== undefined && task.files?.[reference.split] === undefined;
-  if (!records && (task.optional || hostHeld) && !reference.fileGoldOnly) {
+  if (!records && (task.optional || heldByHost(task, reference.split)) && !reference.fileGoldOnly) {
     const unscored = `no gold for ${task.name} here (its host holds it; \`eval --gold DIR\` scores it on ${task.name}.jsonl in DIR)`;
     issues.push({
       severity: 'warning',

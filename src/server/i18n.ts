@@ -128,6 +128,12 @@ const en = {
   exportCsv: 'CSV',
   exportJson: 'JSON',
   rank: '#',
+  overallSix: 'Overall, 6 tasks',
+  overallSixTitle:
+    'MedBench’s overall over six tasks: the mean of the five public task scores and ECG2Pathology’s (its naive row: 29.53); shown for entries with all six.',
+  heldNote: (names: string) =>
+    `${names}: scored on test gold that only its host holds, which stays hidden: an upload’s score on it is released by the Ladder (the team’s best so far, as on the closed board; marked “released”), nothing per item is shown, and it takes no part in ranks or paired comparisons. The six-task overall is the mean of the five public task scores and that released score.`,
+  releasedTag: 'released',
   overall: 'Overall',
   tasks: 'Tasks',
   metrics: 'Metrics with 95% CIs',
@@ -350,6 +356,12 @@ const ru: ServerStrings = {
   exportCsv: 'CSV',
   exportJson: 'JSON',
   rank: '№',
+  overallSix: 'Общий балл, 6 задач',
+  overallSixTitle:
+    'Общий балл MedBench по шести задачам: среднее баллов пяти открытых задач и ECG2Pathology (наивное решение: 29,53); показан для записей со всеми шестью.',
+  heldNote: (names: string) =>
+    `${names}: оценивается по эталону тестовой части, который есть только у организаторов и остаётся скрытым: балл загрузки публикуется по механизму Ladder (лучший балл команды, как на закрытой доске; помечен «Ladder»), ничего по отдельным примерам не показывается, в местах и парных сравнениях задача не участвует. Общий балл по шести задачам — среднее баллов пяти открытых задач и этого опубликованного балла.`,
+  releasedTag: 'Ladder',
   overall: 'Общий балл',
   tasks: 'Задачи',
   metrics: 'Метрики с 95% ДИ',

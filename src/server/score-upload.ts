@@ -10,13 +10,14 @@ import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
 import {
   type EvaluationResult,
+  SIXTH_TASK,
   scoreValidated,
   type ValidatedSubmission,
   validateRead,
 } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { validateTaskFile } from '../scoring/validate.js';
-import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
+import { getTask, heldByHost, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import { encodeItemStats, type StoredItemStats } from './boards/ranking.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
@@ -29,28 +30,54 @@ const hasSplit = (t: TaskDefinition, s: Split) => (t.splits as readonly Split[])
 
 /**
  * The tasks of each board, in the paper's order, then the tasks defined in files that `serve --tasks-dir` loaded:
- * the public board has the five public tasks and every defined task with a test file (its gold is public); the
+ * the public board has the five public tasks and every defined task with a test split (its gold public where its
+ * test file is there; the host's, imported by the admin, where only the host holds its records: ECG2Pathology); the
  * closed board every task with a private test, whose gold the admin imports (for a task whose records only its host
- * holds, ECG2Pathology, the imported gold's ids are the split). Read from the registry when asked, as definitions
- * are loaded after this module.
+ * holds, the imported gold's ids are the split). Read from the registry when asked, as definitions are loaded after
+ * this module.
  */
 export const BOARD_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
   get public() {
-    return TASKS.filter(
-      (t) => t.inOverall || (t.source !== undefined && hasSplit(t, 'test') && t.files?.test !== undefined),
-    ).map((t) => t.name);
+    return TASKS.filter((t) => t.inOverall || (t.source !== undefined && hasSplit(t, 'test'))).map(
+      (t) => t.name,
+    );
   },
   get closed() {
     return TASKS.filter((t) => hasSplit(t, 'private_test')).map((t) => t.name);
   },
 };
 
+/**
+ * The tasks of a board scored on gold only the host holds, which is hidden: every closed test, and on the public board
+ * the tasks whose test records only their host has (ECG2Pathology). Nothing per item of them is kept or shown, and
+ * their scores are released by the Ladder (see submissions/service.ts).
+ */
+export const HELD_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
+  get public() {
+    return BOARD_TASKS.public.filter((t) => heldByHost(getTask(t), 'test'));
+  },
+  get closed() {
+    return BOARD_TASKS.closed;
+  },
+};
+
+/** The tasks whose records the platform has, which its own runs answer (a host-held split's records are not here). */
+export const runnableTasks = (board: BoardName): string[] =>
+  BOARD_TASKS[board].filter((t) => !heldByHost(getTask(t), BOARD_SPLIT[board]));
+
 const onAnyBoard = (task: string) => BOARD_TASKS.public.includes(task) || BOARD_TASKS.closed.includes(task);
 
-/** The closed board's overall: the built-in closed tests (a defined task is shown beside it, not averaged in). */
-const CLOSED_OVERALL = TASKS.filter((t) => t.source === undefined && hasSplit(t, 'private_test')).map(
-  (t) => t.name,
-);
+/**
+ * The tasks each board's overall averages: the paper's five public tasks; the built-in closed tests. A defined task
+ * is shown beside it, not averaged in (ECG2Pathology makes the public board's six-task overall: `SIX_TASK_OVERALL`).
+ */
+export const OVERALL_TASKS: Readonly<Record<BoardName, readonly string[]>> = {
+  public: TASKS.filter((t) => t.inOverall).map((t) => t.name),
+  closed: TASKS.filter((t) => t.source === undefined && hasSplit(t, 'private_test')).map((t) => t.name),
+};
+
+/** MedBench's six-task overall (the five public tasks and ECG2Pathology), on the public board when it has all six. */
+export const SIX_TASK_OVERALL: readonly string[] = [...OVERALL_TASKS.public, SIXTH_TASK];
 
 export interface ScoreJob {
   files: UploadFile[];
@@ -103,11 +130,14 @@ function keepBounded(
   });
 }
 
-/** Per-item scores in [0, 1] of each scored task (one item's metrics, averaged as the task's score is). */
-function itemScoresOf(validated: ValidatedSubmission): ItemScores {
+/**
+ * Per-item scores in [0, 1] of each scored task on hidden gold (one item's metrics, averaged as the task's score is):
+ * what the Ladder's next margin is computed against.
+ */
+function itemScoresOf(validated: ValidatedSubmission, held: readonly string[]): ItemScores {
   const out: ItemScores = {};
   for (const t of validated.tasks) {
-    if (!t.items) continue;
+    if (!t.items || !held.includes(t.task.name)) continue;
     const stats = buildItemStats(t.task, t.items);
     const { width } = statsLayout(t.task);
     const scores: Record<string, number> = {};
@@ -163,6 +193,7 @@ async function decideBoard(
   refs: BoardReferences,
 ): Promise<BoardName | SubmissionIssue> {
   const votes = new Set<BoardName>();
+  const undecided: string[] = [];
   for (const e of entries) {
     const task = baseName(e.name).replace(/\.jsonl$/, '');
     if (!isTaskName(task) || !onAnyBoard(task)) continue;
@@ -175,9 +206,17 @@ async function decideBoard(
       votes.add('public');
       continue;
     }
+    // On both boards: the board whose split holds the file's first id. A split whose records only the host holds
+    // has them once its gold is imported; where neither board can tell, the uploader must say.
     const id = firstId(task, e.text);
-    const priv = def ? await refs.closed.load(def, 'private_test') : undefined;
-    votes.add(id !== undefined && priv?.records?.some((r) => r.id === id) ? 'closed' : 'public');
+    const closed = (await refs.closed.load(def, 'private_test')).records;
+    const open = (await refs.public.load(def, 'test')).records;
+    const has = (records: typeof closed) => id !== undefined && records?.some((r) => r.id === id) === true;
+    if (has(closed)) votes.add('closed');
+    else if (has(open) || (closed && !open)) votes.add('public');
+    else if (open && !closed) votes.add('closed');
+    else if (heldByHost(def, 'test') && heldByHost(def, 'private_test')) undecided.push(task);
+    else votes.add('public');
   }
   if (votes.size > 1) {
     return {
@@ -188,28 +227,59 @@ async function decideBoard(
         'the files answer both the public test sets and the closed (private) tests; upload them separately',
     };
   }
+  if (undecided.length > 0 && votes.size === 0) {
+    return {
+      severity: 'error',
+      code: 'WRONG_BOARD',
+      file: '(upload)',
+      message: `${undecided.join(', ')} is on both boards and its records are its host's: the ids do not tell which test the files answer; name the board (board: public or closed)`,
+      expected: 'the board field: public or closed',
+    };
+  }
   return [...votes][0] ?? 'public';
 }
 
-/** Closed tests leak nothing per item: only aggregate metrics and their intervals are kept. */
-function aggregateOnly(result: EvaluationResult): EvaluationResult {
+/** Tasks on hidden gold leak nothing per item: only their aggregate metrics and intervals are kept. */
+function aggregateOnly(result: EvaluationResult, held: readonly string[]): EvaluationResult {
   const tasks: EvaluationResult['tasks'] = {};
   for (const [name, t] of Object.entries(result.tasks)) {
+    if (!held.includes(name)) {
+      tasks[name] = t;
+      continue;
+    }
     const { breakdown: _breakdown, ...rest } = t;
     tasks[name] = rest as EvaluationResult['tasks'][string];
   }
   return { ...result, tasks };
 }
 
-/** The mean of a closed result's task scores (the board's overall when all three are there): what a ladder climbs. */
-export function closedScore(result: EvaluationResult): number | undefined {
-  const scores = Object.values(result.tasks).map((t) => t.score);
+/**
+ * What a board's Ladder climbs for one result: the mean of its scores on hidden gold (closed: every task, the
+ * board's overall when all three are there; public: ECG2Pathology's), or undefined where it has none.
+ */
+export function ladderScore(board: BoardName, result: EvaluationResult): number | undefined {
+  const scores = Object.entries(result.tasks)
+    .filter(([name]) => HELD_TASKS[board].includes(name))
+    .map(([, t]) => t.score);
   return scores.length > 0 ? mean(scores) : undefined;
+}
+
+/** The tasks of a result (scored or waiting for gold) that are on hidden gold: whose Ladder an upload climbs. */
+export function heldTasksOf(board: BoardName, result: EvaluationResult): string[] {
+  return [...Object.keys(result.tasks), ...Object.keys(result.unscored)]
+    .filter((t) => HELD_TASKS[board].includes(t))
+    .sort();
+}
+
+/** The six-task overall from per-task scores (one of them the Ladder's release), where all six are there. */
+export function sixTaskOverall(scores: Readonly<Record<string, number | undefined>>): number | null {
+  const six = SIX_TASK_OVERALL.map((t) => scores[t]);
+  return six.every((x) => x !== undefined) ? mean(six as number[]) : null;
 }
 
 function boardOverall(board: BoardName, result: EvaluationResult): number | null {
   if (board === 'public') return result.overall;
-  const scores = CLOSED_OVERALL.map((t) => result.tasks[t]?.score);
+  const scores = OVERALL_TASKS.closed.map((t) => result.tasks[t]?.score);
   return scores.every((s) => s !== undefined) ? mean(scores as number[]) : null;
 }
 
@@ -254,8 +324,8 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
   submission.files = submission.files.filter((f) => BOARD_TASKS[board].includes(f.task));
   const options = { split, bootstrap: job.bootstrap, seed: job.seed, references: refs[board] };
   const validated = await validateRead(submission, options);
-  let result = scoreValidated(validated, options);
-  if (board === 'closed') result = aggregateOnly(result);
+  const held = HELD_TASKS[board];
+  const result = aggregateOnly(scoreValidated(validated, options), held);
   const scored = Object.keys(result.tasks).length > 0;
   // A closed test whose gold the admin has not imported yet: valid, kept, scored when the gold arrives.
   const waiting = !scored && result.errors.length === 0 && result.warnings.some((w) => w.code === 'NO_GOLD');
@@ -281,7 +351,9 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
     errors: errors.shown,
     warnings: warnings.shown,
     omitted: { ...errors.omitted, ...warnings.omitted },
-    ...(board === 'closed' && status === 'scored' ? { itemScores: itemScoresOf(validated) } : {}),
+    ...(status === 'scored' && heldTasksOf(board, result).length > 0
+      ? { itemScores: itemScoresOf(validated, held) }
+      : {}),
     ...(status === 'scored' ? { itemStats: encodeItemStats(validated) } : {}),
   };
 }
@@ -326,6 +398,6 @@ export async function scoreSubset(
     missing_tasks: [],
     warnings: result.warnings.filter((w) => w.code !== 'MISSING_TASK'),
   };
-  if (job.board === 'closed') result = aggregateOnly(result);
+  result = aggregateOnly(result, HELD_TASKS[job.board]);
   return { result, overall: null };
 }

@@ -11,6 +11,7 @@ import { ReferenceLoader } from '../scoring/reference.js';
 import { validateRead } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { TASKS } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
 import {
   type BoardRanking,
   type RankTaskJob,
@@ -22,6 +23,7 @@ import type { BoardName } from './db/schema.js';
 import {
   BOARD_SPLIT,
   type BoardReferences,
+  HELD_TASKS,
   type ScoreJob,
   type ScoreOutcome,
   type SubsetJob,
@@ -39,8 +41,8 @@ export interface WorkerSetup {
   lowPriority?: boolean;
   /** Task definition files loaded by the server, read again here (a thread has a registry of its own). */
   taskFiles: string[];
-  /** task → [id, gold][] of the closed tests, as imported by the admin. */
-  privateGold: [string, [string, string | string[]][]][];
+  /** [split, task, [id, gold][]] of the gold the host holds, as imported by the admin. */
+  heldGold: (readonly [Split, string, [string, string | string[]][]])[];
 }
 
 const setup = workerData as WorkerSetup;
@@ -55,11 +57,17 @@ if (setup.taskFiles.length > 0) {
   const { loadUserTasks } = await import('../tasks/user.js');
   loadUserTasks(setup.taskFiles);
 }
+const heldOf = (split: Split) =>
+  Object.fromEntries(
+    setup.heldGold.filter((g) => g[0] === split).map(([, task, items]) => [task, new Map(items)]),
+  );
+// Both boards' held gold is hidden: the closed tests', and the public board's host-held test splits (ECG2Pathology);
+// the public gold in the data files stays public.
 const refs: BoardReferences = {
-  public: new ReferenceLoader(setup.dataDir),
+  public: new ReferenceLoader(setup.dataDir, { hiddenGold: true, heldGold: { test: heldOf('test') } }),
   closed: new ReferenceLoader(setup.dataDir, {
     hiddenGold: true,
-    privateGold: Object.fromEntries(setup.privateGold.map(([task, items]) => [task, new Map(items)])),
+    heldGold: { private_test: heldOf('private_test') },
   }),
 };
 // Load every split the boards score against now, not on the first upload.
@@ -96,8 +104,13 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
       ),
       options,
     );
-  const a = await read(job.a);
-  return compareValidated(a, await read(job.b), {
+  // A task on hidden gold (ECG2Pathology on the public board) is not compared: its paired differences are per item.
+  const open = (v: Awaited<ReturnType<typeof read>>) => ({
+    ...v,
+    tasks: v.tasks.filter((t) => !HELD_TASKS[job.board].includes(t.task.name)),
+  });
+  const a = open(await read(job.a));
+  return compareValidated(a, open(await read(job.b)), {
     bootstrap: job.bootstrap,
     seed: job.seed,
     clusters: await clustersOfTasks(refs[job.board], a),

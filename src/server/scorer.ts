@@ -1,14 +1,15 @@
 /**
- * The pool of scoring workers. Gold lives in the workers; when the closed tests' gold changes, the pool is replaced
+ * The pool of scoring workers. Gold lives in the workers; when the gold the host holds changes, the pool is replaced
  * (the old one finishes what it has). From TypeScript sources (tests) the worker is the build in dist/.
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { TopLevelSpec } from 'vega-lite';
 import type { ComparisonResult } from '../scoring/compare.js';
-import type { GoldOverrides } from '../scoring/reference.js';
+import type { HeldGold } from '../scoring/reference.js';
 import type { EvaluationResult } from '../scoring/score.js';
 import { userTasks } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
 import { workerScript } from '../worker-script.js';
 import { assemble, type BoardRanking, type RankJob, type rankBoardTask, taskJob } from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
@@ -25,23 +26,24 @@ export class Scorer {
   private readonly threads: number;
   private readonly dataDir: string;
 
-  constructor(options: { dataDir: string; threads?: number; privateGold?: GoldOverrides }) {
+  constructor(options: { dataDir: string; threads?: number; heldGold?: HeldGold }) {
     this.dataDir = options.dataDir;
     this.threads = Math.max(1, options.threads ?? Math.min(4, availableParallelism()));
-    this.pool = this.start(options.privateGold ?? {});
-    this.rankPool = this.start(options.privateGold ?? {}, { lazy: true });
+    this.pool = this.start(options.heldGold ?? {});
+    this.rankPool = this.start(options.heldGold ?? {}, { lazy: true });
   }
 
-  private start(gold: GoldOverrides, options: { lazy?: boolean } = {}): Piscina {
+  private start(gold: HeldGold, options: { lazy?: boolean } = {}): Piscina {
     const workerData: WorkerSetup = {
       dataDir: this.dataDir,
       // The tasks `serve --tasks-dir` defined: each worker reads the same files (a thread has its own registry).
       taskFiles: userTasks().map((t) => t.source as string),
       ...(options.lazy ? { lowPriority: true } : {}),
-      privateGold: Object.entries(gold).map(([task, m]) => [
-        task,
-        [...m.entries()] as [string, string | string[]][],
-      ]),
+      heldGold: Object.entries(gold).flatMap(([split, tasks]) =>
+        Object.entries(tasks ?? {}).map(
+          ([task, m]) => [split as Split, task, [...m.entries()] as [string, string | string[]][]] as const,
+        ),
+      ),
     };
     return new Piscina({
       filename: workerScript('score-worker.js', import.meta.url).href,
@@ -52,8 +54,8 @@ export class Scorer {
     });
   }
 
-  /** New gold for the closed tests: later jobs see it. */
-  async setGold(gold: GoldOverrides): Promise<void> {
+  /** New held gold (closed tests, host-held test splits): later jobs see it. */
+  async setGold(gold: HeldGold): Promise<void> {
     const [old, oldRank] = [this.pool, this.rankPool];
     this.pool = this.start(gold);
     this.rankPool = this.start(gold, { lazy: true });
@@ -86,7 +88,10 @@ export class Scorer {
       job.tasks.map((t) => pool.run(taskJob(job, t), { name: 'rankTask' })),
     )) as Awaited<ReturnType<typeof rankBoardTask>>[];
     const overall = (await pool.run(
-      { tasks: parts.map((p) => p.replicates), alpha: job.alpha },
+      {
+        tasks: parts.filter((_, i) => job.overall.includes(job.tasks[i] as string)).map((p) => p.replicates),
+        alpha: job.alpha,
+      },
       { name: 'rankOverall' },
     )) as BoardRanking['overall'];
     return assemble(job, parts, overall);

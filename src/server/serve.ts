@@ -11,7 +11,7 @@ import envPaths from 'env-paths';
 import { splitPath } from '../data/paths.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { TASKS } from '../tasks/registry.js';
+import { heldByHost, TASKS } from '../tasks/registry.js';
 import { isConnectionError } from '../workers/db-wait.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
@@ -50,7 +50,7 @@ function checkDataFolder(dataDir: string): void {
   const missing = TASKS.flatMap((t) =>
     (['test', 'private_test'] as const)
       .filter((s) => (t.splits as readonly string[]).includes(s))
-      .filter((s) => t.source === undefined || t.files?.[s] !== undefined)
+      .filter((s) => !heldByHost(t, s))
       .map((s) => splitPath(dataDir, t, s))
       .filter((f) => !existsSync(f)),
   );
@@ -79,7 +79,7 @@ export async function openLeaderboard(
   const scorer = new Scorer({
     dataDir: options.dataDir,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    privateGold: await q.loadPrivateGold(db.db),
+    heldGold: await q.loadHeldGold(db.db),
   });
   const lb = new Leaderboard(db, scorer, { ...DEFAULT_OPTIONS, ...options, dataDir: options.dataDir });
   await lb.gold.sync();

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.js';
 import { compileTask, type TaskFile, taskFromObject } from './definition.js';
-import type { ClassificationTask, TaskDefinition } from './types.js';
+import type { ClassificationTask, Split, TaskDefinition } from './types.js';
 
 /** The built-in tasks' names, in the paper's column order. */
 export const BUILTIN_NAMES = [
@@ -41,6 +41,16 @@ export const BUILTIN_TASKS: readonly TaskDefinition[] = BUILTIN_NAMES.map((name)
   const file = builtinFile(name);
   return compileTask(JSON.parse(readFileSync(file, 'utf8')) as TaskFile, file, { builtin: true });
 });
+
+/**
+ * Whether a split's records and gold are held by the task's host alone: a defined task that lists the split without
+ * its file (ECG2Pathology: the signals are PTB-XL's, the gold the MedBench host's). Such a split is scored only on
+ * gold given apart (`eval --gold DIR`; a board's imported gold, which stays hidden).
+ */
+export const heldByHost = (task: TaskDefinition, split: Split): boolean =>
+  task.source !== undefined &&
+  (task.splits as readonly Split[]).includes(split) &&
+  task.files?.[split] === undefined;
 
 /**
  * Every task "all tasks" means: the built-in ones, then those defined in files, in the order they were loaded. A

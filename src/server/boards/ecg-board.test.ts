@@ -1,18 +1,25 @@
 /**
  * ECG2Pathology on a leaderboard (`serve --tasks-dir ECG2Pathology`): the shipped definition, whose records only the
- * host holds, becomes a column of the closed board; uploads wait for the gold the admin imports (the gold's ids are
- * the split), then are scored as `eval --gold` scores them, under the closed tests' rules.
+ * host holds, becomes a column of both boards; uploads wait for the gold the admin imports (the gold's ids are the
+ * split), then are scored as `eval --gold` scores them, under the closed tests' rules: nothing per item, scores
+ * released by the Ladder. On the public board it makes MedBench's six-task overall beside the paper's five-task one.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ENGINES } from '../../../test/helpers/engines.js';
-import { fixtureDataDir } from '../../../test/helpers/fixture-data.js';
+import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
+import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
 import { type Body, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { evaluateSubmission } from '../../scoring/score.js';
 import { loadUserTasks } from '../../tasks/user.js';
-import { BOARD_TASKS } from '../score-upload.js';
+import { openDatabase } from '../db/connect.js';
+import { migrations } from '../db/migrations.js';
+import { loadHeldGold } from '../db/queries.js';
+import { BOARD_TASKS, HELD_TASKS, OVERALL_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 const RECORDS = Array.from({ length: 40 }, (_, i) => `${String(i + 1).padStart(5, '0')}_hr`);
@@ -28,13 +35,21 @@ describe('ECG2Pathology on the closed board', () => {
     const t = useLeaderboardApp(engine, fixtureDataDir());
 
     it('waits for the gold, whose ids are the split, then scores as eval --gold and shows nothing per item', async () => {
-      // Its records are the host's: a closed column only (no public gold exists).
+      // Its records are the host's: a column of both boards, on hidden gold on both.
       expect(BOARD_TASKS.closed.at(-1)).toBe('ECG2Pathology');
-      expect(BOARD_TASKS.public).not.toContain('ECG2Pathology');
+      expect(HELD_TASKS.public).toEqual(['ECG2Pathology']);
       const answers = jsonl(RECORDS.map((r, i) => ({ record_name: r, labels: answerOf(i) })));
+      // Before any gold, the record names tell neither board: the uploader is asked to name it.
+      const unnamed = await t.upload([{ name: 'ECG2Pathology.jsonl', data: answers }], {
+        model: 'ecg model',
+        kind: 'LLM',
+      });
+      expect(unnamed.res.status).toBe(422);
+      expect(JSON.stringify(unnamed.body)).toContain('name the board (board: public or closed)');
       const { res, body } = await t.upload([{ name: 'ECG2Pathology.jsonl', data: answers }], {
         model: 'ecg model',
         kind: 'LLM',
+        board: 'closed',
       });
       expect(res.status, JSON.stringify(body)).toBe(202);
       expect((body as Body & { board: string; status: string }).board).toBe('closed');
@@ -77,6 +92,161 @@ describe('ECG2Pathology on the closed board', () => {
       expect(short.res.status).toBe(422);
       expect(JSON.stringify(short.body)).toContain('1 of 40 items have no answer');
       expect(JSON.stringify(short.body)).not.toMatch(/"labels"|\[37/);
+    });
+  });
+});
+
+/** The public test's records (the host hands them out; their gold it keeps): other names than the closed test's. */
+const TEST_RECORDS = Array.from({ length: 40 }, (_, i) => `${String(i + 101).padStart(5, '0')}_lr`);
+
+describe('ECG2Pathology on the public board: the six-task overall', () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    const data = fixtureDataDir();
+    const t = useLeaderboardApp(engine, data);
+    const five = writeFixturePredictions(data, mkdtempSync(join(tmpdir(), 'rumedbench-ecg-five-')), 2);
+    const fiveFiles = () =>
+      readdirSync(five).map((name) => ({ name, data: readFileSync(join(five, name), 'utf8') }));
+    const ecg = (answer: (i: number) => number[]) => ({
+      name: 'ECG2Pathology.jsonl',
+      data: jsonl(TEST_RECORDS.map((r, i) => ({ record_name: r, labels: answer(i) }))),
+    });
+
+    it('scores on the test gold the admin imports, released by the Ladder, beside the paper’s overall', async () => {
+      expect(BOARD_TASKS.public).toEqual([...OVERALL_TASKS.public, 'ECG2Pathology']);
+      expect(SIX_TASK_OVERALL).toEqual([...OVERALL_TASKS.public, 'ECG2Pathology']);
+
+      // Uploaded before the gold: the five are scored, ECG2Pathology waits (and the upload has its Ladder already).
+      const first = await t.upload([...fiveFiles(), ecg(answerOf)], { model: 'six', kind: 'LLM' });
+      expect(first.res.status, JSON.stringify(first.body)).toBe(201);
+      expect((first.body as Body & { board: string }).board).toBe('public');
+      expect(Object.keys((first.body.result as { unscored: object }).unscored)).toEqual(['ECG2Pathology']);
+      expect(first.body.closed_quota).toBeDefined();
+
+      // The test gold: only a task whose test records its host holds takes it, and every line is checked.
+      const gold = mkdtempSync(join(tmpdir(), 'rumedbench-ecg-test-gold-'));
+      writeFileSync(join(gold, 'RuMedDaNet.jsonl'), '{"pairID": "x", "answer": "да"}\n');
+      await expect(t.lb.gold.importGold(gold, { split: 'test' })).rejects.toThrow(
+        `${join(gold, 'RuMedDaNet.jsonl')}: not a task whose test gold the host holds (ECG2Pathology)`,
+      );
+      rmSync(join(gold, 'RuMedDaNet.jsonl'));
+      writeFileSync(
+        join(gold, 'ECG2Pathology.jsonl'),
+        jsonl(TEST_RECORDS.map((r, i) => ({ record_name: r, labels: goldOf(i) }))),
+      );
+      const imported = await t.lb.gold.importGold(gold, { split: 'test' });
+      expect(imported).toMatchObject({
+        split: 'test',
+        board: 'public',
+        tasks: { ECG2Pathology: 40 },
+        rescored: 1,
+      });
+
+      // As eval --gold scores the same six files: per task, the five-task overall and the six-task one.
+      const preds = mkdtempSync(join(tmpdir(), 'rumedbench-ecg-six-'));
+      for (const f of [...fiveFiles(), ecg(answerOf)]) writeFileSync(join(preds, f.name), f.data);
+      const expected = await evaluateSubmission(preds, {
+        split: 'test',
+        dataDir: data,
+        goldDir: gold,
+        bootstrap: 0,
+      });
+      const exactEcg = expected.tasks.ECG2Pathology?.score as number;
+      expect(exactEcg).toBeGreaterThan(0);
+      const exact = await t.lb.boards.entry(first.body.id as string, { admin: true });
+      expect(exact.tasks.ECG2Pathology?.metrics).toEqual(expected.tasks.ECG2Pathology?.metrics);
+      expect(exact.overall).toBeCloseTo(expected.overall as number, 10);
+      expect(exact.overall_six).toBeCloseTo(expected.overall_six?.score as number, 10);
+
+      // What everybody sees: ECG2Pathology's score as the Ladder released it (rounded to one of 40 items), never its
+      // metrics or anything per record; the six-task overall made with it; the five-task overall as computed.
+      const released = Math.round(exactEcg / 2.5) * 2.5;
+      const shown = (await (await t.request(`/api/submissions/${first.body.id}`)).json()) as Body & {
+        tasks: Record<string, { score: number; metrics: object; released?: true }>;
+      };
+      expect(shown.tasks.ECG2Pathology).toMatchObject({ score: released, metrics: {}, released: true });
+      expect(shown.overall).toBeCloseTo(expected.overall as number, 10);
+      const fiveScores = OVERALL_TASKS.public.map((n) => expected.tasks[n]?.score as number);
+      expect(shown.overall_six).toBeCloseTo((fiveScores.reduce((a, b) => a + b) + released) / 6, 10);
+      const page = await (await t.request(`/submissions/${first.body.id}`)).text();
+      expect(page).not.toContain('00101_lr');
+      expect(page).toContain('Overall, 6 tasks');
+      const { getSubmission } = await import('../db/queries.js');
+      expect((await getSubmission(t.lb.db.db, first.body.id as string))?.result).not.toMatch(
+        /"ECG2Pathology":\{[^}]*"breakdown"/,
+      );
+
+      // One answer flipped tells nothing: the Ladder shows the best so far again, and the answer has no exact score.
+      const flipped = await t.upload([...fiveFiles(), ecg((i) => (i === 0 ? [1] : answerOf(i)))], {
+        model: 'six, one flipped',
+        kind: 'LLM',
+      });
+      expect(flipped.res.status, JSON.stringify(flipped.body)).toBe(201);
+      expect(flipped.body.ladder).toEqual({
+        mechanism: 'ladder',
+        improved: false,
+        tasks: ['ECG2Pathology'],
+        released,
+      });
+      const result = flipped.body.result as { tasks: object; overall_six: { score: number } };
+      expect(Object.keys(result.tasks)).not.toContain('ECG2Pathology');
+      expect(result.overall_six.score).toBeCloseTo((fiveScores.reduce((a, b) => a + b) + released) / 6, 10);
+      expect(JSON.stringify(flipped.body)).not.toContain('macro_f1');
+
+      // The board: the paper's overall and the six-task one side by side; ECG2Pathology ranks nobody, the overall
+      // ranks on the five public tasks; a paired comparison leaves it out.
+      await t.request('/api/boards/public');
+      await t.lb.boards.settled();
+      const board = (await (await t.request('/api/boards/public')).json()) as {
+        entries: (Body & { overall_six: number | null; rank: number | null })[];
+      };
+      expect(board.entries.map((e) => e.overall_six)).toEqual([shown.overall_six, shown.overall_six]);
+      expect(board.entries.every((e) => e.rank !== null)).toBe(true);
+      const ranking = t.lb.boards.ranking('public').ranking;
+      expect(Object.keys(ranking?.tasks ?? {})).not.toContain('ECG2Pathology');
+      const html = await (await t.request('/board/public')).text();
+      expect(html).toContain('class="num overall-six"');
+      expect(html).toContain('released by the Ladder');
+      const csv = await (await t.request('/board/public.csv')).text();
+      expect(csv.split('\r\n')[0]).toContain(',overall_six,');
+      expect(csv).not.toContain('ECG2Pathology.macro_f1\r\n');
+      const compared = await t.lb.boards.compare(first.body.id as string, flipped.body.id as string);
+      expect(Object.keys(compared.comparison?.tasks ?? {})).toEqual(OVERALL_TASKS.public);
+    });
+  });
+});
+
+describe('the closed tests’ gold of a database from before held gold', () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    it('moves to the held gold of the private_test split when the server starts', async () => {
+      const target = await freshDatabase(engine);
+      const db = new Kysely<Record<string, Record<string, unknown>>>({
+        dialect:
+          engine === 'postgres'
+            ? new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 1 }) })
+            : new SqliteDialect({ database: new SQLite(target) }),
+      });
+      // The previous release's schema: every migration before 0010_held_gold, and gold imported under it.
+      const old = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0010'));
+      const r = await new Migrator({ db, provider: { getMigrations: async () => old } }).migrateToLatest();
+      expect(r.error).toBeUndefined();
+      await db
+        .insertInto('private_gold')
+        .values([
+          { task: 'ECG2Pathology', item_id: '00001_hr', answer: '[37,5]' },
+          { task: 'RuMedDaNet', item_id: 'd1', answer: '"да"' },
+        ])
+        .execute();
+      await db.destroy();
+
+      const opened = await openDatabase(target);
+      try {
+        const held = await loadHeldGold(opened.db);
+        expect(held.test).toBeUndefined();
+        expect(held.private_test?.ECG2Pathology?.get('00001_hr')).toEqual([37, 5]);
+        expect(held.private_test?.RuMedDaNet?.get('d1')).toBe('да');
+      } finally {
+        await opened.close();
+      }
     });
   });
 });

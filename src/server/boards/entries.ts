@@ -2,9 +2,10 @@
 
 import type { Interval } from '../../metrics/bootstrap.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
-import type { EvaluationResult } from '../../scoring/score.js';
+import { type EvaluationResult, SIXTH_TASK } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
-import type { ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
+import type { BoardName, ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
+import { HELD_TASKS, sixTaskOverall } from '../score-upload.js';
 import type { RankCell } from './ranking.js';
 
 export type { BoardName } from '../db/schema.js';
@@ -17,6 +18,8 @@ export interface TaskCell {
   ci: Record<string, Interval>;
   /** The entry's rank among the board's entries on this task, its 95% interval and group (boards/ranking.ts). */
   place?: RankCell;
+  /** A score on hidden gold as the Ladder released it (the team's best so far): no metrics, no interval. */
+  released?: true;
 }
 
 /** A submission as the boards and pages show it. */
@@ -41,6 +44,11 @@ export interface Entry
   hidden: boolean;
   overall: number | null;
   overall_ci: Interval | null;
+  /**
+   * MedBench's six-task overall (the five public tasks and ECG2Pathology), public board, where the entry has all six;
+   * made with ECG2Pathology's score as the Ladder released it where it is released so.
+   */
+  overall_six: number | null;
   tasks: Record<string, TaskCell>;
   coverage?: { answered: number; sampled: number };
   /** Run by the platform's own workers (not uploaded): how. */
@@ -51,7 +59,10 @@ export interface Entry
   usage: RunUsage | null;
   /** The whole result (breakdowns too): only on a submission's own page, never in a board's list. */
   result?: EvaluationResult;
-  /** Closed board under the Ladder: `overall` is the released score; per-task scores are withheld. */
+  /**
+   * Scores on hidden gold released by the Ladder: closed, `overall` is the released score and per-task scores are
+   * withheld; public, the cells of the tasks on hidden gold hold the released score (`released`).
+   */
   ladder?: boolean;
   /** The overall's rank, its 95% interval and group, where the board's ranking holds the entry. */
   place?: RankCell;
@@ -75,6 +86,29 @@ export interface Summary {
   rule?: 'first' | 'majority';
 }
 
+/**
+ * A result as the Ladder lets it out: closed, no task's score and no interval of the overall; public, no score of the
+ * tasks on hidden gold, and the six-task overall made with the released score (where those tasks are ECG2Pathology).
+ */
+export function releasedResult(
+  board: BoardName,
+  result: EvaluationResult,
+  held: readonly string[],
+  released: number,
+): EvaluationResult {
+  if (board === 'closed') return { ...result, tasks: {}, overall_ci: null };
+  const tasks = Object.fromEntries(Object.entries(result.tasks).filter(([t]) => !held.includes(t)));
+  const { overall_six: _exact, ...rest } = result;
+  const six =
+    held.length === 1 && held[0] === SIXTH_TASK
+      ? sixTaskOverall({
+          ...Object.fromEntries(Object.entries(tasks).map(([t, r]) => [t, r.score])),
+          [SIXTH_TASK]: released,
+        })
+      : null;
+  return { ...rest, tasks, ...(six !== null ? { overall_six: { score: six, ci: null } } : {}) };
+}
+
 export function summarize(result: EvaluationResult): Summary {
   const tasks: Record<string, TaskCell> = {};
   for (const [name, t] of Object.entries(result.tasks)) {
@@ -95,12 +129,30 @@ export function summarize(result: EvaluationResult): Summary {
  */
 export function toEntry(row: ListedRow, result?: EvaluationResult, options: { exact?: boolean } = {}): Entry {
   const entry = exactEntry(row, result);
-  if (options.exact || row.board !== 'closed' || row.released === null) return entry;
+  if (options.exact || row.released === null) return entry;
+  if (row.board === 'public') {
+    const released = Number(row.released);
+    const held = Object.keys(entry.tasks).filter((t) => HELD_TASKS.public.includes(t));
+    const tasks: Entry['tasks'] = {};
+    // One task on hidden gold: its cell is the released score. Several share one release, so none is shown alone.
+    for (const [name, cell] of Object.entries(entry.tasks))
+      if (!held.includes(name)) tasks[name] = cell;
+      else if (held.length === 1)
+        tasks[name] = { n: cell.n, metrics: {}, score: released, score_ci: null, ci: {}, released: true };
+    return {
+      ...entry,
+      tasks,
+      overall_six: held.length === 1 ? sixOf(tasks) : null,
+      ladder: true,
+      ...(entry.result ? { result: releasedResult('public', entry.result, held, released) } : {}),
+    };
+  }
   return {
     ...entry,
     // A closed entry missing a task has no overall; its released score is its uploader's alone (in the answer).
     overall: entry.overall === null ? null : Number(row.released),
     overall_ci: null,
+    overall_six: null,
     tasks: {},
     ladder: true,
     ...(entry.result ? { result: { ...entry.result, tasks: {}, overall_ci: null } } : {}),
@@ -131,11 +183,15 @@ function exactEntry(row: ListedRow, result?: EvaluationResult): Entry {
     overall: row.overall === null ? null : Number(row.overall),
     // The closed board's overall has no interval of its own; the public one is the scorer's.
     overall_ci: row.board === 'public' ? overall_ci : null,
+    overall_six: row.board === 'public' ? sixOf(tasks) : null,
     tasks,
     ...(coverage ? { coverage } : {}),
     ...(result ? { result } : {}),
   };
 }
+
+const sixOf = (tasks: Entry['tasks']): number | null =>
+  sixTaskOverall(Object.fromEntries(Object.entries(tasks).map(([t, c]) => [t, c.score])));
 
 /** Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have. */
 export function rank(entries: Entry[]): Entry[] {

@@ -3,7 +3,7 @@ import { rankInterval } from '../../report/format.js';
 import { getTask } from '../../tasks/registry.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import { BOARD_TASKS } from '../score-upload.js';
+import { BOARD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 import type { Entry } from './entries.js';
 import type { RankingState } from './service.js';
 
@@ -23,6 +23,8 @@ export function csvCell(value: string): string {
 
 export function boardCsv(board: BoardName, entries: Entry[]): string {
   const tasks = BOARD_TASKS[board];
+  // MedBench's six-task overall, where the board has ECG2Pathology beside the five public tasks.
+  const six = board === 'public' && SIX_TASK_OVERALL.every((t) => tasks.includes(t));
   const header = [
     'rank',
     'id',
@@ -38,6 +40,7 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     'overall',
     'overall.rank_ci',
     'overall.group',
+    ...(six ? ['overall_six'] : []),
     // What the run spent, as its upload reported it (empty where it reported nothing).
     'cost_usd',
     'prompt_tokens',
@@ -60,6 +63,7 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     e.overall?.toFixed(4) ?? '',
     e.place ? rankInterval(e.place.rank_ci) : '',
     e.place?.group ?? '',
+    ...(six ? [e.overall_six?.toFixed(4) ?? ''] : []),
     e.usage?.cost_usd !== undefined ? String(e.usage.cost_usd) : '',
     e.usage ? String(e.usage.prompt_tokens) : '',
     e.usage ? String(e.usage.completion_tokens) : '',
@@ -87,6 +91,10 @@ export function publicEntry(e: Entry) {
     duplicate_of: e.duplicate_of,
     overall: e.overall,
     overall_ci: e.overall_ci,
+    // MedBench's overall over six tasks (with ECG2Pathology, as released by the Ladder where it is); null: not all six.
+    overall_six: e.overall_six,
+    // Scores on hidden gold are released by the Ladder (their cells say `released`).
+    ladder: e.ladder === true,
     // The overall's rank among the ranked entries, its 95% interval and group letters (null: not ranked).
     rank: e.place?.rank ?? null,
     rank_ci: e.place?.rank_ci ?? null,

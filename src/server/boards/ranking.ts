@@ -79,8 +79,10 @@ export interface BoardRanking {
 
 export interface RankJob {
   board: BoardName;
-  /** The board's tasks, in its order; the overall is their mean. */
+  /** The board's tasks ranked, in its order. */
   tasks: readonly string[];
+  /** The tasks the board's overall averages (among `tasks`): a defined task shown beside them is not in it. */
+  overall: readonly string[];
   split: Split;
   resamples: number;
   seed: number;
@@ -96,7 +98,7 @@ const cell = (s: { rank: number; rank_ci: [number, number]; group: string }): Ra
 });
 
 /** One task of a board's ranking: its entries' counts of that task only. */
-export interface RankTaskJob extends Omit<RankJob, 'tasks'> {
+export interface RankTaskJob extends Omit<RankJob, 'tasks' | 'overall'> {
   task: string;
 }
 
@@ -166,7 +168,7 @@ export function rankBoardOverall(
 
 /** One task's share of a board's job: the entries with that task's counts only (what its worker needs). */
 export function taskJob(job: RankJob, task: string): RankTaskJob {
-  const { tasks: _tasks, ...rest } = job;
+  const { tasks: _tasks, overall: _overall, ...rest } = job;
   return {
     ...rest,
     task,

@@ -12,7 +12,7 @@ import { isConnectionError } from '../../workers/db-wait.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import { BOARD_SPLIT, BOARD_TASKS } from '../score-upload.js';
+import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
@@ -207,6 +207,7 @@ export class Boards {
     // only when the Ladder releases a new score) takes part, and in the overall only; entries shown as scored
     // (run by the platform) take part everywhere. Nothing else could move a rank, so the ranks tell no more than
     // the Ladder does.
+    // (On the public board the Ladder releases only hidden-gold tasks' scores, which are left out of its ranking.)
     const ladder = board === 'closed' && this.options.closedRelease === 'ladder';
     const best = new Map<string, (typeof rows)[number]>();
     if (ladder)
@@ -234,9 +235,16 @@ export class Boards {
         inOverall: true,
       });
     }
+    // Under the Ladder a task on hidden gold of the public board (ECG2Pathology) is ranked on nothing: its exact
+    // scores would order the entries. The public overall is the five public tasks', on public gold.
+    const tasks =
+      board === 'public' && this.options.closedRelease === 'ladder'
+        ? BOARD_TASKS.public.filter((t) => !HELD_TASKS.public.includes(t))
+        : BOARD_TASKS[board];
     return this.scorer.rank({
       board,
-      tasks: BOARD_TASKS[board],
+      tasks,
+      overall: OVERALL_TASKS[board],
       split: BOARD_SPLIT[board],
       resamples: Math.max(this.options.bootstrap, 0),
       seed: this.options.seed,

@@ -9,7 +9,7 @@ import type { RunUsage } from '../../scoring/run-usage.js';
 import { getTask } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import type { ChartBlock } from '../charts.js';
-import { BOARD_TASKS } from '../score-upload.js';
+import { BOARD_TASKS, HELD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
 import type { RankCell } from './ranking.js';
@@ -38,6 +38,17 @@ const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: 
         .metrics.map((m: MetricName) => f2(metrics[m]))
         .join('/')
     : '–';
+
+/**
+ * A task's name with places to break between its longer words ("RuMed·SymptomRec", "ECG2·Pathology"; "DaNet" stays
+ * whole): a board's columns narrow to fit the page before the table scrolls (the browser breaks only when it must).
+ */
+const breakable = (name: string) =>
+  name
+    .split(/(?<=[a-z0-9])(?=[A-Z])/)
+    .map((part, i, parts) =>
+      i > 0 && part.length >= 3 && (parts[i - 1] as string).length >= 3 ? [<wbr />, part] : part,
+    );
 
 /** The probes of an entry's uploaded run that found contamination: `<task> <probe> p=…`. */
 export const contaminated = (e: Entry): string[] =>
@@ -127,6 +138,9 @@ export const BoardPage: FC<{
   // The cost column appears once some entry's upload said what its run spent.
   const spent = entries.some((e) => e.usage !== null);
   const defined = tasks.filter((t) => getTask(t).source !== undefined);
+  // The public board's tasks on hidden gold (ECG2Pathology), and MedBench's six-task overall once it has all six.
+  const held = board === 'public' ? HELD_TASKS.public : [];
+  const six = board === 'public' && SIX_TASK_OVERALL.every((t) => tasks.includes(t));
   const title = board === 'public' ? ctx.t.publicBoard : ctx.t.closedBoard;
   // The paper's rows stand among the entries where their overall puts them; entries are numbered, they are not.
   type Row =
@@ -156,6 +170,7 @@ export const BoardPage: FC<{
       </p>
       <p class="note rank-hint">{ctx.t.rankHint}</p>
       {defined.length > 0 ? <p class="note defined-tasks">{ctx.t.definedTasks(defined.join(', '))}</p> : ''}
+      {held.length > 0 ? <p class="note ladder held-tasks">{ctx.t.heldNote(held.join(', '))}</p> : ''}
       {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
       {entries.length === 0 ? (
         ''
@@ -188,7 +203,7 @@ export const BoardPage: FC<{
                 const mde = ranking.ranking?.tasks[t]?.mde;
                 return (
                   <th scope="col" class="num task">
-                    {t}
+                    {breakable(t)}
                     {mde != null ? (
                       <small class="mde" title={ctx.t.detectableTitle}>
                         {ctx.t.detectable(mde.toFixed(1))}
@@ -202,6 +217,13 @@ export const BoardPage: FC<{
               <th scope="col" class="num">
                 {ctx.t.overall}
               </th>
+              {six ? (
+                <th scope="col" class="num overall-six" title={ctx.t.overallSixTitle}>
+                  {ctx.t.overallSix}
+                </th>
+              ) : (
+                ''
+              )}
               {spent ? (
                 <th scope="col" class="num usage" title={ctx.t.costColumnTitle}>
                   {ctx.t.costColumn}
@@ -224,6 +246,7 @@ export const BoardPage: FC<{
                     <td class="num task">{metricCell(row.p.tasks[t], t)}</td>
                   ))}
                   <td class="num">{f2(row.p.overall)}</td>
+                  {six ? <td class="num overall-six">–</td> : ''}
                   {spent ? <td class="num usage"></td> : ''}
                 </tr>
               ) : (
@@ -245,7 +268,13 @@ export const BoardPage: FC<{
                           c?.score_ci ? `${ctx.r.score} ${f2(c.score)} ${ciText(c.score_ci)}` : undefined
                         }
                       >
-                        {metricCell(c?.metrics, t)}
+                        {c?.released ? (
+                          <>
+                            {f2(c.score)} <span class="tag">{ctx.t.releasedTag}</span>
+                          </>
+                        ) : (
+                          metricCell(c?.metrics, t)
+                        )}
                         {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
                         {place(c?.place, ctx)}
                         {row.e.trust?.formulations?.[t] ? (
@@ -263,6 +292,7 @@ export const BoardPage: FC<{
                     {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
                     {place(row.e.place, ctx, true)}
                   </td>
+                  {six ? <td class="num overall-six">{f2(row.e.overall_six)}</td> : ''}
                   {spent ? <UsageCell u={row.e.usage} ctx={ctx} /> : ''}
                 </tr>
               ),

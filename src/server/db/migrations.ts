@@ -3,7 +3,7 @@
  * server processes starting together on one PostgreSQL run each migration once). Only portable types: text,
  * integer, double precision.
  */
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
 
 export const migrations: Record<string, Migration> = {
   '0001_initial': {
@@ -217,6 +217,23 @@ export const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>): Promise<void> {
       // What an uploaded LLM run spent (tokens, and cost where it was priced), as JSON: the boards' cost column.
       await db.schema.alterTable('submissions').addColumn('usage', 'text').execute();
+    },
+  },
+  '0010_held_gold': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // The gold a host holds, per split: the closed tests' as before (private_test), and now a test split whose
+      // records only a task's host has (ECG2Pathology on the public board). The old table's rows move over.
+      await db.schema
+        .createTable('held_gold')
+        .addColumn('split', 'text', (c) => c.notNull())
+        .addColumn('task', 'text', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('answer', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('held_gold_pk', ['split', 'task', 'item_id'])
+        .execute();
+      await sql`insert into held_gold (split, task, item_id, answer)
+        select 'private_test', task, item_id, answer from private_gold`.execute(db);
+      await db.schema.dropTable('private_gold').execute();
     },
   },
 };

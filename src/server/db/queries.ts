@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Insertable, Kysely, Transaction } from 'kysely';
-import type { GoldOverrides } from '../../scoring/reference.js';
+import type { HeldGold } from '../../scoring/reference.js';
+import type { Split } from '../../tasks/types.js';
 import type {
   AnnotatorRow,
   AnnotatorsTable,
@@ -205,7 +206,10 @@ export async function quotaUsed(db: Q, slot: { key: string; scope: string; day: 
   return r ? Number(r.used) : 0;
 }
 
-/** The Ladder's current best on the closed board for `ladderKey`: the highest released score, the earliest of ties. */
+/**
+ * The Ladder's current best for `ladderKey` (which names the board and the tasks): the highest released score, the
+ * earliest of ties.
+ */
 export async function ladderBest(
   db: Q,
   ladderKey: string,
@@ -213,7 +217,6 @@ export async function ladderBest(
   const r = await db
     .selectFrom('submissions')
     .select(['released', 'item_scores'])
-    .where('board', '=', 'closed')
     .where('status', '=', 'scored')
     .where('ladder_key', '=', ladderKey)
     .where('released', 'is not', null)
@@ -404,36 +407,41 @@ export async function setSettingOnce(db: Q, key: string, value: string): Promise
   return (await getSetting(db, key)) as string;
 }
 
-// Closed-test gold
+// Gold the host holds
 
-/** Replaces a task's private gold and bumps the gold version, in one transaction. */
-export async function replacePrivateGold(
+/** Replaces a task's held gold of one split and bumps the gold version, in one transaction. */
+export async function replaceHeldGold(
   db: Kysely<Database>,
+  split: Split,
   task: string,
   answers: readonly { id: string; answer: string | readonly string[] }[],
 ): Promise<void> {
   await db.transaction().execute(async (tx) => {
-    await tx.deleteFrom('private_gold').where('task', '=', task).execute();
+    await tx.deleteFrom('held_gold').where('split', '=', split).where('task', '=', task).execute();
     // Batches keep each statement under SQLite's and PostgreSQL's parameter limits.
     for (let i = 0; i < answers.length; i += 500) {
       await tx
-        .insertInto('private_gold')
+        .insertInto('held_gold')
         .values(
-          answers.slice(i, i + 500).map((a) => ({ task, item_id: a.id, answer: JSON.stringify(a.answer) })),
+          answers
+            .slice(i, i + 500)
+            .map((a) => ({ split, task, item_id: a.id, answer: JSON.stringify(a.answer) })),
         )
         .execute();
     }
     await setSetting(tx, 'gold_version', randomUUID());
-    await addAudit(tx, 'admin', 'import-gold', null, { task, items: answers.length });
+    await addAudit(tx, 'admin', 'import-gold', null, { task, split, items: answers.length });
   });
 }
 
-export async function loadPrivateGold(db: Q): Promise<GoldOverrides> {
-  const rows = await db.selectFrom('private_gold').select(['task', 'item_id', 'answer']).execute();
-  const out: Record<string, Map<string, string | readonly string[]>> = {};
+export async function loadHeldGold(db: Q): Promise<HeldGold> {
+  const rows = await db.selectFrom('held_gold').select(['split', 'task', 'item_id', 'answer']).execute();
+  const out: Partial<Record<Split, Record<string, Map<string, string | readonly string[]>>>> = {};
   for (const r of rows) {
-    out[r.task] ??= new Map();
-    out[r.task]?.set(r.item_id, JSON.parse(r.answer) as string | string[]);
+    out[r.split as Split] ??= {};
+    const split = out[r.split as Split] as Record<string, Map<string, string | readonly string[]>>;
+    split[r.task] ??= new Map();
+    split[r.task]?.set(r.item_id, JSON.parse(r.answer) as string | string[]);
   }
   return out;
 }

@@ -71,7 +71,7 @@ export interface SubmissionsTable {
 export interface UploadQuotaTable {
   /** `token:<id>` or `address:<address key>`. */
   key: string;
-  /** `all` (every upload) or `closed` (closed-board uploads). */
+  /** `all` (every upload) or `closed` (uploads on hidden gold: the closed board's, a host-held public test's). */
   scope: string;
   /** The UTC day, YYYY-MM-DD. */
   day: string;
@@ -106,7 +106,9 @@ export interface AuditTable {
   detail: string;
 }
 
-export interface PrivateGoldTable {
+/** Gold the host holds (never shown): the closed tests' (split private_test) and host-held test splits. */
+export interface HeldGoldTable {
+  split: string;
   task: string;
   item_id: string;
   answer: string;
@@ -178,7 +180,7 @@ export interface Database {
   tokens: TokensTable;
   settings: SettingsTable;
   audit_log: AuditTable;
-  private_gold: PrivateGoldTable;
+  held_gold: HeldGoldTable;
   campaigns: CampaignsTable;
   annotators: AnnotatorsTable;
   assignments: AssignmentsTable;

@@ -1,7 +1,9 @@
 /**
- * The closed tests' gold: imported by the admin (`serve import-gold`), kept in the database, loaded into the scoring
- * workers of every process that serves (`sync`), and, once changed, every closed-board submission scored again.
- * Nothing else reads it: validation never sees it, and what leaves is aggregate scores.
+ * The gold the host holds: the closed tests' (private_test), and the test split of a task whose records only its host
+ * has (ECG2Pathology on the public board). Imported by the admin (`serve import-gold [--split test]`), kept in the
+ * database, loaded into the scoring workers of every process that serves (`sync`), and, once changed, every
+ * submission of the board it scores is scored again. Nothing else reads it: validation never sees it, and what leaves
+ * is aggregate scores, released by the Ladder.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,12 +13,13 @@ import { loadSplit } from '../../data/load.js';
 import { RumedbenchError } from '../../errors.js';
 import { type LadderState, ladderStep } from '../../metrics/ladder.js';
 import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
-import { getTask, isTaskName } from '../../tasks/registry.js';
+import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
+import type { Split } from '../../tasks/types.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
-import { BOARD_TASKS, closedScore } from '../score-upload.js';
+import { HELD_TASKS, ladderScore } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 
@@ -40,19 +43,26 @@ export class Gold {
     private readonly options: GoldOptions,
   ) {}
 
-  /** Loads the closed tests' gold into the workers if another process (or the admin command) changed it. */
+  /** Loads the held gold into the workers if another process (or the admin command) changed it. */
   async sync(): Promise<void> {
     const version = await q.goldVersion(this.db);
     if (version === this.seen) return;
-    await this.scorer.setGold(await q.loadPrivateGold(this.db));
+    await this.scorer.setGold(await q.loadHeldGold(this.db));
     this.seen = version;
   }
 
   /**
-   * Imports the closed tests' gold from `<Task>.jsonl` files (id and answer per line, every private_test id once),
-   * then re-scores every closed-board submission. Every problem is listed; nothing is imported unless all is right.
+   * Imports held gold from `<Task>.jsonl` files (id and answer per line, every id of the split once), then re-scores
+   * every submission of the board that split is scored on: `private_test` (the default), the closed tests;
+   * `test`, a public-board task whose test records only its host holds. Every problem is listed; nothing is imported
+   * unless all is right.
    */
-  async importGold(dir: string): Promise<{ tasks: Record<string, number>; rescored: number }> {
+  async importGold(
+    dir: string,
+    options: { split?: 'test' | 'private_test' } = {},
+  ): Promise<{ split: Split; board: BoardName; tasks: Record<string, number>; rescored: number }> {
+    const split = options.split ?? 'private_test';
+    const board: BoardName = split === 'test' ? 'public' : 'closed';
     const problems: string[] = [];
     const imported: { task: string; answers: { id: string; answer: string | readonly string[] }[] }[] = [];
     const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
@@ -60,18 +70,20 @@ export class Gold {
     for (const name of names.sort()) {
       const taskName = name.slice(0, -'.jsonl'.length);
       const file = join(dir, name);
-      if (!isTaskName(taskName) || !BOARD_TASKS.closed.includes(taskName)) {
-        problems.push(`${file}: not a closed-test task (${BOARD_TASKS.closed.join(', ')})`);
+      if (!isTaskName(taskName) || !HELD_TASKS[board].includes(taskName)) {
+        const held = HELD_TASKS[board];
+        problems.push(
+          split === 'test'
+            ? `${file}: not a task whose test gold the host holds (${held.length > 0 ? held.join(', ') : 'none on this board: load one with serve --tasks-dir'}); a test split in the data files has its gold there`
+            : `${file}: not a closed-test task (${held.join(', ')})`,
+        );
         continue;
       }
       const task = getTask(taskName);
       // A task whose records only its host holds (ECG2Pathology): the gold's ids are the split, each once.
-      const hostHeld = task.source !== undefined && task.files?.private_test === undefined;
-      const ids = hostHeld
+      const ids = heldByHost(task, split)
         ? undefined
-        : new Set(
-            (await loadSplit(task, 'private_test', { dataDir: this.options.dataDir })).map((r) => r.id),
-          );
+        : new Set((await loadSplit(task, split, { dataDir: this.options.dataDir })).map((r) => r.id));
       const answers = new Map<string, string | readonly string[]>();
       for await (const line of readJsonlFile(file)) {
         const at = `${file}:${line.line}`;
@@ -88,7 +100,7 @@ export class Gold {
         }
         const sid = String(id);
         if (ids && !ids.has(sid))
-          problems.push(`${at} (id ${sid}): not an id of ${taskName}'s private_test split`);
+          problems.push(`${at} (id ${sid}): not an id of ${taskName}'s ${split} split`);
         else if (answers.has(sid)) problems.push(`${at} (id ${sid}): repeated`);
         else {
           // A ranking task's gold is one label; every other gold has the shape of an answer (a defined task's too).
@@ -108,7 +120,7 @@ export class Gold {
       const missing = [...(ids ?? [])].filter((i) => !answers.has(i));
       if (missing.length > 0)
         problems.push(
-          `${file}: ${missing.length} private_test id(s) without an answer, e.g. ${missing.slice(0, 3).join(', ')}`,
+          `${file}: ${missing.length} ${split} id(s) without an answer, e.g. ${missing.slice(0, 3).join(', ')}`,
         );
       imported.push({ task: taskName, answers: [...answers].map(([id, answer]) => ({ id, answer })) });
     }
@@ -120,16 +132,21 @@ export class Gold {
         `gold not imported, ${problems.length} problem(s):\n  ${shown}${more}`,
       );
     }
-    for (const i of imported) await q.replacePrivateGold(this.db, i.task, i.answers);
+    for (const i of imported) await q.replaceHeldGold(this.db, split, i.task, i.answers);
     await this.sync();
-    const rescored = await this.rescore('closed');
+    const rescored = await this.rescore(board);
     for (const hook of this.afterImport) await hook();
-    return { tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])), rescored };
+    return {
+      split,
+      board,
+      tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])),
+      rescored,
+    };
   }
 
   /**
-   * Scores every submission of a board again from its stored files (after new gold). Closed uploads climb their
-   * Ladder again in upload order, as they would have with this gold from the start.
+   * Scores every submission of a board again from its stored files (after new gold). Uploads on hidden gold climb
+   * their Ladder again in upload order, as they would have with this gold from the start.
    */
   async rescore(board: BoardName): Promise<number> {
     // Human rows from campaigns cover a sample, not the split: their campaign scores them again.
@@ -152,9 +169,9 @@ export class Gold {
         this.options.closedRelease === 'ladder' &&
         outcome.status === 'scored' &&
         outcome.itemScores &&
-        closedScore(outcome.result) !== undefined
+        ladderScore(board, outcome.result) !== undefined
       ) {
-        const score = closedScore(outcome.result) as number;
+        const score = ladderScore(board, outcome.result) as number;
         const step = ladderStep(ladders.get(row.ladder_key), score, outcome.itemScores);
         if (step.improved)
           ladders.set(row.ladder_key, { released: step.released, items: outcome.itemScores });

@@ -27,7 +27,7 @@ import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import type { Leaderboard } from '../leaderboard.js';
-import { BOARD_SPLIT, BOARD_TASKS } from '../score-upload.js';
+import { BOARD_SPLIT, runnableTasks } from '../score-upload.js';
 
 /** The settings every platform evaluation runs with: one board, one way of asking. */
 export const PLATFORM_SETTINGS = {
@@ -74,7 +74,7 @@ function evaluationSpec(e: Endpoint, board: BoardName): LlmSpec {
               base_url: e.base_url ?? '',
               ...(e.api_key_env ? { api_key_env: e.api_key_env } : {}),
             },
-      tasks: [...BOARD_TASKS[board]],
+      tasks: runnableTasks(board),
       split: BOARD_SPLIT[board],
       mode: s.mode,
       temperature: s.temperature,
@@ -261,7 +261,7 @@ export class Runs {
           endpoint: meta.endpoint,
           settings: { ...PLATFORM_SETTINGS, board },
           prompt_versions: Object.fromEntries(
-            BOARD_TASKS[board].map((t) => [
+            runnableTasks(board).map((t) => [
               t,
               String(
                 (manifest.prompt_versions as Record<string, string> | undefined)?.[t] ??

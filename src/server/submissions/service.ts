@@ -11,7 +11,7 @@ import type { RunUsage } from '../../scoring/run-usage.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { trustTasksProblem } from '../../scoring/trust-files.js';
 import { sha256Hex } from '../auth.js';
-import { type PlatformRun, summarize } from '../boards/entries.js';
+import { type PlatformRun, releasedResult, summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
 import * as q from '../db/queries.js';
@@ -19,7 +19,7 @@ import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '..
 import { HttpError } from '../errors.js';
 import type { Gold } from '../gold/service.js';
 import { RateLimiter } from '../rate-limit.js';
-import { closedScore, type ScoreOutcome } from '../score-upload.js';
+import { heldTasksOf, ladderScore, type ScoreOutcome } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadFile, UploadLimits } from '../upload.js';
 import type { Metadata, Uploader } from './metadata.js';
@@ -71,13 +71,15 @@ export interface UploadAnswer {
   duplicate_of: string | null;
   /** The daily quota of all uploads (null: off). */
   quota: Quota | null;
-  /** The daily quota of closed-board uploads (null: off, or not a closed upload). */
+  /** The daily quota of uploads on hidden gold, the closed board's and ECG2Pathology's (null: off, or none of it). */
   closed_quota?: Quota | null;
   /**
-   * Closed board under the Ladder: `overall` is the released score, the team's best so far unless this upload
-   * beat it by more than a standard error; per-task scores are not released.
+   * Scores on hidden gold under the Ladder: what is released is the team's best so far unless this upload beat it by
+   * more than a standard error; those tasks' own scores are not released. Closed board: `overall` is the released
+   * score. Public board (a test only its host holds, ECG2Pathology): `released` is the mean of `tasks`' scores as
+   * released, `overall` the five public tasks', and `result.overall_six` is made with the released score.
    */
-  ladder?: { mechanism: 'ladder'; improved: boolean };
+  ladder?: { mechanism: 'ladder'; improved: boolean; tasks?: string[]; released?: number };
 }
 
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
@@ -158,7 +160,7 @@ export class Uploads {
     const used = await q.quotaUsed(this.db, slot);
     const quota = { limit, used, remaining: Math.max(0, limit - used) };
     if (!taken) {
-      const what = scope === 'closed' ? 'closed-board uploads' : 'uploads';
+      const what = scope === 'closed' ? 'uploads on hidden gold (closed tests)' : 'uploads';
       throw new HttpError(429, 'QUOTA_EXCEEDED', `the daily quota of ${limit} ${what} is used up`, {
         quota,
       });
@@ -252,11 +254,12 @@ export class Uploads {
       throw new HttpError(400, 'INVALID_METADATA', `invalid metadata: ${trustProblem}`, {
         problems: [trustProblem],
       });
-    // A closed upload counts against the closed quota whatever its fate, before anything of it is answered.
+    // The tasks on hidden gold it answers: every closed test; on the public board, a test only its host holds.
+    const heldTasks = heldTasksOf(outcome.board, outcome.result);
+    const onHiddenGold = outcome.board === 'closed' || heldTasks.length > 0;
+    // An upload on hidden gold counts against the closed quota whatever its fate, before anything of it is answered.
     const closedQuota =
-      uploaded && outcome.board === 'closed'
-        ? await this.reserve(who, 'closed', this.options.closedQuotaPerDay)
-        : null;
+      uploaded && onHiddenGold ? await this.reserve(who, 'closed', this.options.closedQuotaPerDay) : null;
     let quota = before;
     if (before && outcome.status === 'rejected' && outcome.board === 'public') {
       // A rejected public upload (a typo in a file) costs no quota: nothing secret can be learnt from it.
@@ -272,23 +275,20 @@ export class Uploads {
       outcome.status === 'rejected'
         ? { ...outcome.result, tasks: {}, overall: null, overall_ci: null, errors, warnings }
         : { ...outcome.result, errors, warnings };
-    // One Ladder per uploader and set of closed tasks: a one-task upload climbs its own, on that task's score.
-    // A pending upload (no gold yet) gets its key now and climbs when the gold is imported (Gold.rescore).
-    const closedTasks = [
-      ...Object.keys(outcome.result.tasks),
-      ...Object.keys(outcome.result.unscored),
-    ].sort();
+    // One Ladder per uploader, board and set of tasks on hidden gold: a one-task upload climbs its own, on that
+    // task's score. A pending upload (no gold yet) gets its key now and climbs when the gold is imported
+    // (Gold.rescore). The closed board's keys are as they always were; the public board's name it.
     const ladderKey =
-      uploaded && outcome.board === 'closed' && outcome.status !== 'rejected' && closedTasks.length > 0
-        ? `${ladderKeyOf(who)}|${closedTasks.join(',')}`
+      uploaded && outcome.status !== 'rejected' && heldTasks.length > 0
+        ? `${ladderKeyOf(who)}|${outcome.board === 'public' ? 'public|' : ''}${heldTasks.join(',')}`
         : undefined;
-    const ladderScore = closedScore(outcome.result);
+    const heldScore = ladderScore(outcome.board, outcome.result);
     const climbs =
       ladderKey !== undefined &&
       this.options.closedRelease === 'ladder' &&
       outcome.status === 'scored' &&
       outcome.itemScores !== undefined &&
-      ladderScore !== undefined;
+      heldScore !== undefined;
     // The Ladder's step and the row it writes happen under one lock per ladder (in this process): two uploads of
     // one team racing would otherwise both be measured against the same best.
     const write = async (): Promise<{
@@ -297,27 +297,34 @@ export class Uploads {
       replayed: boolean;
     }> => {
       const ladder = climbs
-        ? await this.ladderStepFor(
-            ladderKey as string,
-            ladderScore as number,
-            outcome.itemScores as ItemScores,
-          )
+        ? await this.ladderStepFor(ladderKey as string, heldScore as number, outcome.itemScores as ItemScores)
         : undefined;
+      const closedLadder = ladder && outcome.board === 'closed';
       const body: UploadAnswer = {
         id,
         status: outcome.status,
         board: outcome.board,
-        // Under the Ladder: the released mean of the uploaded closed tasks (all three: the board's overall).
-        overall: ladder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
-        // Under the Ladder no task's score is released: the answer tells no more than the released overall.
-        result: ladder ? { ...result, tasks: {}, overall_ci: null } : result,
+        // Under the Ladder, closed: the released mean of the uploaded closed tasks (all three: the board's overall).
+        // Public: the five public tasks' overall, on public gold, as computed.
+        overall: closedLadder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
+        // Under the Ladder no score on hidden gold is released but the Ladder's: the answer tells no more.
+        result: ladder ? releasedResult(outcome.board, result, heldTasks, ladder.released) : result,
         errors,
         warnings,
         omitted,
         duplicate_of: duplicateOf ?? null,
         quota,
-        ...(outcome.board === 'closed' && uploaded ? { closed_quota: closedQuota } : {}),
-        ...(ladder ? { ladder: { mechanism: 'ladder' as const, improved: ladder.improved } } : {}),
+        ...(onHiddenGold && uploaded ? { closed_quota: closedQuota } : {}),
+        ...(ladder
+          ? {
+              ladder: {
+                mechanism: 'ladder' as const,
+                improved: ladder.improved,
+                // On the public board the overall is not the released score: what was released, for which tasks.
+                ...(outcome.board === 'public' ? { tasks: heldTasks, released: ladder.released } : {}),
+              },
+            }
+          : {}),
       };
       const m = input.metadata;
       try {

@@ -10,7 +10,7 @@ import type { Entry } from '../boards/entries.js';
 import { shownDescription, shownTeam, Tags, usageWords } from '../boards/views.js';
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
-import { BOARD_TASKS } from '../score-upload.js';
+import { BOARD_TASKS, HELD_TASKS } from '../score-upload.js';
 import { CsrfField, ciText, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
 import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from './metadata.js';
 
@@ -164,19 +164,31 @@ export const SubmissionPage: FC<{
 }> = ({ ctx, e, charts, others }) => {
   const rows: string[][] = [];
   for (const [task, c] of Object.entries(e.tasks)) {
+    // A score on hidden gold as the Ladder released it: no metric of its own, no interval.
+    if (c.released) {
+      rows.push([task, String(c.n), `${ctx.r.score} (${ctx.t.releasedTag})`, f2(c.score), '–']);
+      continue;
+    }
     for (const m of getTask(task).metrics)
       rows.push([task, String(c.n), m, f2(c.metrics[m]), ciText(c.ci[m]) || '–']);
     if (getTask(task).metrics.length > 1)
       rows.push([task, String(c.n), ctx.r.score, f2(c.score), ciText(c.score_ci) || '–']);
   }
   rows.push([ctx.t.overall, '', ctx.r.score, f2(e.overall), ciText(e.overall_ci) || '–']);
+  if (e.overall_six !== null) rows.push([ctx.t.overallSix, '', ctx.r.score, f2(e.overall_six), '–']);
+  const held = Object.keys(e.tasks).filter((t) => HELD_TASKS.public.includes(t));
   return (
     <Layout ctx={ctx} title={e.model}>
       <h1>{e.model}</h1>
       {e.description ? <p class="description">{shownDescription(ctx, e)}</p> : ''}
       <MetaTable ctx={ctx} e={e} />
       <h2>{ctx.t.metrics}</h2>
-      {e.ladder ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
+      {e.ladder && e.board === 'closed' ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
+      {e.board === 'public' && held.length > 0 ? (
+        <p class="note ladder">{ctx.t.heldNote(held.join(', '))}</p>
+      ) : (
+        ''
+      )}
       <div class="table-wrap">
         <table class="sortable">
           <thead>
