@@ -209,6 +209,13 @@ describe('ECG2Pathology on the public board: the six-task overall', () => {
       const csv = await (await t.request('/board/public.csv')).text();
       expect(csv.split('\r\n')[0]).toContain(',overall_six,');
       expect(csv).not.toContain('ECG2Pathology.macro_f1\r\n');
+      // Released exactly (the final ranking): every score as computed.
+      const exactApp = await t.variant({ closedRelease: 'exact' });
+      const final = (await (await exactApp.request(`/api/submissions/${flipped.body.id}`)).json()) as Body & {
+        tasks: Record<string, { metrics: Record<string, number>; released?: true }>;
+      };
+      expect(final.tasks.ECG2Pathology?.metrics.macro_f1).toBeGreaterThan(0);
+      expect(final.tasks.ECG2Pathology?.released).toBeUndefined();
       const compared = await t.lb.boards.compare(first.body.id as string, flipped.body.id as string);
       expect(Object.keys(compared.comparison?.tasks ?? {})).toEqual(OVERALL_TASKS.public);
     });

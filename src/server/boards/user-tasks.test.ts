@@ -3,12 +3,12 @@
  * `rumedbench eval` scores them, its closed test waits for gold the admin imports (lists of classes, as a
  * multi-label task's gold is) and then is scored under the closed tests' rules: nothing per item stored or shown.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENGINES } from '../../../test/helpers/engines.js';
-import { fixtureDataDir } from '../../../test/helpers/fixture-data.js';
+import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
 import { type Body, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { evaluateSubmission } from '../../scoring/score.js';
 import { loadUserTasks } from '../../tasks/user.js';
@@ -88,6 +88,23 @@ describe('a task defined in a file on the boards', () => {
       const row = board.entries.find((e) => e.id === body.id);
       expect(row?.tasks.ClinicRubrics?.score).toBeCloseTo(expected.tasks.ClinicRubrics?.score as number, 10);
       expect(row?.tasks.ClinicRubrics?.rank).toBe(1);
+
+      // The overall's ranks are the five public tasks': an entry without the defined task is ranked on them.
+      const five = writeFixturePredictions(
+        fixtureDataDir(),
+        mkdtempSync(join(tmpdir(), 'rumedbench-five-')),
+        2,
+      );
+      const paper = await t.upload(
+        readdirSync(five).map((name) => ({ name, data: readFileSync(join(five, name), 'utf8') })),
+      );
+      expect(paper.res.status, JSON.stringify(paper.body)).toBe(201);
+      await t.request('/api/boards/public');
+      await t.lb.boards.settled();
+      const again = (await (await t.request('/api/boards/public')).json()) as {
+        entries: { id: string; rank: number | null }[];
+      };
+      expect(again.entries.find((e) => e.id === paper.body.id)?.rank).toBe(1);
       // Said on the page: the column is no part of the overall.
       expect(await (await t.request('/')).text()).toContain(
         'ClinicRubrics: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall.',
