@@ -74,7 +74,7 @@ export class Gold {
         const held = HELD_TASKS[board];
         problems.push(
           split === 'test'
-            ? `${file}: not a task whose test gold the host holds (${held.length > 0 ? held.join(', ') : 'none on this board: load one with serve --tasks-dir'}); a test split in the data files has its gold there`
+            ? `${file}: not a task whose test gold the host holds (${held.length > 0 ? held.join(', ') : 'none is loaded: --tasks-dir ECG2Pathology loads MedBench’s'}); a test split in the data files has its gold there`
             : `${file}: not a closed-test task (${held.join(', ')})`,
         );
         continue;
