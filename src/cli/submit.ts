@@ -86,5 +86,19 @@ function printAnswer(answer: SubmitAnswer, io: CliIo): void {
       .join(', '),
   ]);
   if (rows.length > 0) io.out(`\n${renderTable(['task', 'score', 'metrics'], rows, 1)}\n`);
-  if (typeof b.overall === 'number') io.out(`overall ${b.overall.toFixed(2)}\n`);
+  // Scores on hidden gold come as the Ladder released them: the closed overall, or (public board) the released
+  // score of the tasks named, with the six-task overall made with it.
+  const ladder = (b.ladder ?? undefined) as
+    | { improved?: unknown; tasks?: unknown; released?: unknown }
+    | undefined;
+  const how = ladder
+    ? ` (released by the Ladder: ${ladder.improved === true ? 'a new best' : "the team's best so far"})`
+    : '';
+  if (ladder && Array.isArray(ladder.tasks) && typeof ladder.released === 'number')
+    io.out(`${ladder.tasks.map(String).join(', ')} ${ladder.released.toFixed(2)}${how}\n`);
+  const closedLadder = ladder !== undefined && !Array.isArray(ladder.tasks);
+  if (typeof b.overall === 'number') io.out(`overall ${b.overall.toFixed(2)}${closedLadder ? how : ''}\n`);
+  const six = (b.result as { overall_six?: { score?: unknown } } | undefined)?.overall_six?.score;
+  if (typeof six === 'number')
+    io.out(`overall of six tasks (MedBench's, with ECG2Pathology) ${six.toFixed(2)}\n`);
 }

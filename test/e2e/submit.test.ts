@@ -327,6 +327,40 @@ describe('submit (on fixture data the test writes)', () => {
     expect(`${secret.stdout}${secret.stderr}`).not.toContain('hunter2-pass');
   });
 
+  it('prints scores on hidden gold as the Ladder released them, and the six-task overall', async () => {
+    // The answer a board holding ECG2Pathology gives (src/server/submissions/service.ts), as the protocol has it.
+    const board = createServer((_, res) =>
+      res.writeHead(201, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'e1',
+          status: 'scored',
+          board: 'public',
+          overall: 55.27,
+          result: {
+            tasks: { RuMedDaNet: { score: 50, metrics: { accuracy: 50 } } },
+            overall_six: { score: 46.47, ci: null },
+          },
+          ladder: { mechanism: 'ladder', improved: false, tasks: ['ECG2Pathology'], released: 2.5 },
+        }),
+      ),
+    );
+    board.listen(0, '127.0.0.1');
+    await new Promise((res) => board.once('listening', res));
+    const port = (board.address() as AddressInfo).port;
+    const r = await rumedbench(
+      'submit',
+      writeFixturePredictions(DATA, tmp()),
+      '--server',
+      `http://127.0.0.1:${port}`,
+    );
+    board.close();
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      "ECG2Pathology 2.50 (released by the Ladder: the team's best so far)\noverall 55.27\n",
+    );
+    expect(r.stdout).toContain("overall of six tasks (MedBench's, with ECG2Pathology) 46.47");
+  });
+
   it('plan run --submit sends each finished cell', async () => {
     const dir = tmp();
     const plan = join(dir, 'plan.yaml');
