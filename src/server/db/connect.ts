@@ -43,8 +43,8 @@ export async function openDatabase(target: string): Promise<Db> {
     location = resolve(target);
     mkdirSync(dirname(location), { recursive: true });
     const sqlite = new SQLite(location);
-    // WAL lets pages read while an upload is written; FULL syncs each commit, so an answered upload survives a
-    // crash of the machine, not only of the process.
+    // WAL lets pages read while an upload is written. NORMAL syncs at checkpoints, not at each commit: an answered
+    // upload survives a killed server process, not a power cut (docs/leaderboard.md: PostgreSQL for that).
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
