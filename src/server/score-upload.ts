@@ -258,16 +258,18 @@ function aggregateOnly(result: EvaluationResult, held: readonly string[]): Evalu
  * board's overall when all three are there; public: ECG2Pathology's), or undefined where it has none.
  */
 export function ladderScore(board: BoardName, result: EvaluationResult): number | undefined {
+  const held = HELD_TASKS[board];
   const scores = Object.entries(result.tasks)
-    .filter(([name]) => HELD_TASKS[board].includes(name))
+    .filter(([name]) => held.includes(name))
     .map(([, t]) => t.score);
   return scores.length > 0 ? mean(scores) : undefined;
 }
 
 /** The tasks of a result (scored or waiting for gold) that are on hidden gold: whose Ladder an upload climbs. */
 export function heldTasksOf(board: BoardName, result: EvaluationResult): string[] {
+  const held = HELD_TASKS[board];
   return [...Object.keys(result.tasks), ...Object.keys(result.unscored)]
-    .filter((t) => HELD_TASKS[board].includes(t))
+    .filter((t) => held.includes(t))
     .sort();
 }
 

@@ -105,9 +105,10 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
       options,
     );
   // A task on hidden gold (ECG2Pathology on the public board) is not compared: its paired differences are per item.
+  const held = HELD_TASKS[job.board];
   const open = (v: Awaited<ReturnType<typeof read>>) => ({
     ...v,
-    tasks: v.tasks.filter((t) => !HELD_TASKS[job.board].includes(t.task.name)),
+    tasks: v.tasks.filter((t) => !held.includes(t.task.name)),
   });
   const a = open(await read(job.a));
   return compareValidated(a, open(await read(job.b)), {

@@ -132,7 +132,8 @@ export function toEntry(row: ListedRow, result?: EvaluationResult, options: { ex
   if (options.exact || row.released === null) return entry;
   if (row.board === 'public') {
     const released = Number(row.released);
-    const held = Object.keys(entry.tasks).filter((t) => HELD_TASKS.public.includes(t));
+    const onHiddenGold = HELD_TASKS.public;
+    const held = Object.keys(entry.tasks).filter((t) => onHiddenGold.includes(t));
     const tasks: Entry['tasks'] = {};
     // One task on hidden gold: its cell is the released score. Several share one release, so none is shown alone.
     for (const [name, cell] of Object.entries(entry.tasks))

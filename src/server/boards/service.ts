@@ -237,9 +237,10 @@ export class Boards {
     }
     // Under the Ladder a task on hidden gold of the public board (ECG2Pathology) is ranked on nothing: its exact
     // scores would order the entries. The public overall is the five public tasks', on public gold.
+    const held = HELD_TASKS.public;
     const tasks =
       board === 'public' && this.options.closedRelease === 'ladder'
-        ? BOARD_TASKS.public.filter((t) => !HELD_TASKS.public.includes(t))
+        ? BOARD_TASKS.public.filter((t) => !held.includes(t))
         : BOARD_TASKS[board];
     return this.scorer.rank({
       board,

@@ -67,11 +67,11 @@ export class Gold {
     const imported: { task: string; answers: { id: string; answer: string | readonly string[] }[] }[] = [];
     const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
     if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
+    const held = HELD_TASKS[board];
     for (const name of names.sort()) {
       const taskName = name.slice(0, -'.jsonl'.length);
       const file = join(dir, name);
-      if (!isTaskName(taskName) || !HELD_TASKS[board].includes(taskName)) {
-        const held = HELD_TASKS[board];
+      if (!isTaskName(taskName) || !held.includes(taskName)) {
         problems.push(
           split === 'test'
             ? `${file}: not a task whose test gold the host holds (${held.length > 0 ? held.join(', ') : 'none is loaded: --tasks-dir ECG2Pathology loads MedBench’s'}); a test split in the data files has its gold there`

@@ -176,7 +176,8 @@ export const SubmissionPage: FC<{
   }
   rows.push([ctx.t.overall, '', ctx.r.score, f2(e.overall), ciText(e.overall_ci) || '–']);
   if (e.overall_six !== null) rows.push([ctx.t.overallSix, '', ctx.r.score, f2(e.overall_six), '–']);
-  const held = Object.keys(e.tasks).filter((t) => HELD_TASKS.public.includes(t));
+  const onHiddenGold = HELD_TASKS.public;
+  const held = Object.keys(e.tasks).filter((t) => onHiddenGold.includes(t));
   return (
     <Layout ctx={ctx} title={e.model}>
       <h1>{e.model}</h1>
