@@ -1,83 +1,164 @@
 import { describe, expect, it } from 'vitest';
-import { type ItemScores, ladderStep, pairedStandardError, roundToItems } from './ladder.js';
+import { loadTaskFile } from '../tasks/definition-file.js';
+import { getTask } from '../tasks/registry.js';
+import type { TaskDefinition } from '../tasks/types.js';
+import { buildItemStats, type Prediction } from './item-stats.js';
+import { type LadderItems, ladderMargin, ladderScore, ladderStep, roundToItems } from './ladder.js';
+import { createRng } from './rng.js';
 
-/** One task of 100 items; `right` lists the items answered right. */
-const items = (right: (i: number) => boolean): ItemScores => ({
-  T: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`id${i}`, right(i) ? 1 : 0])),
-});
-const base = items((i) => i < 50);
+const accuracyTask = getTask('RuMedDaNet');
+const ecg = loadTaskFile('tasks/ECG2Pathology.json');
+
+/** One task's counts for answers against gold, item ids id0…id(n−1). */
+function taskItems(task: TaskDefinition, gold: Prediction[], answers: Prediction[], key = 'k') {
+  const stats = buildItemStats(
+    task,
+    gold.map((g, i) => ({ id: `id${i}`, gold: g, prediction: answers[i] ?? null })),
+  );
+  return { task, key, rows: stats.stats };
+}
+
+/** One accuracy task of 100 items, gold all 'да'; `right` says which items are answered right. */
+const yesNo = (right: (i: number) => boolean): LadderItems => [
+  taskItems(
+    accuracyTask,
+    Array.from({ length: 100 }, () => 'да'),
+    Array.from({ length: 100 }, (_, i) => (right(i) ? 'да' : 'нет')),
+  ),
+];
+const base = yesNo((i) => i < 50);
 
 describe('the parameter-free Ladder (Blum & Hardt 2015, Algorithm 2)', () => {
   it('releases a team first submission, rounded to 1/n', () => {
-    expect(ladderStep(undefined, 50.004, base)).toEqual({ released: 50, improved: true });
-    expect(roundToItems(33.333, { T: { a: 1, b: 0, c: 0 } })).toBeCloseTo(100 / 3, 10);
+    expect(ladderStep(undefined, base)).toEqual({ released: 50, improved: true });
+    expect(
+      roundToItems(
+        33.333,
+        yesNo(() => true).map((t) => ({ ...t, rows: t.rows.subarray(0, 3) })),
+      ),
+    ).toBeCloseTo(100 / 3, 10);
   });
 
-  it('computes s/√n of the paired differences by hand', () => {
-    // One item flipped to right: d has one 1 and 99 zeros, s² = 1/100 exactly, s/√n = 0.01 = 1 point.
+  it('keeps s/√n for accuracy: the jackknife of a mean is the paired standard error', () => {
+    // One item flipped to right: d has one 1 and 99 zeros, s² = 1/100, s/√n = 0.01 = 1 point.
     expect(
-      pairedStandardError(
-        items((i) => i <= 50),
+      ladderMargin(
+        yesNo((i) => i <= 50),
         base,
       ),
     ).toBeCloseTo(1, 10);
     // Four flipped: s² = (4·0.96² + 96·0.04²)/99 = 0.0387879, s/√n = 1.96946 points.
     expect(
-      pairedStandardError(
-        items((i) => i < 54),
+      ladderMargin(
+        yesNo((i) => i < 54),
         base,
       ),
     ).toBeCloseTo(1.969464, 5);
+    // Three up, two down: 2.2446 points (the largest influence, 1 point, is smaller).
+    const mixed = yesNo((i) => (i < 50 && i !== 0 && i !== 1) || (i >= 50 && i < 53));
+    expect(ladderMargin(mixed, base)).toBeCloseTo(2.2446, 3);
+    expect(ladderStep({ released: 50, items: base }, mixed)).toEqual({ released: 50, improved: false });
   });
 
-  it('tells nothing for one flipped item, whichever way it goes', () => {
-    const state = { released: 50, items: base };
+  it('an identical re-upload is never an improvement, whatever the release', () => {
+    // The best's exact score above its release (a mean of tasks off the 1/N grid) was the old leak.
+    for (const released of [49, 49.5, 50, 50.5]) {
+      expect(ladderStep({ released, items: base }, base)).toEqual({ released, improved: false });
+    }
+  });
+
+  it('an upload that differs from the best in one item is never an improvement (accuracy)', () => {
+    const state = { released: 49.5, items: base };
     const up = ladderStep(
       state,
-      51,
-      items((i) => i <= 50),
+      yesNo((i) => i <= 50),
     );
     const down = ladderStep(
       state,
-      49,
-      items((i) => i < 49),
+      yesNo((i) => i < 49),
     );
-    expect(up).toEqual({ released: 50, improved: false });
+    expect(up).toEqual({ released: 49.5, improved: false });
     expect(down).toEqual(up);
   });
 
-  it('releases an improvement beyond one standard error', () => {
-    const state = { released: 50, items: base };
+  it('releases an improvement beyond the margin', () => {
     expect(
       ladderStep(
-        state,
-        54,
-        items((i) => i < 54),
+        { released: 50, items: base },
+        yesNo((i) => i < 54),
       ),
     ).toEqual({ released: 54, improved: true });
-    // Three items up and two down: +1 point against a standard error of 2.24 points.
-    const mixed = items((i) => (i < 50 && i !== 0 && i !== 1) || (i >= 50 && i < 53));
-    expect(pairedStandardError(mixed, base)).toBeCloseTo(2.2446, 3);
-    expect(ladderStep(state, 51, mixed)).toEqual({ released: 50, improved: false });
   });
 
   it('averages tasks as the overall does', () => {
-    const two = (a: ItemScores, b: ItemScores): ItemScores => ({ A: a.T ?? {}, B: b.T ?? {} });
-    // One flipped item in task A: Δ = 0.5 point, the standard error √(0.01² + 0)/2 = 0.5 point.
-    expect(
-      pairedStandardError(
-        two(
-          items((i) => i <= 50),
-          base,
-        ),
-        two(base, base),
+    const nli = (right: (i: number) => boolean): LadderItems => [
+      taskItems(
+        getTask('RuMedNLI'),
+        Array.from({ length: 100 }, () => 'entailment'),
+        Array.from({ length: 100 }, (_, i) => (right(i) ? 'entailment' : 'neutral')),
+        'B',
       ),
-    ).toBeCloseTo(0.5, 10);
+    ];
+    const pair = (a: LadderItems, b: LadderItems): LadderItems => [
+      { ...(a[0] as LadderItems[number]), key: 'A' },
+      b[0] as LadderItems[number],
+    ];
+    // One flipped item in task A: Δ = 0.5 point, the standard error √(0.01² + 0)/2 = 0.5 point.
+    const next = pair(
+      yesNo((i) => i <= 50),
+      nli((i) => i < 51),
+    );
+    const best = pair(
+      base,
+      nli((i) => i < 51),
+    );
+    expect(ladderMargin(next, best)).toBeCloseTo(0.5, 10);
+    expect(ladderScore(next) - ladderScore(best)).toBeCloseTo(0.5, 10);
+    // 50.5 released (1/200 steps) while the exact best is 50.5: still no improvement for the one item.
+    expect(ladderStep({ released: 50.5, items: best }, next).improved).toBe(false);
   });
 
   it('starts again when the items do not pair (new gold)', () => {
-    const other: ItemScores = { T: { x: 1, y: 0 } };
-    expect(pairedStandardError(other, base)).toBeUndefined();
-    expect(ladderStep({ released: 90, items: base }, 50, other)).toEqual({ released: 50, improved: true });
+    const other: LadderItems = [{ ...(base[0] as LadderItems[number]), key: 'other' }];
+    expect(ladderMargin(other, base)).toBeUndefined();
+    expect(ladderStep({ released: 90, items: base }, other)).toEqual({ released: 50, improved: true });
+  });
+});
+
+describe('the Ladder on macro F1 (a metric that is not a mean of items)', () => {
+  // 200 records, each with one or two of 73 classes; rare classes make one record's label worth much.
+  const rng = createRng(7);
+  const random = () => rng.next();
+  const classes = ecg.kind === 'multilabel' ? ecg.classes : [];
+  const gold: string[][] = Array.from({ length: 200 }, (_, i) => {
+    const a = classes[Math.floor(random() * classes.length)] as string;
+    const b = classes[i % classes.length] as string;
+    return a === b ? [a] : [a, b];
+  });
+  // The best: each record's first gold label only.
+  const bestAnswers = gold.map((g) => [g[0] as string]);
+  const best = [taskItems(ecg, gold, bestAnswers)];
+
+  it('one label added to one record never improves, in the gold or not (it did: +0.3–0.9 points)', () => {
+    const state = { released: roundToItems(ladderScore(best), best), items: best };
+    let raised = 0;
+    for (let r = 0; r < 200; r += 7) {
+      for (const label of classes.slice(0, 73)) {
+        const answers = bestAnswers.map((a, i) => (i === r ? [...a, label] : a));
+        if (answers[r]?.length === 2 && answers[r]?.[0] === label) continue;
+        const next = [taskItems(ecg, gold, answers)];
+        if (ladderScore(next) > ladderScore(best)) raised += 1;
+        expect(ladderStep(state, next)).toEqual({ released: state.released, improved: false });
+      }
+    }
+    // The probes did move the exact score (the attack's signal), and the Ladder said nothing of it.
+    expect(raised).toBeGreaterThan(10);
+  });
+
+  it('the margin is at least one record’s influence, and real improvements still pass', () => {
+    const all = [taskItems(ecg, gold, gold)];
+    const step = ladderStep({ released: roundToItems(ladderScore(best), best), items: best }, all);
+    expect(step.improved).toBe(true);
+    expect(step.released).toBeCloseTo(roundToItems(ladderScore(all), all), 10);
   });
 });

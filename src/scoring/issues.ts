@@ -51,6 +51,8 @@ export type IssueCode =
   | 'TOO_MANY_LINES'
   | 'NO_FILES'
   | 'WRONG_BOARD'
+  /** Under the Ladder, an upload on hidden gold that leaves out one of its board's hidden tasks. */
+  | 'CLOSED_INCOMPLETE'
   /** The ids answer another split of the task (dev predictions scored as test). */
   | 'WRONG_SPLIT';
 

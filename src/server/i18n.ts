@@ -28,7 +28,7 @@ const en = {
     'Under the Ladder, ranks and groups are shown for the overall of each team’s best released entry and for entries run by the platform, so that they tell no more than the released scores.',
   tasksShow: 'Show the tasks',
   ladderNote:
-    'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference, rounded to one item; otherwise the best so far is shown again. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
+    'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference (and by more than one item can move it), rounded to one item; otherwise the best so far is shown again. One ladder per team and board, climbed only by uploads of all closed tasks together. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
   submit: 'Submit',
   upload: 'Upload predictions',
   uploadNote:
@@ -243,7 +243,7 @@ const ru: ServerStrings = {
     'При Ladder места и группы показаны для общего балла лучшей опубликованной записи каждой команды и для записей, оценённых платформой: они говорят не больше, чем опубликованные баллы.',
   tasksShow: 'Показать задачи',
   ladderNote:
-    'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности, с округлением до одного примера; иначе снова показывается лучший балл. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',
+    'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности (и больше, чем может изменить один пример), с округлением до одного примера; иначе снова показывается лучший балл. У команды одна «лестница» на доске, и поднимаются по ней только загрузки всех закрытых задач вместе. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',
   submit: 'Отправить',
   upload: 'Загрузка предсказаний',
   uploadNote:

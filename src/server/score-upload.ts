@@ -4,22 +4,16 @@
  * worker thread (score-worker.ts) so that the event loop keeps answering pages while uploads are scored.
  */
 import { createHash } from 'node:crypto';
-import { buildItemStats, mean, metricsFromSums, statsLayout, taskScore } from '../metrics/item-stats.js';
-import type { ItemScores } from '../metrics/ladder.js';
+import { mean } from '../metrics/item-stats.js';
+import type { LadderItems } from '../metrics/ladder.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
-import {
-  type EvaluationResult,
-  SIXTH_TASK,
-  scoreValidated,
-  type ValidatedSubmission,
-  validateRead,
-} from '../scoring/score.js';
+import { type EvaluationResult, SIXTH_TASK, scoreValidated, validateRead } from '../scoring/score.js';
 import { submissionFromEntries } from '../scoring/submission.js';
 import { validateTaskFile } from '../scoring/validate.js';
 import { getTask, heldByHost, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
-import { encodeItemStats, type StoredItemStats } from './boards/ranking.js';
+import { decodeRows, encodeItemStats, type StoredItemStats } from './boards/ranking.js';
 import type { BoardName, SubmissionStatus } from './db/schema.js';
 import { capIssues } from './submissions/issues.js';
 import { readUpload, type UploadFile, type UploadLimits } from './upload.js';
@@ -107,8 +101,6 @@ export interface ScoreOutcome {
   warnings: SubmissionIssue[];
   /** Issues left out of `errors` and `warnings`, counted per code. */
   omitted: Record<string, number>;
-  /** Closed board, scored: per-item scores for the Ladder (server-side only). */
-  itemScores?: ItemScores;
   /** Scored: per-item counts of each task, for the board's rank intervals (server-side only). */
   itemStats?: StoredItemStats;
 }
@@ -128,26 +120,6 @@ function keepBounded(
     if (take === f.content.length) return f;
     return { name: f.name, content: `${f.content.slice(0, take)}\n… (cut: ${f.content.length} characters)` };
   });
-}
-
-/**
- * Per-item scores in [0, 1] of each scored task on hidden gold (one item's metrics, averaged as the task's score is):
- * what the Ladder's next margin is computed against.
- */
-function itemScoresOf(validated: ValidatedSubmission, held: readonly string[]): ItemScores {
-  const out: ItemScores = {};
-  for (const t of validated.tasks) {
-    if (!t.items || !held.includes(t.task.name)) continue;
-    const stats = buildItemStats(t.task, t.items);
-    const { width } = statsLayout(t.task);
-    const scores: Record<string, number> = {};
-    stats.ids.forEach((id, i) => {
-      const row = stats.stats.subarray(i * width, (i + 1) * width);
-      scores[id] = taskScore(t.task, metricsFromSums(t.task, Float64Array.from(row), 1)) / 100;
-    });
-    out[t.task.name] = scores;
-  }
-  return out;
 }
 
 export interface BoardReferences {
@@ -254,15 +226,20 @@ function aggregateOnly(result: EvaluationResult, held: readonly string[]): Evalu
 }
 
 /**
- * What a board's Ladder climbs for one result: the mean of its scores on hidden gold (closed: every task, the
- * board's overall when all three are there; public: ECG2Pathology's), or undefined where it has none.
+ * The counts the Ladder compares (metrics/ladder.ts): each task of the board on hidden gold, from an entry's stored
+ * per-item counts; undefined unless every one of them is there (a ladder climbs on all of a board's hidden tasks).
  */
-export function ladderScore(board: BoardName, result: EvaluationResult): number | undefined {
-  const held = HELD_TASKS[board];
-  const scores = Object.entries(result.tasks)
-    .filter(([name]) => held.includes(name))
-    .map(([, t]) => t.score);
-  return scores.length > 0 ? mean(scores) : undefined;
+export function ladderItemsOf(board: BoardName, stats: StoredItemStats | undefined): LadderItems | undefined {
+  if (!stats) return undefined;
+  const items: LadderItems[number][] = [];
+  for (const name of HELD_TASKS[board]) {
+    const stored = stats[name];
+    const task = getTask(name);
+    const rows = stored ? decodeRows(task, stored) : undefined;
+    if (!stored || !rows) return undefined;
+    items.push({ task, key: stored.key, rows });
+  }
+  return items.length > 0 ? items : undefined;
 }
 
 /** The tasks of a result (scored or waiting for gold) that are on hidden gold: whose Ladder an upload climbs. */
@@ -353,9 +330,6 @@ export async function scoreUpload(job: ScoreJob, refs: BoardReferences): Promise
     errors: errors.shown,
     warnings: warnings.shown,
     omitted: { ...errors.omitted, ...warnings.omitted },
-    ...(status === 'scored' && heldTasksOf(board, result).length > 0
-      ? { itemScores: itemScoresOf(validated, held) }
-      : {}),
     ...(status === 'scored' ? { itemStats: encodeItemStats(validated) } : {}),
   };
 }

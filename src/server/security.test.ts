@@ -186,12 +186,14 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       expect(text).not.toContain('нет');
       // Scored against the imported gold, not against the file's: the share of "да" in our synthetic gold.
       const yes = (records.RuMedDaNet ?? []).filter((r) => gold('RuMedDaNet', r.id) === 'да').length;
-      // Released by the Ladder: the same answers as the pending upload above, which climbed this address's ladder
-      // first when the gold came, so this one is no improvement and the same score is shown again.
+      // One closed task of three: scored against the imported gold (the admin sees it), but no score on hidden gold
+      // is released for it (issue #42: it would be that task's exact score, on a ladder of its own).
       const n = records.RuMedDaNet?.length ?? 0;
-      expect(body.overall).toBeCloseTo((100 * yes) / n, 10);
-      expect(body.ladder).toEqual({ mechanism: 'ladder', improved: false });
+      expect([body.overall, body.ladder]).toEqual([null, undefined]);
       expect(body.result).toHaveProperty('tasks', {});
+      expect((body.warnings as { code: string }[]).map((w) => w.code)).toContain('CLOSED_INCOMPLETE');
+      const exact = await lb.boards.entry(body.id as string, { admin: true });
+      expect(exact.tasks.RuMedDaNet?.score).toBeCloseTo((100 * yes) / n, 10);
       expect([yes > 0, yes < n]).toEqual([true, true]);
       // Invalid gold fields are not checked either: no message depends on the hidden answers.
       const junk = danet((r) => ({ pairID: r.id, prediction: 'нет', answer: 42 }));
@@ -490,6 +492,20 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       /** A RuMedDaNet private_test file answering every item: `flip` names the item answered the other way. */
       const allYes = (flip?: string) =>
         danet((r) => ({ pairID: r.id, answer: r.id === flip ? 'нет' : 'да' }));
+      /** All three closed tests (a ladder climbs on them together); `flip` as allYes, `nli` every NLI item. */
+      const full = (flip?: string, nli = 'neutral', first = allYes(flip)) => [
+        first,
+        {
+          name: 'RuMedNLI.jsonl',
+          data: (records.RuMedNLI ?? [])
+            .map((r) => JSON.stringify({ pairID: r.id, gold_label: nli }))
+            .join('\n'),
+        },
+        {
+          name: 'RuMedTest.jsonl',
+          data: (records.RuMedTest ?? []).map((r) => JSON.stringify({ idx: r.id, answer: '1' })).join('\n'),
+        },
+      ];
 
       it('answers a rejected closed upload with no score, and counts it against the closed quota', async () => {
         const strict = variant({ closedQuotaPerDay: 2 });
@@ -523,13 +539,13 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         await importGold();
         const open = variant({ closedQuotaPerDay: 100 });
         const auth = await tokenOf('flip team');
-        const base = await upload([allYes()], { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
+        const base = await upload(full(), { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
         expect([base.res.status, base.body.ladder]).toEqual([201, { mechanism: 'ladder', improved: true }]);
         const items = (records.RuMedDaNet ?? []).slice(0, 20);
         const answers = [];
         for (const r of items) {
           const { body } = await upload(
-            [allYes(r.id)],
+            full(r.id),
             { model: 'flip', kind: 'LLM', board: 'closed' },
             auth,
             open,
@@ -553,7 +569,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         };
         const flips = board.entries.filter((e) => e.model === 'flip');
         expect(flips.length).toBe(20);
-        expect(new Set(flips.map((e) => e.overall))).toEqual(new Set([null]));
+        expect(new Set(flips.map((e) => e.overall))).toEqual(new Set([base.body.overall]));
         expect(flips.every((e) => JSON.stringify(e.tasks) === '{}')).toBe(true);
       });
 
@@ -561,13 +577,20 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         await importGold();
         const open = variant({ closedQuotaPerDay: 100 });
         const auth = await tokenOf('race team');
-        await upload([allYes()], { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
+        await upload(full(), { model: 'base', kind: 'LLM', board: 'closed' }, auth, open);
         const better = danet((r) => ({
           pairID: r.id,
           answer: (records.RuMedDaNet ?? []).indexOf(r) < 20 ? gold('RuMedDaNet', r.id) : 'да',
         }));
         const both = await Promise.all(
-          [1, 2].map(() => upload([better], { model: 'better', kind: 'LLM', board: 'closed' }, auth, open)),
+          [1, 2].map(() =>
+            upload(
+              full(undefined, 'neutral', better),
+              { model: 'better', kind: 'LLM', board: 'closed' },
+              auth,
+              open,
+            ),
+          ),
         );
         const improved = both.map((b) => (b.body.ladder as { improved: boolean }).improved).sort();
         expect(improved).toEqual([false, true]);
@@ -577,20 +600,6 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       it('ranks tell no more than the Ladder: uploads that do not improve move no rank, interval or group (issue #26)', async () => {
         await importGold();
         const open = variant({ closedQuotaPerDay: 100 });
-        /** All three closed tests; `flip` answers one RuMedDaNet item the other way, `nli` every NLI item. */
-        const full = (flip?: string, nli = 'neutral') => [
-          allYes(flip),
-          {
-            name: 'RuMedNLI.jsonl',
-            data: (records.RuMedNLI ?? [])
-              .map((r) => JSON.stringify({ pairID: r.id, gold_label: nli }))
-              .join('\n'),
-          },
-          {
-            name: 'RuMedTest.jsonl',
-            data: (records.RuMedTest ?? []).map((r) => JSON.stringify({ idx: r.id, answer: '1' })).join('\n'),
-          },
-        ];
         const meta = { kind: 'LLM', board: 'closed' };
         const mine = await tokenOf('ranked team');
         const theirs = await tokenOf('rival team');

@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
+import { migrations } from '../../src/server/db/migrations.js';
 
 export type EngineName = 'sqlite' | 'postgres';
 export const PG_URL = process.env.RUMEDBENCH_TEST_PG_URL || undefined;
@@ -30,4 +33,25 @@ export async function freshDatabase(engine: EngineName): Promise<string> {
   const url = new URL(PG_URL as string);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * A fresh database migrated as an older release left it: every migration named before `before`. Answers its URL
+ * or path (for the server to open, which runs the rest) and a Kysely handle to fill it with old rows (destroy it first).
+ */
+export async function databaseBefore(
+  engine: EngineName,
+  before: string,
+): Promise<{ target: string; db: Kysely<Record<string, Record<string, unknown>>> }> {
+  const target = await freshDatabase(engine);
+  const db = new Kysely<Record<string, Record<string, unknown>>>({
+    dialect:
+      engine === 'postgres'
+        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 1 }) })
+        : new SqliteDialect({ database: new SQLite(target) }),
+  });
+  const old = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < before));
+  const r = await new Migrator({ db, provider: { getMigrations: async () => old } }).migrateToLatest();
+  if (r.error) throw r.error;
+  return { target, db };
 }

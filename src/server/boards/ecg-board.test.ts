@@ -7,17 +7,13 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
+import { databaseBefore, ENGINES } from '../../../test/helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
 import { type Body, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { evaluateSubmission } from '../../scoring/score.js';
 import { loadUserTasks } from '../../tasks/user.js';
 import { openDatabase } from '../db/connect.js';
-import { migrations } from '../db/migrations.js';
 import { loadHeldGold } from '../db/queries.js';
 import { BOARD_TASKS, HELD_TASKS, OVERALL_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 
@@ -77,6 +73,36 @@ describe('ECG2Pathology on the closed board', () => {
       expect(row?.result.includes('breakdown')).toBe(false);
       expect(row?.response.includes('00001_hr')).toBe(false);
       expect(await (await t.request(`/submissions/${body.id}`)).text()).not.toContain('00001_hr');
+
+      // All four closed tasks while three of them have no gold yet: ECG2Pathology is scored, but an upload climbs
+      // its ladder only on every hidden task, so nothing on hidden gold is answered (no exact score slips out).
+      const closedFile = (task: string, key: string, field: string, value: string) => ({
+        name: `${task}.jsonl`,
+        data: readFileSync(join(fixtureDataDir(), task, 'private_test_v1.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) =>
+            JSON.stringify({ [key]: (JSON.parse(l) as Record<string, string>)[key], [field]: value }),
+          )
+          .join('\n'),
+      });
+      const four = await t.upload(
+        [
+          { name: 'ECG2Pathology.jsonl', data: answers },
+          closedFile('RuMedDaNet', 'pairID', 'answer', 'да'),
+          closedFile('RuMedNLI', 'pairID', 'gold_label', 'neutral'),
+          closedFile('RuMedTest', 'idx', 'answer', '1'),
+        ],
+        { model: 'four', kind: 'LLM', board: 'closed' },
+      );
+      const fourBody = four.body as Body & { status: string; result: { tasks: object } };
+      expect([
+        four.res.status,
+        fourBody.status,
+        fourBody.overall,
+        fourBody.ladder,
+        fourBody.result.tasks,
+      ]).toEqual([201, 'scored', null, undefined, {}]);
 
       // Every record answered, as on every closed test: one left out is refused (named: the host hands out the
       // records to be answered, so their names are no secret; their gold is).
@@ -225,17 +251,8 @@ describe('ECG2Pathology on the public board: the six-task overall', () => {
 describe('the closed tests’ gold of a database from before held gold', () => {
   describe.each(ENGINES)('on %s', (engine) => {
     it('moves to the held gold of the private_test split when the server starts', async () => {
-      const target = await freshDatabase(engine);
-      const db = new Kysely<Record<string, Record<string, unknown>>>({
-        dialect:
-          engine === 'postgres'
-            ? new PostgresDialect({ pool: new pg.Pool({ connectionString: target, max: 1 }) })
-            : new SqliteDialect({ database: new SQLite(target) }),
-      });
       // The previous release's schema: every migration before 0010_held_gold, and gold imported under it.
-      const old = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0010'));
-      const r = await new Migrator({ db, provider: { getMigrations: async () => old } }).migrateToLatest();
-      expect(r.error).toBeUndefined();
+      const { target, db } = await databaseBefore(engine, '0010');
       await db
         .insertInto('private_gold')
         .values([

@@ -94,13 +94,14 @@ export function releasedResult(
   board: BoardName,
   result: EvaluationResult,
   held: readonly string[],
-  released: number,
+  /** Null: nothing was released for it (all hidden scores withheld). */
+  released: number | null,
 ): EvaluationResult {
   if (board === 'closed') return { ...result, tasks: {}, overall_ci: null };
   const tasks = Object.fromEntries(Object.entries(result.tasks).filter(([t]) => !held.includes(t)));
   const { overall_six: _exact, ...rest } = result;
   const six =
-    held.length === 1 && held[0] === SIXTH_TASK
+    held.length === 1 && held[0] === SIXTH_TASK && released !== null
       ? sixTaskOverall({
           ...Object.fromEntries(Object.entries(tasks).map(([t, r]) => [t, r.score])),
           [SIXTH_TASK]: released,
@@ -129,21 +130,23 @@ export function summarize(result: EvaluationResult): Summary {
  */
 export function toEntry(row: ListedRow, result?: EvaluationResult, options: { exact?: boolean } = {}): Entry {
   const entry = exactEntry(row, result);
-  if (options.exact || row.released === null) return entry;
+  // Without a ladder key: run by the platform, or uploaded before the Ladder; shown as scored. With one and no
+  // release (an upload that did not answer every hidden task, kept from before that was refused): nothing hidden.
+  if (options.exact || row.ladder_key === null) return entry;
+  const released = row.released === null ? null : Number(row.released);
   if (row.board === 'public') {
-    const released = Number(row.released);
     const onHiddenGold = HELD_TASKS.public;
     const held = Object.keys(entry.tasks).filter((t) => onHiddenGold.includes(t));
     const tasks: Entry['tasks'] = {};
     // One task on hidden gold: its cell is the released score. Several share one release, so none is shown alone.
     for (const [name, cell] of Object.entries(entry.tasks))
       if (!held.includes(name)) tasks[name] = cell;
-      else if (held.length === 1)
+      else if (held.length === 1 && released !== null)
         tasks[name] = { n: cell.n, metrics: {}, score: released, score_ci: null, ci: {}, released: true };
     return {
       ...entry,
       tasks,
-      overall_six: held.length === 1 ? sixOf(tasks) : null,
+      overall_six: held.length === 1 && released !== null ? sixOf(tasks) : null,
       ladder: true,
       ...(entry.result ? { result: releasedResult('public', entry.result, held, released) } : {}),
     };
@@ -151,7 +154,7 @@ export function toEntry(row: ListedRow, result?: EvaluationResult, options: { ex
   return {
     ...entry,
     // A closed entry missing a task has no overall; its released score is its uploader's alone (in the answer).
-    overall: entry.overall === null ? null : Number(row.released),
+    overall: entry.overall === null ? null : released,
     overall_ci: null,
     overall_six: null,
     tasks: {},

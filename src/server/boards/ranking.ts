@@ -46,15 +46,21 @@ export function encodeItemStats(validated: ValidatedSubmission): StoredItemStats
   return out;
 }
 
+/** One task's stored counts as rows of the task's layout, or undefined where they do not fit it. */
+export function decodeRows(task: TaskDefinition, stored: StoredTaskStats): Float64Array | undefined {
+  const bytes = inflateSync(new Uint8Array(Buffer.from(stored.data, 'base64')));
+  const ints = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  return ints.length % statsLayout(task).width === 0 ? Float64Array.from(ints) : undefined;
+}
+
 function decode(
   task: TaskDefinition,
   stored: StoredTaskStats,
   ids: readonly string[],
 ): ItemStats | undefined {
-  const bytes = inflateSync(new Uint8Array(Buffer.from(stored.data, 'base64')));
-  const ints = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
-  if (ints.length !== ids.length * statsLayout(task).width) return undefined;
-  return { task, ids, stats: Float64Array.from(ints) };
+  const stats = decodeRows(task, stored);
+  if (!stats || stats.length !== ids.length * statsLayout(task).width) return undefined;
+  return { task, ids, stats };
 }
 
 /** An entry's place: its rank, the rank's 95% interval, its group letters. */

@@ -209,16 +209,13 @@ export class Boards {
     // the Ladder does.
     // (On the public board the Ladder releases only hidden-gold tasks' scores, which are left out of its ranking.)
     const ladder = board === 'closed' && this.options.closedRelease === 'ladder';
+    // A ladder's best is its latest improvement (each beat the best before it).
     const best = new Map<string, (typeof rows)[number]>();
     if (ladder)
       for (const r of rows) {
-        if (r.ladder_key === null || r.released === null) continue;
+        if (r.ladder_key === null || r.released === null || Number(r.ladder_improved) !== 1) continue;
         const b = best.get(r.ladder_key);
-        if (
-          !b ||
-          Number(r.released) > Number(b.released) ||
-          (Number(r.released) === Number(b.released) && r.created_at < b.created_at)
-        )
+        if (!b || r.created_at > b.created_at || (r.created_at === b.created_at && r.id > b.id))
           best.set(r.ladder_key, r);
       }
     const bestIds = new Set([...best.values()].map((r) => r.id));
@@ -226,7 +223,7 @@ export class Boards {
     for (const r of rows) {
       const cached = this.statsCache.get(r.id);
       if (!cached) continue;
-      const shownExactly = !ladder || r.released === null;
+      const shownExactly = !ladder || r.ladder_key === null;
       if (!shownExactly && !bestIds.has(r.id)) continue;
       entries.push({
         id: r.id,

@@ -481,7 +481,7 @@ export class Campaigns {
           overall: null,
           status: 'scored',
           released: null,
-          item_scores: null,
+          ladder_improved: null,
           // A campaign answers a sample of the items: it takes no part in the board's rank intervals.
           item_stats: null,
         },

@@ -236,6 +236,53 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable('private_gold').execute();
     },
   },
+  '0011_one_ladder': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // One ladder per uploader and board (a ladder per set of tasks let each subset's first upload out exactly),
+      // and each upload marked with whether it improved: the best is the latest improvement, and its per-item
+      // counts (item_stats) are what the next margin is computed against; the per-item scores are no longer kept.
+      await db.schema.alterTable('submissions').addColumn('ladder_improved', 'integer').execute();
+      const { rows } = await sql<{
+        id: string;
+        board: string;
+        ladder_key: string;
+        released: number | null;
+        created_at: string;
+      }>`select id, board, ladder_key, released, created_at from submissions where ladder_key is not null`.execute(
+        db,
+      );
+      // Old keys: `<who>|<tasks>` (closed), `<who>|public|<tasks>` (public); a team's name may hold '|'.
+      const parts = (r: (typeof rows)[number]) => {
+        const cut = r.ladder_key.lastIndexOf('|');
+        const who = r.ladder_key.slice(0, cut);
+        const publicWho =
+          r.board === 'public' && who.endsWith('|public') ? who.slice(0, -'|public'.length) : who;
+        return { key: `${publicWho}|${r.board}`, tasks: r.ladder_key.slice(cut + 1).split(',').length };
+      };
+      // The old best of each new ladder: on its old ladder of the most tasks, the highest release, the earliest.
+      const best = new Map<string, { id: string; tasks: number; released: number; created_at: string }>();
+      for (const r of rows) {
+        const { key, tasks } = parts(r);
+        if (r.released === null) continue;
+        const b = best.get(key);
+        const released = Number(r.released);
+        if (
+          !b ||
+          tasks > b.tasks ||
+          (tasks === b.tasks &&
+            (released > b.released || (released === b.released && r.created_at < b.created_at)))
+        )
+          best.set(key, { id: r.id, tasks, released, created_at: r.created_at });
+      }
+      const bestIds = new Set([...best.values()].map((b) => b.id));
+      for (const r of rows) {
+        const improved = r.released === null ? null : bestIds.has(r.id) ? 1 : 0;
+        await sql`update submissions set ladder_key = ${parts(r).key}, ladder_improved = ${improved}, item_scores = null where id = ${r.id}`.execute(
+          db,
+        );
+      }
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

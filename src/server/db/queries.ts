@@ -108,6 +108,7 @@ const LISTED = [
   'files',
   'ladder_key',
   'released',
+  'ladder_improved',
 ] as const;
 
 /** Scored submissions of a board (what its page shows): visible ones, or all for the admin. */
@@ -129,10 +130,15 @@ export async function listBoard(
 export async function rankableRows(
   db: Q,
   board: BoardName,
-): Promise<Pick<SubmissionRow, 'id' | 'created_at' | 'ladder_key' | 'released' | 'summary' | 'source'>[]> {
+): Promise<
+  Pick<
+    SubmissionRow,
+    'id' | 'created_at' | 'ladder_key' | 'released' | 'ladder_improved' | 'summary' | 'source'
+  >[]
+> {
   return db
     .selectFrom('submissions')
-    .select(['id', 'created_at', 'ladder_key', 'released', 'summary', 'source'])
+    .select(['id', 'created_at', 'ladder_key', 'released', 'ladder_improved', 'summary', 'source'])
     .where('board', '=', board)
     .where('status', '=', 'scored')
     .where('hidden', '=', 0)
@@ -210,22 +216,27 @@ export async function quotaUsed(db: Q, slot: { key: string; scope: string; day: 
  * The Ladder's current best for `ladderKey` (which names the board and the tasks): the highest released score, the
  * earliest of ties.
  */
+/**
+ * The best of a ladder: its latest improvement (each one beat the best before it). Its counts are what the next
+ * upload's margin is computed against.
+ */
 export async function ladderBest(
   db: Q,
   ladderKey: string,
-): Promise<{ released: number; item_scores: string } | undefined> {
+): Promise<{ released: number; item_stats: string } | undefined> {
   const r = await db
     .selectFrom('submissions')
-    .select(['released', 'item_scores'])
+    .select(['released', 'item_stats'])
     .where('status', '=', 'scored')
     .where('ladder_key', '=', ladderKey)
+    .where('ladder_improved', '=', 1)
     .where('released', 'is not', null)
-    .where('item_scores', 'is not', null)
-    .orderBy('released', 'desc')
-    .orderBy('created_at', 'asc')
+    .where('item_stats', 'is not', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  return r ? { released: Number(r.released), item_scores: r.item_scores as string } : undefined;
+  return r ? { released: Number(r.released), item_stats: r.item_stats as string } : undefined;
 }
 
 export async function getSubmissionFiles(db: Q, id: string): Promise<{ name: string; content: string }[]> {
@@ -460,7 +471,7 @@ export async function updateResults(
     overall: number | null;
     status: SubmissionRow['status'];
     released: number | null;
-    item_scores: string | null;
+    ladder_improved: number | null;
     item_stats: string | null;
   }[],
 ): Promise<void> {
@@ -474,7 +485,7 @@ export async function updateResults(
           overall: r.overall,
           status: r.status,
           released: r.released,
-          item_scores: r.item_scores,
+          ladder_improved: r.ladder_improved,
           item_stats: r.item_stats,
         })
         .where('id', '=', r.id)

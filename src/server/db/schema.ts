@@ -58,12 +58,14 @@ export interface SubmissionsTable {
   source: Generated<SubmissionSource>;
   /** Kept for audit (rejected uploads too), never shown to anyone but the admin. */
   files: string;
-  /** Closed board: whose Ladder the entry is on (a team, or an anonymous address's /64). */
+  /** Whose Ladder the entry is on: `team:<name>|<board>` or `address:<address /64>|<board>`. */
   ladder_key: Generated<string | null>;
-  /** Closed board: the score the Ladder released for it (null: released exactly, before the Ladder existed). */
+  /** The score the Ladder released for it (null with a ladder key: none; without one: shown as scored). */
   released: Generated<number | null>;
-  /** Closed board: per-item scores, task → id → score in [0, 1], as JSON; server-side only. */
+  /** Unused since migration 0011 (the Ladder reads `item_stats`); kept empty. */
   item_scores: Generated<string | null>;
+  /** On a ladder: 1 where this upload beat its uploader's best (and became it), 0 where it did not. */
+  ladder_improved: Generated<number | null>;
   /** Per-item counts of each task (boards/ranking.ts `StoredItemStats`), as JSON; server-side only. */
   item_stats: Generated<string | null>;
 }

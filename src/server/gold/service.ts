@@ -19,7 +19,7 @@ import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
-import { HELD_TASKS, ladderScore } from '../score-upload.js';
+import { HELD_TASKS, ladderItemsOf } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 
@@ -164,18 +164,13 @@ export class Gold {
         limits: this.options.limits,
       });
       let released: number | null = null;
-      if (
-        row.ladder_key !== null &&
-        this.options.closedRelease === 'ladder' &&
-        outcome.status === 'scored' &&
-        outcome.itemScores &&
-        ladderScore(board, outcome.result) !== undefined
-      ) {
-        const score = ladderScore(board, outcome.result) as number;
-        const step = ladderStep(ladders.get(row.ladder_key), score, outcome.itemScores);
-        if (step.improved)
-          ladders.set(row.ladder_key, { released: step.released, items: outcome.itemScores });
+      let improved: number | null = null;
+      const items = outcome.status === 'scored' ? ladderItemsOf(board, outcome.itemStats) : undefined;
+      if (row.ladder_key !== null && this.options.closedRelease === 'ladder' && items) {
+        const step = ladderStep(ladders.get(row.ladder_key), items);
+        if (step.improved) ladders.set(row.ladder_key, { released: step.released, items });
         released = step.released;
+        improved = step.improved ? 1 : 0;
       }
       updates.push({
         id: row.id,
@@ -184,7 +179,7 @@ export class Gold {
         overall: outcome.overall,
         status: outcome.status,
         released,
-        item_scores: outcome.itemScores ? JSON.stringify(outcome.itemScores) : null,
+        ladder_improved: improved,
         item_stats: outcome.itemStats ? JSON.stringify(outcome.itemStats) : null,
       });
     }

@@ -5,13 +5,14 @@
  * reaches: their idempotency scope is the platform's, which no uploader's can equal.
  */
 import type { Kysely } from 'kysely';
-import { type ItemScores, type LadderStep, ladderStep } from '../../metrics/ladder.js';
+import { type LadderItems, type LadderStep, ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { trustTasksProblem } from '../../scoring/trust-files.js';
 import { sha256Hex } from '../auth.js';
 import { type PlatformRun, releasedResult, summarize } from '../boards/entries.js';
+import type { StoredItemStats } from '../boards/ranking.js';
 import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
 import * as q from '../db/queries.js';
@@ -19,7 +20,7 @@ import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '..
 import { HttpError } from '../errors.js';
 import type { Gold } from '../gold/service.js';
 import { RateLimiter } from '../rate-limit.js';
-import { heldTasksOf, ladderScore, type ScoreOutcome } from '../score-upload.js';
+import { HELD_TASKS, heldTasksOf, ladderItemsOf, type ScoreOutcome } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadFile, UploadLimits } from '../upload.js';
 import type { Metadata, Uploader } from './metadata.js';
@@ -86,8 +87,9 @@ export interface UploadAnswer {
 const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
 
 /** Whose Ladder a closed upload climbs: its team (all of a team's tokens), or an anonymous address's /64. */
-const ladderKeyOf = (who: Uploader): string =>
-  who.tokenId !== null && who.team ? `team:${who.team}` : `address:${addressKey(who.address)}`;
+/** The one ladder of an uploader (a team, or an anonymous address's /64) on a board. */
+export const ladderKeyOf = (who: Uploader, board: BoardName): string =>
+  `${who.tokenId !== null && who.team ? `team:${who.team}` : `address:${addressKey(who.address)}`}|${board}`;
 
 export class Uploads {
   private readonly anonymousRate: RateLimiter;
@@ -235,7 +237,7 @@ export class Uploads {
     const { who, idemKey } = input;
     const before = input.quota;
     await this.gold.sync();
-    const outcome: ScoreOutcome = await this.scorer.score({
+    let outcome: ScoreOutcome = await this.scorer.score({
       files: input.files,
       board: input.metadata.board,
       source: 'upload',
@@ -267,6 +269,32 @@ export class Uploads {
       await q.releaseQuota(this.db, slot);
       quota = { ...before, used: before.used - 1, remaining: before.remaining + 1 };
     }
+    // Under the Ladder only an upload answering every task of its board on hidden gold climbs: the answer to a subset
+    // would be an exact score of one task, and each subset would be a ladder of its own (2^T − 1 of them). A partial
+    // one is kept (scored for the final ranking) with nothing on hidden gold released, and told so.
+    const partial =
+      uploaded &&
+      this.options.closedRelease === 'ladder' &&
+      outcome.status !== 'rejected' &&
+      heldTasks.length > 0 &&
+      heldTasks.length < HELD_TASKS[outcome.board].length;
+    if (partial) {
+      const all = HELD_TASKS[outcome.board];
+      const missing = all.filter((t) => !heldTasks.includes(t));
+      outcome = {
+        ...outcome,
+        warnings: [
+          {
+            severity: 'warning',
+            code: 'CLOSED_INCOMPLETE',
+            file: 'upload',
+            message: `no score on hidden gold is released for an upload that leaves out one of the ${outcome.board} board's hidden tasks (missing: ${missing.join(', ')}); upload them together`,
+            expected: all.map((t) => `${t}.jsonl`).join(', '),
+          },
+          ...outcome.warnings,
+        ],
+      };
+    }
     const id = crypto.randomUUID();
     const duplicateOf = await q.firstWithHash(this.db, outcome.board, outcome.contentHash, who);
     const { errors, warnings, omitted } = outcome;
@@ -275,20 +303,19 @@ export class Uploads {
       outcome.status === 'rejected'
         ? { ...outcome.result, tasks: {}, overall: null, overall_ci: null, errors, warnings }
         : { ...outcome.result, errors, warnings };
-    // One Ladder per uploader, board and set of tasks on hidden gold: a one-task upload climbs its own, on that
-    // task's score. A pending upload (no gold yet) gets its key now and climbs when the gold is imported
-    // (Gold.rescore). The closed board's keys are as they always were; the public board's name it.
+    // One Ladder per uploader and board: every upload on it answers all the board's hidden tasks. A pending upload
+    // (no gold yet) gets its key now and climbs when the gold is imported (Gold.rescore).
     const ladderKey =
       uploaded && outcome.status !== 'rejected' && heldTasks.length > 0
-        ? `${ladderKeyOf(who)}|${outcome.board === 'public' ? 'public|' : ''}${heldTasks.join(',')}`
+        ? ladderKeyOf(who, outcome.board)
         : undefined;
-    const heldScore = ladderScore(outcome.board, outcome.result);
+    const ladderItems =
+      outcome.status === 'scored' ? ladderItemsOf(outcome.board, outcome.itemStats) : undefined;
     const climbs =
       ladderKey !== undefined &&
       this.options.closedRelease === 'ladder' &&
-      outcome.status === 'scored' &&
-      outcome.itemScores !== undefined &&
-      heldScore !== undefined;
+      ladderItems !== undefined &&
+      !partial;
     // The Ladder's step and the row it writes happen under one lock per ladder (in this process): two uploads of
     // one team racing would otherwise both be measured against the same best.
     const write = async (): Promise<{
@@ -297,18 +324,30 @@ export class Uploads {
       replayed: boolean;
     }> => {
       const ladder = climbs
-        ? await this.ladderStepFor(ladderKey as string, heldScore as number, outcome.itemScores as ItemScores)
+        ? await this.ladderStepFor(outcome.board, ladderKey as string, ladderItems as LadderItems)
         : undefined;
       const closedLadder = ladder && outcome.board === 'closed';
+      // Under the Ladder an upload on hidden gold that does not climb (a subset of the hidden tasks; one of them
+      // without gold yet) is answered with no score on hidden gold at all.
+      const withheld =
+        uploaded && this.options.closedRelease === 'ladder' && heldTasks.length > 0 && ladder === undefined;
       const body: UploadAnswer = {
         id,
         status: outcome.status,
         board: outcome.board,
         // Under the Ladder, closed: the released mean of the uploaded closed tasks (all three: the board's overall).
         // Public: the five public tasks' overall, on public gold, as computed.
-        overall: closedLadder ? ladder.released : outcome.status === 'rejected' ? null : outcome.overall,
+        overall: closedLadder
+          ? ladder.released
+          : outcome.status === 'rejected' || (withheld && outcome.board === 'closed')
+            ? null
+            : outcome.overall,
         // Under the Ladder no score on hidden gold is released but the Ladder's: the answer tells no more.
-        result: ladder ? releasedResult(outcome.board, result, heldTasks, ladder.released) : result,
+        result: ladder
+          ? releasedResult(outcome.board, result, heldTasks, ladder.released)
+          : withheld
+            ? releasedResult(outcome.board, result, heldTasks, null)
+            : result,
         errors,
         warnings,
         omitted,
@@ -356,8 +395,7 @@ export class Uploads {
             usage: m.usage ? JSON.stringify(m.usage) : null,
             source: input.source,
             ...(ladderKey ? { ladder_key: ladderKey } : {}),
-            ...(ladder ? { released: ladder.released } : {}),
-            ...(outcome.itemScores ? { item_scores: JSON.stringify(outcome.itemScores) } : {}),
+            ...(ladder ? { released: ladder.released, ladder_improved: ladder.improved ? 1 : 0 } : {}),
             ...(outcome.itemStats ? { item_stats: JSON.stringify(outcome.itemStats) } : {}),
           },
           outcome.files,
@@ -374,14 +412,11 @@ export class Uploads {
     return climbs ? this.oneAtATime(ladderKey as string, write) : write();
   }
 
-  /** One round of the Ladder for a closed upload, against the team's best so far. */
-  private async ladderStepFor(key: string, score: number, items: ItemScores): Promise<LadderStep> {
+  /** One round of the Ladder for an upload on hidden gold, against its uploader's best so far on that board. */
+  private async ladderStepFor(board: BoardName, key: string, items: LadderItems): Promise<LadderStep> {
     const best = await q.ladderBest(this.db, key);
-    return ladderStep(
-      best ? { released: best.released, items: JSON.parse(best.item_scores) as ItemScores } : undefined,
-      score,
-      items,
-    );
+    const bestItems = best ? ladderItemsOf(board, JSON.parse(best.item_stats) as StoredItemStats) : undefined;
+    return ladderStep(best && bestItems ? { released: best.released, items: bestItems } : undefined, items);
   }
 
   /** Runs `f` after every earlier call with the same key has settled. */

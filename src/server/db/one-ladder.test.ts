@@ -1,0 +1,71 @@
+/**
+ * Migration 0011: a database from before "one ladder per uploader and board" keeps each team's best and release,
+ * under the new key, and subset ladders stop counting.
+ */
+import { describe, expect, it } from 'vitest';
+import { databaseBefore, ENGINES } from '../../../test/helpers/engines.js';
+import { openDatabase } from './connect.js';
+import { ladderBest } from './queries.js';
+
+describe('migration 0011: one ladder per uploader and board', () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    it('rewrites old keys, marks each ladder’s best, and leaves subset ladders out', async () => {
+      const { target, db } = await databaseBefore(engine, '0011');
+      const row = (id: string, board: string, key: string, released: number | null, at: string) => ({
+        id,
+        created_at: at,
+        board,
+        status: 'scored',
+        model: id,
+        team: 'A|B',
+        description: '',
+        kind: 'LLM',
+        open_weights: 0,
+        address: '127.0.0.1',
+        content_hash: id,
+        result: '{}',
+        summary: '{}',
+        response: '{}',
+        files: '[]',
+        ladder_key: key,
+        released,
+        item_scores: '{}',
+        item_stats: '{}',
+      });
+      const full = 'team:A|B|RuMedDaNet,RuMedNLI,RuMedTest';
+      await db
+        .insertInto('submissions')
+        .values([
+          // A subset ladder released higher first: it must not become the best of the team's one ladder.
+          row('subset', 'closed', 'team:A|B|RuMedDaNet', 80, '2026-01-01T00:00:00Z'),
+          row('first', 'closed', full, 50, '2026-01-02T00:00:00Z'),
+          row('best', 'closed', full, 60, '2026-01-03T00:00:00Z'),
+          row('again', 'closed', full, 60, '2026-01-04T00:00:00Z'),
+          row('ecg', 'public', 'team:A|B|public|ECG2Pathology', 30, '2026-01-05T00:00:00Z'),
+          row('pending', 'closed', full, null, '2026-01-06T00:00:00Z'),
+        ])
+        .execute();
+      await db.destroy();
+
+      const opened = await openDatabase(target);
+      try {
+        const rows = await opened.db
+          .selectFrom('submissions')
+          .select(['id', 'ladder_key', 'ladder_improved', 'item_scores'])
+          .orderBy('created_at')
+          .execute();
+        expect(rows).toEqual([
+          { id: 'subset', ladder_key: 'team:A|B|closed', ladder_improved: 0, item_scores: null },
+          { id: 'first', ladder_key: 'team:A|B|closed', ladder_improved: 0, item_scores: null },
+          { id: 'best', ladder_key: 'team:A|B|closed', ladder_improved: 1, item_scores: null },
+          { id: 'again', ladder_key: 'team:A|B|closed', ladder_improved: 0, item_scores: null },
+          { id: 'ecg', ladder_key: 'team:A|B|public', ladder_improved: 1, item_scores: null },
+          { id: 'pending', ladder_key: 'team:A|B|closed', ladder_improved: null, item_scores: null },
+        ]);
+        expect(await ladderBest(opened.db, 'team:A|B|closed')).toEqual({ released: 60, item_stats: '{}' });
+      } finally {
+        await opened.close();
+      }
+    });
+  });
+});
