@@ -9,6 +9,7 @@
  * recorded there and never submits their requests again. Requests that fail inside a batch are journaled as failed
  * requests; `--resume --retry-errors` sends them, and only them, as a new batch.
  */
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import {
   appendFileSync,
@@ -174,9 +175,21 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
 const record = (outDir: string, entry: Record<string, unknown>): void =>
   appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ ...entry, at: new Date().toISOString() })}\n`);
 
+/** What identifies a result's content: two lines for one request that differ here are two different answers. */
+const contentOf = (r: BatchResult): string =>
+  createHash('sha256')
+    .update(
+      'reply' in r
+        ? JSON.stringify(['reply', r.reply.text, r.reply.reasoning ?? null])
+        : JSON.stringify(['error', r.error]),
+    )
+    .digest('base64');
+
 /**
- * Journals a batch's results: each line that answers one of `keys` (once), as the answer an online request would
- * have journaled, or as its failure. Returns the keys answered.
+ * Journals a batch's results: each line that answers one of `keys`, as the answer an online request would have
+ * journaled, or as its failure. A request answered twice alike counts once; answered twice differently it fails,
+ * named, whichever line came first (the score must not depend on the order of a file's lines). Returns the keys
+ * answered and the lines read.
  */
 export async function journalResults(
   results: AsyncIterable<BatchResult> | Iterable<BatchResult>,
@@ -186,17 +199,32 @@ export async function journalResults(
     journal: { append(entry: JournalEntry): void | Promise<void> };
     label: string;
   },
-): Promise<{ seen: Set<string>; lines: number }> {
-  const seen = new Set<string>();
+): Promise<{ seen: Set<string>; lines: number; conflicts: number }> {
+  // Per request, the digest of its first result line (a few dozen bytes each, whatever the replies' size).
+  const first = new Map<string, string>();
+  const conflicted = new Set<string>();
   const at = new Date().toISOString();
   let lines = 0;
   for await (const r of results) {
     lines++;
     const job = o.byKey.get(r.key);
     // A line for a request the batch did not hold (another run's, or a provider's mistake) is not an answer here.
-    if (!job || seen.has(r.key) || !o.keys.has(r.key)) continue;
-    seen.add(r.key);
+    if (!job || !o.keys.has(r.key) || conflicted.has(r.key)) continue;
     const base = { key: r.key, task: job.task.name, split: job.split, id: job.record.id, latencyMs: 0, at };
+    const digest = contentOf(r);
+    const seenAs = first.get(r.key);
+    if (seenAs !== undefined) {
+      if (seenAs === digest) continue;
+      conflicted.add(r.key);
+      await o.journal.append({
+        ...base,
+        status: 'error',
+        conflict: true,
+        error: `${o.label}: two different results for this request (custom_id ${r.key}); neither is taken as its answer`,
+      });
+      continue;
+    }
+    first.set(r.key, digest);
     await o.journal.append(
       'reply' in r
         ? {
@@ -212,7 +240,7 @@ export async function journalResults(
         : { ...base, status: 'error', error: `${o.label}: ${r.error}` },
     );
   }
-  return { seen, lines };
+  return { seen: new Set(first.keys()), lines, conflicts: conflicted.size };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -318,12 +346,16 @@ export async function runBatches(o: {
       state = await o.api.state(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
-    const { seen } = await journalResults(state.failure ? [] : o.api.results(state, o.outDir), {
+    const { seen, conflicts } = await journalResults(state.failure ? [] : o.api.results(state, o.outDir), {
       byKey,
       keys: new Set(b.keys),
       journal: o.journal,
       label: `batch ${b.id}`,
     });
+    if (conflicts > 0)
+      o.log.warn(
+        `batch ${b.id}: ${conflicts} request(s) answered twice, differently: failed, not scored (--retry-errors asks them again)`,
+      );
     // Requests the batch ended without answering (a batch that failed, expired or was cancelled) failed too.
     const at = new Date().toISOString();
     for (const key of b.keys) {

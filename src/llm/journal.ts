@@ -34,6 +34,8 @@ export interface JournalEntry {
   tokens?: number[];
   /** Log-likelihood: positions the engine evaluated. */
   positions?: number;
+  /** A failure that takes the place of an answer journaled before: its results disagreed (a batch's duplicates). */
+  conflict?: true;
 }
 
 /** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
@@ -123,9 +125,12 @@ export class Journal {
     return journal;
   }
 
-  /** A success is never overwritten by a later failure of the same request. */
+  /**
+   * A journaled answer is never replaced: not by a later failure, not by a later answer (an old batch collected after
+   * the run was answered online). Only a conflict (two different results for one request) takes its place.
+   */
   private keep(e: JournalEntry): void {
-    if (e.status === 'ok' || this.entries.get(e.key)?.status !== 'ok') this.entries.set(e.key, e);
+    if (e.conflict || this.entries.get(e.key)?.status !== 'ok') this.entries.set(e.key, e);
   }
 
   get(key: string): JournalEntry | undefined {

@@ -15,7 +15,7 @@ import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import { type BatchApi, type BatchResult, journalResults, runBatches } from './batch.js';
+import { type BatchApi, type BatchResult, journalResults, readBatchLedger, runBatches } from './batch.js';
 import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
@@ -203,6 +203,16 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     );
   if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
 
+  // A run folder holds one way of asking: a batch it recorded and never collected is collected (with --batch) before
+  // anything is sent online, or its answers would later replace these, each request paid twice.
+  if (!options.batch && !options.batchResults) {
+    const waiting = readBatchLedger(options.outDir).filter((b) => !b.collected);
+    if (waiting.length > 0)
+      throw new UsageError(
+        `${options.outDir} has ${waiting.length} batch(es) submitted and not collected (${waiting.map((b) => `${b.id}, ${b.keys.length} requests`).join('; ')}): nothing is sent online while they wait. Continue with the same command and --resume --batch, which collects them`,
+      );
+  }
+
   // 2. Send what the journal does not answer yet.
   const pending = jobs.filter((j) => {
     const e = journal.get(j.key);
@@ -226,10 +236,14 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
         keys: new Set(pending.map((j) => j.key)),
         journal,
         label: given.file,
-      }).then(({ seen, lines }) => {
+      }).then(({ seen, lines, conflicts }) => {
         log.info(
           `${given.file}: ${seen.size} of the ${pending.length} requests to send answered (${lines} result lines)`,
         );
+        if (conflicts > 0)
+          log.warn(
+            `${given.file}: ${conflicts} request(s) answered twice, differently: failed, not scored (--retry-errors asks them again)`,
+          );
         return 0;
       })
     : batch

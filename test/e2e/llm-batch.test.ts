@@ -81,6 +81,13 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     await killWhen(argv, CLI_ENV, () => server.batchLooks() >= 3);
     expect(existsSync(join(out, 'batches.jsonl'))).toBe(true);
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
+    // Resumed without --batch: the waiting batch is not forgotten, nothing is sent online (each request paid twice,
+    // the batch's answers later replacing these).
+    const online = await rumedbench(...args(server.url, out, '--resume'));
+    expect(online.code).toBe(2);
+    expect(online.stderr).toContain('1 batch(es) submitted and not collected (batch_1, 12 requests)');
+    expect(online.stderr).toContain('--resume --batch');
+    expect(server.requests).toHaveLength(0);
     hold = false;
     const { stderr } = await rumedbenchOk(...argv, '--resume');
     expect(stderr).toContain('batch batch_1: submitted by an earlier run; collecting its 12 requests');
@@ -190,6 +197,65 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     const retried = await rumedbench(...argv, '--resume', '--retry-errors');
     expect(retried.code, retried.stderr).toBe(0);
     expect(server.batches().map((x) => x.request_counts.total)).toEqual([12, 1]);
+  });
+
+  it('fails a request answered twice differently, counts one answered twice alike, whatever the lines’ order', async () => {
+    const reply = await oracle();
+    const server = await startFakeOpenAI({ reply });
+    track(server);
+    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-dup-'));
+    const input = join(dir, 'input.jsonl');
+    await rumedbenchOk(...args(server.url, join(dir, 'written'), '--batch-file', input));
+    const requests = readFileSync(input, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { custom_id: string; body: ChatRequestBody });
+    const line = (r: (typeof requests)[number], content: string) =>
+      JSON.stringify({
+        id: `batch_req_${r.custom_id}`,
+        custom_id: r.custom_id,
+        response: {
+          status_code: 200,
+          request_id: 'req',
+          body: {
+            id: 'chatcmpl-x',
+            object: 'chat.completion',
+            model: 'fake-model',
+            choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
+          },
+        },
+        error: null,
+      });
+    const [first, second] = requests as [(typeof requests)[number], (typeof requests)[number]];
+    const lines = [
+      ...requests.map((r) => line(r, reply(r.body))),
+      line(first, reply(first.body)), // the same answer again: counted once
+      line(second, reply(second.body) === 'Да.' ? 'Нет.' : 'Да.'), // another answer: the request fails
+    ];
+    const scores: string[] = [];
+    for (const [name, order] of [
+      ['forward', lines],
+      ['reversed', [...lines].reverse()],
+    ] as const) {
+      const results = join(dir, `${name}.jsonl`);
+      writeFileSync(results, `${order.join('\n')}\n`);
+      const run = join(dir, name);
+      const r = await rumedbench(...args(server.url, run, '--batch-results', results, '--json'));
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain('1 request(s) answered twice, differently: failed, not scored');
+      expect(r.stderr).toContain('1 of 12 requests failed');
+      expect(r.stderr).toContain(`two different results for this request (custom_id ${second.custom_id})`);
+      // The one command that continues: the failed request asked again (online here), nothing else.
+      const retried = await rumedbench(...args(server.url, run, '--resume', '--retry-errors'));
+      expect(retried.code, retried.stderr).toBe(0);
+      scores.push(...predictions(run));
+    }
+    expect(scores.slice(2)).toEqual(scores.slice(0, 2));
+    expect(server.requests.map((r) => JSON.stringify(r.body))).toEqual([
+      JSON.stringify(second.body),
+      JSON.stringify(second.body),
+    ]);
   });
 
   it('refuses --batch where it cannot go', async () => {
