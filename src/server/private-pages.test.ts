@@ -1,17 +1,18 @@
 /**
  * Pages seen with the admin's powers stay the admin's (issue #42, item 4), in process on SQLite and PostgreSQL, as an
  * attacker would try it: the admin opens an entry of the closed board (exact task scores and their intervals, which
- * the Ladder withholds), then a visitor opens the same page. Invariant: nothing drawn or rendered for the admin's
+ * the Ladder withholds) or a public entry with ECG2Pathology (its exact score, where the Ladder shows a release),
+ * then a visitor opens the same page. Invariant: nothing drawn or rendered for the admin's
  * view is served to anybody else, and no page seen with the admin's powers may be stored by a cache.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, freshDatabase } from '../../test/helpers/engines.js';
-import { fixtureDataDir } from '../../test/helpers/fixture-data.js';
+import { fixtureDataDir, writeFixturePredictions } from '../../test/helpers/fixture-data.js';
 import { attr, type Element, elements, parseHtml } from '../../test/helpers/html.js';
 import { form } from '../../test/helpers/leaderboard-app.js';
 import { loadSplit } from '../data/load.js';
@@ -19,12 +20,21 @@ import { createLogger } from '../log.js';
 import { ciText, f2 } from '../report/format.js';
 import { getTask } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
+import { loadUserTasks } from '../tasks/user.js';
 import { createApp } from './app.js';
 import type { Leaderboard } from './leaderboard.js';
 import { openLeaderboard } from './serve.js';
 import { DEFAULT_LIMITS } from './upload.js';
 
+// As `serve --tasks-dir ECG2Pathology` does: a task on hidden gold on the public board too.
+loadUserTasks(['ECG2Pathology']);
+
 const DATA = fixtureDataDir();
+/** ECG2Pathology's public test records (the host hands them out and keeps their gold), gold and answers. */
+const ECG_RECORDS = Array.from({ length: 40 }, (_, i) => `${String(i + 101).padStart(5, '0')}_lr`);
+const ecgGold = (i: number) => (i % 4 === 3 ? [5, 12] : i % 5 === 0 ? [37, 5] : [37]);
+const ecgAnswer = (i: number) => (i % 3 === 0 ? [37, 5] : i % 7 === 0 ? [] : [37]);
+const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 const ADMIN = 'pRiv-pages-admin-secret-4Kd8Wq2Zx7Rm';
 const CLOSED = ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'] as const;
 type App = Hono<never>;
@@ -44,6 +54,9 @@ const answer = (task: string, id: string, i: number): string => {
   if (task === 'RuMedNLI') return right === 'neutral' ? 'entailment' : 'neutral';
   return right === '1' ? '2' : '1';
 };
+
+/** A page with its charts' gradient ids left out: Vega numbers them per renderer, not per chart. */
+const drawing = (html: string): string => html.replace(/gradient_\d+/g, 'gradient');
 
 const csrfOf = (html: string): string =>
   attr(
@@ -153,7 +166,7 @@ describe('pages seen with the admin’s powers (on fixture data the test writes)
       expect(withheld.filter((w) => html.includes(w))).toEqual([]);
       expect(html).not.toContain('href="/admin?lang=en"');
       // Whole: the visitor's page is the page of a server the admin never visited.
-      expect(html).toBe(alone);
+      expect(drawing(html)).toBe(drawing(alone));
       // And the admin, coming back, is not served the visitor's page either.
       const again = await (
         await app.request(`/submissions/${id}?lang=en`, { headers: { cookie: adminCookie } })
@@ -167,9 +180,54 @@ describe('pages seen with the admin’s powers (on fixture data the test writes)
         const seen = await (await app.request(path, { headers: { cookie: adminCookie } })).text();
         expect(seen).toContain('href="/admin?lang=en"');
         const page = await (await app.request(path)).text();
-        expect(page).toBe(await (await untouched.request(path)).text());
+        expect(drawing(page)).toBe(drawing(await (await untouched.request(path)).text()));
         expect(page).not.toContain('href="/admin?lang=en"');
       }
+    });
+
+    it('serves a visitor no exact ECG2Pathology score of a public entry after the admin opened it', async () => {
+      const five = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-private-five-')), 2);
+      const files = [
+        ...readdirSync(five).map((name) => ({ name, data: readFileSync(join(five, name), 'utf8') })),
+        {
+          name: 'ECG2Pathology.jsonl',
+          data: jsonl(ECG_RECORDS.map((r, i) => ({ record_name: r, labels: ecgAnswer(i) }))),
+        },
+      ];
+      const res = await app.request('/api/submissions', {
+        method: 'POST',
+        body: form(files, { model: 'six-task model', kind: 'LLM' }),
+      });
+      const { id } = (await res.json()) as { id: string };
+      expect(res.status).toBe(201);
+      const gold = mkdtempSync(join(tmpdir(), 'rumedbench-private-ecg-'));
+      writeFileSync(
+        join(gold, 'ECG2Pathology.jsonl'),
+        jsonl(ECG_RECORDS.map((r, i) => ({ record_name: r, labels: ecgGold(i) }))),
+      );
+      await lb.gold.importGold(gold, { split: 'test' });
+      const exact = (await lb.boards.entry(id, { admin: true })).tasks.ECG2Pathology;
+      const shown = await lb.boards.entry(id);
+      // The overall (five public tasks) is the same in both views: all that the chart cache's key used to hold.
+      expect(shown.overall).toBe((await lb.boards.entry(id, { admin: true })).overall);
+      expect(shown.tasks.ECG2Pathology?.released).toBe(true);
+      expect(exact?.released).toBeUndefined();
+      const withheld = [
+        `six-task model: ${f2(exact?.score)}`,
+        ...Object.values(exact?.ci ?? {}).map((ci) => ciText(ci)),
+        ...(exact?.score_ci ? [ciText(exact.score_ci)] : []),
+      ];
+      expect(f2(exact?.score)).not.toBe(f2(shown.tasks.ECG2Pathology?.score));
+
+      const untouched = createApp({ lb, log: createLogger('silent') }) as unknown as App;
+      const alone = await (await untouched.request(`/submissions/${id}?lang=en`)).text();
+      const adminHtml = await (
+        await app.request(`/submissions/${id}?lang=en`, { headers: { cookie: adminCookie } })
+      ).text();
+      expect(withheld.filter((w) => !adminHtml.includes(w))).toEqual([]);
+      const html = await (await app.request(`/submissions/${id}?lang=en`)).text();
+      expect(withheld.filter((w) => html.includes(w))).toEqual([]);
+      expect(drawing(html)).toBe(drawing(alone));
     });
 
     it('marks every page and answer seen with the admin’s powers private and uncacheable, and public pages not', async () => {
