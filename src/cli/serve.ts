@@ -4,6 +4,7 @@
  * that the program starts without them.
  */
 import { writeFileSync } from 'node:fs';
+import { cleanName } from '../data/clean-text.js';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
@@ -195,8 +196,9 @@ export async function runImportGold(
 }
 
 export async function runTokenCreate(flags: FlagsOf<typeof TOKEN_CREATE_FLAGS>, io: CliIo): Promise<number> {
-  const { id, token } = await withLeaderboard(flags, (lb) => lb.admin.createToken(flags.team));
-  io.out(`team:  ${flags.team}\nid:    ${id}\ntoken: ${token}\n`);
+  const { id, token, team, warning } = await withLeaderboard(flags, (lb) => lb.admin.createToken(flags.team));
+  io.out(`team:  ${team}\nid:    ${id}\ntoken: ${token}\n`);
+  if (warning) io.log.warn(warning.message);
   io.log.info(
     'the token is shown once and stored only as a hash; send it as "Authorization: Bearer <token>"',
   );
@@ -215,7 +217,8 @@ export async function runTokenList(flags: DbFlags, io: CliIo): Promise<number> {
   io.out(
     `${renderTable(
       ['id', 'team', 'created', 'revoked'],
-      tokens.map((t) => [t.id, t.team, t.created_at, t.revoked_at ?? '']),
+      // Teams named before names were cleaned are printed cleaned: a name must not act on the terminal.
+      tokens.map((t) => [t.id, cleanName(t.team), t.created_at, t.revoked_at ?? '']),
       4,
     )}\n`,
   );

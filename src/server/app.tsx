@@ -1,8 +1,8 @@
 /**
- * The leaderboard's HTTP application (Hono), composed of named middleware (security headers, the Host check, the
- * page context with its CSRF token and origin check, body caps) and one route group per concern: boards,
- * submissions, admin, campaigns, static files. Errors leave as `{error, code}` JSON under /api and as a page
- * elsewhere; a crash answers a generic 500 and is logged.
+ * The leaderboard's HTTP application (Hono), composed of named middleware (security headers, private answers kept
+ * out of caches, the Host check, the page context with its CSRF token and origin check, body caps) and one route
+ * group per concern: boards, submissions, admin, campaigns, static files. Errors leave as `{error, code}` JSON under
+ * /api and as a page elsewhere; a crash answers a generic 500 and is logged.
  */
 import { Hono } from 'hono';
 import { isConnectionError } from '../workers/db-wait.js';
@@ -16,6 +16,7 @@ import { type AppOptions, type Env, isApi, loggedPath, type RouteDeps, render } 
 import { bodyCaps } from './middleware/body-limit.js';
 import { pageContext } from './middleware/context.js';
 import { hostCheck } from './middleware/host.js';
+import { privateAnswers } from './middleware/private.js';
 import { securityHeaders } from './middleware/security-headers.js';
 import { runRoutes } from './runs/routes.js';
 import { Runs } from './runs/service.js';
@@ -35,6 +36,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   lb.boards.useLog(log);
   const app = new Hono<Env>();
   app.use('*', securityHeaders());
+  app.use('*', privateAnswers());
   app.use('*', hostCheck(options.allowedHosts));
   app.use('*', pageContext(options));
   app.use('*', bodyCaps(UPLOAD_PATHS));

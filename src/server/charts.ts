@@ -2,6 +2,7 @@
  * The charts of the leaderboard pages, built with the report's spec builders (one definition of each chart) and
  * drawn in the scoring workers; drawn charts are kept for a while, since a submission's result rarely changes.
  */
+import { createHash } from 'node:crypto';
 import { deltaRows, levelsFor } from '../report/build.js';
 import {
   type Chart,
@@ -86,6 +87,12 @@ export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Cha
   return rows.length > 0 ? [forestChart(rows, [b.model], r)] : [];
 }
 
+/**
+ * Drawn charts, kept by what they show. Invariant: a drawn chart is served only to a page that asked to draw the very
+ * same charts, so nothing drawn for one view (the admin's exact closed scores) reaches another (a visitor's page).
+ * The key is a digest of the charts themselves, not a name the caller makes up: a key that left out who was looking
+ * once served the admin's chart to every visitor (issue #42). Building a spec is cheap; drawing it is what is kept.
+ */
 export class ChartCache {
   private readonly cache = new Map<string, { at: number; blocks: ChartBlock[] }>();
   constructor(
@@ -94,10 +101,11 @@ export class ChartCache {
     private readonly max = 500,
   ) {}
 
-  async draw(key: string, charts: () => Chart[]): Promise<ChartBlock[]> {
+  async draw(list: readonly Chart[]): Promise<ChartBlock[]> {
+    if (list.length === 0) return [];
+    const key = chartsKey(list);
     const hit = this.cache.get(key);
     if (hit && Date.now() - hit.at < this.ttlMs) return hit.blocks;
-    const list = charts();
     const svgs = new Map(await this.scorer.render(list.map((c) => [c.id, c.spec, c.description])));
     const blocks = list.map((c) => ({
       id: c.id,
@@ -113,4 +121,11 @@ export class ChartCache {
   clear(): void {
     this.cache.clear();
   }
+}
+
+/** Everything a drawn block is made of: each chart's id, title, description and spec. */
+function chartsKey(list: readonly Chart[]): string {
+  const h = createHash('sha256');
+  for (const c of list) h.update(JSON.stringify([c.id, c.title, c.description, c.spec])).update('\n');
+  return h.digest('hex');
 }

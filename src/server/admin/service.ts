@@ -5,9 +5,11 @@
  * these types, never the database's.
  */
 import type { Kysely } from 'kysely';
+import { cleanName } from '../../data/clean-text.js';
+import { lookAlike } from '../../data/confusables.js';
 import { RumedbenchError } from '../../errors.js';
 import { assertStrongSecret, newSessionToken, newToken, sha256Hex } from '../auth.js';
-import type { Entry } from '../boards/entries.js';
+import { type Entry, shownNames } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
 import * as q from '../db/queries.js';
@@ -31,6 +33,24 @@ export interface AdminSubmission {
   row: AdminStoredSubmission;
   entry: Entry;
   files: { name: string; chars: number }[];
+}
+
+/** A new team token's team, as stored, and what the admin should know of its name. */
+export interface CreatedToken {
+  id: string;
+  /** Shown once: only its hash is stored. */
+  token: string;
+  /** The team as stored and shown: cleaned as every displayed name is (`cleanName`). */
+  team: string;
+  /** Where the team only looks like an existing one: created all the same (a team may be named so), but said. */
+  warning: TeamLookalike | null;
+}
+
+export interface TeamLookalike {
+  code: 'TEAM_LOOKALIKE';
+  /** The existing team it looks like. */
+  existing: string;
+  message: string;
 }
 
 /** Failed admin sign-ins per address (/64 for IPv6) before it must wait, and for how long. */
@@ -100,15 +120,34 @@ export class AdminService {
     return stored !== undefined && stored === sha256Hex(secret);
   }
 
-  async createToken(team: string): Promise<{ id: string; token: string }> {
-    if (team.trim() === '') throw new RumedbenchError('USAGE', '--team must not be empty');
+  /**
+   * A new token for a team. The name is cleaned as uploads' are; one that only looks like an existing team's (a
+   * Cyrillic е for a Latin e, capitals, fullwidth forms: `lookAlike`) is created with a warning that names that team,
+   * so that the admin sees a team posing as another before handing its token out.
+   *
+   * @example
+   * const { token, warning } = await lb.admin.createToken('Sbеr AI');
+   * // warning?.existing === 'Sber AI' where a team "Sber AI" has a token
+   */
+  async createToken(name: string): Promise<CreatedToken> {
+    const team = cleanName(name);
+    if (team === '') throw new RumedbenchError('USAGE', '--team must not be empty');
+    // Another token for a team of this very name is routine (a new key); a name that only looks like one is not.
+    const teams = new Set((await q.listTokens(this.db)).map((t) => t.team));
+    const existing = teams.has(team) ? undefined : [...teams].find((t) => lookAlike(team, t));
     const token = newToken();
-    const row = await q.createToken(this.db, team.trim(), sha256Hex(token));
-    return { id: row.id, token };
+    const row = await q.createToken(this.db, team, sha256Hex(token));
+    return {
+      id: row.id,
+      token,
+      team,
+      warning: existing === undefined ? null : lookalikeWarning(team, cleanName(existing)),
+    };
   }
 
+  /** Every submission, its names cleaned as the boards show them (rows stored before names were cleaned too). */
   async adminList(): Promise<ListedRow[]> {
-    return q.listAll(this.db);
+    return (await q.listAll(this.db)).map((r) => ({ ...r, ...shownNames(r) }));
   }
 
   async adminAction(id: string, action: string, actor = 'admin'): Promise<void> {
@@ -168,8 +207,9 @@ export class AdminService {
   async overview(): Promise<AdminOverview> {
     return {
       rows: await this.adminList(),
-      tokens: await q.listTokens(this.db),
-      audit: await q.listAudit(this.db),
+      tokens: (await q.listTokens(this.db)).map((t) => ({ ...t, team: cleanName(t.team) })),
+      // An edit's record holds the names as they were sent before names were cleaned.
+      audit: (await q.listAudit(this.db)).map((a) => ({ ...a, detail: cleanName(a.detail) })),
     };
   }
 
@@ -177,9 +217,26 @@ export class AdminService {
     const row = await q.getSubmission(this.db, id);
     if (!row) throw new HttpError(404, 'NOT_FOUND', `no submission ${id}`);
     return {
-      row,
+      row: { ...row, ...shownNames(row) },
       entry: await this.boards.entry(row.id, { admin: true }),
-      files: JSON.parse(row.files) as { name: string; chars: number }[],
+      // The uploader named the files.
+      files: (JSON.parse(row.files) as { name: string; chars: number }[]).map((f) => ({
+        ...f,
+        name: cleanName(f.name),
+      })),
     };
   }
+}
+
+/** One line for the admin: both names, and the characters of the new one that the existing one lacks. */
+function lookalikeWarning(team: string, existing: string): TeamLookalike {
+  const theirs = new Set(existing);
+  const odd = [...new Set(team)]
+    .filter((c) => !theirs.has(c))
+    .map((c) => `U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}`);
+  return {
+    code: 'TEAM_LOOKALIKE',
+    existing,
+    message: `the team "${team}" looks like the existing team "${existing}"${odd.length > 0 ? ` (characters not in it: ${odd.join(' ')})` : ''}; created as another team`,
+  };
 }

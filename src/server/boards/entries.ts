@@ -1,5 +1,6 @@
 /** Submissions as the boards show them: the row a board reads, summarized from a result, and the ranking. */
 
+import { cleanName } from '../../data/clean-text.js';
 import type { Interval } from '../../metrics/bootstrap.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
 import { type EvaluationResult, SIXTH_TASK } from '../../scoring/score.js';
@@ -170,12 +171,8 @@ function exactEntry(row: ListedRow, result?: EvaluationResult): Entry {
     created_at: row.created_at,
     board: row.board,
     status: row.status,
-    model: row.model,
-    team: row.team,
-    description: row.description,
-    link: row.link,
+    ...shownNames(row),
     kind: row.kind,
-    params: row.params,
     open_weights: row.open_weights === 1,
     verified: row.verified === 1,
     flagged: row.flagged === 1,
@@ -191,6 +188,22 @@ function exactEntry(row: ListedRow, result?: EvaluationResult): Entry {
     tasks,
     ...(coverage ? { coverage } : {}),
     ...(result ? { result } : {}),
+  };
+}
+
+/**
+ * A row's names as they may be shown: cleaned as an upload's are (`cleanName`), for rows stored before uploads were
+ * cleaned (issue #42); a name of nothing but controls is shown empty.
+ */
+export function shownNames<R extends Pick<ListedRow, 'model' | 'team' | 'description' | 'link' | 'params'>>(
+  row: R,
+): Pick<R, 'model' | 'team' | 'description' | 'link' | 'params'> {
+  return {
+    model: cleanName(row.model),
+    team: cleanName(row.team),
+    description: cleanName(row.description, { multiline: true }),
+    link: row.link === null ? null : cleanName(row.link),
+    params: row.params === null ? null : cleanName(row.params),
   };
 }
 

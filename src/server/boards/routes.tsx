@@ -10,7 +10,8 @@ import { BoardPage } from './views.js';
 
 export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
-  // A board's page is drawn once per list of entries (the service caches the list) and language.
+  // A board's page is drawn once per list of entries (the service caches the list), language and path. Only pages
+  // seen without the admin's powers are kept, so that none rendered for the admin can be served to a visitor.
   const boardHtml = new WeakMap<Entry[], Map<string, string>>();
   const boardPage = async (c: Context<Env>, board: BoardName) => {
     const ctx = c.get('ctx');
@@ -20,14 +21,12 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
       pages = new Map();
       boardHtml.set(entries, pages);
     }
-    const key = `${board}:${ctx.lang}:${ctx.admin}:${ctx.path}`;
-    let html = pages.get(key);
+    const key = `${board}:${ctx.lang}:${ctx.path}`;
+    let html = ctx.admin ? undefined : pages.get(key);
     if (html === undefined) {
       const chart = boardCostChart(entries, ctx.r);
       // Drawn by the scoring workers, kept by the chart cache while the priced entries stay as they are.
-      const costChart = chart
-        ? ((await charts.draw(`cost:${board}:${ctx.lang}:${chart.description}`, () => [chart]))[0] ?? null)
-        : null;
+      const costChart = chart ? ((await charts.draw([chart]))[0] ?? null) : null;
       html = `<!DOCTYPE html>\n${String(
         <BoardPage
           ctx={ctx}
@@ -39,7 +38,7 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
           costChart={costChart}
         />,
       )}`;
-      if (pages.size < 64) pages.set(key, html);
+      if (!ctx.admin && pages.size < 64) pages.set(key, html);
     }
     return c.html(html);
   };

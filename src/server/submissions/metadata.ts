@@ -3,7 +3,7 @@
  * (a team name without that team's token, the human kind, which only campaigns give).
  */
 import { z } from 'zod';
-import { cleanText } from '../../data/clean-text.js';
+import { cleanName, cleanText } from '../../data/clean-text.js';
 import { parseRunUsage } from '../../scoring/run-usage.js';
 import { trustSummarySchema } from '../../scoring/trust-files.js';
 import { FIELD_LIMITS, KINDS } from '../db/schema.js';
@@ -12,6 +12,18 @@ import { FIELD_LIMITS, KINDS } from '../db/schema.js';
 export { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from '../db/schema.js';
 
 import { HttpError } from '../errors.js';
+
+/**
+ * The fields people are shown (on pages, in the JSON API, in the CSV), cleaned as names where the upload is accepted:
+ * no controls, escape sequences, bidi overrides or zero-width characters (issue #42); a description keeps its lines.
+ */
+const SHOWN_FIELDS: ReadonlyMap<string, { multiline: boolean }> = new Map([
+  ['model', { multiline: false }],
+  ['team', { multiline: false }],
+  ['params', { multiline: false }],
+  ['link', { multiline: false }],
+  ['description', { multiline: true }],
+]);
 
 /** The trust summary's length at most (the multipart reader caps a field at 4 × the description's limit). */
 const TRUST_MAX = 16_000;
@@ -102,9 +114,16 @@ export const UPLOAD_FIELDS: readonly string[] = Object.keys(metadataSchema.shape
  * from campaigns) and a team name unless a token gives it: nobody can pose as a team or as the human row.
  */
 export function parseMetadata(fields: Record<string, unknown>, who?: Uploader): Metadata {
-  // NUL and lone surrogates are replaced before anything is checked or stored (PostgreSQL refuses them).
+  // NUL and lone surrogates are replaced before anything is checked or stored (PostgreSQL refuses them); names are
+  // cleaned before they are checked, so that a name of nothing but controls is refused as empty.
   const r = metadataSchema.safeParse(
-    Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? cleanText(v) : v])),
+    Object.fromEntries(
+      Object.entries(fields).map(([k, v]) => {
+        if (typeof v !== 'string') return [k, v];
+        const shown = SHOWN_FIELDS.get(k);
+        return [k, shown ? cleanName(v, shown) : cleanText(v)];
+      }),
+    ),
   );
   const problems = r.success
     ? []

@@ -84,9 +84,7 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   app.get('/submissions/:id', async (c) => {
     const ctx = c.get('ctx');
     const e = await lb.boards.entry(c.req.param('id'), { admin: ctx.admin });
-    const blocks = await charts.draw(`${e.id}:${ctx.lang}:${e.result?.rumedbench_version}:${e.overall}`, () =>
-      entryCharts(e, ctx.r),
-    );
+    const blocks = await charts.draw(entryCharts(e, ctx.r));
     const others = e.status === 'scored' ? (await lb.boards.board(e.board)).filter((o) => o.id !== e.id) : [];
     return render(c, <SubmissionPage ctx={ctx} e={e} charts={blocks} others={others} />);
   });
@@ -104,11 +102,7 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
         });
     }
     const r = await lb.boards.compare(a, b);
-    const blocks = r.comparison
-      ? await charts.draw(`cmp:${a}:${b}:${ctx.lang}`, () =>
-          comparisonCharts(r.comparison as NonNullable<typeof r.comparison>, r.b, ctx.r),
-        )
-      : [];
+    const blocks = r.comparison ? await charts.draw(comparisonCharts(r.comparison, r.b, ctx.r)) : [];
     return render(c, <ComparePage ctx={ctx} a={r.a} b={r.b} comparison={r.comparison} charts={blocks} />);
   });
   return app;
