@@ -59,7 +59,21 @@ writeFileSync(
 function worker(db, name) {
   const child = spawn(
     process.execPath,
-    [cli, 'worker', '--db', db, '--name', name, '--exit-when-idle', '--jobs', '2', '--concurrency', '8'],
+    // --allow-private: the model server listens on loopback.
+    [
+      cli,
+      'worker',
+      '--db',
+      db,
+      '--name',
+      name,
+      '--exit-when-idle',
+      '--jobs',
+      '2',
+      '--concurrency',
+      '8',
+      '--allow-private',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let log = '';

@@ -45,6 +45,13 @@ export type ErrorCode =
   | 'PLAN_NOT_FOUND'
   /** A model server the platform's allow-list (`serve endpoint add`) does not name. */
   | 'ENDPOINT_NOT_ALLOWED'
+  /**
+   * A model server whose host is, or resolves to, this machine, a private network or a metadata service, where only
+   * public addresses are connected to (the platform's workers without `--allow-private`).
+   */
+  | 'PRIVATE_ADDRESS'
+  /** A key or header variable a worker will not send: one of its own secrets, or one not named by `--endpoint-keys`. */
+  | 'ENDPOINT_KEY_REFUSED'
   /** A task definition file that does not fit `rumedbench.task/1` (its file, line and column named). */
   | 'TASK_INVALID'
   /** A run spec (a file, a manifest's `spec`, a queue row) that does not fit the spec's schema. */

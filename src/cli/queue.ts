@@ -7,13 +7,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
-import { apiKeyEnvProblem } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { median } from '../metrics/quantile.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
+import { parseEndpointKeys } from '../workers/keys.js';
 import type { PlanStatus } from '../workers/plans.js';
 import type { QueueDb } from '../workers/store.js';
 import type { QueuedCell } from '../workers/submit.js';
@@ -94,6 +94,16 @@ export const WORKER_FLAGS = {
     'seconds a database outage (a restart, a failover) is waited out before the worker stops',
     { min: 0, default: DEFAULT_DB_WAIT_S },
   ),
+  endpointKeys: flag.custom(
+    '--endpoint-keys <names>',
+    "comma-separated environment variables whose values this worker may send as model servers' keys and headers (default: none); never its own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…)",
+    parseEndpointKeys,
+    { default: [] as string[] },
+  ),
+  allowPrivate: flag.on(
+    '--allow-private',
+    "may connect to model servers on this machine or a private network (a plan's; an evaluation's only if its endpoint was added with --allow-private); without it, every address is checked at connection",
+  ),
 } satisfies FlagTable;
 
 export const ENDPOINT_ADD_FLAGS = {
@@ -110,14 +120,17 @@ export const ENDPOINT_ADD_FLAGS = {
   model: flag.text('--model <name>', 'the model as the server knows it, or the .gguf path on the workers', {
     required: true,
   }),
-  apiKeyEnv: flag.text('--api-key-env <name>', 'environment variable that holds the key on the workers'),
+  apiKeyEnv: flag.text(
+    '--api-key-env <name>',
+    'environment variable that holds the key on the workers, who send it only if their --endpoint-keys names it; never one of their own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…)',
+  ),
   team: flag.text(
     '--team <name>',
     "the team that owns the model: the platform's entries of it are credited to it",
   ),
   allowPrivate: flag.on(
     '--allow-private',
-    'allow a server on this machine (loopback) or a link-local address (refused by default: metadata services)',
+    'allow a server on this machine or a private network (refused by default, by every address its name resolves to: metadata services live there); workers connect there only with --allow-private too',
   ),
 } satisfies FlagTable;
 
@@ -331,7 +344,8 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         heartbeatS: flags.heartbeat,
         exitWhenIdle: flags.exitWhenIdle,
         dbWaitS: flags.dbWait,
-
+        allowPrivate: flags.allowPrivate,
+        endpointKeys: flags.endpointKeys,
         log: io.log,
         ...(flags.name !== undefined ? { name: flags.name } : {}),
         ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
@@ -367,24 +381,21 @@ export async function runEndpointAdd(
 ): Promise<number> {
   if (flags.provider === 'openai' && !flags.baseUrl)
     throw new UsageError('--provider openai needs --base-url');
-  const keyProblem = flags.apiKeyEnv !== undefined ? apiKeyEnvProblem(flags.apiKeyEnv) : undefined;
-  if (keyProblem) throw new UsageError(`--api-key-env ${flags.apiKeyEnv}: ${keyProblem}`);
-  const e = await withQueue(flags.db, (db) =>
-    queue().then((q) =>
-      q.addEndpoint(
-        db,
-        {
-          name,
-          provider: flags.provider,
-          base_url: flags.baseUrl ?? null,
-          model: flags.model,
-          api_key_env: flags.apiKeyEnv ?? null,
-        },
-        { allowPrivate: flags.allowPrivate },
-      ),
-    ),
+  const wanted = {
+    name,
+    provider: flags.provider,
+    base_url: flags.baseUrl ?? null,
+    model: flags.model,
+    api_key_env: flags.apiKeyEnv ?? null,
+    team: flags.team ?? null,
+  };
+  const options = { allowPrivate: flags.allowPrivate };
+  // Refused before the database is opened: the key's variable and every address the server's name resolves to.
+  await (await queue()).vetEndpoint(wanted, options);
+  const e = await withQueue(flags.db, (db) => queue().then((q) => q.addEndpoint(db, wanted, options)));
+  io.log.info(
+    `endpoint ${e.name}: ${e.provider} ${e.base_url ?? ''} model ${e.model} on the allow-list${e.allow_private ? ' (a private address allowed)' : ''}`,
   );
-  io.log.info(`endpoint ${e.name}: ${e.provider} ${e.base_url ?? ''} model ${e.model} on the allow-list`);
   return EXIT.ok;
 }
 
@@ -397,8 +408,15 @@ export async function runEndpointList(
   else
     io.out(
       `${renderTable(
-        ['name', 'provider', 'base url', 'model', 'key from'],
-        list.map((e) => [e.name, e.provider, e.base_url ?? '', e.model, e.api_key_env ?? '']),
+        ['name', 'provider', 'base url', 'model', 'key from', 'private'],
+        list.map((e) => [
+          e.name,
+          e.provider,
+          e.base_url ?? '',
+          e.model,
+          e.api_key_env ?? '',
+          e.allow_private ? 'allowed' : '',
+        ]),
         2,
       )}\n`,
     );

@@ -3,6 +3,7 @@
  * attempt, a capped body, redirects never followed, and retries that honour Retry-After and otherwise wait with
  * exponential backoff and jitter. Callers say what they send and how to read the answer, not how to retry.
  */
+import { type ConnectGuard, privateAddressCause } from './public-address.js';
 import { readCapped, saveCapped } from './read-capped.js';
 
 export interface RetryPolicy {
@@ -57,6 +58,11 @@ export interface SendOptions {
   /** Told before each wait. */
   onRetry?: (n: { attempt: number; waitMs: number; reason: string }) => void;
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Connect only to public addresses (./public-address.ts): the platform's workers asking model servers that teams
+   * registered. A refused host throws its PrivateAddressError at once, never retried: no later attempt can pass.
+   */
+  guard?: ConnectGuard;
 }
 
 export interface Answer {
@@ -92,11 +98,14 @@ const reasonOf = (e: unknown): string => {
 
 /**
  * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses
- * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came.
+ * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came, or the
+ * guard's PrivateAddressError when the host is refused.
  */
 export async function send(url: string | URL, init: () => RequestInit, o: SendOptions): Promise<Answer> {
   const retryOn = o.retryOn ?? TRANSIENT;
   const sleep = o.sleep ?? wait;
+  o.guard?.check(url);
+  const dispatcher = await o.guard?.dispatcher();
   for (let attempt = 0; ; attempt++) {
     let res: Response;
     try {
@@ -104,8 +113,11 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
         ...init(),
         redirect: 'manual',
         signal: AbortSignal.timeout(o.timeoutMs ?? 120_000),
+        ...(dispatcher ? { dispatcher } : {}),
       });
     } catch (e) {
+      const refused = privateAddressCause(e);
+      if (refused) throw refused;
       const reason = reasonOf(e);
       if (attempt >= o.retry.retries) throw new TransportError(reason, attempt + 1, 'connect', { cause: e });
       const ms = backoffMs(attempt, o.retry);

@@ -13,7 +13,7 @@ import { type LlmRunOptions, planRun } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
-import { openProvider } from './provider.js';
+import { type OpenProviderOptions, openProvider } from './provider.js';
 import { commandLineOf, type LlmSpec } from './spec.js';
 
 export interface LlmContext {
@@ -80,7 +80,8 @@ export interface LlmCell {
   options: Omit<LlmRunOptions, 'provider'>;
   /** The model as the request keys name it. */
   model: string;
-  provider(): Promise<Provider>;
+  /** Opens the provider; a worker gives the environment its keys come from and, for public servers only, a guard. */
+  provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
 }
 
 /** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
@@ -100,8 +101,8 @@ export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): Ll
       ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}),
     }),
     model: modelNameOf(spec),
-    async provider() {
-      const p = await openProvider(spec.provider, { concurrency: spec.concurrency, log: o.log });
+    async provider(opening = {}) {
+      const p = await openProvider(spec.provider, { concurrency: spec.concurrency, log: o.log, ...opening });
       if (spec.mode === 'loglik') await p.checkLoglik?.();
       return p;
     },

@@ -3,6 +3,7 @@
  * process that runs the spec (a worker reads its own), never from the spec.
  */
 import { existsSync } from 'node:fs';
+import type { ConnectGuard } from '../data/public-address.js';
 import { UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
 import { checkBaseUrl, OpenAIProvider, type RetryNotice } from '../llm/openai.js';
@@ -14,7 +15,10 @@ export interface OpenProviderOptions {
   /** Requests in flight (openai); sequences evaluated in parallel (llama). */
   concurrency: number;
   log: Logger;
+  /** Where keys and header values are read (default: this process's environment; a worker gives only its own). */
   env?: NodeJS.ProcessEnv;
+  /** Connect only to public addresses (the platform's workers without `--allow-private`). */
+  guard?: ConnectGuard;
 }
 
 export async function openProvider(p: ProviderSpec, o: OpenProviderOptions): Promise<Provider> {
@@ -58,6 +62,7 @@ export async function openProvider(p: ProviderSpec, o: OpenProviderOptions): Pro
     maxReplyBytes: p.max_reply_bytes,
     onRetry: retryNotices(o.log),
     ...(apiKey ? { apiKey } : {}),
+    ...(o.guard ? { guard: o.guard } : {}),
   });
 }
 

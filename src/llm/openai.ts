@@ -21,8 +21,10 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../data/jsonl.js';
+import type { ConnectGuard } from '../data/public-address.js';
+import { PrivateAddressError } from '../data/public-address.js';
 import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
-import { RumedbenchError, UsageError } from '../errors.js';
+import { type ErrorCode, RumedbenchError, UsageError } from '../errors.js';
 import { redactSecrets, rememberSecret } from '../log.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
@@ -53,10 +55,13 @@ export class LlmRequestError extends RumedbenchError {
       retryAfter?: number;
       unreachable?: boolean;
       impossible?: boolean;
+      /** A code of its own (a refused address), in place of the one `down` and `fatal` give. */
+      code?: ErrorCode;
     } = {},
   ) {
     super(
-      options.down ? 'LLM_ENDPOINT_DOWN' : options.fatal ? 'LLM_SERVER_REFUSED' : 'LLM_REQUEST_FAILED',
+      options.code ??
+        (options.down ? 'LLM_ENDPOINT_DOWN' : options.fatal ? 'LLM_SERVER_REFUSED' : 'LLM_REQUEST_FAILED'),
       redactSecrets(message),
       { cause: options.cause },
     );
@@ -109,6 +114,11 @@ export interface OpenAIOptions {
    * /tokenize per candidate, and without this bound 8 RuMedTop3 items would open some 850 connections. 8 by default.
    */
   maxInFlight?: number;
+  /**
+   * Connect only to public addresses, checked at every connection (the platform's workers); a refused address
+   * stops the run at once (`PRIVATE_ADDRESS`). A local run (`llm`, `plan run`) has none: its server may be anywhere.
+   */
+  guard?: ConnectGuard;
 }
 
 const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
@@ -525,9 +535,17 @@ export class OpenAIProvider implements Provider {
           timeoutMs: this.options.timeoutMs ?? 120_000,
           retry: { retries: 0 },
           ...(options.saveTo ? { saveTo: options.saveTo } : {}),
+          ...(this.options.guard ? { guard: this.options.guard } : {}),
         },
       );
     } catch (e) {
+      // No retry reaches another address: the run stops, saying where the name led.
+      if (e instanceof PrivateAddressError)
+        throw new LlmRequestError(`${url}: not connected: ${e.message}`, undefined, false, {
+          cause: e,
+          fatal: true,
+          code: 'PRIVATE_ADDRESS',
+        });
       if (!(e instanceof TransportError)) throw e;
       if (e.phase === 'read') {
         const cause = e.cause as Error | undefined;

@@ -62,7 +62,7 @@ async function ask(
   };
 }
 
-const STOPS_THE_RUN = new Set(['LLM_SERVER_REFUSED', 'LLM_ENDPOINT_DOWN']);
+const STOPS_THE_RUN = new Set(['LLM_SERVER_REFUSED', 'LLM_ENDPOINT_DOWN', 'PRIVATE_ADDRESS']);
 
 export async function sendAll(options: {
   pending: readonly LlmRequest[];

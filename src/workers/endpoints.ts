@@ -2,12 +2,21 @@
  * The model servers the platform may ask (`rumedbench serve endpoint add`): an allow-list. An evaluation the
  * platform runs names a registered endpoint, never an address, so no request goes where a team typed (server-side
  * request forgery); and a worker refuses an evaluation cell whose server is not on the list, however it was queued.
- * Keys are not stored: an endpoint names the environment variable that holds its key on the workers.
+ * Keys are not stored: an endpoint names the environment variable that holds its key on the workers, never one of
+ * the workers' own (./keys.ts).
+ *
+ * A server's host must be public: its name is resolved and every address checked when it is added
+ * (../data/public-address.ts), unless the admin passes `--allow-private`, which the row records (`allow_private`).
+ * A worker checks the addresses again at every connection: an endpoint whose DNS changes after it was added still
+ * never leads a worker to this machine or its network, unless the worker runs with `--allow-private` and the
+ * endpoint was added with it.
  */
-import ipaddr from 'ipaddr.js';
+import { hostNameProblem, hostOf, type Resolve, resolvedHostProblem } from '../data/public-address.js';
 import type { RunSpec } from '../engine/spec.js';
+import { apiKeyEnvProblem } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { checkBaseUrl } from '../llm/openai.js';
+import { ENV_NAME, ownVariableProblem } from './keys.js';
 import { type QueueDb, SCHEMA } from './store.js';
 
 export interface Endpoint {
@@ -19,71 +28,79 @@ export interface Endpoint {
   api_key_env: string | null;
   /** The team that owns the model: its platform entries are credited to it (null: to the platform). */
   team?: string | null;
+  /** Added with `--allow-private`: workers started with `--allow-private` may connect to a private address. */
+  allow_private?: boolean;
+}
+
+export interface EndpointCheckOptions {
+  /** The model server may be on this machine or a private network (`--allow-private`): its host is not checked. */
+  allowPrivate?: boolean;
+  /** Resolves the host (the system's resolver by default; tests inject one). */
+  resolve?: Resolve;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const ENV = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const normalise = (url: string) => url.replace(/\/+$/, '');
+const PRIVATE_HINT = 'pass --allow-private if the model server really is there';
 
-/** Host names that reach this machine or a cloud's metadata service. */
-const LOCAL_NAMES = /^(localhost|.*\.localhost|metadata|metadata\.google\.internal|instance-data(\..*)?)$/i;
-
-/**
- * Why a model server's host is refused without `--allow-private`, or undefined: this machine (loopback, the
- * unspecified address), link-local addresses (the cloud metadata service at 169.254.169.254 among them), in any
- * spelling (the URL parser turns `2852039166`, `0xA9FEA9FE` and `0251.0376.0251.0376` into dotted quads).
- */
-export function privateHostProblem(baseUrl: string): string | undefined {
-  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
-  if (LOCAL_NAMES.test(host)) return `${host} names this machine or a metadata service`;
-  if (!ipaddr.isValid(host)) return undefined;
-  const range = ipaddr.process(host).range();
-  if (['loopback', 'linkLocal', 'unspecified'].includes(range))
-    return `${host} is a ${range === 'linkLocal' ? 'link-local (cloud metadata)' : range} address`;
-  return undefined;
-}
-
-export function checkEndpoint(e: Endpoint, options: { allowPrivate?: boolean } = {}): Endpoint {
+/** The checks of an endpoint's text (no resolving): its name, its key's variable, its URL's form and host. */
+export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): Endpoint {
   if (e.team !== undefined && e.team !== null && (e.team.trim() === '' || e.team.length > 200))
     throw new UsageError("--team: the owning team's name, 1 to 200 characters");
   if (!NAME.test(e.name))
     throw new UsageError(`endpoint name: letters, digits and ._- (at most 64), got "${e.name.slice(0, 80)}"`);
-  if (e.api_key_env !== null && !ENV.test(e.api_key_env))
-    throw new UsageError(
-      `--api-key-env: an environment variable's name, got "${e.api_key_env.slice(0, 80)}"`,
-    );
-  // The same check as `llm --base-url`: http(s), no credentials in the address; and not this machine's own
-  // services or the cloud's metadata, unless the admin says the model server is there.
+  if (e.api_key_env !== null) {
+    if (!ENV_NAME.test(e.api_key_env))
+      throw new UsageError(
+        `--api-key-env: an environment variable's name, got "${e.api_key_env.slice(0, 80)}"`,
+      );
+    const problem = apiKeyEnvProblem(e.api_key_env) ?? ownVariableProblem(e.api_key_env);
+    if (problem) throw new UsageError(`--api-key-env ${e.api_key_env}: ${problem}`);
+  }
+  const allow_private = options.allowPrivate ?? false;
+  // The same check as `llm --base-url`: http(s), no credentials in the address; and, by its text, not this
+  // machine's own services or the cloud's metadata, unless the admin says the model server is there.
   if (e.provider === 'openai') {
     const url = normalise(checkBaseUrl(e.base_url ?? '').toString());
-    const problem = options.allowPrivate ? undefined : privateHostProblem(url);
-    if (problem)
-      throw new UsageError(
-        `--base-url: ${problem}; pass --allow-private if the model server really is there`,
-      );
-    return { ...e, base_url: url };
+    const problem = allow_private ? undefined : hostNameProblem(hostOf(url));
+    if (problem) throw new UsageError(`--base-url: ${problem}; ${PRIVATE_HINT}`);
+    return { ...e, base_url: url, allow_private };
   }
-  if (e.provider === 'llama') return { ...e, base_url: null };
+  if (e.provider === 'llama') return { ...e, base_url: null, allow_private };
   throw new UsageError(`--provider: openai or llama, got "${String(e.provider)}"`);
+}
+
+/**
+ * `checkEndpoint`, then the server's host resolved and every address it resolves to checked (unless
+ * `allowPrivate`): a name that leads to this machine, its network or a metadata service is refused as its address
+ * would be.
+ */
+export async function vetEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): Promise<Endpoint> {
+  const ok = checkEndpoint(e, options);
+  if (ok.provider === 'openai' && !ok.allow_private) {
+    const problem = await resolvedHostProblem(hostOf(ok.base_url ?? ''), options.resolve);
+    if (problem) throw new UsageError(`--base-url: ${problem}; ${PRIVATE_HINT}`);
+  }
+  return ok;
 }
 
 export async function addEndpoint(
   db: QueueDb,
   e: Endpoint,
-  options: { allowPrivate?: boolean } = {},
+  options: EndpointCheckOptions = {},
 ): Promise<Endpoint> {
-  const ok = checkEndpoint(e, options);
+  const ok = await vetEndpoint(e, options);
   await db.pool.query(
-    `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env, team) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env, team = EXCLUDED.team`,
-    [ok.name, ok.provider, ok.base_url, ok.model, ok.api_key_env, ok.team ?? null],
+    `INSERT INTO ${SCHEMA}.endpoints (name, provider, base_url, model, api_key_env, team, allow_private) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (name) DO UPDATE SET provider = EXCLUDED.provider, base_url = EXCLUDED.base_url, model = EXCLUDED.model, api_key_env = EXCLUDED.api_key_env, team = EXCLUDED.team, allow_private = EXCLUDED.allow_private`,
+    [ok.name, ok.provider, ok.base_url, ok.model, ok.api_key_env, ok.team ?? null, ok.allow_private ?? false],
   );
   return ok;
 }
 
 export async function listEndpoints(db: QueueDb): Promise<Endpoint[]> {
   const { rows } = await db.pool.query<Endpoint>(
-    `SELECT name, provider, base_url, model, api_key_env, team FROM ${SCHEMA}.endpoints ORDER BY name`,
+    `SELECT name, provider, base_url, model, api_key_env, team, allow_private FROM ${SCHEMA}.endpoints ORDER BY name`,
   );
   return rows;
 }
@@ -95,26 +112,37 @@ export async function removeEndpoint(db: QueueDb, name: string): Promise<boolean
 
 export async function getEndpoint(db: QueueDb, name: string): Promise<Endpoint | undefined> {
   const { rows } = await db.pool.query<Endpoint>(
-    `SELECT name, provider, base_url, model, api_key_env, team FROM ${SCHEMA}.endpoints WHERE name = $1`,
+    `SELECT name, provider, base_url, model, api_key_env, team, allow_private FROM ${SCHEMA}.endpoints WHERE name = $1`,
     [name],
   );
   return rows[0];
 }
 
-/** Throws unless the spec asks a server (and model) on the allow-list. */
-export async function checkAllowed(db: QueueDb, spec: RunSpec): Promise<void> {
+/**
+ * The registered endpoint a spec asks (its server, model and key's variable as registered, and no header read from
+ * the environment: the platform queues none), or an ENDPOINT_NOT_ALLOWED error. Where several match, one added with
+ * `--allow-private` is returned.
+ */
+export async function checkAllowed(db: QueueDb, spec: RunSpec): Promise<Endpoint> {
   if (spec.kind !== 'llm')
     throw new RumedbenchError('ENDPOINT_NOT_ALLOWED', `refused: the platform runs LLM evaluations only`);
   const p = spec.provider;
   const list = await listEndpoints(db);
-  const ok = list.some((e) =>
+  const matches = list.filter((e) =>
     p.name === 'llama'
       ? e.provider === 'llama' && e.model === p.model
-      : e.provider === 'openai' && e.base_url === normalise(p.base_url) && e.model === p.model,
+      : p.name === 'openai' &&
+        e.provider === 'openai' &&
+        e.base_url === normalise(p.base_url) &&
+        e.model === p.model &&
+        (e.api_key_env ?? undefined) === p.api_key_env &&
+        Object.keys(p.header_env).length === 0,
   );
-  if (!ok)
+  const found = matches.find((e) => e.allow_private) ?? matches[0];
+  if (!found)
     throw new RumedbenchError(
       'ENDPOINT_NOT_ALLOWED',
-      `refused: ${p.name === 'llama' ? `model file ${p.model}` : `${p.base_url} (model ${p.model})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
+      `refused: ${p.name === 'llama' ? `model file ${p.model}` : `${p.base_url} (model ${p.model}${p.api_key_env ? `, key from ${p.api_key_env}` : ''})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
     );
+  return found;
 }

@@ -168,6 +168,11 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.batches (
 );
 `,
   },
+  {
+    version: 6,
+    what: 'endpoints record whether the admin allowed a private address (--allow-private); workers check at connection',
+    sql: `ALTER TABLE ${SCHEMA}.endpoints ADD COLUMN IF NOT EXISTS allow_private boolean NOT NULL DEFAULT false;`,
+  },
 ];
 
 /** The schema version this release reads and writes. */

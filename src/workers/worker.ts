@@ -17,6 +17,7 @@ import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanDeep, cleanText } from '../data/clean-text.js';
+import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
 import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
 import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
@@ -29,6 +30,7 @@ import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
+import { keysEnv, keysProblem } from './keys.js';
 import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
@@ -53,6 +55,19 @@ export interface WorkerOptions {
   dataDir?: string;
   /** Seconds a database outage is waited out before the worker stops (default 300). */
   dbWaitS?: number;
+  /**
+   * May connect to model servers at private addresses (`--allow-private`): a plan's servers, and a platform
+   * evaluation's when its endpoint was added with `--allow-private` too. Without it (the default) every connection
+   * goes to a public address, checked as it is made.
+   */
+  allowPrivate?: boolean;
+  /**
+   * The environment variables whose values this worker sends as model servers' keys and headers (`--endpoint-keys`;
+   * default none): a cell that reads another fails before any request.
+   */
+  endpointKeys?: readonly string[];
+  /** Resolves model servers' host names at each connection (the system's resolver by default; tests inject one). */
+  resolve?: Resolve;
   log: Logger;
 }
 
@@ -76,6 +91,8 @@ interface Prepared {
   plan: Awaited<ReturnType<typeof planRun>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
+  /** Whether `provider` may connect to private addresses. */
+  allowPrivate?: boolean;
 }
 
 export class Worker {
@@ -98,6 +115,10 @@ export class Worker {
   answered = 0;
   /** Per job, milliseconds spent on the queue (claiming, reading its keys, recording it done), not on requests. */
   readonly queueMs: number[] = [];
+  /** Every connection this worker makes to a model server goes to a checked public address, unless allowed. */
+  private readonly guard: ConnectGuard;
+  /** The only environment its providers read keys and header values from. */
+  private readonly keysEnv: NodeJS.ProcessEnv;
 
   constructor(private readonly o: WorkerOptions) {
     this.db = o.db;
@@ -107,6 +128,11 @@ export class Worker {
     this.concurrency = Math.max(1, o.concurrency ?? 8);
     this.heartbeatS = o.heartbeatS ?? 5;
     this.gate = pLimit(this.concurrency);
+    this.guard = publicOnly({
+      ...(o.resolve ? { resolve: o.resolve } : {}),
+      hint: `a worker connects only to public addresses: start it with --allow-private if the model server really is on this machine or its network (and, for the platform's evaluations, add its endpoint with --allow-private)`,
+    });
+    this.keysEnv = keysEnv(o.endpointKeys ?? []);
     this.dbw = new DbWait({
       waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
       log: o.log,
@@ -383,14 +409,30 @@ export class Worker {
     let provider: Provider;
     const planning = performance.now();
     try {
-      if (row.kind === 'evaluation') await checkAllowed(this.db, specOfRow(row.spec, `${plan}/${cell}`));
+      const spec = specOfRow(row.spec, `${plan}/${cell}`);
+      // A private address needs both the worker's --allow-private and, for the platform's evaluations (whose
+      // servers teams registered), the endpoint's.
+      let allowPrivate = this.o.allowPrivate ?? false;
+      if (row.kind === 'evaluation') {
+        const endpoint = await checkAllowed(this.db, spec);
+        allowPrivate = allowPrivate && endpoint.allow_private === true;
+      }
+      const refused = keysProblem(spec.provider, this.o.endpointKeys ?? []);
+      if (refused) throw new RumedbenchError('ENDPOINT_KEY_REFUSED', refused);
       prepared = await this.prepared(
         plan,
         cell,
         row.spec,
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
-      prepared.provider ??= await prepared.runner.provider();
+      // The endpoint's allowance may have changed since this cell's provider was opened: it is opened again.
+      if (spec.provider.name !== 'llama' && prepared.allowPrivate !== allowPrivate)
+        prepared.provider = undefined;
+      prepared.allowPrivate = allowPrivate;
+      prepared.provider ??= await prepared.runner.provider({
+        env: this.keysEnv,
+        ...(allowPrivate ? {} : { guard: this.guard }),
+      });
       provider = prepared.provider;
     } catch (e) {
       // This worker cannot run the cell as queued (its data, a key it lacks, a server not allowed): the cell fails

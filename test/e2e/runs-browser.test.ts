@@ -122,7 +122,7 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     const worker = await rumedbenchProcessFor(
       80_000,
       {},
-      ...['worker', '--db', db, '--data', data, '--exit-when-idle'],
+      ...['worker', '--db', db, '--data', data, '--exit-when-idle', '--allow-private'],
     );
     expect(worker.code, worker.stderr).toBe(0);
     // The server enters the finished run into its board within a few seconds.

@@ -10,11 +10,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { queuedCells } from '../../src/cli/queue.js';
+import { resolvedHostProblem } from '../../src/data/public-address.js';
 import { createLogger } from '../../src/log.js';
 import { openQueue } from '../../src/workers/store.js';
 import { enqueuePlan } from '../../src/workers/submit.js';
@@ -77,15 +78,22 @@ interface WorkerProcess {
   log: () => string;
 }
 
+/** A worker process; `--allow-private` unless `publicOnly`: the fake model servers listen on loopback. */
 function startWorker(
   db: string,
   name: string,
   args: string[] = [],
   env: NodeJS.ProcessEnv = {},
+  { publicOnly = false } = {},
 ): WorkerProcess {
   const child = spawn(
     process.execPath,
-    [CLI, 'worker', '--db', db, '--name', name, '--heartbeat', '1', ...args],
+    [
+      CLI,
+      ...['worker', '--db', db, '--name', name, '--heartbeat', '1'],
+      ...(publicOnly ? [] : ['--allow-private']),
+      ...args,
+    ],
     { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   children.push(child);
@@ -579,7 +587,7 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       );
       expect([r.code, r.stderr]).toEqual([
         2,
-        expect.stringMatching(/--base-url: .* address; pass --allow-private/),
+        expect.stringMatching(/--base-url: .* address .*; pass --allow-private/),
       ]);
     }
     const refused = await rumedbench(
@@ -631,7 +639,9 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     } finally {
       await queue.close();
     }
-    const w = startWorker(db, 'e1', ['--exit-when-idle'], { RB_WORKER_KEY: secret });
+    const w = startWorker(db, 'e1', ['--exit-when-idle', '--endpoint-keys', 'RB_WORKER_KEY'], {
+      RB_WORKER_KEY: secret,
+    });
     expect((await w.exited).code).toBe(0);
     expect(listed.requests.length).toBe(120);
     expect(other.requests.length).toBe(0);
@@ -657,6 +667,94 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
 });
 
 if (!PG_URL) describe('workers on PostgreSQL', () => it.skip(NO_PG_REASON, () => {}));
+
+describe('serve endpoint add refuses before it opens the database', () => {
+  // Nothing listens there: a refusal that opened the database would fail otherwise.
+  const db = 'postgres://nobody@127.0.0.1:1/none';
+  const add = (...extra: string[]) =>
+    rumedbench('serve', 'endpoint', 'add', 'x', '--db', db, '--model', 'm', ...extra);
+
+  it("this machine's own name, by the address it resolves to", async () => {
+    const name = hostname();
+    const expected = await resolvedHostProblem(name);
+    // Here the name resolves to loopback (/etc/hosts); elsewhere to a private address, or to none: all refused.
+    expect(expected).toBeDefined();
+    const r = await add('--base-url', `http://${name}:8000/v1`);
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      `error: --base-url: ${expected}; pass --allow-private if the model server really is there\n`,
+    ]);
+  });
+
+  it('a key variable the workers hold for themselves, in one line naming it', async () => {
+    const lines: string[] = [];
+    for (const variable of ['DATABASE_URL', 'PGPASSWORD', 'AWS_SECRET_ACCESS_KEY', 'RUMEDBENCH_X']) {
+      const r = await add('--base-url', 'https://api.example.com/v1', '--api-key-env', variable);
+      expect(r.code).toBe(2);
+      lines.push(...r.stderr.trim().split('\n'));
+    }
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^error: --api-key-env DATABASE_URL: DATABASE_URL is one of the workers' own variables/,
+      ),
+      expect.stringMatching(
+        /^error: --api-key-env PGPASSWORD: PGPASSWORD is one of the workers' own variables/,
+      ),
+      expect.stringMatching(
+        /^error: --api-key-env AWS_SECRET_ACCESS_KEY: AWS_SECRET_ACCESS_KEY is one of the workers' own variables/,
+      ),
+      expect.stringMatching(/^error: --api-key-env RUMEDBENCH_X: names one of rumedbench's own secrets/),
+    ]);
+  });
+});
+
+describe.skipIf(!PG_URL)('a worker sends only the keys its operator names (--endpoint-keys)', () => {
+  it('a cell whose key variable is not listed fails naming the variable and the flag; the server sees no request', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(0);
+    // A plan's cell, and a platform evaluation of a registered endpoint, both with their key in TEAM_KEY.
+    const file = writePlan([
+      `  - {name: planned, provider: openai, base_url: "${s.url}", model: fake-p, api_key_env: TEAM_KEY}`,
+    ]);
+    await rumedbenchOk('plan', 'submit', file, '--db', db);
+    await rumedbenchOk(
+      ...['serve', 'endpoint', 'add', 'listed', '--db', db, '--base-url', s.url, '--model', 'fake-l'],
+      ...['--api-key-env', 'TEAM_KEY', '--allow-private'],
+    );
+    const queue = await openQueue(db);
+    try {
+      const p = await queuedCells(
+        writePlan([
+          `  - {name: listed, provider: openai, base_url: "${s.url}", model: fake-l, api_key_env: TEAM_KEY}`,
+        ]),
+        createLogger('silent'),
+      );
+      await enqueuePlan(queue, {
+        ...{ name: p.plan.name, file: p.plan.file, sha256: 'x', maxInFlight: 8 },
+        ...{ cells: p.queued, jobSize: 200, kind: 'evaluation' },
+      });
+    } finally {
+      await queue.close();
+    }
+    const w = startWorker(db, 'k1', ['--exit-when-idle', '--endpoint-keys', 'OTHER_KEY'], {
+      TEAM_KEY: 'sk-team-secret',
+      OTHER_KEY: 'sk-other',
+    });
+    expect((await w.exited).code).toBe(0);
+    expect([s.requests.length, s.completions.length, s.tokenizeCalls()]).toEqual([0, 0, 0]);
+    const cells = await query<{ cell_id: string; status: string; error: string }>(
+      db,
+      'SELECT cell_id, status, error FROM rumedbench_runs.cells ORDER BY cell_id',
+    );
+    const why =
+      "refused: the cell's key is in TEAM_KEY, which this worker does not send (its --endpoint-keys: OTHER_KEY); start the worker with --endpoint-keys TEAM_KEY if that variable holds this model server's key";
+    expect(cells).toEqual([
+      { cell_id: 'listed/default', status: 'failed', error: why },
+      { cell_id: 'planned/default', status: 'failed', error: why },
+    ]);
+    expect(w.log()).toContain(`listed/default: ${why}`);
+  });
+});
 
 describe.skipIf(NO_OWN_PG_REASON !== undefined)(
   'a PostgreSQL restart in the middle of a plan (a cluster of the test’s own)',

@@ -18,6 +18,16 @@ describe('reasonOf', () => {
       'requests',
     );
     expect(reasonOf('10 of 10 replies could not be read as answers (10 echo)')).toBe('replies');
+    expect(
+      reasonOf(
+        'http://model.example:8000/v1/chat/completions: not connected: model.example resolves to 127.0.0.1, which is a loopback address (this machine); a worker connects only to public addresses: start it with --allow-private if …',
+      ),
+    ).toBe('address');
+    expect(
+      reasonOf(
+        "refused: the cell's key is in TEAM_KEY, which this worker does not send (its --endpoint-keys: none); start the worker with --endpoint-keys TEAM_KEY if …",
+      ),
+    ).toBe('keyVariable');
     expect(reasonOf('something else entirely')).toBe('other');
   });
 });

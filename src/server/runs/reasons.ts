@@ -13,6 +13,8 @@ export const REASONS = [
   'replies',
   'loglik',
   'allowList',
+  'address',
+  'keyVariable',
   'data',
   'spec',
   'other',
@@ -20,6 +22,9 @@ export const REASONS = [
 export type Reason = (typeof REASONS)[number];
 
 const RULES: [RegExp, Reason][] = [
+  // First: these messages name a host and a variable, and words the later rules look for.
+  [/: not connected: |connects only to public addresses/, 'address'],
+  [/which this worker does not send|workers' own variables/, 'keyVariable'],
   [/ is down: /, 'down'],
   [/cannot reach|ECONNREFUSED|ENOTFOUND|timed out|broke off|nothing listens/i, 'unreachable'],
   [/refused the key|HTTP 40[13]/, 'key'],
@@ -49,6 +54,8 @@ export const REASON_TEXT: Record<Reason, string> = {
   replies: 'most replies could not be read as answers',
   loglik: 'the model server cannot score by log-likelihood',
   allowList: 'the model server is not on the platform’s allow-list',
+  address: 'the model server’s address is not a public one',
+  keyVariable: 'the workers do not send the model server’s key',
   data: 'the worker’s data differ from the plan’s',
   spec: 'the run was queued by another release',
   other: 'the run failed',

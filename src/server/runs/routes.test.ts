@@ -114,12 +114,14 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     const request = (await asked.json()) as { id: string; status: string };
     expect(request.status).toBe('pending');
 
+    // The fake model server listens on loopback: the endpoint and the worker both allow a private address.
     const worker = new Worker({
       db: queue,
       exitWhenIdle: true,
       heartbeatS: 1,
       log,
       dataDir: data,
+      allowPrivate: true,
     });
     await worker.run();
     const asked1 = model.requests.length;
@@ -155,6 +157,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
       heartbeatS: 1,
       log,
       dataDir: data,
+      allowPrivate: true,
     }).run();
     expect(model.requests.length).toBeGreaterThan(asked1);
     expect(await runs.importFinished()).toBe(1);
@@ -183,7 +186,14 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     ).json()) as {
       id: string;
     };
-    await new Worker({ db: queue, exitWhenIdle: true, heartbeatS: 1, log, dataDir: data }).run();
+    await new Worker({
+      db: queue,
+      exitWhenIdle: true,
+      heartbeatS: 1,
+      log,
+      dataDir: data,
+      allowPrivate: true,
+    }).run();
     expect(await runs.importFinished()).toBe(2);
     const made = await runs.entries(both.id);
     expect(Object.keys(made).sort()).toEqual(['closed', 'public']);
@@ -248,7 +258,14 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     };
     // No rounds in the queue: the cell fails at the first "down" instead of waiting a minute for another round.
     await queue.pool.query('UPDATE rumedbench_runs.plans SET retry_rounds = 0 WHERE id = $1', [id]);
-    await new Worker({ db: queue, exitWhenIdle: true, heartbeatS: 1, log, dataDir: data }).run();
+    await new Worker({
+      db: queue,
+      exitWhenIdle: true,
+      heartbeatS: 1,
+      log,
+      dataDir: data,
+      allowPrivate: true,
+    }).run();
     const host = new URL(address).host;
     const signedOut = [
       await (await app.request('/runs')).text(),

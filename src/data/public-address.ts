@@ -1,0 +1,310 @@
+/**
+ * Which addresses a model server may have when this process must not reach its own machine, its private network or a
+ * cloud's metadata service (server-side request forgery): the platform's workers, which ask servers that teams
+ * registered. One pure check of an address (`addressProblem`), one of a host name's text (`hostNameProblem`), and
+ * the resolving layer: a host is checked on every address it resolves to, when an endpoint is registered
+ * (`resolvedHostProblem`) and again at every connection (`publicOnly`), where the socket goes to the address that was
+ * checked, so that a name whose DNS changes after its check still never connects to a refused address.
+ *
+ * Invariant: a connection made through `publicOnly` goes only to an address `addressProblem` passes.
+ */
+import type { LookupAddress } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { RumedbenchError } from '../errors.js';
+
+/** What each refused range is, in words a person can act on. */
+const RANGE_WORDS: Record<string, string> = {
+  unspecified: 'the unspecified address (this machine)',
+  loopback: 'a loopback address (this machine)',
+  linkLocal: 'a link-local address (where cloud metadata services answer, 169.254.169.254 among them)',
+  private: 'a private address (10/8, 172.16/12, 192.168/16)',
+  carrierGradeNat:
+    "a shared (carrier-grade NAT) address, 100.64/10 (Alibaba Cloud's metadata service is at 100.100.100.200)",
+  broadcast: 'the broadcast address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+  as112: 'a reserved address (AS112)',
+  amt: 'a reserved address (AMT)',
+  uniqueLocal: "a unique-local address, fc00::/7 (AWS's IPv6 metadata service is at fd00:ec2::254)",
+  deprecatedSiteLocal: 'a site-local address (fec0::/10)',
+  teredo: 'a Teredo address (2001::/32)',
+  benchmarking: 'a reserved address (benchmarking)',
+  discard: 'a reserved address (discard-only, 100::/64)',
+  orchid2: 'a reserved address (ORCHIDv2)',
+  deprecatedOrchid: 'a reserved address (ORCHID)',
+  droneRemoteIdProtocolEntityTags: 'a reserved address (DRIP)',
+  segmentRouting: 'a reserved address (segment routing, 5f00::/16)',
+  as112v6: 'a reserved address (AS112)',
+};
+
+/** Host names that reach this machine or a cloud's metadata service whatever the resolver says. */
+const LOCAL_NAMES =
+  /^(localhost|.*\.localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data(\..*)?)$/i;
+
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+const NAT64_LOCAL = ipaddr.IPv6.parseCIDR('64:ff9b:1::/48');
+
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR('64:ff9b::/96');
+const v4Of = (bytes: number[], at: number) => new ipaddr.IPv4(bytes.slice(at, at + 4));
+
+/** The IPv4 address an IPv6 one carries, and in which form, where it is one of the forms that carry one. */
+function embeddedV4(a: ipaddr.IPv6): { v4: ipaddr.IPv4; form: string } | undefined {
+  const b = a.toByteArray();
+  const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  const range = a.range();
+  if (range === 'ipv4Mapped') return { v4: v4Of(b, 12), form: 'IPv4-mapped, ::ffff:a.b.c.d' };
+  if (range === 'rfc6145') return { v4: v4Of(b, 12), form: 'IPv4-translated, ::ffff:0:a.b.c.d' };
+  // ::a.b.c.d (deprecated, RFC 4291 §2.5.5.1), but not :: or ::1, which are addresses of their own.
+  if (range !== 'unspecified' && range !== 'loopback' && zeros(0, 12))
+    return { v4: v4Of(b, 12), form: 'IPv4-compatible, ::a.b.c.d' };
+  // The well-known NAT64 prefix (RFC 6052): a translator on the way connects to the IPv4 address in the last 32 bits.
+  if (a.match(NAT64_WELL_KNOWN)) return { v4: v4Of(b, 12), form: 'NAT64, 64:ff9b::/96' };
+  // 6to4 (RFC 3056): the relay's IPv4 address in bits 16-47.
+  if (range === '6to4') return { v4: v4Of(b, 2), form: '6to4, 2002::/16' };
+  return undefined;
+}
+
+function v4Problem(a: ipaddr.IPv4): string | undefined {
+  const range = a.range();
+  return range === 'unicast' ? undefined : (RANGE_WORDS[range] ?? `a reserved address (${range})`);
+}
+
+/**
+ * Why a connection to this IP address is refused, or undefined for a public one: this machine (loopback,
+ * unspecified), link-local (cloud metadata), private, shared (CGNAT 100.64/10), unique-local, site-local, multicast,
+ * broadcast and reserved ranges, and anything outside IPv6's global unicast space (2000::/3). An IPv6 address that
+ * carries an IPv4 one (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 64:ff9b::/96, 6to4) is judged by the IPv4
+ * address it carries; the local-use NAT64 prefix 64:ff9b:1::/48 is refused whole, since where the IPv4 address sits
+ * in it is the network's own choice. Anything that is not an address is refused.
+ *
+ * @example
+ * addressProblem('8.8.8.8') // undefined
+ * addressProblem('::ffff:0:7f00:1') // '::ffff:0:7f00:1 carries 127.0.0.1 (IPv4-translated, …), a loopback address (this machine)'
+ */
+export function addressProblem(address: string): string | undefined {
+  const text = address.replace(/^\[|\]$/g, '');
+  const why = predicate(text);
+  return why ? `${text} ${why}` : undefined;
+}
+
+/** What is wrong with an address, as the end of a sentence about it ("is …", "carries …"), or undefined. */
+function predicate(text: string): string | undefined {
+  let a: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    // parse, not process: an IPv4-mapped address is kept as IPv6, so that the message names what was given.
+    a = ipaddr.parse(text);
+  } catch {
+    return 'is not an IP address';
+  }
+  if (a.kind() === 'ipv4') {
+    const why = v4Problem(a as ipaddr.IPv4);
+    return why ? `is ${why}` : undefined;
+  }
+  const v6 = a as ipaddr.IPv6;
+  const carried = embeddedV4(v6);
+  if (carried) {
+    const why = v4Problem(carried.v4);
+    return why ? `carries ${carried.v4.toString()} (${carried.form}), ${why}` : undefined;
+  }
+  if (v6.match(NAT64_LOCAL)) return 'is a local-use NAT64 address (64:ff9b:1::/48)';
+  const range = v6.range();
+  if (range !== 'unicast') return `is ${RANGE_WORDS[range] ?? `a reserved address (${range})`}`;
+  if (!v6.match(GLOBAL_UNICAST)) return 'is outside the global unicast space (2000::/3)';
+  return undefined;
+}
+
+/** A host without an IPv6 literal's brackets or a name's trailing dots (`localhost.` is `localhost`), lower case. */
+const bare = (host: string) =>
+  host
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.+$/, '')
+    .toLowerCase();
+
+/** A URL's host as a resolver takes it: without an IPv6 literal's brackets or a name's trailing dots, lower case. */
+export function hostOf(url: string | URL): string {
+  return bare(new URL(url).hostname);
+}
+
+/**
+ * Why a host is refused by its text alone, or undefined: a literal address (`addressProblem`), or a name that means
+ * this machine or a metadata service (localhost, *.localhost, metadata.google.internal, instance-data, …; trailing
+ * dots do not hide one: `localhost.` is `localhost`). A name that passes still has to resolve to public addresses.
+ */
+export function hostNameProblem(host: string): string | undefined {
+  const h = bare(host);
+  if (ipaddr.isValid(h)) return addressProblem(h);
+  if (h === '' || LOCAL_NAMES.test(h)) return `${host} names this machine or a metadata service`;
+  return undefined;
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+/** Every address a name resolves to (the system's resolver by default; tests inject their own). */
+export type Resolve = (host: string) => Promise<readonly ResolvedAddress[]>;
+
+export const systemResolve: Resolve = (host) => dnsLookup(host, { all: true });
+
+/** A refused connection: the host names or resolves to an address `addressProblem` refuses. */
+export class PrivateAddressError extends RumedbenchError {
+  constructor(
+    readonly host: string,
+    /** What is wrong with the host, in words. */
+    readonly problem: string,
+    hint?: string,
+  ) {
+    super('PRIVATE_ADDRESS', `${problem}${hint ? `; ${hint}` : ''}`);
+    this.name = 'PrivateAddressError';
+  }
+}
+
+/**
+ * The host's addresses when every one of them passes; otherwise a PrivateAddressError naming the first refused. A
+ * name that does not resolve throws the resolver's own error (ENOTFOUND), for the caller to say so.
+ */
+export async function publicAddresses(
+  host: string,
+  resolve: Resolve = systemResolve,
+  hint?: string,
+): Promise<ResolvedAddress[]> {
+  const h = bare(host);
+  const named = hostNameProblem(host);
+  if (named) throw new PrivateAddressError(host, named, hint);
+  if (ipaddr.isValid(h)) return [{ address: h, family: ipaddr.parse(h).kind() === 'ipv4' ? 4 : 6 }];
+  const list = await resolve(h);
+  if (list.length === 0)
+    throw Object.assign(new Error(`${host} resolves to no address`), { code: 'ENOTFOUND' });
+  // Every address, not the first: a client may fall back to any of them (happy eyeballs).
+  for (const r of list) {
+    const why = predicate(r.address);
+    if (why) throw new PrivateAddressError(host, `${host} resolves to ${r.address}, which ${why}`, hint);
+  }
+  return [...list];
+}
+
+/**
+ * Why a host is refused once resolved, or undefined: its text (`hostNameProblem`), then every address it resolves
+ * to. A name that does not resolve is refused too (nothing could be checked).
+ */
+export async function resolvedHostProblem(
+  host: string,
+  resolve: Resolve = systemResolve,
+): Promise<string | undefined> {
+  try {
+    await publicAddresses(host, resolve);
+    return undefined;
+  } catch (e) {
+    if (e instanceof PrivateAddressError) return e.problem;
+    const code = (e as { code?: unknown }).code;
+    return `${host} does not resolve${typeof code === 'string' ? ` (${code})` : ''}: its addresses cannot be checked`;
+  }
+}
+
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/**
+ * A `lookup` for net.connect and tls.connect: resolves the name, checks every address, and hands the socket only
+ * the checked ones, so that the connection goes to what was checked (no second resolution between check and use).
+ */
+export function publicOnlyLookup(resolve: Resolve = systemResolve, hint?: string) {
+  return (
+    hostname: string,
+    options: { family?: number | string | undefined; all?: boolean | undefined },
+    callback: LookupCallback,
+  ): void => {
+    const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+    publicAddresses(hostname, resolve, hint).then(
+      (list) => {
+        const wanted = family === 4 || family === 6 ? list.filter((r) => r.family === family) : list;
+        const first = wanted[0];
+        if (!first) {
+          callback(
+            Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }),
+            '',
+          );
+          return;
+        }
+        if (options.all)
+          callback(
+            null,
+            wanted.map((r) => ({ address: r.address, family: r.family })),
+          );
+        else callback(null, first.address, first.family);
+      },
+      (e: NodeJS.ErrnoException) => callback(e, ''),
+    );
+  };
+}
+
+type Dispatcher = NonNullable<RequestInit['dispatcher']>;
+type AgentClass = new (options: { connect: { lookup: ReturnType<typeof publicOnlyLookup> } }) => Dispatcher;
+
+let agentClass: Promise<AgentClass> | undefined;
+
+/**
+ * Node's own undici Agent. Node's fetch is a copy of undici that Node does not export; its global dispatcher, made
+ * when fetch first loads (a `data:` URL loads it without a connection), is an instance of that Agent, so that a
+ * dispatcher made from its class always speaks the version of the fetch that uses it (the npm package would not).
+ */
+function nodeAgent(): Promise<AgentClass> {
+  agentClass ??= (async () => {
+    await (await fetch('data:,')).arrayBuffer();
+    const global = (globalThis as Record<symbol, unknown>)[Symbol.for('undici.globalDispatcher.1')];
+    const C = (global as { constructor?: unknown } | undefined)?.constructor;
+    if (typeof C !== 'function' || C.name !== 'Agent')
+      throw new RumedbenchError(
+        'PRIVATE_ADDRESS',
+        `cannot check the model server's addresses: fetch's dispatcher is ${typeof C === 'function' ? `a ${C.name}` : 'unknown'}, not Node's Agent (a proxy set for fetch?)`,
+      );
+    return C as AgentClass;
+  })();
+  return agentClass;
+}
+
+/** Connections to public addresses only (see `publicOnly`). */
+export interface ConnectGuard {
+  /** Throws a PrivateAddressError when the URL's host is refused by its text (a literal address is never resolved). */
+  check(url: string | URL): void;
+  /** The dispatcher for fetch: its every connection resolves the host and checks each address first. */
+  dispatcher(): Promise<Dispatcher>;
+}
+
+/**
+ * A guard for fetch: a literal address is checked before the request, and a name at every connection the
+ * dispatcher opens, with `resolve` (the system's resolver by default). `hint` ends each refusal's message (what the
+ * person may do about it).
+ *
+ * @example
+ * const guard = publicOnly({ hint: 'start the worker with --allow-private if the server really is there' });
+ * guard.check(url);
+ * await fetch(url, { dispatcher: await guard.dispatcher() });
+ */
+export function publicOnly(o: { resolve?: Resolve; hint?: string } = {}): ConnectGuard {
+  let made: Promise<Dispatcher> | undefined;
+  return {
+    check(url) {
+      const host = hostOf(url);
+      const why = hostNameProblem(host);
+      if (why) throw new PrivateAddressError(host, why, o.hint);
+    },
+    dispatcher() {
+      made ??= nodeAgent().then(
+        (Agent) => new Agent({ connect: { lookup: publicOnlyLookup(o.resolve, o.hint) } }),
+      );
+      return made;
+    },
+  };
+}
+
+/** The PrivateAddressError behind a failed fetch (`fetch failed` → its cause), if that is why it failed. */
+export function privateAddressCause(e: unknown): PrivateAddressError | undefined {
+  for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++)
+    if (c instanceof PrivateAddressError) return c;
+  return undefined;
+}
