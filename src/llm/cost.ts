@@ -42,6 +42,8 @@ export interface CostEstimate {
   completionTokens: number;
   /** How the prompts were counted: by the server's tokenizer, or bounded by their bytes (some or all). */
   counted: 'server' | 'bytes' | 'mixed';
+  /** Each request's own ceiling, USD, in the order given: what `--max-cost` reserves before sending it. */
+  each: number[];
 }
 
 /** The most the requests can cost: see the module's note. Identical prompts (repeats) are counted once. */
@@ -81,7 +83,11 @@ export async function estimateCost(
     (n, job) => n + (job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0),
     0,
   );
+  const each = requests.map((job, i) =>
+    costOf(o.prices, prompts[i] as number, job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0),
+  );
   return {
+    each,
     usd: costOf(o.prices, promptTokens, completionTokens),
     requests: requests.length,
     promptTokens,

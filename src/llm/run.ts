@@ -267,11 +267,16 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
           journal,
           concurrency: options.concurrency,
           progress: bar,
-          ...(budget ? { signal: budget.stop.signal } : {}),
+          ...(budget
+            ? {
+                signal: budget.stop.signal,
+                admit: (job: LlmRequest) => budget.admit(job),
+                settle: (job: LlmRequest, entry: JournalEntry) => budget.settle(job, entry.usage),
+              }
+            : {}),
           ...(options.onProgress ? { onProgress: options.onProgress } : {}),
           onAnswer: (job, entry) => {
             bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
-            if (budget && entry.usage) budget.add(entry.usage);
             const r = readAnswer(job, entry);
             if (r.status === 'unparsed') bar.unparsed++;
             else if (job.record.gold !== undefined && r.answer !== null) {
@@ -298,11 +303,21 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
       );
     throw e;
   });
+  // A batch (or a results file) reports its spending only once it is read: past the ceiling, the run ends as an
+  // online run stopped by it does, with what was reported.
+  if (budget && (batch || given)) budget.settleAll(jobs.map((j) => journal.get(j.key)));
   if (budget?.stop.signal.aborted) {
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    const offline = batch !== undefined || given !== undefined;
+    const why =
+      budget.unexplained() > 0
+        ? `; ${budget.unexplained()} repl(ies) report more tokens than their request can explain (a prompt over its counted ceiling, a completion over --max-tokens)`
+        : '';
     throw new RumedbenchError(
       'COST_LIMIT',
-      `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent. ${answered} of ${jobs.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
+      offline
+        ? `the run has cost ${formatUsd(budget.spent())} by its batch replies' token counts, past --max-cost ${formatUsd(options.maxCost as number)} (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; what was spent is spent: check the provider's bill, then continue with the same command, --resume and a larger --max-cost`
+        : `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
     );
   }
   return finishRun({
@@ -344,7 +359,15 @@ async function checkBudget(
   pending: readonly LlmRequest[],
   journal: Journal,
   log: Logger,
-): Promise<{ stop: AbortController; add(u: Usage): void; spent(): number }> {
+): Promise<{
+  stop: AbortController;
+  admit(job: LlmRequest): boolean;
+  settle(job: LlmRequest, u: Usage | undefined): void;
+  settleAll(entries: readonly (JournalEntry | undefined)[]): void;
+  spent(): number;
+  unexplained(): number;
+  tokens(): string;
+}> {
   const max = options.maxCost as number;
   const prices = options.prices;
   if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
@@ -368,13 +391,44 @@ async function checkBudget(
     `cost: ${said}${spent > 0 ? ` after ${formatUsd(spent)} spent` : ''}; --max-cost ${formatUsd(max)}`,
   );
   const stop = new AbortController();
+  // Each request's ceiling is reserved before it is sent and released when its answer is journaled: with N requests
+  // in flight the reported spending passes the budget by at most what they report beyond their ceilings.
+  const ceiling = new Map(pending.map((j, i) => [j.key, estimate.each[i] ?? 0]));
+  let reserved = 0;
+  let unexplained = 0;
+  let prompt = 0;
+  let completion = 0;
+  const take = (key: string, u: Usage | undefined) => {
+    if (!u) return;
+    const usd = costOf(prices, u.promptTokens, u.completionTokens);
+    prompt += u.promptTokens;
+    completion += u.completionTokens;
+    if (usd > (ceiling.get(key) ?? Number.POSITIVE_INFINITY) * (1 + 1e-9)) unexplained++;
+    spent += usd;
+  };
   return {
     stop,
-    add(u) {
-      spent += costOf(prices, u.promptTokens, u.completionTokens);
+    admit(job) {
+      const c = ceiling.get(job.key) ?? 0;
+      if (stop.signal.aborted || spent + reserved + c > max * (1 + 1e-12)) {
+        stop.abort();
+        return false;
+      }
+      reserved += c;
+      return true;
+    },
+    settle(job, u) {
+      reserved -= ceiling.get(job.key) ?? 0;
+      take(job.key, u);
       if (spent >= max) stop.abort();
     },
+    settleAll(entries) {
+      for (const e of entries) if (e?.status === 'ok' && ceiling.has(e.key)) take(e.key, e.usage);
+      if (spent > max) stop.abort();
+    },
     spent: () => spent,
+    unexplained: () => unexplained,
+    tokens: () => `${prompt} prompt + ${completion} completion tokens`,
   };
 }
 

@@ -78,6 +78,12 @@ export async function sendAll(options: {
   onProgress?: (p: RunProgress, final: boolean) => void;
   /** Called with each answer as it arrives (the progress bar's running accuracy). */
   onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
+  /**
+   * Asked before each request is sent (`--max-cost` reserves its ceiling): false sends nothing more. `settle` is told
+   * when its entry is journaled, answered or failed.
+   */
+  admit?: (job: LlmRequest) => boolean;
+  settle?: (job: LlmRequest, entry: JournalEntry) => void;
 }): Promise<number> {
   const started = Date.now();
   let next = 0;
@@ -87,8 +93,10 @@ export async function sendAll(options: {
   const worker = async (): Promise<void> => {
     for (;;) {
       if (stopped || options.signal?.aborted) return;
-      const job = options.pending[next++];
+      const job = options.pending[next];
       if (!job) return;
+      if (options.admit && !options.admit(job)) return;
+      next++;
       const t0 = performance.now();
       const base = { key: job.key, task: job.task.name, split: job.split, id: job.record.id };
       let entry: JournalEntry;
@@ -112,6 +120,7 @@ export async function sendAll(options: {
         };
       }
       await options.journal.append(entry);
+      options.settle?.(job, entry);
       options.progress.done++;
       if (entry.status === 'ok') options.onAnswer?.(job, entry);
       options.onProgress?.(options.progress, false);

@@ -258,6 +258,23 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     ]);
   });
 
+  it('ends non-zero with COST_LIMIT when a batch reports spending past --max-cost, saying what was reported', async () => {
+    // Replies that bill a million prompt tokens each, far above what each request was counted at.
+    const server = await startFakeOpenAI({ reply: await oracle(), hiddenPromptTokens: 1_000_000 });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-cost-'));
+    const r = await rumedbench(
+      ...args(server.url, out, '--batch', '--batch-poll', '0.01', '--max-cost', '1'),
+    );
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(/cost: up to \$0\.0\d+ for 12 requests/);
+    // 12 replies × 1,000,0xx prompt tokens at $2 per million, half price in a batch: just over $12.
+    expect(r.stderr).toMatch(
+      /the run has cost \$12\.\d\d by its batch replies' token counts, past --max-cost \$1\.00 \(12\d{6} prompt \+ \d+ completion tokens; 12 repl\(ies\) report more tokens than their request can explain/,
+    );
+    expect(existsSync(join(out, 'summary.json'))).toBe(false);
+  });
+
   it('refuses --batch where it cannot go', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));
