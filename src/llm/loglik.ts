@@ -6,6 +6,7 @@
  */
 import type { Prediction } from '../metrics/item-stats.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import type { Usage } from './provider.js';
 
 export interface LoglikRequest {
   context: string;
@@ -19,6 +20,8 @@ export interface LoglikResult {
   tokens: number[];
   /** Positions the engine evaluated for this request (the prompt's and the candidates'). */
   positions?: number;
+  /** The tokens the server says it processed (what it bills), where it says. */
+  usage?: Usage;
 }
 
 export interface LoglikItem {

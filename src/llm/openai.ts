@@ -28,7 +28,7 @@ import { type ErrorCode, RumedbenchError, UsageError } from '../errors.js';
 import { redactSecrets, rememberSecret } from '../log.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
-import type { ChatReply, Provider, SamplingParams } from './provider.js';
+import type { ChatReply, Provider, SamplingParams, Usage } from './provider.js';
 
 export class LlmRequestError extends RumedbenchError {
   readonly status: number | undefined;
@@ -265,6 +265,19 @@ interface CompletionsLogprobs {
     index?: number;
     logprobs?: { token_logprobs?: (number | null)[]; top_logprobs?: (Record<string, number> | null)[] };
   }[];
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+}
+
+/** The token counts a /v1/completions reply reports, where it reports them as whole numbers. */
+function completionsUsage(json: CompletionsLogprobs | undefined): Usage | undefined {
+  const p = json?.usage?.prompt_tokens;
+  const c = json?.usage?.completion_tokens;
+  return Number.isInteger(p) && (p as number) >= 0
+    ? {
+        promptTokens: p as number,
+        completionTokens: Number.isInteger(c) && (c as number) >= 0 ? (c as number) : 0,
+      }
+    : undefined;
 }
 
 export interface CompletionBody {
@@ -728,7 +741,7 @@ export class OpenAIProvider implements Provider {
    * echoes every token with its log-probability, so it is as large as the prompts: its cap grows with them (a
    * bound per token), while a reply past that bound is still cut off.
    */
-  private async promptLogprobs(prompts: number[][]): Promise<(number | null)[][]> {
+  private async promptLogprobs(prompts: number[][]): Promise<(number | null)[][] & { usage?: Usage }> {
     const tokens = prompts.reduce((n, p) => n + p.length, 0);
     const cap = (this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES) + tokens * ECHO_BYTES_PER_TOKEN;
     return this.retrying(async () => {
@@ -745,7 +758,9 @@ export class OpenAIProvider implements Provider {
         { notFoundIsFatal: false, maxReplyBytes: cap },
       );
       const choices = Array.isArray(json?.choices) ? json.choices : [];
-      const out: (number | null)[][] = prompts.map(() => []);
+      const out: (number | null)[][] & { usage?: Usage } = prompts.map(() => []);
+      const usage = completionsUsage(json);
+      if (usage) out.usage = usage;
       for (const c of choices) {
         const lp = c.logprobs?.token_logprobs;
         if (typeof c.index === 'number' && Array.isArray(lp)) out[c.index] = lp;
@@ -810,8 +825,17 @@ export class OpenAIProvider implements Provider {
     if (probe.length < 3) throw refuse('its tokenizer gave fewer than three tokens for a probe text');
     let why = 'a three-token prompt came back without three log-probabilities';
     try {
-      const [lp] = await this.promptLogprobs([probe]);
+      // The probe, and the probe with each of two different tokens after it: where each prompt token's
+      // log-probability sits is read from how the replies differ, never guessed from their lengths.
+      const [a, b] = [probe[0] as number, probe.find((t) => t !== probe[0]) ?? (probe[0] as number) + 1];
+      const [lp, withA, withB] = await this.promptLogprobs([probe, [...probe, a], [...probe, b]]);
       if (lp && lp.length >= 3 && lp.slice(1, 3).every((x) => typeof x === 'number')) {
+        const layout = loglikLayoutProblem(lp, withA ?? [], withB ?? []);
+        if (layout)
+          throw new RumedbenchError(
+            'LLM_REQUEST_FAILED',
+            `${this.options.baseUrl}: cannot score by log-likelihood: ${layout}. Check the server (its echo and logprobs), or use --mode generate.`,
+          );
         this.method = 'prompt-logprobs';
         return;
       }
@@ -911,6 +935,7 @@ export class OpenAIProvider implements Provider {
     );
     const prompts = split.map((x) => [...x.context, ...x.continuation]);
     const lps = await this.promptLogprobs(prompts);
+    const usage = lps.usage;
     const logprobs = split.map((x, i) => {
       const lp = (lps[i] as (number | null)[]).slice(
         x.context.length,
@@ -932,6 +957,35 @@ export class OpenAIProvider implements Provider {
       logprobs,
       tokens: split.map((x) => x.continuation.length),
       positions: prompts.reduce((n, p) => n + p.length, 0),
+      ...(usage ? { usage } : {}),
     };
   }
+}
+
+/**
+ * Why a server's prompt log-probabilities cannot be read by position, or undefined. `lp` answers a prompt of n tokens;
+ * `withA` and `withB` the same prompt followed by two different tokens. With echo and max_tokens 1 a reply holds one
+ * value per prompt token (the first null: nothing precedes it), then the generated token's: n + 1 values (n where the
+ * server generates none). Appending a token must then leave the prompt's own n values as they were and put that
+ * token's log-probability at position n, which differs for two different tokens (at most one of them is what the
+ * model would have generated). A server whose values sit one place late (`[null, lp(tok 0), …, lp(tok n−1)]`, n + 1
+ * values and no generated token) answers position n with the prompt's last token whatever is appended: every answer
+ * would be read from the wrong positions, so the run is refused.
+ */
+export function loglikLayoutProblem(
+  lp: readonly (number | null)[],
+  withA: readonly (number | null)[],
+  withB: readonly (number | null)[],
+): string | undefined {
+  const n = withA.length - 2;
+  if (withB.length !== withA.length || (lp.length !== n + 1 && lp.length !== n))
+    return `a prompt of n tokens and the same with one more came back with ${lp.length} and ${withA.length} log-probabilities, not n (+1 generated) and n + 1 (+1)`;
+  const close = (x: number | null | undefined, y: number | null | undefined) =>
+    typeof x === 'number' && typeof y === 'number' && Math.abs(x - y) <= 1e-4 * (1 + Math.abs(x));
+  for (let k = 1; k < n; k++)
+    if (!close(lp[k], withA[k]) || !close(lp[k], withB[k]))
+      return `appending a token changed the log-probability of prompt token ${k} (${lp[k]} → ${withA[k]}, ${withB[k]}): the values do not sit one per prompt token`;
+  if (lp.length === n + 1 && close(withA[n], lp[n]) && close(withB[n], lp[n]) && withA[n] === withB[n])
+    return `two different tokens appended to a prompt got the same log-probability (${withA[n]}), the one the prompt's last position had: the values sit one place late ([null, lp(token 0), …]), as no layout we can read`;
+  return undefined;
 }

@@ -45,6 +45,7 @@ async function ask(
       logprobs: r.logprobs,
       tokens: r.tokens,
       ...(r.positions !== undefined ? { positions: r.positions } : {}),
+      ...(r.usage ? { usage: r.usage } : {}),
     };
   }
   const reply = await provider.chat(

@@ -230,6 +230,15 @@ const ROWS: Row[] = [
     next: '--retry-errors',
   },
   {
+    // The same count as the right layout (n + 1), one place late: decided from the request, never from the count.
+    mode: 'shifted-logprobs',
+    run: 'loglik',
+    code: 1,
+    stderr:
+      /cannot score by log-likelihood: two different tokens appended to a prompt got the same log-probability .* the values sit one place late/,
+    next: 'nothing',
+  },
+  {
     mode: 'long-logprobs',
     run: 'loglik',
     server: { completionsFrom: 2 },

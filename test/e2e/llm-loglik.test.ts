@@ -123,6 +123,20 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
     ]);
     const ner = samples.find((s) => s.task === 'RuMedNER');
     expect([ner?.mode, ner?.candidates]).toEqual(['generate', undefined]);
+    // Every log-likelihood reply's token counts are kept (the ledger said "0 prompt + 0 completion" before): the
+    // server counted each prompt's tokens and one generated token per candidate.
+    const entries = readFileSync(join(out, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map(
+        (l) => JSON.parse(l) as { logprobs?: unknown[]; positions?: number; usage?: Record<string, number> },
+      );
+    const loglik = entries.filter((e) => e.logprobs);
+    expect(loglik.length).toBe(12);
+    for (const e of loglik)
+      expect(e.usage).toEqual({ promptTokens: e.positions, completionTokens: e.logprobs?.length });
+    const usage = (summary as unknown as { llm: { usage: { prompt_tokens: number } } }).llm.usage;
+    expect(usage.prompt_tokens).toBeGreaterThan(loglik.reduce((n, e) => n + (e.positions ?? 0), 0));
     // One batched request per item: the candidates' prompts together, as token ids, with echo.
     const batch = server.completions.find(
       (c) => Array.isArray(c.prompt) && (c.prompt as number[][]).length === FIXTURE_CODES.length,

@@ -28,6 +28,7 @@ export type Misbehaviour =
   | 'other-model'
   | 'positive-logprobs'
   | 'long-logprobs'
+  | 'shifted-logprobs'
   | 'tokenize-mismatch'
   | 'infinite-logprob'
   | 'echo'
@@ -142,6 +143,9 @@ export async function startBrokenServer(
         );
         if (misbehave && mode === 'positive-logprobs') lp = lp.map((v) => (v === null ? v : 240));
         if (misbehave && mode === 'long-logprobs') lp = [...lp, -1, -1, -1];
+        // One place late: [null, lp(token 0), …, lp(token n−1)], n + 1 values and no generated token.
+        if (misbehave && mode === 'shifted-logprobs')
+          lp = [null, ...ids.map((t, i) => fakeLogprob(i === 0 ? 1 : (ids[i - 1] as number), t))];
         if (misbehave && mode === 'zero-logprobs') lp = lp.map((v) => (v === null ? v : 0));
         if (misbehave && mode === 'tiny-logprobs') lp = lp.map((v) => (v === null ? v : -1e300));
         return { index, text: ' x', logprobs: { token_logprobs: lp, top_logprobs: lp.map(() => null) } };

@@ -340,7 +340,14 @@ export async function startFakeOpenAI(options: {
         object: 'text_completion',
         model: body.model,
         choices,
-        usage: { prompt_tokens: 1, completion_tokens: 1 },
+        // As vLLM counts: every prompt's tokens, and one generated token per prompt.
+        usage: {
+          prompt_tokens: prompts.reduce(
+            (n, p) => n + (typeof p === 'string' ? fakeTokenize(p, true) : p).length,
+            0,
+          ),
+          completion_tokens: prompts.length,
+        },
       });
       return;
     }
