@@ -306,6 +306,34 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
     expect(full.ladder).toEqual({ mechanism: 'ladder', improved: true });
   });
 
+  it('climbs one ladder one upload at a time across two server processes on one database', async () => {
+    // A second `serve` on the same SQLite file: two uploads of one team race, one to each process.
+    const second = await start([], join(dir, 'ladder.sqlite'));
+    try {
+      const upload = await ladder.as('racers');
+      const other = async (files: { name: string; data: string }[]) => {
+        const viaSecond = await second.as('racers');
+        return viaSecond(files);
+      };
+      const base = naive();
+      expect(((await upload(filesOf(base))).ladder as { improved: boolean }).improved).toBe(true);
+      for (let round = 1; round <= 6; round++) {
+        // Each round a clear improvement, sent to both processes at once: identical in even rounds, one item apart
+        // in odd ones. Exactly one of the two may improve, and both must answer the same release.
+        const x = naive();
+        for (let i = 0; i < 30 * round; i++) x.RuMedDaNet[i] = gold.RuMedDaNet[i] as string;
+        const y = copy(x);
+        if (round % 2 === 1) y.RuMedDaNet[199] = y.RuMedDaNet[199] === 'да' ? 'нет' : 'да';
+        const [a, b] = await Promise.all([upload(filesOf(x)), other(filesOf(y))]);
+        const improved = [a, b].map((r) => (r.ladder as { improved: boolean }).improved).sort();
+        expect(improved, `round ${round}`).toEqual([false, true]);
+        expect(a.overall, `round ${round}`).toBe(b.overall);
+      }
+    } finally {
+      await second.server.stop();
+    }
+  });
+
   it('the boosting attack (Blum & Hardt §5) recovers no more than guessing under the Ladder, and more without it', async () => {
     const k = 150;
     const n = SIZES.RuMedDaNet;

@@ -281,6 +281,15 @@ export const migrations: Record<string, Migration> = {
           db,
         );
       }
+      // Each ladder's best and version, moved by every upload on it in the transaction that stores the upload.
+      await db.schema
+        .createTable('ladders')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('best_id', 'text')
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .execute();
+      for (const [key, b] of best)
+        await sql`insert into ladders (key, best_id, version) values (${key}, ${b.id}, 1)`.execute(db);
     },
   },
 };

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { databaseBefore, ENGINES } from '../../../test/helpers/engines.js';
 import { openDatabase } from './connect.js';
-import { ladderBest } from './queries.js';
+import { ladderState } from './queries.js';
 
 describe('migration 0011: one ladder per uploader and board', () => {
   describe.each(ENGINES)('on %s', (engine) => {
@@ -62,7 +62,12 @@ describe('migration 0011: one ladder per uploader and board', () => {
           { id: 'ecg', ladder_key: 'team:A|B|public', ladder_improved: 1, item_scores: null },
           { id: 'pending', ladder_key: 'team:A|B|closed', ladder_improved: null, item_scores: null },
         ]);
-        expect(await ladderBest(opened.db, 'team:A|B|closed')).toEqual({ released: 60, item_stats: '{}' });
+        expect(await ladderState(opened.db, 'team:A|B|closed')).toEqual({
+          version: 1,
+          best: { released: 60, item_stats: '{}' },
+        });
+        expect(await ladderState(opened.db, 'team:A|B|public')).toMatchObject({ version: 1 });
+        expect(await ladderState(opened.db, 'address:1.2.3.4|closed')).toEqual({ version: null });
       } finally {
         await opened.close();
       }

@@ -26,12 +26,51 @@ import type {
 type Q = Kysely<Database> | Transaction<Database>;
 
 /** Writes a submission, its files and an audit line in one transaction: all or nothing. */
+/** A ladder moved on (another upload, in any process) since its state was read: the step is computed again. */
+export class LadderMoved extends Error {
+  constructor(readonly key: string) {
+    super(`ladder ${key} moved on while an upload was measured against it`);
+    this.name = 'LadderMoved';
+  }
+}
+
+/**
+ * Stores a submission with its files. With `ladder`, in the same transaction, the ladder's version moves from the one
+ * its step was computed against (null: no row yet) and its best becomes this upload where it improved; where the
+ * version moved meanwhile nothing is stored and {@link LadderMoved} is thrown.
+ */
 export async function insertSubmission(
   db: Kysely<Database>,
   row: NewSubmission,
   files: readonly { name: string; content: string }[],
+  ladder?: { key: string; version: number | null; improved: boolean },
 ): Promise<void> {
   await db.transaction().execute(async (tx) => {
+    // The ladder first: on SQLite its write takes the database's write lock, on PostgreSQL the row's lock, so the
+    // version read is the one the upload is measured against, or the step is computed again.
+    if (ladder) {
+      const moved =
+        ladder.version === null
+          ? (
+              await tx
+                .insertInto('ladders')
+                .values({ key: ladder.key, best_id: ladder.improved ? row.id : null, version: 1 })
+                .onConflict((oc) => oc.column('key').doNothing())
+                .executeTakeFirst()
+            ).numInsertedOrUpdatedRows
+          : (
+              await tx
+                .updateTable('ladders')
+                .set((eb) => ({
+                  version: eb('version', '+', 1),
+                  ...(ladder.improved ? { best_id: row.id } : {}),
+                }))
+                .where('key', '=', ladder.key)
+                .where('version', '=', ladder.version)
+                .executeTakeFirst()
+            ).numUpdatedRows;
+      if (Number(moved ?? 0) !== 1) throw new LadderMoved(ladder.key);
+    }
     await tx.insertInto('submissions').values(row).execute();
     if (files.length > 0) {
       await tx
@@ -216,27 +255,48 @@ export async function quotaUsed(db: Q, slot: { key: string; scope: string; day: 
  * The Ladder's current best for `ladderKey` (which names the board and the tasks): the highest released score, the
  * earliest of ties.
  */
-/**
- * The best of a ladder: its latest improvement (each one beat the best before it). Its counts are what the next
- * upload's margin is computed against.
- */
-export async function ladderBest(
+/** A ladder's version and its best (the submission its margin is measured against), as stored now. */
+export async function ladderState(
   db: Q,
   ladderKey: string,
-): Promise<{ released: number; item_stats: string } | undefined> {
-  const r = await db
-    .selectFrom('submissions')
-    .select(['released', 'item_stats'])
-    .where('status', '=', 'scored')
-    .where('ladder_key', '=', ladderKey)
-    .where('ladder_improved', '=', 1)
-    .where('released', 'is not', null)
-    .where('item_stats', 'is not', null)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
+): Promise<{ version: number | null; best?: { released: number; item_stats: string } }> {
+  const l = await db
+    .selectFrom('ladders')
+    .select(['version', 'best_id'])
+    .where('key', '=', ladderKey)
     .executeTakeFirst();
-  return r ? { released: Number(r.released), item_stats: r.item_stats as string } : undefined;
+  if (!l) return { version: null };
+  const b = l.best_id
+    ? await db
+        .selectFrom('submissions')
+        .select(['released', 'item_stats'])
+        .where('id', '=', l.best_id)
+        .where('status', '=', 'scored')
+        .executeTakeFirst()
+    : undefined;
+  return {
+    version: Number(l.version),
+    ...(b && b.released !== null && b.item_stats !== null
+      ? { best: { released: Number(b.released), item_stats: b.item_stats } }
+      : {}),
+  };
+}
+
+/** After a rescore: each ladder's best as climbed again (null: none), its version moved on. */
+export async function resetLadders(db: Q, bests: ReadonlyMap<string, string | null>): Promise<void> {
+  for (const [key, best] of bests) {
+    const r = await db
+      .updateTable('ladders')
+      .set((eb) => ({ version: eb('version', '+', 1), best_id: best }))
+      .where('key', '=', key)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0)
+      await db
+        .insertInto('ladders')
+        .values({ key, best_id: best, version: 1 })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ best_id: best }))
+        .execute();
+  }
 }
 
 export async function getSubmissionFiles(db: Q, id: string): Promise<{ name: string; content: string }[]> {

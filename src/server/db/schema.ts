@@ -188,6 +188,18 @@ export interface Database {
   assignments: AssignmentsTable;
   answers: AnswersTable;
   upload_quota: UploadQuotaTable;
+  ladders: LaddersTable;
+}
+
+/**
+ * One row per ladder: its best so far and a version that every upload on it moves by one, in the transaction that
+ * stores the upload. An upload whose step was computed against another version is computed again, so that uploads
+ * from any number of server processes climb a ladder one at a time.
+ */
+export interface LaddersTable {
+  key: string;
+  best_id: string | null;
+  version: number;
 }
 
 export type SubmissionRow = Selectable<SubmissionsTable>;

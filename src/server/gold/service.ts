@@ -153,6 +153,8 @@ export class Gold {
     const rows = (await q.submissionsOfBoard(this.db, board)).filter((r) => r.source !== 'campaign');
     const updates: Parameters<typeof q.updateResults>[1][number][] = [];
     const ladders = new Map<string, LadderState>();
+    // Each ladder's best after the climb again (null: none of its uploads is scored now).
+    const bests = new Map<string, string | null>();
     for (const row of rows) {
       const files = await q.getSubmissionFiles(this.db, row.id);
       const outcome = await this.scorer.score({
@@ -168,7 +170,10 @@ export class Gold {
       const items = outcome.status === 'scored' ? ladderItemsOf(board, outcome.itemStats) : undefined;
       if (row.ladder_key !== null && this.options.closedRelease === 'ladder' && items) {
         const step = ladderStep(ladders.get(row.ladder_key), items);
-        if (step.improved) ladders.set(row.ladder_key, { released: step.released, items });
+        if (step.improved) {
+          ladders.set(row.ladder_key, { released: step.released, items });
+          bests.set(row.ladder_key, row.id);
+        }
         released = step.released;
         improved = step.improved ? 1 : 0;
       }
@@ -183,7 +188,10 @@ export class Gold {
         item_stats: outcome.itemStats ? JSON.stringify(outcome.itemStats) : null,
       });
     }
+    for (const row of rows)
+      if (row.ladder_key !== null && !bests.has(row.ladder_key)) bests.set(row.ladder_key, null);
     await q.updateResults(this.db, updates);
+    await q.resetLadders(this.db, bests);
     this.boards.invalidate();
     return updates.length;
   }

@@ -323,9 +323,10 @@ export class Uploads {
       body: UploadAnswer;
       replayed: boolean;
     }> => {
-      const ladder = climbs
+      const measured = climbs
         ? await this.ladderStepFor(outcome.board, ladderKey as string, ladderItems as LadderItems)
         : undefined;
+      const ladder = measured?.step;
       const closedLadder = ladder && outcome.board === 'closed';
       // Under the Ladder an upload on hidden gold that does not climb (a subset of the hidden tasks; one of them
       // without gold yet) is answered with no score on hidden gold at all.
@@ -399,6 +400,9 @@ export class Uploads {
             ...(outcome.itemStats ? { item_stats: JSON.stringify(outcome.itemStats) } : {}),
           },
           outcome.files,
+          measured && ladder
+            ? { key: ladderKey as string, version: measured.version, improved: ladder.improved }
+            : undefined,
         );
       } catch (e) {
         // The same key raced in from a retry: the first to commit is the answer.
@@ -409,14 +413,32 @@ export class Uploads {
       this.boards.invalidate();
       return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
     };
-    return climbs ? this.oneAtATime(ladderKey as string, write) : write();
+    if (!climbs) return write();
+    // Another process may move the ladder between the step and its row: then the step is computed again against the
+    // new best (the ladders row's version decides, in the transaction that stores the upload).
+    const climb = async (attempt: number): Promise<Awaited<ReturnType<typeof write>>> => {
+      try {
+        return await write();
+      } catch (e) {
+        if (e instanceof q.LadderMoved && attempt < 100) return climb(attempt + 1);
+        throw e;
+      }
+    };
+    return this.oneAtATime(ladderKey as string, () => climb(1));
   }
 
   /** One round of the Ladder for an upload on hidden gold, against its uploader's best so far on that board. */
-  private async ladderStepFor(board: BoardName, key: string, items: LadderItems): Promise<LadderStep> {
-    const best = await q.ladderBest(this.db, key);
+  private async ladderStepFor(
+    board: BoardName,
+    key: string,
+    items: LadderItems,
+  ): Promise<{ step: LadderStep; version: number | null }> {
+    const { version, best } = await q.ladderState(this.db, key);
     const bestItems = best ? ladderItemsOf(board, JSON.parse(best.item_stats) as StoredItemStats) : undefined;
-    return ladderStep(best && bestItems ? { released: best.released, items: bestItems } : undefined, items);
+    return {
+      step: ladderStep(best && bestItems ? { released: best.released, items: bestItems } : undefined, items),
+      version,
+    };
   }
 
   /** Runs `f` after every earlier call with the same key has settled. */
