@@ -70,6 +70,10 @@ export const SERVE_FLAGS = {
     'uploads on hidden gold (the closed board; a host-held public test, ECG2Pathology) per token and per address and UTC day, rejected ones too (0: no quota)',
     { min: 0, default: 5 },
   ),
+  closedAnonymous: flag.on(
+    '--closed-anonymous',
+    'take anonymous uploads on hidden gold too (each address then climbs a ladder of its own: an attacker with two addresses learns single items by comparing their first releases)',
+  ),
   closedRelease: flag.choice(
     '--closed-release <how>',
     'closed-board scores: ladder (released only when a team beats its best by a standard error) or exact',
@@ -136,6 +140,7 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     tokenPerMinute: flags.tokenPerMinute,
     quotaPerDay: flags.quotaPerDay,
     closedQuotaPerDay: flags.closedQuotaPerDay,
+    closedAnonymous: flags.closedAnonymous,
     closedRelease: flags.closedRelease,
     limits: {
       ...DEFAULT_LIMITS,

@@ -25,7 +25,7 @@ const en = {
   rankingFailed:
     'Ranks and groups could not be computed for the board as it stands (those shown, if any, are older); the server tries again shortly, and its log has the reason.',
   ladderRanks:
-    'Under the Ladder, ranks and groups are shown for the overall of each team’s best released entry and for entries run by the platform, so that they tell no more than the released scores.',
+    'Under the Ladder, uploads are ordered by their released scores and have no rank interval or group (computed from exact scores, they would tell what the release withholds); entries run by the platform are ranked among themselves.',
   tasksShow: 'Show the tasks',
   ladderNote:
     'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference (and by more than one item can move it), rounded to one item; otherwise the best so far is shown again. One ladder per team and board, climbed only by uploads of all closed tasks together. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
@@ -240,7 +240,7 @@ const ru: ServerStrings = {
   rankingFailed:
     'Места и группы для доски в её нынешнем виде вычислить не удалось (показанные, если есть, — прежние); сервер скоро попробует снова, причина — в его журнале.',
   ladderRanks:
-    'При Ladder места и группы показаны для общего балла лучшей опубликованной записи каждой команды и для записей, оценённых платформой: они говорят не больше, чем опубликованные баллы.',
+    'При Ladder загрузки упорядочены по опубликованным баллам и не имеют интервала места и группы (вычисленные по точным баллам, они выдали бы то, что скрывает публикация); записи, оценённые платформой, ранжируются между собой.',
   tasksShow: 'Показать задачи',
   ladderNote:
     'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности (и больше, чем может изменить один пример), с округлением до одного примера; иначе снова показывается лучший балл. У команды одна «лестница» на доске, и поднимаются по ней только загрузки всех закрытых задач вместе. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',

@@ -26,6 +26,7 @@ export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
   tokenPerMinute: 60,
   quotaPerDay: 0,
   closedQuotaPerDay: 5,
+  closedAnonymous: false,
   closedRelease: 'ladder',
   bootstrap: 1000,
   seed: 0,

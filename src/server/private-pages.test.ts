@@ -80,6 +80,8 @@ describe('pages seen with the admin’s powers (on fixture data the test writes)
         bootstrap: 50,
         anonymousPerMinute: 1000,
         tokenPerMinute: 1000,
+        // Most findings are probed anonymously, as they were found; the refusal has its own test.
+        closedAnonymous: true,
         limits: DEFAULT_LIMITS,
       });
       await lb.admin.ensureAdminSecret(ADMIN);

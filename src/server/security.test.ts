@@ -126,6 +126,8 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         bootstrap: 50,
         anonymousPerMinute: 1000,
         tokenPerMinute: 1000,
+        // Most findings are probed anonymously, as they were found; the refusal has its own test.
+        closedAnonymous: true,
         limits: { ...DEFAULT_LIMITS, maxBodyBytes: 16 << 20 },
       });
       await lb.admin.ensureAdminSecret(ADMIN);
@@ -507,6 +509,24 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         },
       ];
 
+      it('takes no anonymous upload on hidden gold unless --closed-anonymous: each address would be a ladder of its own (issue #42)', async () => {
+        await importGold();
+        const strict = variant({ closedAnonymous: false, closedQuotaPerDay: 1 });
+        for (const board of ['closed', 'auto']) {
+          const anonymous = await upload(full(), { model: 'anon', kind: 'LLM', board }, {}, strict);
+          expect([anonymous.res.status, anonymous.body.code], board).toEqual([401, 'TOKEN_REQUIRED']);
+          expect(Object.keys(anonymous.body).sort()).toEqual(['code', 'error']);
+        }
+        // No quota was taken by the refusals: a team's token still has its one upload.
+        const team = await upload(
+          full(),
+          { model: 'team', kind: 'LLM', board: 'closed' },
+          await tokenOf('anon team'),
+          strict,
+        );
+        expect([team.res.status, (team.body.ladder as { improved: boolean }).improved]).toEqual([201, true]);
+      });
+
       it('answers a rejected closed upload with no score, and counts it against the closed quota', async () => {
         const strict = variant({ closedQuotaPerDay: 2 });
         const auth = await tokenOf('rejected team');
@@ -597,7 +617,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(both[0]?.body.overall).toBe(both[1]?.body.overall);
       });
 
-      it('ranks tell no more than the Ladder: uploads that do not improve move no rank, interval or group (issue #26)', async () => {
+      it('ranks tell no more than the Ladder: an upload it released has no rank, interval or group, and uploads that do not improve move nothing (issues #26, #42)', async () => {
         await importGold();
         const open = variant({ closedQuotaPerDay: 100 });
         const meta = { kind: 'LLM', board: 'closed' };
@@ -641,7 +661,12 @@ describe('leaderboard security (on fixture data the test writes)', () => {
               .map((e) => [e.id, { rank: e.rank, rank_ci: e.rank_ci, group: e.group, tasks: e.tasks }]),
           );
         const first = places(before);
-        expect(Object.values(first).map((p) => p.rank !== null)).toEqual([true, true]);
+        // No place is computed for an upload the Ladder released: a rank or interval is a function of its exact score
+        // (two entries with one release were ordered by one item). They are ordered by their releases alone.
+        expect(Object.values(first).map((p) => [p.rank, p.rank_ci, p.group])).toEqual([
+          [null, null, null],
+          [null, null, null],
+        ]);
         for (const r of (records.RuMedDaNet ?? []).slice(0, 8)) {
           const { body } = await upload(full(r.id), { ...meta, model: 'rank-flip' }, mine, open);
           expect(body.ladder).toEqual({ mechanism: 'ladder', improved: false });

@@ -56,7 +56,9 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     return c.json({
       board,
       overall:
-        board === 'public' ? 'mean of the five public task scores' : 'mean of the three closed task scores',
+        board === 'public'
+          ? 'mean of the five public task scores'
+          : 'mean of the three closed task scores (under the Ladder, the release of the mean of every hidden task of the board)',
       ranking: rankingSummary(lb.boards.ranking(board)),
       entries: entries.map(publicEntry),
       reference: board === 'public' ? PAPER_ROWS : [],

@@ -203,34 +203,17 @@ export class Boards {
     }
     const present = new Set(rows.map((r) => r.id));
     for (const id of this.statsCache.keys()) if (!present.has(id)) this.statsCache.delete(id);
-    // Under the Ladder, an upload's own scores are not shown: only each team's best as released (its state changes
-    // only when the Ladder releases a new score) takes part, and in the overall only; entries shown as scored
-    // (run by the platform) take part everywhere. Nothing else could move a rank, so the ranks tell no more than
-    // the Ladder does.
+    // Under the Ladder an upload's place is not computed at all: a rank, interval or group is a function of its
+    // exact scores and tells what the release withholds (two entries with one release ordered by one item; issue
+    // #42). Uploads are ordered by their releases; entries shown as scored (run by the platform) are ranked among
+    // themselves as on any board.
     // (On the public board the Ladder releases only hidden-gold tasks' scores, which are left out of its ranking.)
     const ladder = board === 'closed' && this.options.closedRelease === 'ladder';
-    // A ladder's best is its latest improvement (each beat the best before it).
-    const best = new Map<string, (typeof rows)[number]>();
-    if (ladder)
-      for (const r of rows) {
-        if (r.ladder_key === null || r.released === null || Number(r.ladder_improved) !== 1) continue;
-        const b = best.get(r.ladder_key);
-        if (!b || r.created_at > b.created_at || (r.created_at === b.created_at && r.id > b.id))
-          best.set(r.ladder_key, r);
-      }
-    const bestIds = new Set([...best.values()].map((r) => r.id));
     const entries: RankJob['entries'] = [];
     for (const r of rows) {
       const cached = this.statsCache.get(r.id);
-      if (!cached) continue;
-      const shownExactly = !ladder || r.ladder_key === null;
-      if (!shownExactly && !bestIds.has(r.id)) continue;
-      entries.push({
-        id: r.id,
-        stats: cached.stats,
-        inTasks: shownExactly,
-        inOverall: true,
-      });
+      if (!cached || (ladder && r.ladder_key !== null)) continue;
+      entries.push({ id: r.id, stats: cached.stats, inTasks: true, inOverall: true });
     }
     // Under the Ladder a task on hidden gold of the public board (ECG2Pathology) is ranked on nothing: its exact
     // scores would order the entries. The public overall is the five public tasks', on public gold.

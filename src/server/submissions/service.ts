@@ -40,6 +40,11 @@ export interface UploadOptions {
   /** Closed-board uploads per token and per address and UTC day, rejected ones too; 0: none (default 5). */
   closedQuotaPerDay: number;
   /**
+   * Anonymous uploads on hidden gold (off by default): each address is a ladder of its own, and comparing the first
+   * releases of two addresses' uploads that differ in one item tells that item.
+   */
+  closedAnonymous: boolean;
+  /**
    * How closed-board scores are released: `ladder` (the default: Blum & Hardt's parameter-free Ladder, see
    * metrics/ladder.ts) or `exact` (every score as computed; for the final ranking).
    */
@@ -259,6 +264,13 @@ export class Uploads {
     // The tasks on hidden gold it answers: every closed test; on the public board, a test only its host holds.
     const heldTasks = heldTasksOf(outcome.board, outcome.result);
     const onHiddenGold = outcome.board === 'closed' || heldTasks.length > 0;
+    // Decided by the board and the tasks uploaded, never by the gold, and before any quota is taken.
+    if (uploaded && onHiddenGold && who.tokenId === null && !this.options.closedAnonymous)
+      throw new HttpError(
+        401,
+        'TOKEN_REQUIRED',
+        `uploads scored on hidden gold (${outcome.board === 'closed' ? 'the closed board' : heldTasks.join(', ')}) need a team token: send Authorization: Bearer <token> (the board's admin gives them); an anonymous address would be a ladder of its own`,
+      );
     // An upload on hidden gold counts against the closed quota whatever its fate, before anything of it is answered.
     const closedQuota =
       uploaded && onHiddenGold ? await this.reserve(who, 'closed', this.options.closedQuotaPerDay) : null;
