@@ -8,7 +8,7 @@
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
-import { type BatchApi, type BatchState, resultLines } from './batch.js';
+import { type BatchApi, type BatchState, resultLines, resultsCap } from './batch.js';
 import { LlmRequestError } from './openai.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
@@ -74,15 +74,16 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       };
     },
 
-    async *results(state, dir) {
+    async *results(state, dir, requests) {
       // Saved to a file as it arrives and read line by line (see ./openai-batch.ts).
-      const cap = p.replyCap * Math.max(1, state.counts?.total ?? 1);
+      const cap = resultsCap(p.replyCap, requests);
       const saved = join(dir, `batch-results-${state.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
       try {
         await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
           method: 'GET',
           saveTo: saved,
-          maxReplyBytes: cap,
+          maxReplyBytes: cap.bytes,
+          capIs: cap.says,
         });
         for await (const { key, line } of resultLines<ResultLine>(saved, p.replyCap)) {
           const type = line.result?.type;

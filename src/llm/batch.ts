@@ -68,9 +68,23 @@ export interface BatchApi {
   state(id: string): Promise<BatchState>;
   /**
    * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
-   * line by line (never whole in memory).
+   * line by line (never whole in memory). `requests` is how many the batch holds by our own record: the results are
+   * capped at that many replies (each at the reply cap, with its line's slack), never by the provider's claim.
    */
-  results(state: BatchState, dir: string): AsyncIterable<BatchResult>;
+  results(state: BatchState, dir: string, requests: number): AsyncIterable<BatchResult>;
+}
+
+/**
+ * The most bytes a batch's results may take: each request's reply at the cap, plus its line's slack (ids, status,
+ * usage), for the requests the batch holds by our record. A provider's count of its requests is not trusted: with
+ * none, 45 honest replies failed a whole file; with 10¹² a gzip bomb filled the disk.
+ */
+export function resultsCap(replyCap: number, requests: number): { bytes: number; says: string } {
+  const bytes = Math.max(1, requests) * (replyCap + LINE_SLACK);
+  return {
+    bytes,
+    says: `the batch's ${requests} requests can take (${requests} × (--max-reply-bytes ${replyCap} + ${LINE_SLACK} for the line around a reply)): continue with --resume, which collects the batch again, after raising --max-reply-bytes if the replies are that long`,
+  };
 }
 
 /** A results line longer than this many bytes past the reply cap is no reply: passed over, its request failed. */
@@ -346,12 +360,15 @@ export async function runBatches(o: {
       state = await o.api.state(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
-    const { seen, conflicts } = await journalResults(state.failure ? [] : o.api.results(state, o.outDir), {
-      byKey,
-      keys: new Set(b.keys),
-      journal: o.journal,
-      label: `batch ${b.id}`,
-    });
+    const { seen, conflicts } = await journalResults(
+      state.failure ? [] : o.api.results(state, o.outDir, b.keys.length),
+      {
+        byKey,
+        keys: new Set(b.keys),
+        journal: o.journal,
+        label: `batch ${b.id}`,
+      },
+    );
     if (conflicts > 0)
       o.log.warn(
         `batch ${b.id}: ${conflicts} request(s) answered twice, differently: failed, not scored (--retry-errors asks them again)`,

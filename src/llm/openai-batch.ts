@@ -7,7 +7,7 @@
  */
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BatchApi, type BatchResult, type BatchState, resultLines } from './batch.js';
+import { type BatchApi, type BatchResult, type BatchState, resultLines, resultsCap } from './batch.js';
 import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
@@ -90,15 +90,20 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       };
     },
 
-    async *results(state, dir) {
+    async *results(state, dir, requests) {
       // Saved to a file as it arrives and read line by line: the results are as large as the replies asked for, capped
-      // at the reply cap per request, not one reply's.
-      const cap = p.replyCap * Math.max(1, state.counts?.total ?? 1);
+      // at the reply cap per request we recorded, not one reply's, and never at the provider's own count.
+      const cap = resultsCap(p.replyCap, requests);
       for (const file of state.files ?? []) {
         const url = `${base}/files/${encodeURIComponent(file)}/content`;
         const saved = join(dir, `batch-results-${file.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
         try {
-          await p.call<never>(url, undefined, { method: 'GET', saveTo: saved, maxReplyBytes: cap });
+          await p.call<never>(url, undefined, {
+            method: 'GET',
+            saveTo: saved,
+            maxReplyBytes: cap.bytes,
+            capIs: cap.says,
+          });
           yield* readOpenAIResults(p, saved);
         } finally {
           rmSync(saved, { force: true });

@@ -157,6 +157,8 @@ export interface RequestOptions {
   raw?: boolean;
   /** Write a successful answer to this file rather than read it (a batch's results): `text` is then ''. */
   saveTo?: string;
+  /** What `maxReplyBytes` is, for the message when an answer passes it (default: the reply cap). */
+  capIs?: string;
 }
 
 interface Breaker {
@@ -595,7 +597,7 @@ export class OpenAIProvider implements Provider {
     }
     if (res.text === null)
       throw new LlmRequestError(
-        `${url}: the reply is larger than ${options.maxReplyBytes === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)'} (${cap} bytes); it was cut off and not read`,
+        `${url}: the reply is larger than ${options.capIs ?? (options.maxReplyBytes === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)')} (${cap} bytes); it was cut off and not read`,
         res.status,
         false,
       );

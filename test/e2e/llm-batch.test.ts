@@ -275,6 +275,37 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(existsSync(join(out, 'summary.json'))).toBe(false);
   });
 
+  it('caps the results by the requests it recorded, never by the count the provider claims', async () => {
+    // Each reply 40 kB, under --max-reply-bytes 65536; the batch says no count, then 10¹².
+    const reply = await oracle();
+    for (const counts of ['absent', 'huge'] as const) {
+      const server = await startFakeOpenAI({
+        reply: (body) => `${reply(body)} ${'.'.repeat(40_000)}`,
+        batchCounts: counts,
+      });
+      track(server);
+      const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-cap-'));
+      const argv = args(server.url, out, '--batch', '--batch-poll', '0.01', '--max-reply-bytes', '65536');
+      const ok = await rumedbench(...argv);
+      expect(ok.code, `${counts}: ${ok.stderr}`).toBe(0);
+    }
+    // Replies the run's cap cannot hold in total (12 × 200 kB against 12 × (64 KiB + 64 KiB)): cut, and said so.
+    const big = await startFakeOpenAI({
+      reply: (body) => `${reply(body)} ${'.'.repeat(200_000)}`,
+      batchCounts: 'huge',
+    });
+    track(big);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-cap-'));
+    const r = await rumedbench(
+      ...args(big.url, out, '--batch', '--batch-poll', '0.01', '--max-reply-bytes', '65536'),
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      "the reply is larger than the batch's 12 requests can take (12 × (--max-reply-bytes 65536 + 65536",
+    );
+    expect(r.stderr).toContain('continue with --resume, which collects the batch again');
+  });
+
   it('refuses --batch where it cannot go', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));

@@ -154,6 +154,8 @@ export async function startFakeOpenAI(options: {
   hiddenPromptTokens?: number;
   /** While this says true, a batch stays in progress (a run killed while it waits). */
   holdBatches?: () => boolean;
+  /** What a batch says of its request counts: absent, or a lie of 10¹² (the provider's claim is not to be trusted). */
+  batchCounts?: 'absent' | 'huge';
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -429,7 +431,12 @@ export async function startFakeOpenAI(options: {
       // validating, then in progress for as long as the test holds it, then done at the next look.
       if (batch.status === 'validating') batch.status = 'in_progress';
       else if (batch.status === 'in_progress' && !(options.holdBatches?.() ?? false)) runBatch(batch);
-      json(200, batch);
+      if (options.batchCounts === 'absent') {
+        const { request_counts: _, ...rest } = batch;
+        json(200, rest);
+      } else if (options.batchCounts === 'huge')
+        json(200, { ...batch, request_counts: { total: 1e12, completed: 1e12, failed: 0 } });
+      else json(200, batch);
       return;
     }
     const filePath = /^\/v1\/files\/([^/]+)\/content$/.exec(req.url ?? '');
