@@ -187,6 +187,10 @@ export const LLM_FLAGS = {
     '--batch-discount <share>',
     "the share of the prices a batch saves (default 0.5, the providers' discount)",
   ),
+  batchDeadline: flag.decimal(
+    '--batch-deadline <h>',
+    "how long to wait for a batch, hours after it was submitted (default 25: the providers' 24 h window and an hour); past it the run stops, and --resume collects the batch later",
+  ),
   batchFile: flag.text(
     '--batch-file <file>',
     "write the run's requests as an OpenAI batch input file (for `vllm run-batch` or an upload by hand) and stop; nothing is sent",
@@ -344,8 +348,11 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     throw new UsageError(
       '--batch sends chat requests; a log-likelihood run is sent online (--mode generate with --batch)',
     );
-  if (!flags.batch && (flags.batchPoll !== undefined || flags.batchDiscount !== undefined))
-    throw new UsageError('--batch-poll and --batch-discount go with --batch');
+  if (
+    !flags.batch &&
+    (flags.batchPoll !== undefined || flags.batchDiscount !== undefined || flags.batchDeadline !== undefined)
+  )
+    throw new UsageError('--batch-poll, --batch-discount and --batch-deadline go with --batch');
   if (flags.provider === 'anthropic') {
     if (flags.reasoningEffort !== undefined)
       throw new UsageError(
@@ -396,6 +403,7 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
       ...(flags.batchResults !== undefined ? { batch_results: resolve(flags.batchResults) } : {}),
       ...(flags.batchPoll !== undefined ? { batch_poll_s: flags.batchPoll } : {}),
       ...(flags.batchDiscount !== undefined ? { batch_discount: flags.batchDiscount } : {}),
+      ...(flags.batchDeadline !== undefined ? { batch_deadline_h: flags.batchDeadline } : {}),
       bootstrap: flags.bootstrap,
     },
     'the flags of llm',

@@ -162,6 +162,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
               api: batchApiOf(provider),
               pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
               discount: spec.batch_discount ?? BATCH_DEFAULTS.discount,
+              deadlineH: spec.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
             },
           }
         : {}),

@@ -200,6 +200,8 @@ const llmSpec = z
     batch_poll_s: z.number().gt(0).optional(),
     /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent. */
     batch_discount: z.number().min(0).max(1).optional(),
+    /** How long a batch is waited for, hours after it was submitted; 25 (the providers' 24 h window and an hour). */
+    batch_deadline_h: z.number().gt(0).optional(),
     /** A batch output file (OpenAI's format; `vllm run-batch` writes it) read into the run instead of sending. */
     batch_results: z.string().min(1).optional(),
     bootstrap: whole(0).default(LLM_DEFAULTS.bootstrap),
@@ -446,6 +448,7 @@ export function commandLineOf(spec: RunSpec): string {
     push('--batch', spec.batch);
     push('--batch-poll', spec.batch_poll_s);
     push('--batch-discount', spec.batch_discount);
+    push('--batch-deadline', spec.batch_deadline_h);
     push('--batch-results', spec.batch_results);
     push('--bootstrap', spec.bootstrap);
   } else {

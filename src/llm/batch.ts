@@ -32,10 +32,11 @@ import type { ChatReply, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
 
 /**
- * A batch's defaults: the first wait between two looks at it (seconds; doubled up to five minutes), and the share of
- * the list prices it saves (OpenAI's and Anthropic's batch discount).
+ * A batch's defaults: the first wait between two looks at it (seconds; doubled up to five minutes), the share of the
+ * list prices it saves (OpenAI's and Anthropic's batch discount), and how long it is waited for, hours after it was
+ * submitted (both providers' completion window is 24 h; an hour's margin).
  */
-export const BATCH_DEFAULTS = { pollS: 10, discount: 0.5 } as const;
+export const BATCH_DEFAULTS = { pollS: 10, discount: 0.5, deadlineH: 25 } as const;
 
 /** Where a batch stands, as its provider says. */
 export interface BatchState {
@@ -119,6 +120,8 @@ export interface RecordedBatch {
   provider: string;
   keys: string[];
   collected: boolean;
+  /** When it was submitted (ISO), where the ledger says: its deadline counts from then. */
+  at?: string;
 }
 
 /**
@@ -160,7 +163,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
   const byId = new Map<string, RecordedBatch>();
   for (const [i, line] of readFileSync(file, 'utf8').split('\n').entries()) {
     if (line.trim() === '') continue;
-    let e: { event?: unknown; id?: unknown; provider?: unknown; keys?: unknown };
+    let e: { event?: unknown; id?: unknown; provider?: unknown; keys?: unknown; at?: unknown };
     try {
       e = JSON.parse(line);
     } catch {
@@ -177,6 +180,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
         provider: String(e.provider),
         keys: e.keys.filter((k): k is string => typeof k === 'string'),
         collected: false,
+        ...(typeof e.at === 'string' ? { at: e.at } : {}),
       });
     else if (e.event === 'collected') {
       const r = byId.get(e.id);
@@ -259,6 +263,17 @@ export async function journalResults(
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The longest wait between two looks at a batch. */
+const MAX_POLL_MS = 300_000;
+
+/** A wait in words: seconds, minutes or hours. */
+const formatWait = (ms: number): string =>
+  ms < 60_000
+    ? `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`
+    : ms < 3_600_000
+      ? `${Math.round(ms / 60_000)} min`
+      : `${(ms / 3_600_000).toFixed(1)} h`;
+
 /**
  * Sends the pending requests as batches (after collecting any a killed run left waiting), waits for them, and
  * journals every result. Returns the batches' ids and the wall time.
@@ -276,6 +291,8 @@ export async function runBatches(o: {
   ledger?: BatchLedger;
   /** The first wait between two looks at a batch, in seconds; doubled up to five minutes. */
   pollS: number;
+  /** How long a batch is waited for, hours after it was submitted (default BATCH_DEFAULTS.deadlineH). */
+  deadlineH?: number;
   log: Logger;
   signal?: AbortSignal;
 }): Promise<{ ids: string[]; wallS: number }> {
@@ -312,7 +329,7 @@ export async function runBatches(o: {
       // Recorded before anything else happens: from here on, a killed run collects this batch and never resends it.
       await ledger.submitted({ id, provider: o.api.name, keys, ...(inputFileId ? { inputFileId } : {}) });
       o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
-      fresh.push({ id, provider: o.api.name, keys, collected: false });
+      fresh.push({ id, provider: o.api.name, keys, collected: false, at: new Date().toISOString() });
       ids.push(id);
       rmSync(file, { force: true });
       keys = [];
@@ -343,20 +360,34 @@ export async function runBatches(o: {
     let state = await o.api.state(b.id);
     let waitMs = o.pollS * 1000;
     let said = '';
+    let saidAt = 0;
+    const deadlineH = o.deadlineH ?? BATCH_DEFAULTS.deadlineH;
+    const submitted = b.at !== undefined && Number.isFinite(Date.parse(b.at)) ? Date.parse(b.at) : started;
+    const deadline = submitted + deadlineH * 3_600_000;
     while (!state.ended) {
       const line = `batch ${b.id}: ${state.status}${state.counts ? `, ${state.counts.completed} of ${state.counts.total} done, ${state.counts.failed} failed` : ''}`;
-      if (line !== said) {
-        o.log.info(line);
-        await ledger.seen?.(state);
+      // Said when it changes, at each doubling of the wait, and at least hourly: a waiting run is never silent long.
+      const doubling = waitMs < MAX_POLL_MS;
+      if (line !== said || doubling || Date.now() - saidAt >= 3_600_000) {
+        o.log.info(
+          `${line}${line === said ? ` (waited ${formatWait(Date.now() - submitted)}; next look in ${formatWait(waitMs)})` : ''}`,
+        );
+        saidAt = Date.now();
+        if (line !== said) await ledger.seen?.(state);
       }
       said = line;
+      if (Date.now() > deadline)
+        throw new RumedbenchError(
+          'RUN_INCOMPLETE',
+          `batch ${b.id} is still ${state.status || 'without a status'} ${formatWait(Date.now() - submitted)} after it was submitted, past the deadline of ${deadlineH} h (--batch-deadline): nothing more is waited for. Continue with the same command and --resume, which collects it once it ends (with a longer --batch-deadline if it needs one), or cancel it at the provider`,
+        );
       if (o.signal?.aborted)
         throw new RumedbenchError(
           'RUN_INCOMPLETE',
           `stopped while batch ${b.id} was ${state.status}; continue with the same command and --resume, which collects it`,
         );
-      await sleep(waitMs);
-      waitMs = Math.min(waitMs * 2, 300_000);
+      await sleep(Math.min(waitMs, Math.max(0, deadline - Date.now()) + 1));
+      waitMs = Math.min(waitMs * 2, MAX_POLL_MS);
       state = await o.api.state(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);

@@ -76,7 +76,7 @@ export interface LlmRunOptions {
    * Send the requests as the provider's batches (./batch.ts) instead of one by one: `pollS` the first wait between
    * two looks at a batch, `discount` the share of the prices a batch saves (OpenAI's and Anthropic's: 0.5).
    */
-  batch?: { api: BatchApi; pollS: number; discount: number };
+  batch?: { api: BatchApi; pollS: number; discount: number; deadlineH?: number };
   /** A batch run elsewhere (`--batch-results`): its results journaled instead of sending anything. */
   batchResults?: { file: string; results: AsyncIterable<BatchResult> };
   /**
@@ -255,6 +255,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
           journal,
           outDir: options.outDir,
           pollS: batch.pollS,
+          ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
           log,
         }).then((r) => {
           batchIds = r.ids;

@@ -613,6 +613,7 @@ export class Worker {
         outDir: dir,
         ledger: this.batchLedger(plan, cell),
         pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
+        deadlineH: spec.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
         log: this.o.log,
         signal: a.abort.signal,
       });

@@ -306,6 +306,32 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(r.stderr).toContain('continue with --resume, which collects the batch again');
   });
 
+  it('waits for a batch no longer than its deadline, saying so as it waits, and --resume collects it later', async () => {
+    let hold = true;
+    const server = await startFakeOpenAI({ reply: await oracle(), holdBatches: () => hold });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-deadline-'));
+    // 1.8 s: a batch in progress for ever (a provider that never ends it) stops the run instead of holding it.
+    const argv = args(server.url, out, '--batch', '--batch-poll', '0.05', '--batch-deadline', '0.0005');
+    const stopped = await rumedbench(...argv);
+    expect(stopped.code).toBe(3);
+    expect(stopped.stderr).toMatch(
+      /batch batch_1 is still in_progress [\d.]+ s after it was submitted, past the deadline of 0\.0005 h \(--batch-deadline\)/,
+    );
+    expect(stopped.stderr).toContain(
+      'continue with the same command and --resume'.replace('continue', 'Continue'),
+    );
+    // Progress at each doubling of the wait, not one line and then silence.
+    expect(
+      stopped.stderr.match(/batch batch_1: in_progress.*next look in/g)?.length ?? 0,
+    ).toBeGreaterThanOrEqual(3);
+    hold = false;
+    const resumed = await rumedbench(...argv, '--resume');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(server.batches()).toHaveLength(1);
+    expect(server.requests).toHaveLength(0);
+  });
+
   it('refuses --batch where it cannot go', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));
