@@ -19,7 +19,7 @@ import type { OpenQueueOptions, QueueDb } from '../workers/store.js';
 import type { QueuedCell } from '../workers/submit.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
-import { type CliIo, EXIT } from './io.js';
+import { type CliIo, EXIT, writeRefusal } from './io.js';
 import { loadPlan, submitCell } from './plan.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
@@ -311,30 +311,12 @@ export async function runPlanExport(
     accessSync(out, constants.W_OK);
     return await exportInto(id, out, flags, io);
   } catch (e) {
-    const problem = unwritable(e);
-    if (problem === undefined) throw e;
+    const refused = writeRefusal(e);
+    if (refused === undefined) throw e;
     throw new UsageError(
-      `plan export: cannot write into ${out} (${problem}); choose another --out, or make it writable`,
+      `plan export: cannot write into ${out} (${refused.why}${refused.path ? `: ${refused.path}` : ''}); ${refused.full ? 'free some space, or choose another --out' : 'choose another --out, or make it writable'}`,
     );
   }
-}
-
-/** A file system refusal to write, as one line (undefined for any other error). */
-function unwritable(e: unknown): string | undefined {
-  const err = e as NodeJS.ErrnoException;
-  const why: Record<string, string> = {
-    EACCES: 'permission denied',
-    EPERM: 'operation not permitted',
-    EROFS: 'a read-only file system',
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'disk quota exceeded',
-    ENOTDIR: 'a part of the path is a file, not a folder',
-    EEXIST: 'a file stands where a folder goes',
-    EISDIR: 'a folder stands where a file goes',
-  };
-  const code = typeof err?.code === 'string' ? err.code : '';
-  if (!(code in why)) return undefined;
-  return `${why[code]}${err.path ? `: ${err.path}` : ''}`;
 }
 
 async function exportInto(
