@@ -11,7 +11,7 @@ import { createLogger } from '../log.js';
 import { VERSION } from '../version.js';
 import { COMMANDS, type CommandEntry, type Loaded } from './commands.js';
 import { addFlags } from './flags.js';
-import { type CliIo, EXIT, exitCodeOf } from './io.js';
+import { type CliIo, EXIT, exitCodeOf, writeRefusal } from './io.js';
 
 const keyOf = (e: CommandEntry) => e.path.join(' ');
 
@@ -113,6 +113,14 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     if (e instanceof RumedbenchError) {
       full.log.error(e.message);
       return exitCodeOf(e);
+    }
+    // An --out it cannot write to (read-only, full, a file): what and where, not a stack trace.
+    const refused = writeRefusal(e);
+    if (refused) {
+      full.log.error(
+        `cannot write ${refused.path ?? 'the output'}: ${refused.why}; ${refused.full ? 'free some space, or choose another --out' : 'choose another --out, or make it writable'}`,
+      );
+      return refused.full ? EXIT.submissionErrors : EXIT.usage;
     }
     throw e;
   }

@@ -4,7 +4,7 @@
  * A queued cell is the same run spec as a local plan's cell; a worker hands it to the engine.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { UsageError } from '../errors.js';
@@ -15,11 +15,11 @@ import { renderTable } from '../report/table.js';
 import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
 import { parseEndpointKeys } from '../workers/keys.js';
 import type { PlanStatus } from '../workers/plans.js';
-import type { QueueDb } from '../workers/store.js';
+import type { OpenQueueOptions, QueueDb } from '../workers/store.js';
 import type { QueuedCell } from '../workers/submit.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
-import { type CliIo, EXIT } from './io.js';
+import { type CliIo, EXIT, writeRefusal } from './io.js';
 import { loadPlan, submitCell } from './plan.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
@@ -54,7 +54,7 @@ export const PLAN_MIGRATE_FLAGS = { db: dbFlag() } satisfies FlagTable;
 /** `plan migrate`: brings the queue's schema to this release's version (stop the older workers first). */
 export async function runPlanMigrate(flags: FlagsOf<typeof PLAN_MIGRATE_FLAGS>, io: CliIo): Promise<number> {
   const { QUEUE_SCHEMA_VERSION } = await queue();
-  await withQueue(flags.db, async () => {});
+  await withQueue(flags.db, async () => {}, { log: io.log });
   io.log.info(`the queue is at schema version ${QUEUE_SCHEMA_VERSION}`);
   return EXIT.ok;
 }
@@ -71,6 +71,10 @@ export const PLAN_EXPORT_FLAGS = {
   submit: flag.text(
     '--submit <url>',
     'send each finished cell to this leaderboard as `submit` does (token from $RUMEDBENCH_TOKEN)',
+  ),
+  overwrite: flag.on(
+    '--overwrite',
+    "write into an --out that is not empty (the files of the plan's cells are replaced; others stay)",
   ),
   json: flag.jsonFlag('print the plan summary as one JSON object'),
 } satisfies FlagTable;
@@ -142,11 +146,11 @@ export const ENDPOINT_LIST_FLAGS = {
 export async function withQueue<T>(
   url: string | undefined,
   f: (db: QueueDb) => Promise<T>,
-  o: { supervise?: boolean; migrate?: boolean } = {},
+  o: OpenQueueOptions = {},
 ): Promise<T> {
   const target = url ?? (process.env.DATABASE_URL || undefined);
   if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
-  const db = await (await queue()).openQueue(target, o);
+  const db = await (await queue()).openQueue(target, { appName: 'rumedbench-cli', ...o });
   try {
     return await f(db);
   } finally {
@@ -205,7 +209,7 @@ export async function runPlanSubmit(
   if (flags.json) io.out(`${JSON.stringify(r)}\n`);
   else {
     io.log.info(
-      `plan ${plan.name}: ${queued.length} cell(s), ${r.requests} requests in ${r.requests} job(s) queued`,
+      `plan ${plan.name}: ${queued.length} cell(s), ${r.requests} requests in ${r.jobs} job(s) queued`,
     );
     io.out(`${r.id}\n`);
   }
@@ -253,7 +257,7 @@ export async function runPlanStatus(
   flags: FlagsOf<typeof PLAN_STATUS_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const s = await withQueue(flags.db, async (db) => (await queue()).planStatus(db, id));
+  const s = await withQueue(flags.db, async (db) => (await queue()).planStatus(db, id), { log: io.log });
   io.out(flags.json ? `${JSON.stringify(s)}\n` : `${renderStatus(s)}\n`);
   return EXIT.ok;
 }
@@ -263,7 +267,7 @@ export async function runPlanCancel(
   flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const r = await withQueue(flags.db, async (db) => (await queue()).cancelPlan(db, id));
+  const r = await withQueue(flags.db, async (db) => (await queue()).cancelPlan(db, id), { log: io.log });
   if (r.cancelled)
     io.log.info(
       `plan ${id} cancelled: its waiting jobs are dropped, its workers stop at their next heartbeat`,
@@ -290,7 +294,9 @@ export async function runPlanRetry(
     ?.split(',')
     .map((c) => c.trim())
     .filter((c) => c !== '');
-  const r = await withQueue(flags.db, async (db) => (await queue()).retryPlan(db, id, cells));
+  const r = await withQueue(flags.db, async (db) => (await queue()).retryPlan(db, id, cells), {
+    log: io.log,
+  });
   if (r.cells.length === 0) {
     io.log.warn(`plan ${id} has no failed cell; nothing to ask again`);
     return EXIT.ok;
@@ -306,7 +312,35 @@ export async function runPlanExport(
   io: CliIo,
 ): Promise<number> {
   const out = resolve(flags.out);
-  const summary = await withQueue(flags.db, async (db) => (await queue()).exportPlan(db, id, out));
+  // Refused before anything is read or written: a folder that holds something (another export, another run) is
+  // written into only when asked; one that cannot be written to is said in one line, not a stack trace.
+  const held = existsSync(out) ? readdirSync(out) : [];
+  if (held.length > 0 && !flags.overwrite)
+    throw new UsageError(
+      `--out ${out} is not empty (${held.length} entr${held.length === 1 ? 'y' : 'ies'}, e.g. ${held.sort()[0]}): export into an empty or new folder, or pass --overwrite to replace the plan's files there`,
+    );
+  try {
+    mkdirSync(out, { recursive: true });
+    accessSync(out, constants.W_OK);
+    return await exportInto(id, out, flags, io);
+  } catch (e) {
+    const refused = writeRefusal(e);
+    if (refused === undefined) throw e;
+    throw new UsageError(
+      `plan export: cannot write into ${out} (${refused.why}${refused.path ? `: ${refused.path}` : ''}); ${refused.full ? 'free some space, or choose another --out' : 'choose another --out, or make it writable'}`,
+    );
+  }
+}
+
+async function exportInto(
+  id: string,
+  out: string,
+  flags: FlagsOf<typeof PLAN_EXPORT_FLAGS>,
+  io: CliIo,
+): Promise<number> {
+  const summary = await withQueue(flags.db, async (db) => (await queue()).exportPlan(db, id, out), {
+    log: io.log,
+  });
   const done = summary.cells.filter((c) => c.status === 'done');
   if (flags.submit) {
     for (const c of done) c.submission = await submitCell(c.dir, flags.submit, c.cell, io);
@@ -334,7 +368,8 @@ export async function runPlanExport(
 }
 
 export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo): Promise<number> {
-  return withQueue(
+  let signalled = false;
+  const code = await withQueue(
     flags.db,
     async (db) => {
       const worker = new (await queue()).Worker({
@@ -351,6 +386,7 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
       });
       const stop = () => {
+        signalled = true;
         io.log.info(`worker ${worker.name}: stopping`);
         void worker.stop();
       };
@@ -365,13 +401,24 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
       const q = worker.queueMs;
       const middle = median(q);
       io.log.info(
-        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}`,
+        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
       );
       return EXIT.ok;
     },
     // A worker never migrates the queue under other workers: it stops, saying so, if the versions differ.
-    { supervise: true, migrate: false },
+    {
+      supervise: true,
+      migrate: false,
+      appName: 'rumedbench-worker',
+      log: io.log,
+      connectWaitS: flags.dbWait,
+      connectWaitFlag: '--db-wait',
+    },
   );
+  // Stopped by a signal: its jobs are released and its state written. A request of a released job still hanging
+  // (a model server that does not answer) would hold the process until its timeout: it ends now.
+  if (signalled) setTimeout(() => process.exit(), 200).unref();
+  return code;
 }
 
 export async function runEndpointAdd(
@@ -403,7 +450,7 @@ export async function runEndpointList(
   flags: FlagsOf<typeof ENDPOINT_LIST_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const list = await withQueue(flags.db, async (db) => (await queue()).listEndpoints(db));
+  const list = await withQueue(flags.db, async (db) => (await queue()).listEndpoints(db), { log: io.log });
   if (flags.json) io.out(`${JSON.stringify(list)}\n`);
   else
     io.out(
@@ -428,7 +475,9 @@ export async function runEndpointRemove(
   flags: FlagsOf<typeof PLAN_CANCEL_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const gone = await withQueue(flags.db, async (db) => (await queue()).removeEndpoint(db, name));
+  const gone = await withQueue(flags.db, async (db) => (await queue()).removeEndpoint(db, name), {
+    log: io.log,
+  });
   if (!gone) throw new UsageError(`no endpoint "${name}" on the allow-list`);
   io.log.info(`endpoint ${name} removed from the allow-list`);
   return EXIT.ok;

@@ -60,9 +60,9 @@ export async function cliReference(): Promise<string> {
     '',
     `Every command, its arguments and its flags, with defaults. \`rumedbench --version\` (or \`-V\`) prints the version;`,
     'every command takes `--help`. Exit codes: 0 done; 1 the input has errors, or a run scored nothing; 2 a bad command',
-    'line; 3 an LLM run with failed requests (or mostly echoed, cut-off or filtered replies), not scored; 4 an LLM run',
-    'stopped by the server (key, model, URL, redirect); 5 an LLM run stopped because its server is down; 70 an internal',
-    'error.',
+    'line (an `--out` it cannot write to among them: one line, no stack trace); 3 an LLM run with failed requests (or',
+    'mostly echoed, cut-off or filtered replies), not scored; 4 an LLM run stopped by the server (key, model, URL,',
+    'redirect); 5 an LLM run stopped because its server is down; 70 an internal error.',
     '',
   ];
   walk(program, ['rumedbench'], out);

@@ -128,6 +128,8 @@ const dbTarget = async (flag: string | undefined): Promise<string> =>
   flag ?? (process.env.DATABASE_URL || undefined) ?? (await server()).defaultDbFile();
 
 export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
+  // The server's PostgreSQL connections (the board's and the queue's) name themselves in pg_stat_activity.
+  process.env.PGAPPNAME ||= 'rumedbench-serve';
   const maxBodyBytes = flags.maxUploadMb * (1 << 20);
   const { startServer, DEFAULT_LIMITS } = await server();
   const running = await startServer({

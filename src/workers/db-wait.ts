@@ -21,7 +21,8 @@ export const MAX_DB_BACKOFF_MS = 2000;
 export function isConnectionError(e: unknown): boolean {
   const err = e as { code?: unknown; message?: unknown } | undefined;
   const code = typeof err?.code === 'string' ? err.code : '';
-  if (/^08/.test(code) || /^57P0[1-3]$/.test(code)) return true;
+  // 53300: every connection slot taken (max_connections, or a role's or database's limit): one frees soon.
+  if (/^08/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return true;
   if (
     ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(
       code,
@@ -29,10 +30,16 @@ export function isConnectionError(e: unknown): boolean {
   )
     return true;
   const message = typeof err?.message === 'string' ? err.message : '';
-  return /Connection terminated|connection error|timeout exceeded when trying to connect|the database system is (shutting down|starting up|in recovery mode)|terminating connection due to administrator command|Client was closed|not queryable/i.test(
+  return /Connection terminated|connection error|too many clients|too many connections|timeout exceeded when trying to connect|the database system is (shutting down|starting up|in recovery mode)|terminating connection due to administrator command|Client was closed|not queryable/i.test(
     message,
   );
 }
+
+/** Every connection slot of the server taken (SQLSTATE 53300), rather than the server gone. */
+export const isServerFull = (e: unknown): boolean => {
+  const err = e as { code?: unknown; message?: unknown } | undefined;
+  return err?.code === '53300' || /too many (clients|connections)/i.test(String(err?.message ?? ''));
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -51,6 +58,10 @@ export class DbWait {
       location: string;
       /** Who waits, for the messages ("worker gpu1-123", "serve"). */
       who: string;
+      /** The option that sets the bound, as messages name it (default `--db-wait`; none for a fixed bound). */
+      flag?: string;
+      /** Which errors are waited out (default: isConnectionError). */
+      retryIf?: (e: unknown) => boolean;
     },
   ) {
     this.waitMs = o.waitS * 1000;
@@ -69,13 +80,15 @@ export class DbWait {
         this.back();
         return out;
       } catch (e) {
-        if (!isConnectionError(e)) throw e;
+        if (!(this.o.retryIf ?? isConnectionError)(e)) throw e;
         const since = this.noteDown(e);
         const waited = Date.now() - since;
         if (waited >= this.waitMs)
           throw new RumedbenchError(
             'DATABASE_FAILED',
-            `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than --db-wait ${this.o.waitS} s (${(e as Error).message})`,
+            isServerFull(e)
+              ? `${this.o.who}: the database at ${this.o.location} has had no free connection for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message}); raise its max_connections or stop some of its clients, then try again`
+              : `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message})`,
             { cause: e },
           );
         const backoff = Math.min(MAX_DB_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));
@@ -84,11 +97,23 @@ export class DbWait {
     }
   }
 
+  /** "--db-wait 300 s", or "300 s" where no option sets it. */
+  private bound(): string {
+    return this.o.flag === '' ? `${this.o.waitS} s` : `${this.o.flag ?? '--db-wait'} ${this.o.waitS} s`;
+  }
+
+  /** "300 s (--db-wait)", or "300 s". */
+  private upTo(): string {
+    return this.o.flag === '' ? `${this.o.waitS} s` : `${this.o.waitS} s (${this.o.flag ?? '--db-wait'})`;
+  }
+
   private noteDown(e: unknown): number {
     if (this.downSince === undefined) {
       this.downSince = Date.now();
       this.o.log.warn(
-        `${this.o.who}: the database at ${this.o.location} is unreachable (${(e as Error).message}); waiting for it, up to ${this.o.waitS} s (--db-wait)`,
+        isServerFull(e)
+          ? `${this.o.who}: the database at ${this.o.location} has no free connection (${(e as Error).message}); waiting for one, up to ${this.upTo()}`
+          : `${this.o.who}: the database at ${this.o.location} is unreachable (${(e as Error).message}); waiting for it, up to ${this.upTo()}`,
       );
     }
     return this.downSince;

@@ -15,7 +15,7 @@ export interface CellStatus {
   model: string;
   status: 'queued' | 'running' | 'finishing' | 'done' | 'failed';
   requests: { done: number; failed: number; total: number };
-  /** Answers per second over the last minute. */
+  /** Requests answered (not failed) per second over the last minute. */
   rate: number;
   /** Seconds left at that rate (null: no rate yet, or nothing left). */
   eta_s: number | null;
@@ -65,13 +65,13 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
   );
   const counts = await pool.query<{ cell_id: string; ok: number; failed: number; recent: number }>(
     `SELECT cell_id, count(*) FILTER (WHERE status = 'ok')::int AS ok, count(*) FILTER (WHERE status <> 'ok')::int AS failed,
-       count(*) FILTER (WHERE at > now() - interval '60 seconds')::int AS recent
+       count(*) FILTER (WHERE status = 'ok' AND at > now() - interval '60 seconds')::int AS recent
      FROM ${SCHEMA}.answers WHERE plan_id = $1 GROUP BY cell_id`,
     [id],
   );
   const since = await pool.query<{ cell_id: string; span: number }>(
     `SELECT cell_id, least(60, extract(epoch FROM now() - min(at)))::float AS span FROM ${SCHEMA}.answers
-     WHERE plan_id = $1 AND at > now() - interval '60 seconds' GROUP BY cell_id`,
+     WHERE plan_id = $1 AND status = 'ok' AND at > now() - interval '60 seconds' GROUP BY cell_id`,
     [id],
   );
   const failures = await pool.query<{ cell_id: string; reason: string; n: number }>(
@@ -108,7 +108,8 @@ export async function planStatus(db: QueueDb, id: string): Promise<PlanStatus> {
   const out: CellStatus[] = cells.rows.map((c) => {
     const n = c1.get(c.cell_id)?.[0];
     const span = s1.get(c.cell_id)?.[0]?.span ?? 0;
-    // A finished cell has no rate and no time left.
+    // A finished cell has no rate and no time left; failures are no progress: the rate counts answers only, so a
+    // cell whose every request fails shows none, rather than a time left computed from its failures.
     const live = c.status === 'queued' || c.status === 'running';
     const rate = live && n && span > 0 ? n.recent / Math.max(1, span) : 0;
     const left = c.total - (n?.ok ?? 0);
@@ -224,8 +225,11 @@ export async function cancelPlan(db: QueueDb, id: string): Promise<{ cancelled: 
 
 /**
  * `plan retry`: a failed cell's requests without an answer go back to the queue as a new chunk (round 0, taken at
- * once); the cell is queued again and the plan running. Only failed cells (of a plan not cancelled), and of those
- * only the ones named, when `cells` is given.
+ * once, with the plan's retry rounds anew); the cell is queued again and the plan running. Only failed cells (of a
+ * plan not cancelled), and of those only the ones named, when `cells` is given.
+ *
+ * Invariant: a retried cell always ends, done or failed (its earlier chunks are closed: the new one asks all they
+ * left unanswered).
  */
 export async function retryPlan(
   db: QueueDb,
@@ -275,6 +279,13 @@ export async function retryPlan(
       ];
       const next = Math.max(-1, ...chunks.rows.map((k) => k.chunk)) + 1;
       const jobId = randomUUID();
+      // The new chunk asks every request of the cell without an answer: it stands for the cell's earlier chunks. Those
+      // the failure left open (a round whose server was down, jobs cancelled with the cell) would otherwise keep the
+      // cell from finishing for good, its requests all answered.
+      await client.query(`UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2`, [
+        id,
+        r.cell_id,
+      ]);
       await client.query(
         `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, 0)`,
         [id, r.cell_id, next, JSON.stringify(keys), jobId],

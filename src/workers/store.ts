@@ -13,8 +13,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { RumedbenchError } from '../errors.js';
-import { redactUrl } from '../log.js';
+import { createLogger, type Logger, redactUrl } from '../log.js';
 import { VERSION } from '../version.js';
+import { DbWait, isServerFull } from './db-wait.js';
 
 export const SCHEMA = 'rumedbench_runs';
 
@@ -239,24 +240,57 @@ export interface QueueDb {
   close(): Promise<void>;
 }
 
+export interface OpenQueueOptions {
+  supervise?: boolean;
+  migrate?: boolean;
+  /**
+   * How our connections name themselves to PostgreSQL (`application_name`, as `pg_stat_activity` shows it):
+   * `PGAPPNAME` where set, else this (`rumedbench-worker`, `rumedbench-cli`, …), else `rumedbench`.
+   */
+  appName?: string;
+  /** Where the wait for a server that is away or full is said. */
+  log?: Logger;
+  /** Seconds to wait for the first connection while the server is away or has no free slot (default 30). */
+  connectWaitS?: number;
+  /** The option that sets that bound, for the messages ('' when none does). */
+  connectWaitFlag?: string;
+}
+
+/** How long a command waits for the database to let it in (restarting, or at max_connections) by default. */
+export const CONNECT_WAIT_S = 30;
+
 /**
  * Connects, checks and migrates our schema (under an advisory lock: many workers start at once), and starts
- * pg-boss (which migrates its own). `migrate: false` (workers) refuses a database of an older version.
+ * pg-boss (which migrates its own). `migrate: false` (workers) refuses a database of an older version. A server
+ * restarting, or at max_connections, is waited for (`connectWaitS`), said once.
  */
-export async function openQueue(
-  url: string,
-  o: { supervise?: boolean; migrate?: boolean } = {},
-): Promise<QueueDb> {
+export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<QueueDb> {
   if (!/^postgres(ql)?:\/\//i.test(url))
     throw new RumedbenchError(
       'DATABASE_FAILED',
       `--db: the queue lives in PostgreSQL; expected a postgres:// URL, got "${url.slice(0, 80)}"`,
     );
   const location = redactUrl(url);
-  const pool = new pg.Pool({ connectionString: url, max: 8, connectionTimeoutMillis: 10_000 });
+  const application_name = process.env.PGAPPNAME || o.appName || 'rumedbench';
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 8,
+    connectionTimeoutMillis: 10_000,
+    application_name,
+  });
   pool.on('error', () => {});
+  const wait = new DbWait({
+    waitS: o.connectWaitS ?? CONNECT_WAIT_S,
+    log: o.log ?? createLogger('silent'),
+    location,
+    who: application_name,
+    flag: o.connectWaitFlag ?? '',
+    // A server at max_connections, or still starting, lets us in soon; one that refuses or is not there may be a
+    // wrong --db: said at once.
+    retryIf: (e) => isServerFull(e) || (e as { code?: unknown })?.code === '57P03',
+  });
   try {
-    const client = await pool.connect();
+    const client = await wait.retry(() => pool.connect());
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA]);
       try {
@@ -277,15 +311,26 @@ export async function openQueue(
     );
   }
   // pg-boss's maintenance (expiring, archiving) runs where `supervise` is on: in workers, not in one-shot commands.
-  const boss = new PgBoss({
-    connectionString: url,
-    max: 4,
-    supervise: o.supervise ?? false,
-    schedule: false,
-  });
-  boss.on('error', () => {});
+  // A pg-boss that failed to start cannot start again: each try makes a new one.
+  let boss: PgBoss;
   try {
-    await boss.start();
+    boss = await wait.retry(async () => {
+      const b = new PgBoss({
+        connectionString: url,
+        application_name,
+        max: 4,
+        supervise: o.supervise ?? false,
+        schedule: false,
+      });
+      b.on('error', () => {});
+      try {
+        await b.start();
+        return b;
+      } catch (e) {
+        await b.stop({ graceful: false, wait: true }).catch(() => {});
+        throw e;
+      }
+    });
   } catch (e) {
     await pool.end().catch(() => {});
     throw new RumedbenchError(

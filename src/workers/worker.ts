@@ -6,7 +6,11 @@
  *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
  * - Each worker beats every `heartbeatS`; a worker silent for three beats is lost: any worker then releases its
  *   claimed jobs to the queue, and whoever takes one over asks only what has no answer yet.
- * - `stop()` (SIGTERM) releases this worker's jobs at once, then lets the requests in flight land.
+ * - `stop()` (SIGTERM) releases this worker's jobs at once, lets the requests in flight land for a moment
+ *   (STOP_GRACE_MS), and returns: a hung request does not hold the process.
+ * - A worker that learns it was declared lost (frozen with SIGSTOP, cut off) stops its jobs, says so in one line and
+ *   registers again. It never sends a request while it might have been declared lost without knowing it: past two
+ *   beats without a heartbeat that landed, it beats first (a lapse is three).
  * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
  *   one (finishRun), stored in the database for `plan export`.
  */
@@ -107,7 +111,17 @@ export class Worker {
   private readonly cells = new Map<string, Promise<Prepared>>();
   private stopping = false;
   private beat?: NodeJS.Timeout;
-  private beating = false;
+  private beating: Promise<void> | undefined;
+  /** When the last heartbeat that landed was sent (performance.now()): others may declare this worker lost a lapse later. */
+  private beatSentAt = performance.now();
+  /** Declared lost by another worker: its jobs are stopped, then it registers again. */
+  private lost = false;
+  /** After stop()'s grace: answers still arriving are not written (the database is closing). */
+  private closed = false;
+  /** The database stayed away longer than --db-wait: the worker stops, and says so once. */
+  private gaveUp: RumedbenchError | undefined;
+  /** Answers that arrived but were never written (the database gone for good, or after stop()'s grace). */
+  dropped = 0;
   /** Every call to the queue goes through it: a database outage is waited out, not a reason to exit. */
   private readonly dbw: DbWait;
   private wake?: () => void;
@@ -158,29 +172,35 @@ export class Worker {
     this.o.log.info(
       `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
     );
-    this.beat = setInterval(() => {
-      // One beat at a time: during an outage a beat waits for the database, and the next ones are skipped.
-      if (this.beating) return;
-      this.beating = true;
-      this.heartbeat()
-        .catch((e: unknown) => this.o.log.warn(`heartbeat: ${(e as Error).message}`))
-        .finally(() => {
-          this.beating = false;
-        });
-    }, this.heartbeatS * 1000);
+    this.beatSentAt = performance.now();
+    this.beat = setInterval(() => void this.beatNow(), this.heartbeatS * 1000);
     try {
       while (!this.stopping) {
-        let took = false;
-        if (this.active.size < this.jobs) took = await this.claim();
-        if (took) continue;
-        await this.finishReady();
-        if (this.o.exitWhenIdle && this.active.size === 0 && !(await this.workLeft())) break;
+        try {
+          if (this.lost) {
+            await this.rejoin();
+            continue;
+          }
+          let took = false;
+          if (this.active.size < this.jobs) took = await this.claim();
+          if (took || this.lost) continue;
+          await this.finishReady();
+          if (this.o.exitWhenIdle && this.active.size === 0 && !(await this.workLeft())) break;
+        } catch (e) {
+          if (!this.giveUp(e)) throw e;
+          break;
+        }
         await new Promise<void>((r) => {
           this.wake = r;
           setTimeout(r, this.o.pollMs ?? 500);
         });
       }
-      await Promise.all([...this.active.values()].map((a) => a.done));
+      // Stopped, the jobs are released: their requests in flight may land for a moment, not for a hung request's timeout.
+      const drained = Promise.all([...this.active.values()].map((a) => a.done));
+      if (this.stopping)
+        await Promise.race([drained, new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
+      else await drained;
+      this.closed = this.active.size > 0;
     } finally {
       clearInterval(this.beat);
       await this.q(`UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`, [
@@ -188,6 +208,27 @@ export class Worker {
       ]).catch(() => {});
       for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
     }
+    if (this.gaveUp)
+      throw new RumedbenchError(
+        'DATABASE_FAILED',
+        `${this.gaveUp.message}; the worker stopped: ${this.dropped} answer(s) that arrived could not be written and are asked again by whoever takes their jobs; start it again once the database is back`,
+        { cause: this.gaveUp },
+      );
+  }
+
+  /**
+   * The database stayed away past --db-wait (`e` says so): the worker stops its jobs and, once they settle, leaves
+   * with one line (run() throws it). False for any other error.
+   */
+  private giveUp(e: unknown): boolean {
+    if (!(e instanceof RumedbenchError && e.code === 'DATABASE_FAILED' && /longer than/.test(e.message)))
+      return false;
+    if (this.gaveUp) return true;
+    this.gaveUp = e;
+    this.stopping = true;
+    for (const a of this.active.values()) a.abort.abort();
+    this.wake?.();
+    return true;
   }
 
   /** SIGTERM: nothing more is taken or sent; this worker's jobs go back to the queue at once. */
@@ -211,11 +252,61 @@ export class Worker {
     return n;
   }
 
-  private async heartbeat(): Promise<void> {
-    if (this.stopping) return;
-    await this.q(`UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running'`, [
+  /** One beat at a time: during an outage a beat waits for the database, and callers share it. */
+  private beatNow(): Promise<void> {
+    this.beating ??= this.heartbeat()
+      .catch((e: unknown) => {
+        if (!this.giveUp(e)) this.o.log.warn(`heartbeat: ${(e as Error).message}`);
+      })
+      .finally(() => {
+        this.beating = undefined;
+      });
+    return this.beating;
+  }
+
+  /**
+   * Before a request goes out: past two beats since the last heartbeat that landed (others declare a worker lost
+   * after three), beat first; a job stopped meanwhile (declared lost, SIGTERM, cancelled) sends nothing more.
+   */
+  private async fence(a: Active): Promise<void> {
+    if (performance.now() - this.beatSentAt > 2 * this.heartbeatS * 1000) await this.beatNow();
+    if (a.abort.signal.aborted) throw new Error(`job stopped before its request went out`);
+  }
+
+  /** Another worker declared this one lost: its claims are gone and its jobs back in the queue. Stop them here. */
+  private declaredLost(silentS: number): void {
+    if (this.lost || this.stopping) return;
+    this.lost = true;
+    for (const a of this.active.values()) a.abort.abort();
+    this.wake?.();
+    this.o.log.warn(
+      `worker ${this.name}: another worker declared this worker lost (no heartbeat for ${silentS.toFixed(0)} s: was the process stopped or cut off?); its ${this.active.size} job(s) went back to the queue for others: stopping them here without asking more, then registering again`,
+    );
+  }
+
+  /** Back from being declared lost: once its stopped jobs have settled, the worker registers again and goes on. */
+  private async rejoin(): Promise<void> {
+    await Promise.all([...this.active.values()].map((a) => a.done));
+    const sentAt = performance.now();
+    await this.q(`UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`, [
       this.id,
     ]);
+    this.beatSentAt = sentAt;
+    this.lost = false;
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopping || this.lost) return;
+    const sentAt = performance.now();
+    const alive = await this.q(
+      `UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running' RETURNING id`,
+      [this.id],
+    );
+    if (alive.rowCount === 0) {
+      this.declaredLost((sentAt - this.beatSentAt) / 1000);
+      return;
+    }
+    this.beatSentAt = sentAt;
     // Just after an outage every worker's last beat is old, and another worker may still be in a wait of its own
     // before it beats again: nobody is taken for lost until all have had time to.
     if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000 + 2 * MAX_DB_BACKOFF_MS) return;
@@ -281,16 +372,28 @@ export class Worker {
       const lease = q.queue.endsWith('_batch')
         ? await this.lease(q.endpoint, q.queue, 0, q.budget)
         : await this.lease(q.endpoint, q.queue, local ? 1 : Math.min(this.concurrency, q.budget), q.budget);
+      if (lease === 'lost') {
+        this.declaredLost((performance.now() - this.beatSentAt) / 1000);
+        return false;
+      }
       if (lease === undefined) continue;
       const [job] = await this.dbw.retry(() => this.db.boss.fetch<JobData>(q.queue));
       if (!job) {
         await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [lease.claim]);
         continue;
       }
-      await this.q(
+      const held = await this.q(
         `UPDATE ${SCHEMA}.claims SET job_id = $2, plan_id = $3, cell_id = $4, chunk = $5 WHERE id = $1`,
         [lease.claim, job.id, job.data.plan, job.data.cell, job.data.chunk],
       );
+      if (held.rowCount === 0) {
+        // Declared lost between the lease and the fetch (the claim went with it): the job is not this worker's.
+        await this.dbw.retry(() =>
+          this.db.boss.fail(q.queue, job.id, { reason: `worker ${this.name} lost while taking it` }),
+        );
+        this.declaredLost((performance.now() - this.beatSentAt) / 1000);
+        return false;
+      }
       const abort = new AbortController();
       const a: Active = {
         claim: lease.claim,
@@ -302,8 +405,9 @@ export class Worker {
       };
       a.done = this.process(a, lease.inFlight, performance.now() - t0)
         .catch(async (e: unknown) => {
+          if (this.giveUp(e) || this.closed || a.abort.signal.aborted) return;
           this.o.log.error(
-            `job ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
+            `${job.data.plan} ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
           );
           // The database refused what the job wrote (bad data, a constraint): no retry writes it, so the cell
           // fails with the reason and this worker goes on; connection errors leave the job to be taken again.
@@ -325,9 +429,16 @@ export class Worker {
     queue: string,
     want: number,
     budget: number,
-  ): Promise<{ claim: string; inFlight: number } | undefined> {
+  ): Promise<{ claim: string; inFlight: number } | 'lost' | undefined> {
     return this.dbw.retry(() =>
       inTransaction(this.db, async (client) => {
+        // Only a worker still registered takes a job; the lease counts as a beat (a worker declared lost meanwhile
+        // waits for this transaction, and then finds the beat fresh).
+        const me = await client.query(
+          `UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running' RETURNING id`,
+          [this.id],
+        );
+        if (me.rowCount === 0) return 'lost' as const;
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
         const used = await client.query<{ used: number }>(
           `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
@@ -400,7 +511,9 @@ export class Worker {
     const { plan, cell, chunk } = a.data;
     const row = await this.cellRow(plan, cell);
     const done = async () => {
-      await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [a.claim]);
+      // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
+      const mine = await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]);
+      if (mine.rowCount === 0) return;
       await this.dbw.retry(() => this.db.boss.complete(a.queue, a.jobId)).catch(() => {});
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
@@ -482,7 +595,7 @@ export class Worker {
     );
     await this.q(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [plan]);
     const before = performance.now() - t0;
-    this.o.log.info(`${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
+    this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
     if (prepared.runner.spec.batch) {
       await this.batchJob(a, prepared, provider, pending as LlmRequest[]);
       if (a.abort.signal.aborted) return;
@@ -506,6 +619,7 @@ export class Worker {
     gated.chat = (...args) =>
       this.gate(async () => {
         await room();
+        await this.fence(a);
         return provider.chat(...args);
       });
     if (provider.loglik) {
@@ -513,6 +627,7 @@ export class Worker {
       gated.loglik = (r) =>
         this.gate(async () => {
           await room();
+          await this.fence(a);
           return loglik(r);
         });
     }
@@ -520,6 +635,12 @@ export class Worker {
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
+      // A stopped job's failures are not answers (a request not sent, one cut off): whoever has the job asks them.
+      if (a.abort.signal.aborted && entry.status !== 'ok') return;
+      if (this.closed || this.gaveUp) {
+        this.dropped++;
+        return;
+      }
       this.answered++;
       // Waited out through an outage: the answer is kept in memory until it is written, and since no request goes
       // out while as many writes as request slots are pending, sending pauses meanwhile.
@@ -527,7 +648,8 @@ export class Worker {
         .then(
           () => {},
           (e: unknown) => {
-            writeError ??= e;
+            this.dropped++;
+            if (!this.giveUp(e)) writeError ??= e;
           },
         )
         .finally(() => writes.delete(w));
@@ -545,6 +667,7 @@ export class Worker {
       });
     } catch (e) {
       await Promise.all(writes);
+      if (a.abort.signal.aborted) return;
       // The model server is down (the client's circuit breaker): what this job did not answer goes back to the queue,
       // for a later round, while the plan has rounds left.
       if (e instanceof RumedbenchError && e.code === 'LLM_ENDPOINT_DOWN' && !a.abort.signal.aborted) {
@@ -568,7 +691,7 @@ export class Worker {
     await Promise.all(writes);
     if (writeError !== undefined) {
       // Answers that could not be written are not answers: the job goes back to the queue for them.
-      this.o.log.error(`${cell} #${chunk}: answers not written: ${(writeError as Error).message}`);
+      this.o.log.error(`${plan} ${cell} #${chunk}: answers not written: ${(writeError as Error).message}`);
       await this.release([a], `worker ${this.name} could not write its answers`);
       return;
     }
@@ -739,7 +862,7 @@ export class Worker {
       }),
     );
     this.o.log.warn(
-      `${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${p.retry_rounds}, in ${delayS} s (${why})`,
+      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${p.retry_rounds}, in ${delayS} s (${why})`,
     );
     return true;
   }
@@ -747,7 +870,7 @@ export class Worker {
   private async failCell(plan: string, cell: string, e: unknown): Promise<void> {
     // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
     const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
-    this.o.log.error(`${cell}: ${message}`);
+    this.o.log.error(`${plan} ${cell}: ${message}`);
     await this.q(
       `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
        WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
@@ -832,8 +955,10 @@ export class Worker {
         ),
       ];
       if (transient.length > 0) {
+        // Rounds count from the cell's last round-0 chunk: `plan retry` gives a retried cell the plan's rounds anew.
         const { rows: r } = await this.q<{ round: number }>(
-          `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2`,
+          `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2
+             AND chunk > (SELECT max(chunk) FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND round = 0)`,
           [plan, cell],
         );
         const why = `${transient.length} failed: ${(JSON.parse(byKey.get(transient[0] as string) ?? '{}') as { error?: string }).error ?? 'not sent'}`;
@@ -876,7 +1001,7 @@ export class Worker {
           );
         }),
       );
-      this.o.log.info(`${cell}: done, overall ${result.evaluation.overall?.toFixed(2) ?? '–'}`);
+      this.o.log.info(`${plan} ${cell}: done, ${scoresLine(result.evaluation)}`);
     } catch (e) {
       await this.failCell(plan, cell, e);
     } finally {
@@ -926,6 +1051,19 @@ export class Worker {
     );
   }
 }
+
+/** A finished cell's scores for its closing line: the overall where the cell has one, else each task's score. */
+function scoresLine(e: {
+  overall: number | null;
+  tasks: Readonly<Record<string, { score: number }>>;
+}): string {
+  if (e.overall !== null) return `overall ${e.overall.toFixed(2)}`;
+  const tasks = Object.entries(e.tasks).map(([t, r]) => `${t} ${r.score.toFixed(2)}`);
+  return tasks.length > 0 ? tasks.join(', ') : 'no task scored';
+}
+
+/** How long a stopped worker lets the requests in flight of its released jobs land before it returns. */
+const STOP_GRACE_MS = 2000;
 
 /** Failures another round may answer: the server away, timing out, busy or failing (5xx, 429, 408). */
 const TRANSIENT = /cannot reach|timed out|broke off|is down|HTTP (5\d\d|429|408)\b/;

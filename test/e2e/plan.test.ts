@@ -161,6 +161,47 @@ describe('plan (on fixture data the test writes)', () => {
     expect([r.code, r.stderr]).toEqual([2, expect.stringContaining('a plan file is at most 1048576 bytes')]);
   });
 
+  it('an --out it cannot write to is one line and exit 2, not a stack trace (plan run, llm)', async () => {
+    const s = await serve();
+    const file = writePlan(
+      [
+        'name: nowhere',
+        'split: test',
+        'tasks: [RuMedDaNet]',
+        `data: ${DATA}`,
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`,
+        '',
+      ].join('\n'),
+    );
+    // A file where the folder should go: the same refusal as a read-only folder, whoever runs the test (root too).
+    const blocker = join(tmp(), 'a-file');
+    writeFileSync(blocker, 'x\n');
+    const out = join(blocker, 'runs');
+    const plan = await rumedbench('plan', 'run', file, '--out', out);
+    expect([plan.code, plan.stderr.trim().split('\n').at(-1)]).toEqual([
+      2,
+      `error: cannot write ${out}: a part of the path is a file, not a folder; choose another --out, or make it writable`,
+    ]);
+    expect(plan.stderr).not.toMatch(/internal error|\n\s+at /);
+    const llm = await rumedbench(
+      'llm',
+      '--base-url',
+      s.url,
+      '--model',
+      'fake-m',
+      '--data',
+      DATA,
+      '--out',
+      out,
+    );
+    expect([llm.code, llm.stderr.trim().split('\n').at(-1)]).toEqual([
+      2,
+      `error: cannot write ${out}: a part of the path is a file, not a folder; choose another --out, or make it writable`,
+    ]);
+    expect(s.requests).toHaveLength(0);
+  });
+
   it('checks a plan without sending anything: cells, requests, prompt tokens and cost', async () => {
     const s = await serve();
     const file = writePlan(

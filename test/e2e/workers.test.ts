@@ -3,11 +3,22 @@
  * and worker processes of the built CLI, killed with real signals. A plan run by three workers equals `plan run`
  * byte for byte; a worker killed with SIGKILL mid-job loses nothing and its takeover re-asks only what was in
  * flight; `plan status` during the run; SIGTERM releases a worker's jobs at once; a server off the platform's
- * allow-list is never asked; the database holds no API key.
+ * allow-list is never asked; the database holds no API key. The queue finishes what it starts (#46): `plan retry`
+ * always ends a cell; a worker frozen with SIGSTOP and continued never asks what another answers; SIGTERM during a
+ * hung request exits at once; the operator's messages (a database away past --db-wait, a full server, an export
+ * folder not empty or not writable, a failing cell's rate) are one line each.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
@@ -508,6 +519,287 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expect([done.status, done.cells[0]?.status, done.cells[0]?.requests.done]).toEqual(['done', 'done', 120]);
   });
 
+  it('plan retry always ends a cell: one whose retry rounds ran out ends done once its requests are answered', async () => {
+    const db = await freshDatabase('postgres');
+    // 80 answers, then every connection dropped (the server is down) until the cause is fixed.
+    let fixed = false;
+    const s = await startFakeOpenAI({
+      reply,
+      behaviour: (n) => (n >= 80 && !fixed ? { kind: 'drop' } : { kind: 'ok' }),
+    });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, max_retries: 0}`],
+      ['retry_rounds: 1', 'retry_delay_s: 0'],
+    );
+    const submitted = await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '40');
+    const id = submitted.stdout.trim();
+    // Jobs counted as jobs.
+    expect(submitted.stderr).toContain('plan spread: 1 cell(s), 120 requests in 3 job(s) queued');
+    const first = startWorker(db, 'r1', ['--exit-when-idle', '--concurrency', '4']);
+    expect((await first.exited).code, first.log()).toBe(0);
+    // Down in round 0, down again in round 1 (the last): the cell fails, naming plan retry. Each line names the plan.
+    expect(first.log()).toContain(
+      `${id} m/default: 40 request(s) go back to the queue, round 1 of 1, in 0 s`,
+    );
+    expect(first.log()).toContain(`${id} m/default #0: 40 of 40 request(s) to ask`);
+    const failed = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; error: string; requests: { done: number } }[];
+    };
+    expect([failed.status, failed.cells[0]?.status, failed.cells[0]?.requests.done]).toEqual([
+      'failed',
+      'failed',
+      80,
+    ]);
+    expect(failed.cells[0]?.error).toContain(`rumedbench plan retry ${id} --cells m/default`);
+    fixed = true;
+    const retried = await rumedbenchOk('plan', 'retry', id, '--db', db);
+    expect(retried.stderr).toContain('m/default: 40 request(s) back in the queue');
+    const asked = s.requests.length;
+    const second = startWorker(db, 'r2', ['--exit-when-idle', '--concurrency', '4']);
+    const exit = await Promise.race([
+      second.exited,
+      new Promise<'hung'>((r) => setTimeout(() => r('hung'), 20_000)),
+    ]);
+    const done = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; requests: { done: number; total: number } }[];
+    };
+    // The cell ends: done, with every request answered, and the plan with it; the worker has nothing left and exits.
+    expect([
+      done.status,
+      done.cells[0]?.status,
+      done.cells[0]?.requests.done,
+      done.cells[0]?.requests.total,
+    ]).toEqual(['done', 'done', 120, 120]);
+    expect(exit === 'hung' ? 'hung' : exit.code, second.log()).toBe(0);
+    expect(s.requests.length - asked).toBe(40);
+  });
+
+  it('a worker frozen with SIGSTOP past its lapse, then continued: it stops its job, says so once, registers again, and never asks what another answers', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(50);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+    // --heartbeat 1: lost after 3 s without a beat (the operator's 76 s, shortened).
+    const frozen = startWorker(db, 'z1', ['--exit-when-idle', '--concurrency', '4']);
+    await waitFor('z1 mid-job', async () => {
+      const rows = await query<{ job_id: string }>(
+        db,
+        `SELECT c.job_id FROM rumedbench_runs.claims c JOIN rumedbench_runs.workers w ON w.id = c.worker_id
+         WHERE w.name = 'z1' AND c.job_id IS NOT NULL AND (SELECT count(*) FROM rumedbench_runs.answers) >= 4`,
+      );
+      return rows[0]?.job_id;
+    });
+    frozen.child.kill('SIGSTOP');
+    const requestsAtFreeze = s.requests.length;
+    const other = startWorker(db, 'z2', ['--concurrency', '4']);
+    try {
+      // The other worker declares it lost, takes its job over and answers the whole plan.
+      await waitFor(
+        'z1 declared lost and the plan done by z2',
+        async () => {
+          const rows = await query<{ status: string; lost: string }>(
+            db,
+            `SELECT p.status, w.status AS lost FROM rumedbench_runs.plans p, rumedbench_runs.workers w WHERE w.name = 'z1'`,
+          );
+          return rows[0]?.status === 'done' && rows[0]?.lost === 'lost' ? true : undefined;
+        },
+        30_000,
+      );
+      expect(other.log()).toContain('worker z1 is lost');
+      // Our connections say what they are (the test's own client aside).
+      const apps = await query<{ application_name: string }>(
+        db,
+        `SELECT DISTINCT application_name FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      );
+      expect(apps.map((a) => a.application_name)).toEqual(['rumedbench-worker']);
+      frozen.child.kill('SIGCONT');
+      const requestsAtWake = s.requests.length;
+      expect((await frozen.exited).code, frozen.log()).toBe(0);
+      // Said once, in one line, with what happens next.
+      const said = frozen
+        .log()
+        .split('\n')
+        .filter((l) => /declared this worker lost/.test(l));
+      expect(said, frozen.log()).toHaveLength(1);
+      expect(said[0]).toMatch(
+        /^warning: worker z1: .*its 1 job\(s\) went back to the queue .* registering again$/,
+      );
+      // Registered again: it ended as a worker that stopped, not as a lost one.
+      const rows = await query<{ status: string }>(
+        db,
+        `SELECT status FROM rumedbench_runs.workers WHERE name = 'z1'`,
+      );
+      expect(rows.map((r) => r.status)).toEqual(['stopped']);
+      // Every request was answered by then: whatever reached the model after it woke was asked before. Nothing new
+      // went out; only the requests it had in flight when frozen (4 at most) may land late.
+      expect(s.requests.length - requestsAtWake).toBeLessThanOrEqual(4);
+      // In all, only what was in flight or unwritten at the freeze (4 + 4) was asked twice.
+      expect(askedTwice(s)).toBeLessThanOrEqual(8);
+      expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
+      expect(requestsAtFreeze).toBeGreaterThan(0);
+      const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+        cells: { status: string; requests: { done: number; total: number } }[];
+      };
+      expect(status.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
+        ['done', 120, 120],
+      ]);
+    } finally {
+      other.child.kill('SIGTERM');
+      await other.exited;
+    }
+  });
+
+  it('SIGTERM during a request that hangs: the job is released and the process exits at once', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(60_000);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    await rumedbenchOk('plan', 'submit', file, '--db', db);
+    const w = startWorker(db, 'h1', ['--concurrency', '2']);
+    await waitFor('two requests hanging', async () => (s.requests.length >= 2 ? true : undefined));
+    const t0 = Date.now();
+    w.child.kill('SIGTERM');
+    const exit = await Promise.race([
+      w.exited,
+      new Promise<'alive'>((r) => setTimeout(() => r('alive'), 10_000)),
+    ]);
+    expect(exit === 'alive' ? 'alive after 10 s' : exit.code, w.log()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(6000);
+    expect(w.log()).toContain('worker h1: 1 job(s) released to the queue');
+    const [job] = await query<{ state: string }>(
+      db,
+      `SELECT state::text FROM pgboss.job WHERE name LIKE 'rumedbench%'`,
+    );
+    expect(job?.state).toBe('retry');
+  });
+
+  it('plan status: a cell whose requests all fail shows no rate and no time left', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await startFakeOpenAI({ reply, behaviour: () => ({ kind: '500' }) });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, max_retries: 0}`],
+      ['retry_rounds: 3', 'retry_delay_s: 600'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const w = startWorker(db, 's1', ['--concurrency', '8']);
+    try {
+      // Every request failed; the cell waits for its next round, in 600 s.
+      await waitFor('the failures requeued', async () =>
+        /round 1 of 3, in 600 s/.test(w.log()) ? true : undefined,
+      );
+      const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+        cells: {
+          status: string;
+          requests: { done: number; failed: number };
+          rate: number;
+          eta_s: number | null;
+        }[];
+      };
+      expect(
+        status.cells.map((c) => [c.status, c.requests.done, c.requests.failed, c.rate, c.eta_s]),
+      ).toEqual([['running', 0, 120, 0, null]]);
+      const human = (await rumedbenchOk('plan', 'status', id, '--db', db)).stdout;
+      expect(human).toMatch(/m\/default\s+running\s+0\/120\s+120\s+–\s+–/);
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
+  });
+
+  it('plan export refuses a folder that is not empty unless asked, and says in one line when it cannot write', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(0);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const w = startWorker(db, 'x1', ['--exit-when-idle']);
+    expect((await w.exited).code).toBe(0);
+    const out = tmp();
+    writeFileSync(join(out, 'notes.txt'), 'mine\n');
+    const refused = await rumedbench('plan', 'export', id, '--db', db, '--out', out);
+    expect([refused.code, refused.stderr.trim()]).toEqual([
+      2,
+      `error: --out ${out} is not empty (1 entry, e.g. notes.txt): export into an empty or new folder, or pass --overwrite to replace the plan's files there`,
+    ]);
+    expect(readdirSync(out)).toEqual(['notes.txt']);
+    await rumedbenchOk('plan', 'export', id, '--db', db, '--out', out, '--overwrite');
+    expect(readdirSync(out).sort()).toEqual(['m', 'notes.txt', 'report.html', 'summary.json']);
+    // A folder this user may not write to: one line, exit 2, no stack trace (as root, the export runs as nobody).
+    const parent = tmp();
+    chmodSync(parent, 0o755);
+    const locked = join(parent, 'locked');
+    mkdirSync(locked, { mode: 0o555 });
+    chmodSync(locked, 0o555);
+    const root = process.getuid?.() === 0;
+    const r = root
+      ? await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          const child = spawn(
+            process.execPath,
+            [CLI, 'plan', 'export', id, '--db', db, '--out', join(locked, 'x')],
+            {
+              uid: 65534,
+              gid: 65534,
+              env: { ...process.env, HOME: parent },
+              stdio: ['ignore', 'ignore', 'pipe'],
+            },
+          );
+          let err = '';
+          child.stderr?.on('data', (d: Buffer) => {
+            err += d.toString();
+          });
+          child.once('exit', (code) => resolve({ code, stderr: err }));
+        })
+      : await rumedbench('plan', 'export', id, '--db', db, '--out', join(locked, 'x'));
+    expect([r.code, r.stderr.trim()]).toEqual([
+      2,
+      expect.stringMatching(
+        new RegExp(
+          `^error: plan export: cannot write into ${join(locked, 'x')} \\(permission denied: .*\\); choose another --out, or make it writable$`,
+        ),
+      ),
+    ]);
+  });
+
+  it('plan status waits for a free connection when the server is full (a role at its connection limit)', async () => {
+    const db = await freshDatabase('postgres');
+    const role = `rmb_full_${Math.random().toString(36).slice(2, 8)}`;
+    const dbName = new URL(db).pathname.slice(1);
+    await query(db, `CREATE ROLE ${role} LOGIN`);
+    await query(db, `ALTER DATABASE ${dbName} OWNER TO ${role}`);
+    const as = new URL(db);
+    as.username = role;
+    const roleDb = as.toString();
+    // Every slot the role may hold, taken (a command needs two or three: its pool and pg-boss's).
+    const held = [1, 2, 3].map(() => new pg.Client({ connectionString: roleDb }));
+    try {
+      const s = await serve(0);
+      const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+      const id = (await rumedbenchOk('plan', 'submit', file, '--db', roleDb)).stdout.trim();
+      await query(db, `ALTER ROLE ${role} CONNECTION LIMIT 3`);
+      for (const c of held) await c.connect();
+      // The slots are taken for 1.5 s; plan status waits for one instead of failing at once.
+      setTimeout(() => void Promise.all(held.map((c) => c.end())), 1500);
+      const t0 = Date.now();
+      const r = await rumedbench('plan', 'status', id, '--db', roleDb);
+      expect([r.code, r.stdout], r.stderr).toEqual([0, expect.stringContaining('m/default')]);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          /^warning: rumedbench-cli: the database at postgres:\/\/.* has no free connection \(too many connections for role .*\); waiting for one, up to 30 s$/,
+        ),
+        expect.stringMatching(/^warning: rumedbench-cli: the database at .* is back after \d+\.\d s$/),
+      ]);
+    } finally {
+      await Promise.all(held.map((c) => c.end().catch(() => {})));
+      const admin = new URL(db);
+      admin.pathname = '/postgres';
+      await query(admin.toString(), `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await query(admin.toString(), `DROP ROLE IF EXISTS ${role}`);
+    }
+  });
+
   it('plan cancel drops the waiting jobs; status names the cell cancelled', async () => {
     const db = await freshDatabase('postgres');
     const s = await serve(0);
@@ -852,5 +1144,42 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)(
         own.stop();
       }
     }, 120_000);
+
+    it('a database away longer than --db-wait: the worker stops with one line that says how many answers were not written', async () => {
+      const own = await startOwnPostgres();
+      try {
+        const db = own.url;
+        const s = await serve(100);
+        const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+        await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '60');
+        const w = startWorker(db, 'g1', ['--concurrency', '4', '--db-wait', '2']);
+        await waitFor('10 answers', async () => {
+          const [row] = await query<{ n: number }>(
+            db,
+            'SELECT count(*)::int AS n FROM rumedbench_runs.answers',
+          );
+          return (row?.n ?? 0) >= 10 ? true : undefined;
+        });
+        own.down();
+        const exit = await Promise.race([
+          w.exited,
+          new Promise<'alive'>((r) => setTimeout(() => r('alive'), 20_000)),
+        ]);
+        expect(exit === 'alive' ? 'alive after 20 s' : exit.code, w.log()).toBe(1);
+        const lines = w.log().trim().split('\n');
+        const from = lines.findIndex((l) =>
+          /is unreachable .*; waiting for it, up to 2 s \(--db-wait\)$/.test(l),
+        );
+        expect(from, w.log()).toBeGreaterThan(0);
+        // After the outage began: one line, what happened and what to do.
+        expect(lines.slice(from + 1), w.log()).toEqual([
+          expect.stringMatching(
+            /^error: worker g1: the database at postgres:\/\/.* has been unreachable for \d+ s, longer than --db-wait 2 s \(.*\); the worker stopped: \d+ answer\(s\) that arrived could not be written and are asked again by whoever takes their jobs; start it again once the database is back$/,
+          ),
+        ]);
+      } finally {
+        own.stop();
+      }
+    }, 60_000);
   },
 );
