@@ -60,6 +60,8 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
     async state(id): Promise<BatchState> {
       const { json } = await p.call<BatchObject>(`${url}/${encodeURIComponent(id)}`, undefined, {
         method: 'GET',
+        // A batch the provider no longer knows is that batch's end, not a wrong URL (see runBatches).
+        notFoundIsFatal: false,
       });
       const status =
         typeof json?.processing_status === 'string' ? json.processing_status.slice(0, 40) : 'unknown';

@@ -356,8 +356,23 @@ export async function runBatches(o: {
     rmSync(tmp, { recursive: true, force: true });
   }
 
+  // A recorded batch the provider no longer knows (404: deleted, or its records expired) has ended for good: its
+  // requests fail, named, and --retry-errors asks them again; it never blocks the run folder.
+  const look = async (id: string): Promise<BatchState> => {
+    try {
+      return await o.api.state(id);
+    } catch (e) {
+      if ((e as { status?: unknown }).status !== 404) throw e;
+      return {
+        id,
+        status: 'unknown to the provider',
+        ended: true,
+        failure: `HTTP 404: ${(e as Error).message}`,
+      };
+    }
+  };
   for (const b of [...waiting, ...fresh]) {
-    let state = await o.api.state(b.id);
+    let state = await look(b.id);
     let waitMs = o.pollS * 1000;
     let said = '';
     let saidAt = 0;
@@ -388,18 +403,26 @@ export async function runBatches(o: {
         );
       await sleep(Math.min(waitMs, Math.max(0, deadline - Date.now()) + 1));
       waitMs = Math.min(waitMs * 2, MAX_POLL_MS);
-      state = await o.api.state(b.id);
+      state = await look(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
-    const { seen, conflicts } = await journalResults(
-      state.failure ? [] : o.api.results(state, o.outDir, b.keys.length),
-      {
+    let read: Awaited<ReturnType<typeof journalResults>>;
+    try {
+      read = await journalResults(state.failure ? [] : o.api.results(state, o.outDir, b.keys.length), {
         byKey,
         keys: new Set(b.keys),
         journal: o.journal,
         label: `batch ${b.id}`,
-      },
-    );
+      });
+    } catch (e) {
+      // The batch is done at the provider and still recorded as not collected: nothing of it is lost.
+      throw new RumedbenchError(
+        'RUN_INCOMPLETE',
+        `batch ${b.id} ended ${state.status}, but its results could not be read (${(e as Error).message}). Continue with the same command and --resume, which collects them again`,
+        { cause: e },
+      );
+    }
+    const { seen, conflicts } = read;
     if (conflicts > 0)
       o.log.warn(
         `batch ${b.id}: ${conflicts} request(s) answered twice, differently: failed, not scored (--retry-errors asks them again)`,

@@ -69,6 +69,8 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
     async state(id): Promise<BatchState> {
       const { json } = await p.call<BatchObject>(`${base}/batches/${encodeURIComponent(id)}`, undefined, {
         method: 'GET',
+        // A batch the provider no longer knows is that batch's end, not a wrong URL (see runBatches).
+        notFoundIsFatal: false,
       });
       const status = typeof json?.status === 'string' ? json.status.slice(0, 40) : 'unknown';
       const files = [json?.output_file_id, json?.error_file_id].filter(

@@ -332,6 +332,48 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(server.requests).toHaveLength(0);
   });
 
+  it('ends each dead end with the command that continues: a batch the provider forgot, results that fail to download', async () => {
+    // A batch recorded by a killed run that the provider no longer knows (404): its requests fail, named, and
+    // --retry-errors sends them as a new batch; the folder is never blocked.
+    let hold = true;
+    let forget = false;
+    const server = await startFakeOpenAI({
+      reply: await oracle(),
+      holdBatches: () => hold,
+      forgetBatch: (id) => forget && id === 'batch_1',
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-404-'));
+    const argv = args(server.url, out, '--batch', '--batch-poll', '0.02', '--max-retries', '0');
+    await killWhen(argv, CLI_ENV, () => server.batchLooks() >= 3);
+    forget = true;
+    hold = false;
+    const gone = await rumedbench(...argv, '--resume');
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toContain('12 of 12 requests failed');
+    expect(gone.stderr).toContain('batch batch_1 ended unknown to the provider (HTTP 404');
+    const retried = await rumedbench(...argv, '--resume', '--retry-errors');
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(server.batches().map((b) => b.id)).toEqual(['batch_1', 'batch_2']);
+
+    // The results' download fails (500): the batch stays recorded, and --resume collects it, once.
+    let failing = true;
+    const flaky = await startFakeOpenAI({ reply: await oracle(), failFiles: () => failing });
+    track(flaky);
+    const out2 = mkdtempSync(join(tmpdir(), 'rumedbench-batch-500-'));
+    const argv2 = args(flaky.url, out2, '--batch', '--batch-poll', '0.01', '--max-retries', '0');
+    const broken = await rumedbench(...argv2);
+    expect(broken.code).not.toBe(0);
+    expect(broken.stderr).toMatch(
+      /batch batch_1 ended completed, but its results could not be read \(.*HTTP 500/,
+    );
+    expect(broken.stderr).toContain('Continue with the same command and --resume, which collects them again');
+    failing = false;
+    const collected = await rumedbench(...argv2, '--resume');
+    expect(collected.code, collected.stderr).toBe(0);
+    expect(flaky.batches()).toHaveLength(1);
+  });
+
   it('refuses --batch where it cannot go', async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));

@@ -156,6 +156,10 @@ export async function startFakeOpenAI(options: {
   holdBatches?: () => boolean;
   /** What a batch says of its request counts: absent, or a lie of 10¹² (the provider's claim is not to be trusted). */
   batchCounts?: 'absent' | 'huge';
+  /** Batches the provider no longer knows: 404 to a look at them, as OpenAI answers for an unknown id. */
+  forgetBatch?: (id: string) => boolean;
+  /** While this says true, a file's content is answered 500 (the download of a batch's results fails). */
+  failFiles?: () => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -423,7 +427,7 @@ export async function startFakeOpenAI(options: {
     const batchPath = /^\/v1\/batches\/([^/]+)$/.exec(req.url ?? '');
     if (req.method === 'GET' && batchPath) {
       const batch = batches.get(decodeURIComponent(batchPath[1] as string));
-      if (!batch) {
+      if (!batch || options.forgetBatch?.(batch.id)) {
         json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
         return;
       }
@@ -441,6 +445,12 @@ export async function startFakeOpenAI(options: {
     }
     const filePath = /^\/v1\/files\/([^/]+)\/content$/.exec(req.url ?? '');
     if (req.method === 'GET' && filePath) {
+      if (options.failFiles?.()) {
+        json(500, {
+          error: { message: 'The server had an error while processing your request', type: 'server_error' },
+        });
+        return;
+      }
       const file = files.get(decodeURIComponent(filePath[1] as string));
       if (!file) {
         json(404, { error: { message: 'No such File object', type: 'invalid_request_error' } });
