@@ -55,6 +55,17 @@ export function rememberSecret(value: string | undefined): void {
 }
 
 /** Text with every remembered secret value, and its JSON-escaped form, replaced by `***`. */
+/** The secrets registered so far, as the bytes a reply may carry them in (themselves, and JSON-escaped). */
+export function secretBytes(): Buffer[] {
+  const out: Buffer[] = [];
+  for (const secret of SECRETS) {
+    out.push(Buffer.from(secret, 'utf8'));
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    if (escaped !== secret) out.push(Buffer.from(escaped, 'utf8'));
+  }
+  return out;
+}
+
 export function redactSecrets(text: string): string {
   if (SECRETS.size === 0) return text;
   let out = text;

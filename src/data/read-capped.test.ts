@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { rememberSecret } from '../log.js';
 import { readCapped, saveCapped } from './read-capped.js';
 
 const chunked = (parts: string[]) => {
@@ -35,5 +36,20 @@ describe('saveCapped', () => {
     expect(await saveCapped(big.res, 100, file)).toBe(false);
     expect(big.pulled()).toBeLessThanOrEqual(3);
     expect(readFileSync(file, 'utf8')).toBe('');
+  });
+
+  it('writes no registered secret, even one split across chunks (a killed run leaves no key behind)', async () => {
+    rememberSecret('sk-test-SECRET-4711');
+    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-save-')), 'body');
+    const parts = [
+      '{"error":"Incorrect API key provided: sk-te',
+      'st-SECRET-',
+      '4711","ok":"Ответ"}\n',
+      '"sk-test-SECRET-4711"',
+    ];
+    expect(await saveCapped(chunked(parts).res, 1000, file)).toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe(
+      '{"error":"Incorrect API key provided: ***","ok":"Ответ"}\n"***"',
+    );
   });
 });

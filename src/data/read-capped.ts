@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream, truncateSync } from 'node:fs';
+import { secretBytes } from '../log.js';
 
 /** A response body read to at most `max` bytes, counted as it arrives: null (the stream cancelled) when it is longer. */
 export async function readCapped(res: Response, max: number): Promise<string | null> {
@@ -24,7 +25,38 @@ export async function readCapped(res: Response, max: number): Promise<string | n
  * A response body written to `file` as it arrives, to at most `max` bytes: false (the stream cancelled, the file
  * emptied) when it is longer. Large answers (a batch's results) pass through a file, never whole through memory.
  */
+/**
+ * Replaces each secret in a stream of chunks before it is written: a secret split across two chunks is caught by
+ * holding back, from each chunk, the bytes a secret could still begin with. Bytes are matched as latin1 strings,
+ * which map each byte to one character, so any encoding passes through unchanged.
+ */
+function secretScrubber(secrets: readonly Buffer[]): { push(b: Uint8Array): Buffer; end(): Buffer } {
+  const needles = secrets.filter((s) => s.length > 0).map((s) => s.toString('latin1'));
+  const hold = Math.max(0, ...needles.map((n) => n.length - 1));
+  let carry = '';
+  const scrub = (text: string) => needles.reduce((t, n) => t.split(n).join('***'), text);
+  return {
+    push(b) {
+      if (needles.length === 0) return Buffer.from(b);
+      const text = scrub(carry + Buffer.from(b).toString('latin1'));
+      carry = text.slice(Math.max(0, text.length - hold));
+      return Buffer.from(text.slice(0, text.length - carry.length), 'latin1');
+    },
+    end() {
+      const rest = Buffer.from(scrub(carry), 'latin1');
+      carry = '';
+      return rest;
+    },
+  };
+}
+
+/**
+ * Writes a reply's body to `file` as it arrives, up to `max` bytes (answers whether it fit; a longer one is cut to
+ * nothing). Registered secrets (log.ts) are replaced as the bytes are written: a file a killed run leaves behind holds
+ * no key a server echoed.
+ */
 export async function saveCapped(res: Response, max: number, file: string): Promise<boolean> {
+  const scrubber = secretScrubber(secretBytes());
   const out = createWriteStream(file);
   const closed = new Promise<void>((resolve, reject) => {
     out.on('close', resolve);
@@ -44,8 +76,9 @@ export async function saveCapped(res: Response, max: number, file: string): Prom
           await reader.cancel().catch(() => undefined);
           break;
         }
-        if (!out.write(value)) await once(out, 'drain');
+        if (!out.write(scrubber.push(value))) await once(out, 'drain');
       }
+      if (fits) out.write(scrubber.end());
     }
   } finally {
     out.end();
