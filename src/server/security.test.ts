@@ -527,6 +527,24 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect([team.res.status, (team.body.ladder as { improved: boolean }).improved]).toEqual([201, true]);
       });
 
+      it('counts the closed quota per team, whatever number of tokens the team holds (issue #42, red team)', async () => {
+        await importGold();
+        const strict = variant({ closedQuotaPerDay: 2 });
+        const [a, b] = [await tokenOf('one team'), await tokenOf('one team')];
+        const meta = { model: 'q', kind: 'LLM', board: 'closed' };
+        expect((await upload(full(), meta, a, strict)).res.status).toBe(201);
+        const second = await upload(full('x'), meta, b, strict);
+        expect([second.res.status, second.body.closed_quota]).toEqual([
+          201,
+          { limit: 2, used: 2, remaining: 0 },
+        ]);
+        const third = await upload(full(), meta, b, strict);
+        expect([third.res.status, third.body.code]).toEqual([429, 'QUOTA_EXCEEDED']);
+        expect((await upload(full(), meta, a, strict)).res.status).toBe(429);
+        // Another team has its own.
+        expect((await upload(full(), meta, await tokenOf('other team'), strict)).res.status).toBe(201);
+      });
+
       it('answers a rejected closed upload with no score, and counts it against the closed quota', async () => {
         const strict = variant({ closedQuotaPerDay: 2 });
         const auth = await tokenOf('rejected team');

@@ -149,8 +149,18 @@ export class Uploads {
     return this.reserve(who, 'all', this.options.quotaPerDay, new Date(now));
   }
 
+  /**
+   * Whose quota an upload draws on: all uploads, per token (or address); uploads on hidden gold, per team (all of its
+   * tokens: the one ladder they climb), as a team given several tokens would otherwise probe its ladder once per
+   * token a day.
+   */
   private slot(who: Uploader, scope: 'all' | 'closed', now: Date) {
-    const key = who.tokenId !== null ? `token:${who.tokenId}` : `address:${addressKey(who.address)}`;
+    const key =
+      scope === 'closed' && who.tokenId !== null && who.team
+        ? `team:${who.team}`
+        : who.tokenId !== null
+          ? `token:${who.tokenId}`
+          : `address:${addressKey(who.address)}`;
     return { key, scope, day: now.toISOString().slice(0, 10) };
   }
 
