@@ -826,20 +826,19 @@ export class OpenAIProvider implements Provider {
     }
     if (probe.length < 3) throw refuse('its tokenizer gave fewer than three tokens for a probe text');
     let why = 'a three-token prompt came back without three log-probabilities';
+    // Prompt log-probabilities that came back where no layout can be read: refused, with no fallback to the top-k.
+    let layout: string | undefined;
     try {
       // The probe, and the probe with each of two different tokens after it: where each prompt token's
       // log-probability sits is read from how the replies differ, never guessed from their lengths.
       const [a, b] = [probe[0] as number, probe.find((t) => t !== probe[0]) ?? (probe[0] as number) + 1];
       const [lp, withA, withB] = await this.promptLogprobs([probe, [...probe, a], [...probe, b]]);
       if (lp && lp.length >= 3 && lp.slice(1, 3).every((x) => typeof x === 'number')) {
-        const layout = loglikLayoutProblem(lp, withA ?? [], withB ?? []);
-        if (layout)
-          throw new RumedbenchError(
-            'LLM_REQUEST_FAILED',
-            `${this.options.baseUrl}: cannot score by log-likelihood: ${layout}. Check the server (its echo and logprobs), or use --mode generate.`,
-          );
-        this.method = 'prompt-logprobs';
-        return;
+        layout = loglikLayoutProblem(lp, withA ?? [], withB ?? []);
+        if (!layout) {
+          this.method = 'prompt-logprobs';
+          return;
+        }
       }
     } catch (e) {
       if (e instanceof LlmRequestError && e.fatal) throw e;
@@ -852,6 +851,11 @@ export class OpenAIProvider implements Provider {
       why = `a three-token prompt came back without three log-probabilities (${(e as Error).message})`;
       // Try the top-k fallback below.
     }
+    if (layout)
+      throw new RumedbenchError(
+        'LLM_REQUEST_FAILED',
+        `${this.options.baseUrl}: cannot score by log-likelihood: ${layout}. Check the server (its echo and logprobs), or use --mode generate.`,
+      );
     try {
       const top = await this.topLogprobs('Да нет да');
       if (top.size > 0) {
