@@ -180,6 +180,17 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
   it('renders the closed board, a comparison, the admin pages and Russian, light and dark', async () => {
     errors.length = 0; // the rejected upload above answered 422 on purpose
     const chatgpt = join(PLATFORM_SUBMISSIONS as string, 'chatgpt');
+    // Uploads on hidden gold need a team token.
+    const created = await rumedbench(
+      'serve',
+      'token',
+      'create',
+      '--team',
+      'OpenAI',
+      '--db',
+      join(dir, 'board.sqlite'),
+    );
+    const token = /token: (\S+)/.exec(created.stdout)?.[1] as string;
     const closed = await uploadTo(
       server.url,
       ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'].map((t) => ({
@@ -187,6 +198,7 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
         data: readFileSync(join(chatgpt, `${t}.jsonl`)),
       })),
       { model: 'ChatGPT', kind: 'LLM' },
+      { authorization: `Bearer ${token}` },
     );
     expect(closed.body.status).toBe('pending');
     const board = (await (await fetch(`${server.url}/api/boards/public`)).json()) as {
