@@ -175,6 +175,14 @@ export const LLM_FLAGS = {
   ),
   pricePrompt: flag.decimal('--price-prompt <usd>', 'price per million prompt tokens'),
   priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
+  priceCached: flag.decimal(
+    '--price-cached <usd>',
+    "price per million prompt tokens read from the server's cache (default: Anthropic 0.1× --price-prompt; others --price-prompt, in full)",
+  ),
+  priceCacheWrite: flag.decimal(
+    '--price-cache-write <usd>',
+    "price per million prompt tokens written to the server's cache (default: Anthropic 1.25× --price-prompt; others --price-prompt)",
+  ),
   batch: flag.on(
     '--batch',
     "send the requests as the provider's batches (OpenAI's Batch API, Anthropic's Message Batches: half price, results within 24 h) and wait for them",
@@ -319,6 +327,13 @@ export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
 export function llmSpecOf(flags: LlmFlags): LlmSpec {
   if ((flags.pricePrompt === undefined) !== (flags.priceCompletion === undefined))
     throw new UsageError('give both --price-prompt and --price-completion (per million tokens)');
+  if (
+    (flags.priceCached !== undefined || flags.priceCacheWrite !== undefined) &&
+    flags.pricePrompt === undefined
+  )
+    throw new UsageError(
+      '--price-cached and --price-cache-write go with the prices they refine: --price-prompt and --price-completion',
+    );
   if (flags.maxCost !== undefined && flags.pricePrompt === undefined)
     throw new UsageError(
       '--max-cost needs the prices: --price-prompt and --price-completion (USD per million tokens)',
@@ -396,7 +411,14 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
       ...(flags.shard ? { shard: resolveShard(flags.shard) } : {}),
       ...(flags.allowFailures ? { allow_failures: flags.allowFailures } : {}),
       ...(flags.pricePrompt !== undefined && flags.priceCompletion !== undefined
-        ? { prices: { prompt: flags.pricePrompt, completion: flags.priceCompletion } }
+        ? {
+            prices: {
+              prompt: flags.pricePrompt,
+              completion: flags.priceCompletion,
+              ...(flags.priceCached !== undefined ? { cached: flags.priceCached } : {}),
+              ...(flags.priceCacheWrite !== undefined ? { cache_write: flags.priceCacheWrite } : {}),
+            },
+          }
         : {}),
       ...(flags.maxCost !== undefined ? { max_cost: flags.maxCost } : {}),
       ...(flags.batch ? { batch: true } : {}),

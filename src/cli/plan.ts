@@ -282,10 +282,15 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       prompt_tokens_estimate: prompt,
       ...(f.prices
         ? {
-            // A batch cell pays the batch price: the discount off both bounds.
+            // A batch cell pays the batch price: the discount off both bounds. The prompts at the cheapest of their
+            // prices (all read from a cache) for the least, at the dearest (all written to one) for the most.
             cost_estimate: {
-              min: (keep * prompt * f.prices.prompt) / 1e6,
-              max: (keep * (prompt * f.prices.prompt + generated * f.prices.completion)) / 1e6,
+              min: (keep * prompt * Math.min(f.prices.prompt, f.prices.cached, f.prices.cache_write)) / 1e6,
+              max:
+                (keep *
+                  (prompt * Math.max(f.prices.prompt, f.prices.cached, f.prices.cache_write) +
+                    generated * f.prices.completion)) /
+                1e6,
             },
           }
         : {}),

@@ -5,6 +5,7 @@ import { commandLineOf, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../en
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
 import { addFlags } from './flags.js';
 import { LLM_FLAGS, type LlmFlags, llmSpecOf } from './llm.js';
+import { PLAN_PROVIDERS } from './plan.js';
 
 const openai = { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:8000/v1' } as const;
 
@@ -73,5 +74,40 @@ describe('run specs and the command line', () => {
       flagsOf<BaselineFlags>(BASELINE_FLAGS, words(commandLineOf(enc)).slice(3)),
     );
     expect(encBack).toEqual(enc);
+  });
+
+  it('fill the cache prices by provider once, write them back, and take them from a plan as from the flags', () => {
+    const anthropic = { name: 'anthropic', model: 'claude', api_key_env: 'KEY' } as const;
+    const base = { schema: RUN_SPEC_SCHEMA, kind: 'llm', tasks: ['RuMedDaNet'] } as const;
+    const filled = makeRunSpec({
+      ...base,
+      provider: anthropic,
+      prices: { prompt: 3, completion: 15 },
+    }) as LlmSpec;
+    expect(filled.prices).toEqual({ prompt: 3, completion: 15, cached: 0.3, cache_write: 3.75 });
+    const plain = makeRunSpec({ ...base, provider: openai, prices: { prompt: 2, completion: 8 } }) as LlmSpec;
+    expect(plain.prices).toEqual({ prompt: 2, completion: 8, cached: 2, cache_write: 2 });
+    const given = makeRunSpec({
+      ...base,
+      provider: openai,
+      prices: { prompt: 2, completion: 8, cached: 0.5, cache_write: 0 },
+    }) as LlmSpec;
+    expect(given.prices).toEqual({ prompt: 2, completion: 8, cached: 0.5, cache_write: 0 });
+    const line = commandLineOf(given);
+    expect(line).toContain('--price-prompt 2 --price-completion 8 --price-cached 0.5 --price-cache-write 0');
+    expect(llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x']))).toEqual(given);
+    const fromPlan = PLAN_PROVIDERS.openai?.toSpec({
+      model: 'm',
+      base_url: 'http://127.0.0.1:8000/v1',
+      tasks: 'RuMedDaNet',
+      price_prompt: 2,
+      price_completion: 8,
+      price_cached: 0.5,
+      price_cache_write: 0,
+    }) as LlmSpec;
+    expect(fromPlan.prices).toEqual(given.prices);
+    expect(() =>
+      llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, ['--model', 'm', '--out', 'x', '--price-cached', '1'])),
+    ).toThrow(/--price-cached and --price-cache-write go with the prices/);
   });
 });

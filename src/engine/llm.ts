@@ -62,7 +62,16 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
     ...(spec.provider.name !== 'llama' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
     ...(spec.system !== undefined ? { system: spec.system } : {}),
     ...(spec.templates ? { templates: spec.templates as Record<string, PromptTemplate> } : {}),
-    ...(spec.prices ? { prices: spec.prices } : {}),
+    ...(spec.prices
+      ? {
+          prices: {
+            prompt: spec.prices.prompt,
+            completion: spec.prices.completion,
+            cached: spec.prices.cached,
+            cacheWrite: spec.prices.cache_write,
+          },
+        }
+      : {}),
     ...(spec.max_cost !== undefined ? { maxCost: spec.max_cost } : {}),
     ...(c.onProgress ? { onProgress: c.onProgress } : {}),
     ...(c.manifest ? { manifest: c.manifest } : {}),

@@ -9,6 +9,7 @@ import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
 import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
+import { pricesFor } from '../llm/cost.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
 
@@ -147,6 +148,25 @@ const perturbation = z
   })
   .strict();
 
+/** A spec's prices with the cache prices its provider defaults to filled in, once (see `prices` below). */
+function cachePricesFilled(
+  provider: 'openai' | 'anthropic' | 'llama',
+  p: { prompt: number; completion: number; cached?: number | undefined; cache_write?: number | undefined },
+): { prompt: number; completion: number; cached: number; cache_write: number } {
+  const filled = pricesFor(provider, {
+    prompt: p.prompt,
+    completion: p.completion,
+    ...(p.cached !== undefined ? { cached: p.cached } : {}),
+    ...(p.cache_write !== undefined ? { cacheWrite: p.cache_write } : {}),
+  });
+  return {
+    prompt: filled.prompt,
+    completion: filled.completion,
+    cached: filled.cached,
+    cache_write: filled.cacheWrite,
+  };
+}
+
 const llmSpec = z
   .object({
     schema: z.literal(RUN_SPEC_SCHEMA),
@@ -188,8 +208,18 @@ const llmSpec = z
         z.object({ percent: z.number().min(0).max(100) }).strict(),
       ])
       .optional(),
+    /**
+     * USD per million tokens: prompt, completion, and prompt tokens read from (`cached`) or written to
+     * (`cache_write`) a prompt cache. The cache prices default by provider (src/llm/cost.ts `pricesFor`):
+     * Anthropic's 0.1× and 1.25× of `prompt`; elsewhere `prompt` itself, never less than a server may bill.
+     */
     prices: z
-      .object({ prompt: z.number().min(0), completion: z.number().min(0) })
+      .object({
+        prompt: z.number().min(0),
+        completion: z.number().min(0),
+        cached: z.number().min(0).optional(),
+        cache_write: z.number().min(0).optional(),
+      })
       .strict()
       .optional(),
     /** USD at `prices`: a run whose estimate passes it sends nothing; one whose spending reaches it stops. */
@@ -210,6 +240,7 @@ const llmSpec = z
   .transform((s) => ({
     ...s,
     concurrency: s.concurrency ?? LLM_DEFAULTS.concurrency[s.provider.name],
+    prices: s.prices ? cachePricesFilled(s.provider.name, s.prices) : undefined,
   }));
 
 const encoderSpec = z
@@ -443,6 +474,8 @@ export function commandLineOf(spec: RunSpec): string {
     if (spec.prices) {
       push('--price-prompt', spec.prices.prompt);
       push('--price-completion', spec.prices.completion);
+      push('--price-cached', spec.prices.cached);
+      push('--price-cache-write', spec.prices.cache_write);
     }
     push('--max-cost', spec.max_cost);
     push('--batch', spec.batch);

@@ -164,7 +164,8 @@ export class AnthropicProvider extends OpenAIProvider {
     return {
       text: texts.join(''),
       ...(thinking.length > 0 ? { reasoning: thinking.join('\n\n') } : {}),
-      // Anthropic counts cached prompt tokens apart from `input_tokens`; the ledger's prompt tokens are all of them.
+      // Anthropic counts cached prompt tokens apart from `input_tokens`; the ledger's prompt tokens are all of them,
+      // cache reads and writes kept apart as parts of them (they are billed at their own prices: ./cost.ts).
       // Its thinking tokens are inside `output_tokens`, not counted apart: left absent, not guessed.
       ...(usageOk
         ? {
@@ -172,6 +173,9 @@ export class AnthropicProvider extends OpenAIProvider {
               promptTokens: input + cacheRead + cacheWrite,
               completionTokens: output,
               ...(json.usage?.cache_read_input_tokens !== undefined ? { cachedPromptTokens: cacheRead } : {}),
+              ...(json.usage?.cache_creation_input_tokens !== undefined
+                ? { cacheWriteTokens: cacheWrite }
+                : {}),
             },
           }
         : {}),

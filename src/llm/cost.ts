@@ -3,7 +3,15 @@
  * anything is sent, and the spending it watches while the run goes. The estimate is a ceiling: prompts counted by
  * the server where it can count them (vLLM's /tokenize of the messages, Anthropic's count_tokens), else bounded
  * by their UTF-8 bytes (no tokenizer makes more tokens than bytes) plus a chat template's tokens per message; every
- * reply at its `max_tokens`.
+ * reply at its `max_tokens`, every prompt token at the dearest of the prompt prices (a prompt written to the cache
+ * costs more than one sent plainly).
+ *
+ * Cached prompt tokens have prices of their own (#43 item 5). Anthropic reports three prompt counts that add up to
+ * the prompt: `input_tokens`, `cache_read_input_tokens` (billed at 0.1× the input price) and
+ * `cache_creation_input_tokens` (1.25× for the 5-minute cache), per
+ * https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing. OpenAI reports
+ * `prompt_tokens_details.cached_tokens` inside `prompt_tokens`, at a discount that depends on the model
+ * (https://platform.openai.com/docs/guides/prompt-caching, https://openai.com/api/pricing/), and reports no cache writes.
  */
 import pLimit from 'p-limit';
 import type { JournalEntry } from './journal.js';
@@ -16,16 +24,68 @@ export interface Prices {
   prompt: number;
   /** USD per million completion tokens. */
   completion: number;
+  /** USD per million prompt tokens read from a prompt cache; `prompt` where absent. */
+  cached?: number;
+  /** USD per million prompt tokens written to a prompt cache; `prompt` where absent. */
+  cacheWrite?: number;
 }
 
-export const costOf = (prices: Prices, promptTokens: number, completionTokens: number): number =>
-  (promptTokens * prices.prompt + completionTokens * prices.completion) / 1e6;
+/** What a reply's token counts say it cost: the ledger's counts, the cached and written ones parts of the prompt. */
+export interface PricedTokens {
+  promptTokens: number;
+  completionTokens: number;
+  /** Of the prompt tokens, those read from the cache. */
+  cachedPromptTokens?: number | undefined;
+  /** Of the prompt tokens, those written to the cache. */
+  cacheWriteTokens?: number | undefined;
+}
+
+/**
+ * The prices a provider's replies are billed at, where only some were given. Anthropic: cache reads at 0.1× and
+ * writes at 1.25× of the prompt price (its documented multipliers for the 5-minute cache). OpenAI-compatible
+ * servers: both at the prompt price, in full, because the discount depends on the model (50% off for GPT-4o, 75%
+ * for GPT-4.1, 90% for GPT-5) and a local server bills nothing: no default may make `--max-cost` count less than
+ * was spent. Give `--price-cached` for the model's discount.
+ *
+ * @example pricesFor('anthropic', { prompt: 3, completion: 15 }) // { prompt: 3, completion: 15, cached: 0.3, cacheWrite: 3.75 }
+ */
+export function pricesFor(provider: 'openai' | 'anthropic' | 'llama', p: Prices): Required<Prices> {
+  const anthropic = provider === 'anthropic';
+  return {
+    prompt: p.prompt,
+    completion: p.completion,
+    cached: p.cached ?? (anthropic ? p.prompt / 10 : p.prompt),
+    cacheWrite: p.cacheWrite ?? (anthropic ? p.prompt * 1.25 : p.prompt),
+  };
+}
+
+/**
+ * USD for one reply's (or a ledger's) tokens: the prompt tokens neither read from nor written to the cache at
+ * `prompt`, the cached at `cached`, the written at `cacheWrite`, the completion at `completion`.
+ */
+export function costOf(prices: Prices, t: PricedTokens): number {
+  const cached = t.cachedPromptTokens ?? 0;
+  const written = t.cacheWriteTokens ?? 0;
+  const plain = Math.max(0, t.promptTokens - cached - written);
+  return (
+    (plain * prices.prompt +
+      cached * (prices.cached ?? prices.prompt) +
+      written * (prices.cacheWrite ?? prices.prompt) +
+      t.completionTokens * prices.completion) /
+    1e6
+  );
+}
+
+/** A ceiling for prompts whose caching is not known in advance: every prompt token at the dearest prompt price. */
+const ceilingPrices = (p: Prices): Prices => ({
+  prompt: Math.max(p.prompt, p.cached ?? p.prompt, p.cacheWrite ?? p.prompt),
+  completion: p.completion,
+});
 
 /** What the answered entries cost, from the token counts their servers reported. */
 export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices): number {
   let usd = 0;
-  for (const e of entries)
-    if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage.promptTokens, e.usage.completionTokens);
+  for (const e of entries) if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage);
   return usd;
 }
 
@@ -83,12 +143,16 @@ export async function estimateCost(
     (n, job) => n + (job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0),
     0,
   );
+  const ceiling = ceilingPrices(o.prices);
   const each = requests.map((job, i) =>
-    costOf(o.prices, prompts[i] as number, job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0),
+    costOf(ceiling, {
+      promptTokens: prompts[i] as number,
+      completionTokens: job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0,
+    }),
   );
   return {
     each,
-    usd: costOf(o.prices, promptTokens, completionTokens),
+    usd: costOf(ceiling, { promptTokens, completionTokens }),
     requests: requests.length,
     promptTokens,
     completionTokens,

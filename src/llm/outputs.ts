@@ -62,6 +62,8 @@ export type SampleUsage = {
   reasoning_tokens?: number;
   /** Of the prompt tokens, those read from the server's prompt cache; absent where the server does not say. */
   cached_prompt_tokens?: number;
+  /** Of the prompt tokens, those written to the server's prompt cache (Anthropic); absent where it does not say. */
+  cache_write_tokens?: number;
 };
 
 /** A journal entry's token counts as a sample records them. */
@@ -71,10 +73,11 @@ export function sampleUsage(u: Usage): SampleUsage {
     completion_tokens: u.completionTokens,
     ...(u.reasoningTokens !== undefined ? { reasoning_tokens: u.reasoningTokens } : {}),
     ...(u.cachedPromptTokens !== undefined ? { cached_prompt_tokens: u.cachedPromptTokens } : {}),
+    ...(u.cacheWriteTokens !== undefined ? { cache_write_tokens: u.cacheWriteTokens } : {}),
   };
 }
 
-/** Token counts summed: reasoning and cached prompt tokens only where at least one reply reported them. */
+/** Token counts summed: reasoning, cached and cache-written prompt tokens only where at least one reply reported them. */
 export type TokenSums = SampleUsage;
 
 function addUsage(into: TokenSums, u: Usage): void {
@@ -84,6 +87,8 @@ function addUsage(into: TokenSums, u: Usage): void {
     into.reasoning_tokens = (into.reasoning_tokens ?? 0) + u.reasoningTokens;
   if (u.cachedPromptTokens !== undefined)
     into.cached_prompt_tokens = (into.cached_prompt_tokens ?? 0) + u.cachedPromptTokens;
+  if (u.cacheWriteTokens !== undefined)
+    into.cache_write_tokens = (into.cache_write_tokens ?? 0) + u.cacheWriteTokens;
 }
 
 /**

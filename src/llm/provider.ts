@@ -21,6 +21,8 @@ export interface Usage {
   reasoningTokens?: number;
   /** Of the prompt tokens, those read from a prompt cache, where the server says. */
   cachedPromptTokens?: number;
+  /** Of the prompt tokens, those written to a prompt cache, where the server says (Anthropic's cache writes). */
+  cacheWriteTokens?: number;
 }
 
 export interface ChatReply {

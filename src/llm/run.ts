@@ -346,7 +346,12 @@ function pricesOf(options: {
   const p = options.prices;
   if (!p || !options.batch) return p;
   const keep = 1 - options.batch.discount;
-  return { prompt: p.prompt * keep, completion: p.completion * keep };
+  return {
+    prompt: p.prompt * keep,
+    completion: p.completion * keep,
+    ...(p.cached !== undefined ? { cached: p.cached * keep } : {}),
+    ...(p.cacheWrite !== undefined ? { cacheWrite: p.cacheWrite * keep } : {}),
+  };
 }
 
 /**
@@ -401,7 +406,7 @@ async function checkBudget(
   let completion = 0;
   const take = (key: string, u: Usage | undefined) => {
     if (!u) return;
-    const usd = costOf(prices, u.promptTokens, u.completionTokens);
+    const usd = costOf(prices, u);
     prompt += u.promptTokens;
     completion += u.completionTokens;
     if (usd > (ceiling.get(key) ?? Number.POSITIVE_INFINITY) * (1 + 1e-9)) unexplained++;
@@ -537,11 +542,13 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       ...(options.prices
         ? {
-            cost: costOf(
-              pricesOf({ prices: options.prices, batch: f.batch }) as Prices,
+            // The ledger's sums priced: costOf is linear, so this is the sum of the replies' costs.
+            cost: costOf(pricesOf({ prices: options.prices, batch: f.batch }) as Prices, {
               promptTokens,
               completionTokens,
-            ),
+              cachedPromptTokens: ledger.cached_prompt_tokens,
+              cacheWriteTokens: ledger.cache_write_tokens,
+            }),
           }
         : {}),
       ...(f.batch

@@ -25,6 +25,8 @@ export interface FakeAnthropicReply {
   stopReason?: 'end_turn' | 'max_tokens' | 'stop_sequence' | 'refusal';
   /** Prompt tokens read from the cache: counted apart from input_tokens, as the API does. */
   cacheRead?: number;
+  /** Prompt tokens written to the cache (`cache_creation_input_tokens`): also apart from input_tokens. */
+  cacheWrite?: number;
 }
 
 export type AnthropicBehaviour = { kind: 'ok' } | { kind: '429'; retryAfter: string } | { kind: '529' };
@@ -33,7 +35,7 @@ export interface FakeAnthropic {
   url: string;
   requests: { headers: IncomingMessage['headers']; body: MessagesRequest }[];
   /** What the server reported in `usage`, per answered request: the ledger must sum to these. */
-  reported: { input: number; output: number; cacheRead: number }[];
+  reported: { input: number; output: number; cacheRead: number; cacheWrite: number }[];
   /** How many count_tokens requests it answered. */
   countCalls(): number;
   /** Message Batches: each batch as the API describes it, every request they held, looks at a batch. */
@@ -85,9 +87,11 @@ export async function startFakeAnthropic(options: {
     }
     const r = options.reply(body);
     const cacheRead = r.cacheRead ?? 0;
-    const input = Math.max(0, promptTokens(body) - cacheRead);
+    const cacheWrite = r.cacheWrite ?? 0;
+    // The API's three prompt counts add up to the prompt: input_tokens is what was neither read nor written.
+    const input = Math.max(0, promptTokens(body) - cacheRead - cacheWrite);
     const output = Math.ceil((r.text.length + (r.thinking?.length ?? 0)) / 4);
-    reported.push({ input, output, cacheRead });
+    reported.push({ input, output, cacheRead, cacheWrite });
     return {
       status: 200,
       json: {
@@ -106,7 +110,7 @@ export async function startFakeAnthropic(options: {
         usage: {
           input_tokens: input,
           output_tokens: output,
-          cache_creation_input_tokens: 0,
+          cache_creation_input_tokens: cacheWrite,
           cache_read_input_tokens: cacheRead,
         },
       },
