@@ -751,7 +751,9 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
           });
           child.once('exit', (code) => resolve({ code, stderr: err }));
           // A node that nobody may run (a 0700 folder above it) fails the spawn itself: say so, do not time out.
-          child.once('error', (e) => resolve({ code: null, stderr: `cannot run ${process.execPath} as nobody: ${e.message}` }));
+          child.once('error', (e) =>
+            resolve({ code: null, stderr: `cannot run ${process.execPath} as nobody: ${e.message}` }),
+          );
         })
       : await rumedbench('plan', 'export', id, '--db', db, '--out', join(locked, 'x'));
     expect([r.code, r.stderr.trim()]).toEqual([
