@@ -10,7 +10,10 @@ const en = {
     'Scores on the public test sets, in the paper’s form (accuracy/Hit@3, accuracy, token accuracy/entity F1). The overall score is the mean of the five task scores and is shown only for complete entries; a missing task shows “–” and such entries rank below the complete ones. The paper’s rows are marked.',
   closedNote:
     'Scores on the closed (private) tests of RuMedDaNet, RuMedNLI and RuMedTest, as on medbench.ru: only aggregate metrics are published, never per-item results. The overall score is the mean of the three task scores and is shown only for complete entries.',
-  ciHint: '95% bootstrap interval of the task score under each value.',
+  ciHint:
+    'Under each value: the task score with its 95% bootstrap interval (a two-metric task’s score is the mean of its two metrics, shown as “score …”).',
+  /** The word before a two-metric task's score under its metrics, so that its interval is not read as theirs. */
+  scoreWord: 'score',
   rankHint:
     'Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power).',
   rankWord: 'rank',
@@ -20,13 +23,31 @@ const en = {
   detectable: (points: string) => `detects ≥ ${points}`,
   detectableTitle:
     'The smallest difference in points between two entries that this test set detects with 80% power (paired, α 0.05).',
-  rankingUpdating: 'Ranks and groups are being recomputed after a change; those shown are from before it.',
-  rankingComputing: 'Ranks and groups are being computed.',
+  rankingUpdating:
+    'Ranks and groups are being recomputed after a change; those shown (in grey) are provisional, from before it.',
+  rankingComputing:
+    'Ranks and groups are being computed: the numbers in the first column are the order of the overall scores for now (provisional, in grey).',
+  /** The title of a provisional rank number. */
+  provisionalRank: 'provisional: the order of the overall scores until ranks are computed',
   rankingFailed:
     'Ranks and groups could not be computed for the board as it stands (those shown, if any, are older); the server tries again shortly, and its log has the reason.',
   ladderRanks:
     'Under the Ladder, uploads are ordered by their released scores and have no rank interval or group (computed from exact scores, they would tell what the release withholds); entries run by the platform are ranked among themselves.',
   tasksShow: 'Show the tasks',
+  /** The switch's words once it is on (the tasks' columns shown, the model's column fixed at the left). */
+  tasksShown: 'Tasks shown: hide',
+  /** An entry's kind as its badge says it (stored in English; shown in the page's language). */
+  kinds: {
+    LLM: 'LLM',
+    encoder: 'encoder',
+    'feature-based': 'feature-based',
+    baseline: 'baseline',
+    human: 'human',
+  } as Record<string, string>,
+  openTag: 'open',
+  hiddenTag: 'hidden',
+  coverageTitle: 'items answered of those sampled',
+  coverageTag: (answered: number, sampled: number) => `${answered}/${sampled} items`,
   ladderNote:
     'Closed scores are released by the Ladder (Blum & Hardt, 2015, parameter-free): a team’s new score is shown only when it beats the team’s best by more than the standard error of the paired difference (and by more than one item can move it), rounded to one item; otherwise the best so far is shown again. One ladder per team and board, climbed only by uploads of all closed tasks together. Per-task scores of uploads are withheld; entries run by the platform are shown as scored. Exact scores are kept for the final ranking.',
   submit: 'Submit',
@@ -225,23 +246,40 @@ const ru: ServerStrings = {
     'Баллы на открытых тестовых наборах в форме статьи (accuracy/Hit@3, accuracy, accuracy по токенам/F1 по сущностям). Общий балл — среднее баллов пяти задач; он показан только для полных записей, недостающая задача отмечена «–», и такие записи стоят ниже полных. Строки из статьи отмечены.',
   closedNote:
     'Баллы на закрытых тестах RuMedDaNet, RuMedNLI и RuMedTest, как на medbench.ru: публикуются только агрегированные метрики, без результатов по отдельным примерам. Общий балл — среднее баллов трёх задач; он показан только для полных записей.',
-  ciHint: 'Под каждым значением — 95% бутстрэп-интервал балла задачи.',
+  ciHint:
+    'Под каждым значением — балл задачи с 95% бутстрэп-интервалом (балл задачи с двумя метриками — их среднее, подписан «балл …»).',
+  scoreWord: 'балл',
   rankHint:
     'Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%).',
   rankWord: 'место',
   definedTasks: (names: string) =>
     `${names}: задачи этого лидерборда (не из статьи); показаны рядом с остальными и в общий балл не входят. Балл такой задачи — её первая метрика.`,
   groupWord: 'группа',
-  detectable: (points: string) => `различает от ${points}`,
+  detectable: (points: string) => `различает ≥ ${points}`,
   detectableTitle:
-    'Наименьшая разница в баллах между двумя записями, которую этот тестовый набор обнаруживает с мощностью 80% (парное сравнение, α 0,05).',
-  rankingUpdating: 'Места и группы пересчитываются после изменения; показаны прежние.',
-  rankingComputing: 'Места и группы вычисляются.',
+    'Наименьшая разница в баллах между двумя записями, которую этот тестовый набор обнаруживает с мощностью 80% (парное сравнение, α 0.05).',
+  rankingUpdating:
+    'Места и группы пересчитываются после изменения; показанные (серым) — предварительные, прежние.',
+  rankingComputing:
+    'Места и группы вычисляются: числа в первом столбце пока — порядок по общему баллу (предварительный, серым).',
+  provisionalRank: 'предварительно: порядок по общему баллу, пока места не вычислены',
   rankingFailed:
     'Места и группы для доски в её нынешнем виде вычислить не удалось (показанные, если есть, — прежние); сервер скоро попробует снова, причина — в его журнале.',
   ladderRanks:
     'При Ladder загрузки упорядочены по опубликованным баллам и не имеют интервала места и группы (вычисленные по точным баллам, они выдали бы то, что скрывает публикация); записи, оценённые платформой, ранжируются между собой.',
   tasksShow: 'Показать задачи',
+  tasksShown: 'Задачи показаны: скрыть',
+  kinds: {
+    LLM: 'LLM',
+    encoder: 'энкодер',
+    'feature-based': 'на признаках',
+    baseline: 'базовое решение',
+    human: 'люди',
+  } as Record<string, string>,
+  openTag: 'открытые веса',
+  hiddenTag: 'скрыта',
+  coverageTitle: 'примеров с ответом из отобранных',
+  coverageTag: (answered: number, sampled: number) => `${answered}/${sampled} примеров`,
   ladderNote:
     'Баллы закрытых тестов публикуются по механизму Ladder (Blum & Hardt, 2015, без параметров): новый балл команды показывается, только если он выше её лучшего больше чем на стандартную ошибку парной разности (и больше, чем может изменить один пример), с округлением до одного примера; иначе снова показывается лучший балл. У команды одна «лестница» на доске, и поднимаются по ней только загрузки всех закрытых задач вместе. Баллы загруженных решений по задачам не публикуются; записи, запущенные платформой, показаны как есть. Точные баллы хранятся для итогового рейтинга.',
   submit: 'Отправить',
@@ -360,7 +398,7 @@ const ru: ServerStrings = {
   rank: '№',
   overallSix: 'Общий балл, 6 задач',
   overallSixTitle:
-    'Общий балл MedBench по шести задачам: среднее баллов пяти открытых задач и ECG2Pathology (наивное решение: 29,53); показан для записей со всеми шестью.',
+    'Общий балл MedBench по шести задачам: среднее баллов пяти открытых задач и ECG2Pathology (наивное решение: 29.53); показан для записей со всеми шестью.',
   heldNote: (names: string) =>
     `${names}: оценивается по эталону тестовой части, который есть только у организаторов и остаётся скрытым: балл загрузки публикуется по механизму Ladder (лучший балл команды, как на закрытой доске; помечен «опубликован»), ничего по отдельным примерам не показывается, в местах и парных сравнениях задача не участвует. Общий балл по шести задачам — среднее баллов пяти открытых задач и этого опубликованного балла.`,
   releasedTag: 'опубликован',

@@ -13,6 +13,7 @@ import { attr, elements, parseHtml, textOf } from '../../../test/helpers/html.js
 import { files, ROUTES_READY, ref, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { groupLabels } from '../../metrics/ranking.js';
 import { rankSubmissions } from '../../scoring/rank.js';
+import { createApp } from '../app.js';
 import { Leaderboard } from '../leaderboard.js';
 import { Boards } from './service.js';
 
@@ -128,7 +129,7 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       // The page: each entry's interval and group under its overall, the detectable difference under each task.
       for (const [lang, word, detects] of [
         ['en', 'rank', 'detects ≥'],
-        ['ru', 'место', 'различает от'],
+        ['ru', 'место', 'различает ≥'],
       ] as const) {
         const doc = parseHtml(await (await t.request(`/?lang=${lang}`)).text());
         const rows = elements(doc, (e) => e.tagName === 'tr' && attr(e, 'class') === 'entry');
@@ -170,6 +171,23 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       });
       expect(warned).toEqual([
         "the public board's ranking could not be computed: the ranking worker is gone",
+      ]);
+      // The page numbers the entries by their overall, marked provisional (grey, with a title), the note beside.
+      const page = await createApp({ lb, log: t.log }).request('/?lang=ru');
+      const doc = parseHtml(await page.text());
+      const tables = elements(doc, (e) => e.tagName === 'table' && attr(e, 'id') === 'board');
+      expect(tables.map((e) => [attr(e, 'class'), attr(e, 'aria-describedby')])).toEqual([
+        ['sortable board provisional', 'ranking-status'],
+      ]);
+      const ranks = elements(doc, (e) => e.tagName === 'td' && attr(e, 'class') === 'num rank');
+      expect(ranks.map((e) => [textOf(e), attr(e, 'title')])).toEqual(
+        ranks.map((_, i) => [
+          String(i + 1),
+          'предварительно: порядок по общему баллу, пока места не вычислены',
+        ]),
+      );
+      expect(elements(doc, (e) => attr(e, 'id') === 'ranking-status').map(textOf)).toEqual([
+        expect.stringMatching(/^Места и группы для доски/),
       ]);
       // Read again within the retry delay: not tried again, not logged again.
       await new Promise((r) => setTimeout(r, 1100));

@@ -39,17 +39,6 @@ const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: 
         .join('/')
     : '–';
 
-/**
- * A task's name with places to break between its longer words ("RuMed·SymptomRec", "ECG2·Pathology"; "DaNet" stays
- * whole): a board's columns narrow to fit the page before the table scrolls (the browser breaks only when it must).
- */
-const breakable = (name: string) =>
-  name
-    .split(/(?<=[a-z0-9])(?=[A-Z])/)
-    .map((part, i, parts) =>
-      i > 0 && part.length >= 3 && (parts[i - 1] as string).length >= 3 ? [<wbr />, part] : part,
-    );
-
 /** The probes of an entry's uploaded run that found contamination: `<task> <probe> p=…`. */
 export const contaminated = (e: Entry): string[] =>
   Object.entries(e.trust?.contamination ?? {}).flatMap(([task, probes]) =>
@@ -60,9 +49,9 @@ export const contaminated = (e: Entry): string[] =>
 
 export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   <span class="tags">
-    <span class="tag">{e.kind}</span>
+    <span class="tag kind">{ctx.t.kinds[e.kind] ?? e.kind}</span>
     {e.params ? <span class="tag">{e.params}</span> : ''}
-    {e.open_weights ? <span class="tag">open</span> : ''}
+    {e.open_weights ? <span class="tag">{ctx.t.openTag}</span> : ''}
     {e.verified ? <span class="tag ok">{ctx.t.verified}</span> : ''}
     {e.platform_run ? <span class="tag ok platform">{ctx.t.platformRun}</span> : ''}
     {contaminated(e).length > 0 ? (
@@ -73,10 +62,10 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
       ''
     )}
     {e.flagged ? <span class="tag warn">{ctx.t.flagged}</span> : ''}
-    {e.hidden ? <span class="tag warn">hidden</span> : ''}
+    {e.hidden ? <span class="tag warn">{ctx.t.hiddenTag}</span> : ''}
     {e.coverage ? (
-      <span class="tag" title="items answered of those sampled">
-        {`${e.coverage.answered}/${e.coverage.sampled} items`}
+      <span class="tag" title={ctx.t.coverageTitle}>
+        {ctx.t.coverageTag(e.coverage.answered, e.coverage.sampled)}
       </span>
     ) : (
       ''
@@ -84,12 +73,17 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   </span>
 );
 
-/** 1234567 → "1.2M" ("1,2 млн"): token counts as a column can hold them, in the page's language. */
+/**
+ * 1234567 → "1.2M" ("1.2 млн"): token counts as a column can hold them, in the page's language. The pages write a
+ * decimal point in both languages, as the paper, the CSV and every score on the board do (docs/leaderboard.md).
+ */
 export function shortCount(n: number, lang: string): string {
   return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-US', {
     notation: n < 1000 ? 'standard' : 'compact',
     maximumFractionDigits: 1,
-  }).format(n);
+  })
+    .format(n)
+    .replace(',', '.');
 }
 
 /** Tokens in words: prompt, completion, of them reasoning, cached prompt. */
@@ -152,6 +146,10 @@ export const BoardPage: FC<{
     at: e.overall ?? -1,
     ...(e.overall !== null ? { rank: i + 1 } : {}),
   }));
+  // Until the ranking is computed for the board as it stands, the numbers are the order of the overall scores, and the
+  // ranks and groups under the scores (if any) are from before: shown, in grey, as provisional.
+  const provisional =
+    entries.length > 0 && (ranking.error !== null || ranking.ranking === null || !ranking.current);
   const rows: Row[] = [...paperRows.map((p): Row => ({ kind: 'paper', p, at: p.overall })), ...ranked].sort(
     (a, b) => b.at - a.at,
   );
@@ -175,21 +173,35 @@ export const BoardPage: FC<{
       {entries.length === 0 ? (
         ''
       ) : ranking.error ? (
-        <p class="note ranking-status warn">{ctx.t.rankingFailed}</p>
+        <p class="note ranking-status warn" id="ranking-status">
+          {ctx.t.rankingFailed}
+        </p>
       ) : ranking.ranking === null ? (
-        <p class="note ranking-status">{ctx.t.rankingComputing}</p>
+        <p class="note ranking-status" id="ranking-status">
+          {ctx.t.rankingComputing}
+        </p>
       ) : !ranking.current ? (
-        <p class="note ranking-status">{ctx.t.rankingUpdating}</p>
+        <p class="note ranking-status" id="ranking-status">
+          {ctx.t.rankingUpdating}
+        </p>
       ) : (
         ''
       )}
-      {/* On a phone the tasks' columns are hidden until asked for (pages.css): one switch, no script. */}
+      {/*
+       * On a phone the tasks' columns are hidden until asked for (pages.css): one switch, no script. Its words say
+       * whether it is on; once on, the model's column stays at the left while the tasks scroll.
+       */}
       <input type="checkbox" id="show-tasks" class="show-tasks" />
       <label for="show-tasks" class="show-tasks">
-        {ctx.t.tasksShow}
+        <span class="off">{ctx.t.tasksShow}</span>
+        <span class="on">{ctx.t.tasksShown}</span>
       </label>
       <div class="table-wrap">
-        <table class="sortable board" id="board">
+        <table
+          class={`sortable board${provisional ? ' provisional' : ''}`}
+          id="board"
+          aria-describedby={provisional ? 'ranking-status' : undefined}
+        >
           <thead>
             <tr>
               <th scope="col" class="num">
@@ -203,7 +215,7 @@ export const BoardPage: FC<{
                 const mde = ranking.ranking?.tasks[t]?.mde;
                 return (
                   <th scope="col" class="num task">
-                    {breakable(t)}
+                    <span class="name">{t}</span>
                     {mde != null ? (
                       <small class="mde" title={ctx.t.detectableTitle}>
                         {ctx.t.detectable(mde.toFixed(1))}
@@ -251,7 +263,9 @@ export const BoardPage: FC<{
                 </tr>
               ) : (
                 <tr class="entry" data-id={row.e.id}>
-                  <td class="num">{row.rank ?? ''}</td>
+                  <td class="num rank" title={provisional && row.rank ? ctx.t.provisionalRank : undefined}>
+                    {row.rank ?? ''}
+                  </td>
                   <th scope="row">
                     <a href={href(ctx, `/submissions/${row.e.id}`)}>{row.e.model}</a>{' '}
                     <Tags e={row.e} ctx={ctx} />
@@ -261,6 +275,8 @@ export const BoardPage: FC<{
                   </td>
                   {tasks.map((t) => {
                     const c = row.e.tasks[t];
+                    // Under a two-metric task's pair ("47.45/70.44"), the interval is its task score's: named so.
+                    const paired = !c?.released && getTask(t).metrics.length > 1;
                     return (
                       <td
                         class="num task"
@@ -275,7 +291,15 @@ export const BoardPage: FC<{
                         ) : (
                           metricCell(c?.metrics, t)
                         )}
-                        {c?.score_ci ? <small class="ci">{ciText(c.score_ci)}</small> : ''}
+                        {c?.score_ci ? (
+                          <small class="ci">
+                            {paired
+                              ? `${ctx.t.scoreWord} ${f2(c.score)} ${ciText(c.score_ci)}`
+                              : ciText(c.score_ci)}
+                          </small>
+                        ) : (
+                          ''
+                        )}
                         {place(c?.place, ctx)}
                         {row.e.trust?.formulations?.[t] ? (
                           <small class="ci" title={ctx.t.formulationsHint}>

@@ -50,31 +50,33 @@ export const RunsPage: FC<{
       ) : runs.length === 0 ? (
         <p>{t.none}</p>
       ) : (
-        <table class="board">
-          <thead>
-            <tr>
-              {t.columns.map((h) => (
-                <th scope="col">{h}</th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {runs.map((r) => (
+        <div class="table-wrap">
+          <table class="board runs">
+            <thead>
               <tr>
-                <td>
-                  <a href={href(ctx, `/runs/${r.id}`)}>{shownName(ctx, r)}</a>
-                </td>
-                <td>{t.kinds[r.kind] ?? r.kind}</td>
-                <td>
-                  <Status ctx={ctx} status={r.status} />
-                </td>
-                <td>{pct(r.done, r.total)}</td>
-                <td>{r.created_at.slice(0, 16).replace('T', ' ')}</td>
-                <td class="problem">{problem(ctx, r.error)}</td>
+                {t.columns.map((h) => (
+                  <th scope="col">{h}</th>
+                ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {runs.map((r) => (
+                <tr>
+                  <td>
+                    <a href={href(ctx, `/runs/${r.id}`)}>{shownName(ctx, r)}</a>
+                  </td>
+                  <td>{t.kinds[r.kind] ?? r.kind}</td>
+                  <td>
+                    <Status ctx={ctx} status={r.status} />
+                  </td>
+                  <td>{pct(r.done, r.total)}</td>
+                  <td>{r.created_at.slice(0, 16).replace('T', ' ')}</td>
+                  <td class="problem">{problem(ctx, r.error)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {older ? (
         <p>
@@ -146,31 +148,33 @@ export const RunPage: FC<{
       ) : (
         ''
       )}
-      <table class="board">
-        <thead>
-          <tr>
-            {t.cells.map((h) => (
-              <th scope="col">{h}</th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {run.cells.map((c) => (
+      <div class="table-wrap">
+        <table class="board runs">
+          <thead>
             <tr>
-              <td>{c.cell}</td>
-              <td class="problem">
-                <Status ctx={ctx} status={c.status} />
-                {c.error ? ` ${problem(ctx, c.error)}` : ''}
-              </td>
-              <td>{pct(c.requests.done, c.requests.total)}</td>
-              <td>{c.requests.failed > 0 ? String(c.requests.failed) : ''}</td>
-              <td>{c.rate > 0 ? `${c.rate.toFixed(1)}${t.perSecond}` : '–'}</td>
-              <td>{c.status === 'running' || c.status === 'queued' ? left(t, c.eta_s) : '–'}</td>
-              <td>{ctx.admin ? c.workers.join(', ') : String(c.workers.length)}</td>
+              {t.cells.map((h) => (
+                <th scope="col">{h}</th>
+              ))}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {run.cells.map((c) => (
+              <tr>
+                <td>{c.cell}</td>
+                <td class="problem">
+                  <Status ctx={ctx} status={c.status} />
+                  {c.error ? ` ${problem(ctx, c.error)}` : ''}
+                </td>
+                <td>{pct(c.requests.done, c.requests.total)}</td>
+                <td>{c.requests.failed > 0 ? String(c.requests.failed) : ''}</td>
+                <td>{c.rate > 0 ? `${c.rate.toFixed(1)}${t.perSecond}` : '–'}</td>
+                <td>{c.status === 'running' || c.status === 'queued' ? left(t, c.eta_s) : '–'}</td>
+                <td>{ctx.admin ? c.workers.join(', ') : String(c.workers.length)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {Object.entries(entries).length > 0 ? (
         <p>
           {t.entry}:{' '}

@@ -444,7 +444,7 @@ export const SubmissionFields: FC<{ ctx: PageContext; values: SubmissionFieldVal
       <select name="kind" required>
         {(upload ? UPLOAD_KINDS : KINDS).map((k) => (
           <option value={k} selected={values.kind === k}>
-            {k}
+            {ctx.t.kinds[k] ?? k}
           </option>
         ))}
       </select>
