@@ -30,7 +30,7 @@ import {
   scoreChart,
   unparsedChart,
 } from './charts.js';
-import { f2, rankInterval } from './format.js';
+import { ciText, f2, pValue, rankInterval, signed } from './format.js';
 import { type Lang, STRINGS, type Strings } from './i18n.js';
 import { PAPER_ROWS, type PaperRow } from './paper.js';
 import { loadInput, type ReportSystem } from './sources.js';
@@ -104,8 +104,8 @@ export interface Report {
 /** One ranking table's rows (best first) and its title, for the report's HTML and Markdown alike. */
 export function rankingTables(
   r: RankResult,
-  t: Pick<Strings, 'detectable' | 'overallName'>,
-): { title: string; rows: string[][] }[] {
+  t: Pick<Strings, 'detectable' | 'overallName' | 'pairTests' | 'yes' | 'no'>,
+): { title: string; rows: string[][]; pairs: string[][]; differ: number }[] {
   const rowsOf = (systems: RankResult['tasks'][string]['systems']) =>
     [...systems]
       .sort((a, b) => b.score - a.score)
@@ -115,11 +115,32 @@ export function rankingTables(
         `${s.rank} (${rankInterval(s.rank_ci)})`,
         s.group,
       ]);
+  // Every Holm-tested pair, the smallest p first: what `rank` prints as "differ at α", with the pairs that do not.
+  const pairsOf = (pairs: RankResult['tasks'][string]['pairs']) =>
+    [...pairs]
+      .sort((a, b) => a.p_holm - b.p_holm)
+      .map((p) => [
+        `${p.b} − ${p.a}`,
+        `${signed(p.diff)} ${ciText(p.ci)}`,
+        pValue(p.p_holm),
+        t.pairTests[p.test] ?? p.test,
+        p.p_holm < r.method.alpha ? t.yes : t.no,
+      ]);
+  const differing = (pairs: RankResult['tasks'][string]['pairs']) =>
+    pairs.filter((p) => p.p_holm < r.method.alpha).length;
   const out = Object.entries(r.tasks).map(([task, x]) => ({
     title: `${task}${x.mde !== null ? ` · ${t.detectable(f2(x.mde))}` : ''}`,
     rows: rowsOf(x.systems),
+    pairs: pairsOf(x.pairs),
+    differ: differing(x.pairs),
   }));
-  if (r.overall) out.push({ title: t.overallName, rows: rowsOf(r.overall.systems) });
+  if (r.overall)
+    out.push({
+      title: t.overallName,
+      rows: rowsOf(r.overall.systems),
+      pairs: pairsOf(r.overall.pairs),
+      differ: differing(r.overall.pairs),
+    });
   return out;
 }
 
@@ -241,7 +262,15 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
     ranking,
     charts: {
       ...layoutCharts(systems, comparisons, t, options.maxLabels ?? 15),
-      ...(ranking ? { ranking: rankingChart(rankingPoints(ranking), t) } : {}),
+      ...(ranking
+        ? {
+            ranking: rankingChart(
+              rankingPoints(ranking),
+              t,
+              systems.map((s) => s.name),
+            ),
+          }
+        : {}),
     },
     provenance: {
       version: VERSION,

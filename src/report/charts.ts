@@ -9,7 +9,6 @@
 import type { TopLevelSpec } from 'vega-lite';
 import type { Interval } from '../metrics/bootstrap.js';
 import { percentile } from '../metrics/quantile.js';
-import { groupLabels } from '../metrics/ranking.js';
 import type { Breakdown } from '../scoring/breakdown.js';
 import { ciText, f2, pValue, rankInterval } from './format.js';
 import type { Strings } from './i18n.js';
@@ -525,20 +524,25 @@ export interface RankPoint {
   score: number;
   se: number;
   rank_ci: [number, number];
-  /** Group letters; the first names the colour, and systems sharing any letter are not distinguishable. */
+  /** Group letters: systems sharing any letter are not distinguishable. */
   group: string;
 }
 
 /**
- * Which systems differ: each system's score with ±1.96 standard errors per task and overall, coloured by its first
- * group letter, its name and letters written beside it (systems sharing a letter are not distinguishable).
+ * Which systems differ: each system's score with ±1.96 standard errors per task and overall, in its colour of every
+ * other chart (`palette`: the report's systems in order), its name and group letters written beside it (systems
+ * sharing a letter are not distinguishable). Groups are letters, not colours: a colour per letter would give one
+ * system a different colour in each task.
  */
-export function rankingChart(points: readonly RankPoint[], t: Strings): Chart {
+export function rankingChart(
+  points: readonly RankPoint[],
+  t: Strings,
+  palette: readonly string[] = [...new Set(points.map((p) => p.system))],
+): Chart {
   const values = points.map((p) => ({
     ...p,
     lo: p.score - 1.959963984540054 * p.se,
     hi: p.score + 1.959963984540054 * p.se,
-    first: groupLabels(p.group)[0] ?? '',
     ranks: rankInterval(p.rank_ci),
     label: `${p.system} · ${p.group}`,
   }));
@@ -546,12 +550,8 @@ export function rankingChart(points: readonly RankPoint[], t: Strings): Chart {
   const systems = [...new Set(points.map((p) => p.system))];
   const y = { field: 'row', type: 'nominal', title: null, sort: rows };
   const yOffset = { field: 'system', type: 'nominal', sort: systems };
-  const color = {
-    field: 'first',
-    type: 'nominal',
-    title: t.rankColumns[3],
-    scale: { range: [...SYSTEM_COLORS] },
-  };
+  // The names are written beside the marks: no legend.
+  const color = { ...systemColor(systems, palette, t.system), legend: null };
   return {
     id: 'ranking',
     title: t.ranking,

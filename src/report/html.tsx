@@ -229,7 +229,15 @@ const RankingSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ rep
       {rankingTables(r, t).map((x) => (
         <>
           <h3>{x.title}</h3>
-          <Table header={t.rankColumns} rows={x.rows} />
+          <Table header={t.rankColumns} rows={x.rows} className="ranking" />
+          {x.pairs.length > 0 ? (
+            <details class="pairs">
+              <summary>{t.pairsCaption(x.pairs.length, x.differ, r.method.alpha)}</summary>
+              <Table header={t.pairColumns} rows={x.pairs} className="pairs" />
+            </details>
+          ) : (
+            ''
+          )}
         </>
       ))}
     </section>

@@ -43,6 +43,18 @@ const en = {
   rankingNote: (alpha: number, resamples: number) =>
     `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar for accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
   rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
+  /** The table of a task's Holm-tested pairs under its ranking (what `rank` prints as "differ at α"). */
+  pairColumns: ['Pair (B − A)', 'Difference [95% CI]', 'p (Holm)', 'Test', 'Differ'],
+  pairsCaption: (pairs: number, differ: number, alpha: number) =>
+    `${pairs} pairs tested on the same items, ${differ} differ at α ${alpha} (p Holm-corrected over the task’s pairs)`,
+  pairTests: {
+    'exact McNemar': 'exact McNemar',
+    'z-test': 'z-test',
+    'z-test, clustered': 'z-test, clustered',
+    'paired bootstrap': 'paired bootstrap',
+  } as Record<string, string>,
+  yes: 'yes',
+  no: 'no',
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',
   comparisonNote: (resamples: number) =>
@@ -202,8 +214,19 @@ const ru: Strings = {
   comparison: 'Парное сравнение с первой системой',
   ranking: 'Какие системы различаются',
   rankingNote: (alpha: number, resamples: number) =>
-    `Балл ± стандартная ошибка (на RuMedNLI с кластеризацией по посылке), место с 95% интервалом по ${resamples} парным бутстреп-репликам и группы: системы с общей буквой на этих примерах неразличимы (тесты с поправкой Холма, α ${alpha}: точный тест Макнемара для доли верных, z-тест парных разностей для других средних, парный бутстрэп для RuMedNER и общего балла). Обнаружимая разница — наименьший разрыв, который парное сравнение находит с мощностью 80% при α 0,05.`,
+    `Балл ± стандартная ошибка (на RuMedNLI с кластеризацией по посылке), место с 95% интервалом по ${resamples} парным бутстреп-репликам и группы: системы с общей буквой на этих примерах неразличимы (тесты с поправкой Холма, α ${alpha}: точный тест Макнемара для доли верных, z-тест парных разностей для других средних, парный бутстрэп для RuMedNER и общего балла). Обнаружимая разница — наименьший разрыв, который парное сравнение находит с мощностью 80% при α 0.05.`,
   rankColumns: ['Система', 'Балл ± СО', 'Место (95% интервал)', 'Группа'],
+  pairColumns: ['Пара (B − A)', 'Разница [95% ДИ]', 'p (Холм)', 'Тест', 'Различие'],
+  pairsCaption: (pairs: number, differ: number, alpha: number) =>
+    `Пар проверено на одних и тех же примерах: ${pairs}, различаются при α ${alpha}: ${differ} (p с поправкой Холма по парам задачи)`,
+  pairTests: {
+    'exact McNemar': 'точный Макнемара',
+    'z-test': 'z-тест',
+    'z-test, clustered': 'z-тест, по кластерам',
+    'paired bootstrap': 'парный бутстрэп',
+  } as Record<string, string>,
+  yes: 'да',
+  no: 'нет',
   detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
   overallName: 'Общий балл',
   comparisonNote: (resamples: number) =>

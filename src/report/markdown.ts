@@ -61,6 +61,16 @@ export function renderReportMarkdown(report: Report): string {
           x.rows.map((r) => [esc(r[0] as string), ...r.slice(1)]),
           1,
         ),
+        ...(x.pairs.length > 0
+          ? [
+              `${t.pairsCaption(x.pairs.length, x.differ, report.ranking.method.alpha)}:`,
+              table(
+                t.pairColumns,
+                x.pairs.map((r) => [esc(r[0] as string), ...r.slice(1)]),
+                1,
+              ),
+            ]
+          : []),
       );
   }
   if (cmp.length > 0) {
