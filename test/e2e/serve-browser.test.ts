@@ -212,6 +212,26 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     await expect(ru.locator('h1').textContent()).resolves.toBe('Открытые тестовые наборы');
     await expect(ru.locator('tr.entry td').last().textContent()).resolves.toMatch(/место \d(–\d)? · [a-z]+$/);
     await shot(ru, 'board-ru');
+    // Russian words on the badges (stored in English), and one decimal separator, a point, in every number.
+    await expect(ru.locator('tr.entry .tag.kind').allTextContents()).resolves.toEqual([
+      'на признаках',
+      'энкодер',
+    ]);
+    const text = `${await ru.locator('main').textContent()} ${await ru.locator('small.mde').first().getAttribute('title')}`;
+    expect(text).toContain('α 0.05');
+    expect(text.match(/\d,\d/g)).toBeNull();
+    // Under a two-metric task's pair, the interval is named as its task score's (the mean of the two), not theirs.
+    const top3 = ru.locator('tr.entry').first().locator('td.task').first();
+    await expect(top3.locator('small.ci').first().textContent()).resolves.toBe('балл 61.25 [58.45, 63.99]');
+    await expect(top3.textContent()).resolves.toBe('49.76/72.75балл 61.25 [58.45, 63.99]1 · a');
+    // Every task's name on one line, its detectable difference on the next: headers of one height.
+    const lines = await ru
+      .locator('th.task')
+      .evaluateAll((ths) =>
+        ths.map((th) => [th.querySelector('.name')?.getClientRects().length, th.clientHeight]),
+      );
+    expect(new Set(lines.map(([names]) => names))).toEqual(new Set([1]));
+    expect(new Set(lines.map(([, height]) => height)).size).toBe(1);
     // A phone: the overall with its rank and group beside the model, nothing to scroll sideways; the tasks on demand.
     for (const lang of ['en-US', 'ru-RU']) {
       const phone = await open('/', { phone: true, lang });
@@ -221,11 +241,38 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
       const width = (await phone.evaluate('document.documentElement.scrollWidth')) as number;
       expect(width).toBeLessThanOrEqual(390);
       await shot(phone, `board-phone-${lang}`);
-      // The tasks on demand: one switch shows their columns (the table may then scroll sideways, as asked).
-      await phone.locator('label.show-tasks').click();
+      // The tasks on demand: one switch shows their columns (the table may then scroll sideways, as asked), and says
+      // whether it is on.
+      const russian = lang === 'ru-RU';
+      const label = phone.locator('label.show-tasks');
+      await expect(label.locator('span:visible').allTextContents()).resolves.toEqual([
+        russian ? 'Показать задачи' : 'Show the tasks',
+      ]);
+      await label.click();
+      await expect(label.locator('span:visible').allTextContents()).resolves.toEqual([
+        russian ? 'Задачи показаны: скрыть' : 'Tasks shown: hide',
+      ]);
+      await expect(phone.locator('#show-tasks').isChecked()).resolves.toBe(true);
       await expect(first.locator('td.task').first().isVisible()).resolves.toBe(true);
       await expect(first.locator('td.task').first().textContent()).resolves.toMatch(/\d+\.\d\d/);
       await shot(phone, `board-phone-${lang}-tasks`);
+      // Scrolled to its last column, the table keeps the model's column at its left edge, in sight; the page itself
+      // still does not scroll sideways.
+      const wrap = phone.locator('.table-wrap');
+      await wrap.evaluate((w) => {
+        w.scrollLeft = w.scrollWidth;
+      });
+      const box = await wrap.boundingBox();
+      const model = await first.locator('th').boundingBox();
+      const task = await first.locator('td.task').first().boundingBox();
+      expect(Math.abs((model?.x ?? -1) - (box?.x ?? 0))).toBeLessThan(1);
+      expect(task?.x ?? 0).toBeLessThan(box?.x ?? 0);
+      await expect(first.locator('th a').isVisible()).resolves.toBe(true);
+      expect((await phone.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(
+        390,
+      );
+      await first.scrollIntoViewIfNeeded();
+      await phone.screenshot({ path: artifactPath('serve', `board-phone-${lang}-tasks-scrolled.png`) });
     }
     // app.js imports the report's module, which makes the board sortable.
     const team = ru.locator('table#board thead th').nth(2);
