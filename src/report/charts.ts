@@ -545,6 +545,7 @@ export function rankingChart(
     hi: p.score + 1.959963984540054 * p.se,
     ranks: rankInterval(p.rank_ci),
     label: `${p.system} · ${p.group}`,
+    tip: `${p.system}, ${p.row}: ${f2(p.score)} ± ${f2(p.se)}, ${t.rankColumns[2]} ${rankInterval(p.rank_ci)}, ${t.rankColumns[3]} ${p.group}`,
   }));
   const rows = [...new Set(points.map((p) => p.row))];
   const systems = [...new Set(points.map((p) => p.system))];

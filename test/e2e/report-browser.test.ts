@@ -23,6 +23,8 @@ import type { FakeOpenAI } from '../helpers/fake-openai.js';
 import { smallLlmRun } from '../helpers/llm-run.js';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
+/** A name longer than Vega's guess of text widths let an axis show whole (it was cut to "BiLSTM (upstream, Glo…"). */
+const LONG = 'BiLSTM (upstream, GloVe embeddings)';
 const haveData = DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined;
 const runs = haveData && (HAVE_BROWSER || BROWSER_REQUIRED);
 const why = !haveData ? NO_DATA_REASON : NO_BROWSER_REASON;
@@ -42,7 +44,7 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
     await runReport(['linear_models', 'bilstm', 'naive', 'human'].map(ref), {
       ...common,
       out: four,
-      names: ['Feature-based', 'BiLSTM', 'Naive', HOSTILE],
+      names: ['Feature-based', LONG, 'Naive', HOSTILE],
       reference: true,
       fileGold: true,
     });
@@ -119,6 +121,80 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
     await point.hover();
     await expect(page.locator('#tip').textContent()).resolves.toBe('Feature-based: 59.70 [57.17, 62.24]');
     await page.context().close();
+  });
+
+  it('reads on a phone: ranking tables fit, charts keep their text size, one colour per system, the pairs', async () => {
+    const context = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+    });
+    const page = await context.newPage();
+    await page.goto(pathToFileURL(four).href);
+    for (const summary of await page.locator('#ranking details.pairs > summary').all()) await summary.click();
+    await page.screenshot({ path: artifactPath('report', 'four-systems-phone.png'), fullPage: true });
+    await page.locator('section#ranking').screenshot({ path: artifactPath('report', 'ranking-phone.png') });
+    // Nothing runs off the page, and each ranking table and table of pairs fits the screen without scrolling.
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    const tables = page.locator('section#ranking table.ranking, section#ranking table.pairs');
+    type Box = { scrollWidth: number; clientWidth: number };
+    const fit = await tables.evaluateAll((ts) =>
+      ts.map((t) => {
+        const wrap = t.parentElement as unknown as Box;
+        return wrap.scrollWidth <= wrap.clientWidth;
+      }),
+    );
+    expect(fit).toEqual(fit.map(() => true));
+    // Each task's ranking has its Holm-tested pairs: four systems, six pairs; "yes" where they differ.
+    const rankings = await page.locator('section#ranking table.ranking').count();
+    expect(rankings).toBeGreaterThan(0);
+    const pairs = page.locator('section#ranking table.pairs');
+    await expect(pairs.count()).resolves.toBe(rankings);
+    await expect(pairs.first().locator('thead th').allTextContents()).resolves.toEqual([
+      'Pair (B − A)',
+      'Difference [95% CI]',
+      'p (Holm)',
+      'Test',
+      'Differ',
+    ]);
+    await expect(pairs.first().locator('tbody tr').count()).resolves.toBe(6);
+    const differ = await pairs.first().locator('tbody td:last-child').allTextContents();
+    await expect(page.locator('#ranking details.pairs > summary').first().textContent()).resolves.toBe(
+      `6 pairs tested on the same items, ${differ.filter((d) => d === 'yes').length} differ at α 0.05 (p Holm-corrected over the task’s pairs)`,
+    );
+    // Charts are drawn at their own size (their text 10-11 px), scrolling in their box, never shrunk to fit.
+    const scales = await page
+      .locator('figure .chart svg')
+      .evaluateAll((svgs) =>
+        svgs.map(
+          (s) =>
+            s.getBoundingClientRect().width /
+            (s as unknown as { width: { baseVal: { value: number } } }).width.baseVal.value,
+        ),
+      );
+    expect(scales.every((x) => Math.abs(x - 1) < 0.01)).toBe(true);
+    // One colour per system in every chart, "Which systems differ" included (it coloured by group letter).
+    const names: string[] = ['Feature-based', LONG, 'Naive', HOSTILE];
+    const colours = (figure: string, sep: string): Promise<[string, string | null][]> =>
+      page.locator(`figure#${figure} .chart [aria-label]`).evaluateAll(
+        (marks, [known, sep]) =>
+          marks.flatMap((m): [string, string | null][] => {
+            const label = m.getAttribute('aria-label') ?? '';
+            const name = known.find((n) => label.startsWith(`${n}${sep}`));
+            return name ? [[name, m.getAttribute('fill')]] : [];
+          }),
+        [names, sep] as [string[], string],
+      );
+    const overall = new Map(await colours('score-rumedoverall', ': '));
+    expect(overall.size).toBe(4);
+    const ranking = await colours('ranking', ', ');
+    expect(ranking.length).toBeGreaterThan(4);
+    expect(ranking.filter(([name, fill]) => overall.get(name) !== fill)).toEqual([]);
+    // The overall chart's axis writes each name whole.
+    const labels = await page.locator('figure#score-rumedoverall svg text').allTextContents();
+    expect(labels).toContain(LONG);
+    expect(labels.filter((l) => l.includes('…'))).toEqual([]);
+    await context.close();
   });
 
   it('shows an LLM run in Russian, its wrong answers filterable', async () => {
