@@ -84,8 +84,10 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
     await model?.close();
   });
 
-  async function open(path: string, admin = false): Promise<Page> {
-    const context = await browser.newContext();
+  async function open(path: string, admin = false, phone = false): Promise<Page> {
+    const context = await browser.newContext(
+      phone ? { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true } : {},
+    );
     // A step that cannot happen fails within 30 s, naming itself, instead of running into the test's timeout.
     context.setDefaultTimeout(30_000);
     context.setDefaultNavigationTimeout(30_000);
@@ -174,6 +176,25 @@ describe.skipIf(!runs)(`platform runs in a browser (${runs ? 'PostgreSQL and Chr
       ['entry', entryRu],
     ] as const)
       expect(await englishIn(label, path), path).toEqual([]);
+    // A phone (390 px), the admin's pages the widest: nothing runs off the page; the runs' tables wrap their text and
+    // scroll in their box where they are still wider (a box as wide as the page).
+    for (const [label, path] of [
+      ['runs', '/runs'],
+      ['runs-ru', '/runs?lang=ru'],
+      ['run', `/runs/${id}`],
+      ['run-ru', `/runs/${id}?lang=ru`],
+    ] as const) {
+      const phone = await open(path, true, true);
+      await shot(phone, `phone-${label}`);
+      expect(await phone.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(390);
+      const boxes = await phone.locator('table.runs').evaluateAll((ts) =>
+        ts.map((t) => {
+          const wrap = t.parentElement as unknown as { className: string; clientWidth: number };
+          return [wrap.className, wrap.clientWidth];
+        }),
+      );
+      expect(boxes, path).toEqual([['table-wrap', 366]]);
+    }
     expect(errors).toEqual([]);
   }, 120_000);
 });
