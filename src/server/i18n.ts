@@ -10,7 +10,9 @@ const en = {
     'Scores on the public test sets, in the paper’s form (accuracy/Hit@3, accuracy, token accuracy/entity F1). The overall score is the mean of the five task scores and is shown only for complete entries; a missing task shows “–” and such entries rank below the complete ones. The paper’s rows are marked.',
   closedNote:
     'Scores on the closed (private) tests of RuMedDaNet, RuMedNLI and RuMedTest, as on medbench.ru: only aggregate metrics are published, never per-item results. The overall score is the mean of the three task scores and is shown only for complete entries.',
-  ciHint:
+  ciHint: '95% bootstrap interval of the task score under each value.',
+  /** The hint of a board with a two-metric task, whose interval is its task score's, not its metrics'. */
+  ciHintPaired:
     'Under each value: the task score with its 95% bootstrap interval (a two-metric task’s score is the mean of its two metrics, shown as “score …”).',
   /** The word before a two-metric task's score under its metrics, so that its interval is not read as theirs. */
   scoreWord: 'score',
@@ -246,7 +248,8 @@ const ru: ServerStrings = {
     'Баллы на открытых тестовых наборах в форме статьи (accuracy/Hit@3, accuracy, accuracy по токенам/F1 по сущностям). Общий балл — среднее баллов пяти задач; он показан только для полных записей, недостающая задача отмечена «–», и такие записи стоят ниже полных. Строки из статьи отмечены.',
   closedNote:
     'Баллы на закрытых тестах RuMedDaNet, RuMedNLI и RuMedTest, как на medbench.ru: публикуются только агрегированные метрики, без результатов по отдельным примерам. Общий балл — среднее баллов трёх задач; он показан только для полных записей.',
-  ciHint:
+  ciHint: 'Под каждым значением — 95% бутстрэп-интервал балла задачи.',
+  ciHintPaired:
     'Под каждым значением — балл задачи с 95% бутстрэп-интервалом (балл задачи с двумя метриками — их среднее, подписан «балл …»).',
   scoreWord: 'балл',
   rankHint:

@@ -163,7 +163,8 @@ export const BoardPage: FC<{
         ''
       )}
       <p class="note">
-        {ctx.t.ciHint} <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
+        {tasks.some((t) => getTask(t).metrics.length > 1) ? ctx.t.ciHintPaired : ctx.t.ciHint}{' '}
+        <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
       <p class="note rank-hint">{ctx.t.rankHint}</p>
