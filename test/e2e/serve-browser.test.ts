@@ -222,8 +222,10 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     expect(text.match(/\d,\d/g)).toBeNull();
     // Under a two-metric task's pair, the interval is named as its task score's (the mean of the two), not theirs.
     const top3 = ru.locator('tr.entry').first().locator('td.task').first();
-    await expect(top3.locator('small.ci').first().textContent()).resolves.toBe('балл 61.25 [58.45, 63.99]');
-    await expect(top3.textContent()).resolves.toBe('49.76/72.75балл 61.25 [58.45, 63.99]1 · a');
+    await expect(top3.locator('small.ci').first().textContent()).resolves.toBe(
+      'балл\u00a061.25 [58.45,\u00a063.99]',
+    );
+    await expect(top3.textContent()).resolves.toBe('49.76/72.75балл\u00a061.25 [58.45,\u00a063.99]1 · a');
     // Every task's name on one line, its detectable difference on the next: headers of one height.
     const lines = await ru
       .locator('th.task')

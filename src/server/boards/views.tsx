@@ -32,6 +32,12 @@ const place = (p: RankCell | undefined, ctx: PageContext, words = false) =>
       )
     : '';
 
+/**
+ * Words that stay on one line (non-breaking spaces): a two-metric cell's "score 61.25 [58.45, 63.99]" breaks only
+ * between the score and its interval, and only where a wide board needs the room.
+ */
+const whole = (text: string) => text.replaceAll(' ', '\u00a0');
+
 const metricCell = (metrics: Partial<Record<string, number>> | undefined, task: string) =>
   metrics
     ? getTask(task)
@@ -295,8 +301,8 @@ export const BoardPage: FC<{
                         {c?.score_ci ? (
                           <small class="ci">
                             {paired
-                              ? `${ctx.t.scoreWord} ${f2(c.score)} ${ciText(c.score_ci)}`
-                              : ciText(c.score_ci)}
+                              ? `${whole(`${ctx.t.scoreWord} ${f2(c.score)}`)} ${whole(ciText(c.score_ci))}`
+                              : whole(ciText(c.score_ci))}
                           </small>
                         ) : (
                           ''
