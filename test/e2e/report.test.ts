@@ -209,9 +209,23 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(nli).toContain('| human | 83.26 ± 1.07 | 1 (1) | a |');
       expect(nli).toMatch(/\| bilstm \| 60\.06 ± 1\.39 \| 2 \(2–3\) \| b \|/);
       expect(nli).toMatch(/\| linear \| 59\.70 ± 1\.35 \| 3 \(2–3\) \| b \|/);
+      // And the pairs Holm's correction was over, those that differ as `rank` lists them (docs/scoring.md).
+      const pairs = nli.slice(0, nli.indexOf('#### RuMedNER'));
+      expect(pairs).toContain(
+        '3 pairs tested on the same items, 2 differ at α 0.05 (p Holm-corrected over the task’s pairs):',
+      );
+      expect(pairs).toContain(
+        '| human − linear | +23.56 [20.41, 26.57] | <0.001 | z-test, clustered | yes |',
+      );
+      expect(pairs).toContain(
+        '| human − bilstm | +23.21 [19.91, 26.36] | <0.001 | z-test, clustered | yes |',
+      );
+      expect(pairs).toMatch(
+        /\| (bilstm − linear|linear − bilstm) \| [+-]0\.\d\d \[.+\] \| 0\.\d+ \| z-test, clustered \| no \|/,
+      );
     });
 
-    it('draws the scores with their intervals, coloured by group, in the HTML report (#26)', async () => {
+    it('draws the scores with their intervals, each system in its colour, in the HTML report (#26, #45)', async () => {
       const html = join(mkdtempSync(join(tmpdir(), 'rumedbench-report-rank-')), 'r.html');
       await rumedbenchOk('report', ...['linear_models', 'bilstm', 'human'].map(ref), '--out', html);
       const doc = parseHtml(readFileSync(html, 'utf8'));
