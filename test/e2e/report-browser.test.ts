@@ -145,6 +145,11 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
       }),
     );
     expect(fit).toEqual(fit.map(() => true));
+    // The summary, wider than the screen, scrolls in its box: its names stay whole, never squeezed to a letter a line.
+    const nameWidths = await page
+      .locator('table.summary tbody th')
+      .evaluateAll((ths) => ths.map((th) => th.getBoundingClientRect().width));
+    expect(Math.min(...nameWidths)).toBeGreaterThan(60);
     // Each task's ranking has its Holm-tested pairs: four systems, six pairs; "yes" where they differ.
     const rankings = await page.locator('section#ranking table.ranking').count();
     expect(rankings).toBeGreaterThan(0);
