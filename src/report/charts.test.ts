@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { costChart, forestChart, paretoFront, SYSTEM_COLORS, scoreChart, slug } from './charts.js';
+import {
+  costChart,
+  forestChart,
+  paretoFront,
+  rankingChart,
+  SYSTEM_COLORS,
+  scoreChart,
+  slug,
+} from './charts.js';
 import { STRINGS } from './i18n.js';
-import { renderSvg } from './svg.js';
+import { renderSvg, textWidth } from './svg.js';
 
 const t = STRINGS.en;
 type Encoded = { encoding: { color: { scale: { domain: string[]; range: string[] } } } };
@@ -30,6 +38,32 @@ describe('charts', () => {
       ['C', 'RuMedNLI accuracy', '1.00', '[0.00, 2.00]', '0.500'],
       ['B', 'RuMedNLI accuracy', '-1.00', '–', '0.200'],
     ]);
+  });
+
+  it('colours "Which systems differ" by system, as every other chart, not by group letter (#45)', () => {
+    const all = ['A', 'B', 'C'];
+    // B and C share group b in one task and not in the next: a colour per letter gave C two colours.
+    const points = [
+      { system: 'B', row: 'RuMedNLI', score: 60, se: 1, rank_ci: [1, 2] as [number, number], group: 'a' },
+      { system: 'C', row: 'RuMedNLI', score: 59, se: 1, rank_ci: [1, 2] as [number, number], group: 'a' },
+      { system: 'B', row: 'RuMedNER', score: 80, se: 1, rank_ci: [1, 1] as [number, number], group: 'a' },
+      { system: 'C', row: 'RuMedNER', score: 70, se: 1, rank_ci: [2, 2] as [number, number], group: 'b' },
+    ];
+    const chart = rankingChart(points, t, all);
+    for (const layer of [0, 1, 2])
+      expect(colorScale(chart.spec, layer)).toEqual({
+        domain: ['B', 'C'],
+        range: [SYSTEM_COLORS[1], SYSTEM_COLORS[2]],
+      });
+  });
+
+  it('measures a label as DejaVu Sans draws it, a little wide, not at 0.8 em a character (#45)', () => {
+    // Chromium's own measures at 11 px (DejaVu Sans): 225 and 488 px, where Vega's guess was 334 and 660.
+    const ratios = [
+      textWidth('Human annotators (crowd majority vote)', 11) / 225,
+      textWidth('RuMedDaNet: матрица ошибок (строки — верная метка, столбцы — предсказанная)', 11) / 488,
+    ];
+    expect(ratios.map((r) => r >= 1 && r < 1.1)).toEqual([true, true]);
   });
 
   it('states its values in the text alternative and the table', () => {
