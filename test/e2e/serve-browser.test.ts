@@ -275,6 +275,12 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
       );
       await first.scrollIntoViewIfNeeded();
       await phone.screenshot({ path: artifactPath('serve', `board-phone-${lang}-tasks-scrolled.png`) });
+      // The switch answers the keyboard too (its box is out of sight, not out of reach).
+      await phone.locator('#show-tasks').press('Space');
+      await expect(label.locator('span:visible').allTextContents()).resolves.toEqual([
+        russian ? 'Показать задачи' : 'Show the tasks',
+      ]);
+      await expect(first.locator('td.task').first().isVisible()).resolves.toBe(false);
     }
     // app.js imports the report's module, which makes the board sortable.
     const team = ru.locator('table#board thead th').nth(2);
