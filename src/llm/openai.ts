@@ -329,6 +329,15 @@ export class OpenAIProvider implements Provider {
     return this.retrying(() => this.post<T>(url, body, options));
   }
 
+  /**
+   * One request, one attempt (the same caps and key handling, no retry): a call that must not be repeated blindly,
+   * such as creating a batch, whose caller looks the outcome up before trying again.
+   */
+  async callOnce<T>(url: string, body: unknown, options: RequestOptions = {}) {
+    this.checkBreaker();
+    return this.post<T>(url, body, options);
+  }
+
   /** How the key travels: OpenAI's bearer token. */
   protected authHeaders(): Record<string, string> {
     return this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {};

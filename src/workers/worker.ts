@@ -770,12 +770,39 @@ export class Worker {
             [plan, cell],
           )
         ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
-      submitted: async (b) => {
+      intents: async () =>
+        (
+          await this.q<{ tag: string; provider: string; keys: string; at: string }>(
+            `SELECT tag, provider, keys, at FROM ${SCHEMA}.batch_intents WHERE plan_id = $1 AND cell_id = $2 AND outcome IS NULL ORDER BY at`,
+            [plan, cell],
+          )
+        ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
+      creating: async (i) => {
         await this.q(
-          `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
+          `INSERT INTO ${SCHEMA}.batch_intents (plan_id, cell_id, tag, provider, keys, at) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT DO NOTHING`,
-          [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
+          [plan, cell, i.tag, i.provider, JSON.stringify(i.keys), i.at],
         );
+      },
+      abandoned: async (tag) => {
+        await this.q(
+          `UPDATE ${SCHEMA}.batch_intents SET outcome = 'abandoned' WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
+          [plan, cell, tag],
+        );
+      },
+      submitted: async (b) => {
+        await inTransaction(this.db, async (client) => {
+          await client.query(
+            `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT DO NOTHING`,
+            [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
+          );
+          if (b.tag)
+            await client.query(
+              `UPDATE ${SCHEMA}.batch_intents SET outcome = $4 WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
+              [plan, cell, b.tag, cleanText(b.id, 200)],
+            );
+        });
       },
       collected: async (b) => {
         await this.q(

@@ -294,6 +294,34 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
   });
 
+  it('a worker killed while creating its batch is succeeded by one that finds the batch at the provider, never a second', async () => {
+    const db = await freshDatabase('postgres');
+    // The first creating call makes the batch and is never answered: the worker is killed while it waits.
+    const s = await startFakeOpenAI({ reply, createFault: (n) => (n === 0 ? 'hang-after' : undefined) });
+    servers.push(s);
+    const file = writePlan([
+      `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, batch: true, batch_poll: 0.05}`,
+    ]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const first = startWorker(db, 'k1');
+    await waitFor('the creating call', async () => (s.createCalls() >= 1 ? true : undefined));
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const intents = `SELECT outcome FROM rumedbench_runs.batch_intents`;
+    expect(await query(db, intents)).toEqual([{ outcome: null }]);
+    const second = startWorker(db, 'k2', ['--exit-when-idle']);
+    expect((await second.exited).code, second.log()).toBe(0);
+    expect(second.log()).toContain(
+      'batch batch_1: created by an earlier run that never got the answer; found at the provider, collecting its 120 requests',
+    );
+    expect([s.uploads(), s.batches().length, s.createCalls(), s.requests.length]).toEqual([1, 1, 1, 0]);
+    expect(await query(db, intents)).toEqual([{ outcome: 'batch_1' }]);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(status.status).toBe('done');
+  });
+
   it('a batch cell on workers holds no request slots; a worker killed while its batch waits is succeeded by one that collects it', async () => {
     const db = await freshDatabase('postgres');
     let hold = true;
