@@ -4,7 +4,7 @@
  * `logprobs` over token ids from the server's `/tokenize` (vLLM).
  *
  * Every reply is treated as possibly broken. Three outcomes of a failed request:
- * - retried (429, 5xx, 408, timeouts, dropped connections), with exponential backoff and full jitter; a 429's
+ * - retried (429, 5xx, 408, timeouts, dropped connections), with exponential backoff and equal jitter (half fixed, half random); a 429's
  *   `Retry-After` pauses every request of the run (the server asked the client, not one request, to slow down), and
  *   no single wait is longer than `maxWaitMs` (a longer `Retry-After` fails the request, saying so);
  * - failed, the run going on (a 400 such as a prompt over the context length, a reply with no text, a reply over
@@ -94,7 +94,7 @@ export interface OpenAIOptions {
   timeoutMs?: number;
   /** Retries after the first attempt; 6 by default. */
   maxRetries?: number;
-  /** First backoff in ms, doubled each retry, with full jitter; 1 s by default. */
+  /** First backoff in ms, doubled each retry, with equal jitter; 1 s by default. */
   backoffMs?: number;
   /** Ceiling of one backoff, in ms; 60 s by default. */
   maxBackoffMs?: number;

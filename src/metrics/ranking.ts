@@ -33,6 +33,7 @@ import {
   statsLayout,
   taskScore,
 } from './item-stats.js';
+import { median, percentile } from './quantile.js';
 import { createRng } from './rng.js';
 import { normalUpper } from './student-t.js';
 
@@ -253,13 +254,6 @@ function itemScores(s: ItemStats): Float64Array | undefined {
   }
   return out;
 }
-
-const quantileSorted = (sorted: Float64Array | number[], q: number): number => {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (pos - lo);
-};
 
 /** Competition ranks: 1 + how many scores are strictly higher (by more than 1e-9). `sorted` is scratch space. */
 function ranksOf(scores: ArrayLike<number>, out: Float64Array | number[], sorted?: Float64Array): void {
@@ -511,7 +505,7 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
         a: d.names[i] as string,
         b: d.names[j] as string,
         diff,
-        ci: R > 0 ? [quantileSorted(diffs, 0.025), quantileSorted(diffs, 0.975)] : [diff, diff],
+        ci: R > 0 ? [percentile(diffs, 2.5), percentile(diffs, 97.5)] : [diff, diff],
         p_value: t.p,
         p_holm: t.p,
         test: t.test,
@@ -536,7 +530,7 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
   ranksOf(d.observed, ranks);
   const drawnRanks = replicateRanks(d.boot, R);
   return {
-    mde: pairSe.length > 0 ? Z_SUM * medianOf(pairSe) : null,
+    mde: pairSe.length > 0 ? Z_SUM * (median(pairSe) as number) : null,
     systems: d.names.map((name, i) => {
       const draws = (drawnRanks[i] as Float64Array).sort();
       return {
@@ -708,10 +702,4 @@ function hashName(name: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
   return h;
-}
-
-function medianOf(values: readonly number[]): number {
-  const s = [...values].sort((x, y) => x - y);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
