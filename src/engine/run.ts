@@ -13,7 +13,6 @@ import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
-import { AnthropicProvider } from '../llm/anthropic.js';
 import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
@@ -133,7 +132,7 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
 
 /** A batch output file read (OpenAI's format, as `vllm run-batch` writes it): every line that names its request. */
 function readBatchResults(provider: Provider, file: string) {
-  if (!(provider instanceof OpenAIProvider) || provider instanceof AnthropicProvider)
+  if (!(provider instanceof OpenAIProvider))
     throw new UsageError('--batch-results reads OpenAI batch output files: --provider openai');
   if (!existsSync(file)) throw new UsageError(`--batch-results ${file}: no such file`);
   return readOpenAIResults(provider, file);

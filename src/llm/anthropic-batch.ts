@@ -17,7 +17,7 @@ import {
   resultLines,
   resultsCap,
 } from './batch.js';
-import { LlmRequestError } from './openai.js';
+import { LlmRequestError } from './client.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
 const LIMITS = { requests: 100_000, bytes: 256 * 1_000_000 };

@@ -16,7 +16,8 @@ import {
   resultLines,
   resultsCap,
 } from './batch.js';
-import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
+import { LlmRequestError, serverMessage } from './client.js';
+import type { CompletionBody, OpenAIProvider } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
 const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
