@@ -126,7 +126,7 @@ export interface LlmRunResult {
 }
 
 /** Every request of a run, as its options make them (a worker plans a queued cell's requests with this too). */
-export function planRun(
+export function requestsOfRun(
   options: Omit<LlmRunOptions, 'provider'>,
   model: unknown,
   log: Logger = silentLogger,
@@ -192,7 +192,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const model = options.provider.describe();
 
   // 1. Plan.
-  const plan = await planRun(options, model.model, log);
+  const plan = await requestsOfRun(options, model.model, log);
   const shard = options.shard;
   const jobs = shard
     ? plan.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)

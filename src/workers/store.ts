@@ -245,7 +245,7 @@ async function migrate(client: pg.PoolClient, location: string, allowUpgrade: bo
 }
 
 /** The pg-boss queue of an endpoint's jobs: workers fetch from the queues whose endpoint has room in its budget. */
-export const queueOf = (endpoint: string, batch = false): string =>
+export const queueNameOf = (endpoint: string, batch = false): string =>
   `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}${batch ? '_batch' : ''}`;
 
 export interface QueueDb {

@@ -29,7 +29,7 @@ import { BATCH_DEFAULTS, type BatchLedger, runBatches } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
-import { finishRun, planRun } from '../llm/run.js';
+import { finishRun, requestsOfRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
@@ -92,7 +92,7 @@ interface Active {
 
 interface Prepared {
   runner: CellRunner;
-  plan: Awaited<ReturnType<typeof planRun>>;
+  plan: Awaited<ReturnType<typeof requestsOfRun>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
@@ -490,7 +490,7 @@ export class Worker {
               log: this.o.log,
               ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
             });
-        const planned = await planRun(runner.options, runner.model);
+        const planned = await requestsOfRun(runner.options, runner.model);
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
           throw new RumedbenchError(

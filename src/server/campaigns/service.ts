@@ -279,7 +279,7 @@ export class Campaigns {
     const task = getTask(campaign.task);
     // Refused when the campaign was made (create), so never met here.
     if (task.kind === 'multilabel') throw new HttpError(400, 'BAD_CAMPAIGN', `${task.name} is multi-label`);
-    const queue = await q.queueOf(this.lb.db.db, annotator.id);
+    const queue = await q.annotatorQueue(this.lb.db.db, annotator.id);
     const byId = new Map((await this.load(task, campaign.split as CampaignSplit)).map((r) => [r.id, r]));
     const answers: AnnotatorView['answers'] = {};
     for (const a of await q.answersOf(this.lb.db.db, annotator.id)) {
