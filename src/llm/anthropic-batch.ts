@@ -72,6 +72,13 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       return { id: json.id };
     },
 
+    tagged: false,
+    settleMs: 2 * p.timeoutMs,
+
+    async cancel(id) {
+      await p.call(`${url}/${encodeURIComponent(id)}/cancel`, {});
+    },
+
     async find(intent, known) {
       // No tag is kept: the candidates are the batches created since the intent (with a margin for the two clocks)
       // that hold as many requests as it did, are not cancelled, and are not already this run's.
@@ -115,7 +122,7 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
           'BATCH_AMBIGUOUS',
           `${found.length} batches of ${intent.keys.length} requests were created at ${url} since this run began creating one (${found.slice(0, 5).join(', ')}), and Anthropic keeps no tag to tell which is this run's: none is collected. Cancel the ones that are not this run's at the provider (a cancelled batch is passed over), then continue with --resume`,
         );
-      return found[0];
+      return found;
     },
 
     async state(id): Promise<BatchState> {

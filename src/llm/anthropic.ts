@@ -89,6 +89,11 @@ export class AnthropicProvider implements Provider {
     return this.client.replyCap;
   }
 
+  /** One attempt's time limit (`--timeout-ms`). */
+  get timeoutMs(): number {
+    return this.client.timeoutMs;
+  }
+
   /** One request with the client's retries, breaker and caps (Message Batches' calls). */
   async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
     return this.client.call<T>(url, body, options);

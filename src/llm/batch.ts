@@ -82,11 +82,21 @@ export interface BatchApi {
    */
   submit(file: string, tag: string): Promise<{ id: string; inputFileId?: string }>;
   /**
-   * The batch an intent created at the provider, if any: by its tag (OpenAI's metadata), or for a provider that keeps
-   * no tag, the one batch of `requests` requests created since the intent that `known` does not hold. Several such
-   * batches are refused (BATCH_AMBIGUOUS): which one is ours cannot be told, and guessing could collect another run's.
+   * The batches an intent created at the provider, oldest first: by its tag (OpenAI's metadata, or in this process
+   * the input file uploaded for it), or for a provider that keeps no tag, the one batch of as many requests created
+   * since the intent that `known` does not hold. Several untagged candidates are refused (BATCH_AMBIGUOUS): which one
+   * is ours cannot be told, and guessing could collect another run's. A list that cannot be read to its end throws.
    */
-  find(intent: BatchIntent, known: ReadonlySet<string>): Promise<string | undefined>;
+  find(intent: BatchIntent, known: ReadonlySet<string>): Promise<string[]>;
+  /** Whether `find` matches by a tag the batch carries (several found are then all this intent's). */
+  readonly tagged: boolean;
+  /** Cancels a batch (a second one made for the same requests). */
+  cancel(id: string): Promise<void>;
+  /**
+   * How long after a creating call went unanswered its batch may still appear at the provider (the call may still be
+   * under way behind a gateway that gave up): twice the request timeout. Looked for that long before another is made.
+   */
+  readonly settleMs: number;
   state(id: string): Promise<BatchState>;
   /**
    * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
@@ -143,6 +153,8 @@ export interface RecordedBatch {
   collected: boolean;
   /** When it was submitted (ISO), where the ledger says: its deadline counts from then. */
   at?: string;
+  /** Its intent's tag, where it was made under one (a second batch of the same tag is cancelled when it is found). */
+  tag?: string;
 }
 
 /** A batch about to be created: recorded before the creating call, so that an answer that never came is looked up. */
@@ -218,20 +230,27 @@ interface LedgerLine {
   at?: unknown;
 }
 
-/** The ledger's lines, parsed; a damaged line is refused, named. */
+/**
+ * The ledger's lines, parsed. A last line cut off by a kill while it was written is passed over: nothing was done
+ * after it (an intent is written whole before its creating call, a batch recorded whole before it is waited for).
+ * Any other damaged line is refused, named.
+ */
 function ledgerLines(outDir: string): LedgerLine[] {
   const file = join(outDir, LEDGER);
   if (!existsSync(file)) return [];
   const lines: LedgerLine[] = [];
-  for (const [i, line] of readFileSync(file, 'utf8').split('\n').entries()) {
+  const text = readFileSync(file, 'utf8');
+  const all = text.split('\n');
+  for (const [i, line] of all.entries()) {
     if (line.trim() === '') continue;
     try {
       lines.push(JSON.parse(line));
     } catch {
-      // A line cut off by a kill while it was written: the only line that can be, the last.
+      const torn = i === all.length - 1 && !text.endsWith('\n');
+      if (torn) continue;
       throw new RumedbenchError(
         'RUN_FOLDER_INVALID',
-        `${file}:${i + 1}: not a JSON line; the batch ledger is damaged`,
+        `${file}:${i + 1}: not a JSON line; the batch ledger is damaged. Remove that line only if rumedbench did not write it: a batch it records would be forgotten, and its requests sent again`,
       );
     }
   }
@@ -265,6 +284,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
         keys: stringsOf(e.keys),
         collected: false,
         ...(typeof e.at === 'string' ? { at: e.at } : {}),
+        ...(typeof e.tag === 'string' ? { tag: e.tag } : {}),
       });
     else if (e.event === 'collected') {
       const r = byId.get(e.id);
@@ -362,8 +382,47 @@ const formatWait = (ms: number): string =>
 const CREATE_TRIES = 5;
 
 /**
+ * The batch of an intent at the provider, looked for until `until` (ms): a creation still under way behind a call
+ * that got no answer shows in the provider's list once it is done. Found several times under one tag (a call that
+ * timed out and created anyway), the oldest is kept and the others cancelled, named: the requests are paid once.
+ */
+async function lookUp(
+  api: BatchApi,
+  intent: BatchIntent,
+  known: ReadonlySet<string>,
+  log: Logger,
+  until: number,
+): Promise<string | undefined> {
+  for (let waitMs = 500; ; waitMs = Math.min(waitMs * 2, 30_000)) {
+    const found = await api.find(intent, known);
+    if (found.length > 0) return keepOne(api, intent, found, log);
+    if (Date.now() >= until) return undefined;
+    await sleep(Math.min(waitMs, Math.max(0, until - Date.now())));
+  }
+}
+
+/** One batch of an intent kept (`keep`, else the oldest found); the others of its tag cancelled, named. */
+async function keepOne(
+  api: BatchApi,
+  intent: BatchIntent,
+  found: readonly string[],
+  log: Logger,
+  keep = found[0] as string,
+): Promise<string> {
+  if (!api.tagged) return keep;
+  for (const extra of found.filter((id) => id !== keep)) {
+    await api.cancel(extra);
+    log.warn(
+      `batch ${extra}: a second batch of the same ${intent.keys.length} requests (tag ${intent.tag}), made by a creating call that got no answer in time: cancelled, batch ${keep} is this run's`,
+    );
+  }
+  return keep;
+}
+
+/**
  * Creates a batch once: the creating call is made, and when its answer does not come (a timeout, a dropped
- * connection, a 5xx or 429), the provider is asked for the batch by its intent before the call is made again.
+ * connection, a 5xx or 429), the provider is asked for the batch for as long as the call may still be under way
+ * (`settleMs`) before the call is made again.
  */
 async function createOnce(
   api: BatchApi,
@@ -383,13 +442,10 @@ async function createOnce(
           `creating a batch of ${intent.keys.length} requests failed (${err.message}); continue with the same command and --resume, which asks the provider for it before creating one`,
           { cause: e },
         );
-      // Before the lookup, a wait: a creation still under way at the provider shows in its list once it is done.
-      const waitMs = Math.min(500 * 2 ** (attempt - 1), 30_000);
       log.warn(
-        `creating a batch of ${intent.keys.length} requests got no answer (${err.message}); looking for it at the provider in ${formatWait(waitMs)} before creating it again`,
+        `creating a batch of ${intent.keys.length} requests got no answer (${err.message}); looking for it at the provider for up to ${formatWait(api.settleMs)} before creating it again`,
       );
-      await sleep(waitMs);
-      const found = await api.find(intent, known);
+      const found = await lookUp(api, intent, known, log, Date.now() + api.settleMs);
       if (found !== undefined) {
         log.info(
           `batch ${found}: created by the call that got no answer; found at the provider, not created again`,
@@ -435,7 +491,13 @@ export async function runBatches(o: {
   // call unanswered): the provider is asked before anything is created again.
   for (const intent of await ledger.intents()) {
     if (intent.provider !== o.api.name) continue;
-    const id = await o.api.find(intent, known);
+    // A creating call the killed run sent may still be under way: looked for until it could have ended.
+    const until = Date.parse(intent.at) + o.api.settleMs;
+    if (Date.now() < until)
+      o.log.info(
+        `an earlier run was creating a batch of ${intent.keys.length} requests when it stopped; looking for it at the provider for up to ${formatWait(until - Date.now())}`,
+      );
+    const id = await lookUp(o.api, intent, known, o.log, until);
     if (id === undefined) {
       await ledger.abandoned(intent.tag);
       o.log.info(
@@ -446,7 +508,14 @@ export async function runBatches(o: {
     await ledger.submitted({ id, provider: o.api.name, keys: intent.keys, tag: intent.tag });
     known.add(id);
     ids.push(id);
-    waiting.push({ id, provider: o.api.name, keys: intent.keys, collected: false, at: intent.at });
+    waiting.push({
+      id,
+      provider: o.api.name,
+      keys: intent.keys,
+      collected: false,
+      at: intent.at,
+      tag: intent.tag,
+    });
     o.log.info(
       `batch ${id}: created by an earlier run that never got the answer; found at the provider, collecting its ${intent.keys.length} requests`,
     );
@@ -490,7 +559,14 @@ export async function runBatches(o: {
       });
       known.add(id);
       o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
-      fresh.push({ id, provider: o.api.name, keys, collected: false, at: new Date().toISOString() });
+      fresh.push({
+        id,
+        provider: o.api.name,
+        keys,
+        collected: false,
+        at: new Date().toISOString(),
+        tag: intent.tag,
+      });
       ids.push(id);
       rmSync(file, { force: true });
       keys = [];
@@ -519,17 +595,25 @@ export async function runBatches(o: {
 
   // A recorded batch the provider no longer knows (404: deleted, or its records expired) has ended for good: its
   // requests fail, named, and --retry-errors asks them again; it never blocks the run folder.
+  // One 404 is not taken as the end (a provider's replica behind, a moment's confusion): three in a row, a second and
+  // two apart, are.
   const look = async (id: string): Promise<BatchState> => {
-    try {
-      return await o.api.state(id);
-    } catch (e) {
-      if ((e as { status?: unknown }).status !== 404) throw e;
-      return {
-        id,
-        status: 'unknown to the provider',
-        ended: true,
-        failure: `HTTP 404: ${(e as Error).message}`,
-      };
+    for (let tries = 1; ; tries++) {
+      try {
+        return await o.api.state(id);
+      } catch (e) {
+        if ((e as { status?: unknown }).status !== 404) throw e;
+        if (tries < 3) {
+          await sleep(1000 * tries);
+          continue;
+        }
+        return {
+          id,
+          status: 'unknown to the provider',
+          ended: true,
+          failure: `HTTP 404 three times in a row: ${(e as Error).message}`,
+        };
+      }
     }
   };
   for (const b of [...waiting, ...fresh]) {
@@ -567,6 +651,17 @@ export async function runBatches(o: {
       state = await look(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
+    // A creating call that got no answer and created after all, later than it was looked for: cancelled now.
+    if (o.api.tagged && b.tag !== undefined) {
+      const intent = {
+        tag: b.tag,
+        provider: b.provider,
+        keys: b.keys,
+        at: b.at ?? new Date(started).toISOString(),
+      };
+      const found = await o.api.find(intent, new Set());
+      if (found.length > 1) await keepOne(o.api, intent, found, o.log, b.id);
+    }
     let read: Awaited<ReturnType<typeof journalResults>>;
     try {
       read = await journalResults(state.failure ? [] : o.api.results(state, o.outDir, b.keys.length), {
@@ -579,7 +674,7 @@ export async function runBatches(o: {
       // The batch is done at the provider and still recorded as not collected: nothing of it is lost.
       throw new RumedbenchError(
         'RUN_INCOMPLETE',
-        `batch ${b.id} ended ${state.status}, but its results could not be read (${(e as Error).message}). Continue with the same command and --resume, which collects them again`,
+        `batch ${b.id} ended${state.status === 'ended' ? '' : ` ${state.status}`}, but its results could not be read (${(e as Error).message}). Continue with the same command and --resume, which collects them again`,
         { cause: e },
       );
     }
@@ -600,7 +695,7 @@ export async function runBatches(o: {
         split: job.split,
         id: job.record.id,
         status: 'error',
-        error: `batch ${b.id} ended ${state.status}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
+        error: `batch ${b.id} ended${state.status === 'ended' ? '' : ` ${state.status}`}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
         latencyMs: 0,
         at,
       });

@@ -121,6 +121,7 @@ export interface ClientOptions {
 }
 
 export const DEFAULT_MAX_REPLY_BYTES = 4 << 20;
+const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_WAIT_MS = 60_000;
 export const DEFAULT_DOWN_AFTER = 5;
 /** How long an open breaker refuses every request before one may try again. */
@@ -276,6 +277,11 @@ export class ResilientClient {
     return this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
   }
 
+  /** One attempt's time limit, ms (`--timeout-ms`; 120 s by default). */
+  get timeoutMs(): number {
+    return this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
   /** One request with the client's retries, breaker and caps. */
   async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
     return this.retrying(() => this.post<T>(url, body, options));
@@ -415,7 +421,7 @@ export class ResilientClient {
         }),
         {
           maxBytes: cap,
-          timeoutMs: this.options.timeoutMs ?? 120_000,
+          timeoutMs: this.timeoutMs,
           retry: { retries: 0 },
           ...(options.saveTo ? { saveTo: options.saveTo } : {}),
           ...(this.options.guard ? { guard: this.options.guard } : {}),
@@ -442,7 +448,7 @@ export class ResilientClient {
       const why = connectionProblem(url, e.cause);
       const timeout = why === 'timed out';
       throw new LlmRequestError(
-        `${url}: ${timeout ? `timed out after ${Math.round((this.options.timeoutMs ?? 120_000) / 1000)} s` : why}`,
+        `${url}: ${timeout ? `timed out after ${Math.round(this.timeoutMs / 1000)} s` : why}`,
         undefined,
         true,
         { cause: e, unreachable: true },

@@ -44,7 +44,11 @@ const whole = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) 
 const TAG_KEY = 'rumedbench_request_set';
 
 interface BatchList {
-  data?: (BatchObject & { metadata?: Record<string, unknown> | null; created_at?: unknown })[];
+  data?: (BatchObject & {
+    metadata?: Record<string, unknown> | null;
+    created_at?: unknown;
+    input_file_id?: unknown;
+  })[];
   has_more?: unknown;
 }
 
@@ -95,11 +99,23 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       return { id, inputFileId: fileId };
     },
 
+    tagged: true,
+    settleMs: 2 * p.timeoutMs,
+
     async find(intent) {
       // Newest first; pages are read back to a little before the intent (the provider's clock may differ from ours).
+      // A batch is the intent's by its tag, or by the input file uploaded for it here (a list without metadata).
       const since = Date.parse(intent.at) / 1000 - CLOCK_MARGIN_S;
+      const file = uploaded.get(intent.tag);
+      const found: string[] = [];
       let after: string | undefined;
-      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      for (let page = 0; ; page++) {
+        if (page >= MAX_LIST_PAGES)
+          throw new LlmRequestError(
+            `${base}/batches: more than ${MAX_LIST_PAGES * 100} batches listed since this run began creating one; the lookup stopped there, and no batch is created blindly. Continue with --resume`,
+            undefined,
+            false,
+          );
         const { json } = await p.call<BatchList>(
           `${base}/batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`,
           undefined,
@@ -107,13 +123,27 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
         );
         const data = Array.isArray(json?.data) ? json.data : [];
         for (const b of data)
-          if (b.metadata?.[TAG_KEY] === intent.tag && typeof b.id === 'string') return b.id;
+          if (
+            typeof b.id === 'string' &&
+            (b.metadata?.[TAG_KEY] === intent.tag || (file !== undefined && b.input_file_id === file))
+          )
+            found.push(b.id);
         const last = data.at(-1);
-        if (!json?.has_more || typeof last?.id !== 'string') return undefined;
-        if (typeof last.created_at === 'number' && last.created_at < since) return undefined;
+        if (!json?.has_more || typeof last?.id !== 'string') break;
+        if (typeof last.created_at === 'number' && last.created_at < since) break;
+        if (last.id === after)
+          throw new LlmRequestError(
+            `${base}/batches: the list answers the same page again (its "after" cursor is not followed); no batch is created blindly. Continue with --resume`,
+            undefined,
+            false,
+          );
         after = last.id;
       }
-      return undefined;
+      return found.reverse();
+    },
+
+    async cancel(id) {
+      await p.call(`${base}/batches/${encodeURIComponent(id)}/cancel`, {});
     },
 
     async state(id): Promise<BatchState> {

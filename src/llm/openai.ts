@@ -102,6 +102,11 @@ export class OpenAIProvider implements Provider {
     return this.client.replyCap;
   }
 
+  /** One attempt's time limit (`--timeout-ms`). */
+  get timeoutMs(): number {
+    return this.client.timeoutMs;
+  }
+
   /** One request with the client's retries, breaker and caps: the batch API's calls (./openai-batch.ts). */
   async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
     return this.client.call<T>(url, body, options);

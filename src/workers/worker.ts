@@ -765,11 +765,23 @@ export class Worker {
     return {
       read: async () =>
         (
-          await this.q<{ id: string; provider: string; keys: string; collected: boolean }>(
-            `SELECT id, provider, keys, collected FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
+          await this.q<{
+            id: string;
+            provider: string;
+            keys: string;
+            collected: boolean;
+            tag: string | null;
+          }>(
+            `SELECT b.id, b.provider, b.keys, b.collected, i.tag FROM ${SCHEMA}.batches b
+               LEFT JOIN ${SCHEMA}.batch_intents i ON i.plan_id = b.plan_id AND i.cell_id = b.cell_id AND i.outcome = b.id
+              WHERE b.plan_id = $1 AND b.cell_id = $2 ORDER BY b.submitted_at`,
             [plan, cell],
           )
-        ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
+        ).rows.map(({ tag, ...r }) => ({
+          ...r,
+          keys: JSON.parse(r.keys) as string[],
+          ...(tag ? { tag } : {}),
+        })),
       intents: async () =>
         (
           await this.q<{ tag: string; provider: string; keys: string; at: string }>(

@@ -5,11 +5,13 @@
  * creating call, and the run is killed with SIGKILL at every step of it; each time the provider ends up holding one
  * batch of the run's requests, and the predictions are those of a clean run.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
 import { type FakeAnthropic, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { type CreateFault, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
@@ -125,6 +127,115 @@ describe('one batch per set of requests (OpenAI Batch API)', () => {
     const again = await rumedbench(...argv, '--resume');
     expect(again.code, again.stderr).toBe(0);
     expect([server.batches().length, server.listCalls()]).toEqual([1, lists]);
+  });
+});
+
+describe('one batch per set of requests, against what a red team found', () => {
+  it('a gateway that answers 504 while the batch is made behind it: looked for as long as the call could run', async () => {
+    const server = await startFakeOpenAI({
+      reply: naiveModel(),
+      createFault: (n) => (n === 0 ? 'late' : undefined),
+      lateMs: 1200,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-late-'));
+    // --timeout-ms 1000: the batch is looked for up to 2 s (twice the timeout) before another is made.
+    const r = await rumedbench(...openaiArgs(server.url, out), '--timeout-ms', '1000');
+    expect(r.code, r.stderr).toBe(0);
+    expect([server.createCalls(), server.batches().length]).toEqual([1, 1]);
+    expect(r.stderr).toContain('looking for it at the provider for up to 2.0 s before creating it again');
+  });
+
+  it('a batch that appears after it was looked for is cancelled when found, named: the requests are paid once', async () => {
+    const clean = await cleanOpenAI();
+    let server: FakeOpenAI | undefined;
+    server = await startFakeOpenAI({
+      reply: naiveModel(),
+      createFault: (n) => (n === 0 ? 'late' : undefined),
+      lateMs: 2500,
+      // The run's batch waits until the late one exists: it is found beside it when the run's batch ends.
+      holdBatches: () => (server?.batches().length ?? 0) < 2,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-dup-'));
+    const r = await rumedbench(...openaiArgs(server.url, out));
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.batches().map((b) => [b.id, b.status])).toEqual([
+      ['batch_1', 'completed'],
+      ['batch_2', 'cancelled'],
+    ]);
+    expect(r.stderr).toMatch(
+      /batch batch_2: a second batch of the same 8 requests \(tag rumedbench-[0-9a-f-]+\), made by a creating call that got no answer in time: cancelled, batch batch_1 is this run's/,
+    );
+    expect(predictions(out, ['RuMedDaNet', 'RuMedNLI'])).toEqual(clean);
+  });
+
+  it('a folder whose batch was being created sends nothing online: resumed without --batch it refuses, naming the command', async () => {
+    const server = await startFakeOpenAI({
+      reply: naiveModel(),
+      createFault: (n) => (n === 0 ? 'hang-after' : undefined),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-online-'));
+    const argv = openaiArgs(server.url, out);
+    await killWhen(argv, CLI_ENV, () => server.createCalls() >= 1);
+    const online = await rumedbench(
+      ...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet,RuMedNLI', limit: 4 }, '--resume'),
+    );
+    expect(online.code).toBe(2);
+    expect(online.stderr).toContain(
+      'records 1 batch(es) being created when the last run stopped (8 requests), which may exist at the provider: nothing is sent online before they are looked up. Continue with the same command and --resume --batch',
+    );
+    expect(server.requests).toHaveLength(0);
+    const r = await rumedbench(...argv, '--resume');
+    expect(r.code, r.stderr).toBe(0);
+    expect([server.batches().length, server.requests.length]).toEqual([1, 0]);
+  });
+
+  it('one process at a time in a run folder: a second is refused at once, naming the first', async () => {
+    const server = await startFakeOpenAI({
+      reply: naiveModel(),
+      createFault: (n) => (n === 0 ? 'hang-after' : undefined),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-two-'));
+    const argv = openaiArgs(server.url, out, '--timeout-ms', '60000');
+    const first = spawn(process.execPath, [CLI, ...argv], { env: CLI_ENV, stdio: 'ignore' });
+    const exited = new Promise((r) => first.once('exit', r));
+    try {
+      while (server.createCalls() < 1) await new Promise((r) => setTimeout(r, 20));
+      const second = await rumedbench(...argv);
+      expect(second.code).toBe(2);
+      expect(second.stderr).toContain(`is being written by another rumedbench run (process ${first.pid}`);
+      const resumed = await rumedbench(...argv, '--resume');
+      expect(resumed.code).toBe(2);
+    } finally {
+      first.kill('SIGKILL');
+      await exited;
+    }
+    // The first killed, its lock is stale: the resume takes the folder over and finds the batch.
+    const r = await rumedbench(...argv, '--resume');
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.batches()).toHaveLength(1);
+  });
+
+  it('a 404 to one look is not the end of a batch; a ledger line torn by a kill is passed over', async () => {
+    const clean = await cleanOpenAI();
+    const server = await startFakeOpenAI({
+      reply: naiveModel(),
+      notFoundOnce: (n) => n === 0,
+      createFault: (n) => (n === 0 ? 'hang-before' : undefined),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-404-'));
+    const argv = openaiArgs(server.url, out);
+    await killWhen(argv, CLI_ENV, () => server.createCalls() >= 1);
+    // The kill cut a line in half as it was written.
+    appendFileSync(join(out, 'batches.jsonl'), '{"at":"2026-12-03T08:00:00.000Z","event":"submi');
+    const r = await rumedbench(...argv, '--resume');
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.batches().map((b) => b.status)).toEqual(['completed']);
+    expect(predictions(out, ['RuMedDaNet', 'RuMedNLI'])).toEqual(clean);
   });
 });
 

@@ -51,9 +51,10 @@ export interface BatchObject {
 
 /**
  * What a batch-creating call meets (the n-th, 0-based): no answer ever (the batch made first, or not), a connection
- * dropped (after making it, or before), or a 500 after making it (a provider that lies about its own outcome).
+ * dropped (after making it, or before), a 500 after making it (a provider that lies about its own outcome), or a
+ * gateway's 504 at once while the batch is made `lateMs` later behind it.
  */
-export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after';
+export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after' | 'late';
 
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
@@ -173,6 +174,10 @@ export async function startFakeOpenAI(options: {
   failFiles?: () => boolean;
   /** What the n-th batch-creating call meets; answered at once by default. */
   createFault?: (n: number) => CreateFault | undefined;
+  /** How long after a 'late' creating call's 504 its batch appears (1,500 ms by default). */
+  lateMs?: number;
+  /** The n-th look at a batch (counting these answers) answered 404 where this says true: a moment's confusion. */
+  notFoundOnce?: (n: number) => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -239,6 +244,7 @@ export async function startFakeOpenAI(options: {
   let looks = 0;
   let creates = 0;
   let lists = 0;
+  let looks404 = 0;
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
     const out: string[] = [];
@@ -443,6 +449,10 @@ export async function startFakeOpenAI(options: {
         json(400, { error: { message: 'invalid batch', type: 'invalid_request_error' } });
         return;
       }
+      if (fault === 'late') {
+        json(504, { error: { message: 'Gateway Timeout', type: 'server_error' } });
+        await new Promise((r) => setTimeout(r, options.lateMs ?? 1500));
+      }
       const id = `batch_${batches.size + 1}`;
       const lines = (files.get(body.input_file_id)?.text ?? '')
         .split('\n')
@@ -462,7 +472,7 @@ export async function startFakeOpenAI(options: {
         metadata: body.metadata ?? null,
       };
       batches.set(id, batch);
-      if (fault === 'hang-after') return;
+      if (fault === 'hang-after' || fault === 'late') return;
       if (fault === 'drop-after') {
         req.socket.destroy();
         return;
@@ -476,10 +486,22 @@ export async function startFakeOpenAI(options: {
       json(200, batch);
       return;
     }
+    const cancelPath = /^\/v1\/batches\/([^/]+)\/cancel$/.exec(req.url ?? '');
+    if (req.method === 'POST' && cancelPath) {
+      await readBody(req);
+      const batch = batches.get(decodeURIComponent(cancelPath[1] as string));
+      if (!batch) {
+        json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
+        return;
+      }
+      batch.status = 'cancelled';
+      json(200, batch);
+      return;
+    }
     const batchPath = /^\/v1\/batches\/([^/]+)$/.exec(req.url ?? '');
     if (req.method === 'GET' && batchPath) {
       const batch = batches.get(decodeURIComponent(batchPath[1] as string));
-      if (!batch || options.forgetBatch?.(batch.id)) {
+      if (!batch || options.forgetBatch?.(batch.id) || options.notFoundOnce?.(looks404++)) {
         json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
         return;
       }
