@@ -125,7 +125,7 @@ describe('a first hour of mistakes', () => {
       `http://127.0.0.1:${port}`,
     );
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('request failed: fetch failed (ECONNREFUSED)');
+    expect(r.stderr).toContain(`request failed: connect ECONNREFUSED 127.0.0.1:${port}`);
     expect(r.stderr).toContain('no file could be fetched: this machine may be offline or behind a proxy');
     expect(r.stdout).not.toContain('sha256');
   }, 60_000);
