@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { taskFromObject } from '../tasks/definition.js';
 import { getTask } from '../tasks/registry.js';
+import type { TaskDefinition } from '../tasks/types.js';
+import { type Delta, pairedComparison } from './bootstrap.js';
 import { buildItemStats } from './item-stats.js';
 import {
   clusteredSe,
@@ -285,5 +288,87 @@ describe('compact letters on many systems', () => {
       Array.from({ length: 11 }, (_, i) => `[${91 + i}]`),
     );
     expect(letters.get('s30')).toBe('uvwxyzABCDE');
+  });
+});
+
+describe('the paired test follows the metric tested, not the metrics reported beside it', () => {
+  // One task defined twice: `metrics: [accuracy]`, and `metrics: [accuracy, macro_f1]`. A defined task's score is
+  // its first metric, accuracy, in both; so both get the exact McNemar test, with the same p.
+  const defined = (metrics: string[]) =>
+    taskFromObject(
+      {
+        schema: 'rumedbench.task/1',
+        name: 'Triage',
+        description: 'd',
+        licence: 'l',
+        id: 'id',
+        inputs: ['text'],
+        gold: 'label',
+        type: 'classification',
+        labels: ['a', 'b'],
+        metrics,
+        files: { test: 'data/test.jsonl' },
+      },
+      '/defs/triage.json',
+    );
+  // 60 items, gold alternating a/b. A is wrong where i % 3 = 0, B where i % 5 = 0: A alone right on the 8 multiples
+  // of 5 that are not of 15, B alone right on the 16 multiples of 3 that are not of 15.
+  const answers = (task: TaskDefinition, wrong: (i: number) => boolean) =>
+    buildItemStats(
+      task,
+      Array.from({ length: 60 }, (_, i) => {
+        const gold = i % 2 === 0 ? 'a' : 'b';
+        return { id: `t${i}`, gold, prediction: wrong(i) ? (gold === 'a' ? 'b' : 'a') : gold };
+      }),
+    );
+  const rankOf = (task: TaskDefinition) =>
+    rankTask(
+      [
+        { name: 'A', stats: answers(task, (i) => i % 3 === 0) },
+        { name: 'B', stats: answers(task, (i) => i % 5 === 0) },
+      ],
+      { resamples: 200, seed: 1 },
+    ).pairs.map((p) => [p.a, p.b, p.diff, p.p_value, p.test]);
+
+  it('rank: exact McNemar on 8 against 16 discordant items, for both shapes', () => {
+    // The difference as the scorer computes it: B's accuracy (48 of 60) minus A's (40 of 60).
+    const expected = [['A', 'B', (48 / 60) * 100 - (40 / 60) * 100, exactMcNemar(8, 16), 'exact McNemar']];
+    expect(rankOf(defined(['accuracy']))).toEqual(expected);
+    expect(rankOf(defined(['accuracy', 'macro_f1']))).toEqual(expected);
+  });
+
+  it('rank: a task whose score is macro F1 (its first metric) is no item mean: the paired bootstrap test', () => {
+    expect(rankOf(defined(['macro_f1', 'accuracy']))[0]?.[4]).toBe('paired bootstrap');
+  });
+  const compared = (task: TaskDefinition) => {
+    const c = pairedComparison([answers(task, (i) => i % 3 === 0)], [answers(task, (i) => i % 5 === 0)], {
+      resamples: 200,
+      seed: 1,
+    }).tasks.get('Triage');
+    const row = (d: Delta | undefined) => [d?.p, d?.test];
+    return { accuracy: row(c?.metrics.accuracy), score: row(c?.score), macro_f1: row(c?.metrics.macro_f1) };
+  };
+
+  it('compare: the same McNemar p on accuracy and on the score, with or without macro F1 beside it', () => {
+    const mcnemar = [exactMcNemar(8, 16), 'exact McNemar'];
+    expect(compared(defined(['accuracy']))).toEqual({
+      accuracy: mcnemar,
+      score: mcnemar,
+      macro_f1: [undefined, undefined],
+    });
+    const withF1 = compared(defined(['accuracy', 'macro_f1']));
+    expect({ accuracy: withF1.accuracy, score: withF1.score, macro_f1: withF1.macro_f1[1] }).toEqual({
+      accuracy: mcnemar,
+      score: mcnemar,
+      macro_f1: 'approximate randomization',
+    });
+  });
+
+  it('compare: a score that is the mean of accuracy and macro F1 gets randomization; its accuracy row McNemar', () => {
+    const c = compared({ ...defined(['accuracy', 'macro_f1']), scoreOf: 'mean' });
+    expect([c.accuracy, c.score[1]]).toEqual([
+      [exactMcNemar(8, 16), 'exact McNemar'],
+      'approximate randomization',
+    ]);
   });
 });

@@ -26,8 +26,8 @@
  */
 import {
   type ItemStats,
-  isAccuracyOnly,
-  isItemMean,
+  isAccuracyScore,
+  isItemMeanScore,
   metricsFromSums,
   scoreFromSums,
   statsLayout,
@@ -242,9 +242,12 @@ const letterOf = (k: number): string =>
 /** The group labels in a system's letters (the inverse of concatenating `letterOf`). */
 export const groupLabels = (letters: string): string[] => letters.match(/[a-zA-Z]|\[\d+\]/g) ?? [];
 
-/** Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER). */
+/**
+ * Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER, a score
+ * that is an F1).
+ */
 function itemScores(s: ItemStats): Float64Array | undefined {
-  if (!isItemMean(s.task)) return undefined;
+  if (!isItemMeanScore(s.task)) return undefined;
   const { width } = statsLayout(s.task);
   const row = new Float64Array(width);
   const out = new Float64Array(s.ids.length);
@@ -557,7 +560,8 @@ export function rankDraws(
   const pick = o.only ?? d.names.map((_, i) => i);
   const m = pick.length;
   const R = d.boot[0]?.length ?? 0;
-  const accuracyOnly = isAccuracyOnly(d.task) && !d.clustered;
+  // The test follows the score: a task scored by accuracy gets McNemar whatever metrics are reported beside it.
+  const accuracyOnly = isAccuracyScore(d.task) && !d.clustered;
   const items = pick.map((i) => d.perItem[i]);
   // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
   // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).

@@ -41,7 +41,7 @@ const en = {
   comparison: 'Paired comparison against the first system',
   ranking: 'Which systems differ',
   rankingNote: (alpha: number, resamples: number) =>
-    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar for accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
+    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar where the score is accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
   rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',

@@ -142,7 +142,7 @@ export async function rankValidated(
       alpha,
       se: 'mean over items, clustered where the task declares a cluster (Miller, 2024); RuMedNER: bootstrap SD',
       tests:
-        'exact McNemar (accuracy, unclustered); z-test on the paired differences with their (clustered) SE for other item means (Miller, 2024); paired bootstrap test for RuMedNER and the overall; Holm-corrected over the pairs of each task',
+        'exact McNemar where the score is classification accuracy (unclustered); z-test on the paired differences with their (clustered) SE for other item means (Miller, 2024); paired bootstrap test for F1 scores (RuMedNER) and the overall; Holm-corrected over the pairs of each task',
       rank_interval:
         'paired bootstrap over items (clusters), every system re-ranked per replicate; 2.5% and 97.5%',
       groups: 'compact letter display (Piepho, 2004) of the Holm-corrected tests at alpha',
