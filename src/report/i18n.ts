@@ -3,6 +3,8 @@
  * reader reads as prose is, so that a report can go into a Russian paper or review as it is.
  */
 
+import type { UnrankedFile } from '../scoring/rank.js';
+
 export type Lang = 'en' | 'ru';
 export const LANGS: readonly Lang[] = ['en', 'ru'];
 
@@ -45,6 +47,14 @@ const en = {
   rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',
+  notRanked: (task: string, overall: boolean, files: string) =>
+    `${task} is not ranked${overall ? ', and so neither is the overall' : ''}: a task is ranked only where every system answers the same items, and these files differ: ${files}.`,
+  unrankedFile: (d: UnrankedFile) =>
+    d.reason === 'missing'
+      ? `${d.system} has no file of it (${d.file})`
+      : d.reason === 'unscored'
+        ? `${d.system}’s ${d.file} is not scored (${d.errors} error(s), under “Validation problems”)`
+        : `${d.system}’s ${d.file} answers ${d.items} items, ${d.foreign} of them not in ${d.like}`,
   comparisonNote: (resamples: number) =>
     `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for accuracy on RuMedDaNet and RuMedTest, approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
   forest: 'Differences from the first system (B − A) with 95% CIs',
@@ -206,6 +216,14 @@ const ru: Strings = {
   rankColumns: ['Система', 'Балл ± СО', 'Место (95% интервал)', 'Группа'],
   detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
   overallName: 'Общий балл',
+  notRanked: (task: string, overall: boolean, files: string) =>
+    `${task} не ранжируется${overall ? ', а потому и общий балл' : ''}: задача ранжируется, только если все системы ответили на одни и те же примеры, а эти файлы отличаются: ${files}.`,
+  unrankedFile: (d: UnrankedFile) =>
+    d.reason === 'missing'
+      ? `у ${d.system} нет файла этой задачи (${d.file})`
+      : d.reason === 'unscored'
+        ? `${d.system}: ${d.file} не оценён (ошибок: ${d.errors}, см. «Проблемы проверки»)`
+        : `${d.system}: ${d.file} отвечает на ${d.items} примеров, из них ${d.foreign} нет в ${d.like}`,
   comparisonNote: (resamples: number) =>
     `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy на RuMedDaNet и RuMedTest, иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
   forest: 'Разница с первой системой (B − A) и 95% ДИ',
