@@ -216,6 +216,25 @@ describe('tasks defined in files', () => {
     expect(section.slice(0, section.indexOf('</section>'))).not.toContain('Naive and Human');
   });
 
+  it('baseline naive on a task of your own prints its scores, and no paper table: the paper has no row for it', async () => {
+    const r = await rumedbench(
+      ...['baseline', 'naive', '--tasks-dir', dirs.tasks, '--tasks', 'Severity'],
+      ...['--out', join(root, 'severity-naive'), '--bootstrap', '0'],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // Always "лёгкая": right on 2 of 6; F1 of лёгкая 2·2/(2·2 + 4) = 0.5, of the two others 0.
+    expect(r.stdout.split('\n').slice(0, 7)).toEqual([
+      'Task      n    metric  value  CI (off)',
+      '--------  -  --------  -----  --------',
+      'Severity  6  accuracy  33.33         –',
+      'Severity  6  macro_f1  16.67         –',
+      'Severity  6  micro_f1  33.33         –',
+      'Severity  6     score  33.33         –',
+      '',
+    ]);
+    expect(r.stdout).not.toContain('(paper)');
+  });
+
   it('baseline tfidf learns a multi-label task one class at a time, and its saved model predicts the same', async () => {
     // Each class is said in words: "боль в груди" (кардио), "головокружение" (невро), "одышка" (пульмо).
     const said = ['боль в груди', 'головокружение', 'одышка'];
