@@ -123,6 +123,42 @@ describe('rankTask on constructed systems', () => {
   });
 });
 
+describe('the detectable difference: docs/reading-the-board.md’s worked example', () => {
+  // RuMedDaNet, feature-based against BiLSTM: 256 items, 58 only the first answers right, 59 only the second, the
+  // other 139 alike (here 75 right by both, 64 wrong by both).
+  const pair = (n: number, onlyA: number, onlyB: number, both: number) => {
+    // Items [0, both) are right for both; the next onlyA right for A alone; the next onlyB right for B alone.
+    const wrong = (first: boolean) => (i: number) => {
+      const alone = first ? i >= both && i < both + onlyA : i >= both + onlyA && i < both + onlyA + onlyB;
+      return !(i < both || alone);
+    };
+    return rankTask(
+      [
+        { name: 'A', stats: items(n, wrong(true)) },
+        { name: 'B', stats: items(n, wrong(false)) },
+      ],
+      { resamples: 0, seed: 0 },
+    );
+  };
+  const Z = 1.959963984540054 + 0.8416212335729143;
+
+  it('is 2.80 × 100·sqrt((p_d − d̄²)/n) = 2.80 × 4.23 ≈ 11.8 points, and McNemar gives p = 1', () => {
+    const r = pair(256, 58, 59, 75);
+    const se = 100 * Math.sqrt((117 / 256 - (1 / 256) ** 2) / 256);
+    expect(se).toBeCloseTo(4.23, 2);
+    expect(r.mde).toBeCloseTo(Z * se, 12);
+    expect(Number(r.mde?.toFixed(1))).toBe(11.8);
+    expect([r.pairs[0]?.test, r.pairs[0]?.p_value]).toEqual(['exact McNemar', 1]);
+  });
+
+  it('keeps the d̄² term: far apart, it is below 100·sqrt(p_d/n), which only plan check (d̄ = 0) uses', () => {
+    // 100 items: 2 only A has right, 20 only B: p_d = 0.22, d̄ = 0.18.
+    const r = pair(100, 2, 20, 30);
+    expect(r.mde).toBeCloseTo(Z * 100 * Math.sqrt((0.22 - 0.18 ** 2) / 100), 12);
+    expect(r.mde).toBeLessThan(plannedMde(100, 0.22) * 0.93);
+  });
+});
+
 describe('a clustered task: RuMedNLI’s hypotheses share premises', () => {
   const nli = getTask('RuMedNLI');
   // 60 premises × 3 hypotheses; the system is right on whole premises (clustered errors).

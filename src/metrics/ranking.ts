@@ -21,8 +21,12 @@
  * - Tie groups as a compact letter display (Piepho, 2004, "An algorithm for a letter-based representation of
  *   all-pairwise comparisons"): systems that share a letter are not distinguishable at α after Holm's correction.
  * - The minimum detectable effect of a paired comparison at α = 0.05 (two-sided) and 80% power: (z_{1−α/2} + z_{0.8})
- *   × SE of the paired difference (for accuracy, 100·sqrt(p_d / n) with p_d the discordance: Connor, 1987, "Sample
- *   size for testing differences in proportions for the paired-sample design"), the median over the task's pairs.
+ *   × SE of the paired difference (Bloom, 1995, "Minimum detectable effects"), the median over the task's pairs. The
+ *   SE is Miller's, of the per-item differences d_i: sqrt(Σ (d_i − d̄)²) / n, clustered where the task is; for
+ *   accuracy (d_i ∈ {−100, 0, +100}) that is 100·sqrt((p_d − d̄²) / n), with p_d the share of discordant items and
+ *   d̄ the observed difference as a fraction: the variance of a paired difference in proportions under the
+ *   alternative (Connor, 1987, "Sample size for testing differences in proportions for the paired-sample design").
+ *   `plannedMde`, before any answer exists, takes d̄ = 0: 100·sqrt(p_d / n).
  */
 import {
   type ItemStats,
