@@ -56,7 +56,7 @@ const en = {
         ? `${d.system}’s ${d.file} is not scored (${d.errors} error(s), under “Validation problems”)`
         : `${d.system}’s ${d.file} answers ${d.items} items, ${d.foreign} of them not in ${d.like}`,
   comparisonNote: (resamples: number) =>
-    `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for accuracy on RuMedDaNet and RuMedTest, approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
+    `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for classification accuracy on independent items (RuMedDaNet, RuMedTest, a task of your own), approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
   forest: 'Differences from the first system (B − A) with 95% CIs',
   delta: 'B − A, points',
   pValue: 'p',
@@ -225,7 +225,7 @@ const ru: Strings = {
         ? `${d.system}: ${d.file} не оценён (ошибок: ${d.errors}, см. «Проблемы проверки»)`
         : `${d.system}: ${d.file} отвечает на ${d.items} примеров, из них ${d.foreign} нет в ${d.like}`,
   comparisonNote: (resamples: number) =>
-    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy на RuMedDaNet и RuMedTest, иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
+    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy классификации на независимых примерах (RuMedDaNet, RuMedTest, собственные задачи), иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
   forest: 'Разница с первой системой (B − A) и 95% ДИ',
   delta: 'B − A, пункты',
   pValue: 'p',
