@@ -118,6 +118,10 @@ describe('ECG2Pathology on the closed board', () => {
       expect(short.res.status).toBe(422);
       expect(JSON.stringify(short.body)).toContain('1 of 40 items have no answer');
       expect(JSON.stringify(short.body)).not.toMatch(/"labels"|\[37/);
+      // The closed board says whose task it is, and that no overall of its own takes it in.
+      expect(await (await t.request('/board/closed')).text()).toContain(
+        'ECG2Pathology: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.',
+      );
     });
   });
 });
@@ -244,7 +248,7 @@ describe('ECG2Pathology on the public board: the six-task overall', () => {
         ),
       ).toEqual(['29.53', '–', '58.13']);
       expect(html).toContain(
-        'ECG2Pathology: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the paper’s five-task overall.',
+        'ECG2Pathology: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the overall, but of MedBench’s six-task overall beside it.',
       );
       expect(html).not.toContain('defined by this leaderboard');
       const csv = await (await t.request('/board/public.csv')).text();

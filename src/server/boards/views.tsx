@@ -173,7 +173,7 @@ export const BoardPage: FC<{
       </p>
       <p class="note rank-hint">{ctx.t.rankHint}</p>
       {medbench.length > 0 ? (
-        <p class="note defined-tasks">{ctx.t.medbenchTasks(medbench.join(', '))}</p>
+        <p class="note defined-tasks">{ctx.t.medbenchTasks(medbench.join(', '), six)}</p>
       ) : (
         ''
       )}
