@@ -21,13 +21,17 @@
  * - Tie groups as a compact letter display (Piepho, 2004, "An algorithm for a letter-based representation of
  *   all-pairwise comparisons"): systems that share a letter are not distinguishable at α after Holm's correction.
  * - The minimum detectable effect of a paired comparison at α = 0.05 (two-sided) and 80% power: (z_{1−α/2} + z_{0.8})
- *   × SE of the paired difference (for accuracy, 100·sqrt(p_d / n) with p_d the discordance: Connor, 1987, "Sample
- *   size for testing differences in proportions for the paired-sample design"), the median over the task's pairs.
+ *   × SE of the paired difference (Bloom, 1995, "Minimum detectable effects"), the median over the task's pairs. The
+ *   SE is Miller's, of the per-item differences d_i: sqrt(Σ (d_i − d̄)²) / n, clustered where the task is; for
+ *   accuracy (d_i ∈ {−100, 0, +100}) that is 100·sqrt((p_d − d̄²) / n), with p_d the share of discordant items and
+ *   d̄ the observed difference as a fraction: the variance of a paired difference in proportions under the
+ *   alternative (Connor, 1987, "Sample size for testing differences in proportions for the paired-sample design").
+ *   `plannedMde`, before any answer exists, takes d̄ = 0: 100·sqrt(p_d / n).
  */
 import {
   type ItemStats,
-  isAccuracyOnly,
-  isItemMean,
+  isAccuracyScore,
+  isItemMeanScore,
   metricsFromSums,
   scoreFromSums,
   statsLayout,
@@ -242,9 +246,12 @@ const letterOf = (k: number): string =>
 /** The group labels in a system's letters (the inverse of concatenating `letterOf`). */
 export const groupLabels = (letters: string): string[] => letters.match(/[a-zA-Z]|\[\d+\]/g) ?? [];
 
-/** Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER). */
+/**
+ * Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER, a score
+ * that is an F1).
+ */
 function itemScores(s: ItemStats): Float64Array | undefined {
-  if (!isItemMean(s.task)) return undefined;
+  if (!isItemMeanScore(s.task)) return undefined;
   const { width } = statsLayout(s.task);
   const row = new Float64Array(width);
   const out = new Float64Array(s.ids.length);
@@ -557,7 +564,8 @@ export function rankDraws(
   const pick = o.only ?? d.names.map((_, i) => i);
   const m = pick.length;
   const R = d.boot[0]?.length ?? 0;
-  const accuracyOnly = isAccuracyOnly(d.task) && !d.clustered;
+  // The test follows the score: a task scored by accuracy gets McNemar whatever metrics are reported beside it.
+  const accuracyOnly = isAccuracyScore(d.task) && !d.clustered;
   const items = pick.map((i) => d.perItem[i]);
   // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
   // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).

@@ -1,6 +1,7 @@
 /**
  * Comparing two submissions on the same items: for each metric, B minus A with a paired-bootstrap interval and a
- * p-value: the exact McNemar test for accuracy on independent items, approximate randomization otherwise; RuMedNLI's
+ * p-value: the exact McNemar test for classification accuracy on independent items (the accuracy row, and the score
+ * where the score is accuracy), approximate randomization otherwise; RuMedNLI's
  * items are resampled and swapped by premise (see ../metrics/bootstrap.ts).
  */
 import { type Delta, pairedComparison } from '../metrics/bootstrap.js';
@@ -44,7 +45,7 @@ export interface ComparisonResult {
   overall: (Delta & { a: number; b: number }) | null;
   method: {
     interval: 'paired bootstrap (percentile), over clusters where the task has them';
-    p_value: 'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided';
+    p_value: 'exact McNemar for classification accuracy (and a score that is accuracy) on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided';
     resamples: number;
     seed: number;
     level: number;
@@ -161,7 +162,7 @@ export function compareValidated(
     method: {
       interval: 'paired bootstrap (percentile), over clusters where the task has them',
       p_value:
-        'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided',
+        'exact McNemar for classification accuracy (and a score that is accuracy) on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided',
       resamples,
       seed,
       level,

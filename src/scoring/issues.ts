@@ -36,6 +36,8 @@ export type IssueCode =
   | 'PLATFORM_ONLY_TASK'
   | 'LABEL_OUTSIDE_TRAIN'
   | 'MISSING_TASK'
+  /** `rank`, `report`: a task left out of the ranking because this file does not answer the items the others do. */
+  | 'TASK_NOT_RANKED'
   | 'DATA_VERSION_HINT'
   | 'FILE_GOLD_IGNORED'
   | 'UNANSWERED_ITEMS'

@@ -44,6 +44,8 @@ export interface EvaluateOptions {
   goldDir?: string;
   /** Share loaded data between several evaluations. */
   references?: ReferenceLoader;
+  /** Only these tasks' files are read and checked (`rank --tasks`); a submission's other files are left alone. */
+  tasks?: readonly string[];
 }
 
 /** The reference loader the options ask for: the one given, else one over `--data` and `--gold`. */
@@ -116,6 +118,7 @@ export async function validateRead(
   const tasks: ValidatedTask[] = [];
   for (const f of submission.files) {
     if (!isTaskName(f.task)) continue;
+    if (options.tasks && !options.tasks.includes(f.task)) continue;
     const task = getTask(f.task);
     const reference = await references.load(task, split, { withRecords: !options.fileGold });
     const validated = validateTaskFile(task, f.file, f.lines, reference);

@@ -209,6 +209,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(nli).toContain('| human | 83.26 ± 1.07 | 1 (1) | a |');
       expect(nli).toMatch(/\| bilstm \| 60\.06 ± 1\.39 \| 2 \(2–3\) \| b \|/);
       expect(nli).toMatch(/\| linear \| 59\.70 ± 1\.35 \| 3 \(2–3\) \| b \|/);
+      // RuMedDaNet is left out, and the page names the file that keeps it out (#45).
+      expect(stdout).toContain(
+        `RuMedDaNet is not ranked, and so neither is the overall: a task is ranked only where every system answers the same items, and these files differ: human’s ${ref('human/RuMedDaNet.jsonl')} is not scored (36 error(s), under “Validation problems”).`,
+      );
     });
 
     it('draws the scores with their intervals, coloured by group, in the HTML report (#26)', async () => {
@@ -222,6 +226,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(markCount(chart, 'letters')).toBe(4 * 3);
       const table = elements(chart, (e) => e.tagName === 'table')[0] as Element;
       expect(tableRows(table)).toContainEqual(['human', 'RuMedNLI', '83.26 ± 1.07', '1', 'a']);
+      const notes = elements(byId(doc, 'ranking') as Element, (e) => e.tagName === 'p').map(textOf);
+      expect(notes).toContain(
+        `RuMedDaNet is not ranked, and so neither is the overall: a task is ranked only where every system answers the same items, and these files differ: human’s ${ref('human/RuMedDaNet.jsonl')} is not scored (36 error(s), under “Validation problems”).`,
+      );
     });
   });
 

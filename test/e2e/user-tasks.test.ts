@@ -216,6 +216,60 @@ describe('tasks defined in files', () => {
     expect(section.slice(0, section.indexOf('</section>'))).not.toContain('Naive and Human');
   });
 
+  it('compare: a task scored by accuracy gets McNemar on accuracy and on its score, macro F1 beside it or not', async () => {
+    // The Severity answers against a system right on all six: 4 items only it has right, none the other way.
+    const right = join(root, 'severity-right');
+    mkdirSync(right, { recursive: true });
+    writeFileSync(
+      join(right, 'Severity.jsonl'),
+      jsonl(TRI.gold.map((g, i) => ({ id: `t${i}`, prediction: SEVERITY[g] }))),
+    );
+    const only = join(root, 'severity-only');
+    mkdirSync(only, { recursive: true });
+    writeFileSync(join(only, 'Severity.jsonl'), readFileSync(join(dirs.preds, 'Severity.jsonl')));
+    const args = ['compare', only, right, '--tasks-dir', dirs.tasks, '--bootstrap', '200'];
+    const r = await rumedbench(...args, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout) as {
+      tasks: {
+        Severity: {
+          metrics: Record<string, { p: number; test: string }>;
+          score: { p: number; test: string };
+        };
+      };
+    };
+    const { metrics, score } = c.tasks.Severity;
+    // Exact McNemar on 0 against 4 discordant items: 2 · (1/2)⁴.
+    expect([
+      metrics.accuracy?.p,
+      metrics.accuracy?.test,
+      score.p,
+      score.test,
+      metrics.macro_f1?.test,
+    ]).toEqual([0.125, 'exact McNemar', 0.125, 'exact McNemar', 'approximate randomization']);
+    const table = await rumedbench(...args);
+    expect(table.stdout).toMatch(/Severity +accuracy .* 0\.125 +McNemar\n/);
+  });
+
+  it('baseline naive on a task of your own prints its scores, and no paper table: the paper has no row for it', async () => {
+    const r = await rumedbench(
+      ...['baseline', 'naive', '--tasks-dir', dirs.tasks, '--tasks', 'Severity'],
+      ...['--out', join(root, 'severity-naive'), '--bootstrap', '0'],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // Always "лёгкая": right on 2 of 6; F1 of лёгкая 2·2/(2·2 + 4) = 0.5, of the two others 0.
+    expect(r.stdout.split('\n').slice(0, 7)).toEqual([
+      'Task      n    metric  value  CI (off)',
+      '--------  -  --------  -----  --------',
+      'Severity  6  accuracy  33.33         –',
+      'Severity  6  macro_f1  16.67         –',
+      'Severity  6  micro_f1  33.33         –',
+      'Severity  6     score  33.33         –',
+      '',
+    ]);
+    expect(r.stdout).not.toContain('(paper)');
+  });
+
   it('baseline tfidf learns a multi-label task one class at a time, and its saved model predicts the same', async () => {
     // Each class is said in words: "боль в груди" (кардио), "головокружение" (невро), "одышка" (пульмо).
     const said = ['боль в груди', 'головокружение', 'одышка'];
