@@ -1,6 +1,8 @@
 /**
- * Reading a submission: a folder or a `.zip` of `<Task>.jsonl` files. A zip may hold its files at the root or
- * inside one folder; anything else in it is rejected. Files that name no task are reported, never skipped quietly.
+ * Reading a submission: a folder or a `.zip` of `<Task>.jsonl` files, or a run folder (its `predictions/`). A zip
+ * may hold its files at the root or inside one folder; anything else in it is rejected. Files that name no task are
+ * reported, never skipped quietly, and a path with no task file at all is an error (`NO_FILES`), never an empty
+ * result: the CLI and the library read submissions here alike.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -154,8 +156,45 @@ export function submissionFromEntries(
   return { source, files, issues };
 }
 
-/** Reads a submission folder or zip. Problems with its layout come back as issues, not exceptions. */
+/** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
+export const predictionsOf = (path: string): string =>
+  existsSync(join(path, 'summary.json')) && existsSync(join(path, 'predictions'))
+    ? join(path, 'predictions')
+    : path;
+
+/** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
+function folderHint(path: string): string {
+  if (!statSync(path).isDirectory()) return '';
+  const inside = readdirSync(path, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join(path, d.name))
+    .filter((d) => existsSync(join(d, 'predictions')) || readdirSync(d).some((f) => f.endsWith('.jsonl')))
+    .slice(0, 3);
+  const near = inside.map((d) => (existsSync(join(d, 'predictions')) ? join(d, 'predictions') : d));
+  return near.length > 0 ? `; did you mean ${near.join(' or ')}?` : '';
+}
+
+/**
+ * Reads a submission: a folder, a zip, one `<Task>.jsonl`, or a run folder (read as its `predictions/`). Problems
+ * come back as issues, not exceptions; a path that holds no task file is one `NO_FILES` error.
+ * @example const s = await readSubmission('runs/naive'); // runs/naive/predictions' files
+ */
 export async function readSubmission(path: string): Promise<Submission> {
+  const read = await readPath(predictionsOf(path));
+  // Nothing to score is a mistake (a wrong folder), never an empty result; other errors already say why.
+  if (read.files.length === 0 && !read.issues.some((i) => i.severity === 'error')) {
+    read.issues.push({
+      severity: 'error',
+      code: 'NO_FILES',
+      file: path,
+      message: `no <Task>.jsonl files to score in ${path}${folderHint(path)}`,
+      expected: 'a predictions folder, a run folder, a submission.zip or <Task>.jsonl files',
+    });
+  }
+  return read;
+}
+
+async function readPath(path: string): Promise<Submission> {
   if (!existsSync(path)) {
     return {
       source: path,
