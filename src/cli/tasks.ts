@@ -3,6 +3,7 @@ import { realpathSync } from 'node:fs';
 import { relative } from 'node:path';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
+import { TextEncodingError } from '../data/text.js';
 import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
 import { loadTaskFile } from '../tasks/definition-file.js';
 import {
@@ -100,6 +101,8 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
     task = loadTaskFile(file, { builtin });
   } catch (e) {
     if (e instanceof TaskDefinitionError) out.problems.push(...e.problems);
+    // Not UTF-8 (a definition saved in Windows-1251): one problem of this file; the others are still checked.
+    else if (e instanceof TextEncodingError) out.problems.push(e.message);
     else throw e;
     return out;
   }
@@ -131,6 +134,7 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
         );
       else if (e instanceof DataNotFoundError)
         out.problems.push(`${splitPath(dataDir, task, split)}: not found (files.${split} of ${file})`);
+      else if (e instanceof TextEncodingError) out.problems.push(e.message);
       else throw e;
     }
   }

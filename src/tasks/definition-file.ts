@@ -3,11 +3,11 @@
  * The YAML parser is required when a file is first read (about 40 ms), not when this module is imported: the run
  * specs import this module, and most runs read no definition.
  */
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { Node } from 'yaml';
-import { TaskDefinitionError } from '../errors.js';
+import { RumedbenchError, TaskDefinitionError } from '../errors.js';
+import { readUtf8File } from '../utf8.js';
 import { type CompileOptions, checkTask, compileTask, type TaskFile } from './definition.js';
 import type { TaskDefinition } from './types.js';
 
@@ -53,12 +53,17 @@ export function parseTaskFile(source: string, file: string, options: CompileOpti
   return def;
 }
 
-/** Reads, checks and compiles one definition file; its data paths are relative to it. */
+/**
+ * Reads, checks and compiles one definition file; its data paths are relative to it. The file is read as every user
+ * file is (src/utf8.ts, as data files): strict UTF-8, a file in another encoding refused once (BAD_ENCODING, naming
+ * Windows-1251 or UTF-16) rather than read with replacement characters that would reach a model's prompt.
+ */
 export function loadTaskFile(file: string, options: CompileOptions = {}): TaskDefinition {
   let source: string;
   try {
-    source = readFileSync(file, 'utf8');
+    source = readUtf8File(file);
   } catch (e) {
+    if (e instanceof RumedbenchError) throw e;
     throw new TaskDefinitionError(file, [
       `${file}: cannot read the task definition (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
     ]);
