@@ -78,7 +78,9 @@ export class ReferenceLoader {
     const given = this.gold[task.name];
     const gold = given ?? this.heldGold[split]?.[task.name];
     if (withRecords || gold) {
-      const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
+      const records = await ifPresent(
+        loadSplit(task, split, { dataDir: this.dataDir, ...(gold ? { goldApart: true } : {}) }),
+      );
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
       // No data file here (ECG2Pathology's records are the host's): the gold's ids (given, or imported by a
       // board's admin) are the split.

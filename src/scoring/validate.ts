@@ -510,15 +510,19 @@ export function validateTaskFile(
   // Reference order where the data is at hand, else file order.
   const order = records ? records.map((r) => r.id) : [...answers.keys()];
   const items: ScoredItem[] = [];
-  let noGold = 0;
+  const noGold: string[] = [];
   for (const id of order) {
     const a = answers.get(id) as { prediction: Prediction | null; fileGold?: Prediction };
     const gold = a.fileGold ?? (byId?.get(id)?.gold as Prediction | undefined);
-    if (gold === undefined) noGold += 1;
+    if (gold === undefined) noGold.push(id);
     else items.push({ id, gold, prediction: a.prediction });
   }
-  if (noGold > 0) {
-    const unscored = `no gold labels in the ${reference.split} split of ${task.name} (closed test): validated, not scored`;
+  if (noGold.length > 0) {
+    // Gold given for some items only (a --gold file short of ids) is named as such; a hidden gold's coverage is not.
+    const unscored =
+      noGold.length < order.length && !reference.hiddenGold
+        ? `no gold for ${noGold.length} of ${order.length} items of the ${reference.split} split of ${task.name} (e.g. id ${noGold[0]}): validated, not scored`
+        : `no gold labels in the ${reference.split} split of ${task.name} (closed test): validated, not scored`;
     issues.push({ severity: 'warning', file, task: task.name, code: 'NO_GOLD', message: unscored });
     return { task, file, format, unscored, issues };
   }

@@ -150,6 +150,7 @@ const predictSigns = (dir: string, model: string) =>
 interface Scored {
   tasks: Record<string, { n: number; metrics: Record<string, number>; score: number }>;
   overall: number | null;
+  errors: { code: string; message: string }[];
 }
 
 describe('tasks defined in files', () => {
@@ -733,5 +734,118 @@ describe('ECG2Pathology (shipped as a definition, no data)', () => {
     expect(ok.stdout).toContain(
       'ECG2Pathology: not scored: no gold for ECG2Pathology here (its host holds it; `eval --gold DIR` scores it on ECG2Pathology.jsonl in DIR)',
     );
+  });
+});
+
+describe("a hospital's own test set (issue #45)", () => {
+  const DEFINITION = `schema: rumedbench.task/1
+name: RuHospQA
+description: Нужна ли госпитализация пациенту?
+files:
+  test: data/test.jsonl
+id: qid
+inputs: [question]
+gold: answer
+type: classification
+labels: [да, нет]
+metrics: [accuracy]
+`;
+  const n = 40;
+  const qid = (i: number) => `q${i}`;
+  const goldOf = (i: number) => (i % 4 === 0 ? 'да' : 'нет');
+
+  /** The definition, its test data (with or without the answer field) and predictions right on items i % 2 = 0. */
+  function hospital(withGold: boolean): { def: string; data: string; preds: string; root: string } {
+    const root = mkdtempSync(join(tmpdir(), 'rumedbench-hospital-'));
+    mkdirSync(join(root, 'data'));
+    mkdirSync(join(root, 'preds'));
+    const def = join(root, 'RuHospQA.yaml');
+    writeFileSync(def, DEFINITION);
+    const data = join(root, 'data', 'test.jsonl');
+    writeFileSync(
+      data,
+      jsonl(
+        Array.from({ length: n }, (_, i) => ({
+          qid: qid(i),
+          question: `Жалобы пациента № ${i}`,
+          ...(withGold ? { answer: goldOf(i) } : {}),
+        })),
+      ),
+    );
+    const wrong = (g: string) => (g === 'да' ? 'нет' : 'да');
+    writeFileSync(
+      join(root, 'preds', 'RuHospQA.jsonl'),
+      jsonl(
+        Array.from({ length: n }, (_, i) => ({
+          qid: qid(i),
+          prediction: i % 2 === 0 ? goldOf(i) : wrong(goldOf(i)),
+        })),
+      ),
+    );
+    return { def, data, preds: join(root, 'preds'), root };
+  }
+
+  function goldDir(root: string, count = n): string {
+    const dir = join(root, 'gold');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'RuHospQA.jsonl'),
+      jsonl(Array.from({ length: count }, (_, i) => ({ qid: qid(i), answer: goldOf(i) }))),
+    );
+    return dir;
+  }
+
+  it('reads test data without its gold field where --gold holds it: tasks check --gold and eval --gold', async () => {
+    const { def, data, preds, root } = hospital(false);
+    const missing =
+      'field "answer" is missing (required in the test split, unless its gold is held apart: `--gold DIR`)';
+    const unchecked = await rumedbench('tasks', 'check', def);
+    expect([unchecked.code, unchecked.stderr.split('\n')[0]]).toEqual([
+      1,
+      `error: ${data}:1 (id q0): ${missing}`,
+    ]);
+    const bare = await rumedbench('eval', preds, '--tasks-dir', def, '--bootstrap', '0');
+    expect([bare.code, bare.stderr]).toEqual([1, expect.stringContaining(`${data}:1 (id q0): ${missing}`)]);
+
+    // The gold folder short of one id: named, with the data line that has no gold either.
+    const gold = goldDir(root, n - 1);
+    const short = await rumedbench('tasks', 'check', def, '--gold', gold);
+    expect([short.code, short.stderr]).toEqual([
+      1,
+      `error: ${join(gold, 'RuHospQA.jsonl')}: no gold for id q39 (test record, ${data}:40, which has none)\n`,
+    ]);
+    // eval on that gold says how much of the split it lacks, not "a closed test", and scores nothing (exit 1).
+    const partial = await rumedbench('eval', preds, '--tasks-dir', def, '--gold', gold, '--bootstrap', '0');
+    expect([partial.code, partial.stderr]).toEqual([
+      1,
+      expect.stringContaining(
+        `${join(preds, 'RuHospQA.jsonl')}: no gold for 1 of ${n} items of the test split of RuHospQA (e.g. id q39): validated, not scored [NO_GOLD]`,
+      ),
+    ]);
+    goldDir(root);
+    const checked = await rumedbench('tasks', 'check', def, '--gold', gold);
+    expect([checked.code, checked.stdout, checked.stderr]).toEqual([
+      0,
+      `${def}: RuHospQA is valid (test ${n} items)\n`,
+      '',
+    ]);
+    const scored = await rumedbench(
+      'eval',
+      preds,
+      '--tasks-dir',
+      def,
+      '--gold',
+      gold,
+      '--bootstrap',
+      '0',
+      '--json',
+    );
+    expect(scored.code, scored.stderr).toBe(0);
+    const result = JSON.parse(scored.stdout) as Scored;
+    expect([result.tasks.RuHospQA?.n, result.tasks.RuHospQA?.metrics, result.errors]).toEqual([
+      n,
+      { accuracy: 50 },
+      [],
+    ]);
   });
 });
