@@ -11,7 +11,7 @@ import type { Prediction } from '../metrics/item-stats.js';
 import { didYouMean, getTask, isTaskName } from '../tasks/registry.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { GoldOverrides } from './reference.js';
-import { canonicalAnswer, checkAnswer } from './validate.js';
+import { canonicalAnswer, checkAnswer, checkRankingGold } from './validate.js';
 
 /**
  * Reads a gold folder. `taskOf` names the task of a file's name: the registry's by default; `tasks check` gives the
@@ -54,9 +54,7 @@ export async function readGoldDir(
       // A ranking task's gold is one label; its answers are lists.
       const problem =
         task.kind === 'ranking'
-          ? typeof value === 'string' && task.labelPattern.test(value)
-            ? undefined
-            : { message: 'must be one label', expected: task.labelDescription }
+          ? checkRankingGold(task, value)
           : value === undefined || value === null
             ? { message: 'is missing', expected: 'the gold answer' }
             : checkAnswer(task, value);

@@ -62,6 +62,22 @@ function notJsonlKind(lines: readonly JsonlLine[]): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether the task's data may write a label as an integer (its gold field's rule has `numbers`: a defined task's
+ * gold by default, `"answer": 1` for the label "1"). Answers are read by the same rule as the gold they are scored
+ * against: an integer that the data's gold may be is accepted as a prediction too, never refused as WRONG_TYPE.
+ */
+function integerLabels(task: TaskDefinition): boolean {
+  const rule = task.recordFields[task.goldField];
+  return rule?.type === 'label' && rule.numbers === true;
+}
+
+/** A label as the task reads one: a string, or an integer where its gold may be one (as its decimal string). */
+function labelOf(task: TaskDefinition, value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  return Number.isInteger(value) && integerLabels(task) ? String(value) : undefined;
+}
+
 /** Checks one value against the task's label space; returns a problem or undefined. */
 export function checkAnswer(
   task: TaskDefinition,
@@ -73,21 +89,24 @@ export function checkAnswer(
   switch (task.kind) {
     case 'classification': {
       const expected = (): string => `one of ${task.labels.map((l) => JSON.stringify(l)).join(', ')}`;
-      if (typeof value !== 'string')
+      const label = labelOf(task, value);
+      if (label === undefined)
         return {
           code: 'WRONG_TYPE',
-          message: 'the answer must be a string',
+          message: integerLabels(task)
+            ? 'the answer must be a label (a string or an integer)'
+            : 'the answer must be a string',
           expected: expected(),
           found: found(),
         };
-      if (value.trim() === '')
+      if (label.trim() === '')
         return {
           code: 'EMPTY_PREDICTION',
           message: 'the answer is empty',
           expected: expected(),
           found: found(),
         };
-      if (!task.labels.includes(value))
+      if (!task.labels.includes(label))
         return {
           code: 'UNKNOWN_LABEL',
           message: 'label outside the label space',
@@ -122,11 +141,14 @@ export function checkAnswer(
           found: found(),
         };
       }
-      for (const v of value) {
-        if (typeof v !== 'string')
+      for (const item of value) {
+        const v = labelOf(task, item);
+        if (v === undefined)
           return {
             code: 'WRONG_TYPE',
-            message: 'every label must be a string',
+            message: integerLabels(task)
+              ? 'every label must be a string or an integer'
+              : 'every label must be a string',
             expected: expected(),
             found: found(),
           };
@@ -146,7 +168,7 @@ export function checkAnswer(
           };
         }
       }
-      if (new Set(value).size !== value.length) {
+      if (new Set(value.map(String)).size !== value.length) {
         return {
           code: 'DUPLICATE_PREDICTION',
           message: 'the ranked list repeats a label',
@@ -240,9 +262,26 @@ function describeClasses(classes: readonly string[]): string {
  * numbers, as upstream's ECG2Pathology baselines do), in the task's class order. Others as given.
  */
 export function canonicalAnswer(task: TaskDefinition, value: unknown): Prediction {
-  if (task.kind !== 'multilabel') return value as Prediction;
-  const set = new Set((value as unknown[]).map(String));
-  return task.classes.filter((c) => set.has(c));
+  if (task.kind === 'multilabel') {
+    const set = new Set((value as unknown[]).map(String));
+    return task.classes.filter((c) => set.has(c));
+  }
+  // An integer label (accepted where the gold may be one) is its decimal string, as the data's gold is read.
+  if (task.kind === 'classification' && typeof value === 'number') return String(value);
+  if (task.kind === 'ranking' && Array.isArray(value)) return value.map(String);
+  if (task.kind === 'ranking' && typeof value === 'number') return String(value);
+  return value as Prediction;
+}
+
+/** A ranking task's gold (one label, not a list), checked; a problem or undefined. */
+export function checkRankingGold(
+  task: TaskDefinition & { kind: 'ranking' },
+  value: unknown,
+): { message: string; expected: string } | undefined {
+  const label = labelOf(task, value);
+  return label !== undefined && task.labelPattern.test(label)
+    ? undefined
+    : { message: 'must be one label', expected: task.labelDescription };
 }
 
 function sameAnswer(a: unknown, b: unknown): boolean {
@@ -401,11 +440,7 @@ export function validateTaskFile(
       } else {
         // Gold in the file is checked like an answer, but a ranking task's gold is one label, not a list.
         const goldProblem =
-          task.kind === 'ranking'
-            ? typeof g === 'string' && task.labelPattern.test(g)
-              ? undefined
-              : { message: 'gold must be one label', expected: task.labelDescription }
-            : checkAnswer(task, g, tokensLength);
+          task.kind === 'ranking' ? checkRankingGold(task, g) : checkAnswer(task, g, tokensLength);
         if (goldProblem) {
           err({
             ...at,
