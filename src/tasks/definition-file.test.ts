@@ -1,4 +1,7 @@
-/** Reading a definition file as every user file is read (issue #45): strict UTF-8, one refusal naming the encoding. */
+/**
+ * Reading a definition file (issue #45): as every user file is read (strict UTF-8, one refusal naming the encoding),
+ * a data file given in its place refused once, and the keys for people optional.
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,5 +61,23 @@ describe('loadTaskFile', () => {
     writeFileSync(file, `\uFEFF${DEFINITION}`);
     const task = loadTaskFile(file);
     expect([task.name, task.guidelines]).toEqual(['RuHospQA', 'Нужна ли госпитализация пациенту?']);
+  });
+});
+
+describe('loadTaskFile: what is not a definition', () => {
+  it('refuses a data file given as a definition once, saying what it is, not with a YAML error per line', () => {
+    const dir = tmp();
+    const rows = Array.from({ length: 40 }, (_, i) => JSON.stringify({ qid: `q${i}`, question: 'Жалобы?' }));
+    const said = (file: string) => ({
+      code: 'TASK_INVALID',
+      message: `${file}: this is a data file (JSONL: one record per line), not a task definition; a definition (.yaml, .yml or .json) names it under files:`,
+    });
+    const jsonl = join(dir, 'test.jsonl');
+    writeFileSync(jsonl, `${rows.join('\n')}\n`);
+    expect(refusal(jsonl)).toEqual(said(jsonl));
+    // The same lines under a definition's extension: known by what they hold.
+    const json = join(dir, 'test.json');
+    writeFileSync(json, `${rows.join('\n')}\n`);
+    expect(refusal(json)).toEqual(said(json));
   });
 });

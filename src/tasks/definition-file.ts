@@ -53,12 +53,38 @@ export function parseTaskFile(source: string, file: string, options: CompileOpti
   return def;
 }
 
+/** Two lines that are each a JSON object: the start of a JSONL data file (YAML would report every line of it). */
+function looksLikeJsonl(source: string): boolean {
+  const lines = source
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .slice(0, 2);
+  return (
+    lines.length === 2 &&
+    lines.every((l) => {
+      try {
+        const v = JSON.parse(l) as unknown;
+        return typeof v === 'object' && v !== null && !Array.isArray(v);
+      } catch {
+        return false;
+      }
+    })
+  );
+}
+
+const notADefinition = (file: string): TaskDefinitionError =>
+  new TaskDefinitionError(file, [
+    `${file}: this is a data file (JSONL: one record per line), not a task definition; a definition (.yaml, .yml or .json) names it under files:`,
+  ]);
+
 /**
  * Reads, checks and compiles one definition file; its data paths are relative to it. The file is read as every user
  * file is (src/utf8.ts, as data files): strict UTF-8, a file in another encoding refused once (BAD_ENCODING, naming
  * Windows-1251 or UTF-16) rather than read with replacement characters that would reach a model's prompt.
  */
 export function loadTaskFile(file: string, options: CompileOptions = {}): TaskDefinition {
+  // A data file given where its definition belongs (`--tasks-dir data/test.jsonl`): said once, not per line.
+  if (/\.jsonl$/i.test(file)) throw notADefinition(file);
   let source: string;
   try {
     source = readUtf8File(file);
@@ -68,5 +94,6 @@ export function loadTaskFile(file: string, options: CompileOptions = {}): TaskDe
       `${file}: cannot read the task definition (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
     ]);
   }
+  if (looksLikeJsonl(source)) throw notADefinition(file);
   return compileTask(parseTaskFile(source, file, options), resolve(file), options);
 }
