@@ -80,4 +80,10 @@ describe('loadTaskFile: what is not a definition', () => {
     writeFileSync(json, `${rows.join('\n')}\n`);
     expect(refusal(json)).toEqual(said(json));
   });
+
+  it('reads a definition without licence (for people, as title and citation are)', () => {
+    const file = join(tmp(), 'RuHospQA.yaml');
+    writeFileSync(file, DEFINITION.replace('licence: CC BY 4.0\n', ''));
+    expect(loadTaskFile(file).name).toBe('RuHospQA');
+  });
 });
