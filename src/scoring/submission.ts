@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { type JsonlLine, parseJsonl, readJsonlLines } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
-import { didYouMean, isTaskName } from '../tasks/registry.js';
+import { didYouMean, isTaskName, TASKS } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
 
 export interface SubmissionFile {
@@ -27,7 +27,19 @@ export interface Submission {
 // Archive tools add these; they carry no predictions.
 const ARCHIVE_JUNK = /(^|\/)(__MACOSX\/|\.DS_Store$)/;
 
-function classify(name: string, display: string, issues: SubmissionIssue[]): { task: string } | undefined {
+/**
+ * Where a task file that names no known task may come from, for a reader on the user's own machine: a task defined
+ * in a file is known only once its definition is read. (Not said to an upload: a leaderboard's boards are fixed.)
+ */
+const DEFINED_TASK_HINT =
+  '; a task defined in a file is known only with its definition: give --tasks-dir DIR (or RUMEDBENCH_TASKS)';
+
+function classify(
+  name: string,
+  display: string,
+  issues: SubmissionIssue[],
+  local: boolean,
+): { task: string } | undefined {
   if (!name.endsWith('.jsonl')) {
     issues.push({
       severity: 'warning',
@@ -41,12 +53,13 @@ function classify(name: string, display: string, issues: SubmissionIssue[]): { t
   const task = name.slice(0, -'.jsonl'.length);
   // ECG2Pathology, a MedBench platform task, is a task too (shipped as a definition): scored where its gold is given.
   if (isTaskName(task)) return { task };
+  const near = didYouMean(task);
   issues.push({
     severity: 'error',
     code: 'UNKNOWN_TASK_FILE',
     file: display,
-    message: `"${name}" names no RuMedBench task${didYouMean(task)}`,
-    expected: 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER or RuMedTest .jsonl',
+    message: `"${name}" names no RuMedBench task${near || (local ? DEFINED_TASK_HINT : '')}`,
+    expected: `<Task>.jsonl of a known task: ${TASKS.map((t) => t.name).join(', ')}`,
   });
   return undefined;
 }
@@ -57,7 +70,7 @@ async function readFolder(dir: string): Promise<Submission> {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
     if (!statSync(path).isFile()) continue;
-    const hit = classify(name, path, issues);
+    const hit = classify(name, path, issues, true);
     if (!hit) continue;
     const lines = await readLines(path, issues);
     if (lines) files.push({ task: hit.task, file: path, lines });
@@ -94,6 +107,7 @@ async function readZip(zipPath: string): Promise<Submission> {
       text: () => decodeUtf8(entries[name] as Uint8Array, `${zipPath}!${name}`),
     })),
     issues,
+    { local: true },
   );
 }
 
@@ -111,6 +125,8 @@ export function submissionFromEntries(
   source: string,
   entries: readonly NamedText[],
   issues: SubmissionIssue[] = [],
+  /** local: read on the user's machine (a zip), where a task defined in a file can be named with --tasks-dir. */
+  options: { local?: boolean } = {},
 ): Submission {
   const junk = entries.filter((e) => ARCHIVE_JUNK.test(e.name));
   for (const e of junk) {
@@ -141,7 +157,7 @@ export function submissionFromEntries(
       });
       continue;
     }
-    const hit = classify(inner, display, issues);
+    const hit = classify(inner, display, issues, options.local ?? false);
     if (!hit) continue;
     let content: string;
     try {
@@ -214,7 +230,7 @@ async function readPath(path: string): Promise<Submission> {
   if (path.toLowerCase().endsWith('.zip')) return readZip(path);
   // A single task file is a submission of one task.
   const issues: SubmissionIssue[] = [];
-  const hit = classify(basename(path), path, issues);
+  const hit = classify(basename(path), path, issues, true);
   if (!hit) return { source: path, files: [], issues };
   const lines = await readLines(path, issues);
   return { source: path, files: lines ? [{ task: hit.task, file: path, lines }] : [], issues };
