@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixtureDataDir, writeFixturePredictions } from '../../test/helpers/fixture-data.js';
 import { compareSubmissions } from './compare.js';
+import { ReferenceLoader } from './reference.js';
 import { writeRunSummary } from './run-folder.js';
 import { evaluateSubmission } from './score.js';
 
@@ -151,5 +152,29 @@ describe('compareSubmissions, as the library gives it', () => {
         },
       ],
     });
+  });
+});
+
+describe('the data folder looked in', () => {
+  it('is named where the split is not found, except by a leaderboard, whose messages go to uploaders', async () => {
+    const preds = join(tmp(), 'preds');
+    const file = join(writeFixturePredictions(DATA, preds), 'RuMedNLI.jsonl');
+    const nowhere = join(tmp(), 'nonexistent');
+    const said = async (references?: ReferenceLoader) =>
+      (
+        await evaluateSubmission(file, {
+          dataDir: nowhere,
+          bootstrap: 0,
+          ...(references ? { references } : {}),
+        })
+      ).errors[0]?.message;
+    const advice =
+      'run `rumedbench data download` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead';
+    expect(await said()).toBe(
+      `the test split of RuMedNLI is not in the data folder (no such folder: ${nowhere}): ${advice}`,
+    );
+    expect(await said(new ReferenceLoader(nowhere, { namePaths: false }))).toBe(
+      `the test split of RuMedNLI is not in the data folder: ${advice}`,
+    );
   });
 });

@@ -25,6 +25,11 @@ export interface Reference {
   split: Split;
   /** The split's records, in file order; undefined where the data file is not available. */
   records?: readonly TaskRecord[];
+  /**
+   * Where records is undefined: where the split was looked for and not found (`/data/RuMedNLI/test_v1.jsonl: not
+   * found`, or `no such folder: /data`), for messages that name the place.
+   */
+  notFound?: string;
   /** Set when the caller chose to score on the gold in the files alone (`--file-gold`). */
   fileGoldOnly?: boolean;
   /**
@@ -537,7 +542,7 @@ export function validateTaskFile(
         ? 'scored on the gold in the file, as upstream eval.py does (--file-gold): ids were not checked against the data'
         : format === 'platform' && reference.fileGoldOnly
           ? `the ${reference.split} split of ${task.name} is needed for gold labels (--file-gold is for RuMedBench-format files)`
-          : `the ${reference.split} split of ${task.name} is not in the data folder: run \`rumedbench data download\` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead`,
+          : `the ${reference.split} split of ${task.name} is not in the data folder${reference.notFound ? ` (${reference.notFound})` : ''}: run \`rumedbench data download\` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead`,
     });
   }
   if (hasErrors || issues.some((i) => i.severity === 'error')) return { task, file, format, issues };
