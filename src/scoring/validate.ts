@@ -306,6 +306,8 @@ export function validateTaskFile(
   };
   const records = reference.records;
   const byId = records ? new Map(records.map((r) => [r.id, r])) : undefined;
+  const hostHeld =
+    !records && (task.optional === true || heldByHost(task, reference.split)) && !reference.fileGoldOnly;
   const fieldsHint = `"${task.idField}" with "${PREDICTION}" (RuMedBench format) or "${task.goldField}" (MedBench platform format)`;
 
   let format: SubmissionFormat | undefined;
@@ -434,7 +436,8 @@ export function validateTaskFile(
     } else if (format === 'rumedbench') {
       const g = rec[task.goldField];
       if (g === undefined) {
-        if (!ref) {
+        // A split only the task's host holds has no gold here to miss: the file is validated, not scored (below).
+        if (!ref && !hostHeld) {
           err({
             ...at,
             code: 'INVALID_GOLD',
@@ -519,7 +522,7 @@ export function validateTaskFile(
   const hasErrors = issues.some((i) => i.severity === 'error');
   // A task whose records only its host holds (ECG2Pathology; a definition listing a split without its file): its gold
   // is its host's. Checked, then left unscored, saying how.
-  if (!records && (task.optional || heldByHost(task, reference.split)) && !reference.fileGoldOnly) {
+  if (hostHeld) {
     const unscored = `no gold for ${task.name} here (its host holds it; \`eval --gold DIR\` scores it on ${task.name}.jsonl in DIR)`;
     issues.push({
       severity: 'warning',
