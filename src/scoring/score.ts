@@ -191,7 +191,7 @@ export async function evaluateSubmission(
  * tasks whose gold is not here: a defined task without `--gold`, ECG2Pathology). A closed test (`private_test`),
  * whose gold is never public, is validated and left unscored without one: checking it is all a scorer can do.
  */
-export function nothingScored(
+function nothingScored(
   result: Pick<EvaluationResult, 'source' | 'split' | 'tasks' | 'unscored' | 'errors'>,
 ): SubmissionIssue | undefined {
   if (Object.keys(result.tasks).length > 0 || result.errors.length > 0 || result.split === 'private_test')
