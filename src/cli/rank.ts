@@ -8,7 +8,7 @@ import type { TaskRanking } from '../metrics/ranking.js';
 import { f2, rankInterval } from '../report/format.js';
 import { OVERALL_TASKS, parseTaskList } from '../tasks/registry.js';
 import { renderTable } from '../text-table.js';
-import { predictionsOf, reportIssues, SCORING_FLAGS } from './eval.js';
+import { reportIssues, SCORING_FLAGS } from './eval.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
@@ -63,7 +63,7 @@ export async function runRank(paths: readonly string[], flags: RankFlags, io: Cl
   if (!(flags.alpha > 0 && flags.alpha < 1))
     throw new UsageError('--alpha: a level between 0 and 1, e.g. 0.05');
   const { rankSubmissions } = await import('../scoring/rank.js');
-  const result = await rankSubmissions(paths.map(predictionsOf), {
+  const result = await rankSubmissions(paths, {
     split: flags.split,
     bootstrap: flags.bootstrap,
     seed: flags.seed,

@@ -70,7 +70,20 @@ export async function compareSubmissions(
   const references = await referencesFor(options);
   const opts = { ...options, references };
   const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
-  return compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });
+  const result = compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });
+  // Nothing compared is a mistake (two systems of different tasks, tasks without gold here), never an empty table;
+  // other errors already say why.
+  if (Object.keys(result.tasks).length === 0 && result.errors.length === 0) {
+    const [a, b] = [va, vb].map((v) => v.tasks.map((t) => t.task.name).join(', ') || 'none');
+    result.errors.push({
+      severity: 'error',
+      code: 'NOTHING_SCORED',
+      file: `${va.source} and ${vb.source}`,
+      message: `no task was compared: none is scored in both (A: ${a}; B: ${b})`,
+      expected: 'both submissions answering a task whose gold is here (its data file, or --gold DIR)',
+    });
+  }
+  return result;
 }
 
 /** The clusters of every task of a submission that declares one (RuMedNLI: the premise), by id. */

@@ -52,6 +52,8 @@ export type IssueCode =
   | 'LINE_TOO_LONG'
   | 'TOO_MANY_LINES'
   | 'NO_FILES'
+  /** Task files were read, but no task could be scored (no gold here for any of them): a score was asked for. */
+  | 'NOTHING_SCORED'
   | 'WRONG_BOARD'
   /** Under the Ladder, an upload on hidden gold that leaves out one of its board's hidden tasks. */
   | 'CLOSED_INCOMPLETE'
