@@ -1,12 +1,28 @@
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { unitTestsNeedingBuild } from './test/needs-build.js';
+
+const built = unitTestsNeedingBuild(dirname(fileURLToPath(import.meta.url)));
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     // e2e tests spawn the built CLI; give them room on a shared 2-core machine.
     testTimeout: 60_000,
     // Hooks start browsers, servers and databases: under load (a busy 2-core machine) they took over 10 s.
     hookTimeout: 120_000,
-    globalSetup: ['test/global-setup.ts'],
+    // Two projects, so that a unit test file runs in seconds: only the tests that run dist/ (the CLI, a worker
+    // thread's script) wait for the build, which is skipped when dist/ is current (scripts/build-stamp.js).
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['src/**/*.test.ts'], exclude: built } },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.test.ts', ...built],
+          globalSetup: ['test/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

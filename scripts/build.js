@@ -3,11 +3,13 @@
  * none of Node's), then the stylesheets beside them. The report inlines them and the server serves them from there.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { STAMP, sourceDigest } from './build-stamp.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const digest = sourceDigest(root);
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 for (const project of ['tsconfig.build.json', 'src/browser/tsconfig.json'])
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
@@ -15,3 +17,5 @@ const out = join(root, 'dist/browser');
 mkdirSync(out, { recursive: true });
 for (const f of readdirSync(join(root, 'src/browser')).filter((f) => f.endsWith('.css')))
   copyFileSync(join(root, 'src/browser', f), join(out, f));
+// Digested before it is written: sources edited during the build leave a stamp that no longer matches them.
+writeFileSync(join(root, STAMP), `${digest}\n`);

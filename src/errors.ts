@@ -30,6 +30,11 @@ export type ErrorCode =
   | 'COST_LIMIT'
   /** Some requests of an LLM run failed and were not accepted (`--allow-failures`): not scored. */
   | 'RUN_INCOMPLETE'
+  /**
+   * A batch whose creating call got no answer, looked up at a provider that keeps no tag (Anthropic), matched by more
+   * than one batch: none is collected, none created.
+   */
+  | 'BATCH_AMBIGUOUS'
   | 'REPORT_INPUT_INVALID'
   /** A run folder whose summary.json or manifest does not fit the run-folder schema. */
   | 'RUN_FOLDER_INVALID'

@@ -34,10 +34,11 @@ export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export { backoffMs, retryAfterMs, send, TransportError } from './data/transport.js';
 export * from './errors.js';
+export { LlmRequestError } from './llm/client.js';
 export { Journal, type JournalEntry } from './llm/journal.js';
 export { type LlamaOptions, LlamaProvider } from './llm/llama.js';
 export * from './llm/loglik.js';
-export { LlmRequestError, type OpenAIOptions, OpenAIProvider } from './llm/openai.js';
+export { type OpenAIOptions, OpenAIProvider } from './llm/openai.js';
 export {
   buildMessages,
   type ChatMessage,

@@ -16,11 +16,11 @@ import type { Embedder, VectorSource } from '../encoders/embed.js';
 import { taskInput } from '../encoders/inputs.js';
 import type { Dtype, Pooling } from '../encoders/model.js';
 import type { OpenEmbedderOptions } from '../encoders/open.js';
-import { withEngines } from '../engines.js';
 import { ModelError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import type { OvrBlock } from '../ml/ovr-parallel.js';
 import { type CsrMatrix, denseToCsr } from '../ml/sparse.js';
+import { withEngines } from '../optional-deps.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type {
   ClassificationTask,

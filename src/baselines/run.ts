@@ -9,7 +9,7 @@ import { splitPath } from '../data/paths.js';
 import type { EmbedStats, VectorSource } from '../encoders/embed.js';
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
-import { RunFolder } from '../scoring/formats.js';
+import { RunFolderWriter } from '../scoring/formats.js';
 import { writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
@@ -87,7 +87,7 @@ async function runTask(
   options: BaselineRunOptions,
   trainSplit: Split,
   seed: number,
-  folder: RunFolder,
+  folder: RunFolderWriter,
   log: Logger,
 ): Promise<TaskRun> {
   const t0 = performance.now();
@@ -162,7 +162,7 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
   const log = options.logger ?? silentLogger;
   const seed = options.seed ?? 0;
   const trainSplit = options.trainSplit ?? 'train';
-  const folder = new RunFolder(options.outDir);
+  const folder = new RunFolderWriter(options.outDir);
   const { predictionsDir } = folder;
   const runs: TaskRun[] = [];
 

@@ -10,7 +10,7 @@ import { readUtf8File } from '../data/text.js';
 import { runEvaluation } from '../engine/run.js';
 import { type BaselineSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
-import { renderDetails, renderSummary, renderTable } from '../report/table.js';
+import { renderDetails, renderSummary, renderTable, scoresPaperTask } from '../report/table.js';
 import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
 import type { FlagsOf, FlagTable } from './flags.js';
@@ -180,7 +180,9 @@ export function printBaseline(result: BaselineRunResult, spec: BaselineSpec, jso
   ];
   io.out(
     `${[
-      renderSummary(result.evaluation, { reference: true, label }),
+      ...(scoresPaperTask(result.evaluation)
+        ? [renderSummary(result.evaluation, { reference: true, label })]
+        : []),
       renderDetails(result.evaluation),
       notes.join('\n'),
       `test predictions (RuMedBench format): ${result.predictionsDir}`,

@@ -4,9 +4,9 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
-import { withEngines } from '../engines.js';
 import { UsageError } from '../errors.js';
-import { renderDetails, renderSummary } from '../report/table.js';
+import { withEngines } from '../optional-deps.js';
+import { renderDetails, renderSummary, scoresPaperTask } from '../report/table.js';
 import { getTask, isChoiceTask, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { encoderFlags } from './baseline.js';
@@ -99,7 +99,14 @@ export async function runPredictEncoder(flags: PredictEncoderFlags, io: CliIo): 
   const parts: string[] = [];
   if (result.evaluation)
     parts.push(
-      renderSummary(result.evaluation, { reference: true, label: `${basename(flags.model)} (this run)` }),
+      ...(scoresPaperTask(result.evaluation)
+        ? [
+            renderSummary(result.evaluation, {
+              reference: true,
+              label: `${basename(flags.model)} (this run)`,
+            }),
+          ]
+        : []),
       renderDetails(result.evaluation),
       `test predictions (RuMedBench format): ${result.predictionsDir}`,
     );

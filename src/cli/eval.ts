@@ -1,7 +1,5 @@
 /** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
 
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   renderBreakdown,
   renderComparison,
@@ -68,38 +66,9 @@ function evaluateOptions(flags: CompareFlags) {
   };
 }
 
-/** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
-export const predictionsOf = (p: string): string =>
-  existsSync(join(p, 'summary.json')) && existsSync(join(p, 'predictions')) ? join(p, 'predictions') : p;
-
-/** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
-function folderHint(path: string): string {
-  if (!existsSync(path) || !statSync(path).isDirectory()) return '';
-  const inside = readdirSync(path, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => join(path, d.name))
-    .filter((d) => existsSync(join(d, 'predictions')) || readdirSync(d).some((f) => f.endsWith('.jsonl')))
-    .slice(0, 3);
-  const near = inside.map((d) => (existsSync(join(d, 'predictions')) ? join(d, 'predictions') : d));
-  return near.length > 0 ? `; did you mean ${near.join(' or ')}?` : '';
-}
-
 export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promise<number> {
-  const result = await evaluateSubmission(predictionsOf(path), evaluateOptions(flags));
-  // Nothing to score is a mistake (a wrong folder), never a quiet exit 0.
-  if (
-    Object.keys(result.tasks).length === 0 &&
-    Object.keys(result.unscored).length === 0 &&
-    result.errors.length === 0
-  ) {
-    result.errors.push({
-      severity: 'error',
-      code: 'NO_FILES',
-      file: path,
-      message: `no <Task>.jsonl files to score in ${path}${folderHint(path)}`,
-      expected: 'a predictions folder, a run folder, a submission.zip or <Task>.jsonl files',
-    });
-  }
+  // A run folder, an empty folder, nothing scored: the library reads and judges them as the CLI shows them.
+  const result = await evaluateSubmission(path, evaluateOptions(flags));
   // Nothing scored: the error says why; "RuMedTop3 is not in the submission" four more times adds nothing.
   if (Object.keys(result.tasks).length === 0)
     result.warnings = result.warnings.filter((w) => w.code !== 'MISSING_TASK');
@@ -142,7 +111,7 @@ export async function runCompare(a: string, b: string, flags: CompareFlags, io: 
     import('../scoring/compare.js'),
     import('../llm/compare-calibration.js'),
   ]);
-  const result = await compareSubmissions(predictionsOf(a), predictionsOf(b), evaluateOptions(flags));
+  const result = await compareSubmissions(a, b, evaluateOptions(flags));
   // Two log-likelihood run folders: also the paired difference in calibration.
   const calibration = await compareCalibration(a, b, {
     bootstrap: result.method.resamples,

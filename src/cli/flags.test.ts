@@ -10,7 +10,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { createLogger } from '../log.js';
 import { addFlags, choice, count, type FlagsOf, many, on, text } from './flags.js';
 import { LLM_FLAGS, type LlmFlags } from './llm.js';
-import { buildFullProgram, runCli } from './main.js';
+import { buildFullProgram, runCli } from './program.js';
 
 const TABLE = {
   model: text('--model <name>', 'm', { required: true }),

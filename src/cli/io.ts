@@ -25,7 +25,12 @@ export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refus
 /** The exit code of an error a user can cause (see EXIT); undefined for a bug. */
 export function exitCodeOf(e: RumedbenchError): number {
   if (e.code === 'USAGE' || e.code === 'RUN_SPEC_INVALID') return EXIT.usage;
-  if (e.code === 'RUN_INCOMPLETE' || e.code === 'REPLIES_UNUSABLE' || e.code === 'COST_LIMIT')
+  if (
+    e.code === 'RUN_INCOMPLETE' ||
+    e.code === 'REPLIES_UNUSABLE' ||
+    e.code === 'COST_LIMIT' ||
+    e.code === 'BATCH_AMBIGUOUS'
+  )
     return EXIT.incomplete;
   if (e.code === 'LLM_ENDPOINT_DOWN') return EXIT.down;
   if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;

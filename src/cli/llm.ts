@@ -18,7 +18,7 @@ import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants, renderPromptVariants } from '../llm/prompt-variants.js';
 import type { LlmRunResult } from '../llm/run.js';
 import { PAPER_ROWS, type PaperRow } from '../report/paper.js';
-import { renderDetails, renderSummary, renderTable } from '../report/table.js';
+import { renderDetails, renderSummary, renderTable, scoresPaperTask } from '../report/table.js';
 import { parseTaskList, TASKS } from '../tasks/registry.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
@@ -491,7 +491,9 @@ export function printLlmResult(result: LlmRunResult, label: string, json: boolea
   ];
   io.out(
     `${[
-      renderSummary(result.evaluation, { reference: true, label, rows }),
+      ...(scoresPaperTask(result.evaluation)
+        ? [renderSummary(result.evaluation, { reference: true, label, rows })]
+        : []),
       renderDetails(result.evaluation),
       renderTable(
         [

@@ -16,7 +16,7 @@ import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { createLogger } from '../log.js';
 import { plannedMde } from '../metrics/ranking.js';
 import { type Cell, expandPlan } from '../plans/cells.js';
-import { type Plan, type ProviderSpec, parsePlan, type Setting } from '../plans/file.js';
+import { type Plan, type PlanProvider, parsePlan, type Setting } from '../plans/file.js';
 import { type CellOutcome, type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { submitRun } from '../submit/client.js';
@@ -139,7 +139,7 @@ const concurrencyOf = (s: Readonly<Record<string, unknown>>) =>
       : Number(s.concurrency ?? 8);
 
 /** The providers a plan model can name, from the commands' flag tables. */
-export const PLAN_PROVIDERS: Record<string, ProviderSpec> = {
+export const PLAN_PROVIDERS: Record<string, PlanProvider> = {
   openai: {
     toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'openai', out: '' }) as LlmFlags),
     settings: settingsOf(LLM_FLAGS, ['contextSize', 'gpu', 'threads']),

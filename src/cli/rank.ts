@@ -6,9 +6,9 @@
 import { UsageError } from '../errors.js';
 import type { TaskRanking } from '../metrics/ranking.js';
 import { f2, rankInterval } from '../report/format.js';
-import { parseTaskList } from '../tasks/registry.js';
+import { OVERALL_TASKS, parseTaskList } from '../tasks/registry.js';
 import { renderTable } from '../text-table.js';
-import { predictionsOf, reportIssues, SCORING_FLAGS } from './eval.js';
+import { reportIssues, SCORING_FLAGS } from './eval.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
@@ -63,7 +63,7 @@ export async function runRank(paths: readonly string[], flags: RankFlags, io: Cl
   if (!(flags.alpha > 0 && flags.alpha < 1))
     throw new UsageError('--alpha: a level between 0 and 1, e.g. 0.05');
   const { rankSubmissions } = await import('../scoring/rank.js');
-  const result = await rankSubmissions(paths.map(predictionsOf), {
+  const result = await rankSubmissions(paths, {
     split: flags.split,
     bootstrap: flags.bootstrap,
     seed: flags.seed,
@@ -78,6 +78,14 @@ export async function runRank(paths: readonly string[], flags: RankFlags, io: Cl
   else {
     const parts = Object.entries(result.tasks).map(([task, t]) => renderRanking(task, t, flags.alpha));
     if (result.overall) parts.push(renderRanking('Overall', result.overall, flags.alpha));
+    else {
+      // An overall task left out (its files named in the warnings below) takes the overall with it: say so.
+      const left = result.unranked.map((u) => u.task).filter((t) => OVERALL_TASKS.some((o) => o.name === t));
+      if (left.length > 0)
+        parts.push(
+          `Overall: not ranked, as ${left.join(', ')} is not (the files that differ are named below)`,
+        );
+    }
     if (parts.length > 0)
       io.out(
         `${parts.join('\n\n')}\n\nSystems sharing a letter are not distinguishable on these items; ranks in brackets are 95% intervals.\n`,

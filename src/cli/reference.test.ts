@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../test/helpers/data.js';
 import { createLogger } from '../log.js';
-import { buildFullProgram } from './main.js';
+import { buildFullProgram } from './program.js';
 import { cliReference } from './reference.js';
 
 describe('docs/cli.md', () => {

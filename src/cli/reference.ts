@@ -4,7 +4,7 @@
  */
 import type { Command, Option } from 'commander';
 import { createLogger } from '../log.js';
-import { buildFullProgram } from './main.js';
+import { buildFullProgram } from './program.js';
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/</g, '\\<').replace(/\n/g, ' ');
 

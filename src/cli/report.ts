@@ -1,6 +1,7 @@
 /** `rumedbench report`: a thin wrapper over runReport. */
 import { UsageError } from '../errors.js';
 import { formatIssue } from '../scoring/issues.js';
+import { reportIssues } from './eval.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
@@ -59,6 +60,9 @@ export async function runReportCommand(paths: string[], flags: ReportFlags, io: 
     if (s.errors.length > 5)
       io.log.warn(`${s.name}: … and ${s.errors.length - 5} more errors (listed in the report)`);
   }
+  // A task left out of "Which systems differ": the files that keep it out, by name (the page says the same).
+  const notRanked = (report.ranking?.warnings ?? []).filter((w) => w.code === 'TASK_NOT_RANKED');
+  reportIssues(io, [], notRanked, notRanked.length);
   const scored = report.systems.filter((s) => Object.keys(s.tasks).length > 0).length;
   io.log.info(
     `report: ${report.systems.length} system(s), ${scored} with scored tasks${written.length ? `; wrote ${written.length > 3 ? `${written.length} files, ` : ''}${written.slice(-1)[0]}` : ''}`,

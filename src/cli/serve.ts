@@ -14,13 +14,12 @@ import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 const server = async () => {
-  const [serve, campaigns, queries, upload] = await Promise.all([
+  const [serve, queries, upload] = await Promise.all([
     import('../server/serve.js'),
-    import('../server/campaigns/service.js'),
     import('../server/db/queries.js'),
     import('../server/upload.js'),
   ]);
-  return { ...serve, campaignsOf: campaigns.campaignsOf, q: queries, DEFAULT_LIMITS: upload.DEFAULT_LIMITS };
+  return { ...serve, q: queries, DEFAULT_LIMITS: upload.DEFAULT_LIMITS };
 };
 
 /** Every serve command takes these. */
@@ -242,8 +241,8 @@ export async function runCampaignCreate(flags: CampaignFlags, io: CliIo): Promis
   } catch {
     throw new UsageError(`--base-url must be a URL, got "${flags.baseUrl}"`);
   }
-  const { campaign, invitations } = await withLeaderboard(flags, (lb, { campaignsOf }) =>
-    campaignsOf(lb)
+  const { campaign, invitations } = await withLeaderboard(flags, (lb) =>
+    lb.campaigns
       .create({
         task: flags.task,
         split: flags.split,
@@ -274,8 +273,8 @@ export async function runCampaignAction(
   flags: DbFlags & { out?: string | undefined },
   io: CliIo,
 ): Promise<number> {
-  return withLeaderboard(flags, async (lb, { campaignsOf }) => {
-    const campaigns = campaignsOf(lb);
+  return withLeaderboard(flags, async (lb) => {
+    const campaigns = lb.campaigns;
     try {
       if (action === 'list') {
         const rows = await campaigns.list();

@@ -13,12 +13,11 @@ export const SUBMIT_FLAGS = {
     default: 'RUMEDBENCH_TOKEN',
   }),
   model: flag.text('--model <name>', "model name (default: the run's model)"),
-  kind: flag.choice('--kind <kind>', "kind of system (default: from the run's summary)", [
-    'LLM',
-    'encoder',
-    'feature-based',
-    'baseline',
-  ]),
+  kind: flag.choice(
+    '--kind <kind>',
+    "kind of system (default: from the run's summary; without one, unknown)",
+    ['LLM', 'encoder', 'feature-based', 'baseline', 'unknown'],
+  ),
   team: flag.text('--team <team>', 'team (a team token names its own team)'),
   description: flag.text('--description <text>', "description (default: the run's settings)"),
   link: flag.text('--link <url>', 'paper, model card or code'),

@@ -1,15 +1,21 @@
-/** `rumedbench tasks` (what tasks there are, and where each is defined) and `rumedbench tasks check FILE…`. */
+/**
+ * `rumedbench tasks` (what tasks there are, and where each is defined) and `rumedbench tasks check FILE…` (each
+ * definition and its data; with `--gold DIR`, data whose gold is held apart in DIR).
+ */
 import { realpathSync } from 'node:fs';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { loadSplit } from '../data/load.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
+import { TextEncodingError } from '../data/text.js';
 import { DataInvalidError, DataNotFoundError, TaskDefinitionError, UsageError } from '../errors.js';
+import type { GoldOverrides } from '../scoring/reference.js';
 import { loadTaskFile } from '../tasks/definition-file.js';
 import {
   BUILTIN_NAMES,
   BUILTIN_TASKS,
   builtinFile,
   definitionFileOf,
+  getTask,
   isTaskName,
   shippedFile,
   shippedTasks,
@@ -25,6 +31,10 @@ import { type CliIo, EXIT } from './io.js';
 export const TASKS_FLAGS = { json: flag.jsonFlag() } satisfies FlagTable;
 export const TASKS_CHECK_FLAGS = {
   data: flag.dataFlag(),
+  gold: flag.text(
+    '--gold <dir>',
+    'the gold is held apart in this folder (<Task>.jsonl), as for eval --gold: the data files need not carry it',
+  ),
   json: flag.jsonFlag(),
 } satisfies FlagTable;
 
@@ -88,8 +98,8 @@ function realPath(file: string): string {
   }
 }
 
-/** Checks one definition and the data files it names; every problem is collected. */
-async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
+/** Reads one definition; its problems (schema, encoding, a built-in task's name) are collected. */
+function compileOne(file: string): { out: CheckResult; task?: TaskDefinition } {
   const out: CheckResult = { file, ok: false, problems: [], items: {} };
   // A built-in task's own file (the package's tasks/RuMedDaNet.json) is checked as the built-in task it is; a
   // package reached through a link (npm link, pnpm) is the same file.
@@ -100,8 +110,10 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
     task = loadTaskFile(file, { builtin });
   } catch (e) {
     if (e instanceof TaskDefinitionError) out.problems.push(...e.problems);
+    // Not UTF-8 (a definition saved in Windows-1251): one problem of this file; the others are still checked.
+    else if (e instanceof TextEncodingError) out.problems.push(e.message);
     else throw e;
-    return out;
+    return { out };
   }
   out.task = task.name;
   if (
@@ -113,29 +125,59 @@ async function checkOne(file: string, dataDir: string): Promise<CheckResult> {
     out.problems.push(
       `${file}: name: "${task.name}" is the name of a built-in task; give yours another name`,
     );
+  return { out, task };
+}
+
+const MAX_SHOWN = 20;
+
+/**
+ * Checks the data files a definition names; every problem is collected. With gold held apart (`gold`, read from
+ * `--gold DIR`), the data need not carry it, and every record without gold in its data must have it there.
+ */
+async function checkData(
+  out: CheckResult,
+  task: TaskDefinition,
+  dataDir: string,
+  gold: { dir: string; byTask: GoldOverrides } | undefined,
+): Promise<void> {
   for (const split of task.splits) {
     if (!task.files?.[split]) continue;
     try {
-      out.items[split] = (await loadSplit(task, split, { dataDir })).length;
+      const records = await loadSplit(task, split, { dataDir, goldApart: gold !== undefined });
+      out.items[split] = records.length;
+      if (!gold) continue;
+      const held = gold.byTask[task.name];
+      const missing = records.filter((r) => r.gold === undefined && !held?.has(r.id));
+      const goldFile = join(gold.dir, `${task.name}.jsonl`);
+      out.problems.push(
+        ...missing
+          .slice(0, MAX_SHOWN)
+          .map(
+            (r) =>
+              `${goldFile}: no gold for id ${r.id} (${split} record, ${splitPath(dataDir, task, split)}:${r.line}, which has none)`,
+          ),
+        ...(missing.length > MAX_SHOWN
+          ? [`… and ${missing.length - MAX_SHOWN} more ${split} records without gold`]
+          : []),
+      );
     } catch (e) {
       if (e instanceof DataInvalidError)
         out.problems.push(
           ...e.issues
-            .slice(0, 20)
+            .slice(0, MAX_SHOWN)
             .map(
               (i) => `${i.file}:${i.line ?? ''}${i.id !== undefined ? ` (id ${i.id})` : ''}: ${i.message}`,
             ),
-          ...(e.issues.length > 20
-            ? [`… and ${e.issues.length - 20} more in ${task.name}'s ${split} file`]
+          ...(e.issues.length > MAX_SHOWN
+            ? [`… and ${e.issues.length - MAX_SHOWN} more in ${task.name}'s ${split} file`]
             : []),
         );
       else if (e instanceof DataNotFoundError)
-        out.problems.push(`${splitPath(dataDir, task, split)}: not found (files.${split} of ${file})`);
+        out.problems.push(`${splitPath(dataDir, task, split)}: not found (files.${split} of ${out.file})`);
+      else if (e instanceof TextEncodingError) out.problems.push(e.message);
       else throw e;
     }
   }
-  out.ok = out.problems.length === 0;
-  return out;
 }
 
 export async function runTasksCheck(
@@ -145,8 +187,24 @@ export async function runTasksCheck(
 ): Promise<number> {
   if (paths.length === 0) throw new UsageError('tasks check: name at least one definition file or folder');
   const dataDir = resolveDataDir(flags.data);
+  const compiled = paths.flatMap(definitionFiles).map(compileOne);
+  // The gold folder is read as eval reads it, its files named by the tasks checked here (or known ones).
+  let gold: { dir: string; byTask: GoldOverrides } | undefined;
+  if (flags.gold !== undefined) {
+    const { readGoldDir } = await import('../scoring/gold-dir.js');
+    const byName = new Map(compiled.flatMap((c) => (c.task ? [[c.task.name, c.task] as const] : [])));
+    const byTask = await readGoldDir(
+      flags.gold,
+      (name) => byName.get(name) ?? (isTaskName(name) ? getTask(name) : undefined),
+    );
+    gold = { dir: flags.gold, byTask };
+  }
   const results: CheckResult[] = [];
-  for (const file of paths.flatMap(definitionFiles)) results.push(await checkOne(file, dataDir));
+  for (const { out, task } of compiled) {
+    if (task) await checkData(out, task, dataDir, gold);
+    out.ok = out.problems.length === 0;
+    results.push(out);
+  }
   if (flags.json) io.out(`${JSON.stringify(results)}\n`);
   else
     for (const r of results) {

@@ -17,7 +17,7 @@ const entry = (path: string, body = BODY): ManifestEntry => ({
   sha256: createHash('sha256').update(body).digest('hex'),
 });
 
-type Behaviour = 'ok' | 'truncate' | 'drop' | 'wrong' | '500' | '404';
+type Behaviour = 'ok' | 'truncate' | 'drop' | 'wrong' | '500' | '404' | 'redirect' | 'huge';
 
 /** A loopback file server whose answer to each path follows a script, one behaviour per request. */
 let server: Server;
@@ -52,6 +52,24 @@ beforeAll(async () => {
       case '500':
         res.writeHead(500).end('boom');
         return;
+      case 'redirect':
+        res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+        return;
+      case 'huge': {
+        // Far more than the manifest's size, sent without a length: the reading must stop past the size.
+        const chunk = Buffer.alloc(1 << 16, 0x61);
+        let sent = 0;
+        const more = () => {
+          while (sent < 64 << 20) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', more);
+          }
+          res.end();
+        };
+        res.writeHead(200);
+        more();
+        return;
+      }
       default:
         res.writeHead(404).end('not found');
     }
@@ -127,6 +145,22 @@ describe('downloadData against a local server', () => {
     expect(hits.get('Missing/test_v1.jsonl')).toBe(1);
     expect(hits.get('Dead/test_v1.jsonl')).toBe(3);
     expect(existsSync(join(dir, 'Missing/test_v1.jsonl'))).toBe(false);
+  });
+
+  it('follows no redirect (the address named, no second request), and stops reading a file past its size', async () => {
+    scripts.set('Moved/test_v1.jsonl', ['redirect']);
+    scripts.set('Huge/test_v1.jsonl', ['huge']);
+    const dir = tmp();
+    const reports = await run(dir, [entry('Moved/test_v1.jsonl'), entry('Huge/test_v1.jsonl')]);
+    expect(reports.map((r) => [r.status, r.error?.replace(baseUrl, 'URL')])).toEqual([
+      [
+        'failed',
+        'URL/Moved/test_v1.jsonl: HTTP 302, a redirect to http://169.254.169.254/latest/meta-data/; redirects are not followed: give the final address (RUMEDBENCH_DATA_URL)',
+      ],
+      ['failed', `URL/Huge/test_v1.jsonl: size mismatch: expected ${BODY.length}, found more`],
+    ]);
+    expect(hits.get('Moved/test_v1.jsonl')).toBe(1);
+    expect(readdirSync(join(dir, 'Huge'))).toEqual([]);
   });
 
   it("computes git's blob id as git does", async () => {

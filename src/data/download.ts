@@ -2,20 +2,19 @@
  * `rumedbench data download`: fetch the task files from the pinned upstream commit, check size and sha256, and
  * write each atomically (a temporary file beside it, then a rename), so an interrupted run never leaves a file
  * that looks complete. Files already present and intact are kept; a corrupt or partial one is fetched again.
- * Network faults (dropped connections, timeouts, 5xx) are retried with exponential backoff; a 404 is not.
+ * Every request goes through the shared transport (./transport.ts: a timeout, the body capped at the manifest's size,
+ * no redirect followed). Network faults (dropped connections, timeouts, 5xx) are retried with exponential backoff, as
+ * is a wrong checksum; a 404 or a redirect is not.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ChecksumError, DownloadError, RumedbenchError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { sha256File } from './checksum.js';
 import { MANIFEST, type ManifestEntry, UPSTREAM } from './manifest.js';
-import { backoffMs as backoff } from './transport.js';
+import { type Answer, backoffMs as backoff, send, TransportError } from './transport.js';
 
 const DATA_URL_ENV = 'RUMEDBENCH_DATA_URL';
 
@@ -70,6 +69,9 @@ export async function isIntact(file: string, entry: ManifestEntry): Promise<bool
 
 class NotFound extends DownloadError {}
 
+/** The most a file with no size in the manifest may take: larger than any task file, far from a full disk. */
+const UNSIZED_MAX_BYTES = 1 << 30;
+
 async function fetchOnce(
   url: string,
   target: string,
@@ -77,40 +79,39 @@ async function fetchOnce(
   timeoutMs: number,
 ): Promise<number> {
   const tmp = `${target}.part-${process.pid}`;
+  // A file longer than the manifest says is wrong already: one byte past its size and the reading stops.
+  const cap = entry.size !== null ? entry.size + 1 : UNSIZED_MAX_BYTES;
   try {
-    let res: Response;
+    let res: Answer;
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    } catch (e) {
-      // fetch says only "fetch failed"; the reason (no DNS, refused, timed out) is in its cause.
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      const why = cause?.code ?? cause?.message;
-      throw new DownloadError(url, `request failed: ${(e as Error).message}${why ? ` (${why})` : ''}`, {
-        cause: e,
+      // One attempt through the shared transport (timeout, cap, no redirects); the loop in downloadData retries,
+      // since a wrong checksum needs a fresh download as much as a dropped connection does.
+      res = await send(url, () => ({ method: 'GET' }), {
+        maxBytes: cap,
+        saveTo: tmp,
+        timeoutMs,
+        retry: { retries: 0 },
       });
+    } catch (e) {
+      if (!(e instanceof TransportError)) throw e;
+      throw new DownloadError(
+        url,
+        e.phase === 'read' ? `the connection broke off: ${e.message}` : `request failed: ${e.message}`,
+        { cause: e },
+      );
     }
     if (res.status === 404) throw new NotFound(url, 'HTTP 404 (not found)');
-    if (!res.ok || !res.body) throw new DownloadError(url, `HTTP ${res.status}`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
-    body.on('data', (chunk: Buffer) => {
-      hash.update(chunk);
-      size += chunk.length;
-      // A file longer than the manifest says is wrong already: stop reading it instead of filling the disk.
-      if (entry.size !== null && size > entry.size)
-        body.destroy(new Error(`more than the ${entry.size} bytes the manifest names`));
-    });
-    try {
-      await pipeline(body, createWriteStream(tmp));
-    } catch (e) {
-      throw new DownloadError(url, `connection broke off after ${size} bytes: ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
+    if (res.status >= 300 && res.status < 400)
+      throw new NotFound(
+        url,
+        `HTTP ${res.status}, a redirect to ${res.headers.get('location') ?? '(no Location)'}; redirects are not followed: give the final address (${DATA_URL_ENV})`,
+      );
+    if (res.status !== 200) throw new DownloadError(url, `HTTP ${res.status}`);
+    if (res.text === null)
+      throw new ChecksumError(url, 'size', String(entry.size ?? `at most ${UNSIZED_MAX_BYTES}`), `more`);
+    const { sha256: digest, size } = await sha256File(tmp);
     if (entry.size !== null && size !== entry.size)
       throw new ChecksumError(url, 'size', String(entry.size), String(size));
-    const digest = hash.digest('hex');
     if (entry.sha256 !== null && digest !== entry.sha256)
       throw new ChecksumError(url, 'sha256', entry.sha256, digest);
     if (entry.sha256 === null && entry.gitBlob) {

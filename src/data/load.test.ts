@@ -36,7 +36,36 @@ describe('loadSplit', () => {
       [true, 3, null, expect.stringMatching(/^malformed JSON/)],
       [true, 4, 'a', 'duplicate id; first seen on line 1'],
       [true, 5, 'd', expect.stringMatching(/^field "ner_tags.0": must be one of O, B-ADR/)],
-      [true, 6, 'e', 'field "ner_tags" is missing (required in the dev split)'],
+      [
+        true,
+        6,
+        'e',
+        'field "ner_tags" is missing (required in the dev split, unless its gold is held apart: `--gold DIR`)',
+      ],
+    ]);
+  });
+
+  it('reads a test split without its gold field where the gold is held apart (--gold), and only then', async () => {
+    const lines = [
+      JSON.stringify({ pairID: 'a', context: 'Текст.', question: 'Вопрос?' }),
+      JSON.stringify({ pairID: 'b', context: 'Текст.', question: 'Вопрос?', answer: 'нет' }),
+    ];
+    const dir = dataDirWith('RuMedDaNet', 'test', lines);
+    const task = getTask('RuMedDaNet');
+    const apart = await loadSplit(task, 'test', { dataDir: dir, goldApart: true });
+    expect(apart.map((r) => [r.id, r.line, r.gold ?? null])).toEqual([
+      ['a', 1, null],
+      ['b', 2, 'нет'],
+    ]);
+    const error = await loadSplit(task, 'test', { dataDir: dir }).catch((e: unknown) => e);
+    expect((error as DataInvalidError).issues).toEqual([
+      {
+        file: join(dir, 'RuMedDaNet', 'test_v1.jsonl'),
+        line: 1,
+        id: 'a',
+        message:
+          'field "answer" is missing (required in the test split, unless its gold is held apart: `--gold DIR`)',
+      },
     ]);
   });
 

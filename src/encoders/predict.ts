@@ -10,7 +10,7 @@ import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
 import { ModelError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import type { Prediction } from '../metrics/item-stats.js';
-import { RunFolder } from '../scoring/formats.js';
+import { RunFolderWriter } from '../scoring/formats.js';
 import { writeRunSummary } from '../scoring/run-folder.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
@@ -192,7 +192,7 @@ export async function runFinetuned(options: FinetunedOptions): Promise<Finetuned
     }
     const maxLength = Math.min(options.maxLength ?? encoder.info.maxPositions, encoder.info.maxPositions);
     const batchSize = options.batchSize ?? 16;
-    const folder = new RunFolder(options.outDir);
+    const folder = new RunFolderWriter(options.outDir);
     const { predictionsDir } = folder;
     const answered: FinetunedResult['answered'] = {};
     for (const split of options.splits) {

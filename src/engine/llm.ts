@@ -9,7 +9,7 @@ import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
-import { type LlmRunOptions, planRun } from '../llm/run.js';
+import { type LlmRunOptions, requestsOfRun } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
@@ -80,7 +80,7 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
 
 /** Every request of a spec's run, in the run's order (`plan check`, `plan submit`). */
 export function planLlmSpec(spec: LlmSpec, model: string, log: Logger = silentLogger) {
-  return planRun(llmRunOptionsOf(spec, { outDir: '.', log }), model, log);
+  return requestsOfRun(llmRunOptionsOf(spec, { outDir: '.', log }), model, log);
 }
 
 /** A queued LLM spec as a worker runs it: the run's options, the model's name, and its provider when first needed. */

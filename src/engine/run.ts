@@ -11,9 +11,7 @@ import { type BaselineRunResult, runBaseline } from '../baselines/run.js';
 import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
-import { withEngines } from '../engines.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
-import { AnthropicProvider } from '../llm/anthropic.js';
 import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
@@ -24,6 +22,7 @@ import type { Provider } from '../llm/provider.js';
 import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
+import { withEngines } from '../optional-deps.js';
 import { writeManifest } from '../scoring/run-folder.js';
 import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
@@ -133,7 +132,7 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
 
 /** A batch output file read (OpenAI's format, as `vllm run-batch` writes it): every line that names its request. */
 function readBatchResults(provider: Provider, file: string) {
-  if (!(provider instanceof OpenAIProvider) || provider instanceof AnthropicProvider)
+  if (!(provider instanceof OpenAIProvider))
     throw new UsageError('--batch-results reads OpenAI batch output files: --provider openai');
   if (!existsSync(file)) throw new UsageError(`--batch-results ${file}: no such file`);
   return readOpenAIResults(provider, file);

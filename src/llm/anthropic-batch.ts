@@ -7,9 +7,17 @@
  */
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { RumedbenchError } from '../errors.js';
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
-import { type BatchApi, type BatchState, resultLines, resultsCap } from './batch.js';
-import { LlmRequestError } from './openai.js';
+import {
+  type BatchApi,
+  type BatchState,
+  CLOCK_MARGIN_S,
+  MAX_LIST_PAGES,
+  resultLines,
+  resultsCap,
+} from './batch.js';
+import { LlmRequestError } from './client.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
 const LIMITS = { requests: 100_000, bytes: 256 * 1_000_000 };
@@ -24,6 +32,12 @@ interface BatchObject {
     canceled?: unknown;
     expired?: unknown;
   };
+}
+
+interface BatchList {
+  data?: (BatchObject & { created_at?: unknown; cancel_initiated_at?: unknown })[];
+  has_more?: unknown;
+  last_id?: unknown;
 }
 
 interface ResultLine {
@@ -49,12 +63,66 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
     frame: { head: '{"requests":[', sep: ',', tail: ']}' },
 
     async submit(input) {
-      const { json, status } = await p.call<BatchObject>(url, undefined, {
+      // One call, never retried here: a batch created twice is paid twice (./batch.ts looks it up instead).
+      const { json, status } = await p.callOnce<BatchObject>(url, undefined, {
         rawBody: await openAsBlob(input, { type: 'application/json' }),
       });
       if (typeof json?.id !== 'string')
         throw new LlmRequestError(`${url}: the answer names no batch id`, status, false);
       return { id: json.id };
+    },
+
+    tagged: false,
+    settleMs: 2 * p.timeoutMs,
+
+    async cancel(id) {
+      await p.call(`${url}/${encodeURIComponent(id)}/cancel`, {});
+    },
+
+    async find(intent, known) {
+      // No tag is kept: the candidates are the batches created since the intent (with a margin for the two clocks)
+      // that hold as many requests as it did, are not cancelled, and are not already this run's.
+      const since = Date.parse(intent.at) - CLOCK_MARGIN_S * 1000;
+      const found: string[] = [];
+      let after: string | undefined;
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const { json } = await p.call<BatchList>(
+          `${url}?limit=100${after ? `&after_id=${encodeURIComponent(after)}` : ''}`,
+          undefined,
+          { method: 'GET' },
+        );
+        const data = Array.isArray(json?.data) ? json.data : [];
+        let older = false;
+        for (const b of data) {
+          const created = typeof b.created_at === 'string' ? Date.parse(b.created_at) : Number.NaN;
+          if (!(created >= since)) {
+            older = true;
+            continue;
+          }
+          const c = b.request_counts;
+          const total =
+            whole(c?.processing) +
+            whole(c?.succeeded) +
+            whole(c?.errored) +
+            whole(c?.canceled) +
+            whole(c?.expired);
+          if (
+            typeof b.id === 'string' &&
+            !known.has(b.id) &&
+            !b.cancel_initiated_at &&
+            total === intent.keys.length
+          )
+            found.push(b.id);
+        }
+        if (older || !json?.has_more || typeof json.last_id !== 'string') break;
+        after = json.last_id;
+      }
+      if (found.length > 1)
+        throw new RumedbenchError(
+          'BATCH_AMBIGUOUS',
+          `${found.length} batches of ${intent.keys.length} requests were created at ${url} since this run began creating one (${found.slice(0, 5).join(', ')}), and Anthropic keeps no tag to tell which is this run's: none is collected. Cancel the ones that are not this run's at the provider (a cancelled batch is passed over), then continue with --resume`,
+        );
+      return found;
     },
 
     async state(id): Promise<BatchState> {

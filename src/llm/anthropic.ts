@@ -1,15 +1,21 @@
 /**
- * Anthropic's Messages API (`POST /v1/messages`), with the OpenAI client's transport, retries, reply cap, circuit
- * breaker and failure rules: only the request and the reply differ. The key travels as `x-api-key` with the API
+ * Anthropic's Messages API (`POST /v1/messages`), through the resilient client every protocol uses (./client.ts: the
+ * transport, retries, reply cap, circuit breaker and failure rules): only the request and the reply are its own. The key travels as `x-api-key` with the API
  * version in `anthropic-version`; the system prompt is a field apart from the messages; `max_tokens` is required;
  * thinking (`--thinking-budget`) is `thinking: { type: 'enabled', budget_tokens }` and comes back as thinking
  * blocks, kept apart from the answer. The API gives no log-probabilities: generation only.
  */
 import { UsageError } from '../errors.js';
+import {
+  type ClientOptions,
+  LlmRequestError,
+  type RequestOptions,
+  ResilientClient,
+  snippet,
+} from './client.js';
 import type { LoglikRequest, LoglikResult } from './loglik.js';
-import { LlmRequestError, type OpenAIOptions, OpenAIProvider, snippet } from './openai.js';
 import type { ChatMessage } from './prompt.js';
-import type { ChatReply, SamplingParams } from './provider.js';
+import type { ChatReply, Provider, SamplingParams } from './provider.js';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 /** The API version the requests are written for (Anthropic's header; the current one since 2023). */
@@ -55,48 +61,82 @@ function splitSystem(messages: readonly ChatMessage[]): { system?: string; messa
 const tokens = (v: unknown): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 1e7 ? (v as number) : undefined;
 
-export class AnthropicProvider extends OpenAIProvider {
-  constructor(options: OpenAIOptions) {
-    super(options);
+export class AnthropicProvider implements Provider {
+  private readonly url: string;
+  /** How requests reach the API and survive it (shared with Message Batches, ./anthropic-batch.ts). */
+  readonly client: ResilientClient;
+
+  constructor(private readonly options: ClientOptions & { model: string }) {
     this.url = `${options.baseUrl.replace(/\/+$/, '')}/messages`;
+    // The key travels as `x-api-key`, with the API version the requests are written for.
+    this.client = new ResilientClient(
+      options,
+      () => ({
+        'anthropic-version': ANTHROPIC_VERSION,
+        ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
+      }),
+      this.url,
+    );
   }
 
-  protected override authHeaders(): Record<string, string> {
-    return {
-      'anthropic-version': ANTHROPIC_VERSION,
-      ...(this.options.apiKey ? { 'x-api-key': this.options.apiKey } : {}),
-    };
+  /** The base URL, without a trailing slash. */
+  get base(): string {
+    return this.client.base;
   }
 
-  override describe(): Record<string, unknown> {
+  /** The reply cap of one request (`--max-reply-bytes`). */
+  get replyCap(): number {
+    return this.client.replyCap;
+  }
+
+  /** One attempt's time limit (`--timeout-ms`). */
+  get timeoutMs(): number {
+    return this.client.timeoutMs;
+  }
+
+  /** One request with the client's retries, breaker and caps (Message Batches' calls). */
+  async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
+    return this.client.call<T>(url, body, options);
+  }
+
+  /** One request, one attempt: creating a batch, looked up before it is tried again (./batch.ts). */
+  async callOnce<T>(url: string, body: unknown, options: RequestOptions = {}) {
+    return this.client.callOnce<T>(url, body, options);
+  }
+
+  limitInFlight(n: number): void {
+    this.client.limitInFlight(n);
+  }
+
+  describe(): Record<string, unknown> {
     return { provider: 'anthropic', endpoint: this.url, model: this.options.model };
   }
 
-  override async chat(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
-    return this.retrying(() => this.ask(messages, params));
+  async chat(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
+    return this.client.retrying(() => this.ask(messages, params));
   }
 
-  override async checkLoglik(): Promise<void> {
+  async checkLoglik(): Promise<void> {
     throw new UsageError(NO_LOGLIK);
   }
 
-  override async loglik(_request: LoglikRequest): Promise<LoglikResult> {
+  async loglik(_request: LoglikRequest): Promise<LoglikResult> {
     throw new UsageError(NO_LOGLIK);
   }
 
-  override async loglikLimitation(): Promise<string | undefined> {
+  async loglikLimitation(): Promise<string | undefined> {
     return NO_LOGLIK;
   }
 
-  override async contextTokens(): Promise<number | undefined> {
+  async contextTokens(): Promise<number | undefined> {
     return undefined;
   }
 
   /** Anthropic's own count of a request's prompt tokens (`/v1/messages/count_tokens`, free of charge). */
-  override async countChatTokens(messages: readonly ChatMessage[]): Promise<number | undefined> {
+  async countChatTokens(messages: readonly ChatMessage[]): Promise<number | undefined> {
     const url = `${this.url}/count_tokens`;
-    return this.retrying(async () => {
-      const { json, status } = await this.post<{ input_tokens?: unknown }>(url, {
+    return this.client.retrying(async () => {
+      const { json, status } = await this.client.post<{ input_tokens?: unknown }>(url, {
         model: this.options.model,
         ...splitSystem(messages),
       });
@@ -108,7 +148,7 @@ export class AnthropicProvider extends OpenAIProvider {
   }
 
   private async ask(messages: readonly ChatMessage[], params: SamplingParams): Promise<ChatReply> {
-    const { json, text, status } = await this.post<MessagesBody>(
+    const { json, text, status } = await this.client.post<MessagesBody>(
       this.url,
       this.messageBody(messages, params),
     );

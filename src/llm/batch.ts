@@ -8,8 +8,15 @@
  * waiting: a run killed while it waits (SIGKILL included) is continued by `--resume`, which collects the batches
  * recorded there and never submits their requests again. Requests that fail inside a batch are journaled as failed
  * requests; `--resume --retry-errors` sends them, and only them, as a new batch.
+ *
+ * At most one batch per set of requests, through any kill or timeout of the creating call: the intent to create
+ * (a fresh tag and the requests' keys) is recorded before the call, the batch carries the tag where the provider keeps
+ * one (OpenAI's `metadata`), and the call is made once. When its answer never comes (a timeout, a dropped
+ * connection, a killed run), the batch is looked up at the provider (its list of batches, matched by tag; for
+ * Anthropic, which keeps no tag, by the number of requests among the batches created since the intent) before another
+ * is created.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
   appendFileSync,
@@ -55,6 +62,11 @@ export interface BatchState {
 /** One request's outcome in a batch's results: its reply, or why it failed. */
 export type BatchResult = { key: string; reply: ChatReply } | { key: string; error: string };
 
+/** How far before an intent a batch's creation time may read when it is looked up (the two clocks' difference). */
+export const CLOCK_MARGIN_S = 600;
+/** Pages of 100 batches read at most when a batch is looked up at its provider. */
+export const MAX_LIST_PAGES = 50;
+
 /** What a provider's batch API must do; a provider without one has no `batches`. */
 export interface BatchApi {
   readonly name: string;
@@ -64,8 +76,27 @@ export interface BatchApi {
   line(key: string, messages: readonly ChatMessage[], params: SamplingParams): string;
   /** How the lines are put together in the file sent: OpenAI's JSONL, or Anthropic's one JSON body. */
   readonly frame: { head: string; sep: string; tail: string };
-  /** Sends the batch written in `file` (framed lines). */
-  submit(file: string): Promise<{ id: string; inputFileId?: string }>;
+  /**
+   * Creates the batch written in `file` (framed lines), tagged with `tag` where the provider keeps a tag, in one call
+   * that is never retried here: a creating call whose answer did not come is followed by {@link BatchApi.find}.
+   */
+  submit(file: string, tag: string): Promise<{ id: string; inputFileId?: string }>;
+  /**
+   * The batches an intent created at the provider, oldest first: by its tag (OpenAI's metadata, or in this process
+   * the input file uploaded for it), or for a provider that keeps no tag, the one batch of as many requests created
+   * since the intent that `known` does not hold. Several untagged candidates are refused (BATCH_AMBIGUOUS): which one
+   * is ours cannot be told, and guessing could collect another run's. A list that cannot be read to its end throws.
+   */
+  find(intent: BatchIntent, known: ReadonlySet<string>): Promise<string[]>;
+  /** Whether `find` matches by a tag the batch carries (several found are then all this intent's). */
+  readonly tagged: boolean;
+  /** Cancels a batch (a second one made for the same requests). */
+  cancel(id: string): Promise<void>;
+  /**
+   * How long after a creating call went unanswered its batch may still appear at the provider (the call may still be
+   * under way behind a gateway that gave up): twice the request timeout. Looked for that long before another is made.
+   */
+  readonly settleMs: number;
   state(id: string): Promise<BatchState>;
   /**
    * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
@@ -122,6 +153,17 @@ export interface RecordedBatch {
   collected: boolean;
   /** When it was submitted (ISO), where the ledger says: its deadline counts from then. */
   at?: string;
+  /** Its intent's tag, where it was made under one (a second batch of the same tag is cancelled when it is found). */
+  tag?: string;
+}
+
+/** A batch about to be created: recorded before the creating call, so that an answer that never came is looked up. */
+export interface BatchIntent {
+  tag: string;
+  provider: string;
+  keys: string[];
+  /** When it was recorded (ISO): a batch created for it is not older (with a margin for the provider's clock). */
+  at: string;
 }
 
 /**
@@ -130,7 +172,18 @@ export interface RecordedBatch {
  */
 export interface BatchLedger {
   read(): Promise<RecordedBatch[]>;
-  submitted(b: { id: string; provider: string; keys: string[]; inputFileId?: string }): Promise<void>;
+  /** The intents whose creating call's outcome is not recorded (neither submitted nor abandoned). */
+  intents(): Promise<BatchIntent[]>;
+  creating(i: BatchIntent): Promise<void>;
+  /** An intent the provider never acted on (looked up, not found): its requests are sent again under a new one. */
+  abandoned(tag: string): Promise<void>;
+  submitted(b: {
+    id: string;
+    provider: string;
+    keys: string[];
+    inputFileId?: string;
+    tag?: string;
+  }): Promise<void>;
   collected(b: { id: string; status: string; answered: number }): Promise<void>;
   /** Where a waiting batch stands, each time that changes (for `plan status`; a run folder's log says it). */
   seen?(state: BatchState): Promise<void>;
@@ -142,11 +195,23 @@ const LEDGER = 'batches.jsonl';
 export function folderLedger(outDir: string): BatchLedger {
   return {
     read: async () => readBatchLedger(outDir),
+    intents: async () => readIntents(outDir),
+    creating: async (i) =>
+      record(outDir, {
+        event: 'creating',
+        tag: i.tag,
+        provider: i.provider,
+        requests: i.keys.length,
+        keys: i.keys,
+        at: i.at,
+      }),
+    abandoned: async (tag) => record(outDir, { event: 'abandoned', tag }),
     submitted: async (b) =>
       record(outDir, {
         event: 'submitted',
         id: b.id,
         provider: b.provider,
+        ...(b.tag ? { tag: b.tag } : {}),
         ...(b.inputFileId ? { input_file_id: b.inputFileId } : {}),
         requests: b.keys.length,
         keys: b.keys,
@@ -156,31 +221,70 @@ export function folderLedger(outDir: string): BatchLedger {
   };
 }
 
-/** The batches a run folder records: each submitted one, and whether its results were collected. */
-export function readBatchLedger(outDir: string): RecordedBatch[] {
+interface LedgerLine {
+  event?: unknown;
+  id?: unknown;
+  tag?: unknown;
+  provider?: unknown;
+  keys?: unknown;
+  at?: unknown;
+}
+
+/**
+ * The ledger's lines, parsed. A last line cut off by a kill while it was written is passed over: nothing was done
+ * after it (an intent is written whole before its creating call, a batch recorded whole before it is waited for).
+ * Any other damaged line is refused, named.
+ */
+function ledgerLines(outDir: string): LedgerLine[] {
   const file = join(outDir, LEDGER);
   if (!existsSync(file)) return [];
-  const byId = new Map<string, RecordedBatch>();
-  for (const [i, line] of readFileSync(file, 'utf8').split('\n').entries()) {
+  const lines: LedgerLine[] = [];
+  const text = readFileSync(file, 'utf8');
+  const all = text.split('\n');
+  for (const [i, line] of all.entries()) {
     if (line.trim() === '') continue;
-    let e: { event?: unknown; id?: unknown; provider?: unknown; keys?: unknown; at?: unknown };
     try {
-      e = JSON.parse(line);
+      lines.push(JSON.parse(line));
     } catch {
-      // A line cut off by a kill while it was written: the only line that can be, the last.
+      const torn = i === all.length - 1 && !text.endsWith('\n');
+      if (torn) continue;
       throw new RumedbenchError(
         'RUN_FOLDER_INVALID',
-        `${file}:${i + 1}: not a JSON line; the batch ledger is damaged`,
+        `${file}:${i + 1}: not a JSON line; the batch ledger is damaged. Remove that line only if rumedbench did not write it: a batch it records would be forgotten, and its requests sent again`,
       );
     }
+  }
+  return lines;
+}
+
+const stringsOf = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((k): k is string => typeof k === 'string') : [];
+
+/** The intents of a run folder whose creating call's outcome was never recorded. */
+export function readIntents(outDir: string): BatchIntent[] {
+  const open = new Map<string, BatchIntent>();
+  for (const e of ledgerLines(outDir)) {
+    if (typeof e.tag !== 'string') continue;
+    if (e.event === 'creating' && typeof e.at === 'string')
+      open.set(e.tag, { tag: e.tag, provider: String(e.provider), keys: stringsOf(e.keys), at: e.at });
+    else if (e.event === 'submitted' || e.event === 'abandoned') open.delete(e.tag);
+  }
+  return [...open.values()];
+}
+
+/** The batches a run folder records: each submitted one, and whether its results were collected. */
+export function readBatchLedger(outDir: string): RecordedBatch[] {
+  const byId = new Map<string, RecordedBatch>();
+  for (const e of ledgerLines(outDir)) {
     if (typeof e.id !== 'string') continue;
     if (e.event === 'submitted' && Array.isArray(e.keys))
       byId.set(e.id, {
         id: e.id,
         provider: String(e.provider),
-        keys: e.keys.filter((k): k is string => typeof k === 'string'),
+        keys: stringsOf(e.keys),
         collected: false,
         ...(typeof e.at === 'string' ? { at: e.at } : {}),
+        ...(typeof e.tag === 'string' ? { tag: e.tag } : {}),
       });
     else if (e.event === 'collected') {
       const r = byId.get(e.id);
@@ -191,7 +295,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
 }
 
 const record = (outDir: string, entry: Record<string, unknown>): void =>
-  appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ ...entry, at: new Date().toISOString() })}\n`);
+  appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
 
 /** What identifies a result's content: two lines for one request that differ here are two different answers. */
 const contentOf = (r: BatchResult): string =>
@@ -274,6 +378,84 @@ const formatWait = (ms: number): string =>
       ? `${Math.round(ms / 60_000)} min`
       : `${(ms / 3_600_000).toFixed(1)} h`;
 
+/** Creating calls at most, for one batch, before the run stops (each after looking the batch up). */
+const CREATE_TRIES = 5;
+
+/**
+ * The batch of an intent at the provider, looked for until `until` (ms): a creation still under way behind a call
+ * that got no answer shows in the provider's list once it is done. Found several times under one tag (a call that
+ * timed out and created anyway), the oldest is kept and the others cancelled, named: the requests are paid once.
+ */
+async function lookUp(
+  api: BatchApi,
+  intent: BatchIntent,
+  known: ReadonlySet<string>,
+  log: Logger,
+  until: number,
+): Promise<string | undefined> {
+  for (let waitMs = 500; ; waitMs = Math.min(waitMs * 2, 30_000)) {
+    const found = await api.find(intent, known);
+    if (found.length > 0) return keepOne(api, intent, found, log);
+    if (Date.now() >= until) return undefined;
+    await sleep(Math.min(waitMs, Math.max(0, until - Date.now())));
+  }
+}
+
+/** One batch of an intent kept (`keep`, else the oldest found); the others of its tag cancelled, named. */
+async function keepOne(
+  api: BatchApi,
+  intent: BatchIntent,
+  found: readonly string[],
+  log: Logger,
+  keep = found[0] as string,
+): Promise<string> {
+  if (!api.tagged) return keep;
+  for (const extra of found.filter((id) => id !== keep)) {
+    await api.cancel(extra);
+    log.warn(
+      `batch ${extra}: a second batch of the same ${intent.keys.length} requests (tag ${intent.tag}), made by a creating call that got no answer in time: cancelled, batch ${keep} is this run's`,
+    );
+  }
+  return keep;
+}
+
+/**
+ * Creates a batch once: the creating call is made, and when its answer does not come (a timeout, a dropped
+ * connection, a 5xx or 429), the provider is asked for the batch for as long as the call may still be under way
+ * (`settleMs`) before the call is made again.
+ */
+async function createOnce(
+  api: BatchApi,
+  file: string,
+  intent: BatchIntent,
+  known: ReadonlySet<string>,
+  log: Logger,
+): Promise<{ id: string; inputFileId?: string }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api.submit(file, intent.tag);
+    } catch (e) {
+      const err = e as Error & { retryable?: unknown; fatal?: unknown };
+      if (err.retryable !== true || err.fatal === true || attempt >= CREATE_TRIES)
+        throw new RumedbenchError(
+          'RUN_INCOMPLETE',
+          `creating a batch of ${intent.keys.length} requests failed (${err.message}); continue with the same command and --resume, which asks the provider for it before creating one`,
+          { cause: e },
+        );
+      log.warn(
+        `creating a batch of ${intent.keys.length} requests got no answer (${err.message}); looking for it at the provider for up to ${formatWait(api.settleMs)} before creating it again`,
+      );
+      const found = await lookUp(api, intent, known, log, Date.now() + api.settleMs);
+      if (found !== undefined) {
+        log.info(
+          `batch ${found}: created by the call that got no answer; found at the provider, not created again`,
+        );
+        return { id: found };
+      }
+    }
+  }
+}
+
 /**
  * Sends the pending requests as batches (after collecting any a killed run left waiting), waits for them, and
  * journals every result. Returns the batches' ids and the wall time.
@@ -301,10 +483,44 @@ export async function runBatches(o: {
   const ledger = o.ledger ?? folderLedger(o.outDir);
   const recorded = await ledger.read();
   const waiting = recorded.filter((b) => !b.collected);
-  const inFlight = new Set(waiting.flatMap((b) => b.keys));
+  const known = new Set(recorded.map((b) => b.id));
   const ids = recorded.map((b) => b.id);
   for (const b of waiting)
     o.log.info(`batch ${b.id}: submitted by an earlier run; collecting its ${b.keys.length} requests`);
+  // An earlier run recorded that it was creating a batch and never learnt whether it did (killed, or its creating
+  // call unanswered): the provider is asked before anything is created again.
+  for (const intent of await ledger.intents()) {
+    if (intent.provider !== o.api.name) continue;
+    // A creating call the killed run sent may still be under way: looked for until it could have ended.
+    const until = Date.parse(intent.at) + o.api.settleMs;
+    if (Date.now() < until)
+      o.log.info(
+        `an earlier run was creating a batch of ${intent.keys.length} requests when it stopped; looking for it at the provider for up to ${formatWait(until - Date.now())}`,
+      );
+    const id = await lookUp(o.api, intent, known, o.log, until);
+    if (id === undefined) {
+      await ledger.abandoned(intent.tag);
+      o.log.info(
+        `an earlier run was creating a batch of ${intent.keys.length} requests when it stopped; the provider has none by its tag, so its requests are sent now`,
+      );
+      continue;
+    }
+    await ledger.submitted({ id, provider: o.api.name, keys: intent.keys, tag: intent.tag });
+    known.add(id);
+    ids.push(id);
+    waiting.push({
+      id,
+      provider: o.api.name,
+      keys: intent.keys,
+      collected: false,
+      at: intent.at,
+      tag: intent.tag,
+    });
+    o.log.info(
+      `batch ${id}: created by an earlier run that never got the answer; found at the provider, collecting its ${intent.keys.length} requests`,
+    );
+  }
+  const inFlight = new Set(waiting.flatMap((b) => b.keys));
 
   const toSend = o.pending.filter((j) => !inFlight.has(j.key));
   const chats = toSend.filter((j): j is Extract<LlmRequest, { kind: 'chat' }> => j.kind === 'chat');
@@ -325,11 +541,32 @@ export async function runBatches(o: {
       out.end(tail);
       await finished(out);
       out = undefined;
-      const { id, inputFileId } = await o.api.submit(file);
+      const intent: BatchIntent = {
+        tag: `rumedbench-${randomUUID()}`,
+        provider: o.api.name,
+        keys,
+        at: new Date().toISOString(),
+      };
+      await ledger.creating(intent);
+      const { id, inputFileId } = await createOnce(o.api, file, intent, known, o.log);
       // Recorded before anything else happens: from here on, a killed run collects this batch and never resends it.
-      await ledger.submitted({ id, provider: o.api.name, keys, ...(inputFileId ? { inputFileId } : {}) });
+      await ledger.submitted({
+        id,
+        provider: o.api.name,
+        keys,
+        tag: intent.tag,
+        ...(inputFileId ? { inputFileId } : {}),
+      });
+      known.add(id);
       o.log.info(`batch ${id}: submitted, ${keys.length} requests`);
-      fresh.push({ id, provider: o.api.name, keys, collected: false, at: new Date().toISOString() });
+      fresh.push({
+        id,
+        provider: o.api.name,
+        keys,
+        collected: false,
+        at: new Date().toISOString(),
+        tag: intent.tag,
+      });
       ids.push(id);
       rmSync(file, { force: true });
       keys = [];
@@ -358,17 +595,25 @@ export async function runBatches(o: {
 
   // A recorded batch the provider no longer knows (404: deleted, or its records expired) has ended for good: its
   // requests fail, named, and --retry-errors asks them again; it never blocks the run folder.
+  // One 404 is not taken as the end (a provider's replica behind, a moment's confusion): three in a row, a second and
+  // two apart, are.
   const look = async (id: string): Promise<BatchState> => {
-    try {
-      return await o.api.state(id);
-    } catch (e) {
-      if ((e as { status?: unknown }).status !== 404) throw e;
-      return {
-        id,
-        status: 'unknown to the provider',
-        ended: true,
-        failure: `HTTP 404: ${(e as Error).message}`,
-      };
+    for (let tries = 1; ; tries++) {
+      try {
+        return await o.api.state(id);
+      } catch (e) {
+        if ((e as { status?: unknown }).status !== 404) throw e;
+        if (tries < 3) {
+          await sleep(1000 * tries);
+          continue;
+        }
+        return {
+          id,
+          status: 'unknown to the provider',
+          ended: true,
+          failure: `HTTP 404 three times in a row: ${(e as Error).message}`,
+        };
+      }
     }
   };
   for (const b of [...waiting, ...fresh]) {
@@ -406,6 +651,17 @@ export async function runBatches(o: {
       state = await look(b.id);
     }
     o.log.info(`batch ${b.id}: ${state.status}`);
+    // A creating call that got no answer and created after all, later than it was looked for: cancelled now.
+    if (o.api.tagged && b.tag !== undefined) {
+      const intent = {
+        tag: b.tag,
+        provider: b.provider,
+        keys: b.keys,
+        at: b.at ?? new Date(started).toISOString(),
+      };
+      const found = await o.api.find(intent, new Set());
+      if (found.length > 1) await keepOne(o.api, intent, found, o.log, b.id);
+    }
     let read: Awaited<ReturnType<typeof journalResults>>;
     try {
       read = await journalResults(state.failure ? [] : o.api.results(state, o.outDir, b.keys.length), {
@@ -418,7 +674,7 @@ export async function runBatches(o: {
       // The batch is done at the provider and still recorded as not collected: nothing of it is lost.
       throw new RumedbenchError(
         'RUN_INCOMPLETE',
-        `batch ${b.id} ended ${state.status}, but its results could not be read (${(e as Error).message}). Continue with the same command and --resume, which collects them again`,
+        `batch ${b.id} ended${state.status === 'ended' ? '' : ` ${state.status}`}, but its results could not be read (${(e as Error).message}). Continue with the same command and --resume, which collects them again`,
         { cause: e },
       );
     }
@@ -439,7 +695,7 @@ export async function runBatches(o: {
         split: job.split,
         id: job.record.id,
         status: 'error',
-        error: `batch ${b.id} ended ${state.status}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
+        error: `batch ${b.id} ended${state.status === 'ended' ? '' : ` ${state.status}`}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
         latencyMs: 0,
         at,
       });

@@ -12,8 +12,8 @@
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { sha256File } from '../data/checksum.js';
-import { withEngines } from '../engines.js';
 import { RumedbenchError } from '../errors.js';
+import { withEngines } from '../optional-deps.js';
 import {
   buildTrie,
   type LoglikRequest,

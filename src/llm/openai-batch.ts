@@ -7,8 +7,17 @@
  */
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BatchApi, type BatchResult, type BatchState, resultLines, resultsCap } from './batch.js';
-import { type CompletionBody, LlmRequestError, type OpenAIProvider, serverMessage } from './openai.js';
+import {
+  type BatchApi,
+  type BatchResult,
+  type BatchState,
+  CLOCK_MARGIN_S,
+  MAX_LIST_PAGES,
+  resultLines,
+  resultsCap,
+} from './batch.js';
+import { LlmRequestError, serverMessage } from './client.js';
+import type { CompletionBody, OpenAIProvider } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
 const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
@@ -31,8 +40,21 @@ interface ResultLine {
 
 const whole = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
 
+/** The metadata key of the tag each batch carries (see ./batch.ts: at most one batch per set of requests). */
+const TAG_KEY = 'rumedbench_request_set';
+
+interface BatchList {
+  data?: (BatchObject & {
+    metadata?: Record<string, unknown> | null;
+    created_at?: unknown;
+    input_file_id?: unknown;
+  })[];
+  has_more?: unknown;
+}
+
 export function openAIBatches(p: OpenAIProvider): BatchApi {
   const base = p.base;
+  const uploaded = new Map<string, string>();
   return {
     name: 'openai',
     limits: LIMITS,
@@ -46,24 +68,82 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
 
     frame: { head: '', sep: '\n', tail: '\n' },
 
-    async submit(input) {
-      const form = new FormData();
-      form.append('purpose', 'batch');
-      // The file as a Blob backed by the file: sent from disk as the upload streams.
-      form.append('file', await openAsBlob(input, { type: 'application/jsonl' }), 'rumedbench-batch.jsonl');
-      const file = await p.call<{ id?: unknown }>(`${base}/files`, undefined, { form });
-      const fileId = file.json?.id;
-      if (typeof fileId !== 'string')
-        throw new LlmRequestError(`${base}/files: the upload's answer names no file id`, file.status, false);
-      const batch = await p.call<BatchObject>(`${base}/batches`, {
+    async submit(input, tag) {
+      // An upload retried costs nothing but storage; a batch created twice is paid twice: the file is uploaded once
+      // per intent (kept for its next creating call), the batch created by one call, never retried here.
+      let fileId = uploaded.get(tag);
+      if (fileId === undefined) {
+        const form = new FormData();
+        form.append('purpose', 'batch');
+        // The file as a Blob backed by the file: sent from disk as the upload streams.
+        form.append('file', await openAsBlob(input, { type: 'application/jsonl' }), 'rumedbench-batch.jsonl');
+        const file = await p.call<{ id?: unknown }>(`${base}/files`, undefined, { form });
+        if (typeof file.json?.id !== 'string')
+          throw new LlmRequestError(
+            `${base}/files: the upload's answer names no file id`,
+            file.status,
+            false,
+          );
+        fileId = file.json.id;
+        uploaded.set(tag, fileId);
+      }
+      const batch = await p.callOnce<BatchObject>(`${base}/batches`, {
         input_file_id: fileId,
         endpoint: '/v1/chat/completions',
         completion_window: '24h',
+        metadata: { [TAG_KEY]: tag },
       });
       const id = batch.json?.id;
       if (typeof id !== 'string')
         throw new LlmRequestError(`${base}/batches: the answer names no batch id`, batch.status, false);
       return { id, inputFileId: fileId };
+    },
+
+    tagged: true,
+    settleMs: 2 * p.timeoutMs,
+
+    async find(intent) {
+      // Newest first; pages are read back to a little before the intent (the provider's clock may differ from ours).
+      // A batch is the intent's by its tag, or by the input file uploaded for it here (a list without metadata).
+      const since = Date.parse(intent.at) / 1000 - CLOCK_MARGIN_S;
+      const file = uploaded.get(intent.tag);
+      const found: string[] = [];
+      let after: string | undefined;
+      for (let page = 0; ; page++) {
+        if (page >= MAX_LIST_PAGES)
+          throw new LlmRequestError(
+            `${base}/batches: more than ${MAX_LIST_PAGES * 100} batches listed since this run began creating one; the lookup stopped there, and no batch is created blindly. Continue with --resume`,
+            undefined,
+            false,
+          );
+        const { json } = await p.call<BatchList>(
+          `${base}/batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+          undefined,
+          { method: 'GET' },
+        );
+        const data = Array.isArray(json?.data) ? json.data : [];
+        for (const b of data)
+          if (
+            typeof b.id === 'string' &&
+            (b.metadata?.[TAG_KEY] === intent.tag || (file !== undefined && b.input_file_id === file))
+          )
+            found.push(b.id);
+        const last = data.at(-1);
+        if (!json?.has_more || typeof last?.id !== 'string') break;
+        if (typeof last.created_at === 'number' && last.created_at < since) break;
+        if (last.id === after)
+          throw new LlmRequestError(
+            `${base}/batches: the list answers the same page again (its "after" cursor is not followed); no batch is created blindly. Continue with --resume`,
+            undefined,
+            false,
+          );
+        after = last.id;
+      }
+      return found.reverse();
+    },
+
+    async cancel(id) {
+      await p.call(`${base}/batches/${encodeURIComponent(id)}/cancel`, {});
     },
 
     async state(id): Promise<BatchState> {

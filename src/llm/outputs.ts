@@ -10,7 +10,7 @@ import { percentileOf } from '../metrics/bootstrap.js';
 import { type Calibration, type CalibrationItem, calibration } from '../metrics/calibration.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { createRng } from '../metrics/rng.js';
-import { RunFolder } from '../scoring/formats.js';
+import { RunFolderWriter } from '../scoring/formats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { chooseAnswer, type Normalization, normalized } from './loglik.js';
@@ -217,7 +217,7 @@ export function writePredictions(
   answered: readonly SampleLog[] = samples,
 ): string {
   writeFileSync(join(outDir, 'samples.jsonl'), toJsonl(samples));
-  const folder = new RunFolder(outDir);
+  const folder = new RunFolderWriter(outDir);
   for (const task of tasks) {
     const test = answered.filter((s) => s.task === task.name && s.split === 'test');
     if (test.length > 0)

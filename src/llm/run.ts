@@ -15,7 +15,14 @@ import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import { type BatchApi, type BatchResult, journalResults, readBatchLedger, runBatches } from './batch.js';
+import {
+  type BatchApi,
+  type BatchResult,
+  journalResults,
+  readBatchLedger,
+  readIntents,
+  runBatches,
+} from './batch.js';
 import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
@@ -35,6 +42,7 @@ import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams, Usage } from './provider.js';
 import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
+import { lockRunFolder } from './run-lock.js';
 import { newProgress, type RunProgress, sendAll } from './send.js';
 
 export type { SampleLog } from './outputs.js';
@@ -126,7 +134,7 @@ export interface LlmRunResult {
 }
 
 /** Every request of a run, as its options make them (a worker plans a queued cell's requests with this too). */
-export function planRun(
+export function requestsOfRun(
   options: Omit<LlmRunOptions, 'provider'>,
   model: unknown,
   log: Logger = silentLogger,
@@ -152,6 +160,16 @@ export function planRun(
 }
 
 export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
+  mkdirSync(options.outDir, { recursive: true });
+  const release = lockRunFolder(options.outDir);
+  try {
+    return await runLocked(options);
+  } finally {
+    release();
+  }
+}
+
+async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const log = options.logger ?? silentLogger;
   const mode = options.mode;
   const resuming = options.resume || options.retryErrors;
@@ -192,7 +210,7 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
   const model = options.provider.describe();
 
   // 1. Plan.
-  const plan = await planRun(options, model.model, log);
+  const plan = await requestsOfRun(options, model.model, log);
   const shard = options.shard;
   const jobs = shard
     ? plan.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
@@ -210,6 +228,12 @@ export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
     if (waiting.length > 0)
       throw new UsageError(
         `${options.outDir} has ${waiting.length} batch(es) submitted and not collected (${waiting.map((b) => `${b.id}, ${b.keys.length} requests`).join('; ')}): nothing is sent online while they wait. Continue with the same command and --resume --batch, which collects them`,
+      );
+    // A batch being created when the last run stopped may exist at the provider: it is looked up first.
+    const creating = readIntents(options.outDir);
+    if (creating.length > 0)
+      throw new UsageError(
+        `${options.outDir} records ${creating.length} batch(es) being created when the last run stopped (${creating.map((i) => `${i.keys.length} requests`).join('; ')}), which may exist at the provider: nothing is sent online before they are looked up. Continue with the same command and --resume --batch, which finds and collects them (or sends their requests as a batch if the provider has none)`,
       );
   }
 

@@ -11,7 +11,7 @@
 import type { MetricName } from '../tasks/types.js';
 import {
   type ItemStats,
-  isAccuracyOnly,
+  isAccuracyScore,
   type MetricValues,
   mean,
   metricsFromSums,
@@ -145,8 +145,8 @@ export interface Delta {
   /** Two-sided p-value of `test`. */
   p: number;
   /**
-   * The test: the exact McNemar test for accuracy on a classification task without clusters; otherwise approximate
-   * randomization, (count + 1) / (R + 1), swapping whole clusters where the task has them.
+   * The test: the exact McNemar test for classification accuracy without clusters (the accuracy row, and the score
+   * where the score is accuracy); otherwise approximate randomization, (count + 1) / (R + 1), swapping whole clusters where the task has them.
    */
   test: 'exact McNemar' | 'approximate randomization' | 'approximate randomization by cluster';
 }
@@ -183,7 +183,9 @@ export function pairedComparison(
       perm: Map<string, Float64Array>;
       obs: Record<string, number>;
       clustered: boolean;
+      /** McNemar's p on accuracy (classification without clusters). */
       mcnemar: number | undefined;
+      scoreIsAccuracy: boolean;
     }
   >();
   a.forEach((itA, t) => {
@@ -236,9 +238,11 @@ export function pairedComparison(
       const pb = valuesWithScore(itB, sb, n);
       for (const k of keys) (perm.get(k) as Float64Array)[r] = (pb[k] as number) - (pa[k] as number);
     }
-    // Accuracy on independent items: the exact McNemar test on the discordant pairs instead.
+    // Classification accuracy on independent items (column 0, right or wrong): the exact McNemar test on the
+    // discordant pairs instead, for the accuracy row and for the score where the score is accuracy. The test
+    // follows the quantity tested, so adding macro F1 beside accuracy changes neither accuracy's test nor the score's.
     let mcnemar: number | undefined;
-    if (isAccuracyOnly(task) && !clusters) {
+    if (task.kind === 'classification' && task.metrics.includes('accuracy') && !clusters) {
       let onlyA = 0;
       let onlyB = 0;
       for (let i = 0; i < n; i++) {
@@ -249,7 +253,14 @@ export function pairedComparison(
       }
       mcnemar = exactMcNemar(onlyA, onlyB);
     }
-    perTask.set(task.name, { boot, perm, obs, clustered: clusters !== undefined, mcnemar });
+    perTask.set(task.name, {
+      boot,
+      perm,
+      obs,
+      clustered: clusters !== undefined,
+      mcnemar,
+      scoreIsAccuracy: isAccuracyScore(task),
+    });
   });
 
   const delta = (
@@ -274,10 +285,18 @@ export function pairedComparison(
   const tasks = new Map<string, TaskComparison>();
   for (const [name, t] of perTask) {
     const metrics: Partial<Record<MetricName, Delta>> = {};
-    const how = { clustered: t.clustered, mcnemar: t.mcnemar };
+    const how = (accuracy: boolean) => ({
+      clustered: t.clustered,
+      mcnemar: accuracy ? t.mcnemar : undefined,
+    });
     for (const [k, boot] of t.boot) {
       if (k === 'score') continue;
-      metrics[k as MetricName] = delta(t.obs[k] as number, boot, t.perm.get(k) as Float64Array, how);
+      metrics[k as MetricName] = delta(
+        t.obs[k] as number,
+        boot,
+        t.perm.get(k) as Float64Array,
+        how(k === 'accuracy'),
+      );
     }
     tasks.set(name, {
       metrics,
@@ -285,7 +304,7 @@ export function pairedComparison(
         t.obs.score as number,
         t.boot.get('score') as Float64Array,
         t.perm.get('score') as Float64Array,
-        how,
+        how(t.scoreIsAccuracy),
       ),
     });
   }

@@ -12,6 +12,7 @@
  *   20 %, …, 100 % of the items.
  * All are fractions (ECE 0.05 is five points of accuracy).
  */
+import { percentile } from './quantile.js';
 import { createRng } from './rng.js';
 
 export interface CalibrationItem {
@@ -182,14 +183,13 @@ export function eceDifference(
     }
     if (Math.abs(ece(sb) - ece(sa)) >= Math.abs(delta) - 1e-12) extreme++;
   }
-  boot.sort((x, y) => x - y);
-  const at = (q: number) => boot[Math.min(resamples - 1, Math.max(0, Math.floor(q * resamples)))] as number;
+  const sorted = Float64Array.from(boot).sort();
   return {
     n,
     a,
     b,
     delta,
-    ci: resamples > 0 ? [at(0.025), at(0.975)] : [delta, delta],
+    ci: resamples > 0 ? [percentile(sorted, 2.5), percentile(sorted, 97.5)] : [delta, delta],
     p: (extreme + 1) / (resamples + 1),
   };
 }

@@ -194,16 +194,24 @@ export function statsLayout(task: TaskDefinition): StatsLayout {
   return layout;
 }
 
-/**
- * Whether the task's score is a mean over items of a 0/1 score with one count per item (accuracy alone): exact
- * McNemar tests then apply to a pair of systems.
- */
-export const isAccuracyOnly = (task: TaskDefinition): boolean =>
-  task.kind === 'classification' && task.metrics.length === 1 && task.metrics[0] === 'accuracy';
+/** The metrics a task's score averages: all (the built-in tasks, as the paper), or the first (defined tasks). */
+const scoreMetrics = (task: TaskDefinition) =>
+  task.scoreOf === 'first' ? task.metrics.slice(0, 1) : task.metrics;
 
-/** Whether every metric of the task is a mean over items (not an F1 over pooled counts). */
-export const isItemMean = (task: TaskDefinition): boolean =>
-  task.kind !== 'tagging' && task.metrics.every((m) => m === 'accuracy' || m.startsWith('hit_at_'));
+/**
+ * Whether the task's score is classification accuracy alone (one 0/1 count per item, the first column): exact
+ * McNemar tests then apply to a pair of systems. The score decides, not the other metrics reported beside it: a
+ * task defined with `metrics: [accuracy, macro_f1]` scores accuracy (its first metric), so it is tested as one
+ * with `metrics: [accuracy]` is.
+ */
+export const isAccuracyScore = (task: TaskDefinition): boolean => {
+  const names = scoreMetrics(task);
+  return task.kind === 'classification' && names.length === 1 && names[0] === 'accuracy';
+};
+
+/** Whether the task's score is a mean over items (accuracy, Hit@k), not an F1 over pooled counts. */
+export const isItemMeanScore = (task: TaskDefinition): boolean =>
+  task.kind !== 'tagging' && scoreMetrics(task).every((m) => m === 'accuracy' || m.startsWith('hit_at_'));
 
 /** Items of one task reduced to counts: row i holds item i's counts. */
 export interface ItemStats {
@@ -255,10 +263,6 @@ export function metricsFromSums(task: TaskDefinition, sums: Float64Array, n: num
 export function metricsOf(it: ItemStats): MetricValues {
   return metricsFromSums(it.task, sumRows(it.stats, statsLayout(it.task).width), it.ids.length);
 }
-
-/** The metrics a task's score averages: all (the built-in tasks, as the paper), or the first (defined tasks). */
-const scoreMetrics = (task: TaskDefinition) =>
-  task.scoreOf === 'first' ? task.metrics.slice(0, 1) : task.metrics;
 
 /**
  * A task's score: the mean of its metrics (the paper averages accuracy and Hit@3, or token accuracy and F1), or

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { taskFromObject } from '../tasks/definition.js';
 import { getTask } from '../tasks/registry.js';
+import type { TaskDefinition } from '../tasks/types.js';
+import { type Delta, pairedComparison } from './bootstrap.js';
 import { buildItemStats } from './item-stats.js';
 import {
   clusteredSe,
@@ -117,6 +120,42 @@ describe('rankTask on constructed systems', () => {
       (1.959963984540054 + 0.8416212335729143) * (Math.sqrt(2 * 100 ** 2) / 100),
       10,
     );
+  });
+});
+
+describe('the detectable difference: docs/reading-the-board.md’s worked example', () => {
+  // RuMedDaNet, feature-based against BiLSTM: 256 items, 58 only the first answers right, 59 only the second, the
+  // other 139 alike (here 75 right by both, 64 wrong by both).
+  const pair = (n: number, onlyA: number, onlyB: number, both: number) => {
+    // Items [0, both) are right for both; the next onlyA right for A alone; the next onlyB right for B alone.
+    const wrong = (first: boolean) => (i: number) => {
+      const alone = first ? i >= both && i < both + onlyA : i >= both + onlyA && i < both + onlyA + onlyB;
+      return !(i < both || alone);
+    };
+    return rankTask(
+      [
+        { name: 'A', stats: items(n, wrong(true)) },
+        { name: 'B', stats: items(n, wrong(false)) },
+      ],
+      { resamples: 0, seed: 0 },
+    );
+  };
+  const Z = 1.959963984540054 + 0.8416212335729143;
+
+  it('is 2.80 × 100·sqrt((p_d − d̄²)/n) = 2.80 × 4.23 ≈ 11.8 points, and McNemar gives p = 1', () => {
+    const r = pair(256, 58, 59, 75);
+    const se = 100 * Math.sqrt((117 / 256 - (1 / 256) ** 2) / 256);
+    expect(se).toBeCloseTo(4.23, 2);
+    expect(r.mde).toBeCloseTo(Z * se, 12);
+    expect(Number(r.mde?.toFixed(1))).toBe(11.8);
+    expect([r.pairs[0]?.test, r.pairs[0]?.p_value]).toEqual(['exact McNemar', 1]);
+  });
+
+  it('keeps the d̄² term: far apart, it is below 100·sqrt(p_d/n), which only plan check (d̄ = 0) uses', () => {
+    // 100 items: 2 only A has right, 20 only B: p_d = 0.22, d̄ = 0.18.
+    const r = pair(100, 2, 20, 30);
+    expect(r.mde).toBeCloseTo(Z * 100 * Math.sqrt((0.22 - 0.18 ** 2) / 100), 12);
+    expect(r.mde).toBeLessThan(plannedMde(100, 0.22) * 0.93);
   });
 });
 
@@ -285,5 +324,87 @@ describe('compact letters on many systems', () => {
       Array.from({ length: 11 }, (_, i) => `[${91 + i}]`),
     );
     expect(letters.get('s30')).toBe('uvwxyzABCDE');
+  });
+});
+
+describe('the paired test follows the metric tested, not the metrics reported beside it', () => {
+  // One task defined twice: `metrics: [accuracy]`, and `metrics: [accuracy, macro_f1]`. A defined task's score is
+  // its first metric, accuracy, in both; so both get the exact McNemar test, with the same p.
+  const defined = (metrics: string[]) =>
+    taskFromObject(
+      {
+        schema: 'rumedbench.task/1',
+        name: 'Triage',
+        description: 'd',
+        licence: 'l',
+        id: 'id',
+        inputs: ['text'],
+        gold: 'label',
+        type: 'classification',
+        labels: ['a', 'b'],
+        metrics,
+        files: { test: 'data/test.jsonl' },
+      },
+      '/defs/triage.json',
+    );
+  // 60 items, gold alternating a/b. A is wrong where i % 3 = 0, B where i % 5 = 0: A alone right on the 8 multiples
+  // of 5 that are not of 15, B alone right on the 16 multiples of 3 that are not of 15.
+  const answers = (task: TaskDefinition, wrong: (i: number) => boolean) =>
+    buildItemStats(
+      task,
+      Array.from({ length: 60 }, (_, i) => {
+        const gold = i % 2 === 0 ? 'a' : 'b';
+        return { id: `t${i}`, gold, prediction: wrong(i) ? (gold === 'a' ? 'b' : 'a') : gold };
+      }),
+    );
+  const rankOf = (task: TaskDefinition) =>
+    rankTask(
+      [
+        { name: 'A', stats: answers(task, (i) => i % 3 === 0) },
+        { name: 'B', stats: answers(task, (i) => i % 5 === 0) },
+      ],
+      { resamples: 200, seed: 1 },
+    ).pairs.map((p) => [p.a, p.b, p.diff, p.p_value, p.test]);
+
+  it('rank: exact McNemar on 8 against 16 discordant items, for both shapes', () => {
+    // The difference as the scorer computes it: B's accuracy (48 of 60) minus A's (40 of 60).
+    const expected = [['A', 'B', (48 / 60) * 100 - (40 / 60) * 100, exactMcNemar(8, 16), 'exact McNemar']];
+    expect(rankOf(defined(['accuracy']))).toEqual(expected);
+    expect(rankOf(defined(['accuracy', 'macro_f1']))).toEqual(expected);
+  });
+
+  it('rank: a task whose score is macro F1 (its first metric) is no item mean: the paired bootstrap test', () => {
+    expect(rankOf(defined(['macro_f1', 'accuracy']))[0]?.[4]).toBe('paired bootstrap');
+  });
+  const compared = (task: TaskDefinition) => {
+    const c = pairedComparison([answers(task, (i) => i % 3 === 0)], [answers(task, (i) => i % 5 === 0)], {
+      resamples: 200,
+      seed: 1,
+    }).tasks.get('Triage');
+    const row = (d: Delta | undefined) => [d?.p, d?.test];
+    return { accuracy: row(c?.metrics.accuracy), score: row(c?.score), macro_f1: row(c?.metrics.macro_f1) };
+  };
+
+  it('compare: the same McNemar p on accuracy and on the score, with or without macro F1 beside it', () => {
+    const mcnemar = [exactMcNemar(8, 16), 'exact McNemar'];
+    expect(compared(defined(['accuracy']))).toEqual({
+      accuracy: mcnemar,
+      score: mcnemar,
+      macro_f1: [undefined, undefined],
+    });
+    const withF1 = compared(defined(['accuracy', 'macro_f1']));
+    expect({ accuracy: withF1.accuracy, score: withF1.score, macro_f1: withF1.macro_f1[1] }).toEqual({
+      accuracy: mcnemar,
+      score: mcnemar,
+      macro_f1: 'approximate randomization',
+    });
+  });
+
+  it('compare: a score that is the mean of accuracy and macro F1 gets randomization; its accuracy row McNemar', () => {
+    const c = compared({ ...defined(['accuracy', 'macro_f1']), scoreOf: 'mean' });
+    expect([c.accuracy, c.score[1]]).toEqual([
+      [exactMcNemar(8, 16), 'exact McNemar'],
+      'approximate randomization',
+    ]);
   });
 });

@@ -21,18 +21,23 @@
  * - Tie groups as a compact letter display (Piepho, 2004, "An algorithm for a letter-based representation of
  *   all-pairwise comparisons"): systems that share a letter are not distinguishable at α after Holm's correction.
  * - The minimum detectable effect of a paired comparison at α = 0.05 (two-sided) and 80% power: (z_{1−α/2} + z_{0.8})
- *   × SE of the paired difference (for accuracy, 100·sqrt(p_d / n) with p_d the discordance: Connor, 1987, "Sample
- *   size for testing differences in proportions for the paired-sample design"), the median over the task's pairs.
+ *   × SE of the paired difference (Bloom, 1995, "Minimum detectable effects"), the median over the task's pairs. The
+ *   SE is Miller's, of the per-item differences d_i: sqrt(Σ (d_i − d̄)²) / n, clustered where the task is; for
+ *   accuracy (d_i ∈ {−100, 0, +100}) that is 100·sqrt((p_d − d̄²) / n), with p_d the share of discordant items and
+ *   d̄ the observed difference as a fraction: the variance of a paired difference in proportions under the
+ *   alternative (Connor, 1987, "Sample size for testing differences in proportions for the paired-sample design").
+ *   `plannedMde`, before any answer exists, takes d̄ = 0: 100·sqrt(p_d / n).
  */
 import {
   type ItemStats,
-  isAccuracyOnly,
-  isItemMean,
+  isAccuracyScore,
+  isItemMeanScore,
   metricsFromSums,
   scoreFromSums,
   statsLayout,
   taskScore,
 } from './item-stats.js';
+import { median, percentile } from './quantile.js';
 import { createRng } from './rng.js';
 import { normalUpper } from './student-t.js';
 
@@ -241,9 +246,12 @@ const letterOf = (k: number): string =>
 /** The group labels in a system's letters (the inverse of concatenating `letterOf`). */
 export const groupLabels = (letters: string): string[] => letters.match(/[a-zA-Z]|\[\d+\]/g) ?? [];
 
-/** Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER). */
+/**
+ * Per item, its own score in points (for tasks whose score is a mean over items), or undefined (RuMedNER, a score
+ * that is an F1).
+ */
 function itemScores(s: ItemStats): Float64Array | undefined {
-  if (!isItemMean(s.task)) return undefined;
+  if (!isItemMeanScore(s.task)) return undefined;
   const { width } = statsLayout(s.task);
   const row = new Float64Array(width);
   const out = new Float64Array(s.ids.length);
@@ -253,13 +261,6 @@ function itemScores(s: ItemStats): Float64Array | undefined {
   }
   return out;
 }
-
-const quantileSorted = (sorted: Float64Array | number[], q: number): number => {
-  const pos = q * (sorted.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (pos - lo);
-};
 
 /** Competition ranks: 1 + how many scores are strictly higher (by more than 1e-9). `sorted` is scratch space. */
 function ranksOf(scores: ArrayLike<number>, out: Float64Array | number[], sorted?: Float64Array): void {
@@ -511,7 +512,7 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
         a: d.names[i] as string,
         b: d.names[j] as string,
         diff,
-        ci: R > 0 ? [quantileSorted(diffs, 0.025), quantileSorted(diffs, 0.975)] : [diff, diff],
+        ci: R > 0 ? [percentile(diffs, 2.5), percentile(diffs, 97.5)] : [diff, diff],
         p_value: t.p,
         p_holm: t.p,
         test: t.test,
@@ -536,7 +537,7 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
   ranksOf(d.observed, ranks);
   const drawnRanks = replicateRanks(d.boot, R);
   return {
-    mde: pairSe.length > 0 ? Z_SUM * medianOf(pairSe) : null,
+    mde: pairSe.length > 0 ? Z_SUM * (median(pairSe) as number) : null,
     systems: d.names.map((name, i) => {
       const draws = (drawnRanks[i] as Float64Array).sort();
       return {
@@ -563,7 +564,8 @@ export function rankDraws(
   const pick = o.only ?? d.names.map((_, i) => i);
   const m = pick.length;
   const R = d.boot[0]?.length ?? 0;
-  const accuracyOnly = isAccuracyOnly(d.task) && !d.clustered;
+  // The test follows the score: a task scored by accuracy gets McNemar whatever metrics are reported beside it.
+  const accuracyOnly = isAccuracyScore(d.task) && !d.clustered;
   const items = pick.map((i) => d.perItem[i]);
   // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
   // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).
@@ -708,10 +710,4 @@ function hashName(name: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
   return h;
-}
-
-function medianOf(values: readonly number[]): number {
-  const s = [...values].sort((x, y) => x - y);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }

@@ -6,7 +6,7 @@
  */
 import { dirname, join, resolve } from 'node:path';
 import type { RunSpec } from '../engine/spec.js';
-import type { Plan, ProviderSpec } from './file.js';
+import type { Plan, PlanProvider } from './file.js';
 
 export interface Cell {
   /** `<model>/<axis=value,…>`, or `<model>/default` without axes. */
@@ -32,11 +32,11 @@ export interface Expansion {
 /** Keeps folder names portable: the value as text, with anything but letters, digits and ".-_" replaced. */
 const safe = (v: unknown) => String(v).replace(/[^\p{L}\p{N}._-]+/gu, '_');
 
-export function expandPlan(plan: Plan, providers: Readonly<Record<string, ProviderSpec>>): Expansion {
+export function expandPlan(plan: Plan, providers: Readonly<Record<string, PlanProvider>>): Expansion {
   const cells: Cell[] = [];
   const notes: string[] = [];
   for (const m of plan.models) {
-    const spec = providers[m.provider] as ProviderSpec;
+    const spec = providers[m.provider] as PlanProvider;
     const axes = plan.matrix.filter(([k]) => spec.settings.has(k) && !(k in m.settings));
     for (const [k] of plan.matrix) {
       if (!spec.settings.has(k))

@@ -18,7 +18,7 @@ export interface Setting {
 }
 
 /** How one kind of model is run: the settings it takes, by plan key (`max_tokens`), and the spec they make. */
-export interface ProviderSpec {
+export interface PlanProvider {
   settings: ReadonlyMap<string, Setting>;
   /** A cell's run spec from its settings (each already checked). */
   toSpec(settings: Readonly<Record<string, unknown>>): RunSpec;
@@ -77,7 +77,7 @@ const PLAN_KEYS = [
 export function parsePlan(
   text: string,
   file: string,
-  providers: Readonly<Record<string, ProviderSpec>>,
+  providers: Readonly<Record<string, PlanProvider>>,
 ): Plan {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
@@ -168,7 +168,7 @@ export function parsePlan(
 
   const anyTakes = (key: string) => Object.values(providers).some((p) => p.settings.has(key));
   /** Checks one setting against every provider that takes it (or only `only`). */
-  const checkSetting = (keyNode: Node, valueNode: Node | null, key: string, only?: ProviderSpec): void => {
+  const checkSetting = (keyNode: Node, valueNode: Node | null, key: string, only?: PlanProvider): void => {
     if (RESERVED.has(key))
       return void fail(keyNode, `"${key}" is set by the plan itself and cannot be given`);
     if (SECRET_KEY.test(key))
@@ -202,7 +202,7 @@ export function parsePlan(
   const settingsOf = (
     node: Node | null | undefined,
     what: string,
-    only?: ProviderSpec,
+    only?: PlanProvider,
     skip: string[] = [],
   ) => {
     const out: Record<string, unknown> = {};

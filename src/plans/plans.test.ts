@@ -11,7 +11,7 @@ import { makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import type { PlanError } from '../errors.js';
 import { silentLogger } from '../log.js';
 import { expandPlan } from './cells.js';
-import { type ProviderSpec, parsePlan } from './file.js';
+import { type PlanProvider, parsePlan } from './file.js';
 import { runPlan } from './run.js';
 
 const whole = (v: unknown) => {
@@ -22,7 +22,7 @@ const text = (v: unknown) => {
   if (typeof v !== 'string') throw new Error(`a text, got ${JSON.stringify(v)}`);
 };
 /** A provider as the CLI would declare one, reduced to three settings. */
-const PROVIDERS: Record<string, ProviderSpec> = {
+const PROVIDERS: Record<string, PlanProvider> = {
   openai: {
     settings: new Map([
       ['model', { check: text }],

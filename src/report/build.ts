@@ -144,6 +144,17 @@ export function rankingTables(
   return out;
 }
 
+/** One sentence per task left out of the ranking, naming the files that differ (HTML and Markdown alike). */
+export function unrankedNotes(r: RankResult, t: Pick<Strings, 'notRanked' | 'unrankedFile'>): string[] {
+  return r.unranked.map((u) =>
+    t.notRanked(
+      u.task,
+      r.overall === null && OVERALL_TASKS.some((o) => o.name === u.task),
+      u.differ.map((d) => t.unrankedFile(d)).join('; '),
+    ),
+  );
+}
+
 /** The mean of a paper row's metrics for a task: its task score. */
 export function paperScore(row: PaperRow, task: string): number | undefined {
   const values = Object.values(row.tasks[task] ?? {});

@@ -12,7 +12,7 @@ import { formatIssue } from '../scoring/issues.js';
 import { getTask, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
-import { allCharts, deltaRows, type Report, rankingTables } from './build.js';
+import { allCharts, deltaRows, type Report, rankingTables, unrankedNotes } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, f2, pValue, signed } from './format.js';
 import type { Strings } from './i18n.js';
@@ -221,6 +221,9 @@ const RankingSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ rep
     <section id="ranking">
       <h2>{t.ranking}</h2>
       <p class="note">{t.rankingNote(r.method.alpha, r.method.resamples)}</p>
+      {unrankedNotes(r, t).map((n) => (
+        <p class="note">{n}</p>
+      ))}
       {report.charts.ranking ? (
         <Figure chart={report.charts.ranking} svg={svgs.get(report.charts.ranking.id) ?? ''} t={t} />
       ) : (

@@ -3,6 +3,8 @@
  * reader reads as prose is, so that a report can go into a Russian paper or review as it is.
  */
 
+import type { UnrankedFile } from '../scoring/rank.js';
+
 export type Lang = 'en' | 'ru';
 export const LANGS: readonly Lang[] = ['en', 'ru'];
 
@@ -41,7 +43,7 @@ const en = {
   comparison: 'Paired comparison against the first system',
   ranking: 'Which systems differ',
   rankingNote: (alpha: number, resamples: number) =>
-    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar for accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
+    `Score ± standard error (clustered by premise on RuMedNLI), rank with its 95% interval from ${resamples} paired bootstrap replicates, and groups: systems that share a letter are not distinguishable on these items (Holm-corrected tests at α ${alpha}: exact McNemar where the score is accuracy, a z-test on the paired differences for other means, the paired bootstrap for RuMedNER and the overall). The detectable difference is the smallest gap a paired comparison finds with 80% power at α 0.05.`,
   rankColumns: ['System', 'Score ± SE', 'Rank (95% interval)', 'Group'],
   /** The table of a task's Holm-tested pairs under its ranking (what `rank` prints as "differ at α"). */
   pairColumns: ['Pair (B − A)', 'Difference [95% CI]', 'p (Holm)', 'Test', 'Differ'],
@@ -57,8 +59,16 @@ const en = {
   no: 'no',
   detectable: (points: string) => `detectable difference ≈ ${points} points`,
   overallName: 'Overall',
+  notRanked: (task: string, overall: boolean, files: string) =>
+    `${task} is not ranked${overall ? ', and so neither is the overall' : ''}: a task is ranked only where every system answers the same items, and these files differ: ${files}.`,
+  unrankedFile: (d: UnrankedFile) =>
+    d.reason === 'missing'
+      ? `${d.system} has no file of it (${d.file})`
+      : d.reason === 'unscored'
+        ? `${d.system}’s ${d.file} is not scored (${d.errors} error(s), under “Validation problems”)`
+        : `${d.system}’s ${d.file} answers ${d.items} items, ${d.foreign} of them not in ${d.like}`,
   comparisonNote: (resamples: number) =>
-    `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for accuracy on RuMedDaNet and RuMedTest, approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
+    `B − A on the same items: 95% paired-bootstrap interval (over premises on RuMedNLI) and a two-sided p-value: the exact McNemar test for classification accuracy on independent items (RuMedDaNet, RuMedTest, a task of your own), approximate randomization otherwise, by premise on RuMedNLI (${resamples} resamples).`,
   forest: 'Differences from the first system (B − A) with 95% CIs',
   delta: 'B − A, points',
   pValue: 'p',
@@ -229,8 +239,16 @@ const ru: Strings = {
   no: 'нет',
   detectable: (points: string) => `обнаружимая разница ≈ ${points} п.`,
   overallName: 'Общий балл',
+  notRanked: (task: string, overall: boolean, files: string) =>
+    `${task} не ранжируется${overall ? ', а потому и общий балл' : ''}: задача ранжируется, только если все системы ответили на одни и те же примеры, а эти файлы отличаются: ${files}.`,
+  unrankedFile: (d: UnrankedFile) =>
+    d.reason === 'missing'
+      ? `у ${d.system} нет файла этой задачи (${d.file})`
+      : d.reason === 'unscored'
+        ? `${d.system}: ${d.file} не оценён (ошибок: ${d.errors}, см. «Проблемы проверки»)`
+        : `${d.system}: ${d.file} отвечает на ${d.items} примеров, из них ${d.foreign} нет в ${d.like}`,
   comparisonNote: (resamples: number) =>
-    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy на RuMedDaNet и RuMedTest, иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
+    `B − A на одних и тех же примерах: 95% интервал парного бутстрэпа (на RuMedNLI — по посылкам) и двусторонний p: точный тест Макнемара для accuracy классификации на независимых примерах (RuMedDaNet, RuMedTest, собственные задачи), иначе рандомизационный тест, на RuMedNLI — по посылкам (${resamples} повторов).`,
   forest: 'Разница с первой системой (B − A) и 95% ДИ',
   delta: 'B − A, пункты',
   pValue: 'p',

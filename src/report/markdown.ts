@@ -1,6 +1,6 @@
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
-import { deltaRows, type Report, rankingTables } from './build.js';
+import { deltaRows, type Report, rankingTables, unrankedNotes } from './build.js';
 import { ciText, f2, pValue, signed } from './format.js';
 
 /** Pipes and line breaks would end a cell; backslashes and HTML would be read as markup. */
@@ -52,6 +52,7 @@ export function renderReportMarkdown(report: Report): string {
     parts.push(
       `### ${t.ranking}`,
       t.rankingNote(report.ranking.method.alpha, report.ranking.method.resamples),
+      ...unrankedNotes(report.ranking, t).map(esc),
     );
     for (const x of rankingTables(report.ranking, t))
       parts.push(

@@ -18,6 +18,13 @@ const metricCell = (
   names: readonly MetricName[],
 ): string => (metrics ? names.map((m) => f2(metrics[m])).join('/') : '–');
 
+/**
+ * Whether a result scores any of the paper's five public tasks: where it does not (tasks of your own only), the
+ * paper's table has no column for what was scored, so it is not printed at all rather than with an empty row.
+ */
+export const scoresPaperTask = (result: Pick<EvaluationResult, 'tasks'>): boolean =>
+  OVERALL_TASKS.some((t) => result.tasks[t.name] !== undefined);
+
 /** The paper's layout: one column per public task, `accuracy/Hit@3` or `accuracy/F1` where a task has two metrics. */
 export function renderSummary(
   result: EvaluationResult,

@@ -1,6 +1,7 @@
 /**
  * Comparing two submissions on the same items: for each metric, B minus A with a paired-bootstrap interval and a
- * p-value: the exact McNemar test for accuracy on independent items, approximate randomization otherwise; RuMedNLI's
+ * p-value: the exact McNemar test for classification accuracy on independent items (the accuracy row, and the score
+ * where the score is accuracy), approximate randomization otherwise; RuMedNLI's
  * items are resampled and swapped by premise (see ../metrics/bootstrap.ts).
  */
 import { type Delta, pairedComparison } from '../metrics/bootstrap.js';
@@ -44,7 +45,7 @@ export interface ComparisonResult {
   overall: (Delta & { a: number; b: number }) | null;
   method: {
     interval: 'paired bootstrap (percentile), over clusters where the task has them';
-    p_value: 'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided';
+    p_value: 'exact McNemar for classification accuracy (and a score that is accuracy) on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided';
     resamples: number;
     seed: number;
     level: number;
@@ -69,7 +70,20 @@ export async function compareSubmissions(
   const references = await referencesFor(options);
   const opts = { ...options, references };
   const [va, vb] = [await validateSubmission(pathA, opts), await validateSubmission(pathB, opts)];
-  return compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });
+  const result = compareValidated(va, vb, { ...options, clusters: await clustersOfTasks(references, va) });
+  // Nothing compared is a mistake (two systems of different tasks, tasks without gold here), never an empty table;
+  // other errors already say why.
+  if (Object.keys(result.tasks).length === 0 && result.errors.length === 0) {
+    const [a, b] = [va, vb].map((v) => v.tasks.map((t) => t.task.name).join(', ') || 'none');
+    result.errors.push({
+      severity: 'error',
+      code: 'NOTHING_SCORED',
+      file: `${va.source} and ${vb.source}`,
+      message: `no task was compared: none is scored in both (A: ${a}; B: ${b})`,
+      expected: 'both submissions answering a task whose gold is here (its data file, or --gold DIR)',
+    });
+  }
+  return result;
 }
 
 /** The clusters of every task of a submission that declares one (RuMedNLI: the premise), by id. */
@@ -161,7 +175,7 @@ export function compareValidated(
     method: {
       interval: 'paired bootstrap (percentile), over clusters where the task has them',
       p_value:
-        'exact McNemar for accuracy on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided',
+        'exact McNemar for classification accuracy (and a score that is accuracy) on a task without clusters; otherwise approximate randomization (by cluster where the task has them); two-sided',
       resamples,
       seed,
       level,

@@ -33,7 +33,7 @@ export function platformLines(task: TaskDefinition, items: readonly Answered[]):
  * RuMedBench format for test sets (what `eval` scores) and `submission.zip` in the platform format for private tests.
  * The run owns both: files of an earlier run are removed when it starts, so they are never scored as this one's.
  */
-export class RunFolder {
+export class RunFolderWriter {
   readonly predictionsDir: string;
   private readonly zipFiles: Record<string, Uint8Array> = {};
 

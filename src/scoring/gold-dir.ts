@@ -9,10 +9,19 @@ import { readJsonlFile } from '../data/jsonl.js';
 import { DataInvalidError, type DataIssue, UsageError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { didYouMean, getTask, isTaskName } from '../tasks/registry.js';
+import type { TaskDefinition } from '../tasks/types.js';
 import type { GoldOverrides } from './reference.js';
-import { canonicalAnswer, checkAnswer } from './validate.js';
+import { canonicalAnswer, checkAnswer, checkRankingGold } from './validate.js';
 
-export async function readGoldDir(dir: string): Promise<GoldOverrides> {
+/**
+ * Reads a gold folder. `taskOf` names the task of a file's name: the registry's by default; `tasks check` gives the
+ * definitions it is checking, which it does not register.
+ */
+export async function readGoldDir(
+  dir: string,
+  taskOf: (name: string) => TaskDefinition | undefined = (name) =>
+    isTaskName(name) ? getTask(name) : undefined,
+): Promise<GoldOverrides> {
   if (!existsSync(dir) || !statSync(dir).isDirectory())
     throw new UsageError(`--gold ${dir}: not a folder (expected a folder of <Task>.jsonl gold files)`);
   const out: Record<string, Map<string, Prediction>> = {};
@@ -21,9 +30,9 @@ export async function readGoldDir(dir: string): Promise<GoldOverrides> {
     if (!name.endsWith('.jsonl')) continue;
     const taskName = name.slice(0, -'.jsonl'.length);
     const file = join(dir, name);
-    if (!isTaskName(taskName))
+    const task = taskOf(taskName);
+    if (!task)
       throw new UsageError(`${file}: names no task${didYouMean(taskName)} (gold files are <Task>.jsonl)`);
-    const task = getTask(taskName);
     const gold = new Map<string, Prediction>();
     for await (const entry of readJsonlFile(file)) {
       if ('error' in entry) {
@@ -45,9 +54,7 @@ export async function readGoldDir(dir: string): Promise<GoldOverrides> {
       // A ranking task's gold is one label; its answers are lists.
       const problem =
         task.kind === 'ranking'
-          ? typeof value === 'string' && task.labelPattern.test(value)
-            ? undefined
-            : { message: 'must be one label', expected: task.labelDescription }
+          ? checkRankingGold(task, value)
           : value === undefined || value === null
             ? { message: 'is missing', expected: 'the gold answer' }
             : checkAnswer(task, value);

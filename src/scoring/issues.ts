@@ -36,6 +36,8 @@ export type IssueCode =
   | 'PLATFORM_ONLY_TASK'
   | 'LABEL_OUTSIDE_TRAIN'
   | 'MISSING_TASK'
+  /** `rank`, `report`: a task left out of the ranking because this file does not answer the items the others do. */
+  | 'TASK_NOT_RANKED'
   | 'DATA_VERSION_HINT'
   | 'FILE_GOLD_IGNORED'
   | 'UNANSWERED_ITEMS'
@@ -50,6 +52,8 @@ export type IssueCode =
   | 'LINE_TOO_LONG'
   | 'TOO_MANY_LINES'
   | 'NO_FILES'
+  /** Task files were read, but no task could be scored (no gold here for any of them): a score was asked for. */
+  | 'NOTHING_SCORED'
   | 'WRONG_BOARD'
   /** Under the Ladder, an upload on hidden gold that leaves out one of its board's hidden tasks. */
   | 'CLOSED_INCOMPLETE'

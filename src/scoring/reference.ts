@@ -1,6 +1,8 @@
 /** Reference data for scoring: a task's split (gold) and its train label inventory, loaded once per process. */
+
+import { existsSync } from 'node:fs';
 import { ifPresent, loadSplit, readGoldLabels } from '../data/load.js';
-import { resolveDataDir } from '../data/paths.js';
+import { resolveDataDir, splitPath } from '../data/paths.js';
 import { heldByHost } from '../tasks/registry.js';
 import type { Split, TaskDefinition } from '../tasks/types.js';
 import type { Reference } from './validate.js';
@@ -17,21 +19,24 @@ export class ReferenceLoader {
   private readonly heldGold: HeldGold;
   private readonly hiddenGold: boolean;
   private readonly gold: GoldOverrides;
+  private readonly namePaths: boolean;
 
   /**
    * `heldGold` gives splits whose data files carry no gold (private_test; a test split only a task's host holds)
    * their gold. `hiddenGold` marks that gold secret (a leaderboard's): see {@link Reference.hiddenGold}. It covers
    * the private_test split and any split whose records only the task's host holds (ECG2Pathology's test, on the
-   * public board); the public gold in the data files stays public.
+   * public board); the public gold in the data files stays public. `namePaths: false` keeps this machine's paths
+   * out of messages (a leaderboard's, whose messages go to uploaders).
    */
   constructor(
     dataDir?: string,
-    options: { heldGold?: HeldGold; hiddenGold?: boolean; gold?: GoldOverrides } = {},
+    options: { heldGold?: HeldGold; hiddenGold?: boolean; gold?: GoldOverrides; namePaths?: boolean } = {},
   ) {
     this.dataDir = resolveDataDir(dataDir);
     this.heldGold = options.heldGold ?? {};
     this.gold = options.gold ?? {};
     this.hiddenGold = options.hiddenGold ?? false;
+    this.namePaths = options.namePaths ?? true;
   }
 
   /** Whether a split's gold is secret here (the scorer then releases nothing per item of it). */
@@ -78,7 +83,9 @@ export class ReferenceLoader {
     const given = this.gold[task.name];
     const gold = given ?? this.heldGold[split]?.[task.name];
     if (withRecords || gold) {
-      const records = await ifPresent(loadSplit(task, split, { dataDir: this.dataDir }));
+      const records = await ifPresent(
+        loadSplit(task, split, { dataDir: this.dataDir, ...(gold ? { goldApart: true } : {}) }),
+      );
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
       // No data file here (ECG2Pathology's records are the host's): the gold's ids (given, or imported by a
       // board's admin) are the split.
@@ -91,6 +98,12 @@ export class ReferenceLoader {
           line: i + 1,
         }));
     } else ref.fileGoldOnly = true;
+    if (!ref.records && !ref.fileGoldOnly && this.namePaths) {
+      // The place looked in, named: `--data /nonexistent` is then plain, not "not in the data folder" alone.
+      ref.notFound = existsSync(this.dataDir)
+        ? `${splitPath(this.dataDir, task, split)}: not found`
+        : `no such folder: ${this.dataDir}`;
+    }
     if (task.kind === 'ranking') {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir: this.dataDir }));
       if (labels) ref.trainLabels = labels;

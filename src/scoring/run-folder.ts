@@ -2,8 +2,8 @@
  * The run-folder contract. Every run (`llm`, `baseline naive|tfidf`, `baseline encoder`, `predict-encoder`) writes
  * the same folder: `predictions/` and `submission.zip` (formats.ts), `summary.json` and, for LLM runs,
  * `manifest.json`, `journal.jsonl` and `samples.jsonl`. This module is the one schema of summary.json and the
- * manifest (a union over the kinds of run), their one writer and their one reader; `report` (and, next, plans and
- * merges) read folders through it, typed, instead of guessing from the fields they find.
+ * manifest (a union over the kinds of run), their one writer and their one reader; `report`, plans, `llm --merge` and
+ * `submit` read folders through it, typed, instead of guessing from the fields they find.
  *
  * summary.json, version 1: `{schema_version: 1, kind, ...}` where
  * - kind `llm`: the scorer's result at the top level (`eval --json`'s schema) plus `llm` (per-task samples, unparsed,

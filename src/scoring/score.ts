@@ -44,6 +44,8 @@ export interface EvaluateOptions {
   goldDir?: string;
   /** Share loaded data between several evaluations. */
   references?: ReferenceLoader;
+  /** Only these tasks' files are read and checked (`rank --tasks`); a submission's other files are left alone. */
+  tasks?: readonly string[];
 }
 
 /** The reference loader the options ask for: the one given, else one over `--data` and `--gold`. */
@@ -116,6 +118,7 @@ export async function validateRead(
   const tasks: ValidatedTask[] = [];
   for (const f of submission.files) {
     if (!isTaskName(f.task)) continue;
+    if (options.tasks && !options.tasks.includes(f.task)) continue;
     const task = getTask(f.task);
     const reference = await references.load(task, split, { withRecords: !options.fileGold });
     const validated = validateTaskFile(task, f.file, f.lines, reference);
@@ -180,7 +183,30 @@ export async function evaluateSubmission(
   path: string,
   options: EvaluateOptions = {},
 ): Promise<EvaluationResult> {
-  return scoreValidated(await validateSubmission(path, options), options);
+  const result = scoreValidated(await validateSubmission(path, options), options);
+  const nothing = nothingScored(result);
+  if (nothing) result.errors.push(nothing);
+  return result;
+}
+
+/**
+ * The error of a result that scored no task though a score was asked for, where no other error says why (files of
+ * tasks whose gold is not here: a defined task without `--gold`, ECG2Pathology). A closed test (`private_test`),
+ * whose gold is never public, is validated and left unscored without one: checking it is all a scorer can do.
+ */
+function nothingScored(
+  result: Pick<EvaluationResult, 'source' | 'split' | 'tasks' | 'unscored' | 'errors'>,
+): SubmissionIssue | undefined {
+  if (Object.keys(result.tasks).length > 0 || result.errors.length > 0 || result.split === 'private_test')
+    return undefined;
+  // Without errors, a task is left unscored only for want of gold (each has its NO_GOLD warning saying where).
+  return {
+    severity: 'error',
+    code: 'NOTHING_SCORED',
+    file: result.source,
+    message: `no task was scored: no gold here for ${Object.keys(result.unscored).join(', ')}`,
+    expected: "each task's gold: in its data file, or as <Task>.jsonl in a folder given with --gold DIR",
+  };
 }
 
 /** The task MedBench added to the paper's five public ones: its table's overall is over six. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { strToU8, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { readSubmission } from './submission.js';
+import { readSubmission, submissionFromEntries } from './submission.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-sub-'));
 const line = JSON.stringify({ pairID: 'p1', answer: 'да' });
@@ -71,5 +71,25 @@ describe('readSubmission', () => {
     writeFileSync(bad, 'not a zip');
     expect((await summary(bad)).issues).toEqual([['error', 'BAD_ZIP']]);
     expect((await summary(join(tmp(), 'nope'))).issues).toEqual([['error', 'SUBMISSION_NOT_FOUND']]);
+  });
+
+  it("says where a defined task's file comes from: --tasks-dir, on the user's machine only", async () => {
+    const dir = tmp();
+    const file = join(dir, 'RuHospQA.jsonl');
+    writeFileSync(file, line);
+    const hint =
+      '"RuHospQA.jsonl" names no RuMedBench task; a task defined in a file is known only with its definition: give --tasks-dir DIR (or RUMEDBENCH_TASKS)';
+    const expected =
+      '<Task>.jsonl of a known task: RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER, RuMedTest';
+    for (const path of [dir, file]) {
+      expect((await readSubmission(path)).issues).toEqual([
+        { severity: 'error', code: 'UNKNOWN_TASK_FILE', file, message: hint, expected },
+      ]);
+    }
+    const zipped = zip({ 'RuHospQA.jsonl': line });
+    expect((await readSubmission(zipped)).issues.map((i) => i.message)).toEqual([hint]);
+    // A leaderboard's upload: its boards are fixed, so a flag of the command line is no advice.
+    const upload = submissionFromEntries('(upload)', [{ name: 'RuHospQA.jsonl', text: () => line }]);
+    expect(upload.issues.map((i) => i.message)).toEqual(['"RuHospQA.jsonl" names no RuMedBench task']);
   });
 });

@@ -1,12 +1,14 @@
 /**
- * Reading a submission: a folder or a `.zip` of `<Task>.jsonl` files. A zip may hold its files at the root or
- * inside one folder; anything else in it is rejected. Files that name no task are reported, never skipped quietly.
+ * Reading a submission: a folder or a `.zip` of `<Task>.jsonl` files, or a run folder (its `predictions/`). A zip
+ * may hold its files at the root or inside one folder; anything else in it is rejected. Files that name no task are
+ * reported, never skipped quietly, and a path with no task file at all is an error (`NO_FILES`), never an empty
+ * result: the CLI and the library read submissions here alike.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { type JsonlLine, parseJsonl, readJsonlLines } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
-import { didYouMean, isTaskName } from '../tasks/registry.js';
+import { didYouMean, isTaskName, TASKS } from '../tasks/registry.js';
 import type { SubmissionIssue } from './issues.js';
 
 export interface SubmissionFile {
@@ -25,7 +27,19 @@ export interface Submission {
 // Archive tools add these; they carry no predictions.
 const ARCHIVE_JUNK = /(^|\/)(__MACOSX\/|\.DS_Store$)/;
 
-function classify(name: string, display: string, issues: SubmissionIssue[]): { task: string } | undefined {
+/**
+ * Where a task file that names no known task may come from, for a reader on the user's own machine: a task defined
+ * in a file is known only once its definition is read. (Not said to an upload: a leaderboard's boards are fixed.)
+ */
+const DEFINED_TASK_HINT =
+  '; a task defined in a file is known only with its definition: give --tasks-dir DIR (or RUMEDBENCH_TASKS)';
+
+function classify(
+  name: string,
+  display: string,
+  issues: SubmissionIssue[],
+  local: boolean,
+): { task: string } | undefined {
   if (!name.endsWith('.jsonl')) {
     issues.push({
       severity: 'warning',
@@ -39,12 +53,13 @@ function classify(name: string, display: string, issues: SubmissionIssue[]): { t
   const task = name.slice(0, -'.jsonl'.length);
   // ECG2Pathology, a MedBench platform task, is a task too (shipped as a definition): scored where its gold is given.
   if (isTaskName(task)) return { task };
+  const near = didYouMean(task);
   issues.push({
     severity: 'error',
     code: 'UNKNOWN_TASK_FILE',
     file: display,
-    message: `"${name}" names no RuMedBench task${didYouMean(task)}`,
-    expected: 'RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER or RuMedTest .jsonl',
+    message: `"${name}" names no RuMedBench task${near || (local ? DEFINED_TASK_HINT : '')}`,
+    expected: `<Task>.jsonl of a known task: ${TASKS.map((t) => t.name).join(', ')}`,
   });
   return undefined;
 }
@@ -55,7 +70,7 @@ async function readFolder(dir: string): Promise<Submission> {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
     if (!statSync(path).isFile()) continue;
-    const hit = classify(name, path, issues);
+    const hit = classify(name, path, issues, true);
     if (!hit) continue;
     const lines = await readLines(path, issues);
     if (lines) files.push({ task: hit.task, file: path, lines });
@@ -92,6 +107,7 @@ async function readZip(zipPath: string): Promise<Submission> {
       text: () => decodeUtf8(entries[name] as Uint8Array, `${zipPath}!${name}`),
     })),
     issues,
+    { local: true },
   );
 }
 
@@ -109,6 +125,8 @@ export function submissionFromEntries(
   source: string,
   entries: readonly NamedText[],
   issues: SubmissionIssue[] = [],
+  /** local: read on the user's machine (a zip), where a task defined in a file can be named with --tasks-dir. */
+  options: { local?: boolean } = {},
 ): Submission {
   const junk = entries.filter((e) => ARCHIVE_JUNK.test(e.name));
   for (const e of junk) {
@@ -139,7 +157,7 @@ export function submissionFromEntries(
       });
       continue;
     }
-    const hit = classify(inner, display, issues);
+    const hit = classify(inner, display, issues, options.local ?? false);
     if (!hit) continue;
     let content: string;
     try {
@@ -154,8 +172,45 @@ export function submissionFromEntries(
   return { source, files, issues };
 }
 
-/** Reads a submission folder or zip. Problems with its layout come back as issues, not exceptions. */
+/** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
+export const predictionsOf = (path: string): string =>
+  existsSync(join(path, 'summary.json')) && existsSync(join(path, 'predictions'))
+    ? join(path, 'predictions')
+    : path;
+
+/** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
+function folderHint(path: string): string {
+  if (!statSync(path).isDirectory()) return '';
+  const inside = readdirSync(path, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join(path, d.name))
+    .filter((d) => existsSync(join(d, 'predictions')) || readdirSync(d).some((f) => f.endsWith('.jsonl')))
+    .slice(0, 3);
+  const near = inside.map((d) => (existsSync(join(d, 'predictions')) ? join(d, 'predictions') : d));
+  return near.length > 0 ? `; did you mean ${near.join(' or ')}?` : '';
+}
+
+/**
+ * Reads a submission: a folder, a zip, one `<Task>.jsonl`, or a run folder (read as its `predictions/`). Problems
+ * come back as issues, not exceptions; a path that holds no task file is one `NO_FILES` error.
+ * @example const s = await readSubmission('runs/naive'); // runs/naive/predictions' files
+ */
 export async function readSubmission(path: string): Promise<Submission> {
+  const read = await readPath(predictionsOf(path));
+  // Nothing to score is a mistake (a wrong folder), never an empty result; other errors already say why.
+  if (read.files.length === 0 && !read.issues.some((i) => i.severity === 'error')) {
+    read.issues.push({
+      severity: 'error',
+      code: 'NO_FILES',
+      file: path,
+      message: `no <Task>.jsonl files to score in ${path}${folderHint(path)}`,
+      expected: 'a predictions folder, a run folder, a submission.zip or <Task>.jsonl files',
+    });
+  }
+  return read;
+}
+
+async function readPath(path: string): Promise<Submission> {
   if (!existsSync(path)) {
     return {
       source: path,
@@ -175,7 +230,7 @@ export async function readSubmission(path: string): Promise<Submission> {
   if (path.toLowerCase().endsWith('.zip')) return readZip(path);
   // A single task file is a submission of one task.
   const issues: SubmissionIssue[] = [];
-  const hit = classify(basename(path), path, issues);
+  const hit = classify(basename(path), path, issues, true);
   if (!hit) return { source: path, files: [], issues };
   const lines = await readLines(path, issues);
   return { source: path, files: lines ? [{ task: hit.task, file: path, lines }] : [], issues };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseJsonl } from '../data/jsonl.js';
+import { taskFromObject } from '../tasks/definition.js';
 import { getTask } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
 import { validateTaskFile } from './validate.js';
@@ -222,5 +223,79 @@ describe('validateTaskFile: closed test (RuMedTest)', () => {
     expect(v.items).toBeUndefined();
     expect(v.unscored).toMatch(/no gold labels in the private_test split of RuMedTest/);
     expect(brief(v.issues)).toEqual([['warning', 'NO_GOLD', null, null]]);
+  });
+});
+
+describe('validateTaskFile: integer labels (issue #45)', () => {
+  // A defined task's gold may be written as an integer (`"answer": 1` for the label "1"): its answers may too.
+  const base = {
+    schema: 'rumedbench.task/1',
+    description: 'd',
+    id: 'id',
+    inputs: ['text'],
+    gold: 'answer',
+    splits: ['test'],
+  };
+  const triage = taskFromObject(
+    { ...base, name: 'Triage', type: 'classification', labels: [0, 1, 2], metrics: ['accuracy'] },
+    'triage.yaml',
+  );
+  const reference = {
+    split: 'test' as const,
+    records: [rec('a', '1', 1), rec('b', '2', 2), rec('c', '0', 3)],
+  };
+
+  it('reads an integer answer as the label its gold would be, in both formats, and refuses what is no label', () => {
+    const v = validateTaskFile(
+      triage,
+      'Triage.jsonl',
+      lines({ id: 'a', answer: 1, prediction: 1 }, { id: 'b', prediction: '2' }, { id: 'c', prediction: 2 }),
+      reference,
+    );
+    expect([v.issues, v.items]).toEqual([
+      [],
+      [
+        { id: 'a', gold: '1', prediction: '1' },
+        { id: 'b', gold: '2', prediction: '2' },
+        { id: 'c', gold: '0', prediction: '2' },
+      ],
+    ]);
+    const bad = validateTaskFile(
+      triage,
+      'Triage.jsonl',
+      lines({ id: 'a', answer: 3 }, { id: 'b', answer: 1.5 }, { id: 'c', answer: 0 }),
+      reference,
+    );
+    expect(bad.issues.map((i) => [i.code, i.id, i.message, i.found])).toEqual([
+      ['UNKNOWN_LABEL', 'a', 'label outside the label space', '3'],
+      ['WRONG_TYPE', 'b', 'the answer must be a label (a string or an integer)', '1.5'],
+    ]);
+  });
+
+  it('reads a ranking of integer labels; a built-in task whose gold is strings only refuses integers, as its data does', () => {
+    const codes = taskFromObject(
+      {
+        ...base,
+        name: 'Codes',
+        type: 'ranking',
+        k: 2,
+        labels: [10, 20, 30],
+        metrics: ['accuracy', 'hit_at_k'],
+      },
+      'codes.yaml',
+    );
+    const v = validateTaskFile(codes, 'Codes.jsonl', lines({ id: 'a', answer: [20, 10] }), {
+      split: 'test',
+      records: [rec('a', '10', 1)],
+    });
+    expect([v.issues, v.items]).toEqual([[], [{ id: 'a', gold: '10', prediction: ['20', '10'] }]]);
+    const test = getTask('RuMedTest');
+    const strict = validateTaskFile(test, 'RuMedTest.jsonl', lines({ idx: 'q1', answer: 2 }), {
+      split: 'test',
+      records: [rec('q1', '2', 1)],
+    });
+    expect(strict.issues.map((i) => [i.code, i.message])).toEqual([
+      ['WRONG_TYPE', 'the answer must be a string'],
+    ]);
   });
 });

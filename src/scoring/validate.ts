@@ -25,6 +25,11 @@ export interface Reference {
   split: Split;
   /** The split's records, in file order; undefined where the data file is not available. */
   records?: readonly TaskRecord[];
+  /**
+   * Where records is undefined: where the split was looked for and not found (`/data/RuMedNLI/test_v1.jsonl: not
+   * found`, or `no such folder: /data`), for messages that name the place.
+   */
+  notFound?: string;
   /** Set when the caller chose to score on the gold in the files alone (`--file-gold`). */
   fileGoldOnly?: boolean;
   /**
@@ -62,6 +67,22 @@ function notJsonlKind(lines: readonly JsonlLine[]): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether the task's data may write a label as an integer (its gold field's rule has `numbers`: a defined task's
+ * gold by default, `"answer": 1` for the label "1"). Answers are read by the same rule as the gold they are scored
+ * against: an integer that the data's gold may be is accepted as a prediction too, never refused as WRONG_TYPE.
+ */
+function integerLabels(task: TaskDefinition): boolean {
+  const rule = task.recordFields[task.goldField];
+  return rule?.type === 'label' && rule.numbers === true;
+}
+
+/** A label as the task reads one: a string, or an integer where its gold may be one (as its decimal string). */
+function labelOf(task: TaskDefinition, value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  return Number.isInteger(value) && integerLabels(task) ? String(value) : undefined;
+}
+
 /** Checks one value against the task's label space; returns a problem or undefined. */
 export function checkAnswer(
   task: TaskDefinition,
@@ -73,21 +94,24 @@ export function checkAnswer(
   switch (task.kind) {
     case 'classification': {
       const expected = (): string => `one of ${task.labels.map((l) => JSON.stringify(l)).join(', ')}`;
-      if (typeof value !== 'string')
+      const label = labelOf(task, value);
+      if (label === undefined)
         return {
           code: 'WRONG_TYPE',
-          message: 'the answer must be a string',
+          message: integerLabels(task)
+            ? 'the answer must be a label (a string or an integer)'
+            : 'the answer must be a string',
           expected: expected(),
           found: found(),
         };
-      if (value.trim() === '')
+      if (label.trim() === '')
         return {
           code: 'EMPTY_PREDICTION',
           message: 'the answer is empty',
           expected: expected(),
           found: found(),
         };
-      if (!task.labels.includes(value))
+      if (!task.labels.includes(label))
         return {
           code: 'UNKNOWN_LABEL',
           message: 'label outside the label space',
@@ -122,11 +146,14 @@ export function checkAnswer(
           found: found(),
         };
       }
-      for (const v of value) {
-        if (typeof v !== 'string')
+      for (const item of value) {
+        const v = labelOf(task, item);
+        if (v === undefined)
           return {
             code: 'WRONG_TYPE',
-            message: 'every label must be a string',
+            message: integerLabels(task)
+              ? 'every label must be a string or an integer'
+              : 'every label must be a string',
             expected: expected(),
             found: found(),
           };
@@ -146,7 +173,7 @@ export function checkAnswer(
           };
         }
       }
-      if (new Set(value).size !== value.length) {
+      if (new Set(value.map(String)).size !== value.length) {
         return {
           code: 'DUPLICATE_PREDICTION',
           message: 'the ranked list repeats a label',
@@ -240,9 +267,26 @@ function describeClasses(classes: readonly string[]): string {
  * numbers, as upstream's ECG2Pathology baselines do), in the task's class order. Others as given.
  */
 export function canonicalAnswer(task: TaskDefinition, value: unknown): Prediction {
-  if (task.kind !== 'multilabel') return value as Prediction;
-  const set = new Set((value as unknown[]).map(String));
-  return task.classes.filter((c) => set.has(c));
+  if (task.kind === 'multilabel') {
+    const set = new Set((value as unknown[]).map(String));
+    return task.classes.filter((c) => set.has(c));
+  }
+  // An integer label (accepted where the gold may be one) is its decimal string, as the data's gold is read.
+  if (task.kind === 'classification' && typeof value === 'number') return String(value);
+  if (task.kind === 'ranking' && Array.isArray(value)) return value.map(String);
+  if (task.kind === 'ranking' && typeof value === 'number') return String(value);
+  return value as Prediction;
+}
+
+/** A ranking task's gold (one label, not a list), checked; a problem or undefined. */
+export function checkRankingGold(
+  task: TaskDefinition & { kind: 'ranking' },
+  value: unknown,
+): { message: string; expected: string } | undefined {
+  const label = labelOf(task, value);
+  return label !== undefined && task.labelPattern.test(label)
+    ? undefined
+    : { message: 'must be one label', expected: task.labelDescription };
 }
 
 function sameAnswer(a: unknown, b: unknown): boolean {
@@ -262,6 +306,8 @@ export function validateTaskFile(
   };
   const records = reference.records;
   const byId = records ? new Map(records.map((r) => [r.id, r])) : undefined;
+  const hostHeld =
+    !records && (task.optional === true || heldByHost(task, reference.split)) && !reference.fileGoldOnly;
   const fieldsHint = `"${task.idField}" with "${PREDICTION}" (RuMedBench format) or "${task.goldField}" (MedBench platform format)`;
 
   let format: SubmissionFormat | undefined;
@@ -390,7 +436,8 @@ export function validateTaskFile(
     } else if (format === 'rumedbench') {
       const g = rec[task.goldField];
       if (g === undefined) {
-        if (!ref) {
+        // A split only the task's host holds has no gold here to miss: the file is validated, not scored (below).
+        if (!ref && !hostHeld) {
           err({
             ...at,
             code: 'INVALID_GOLD',
@@ -401,11 +448,7 @@ export function validateTaskFile(
       } else {
         // Gold in the file is checked like an answer, but a ranking task's gold is one label, not a list.
         const goldProblem =
-          task.kind === 'ranking'
-            ? typeof g === 'string' && task.labelPattern.test(g)
-              ? undefined
-              : { message: 'gold must be one label', expected: task.labelDescription }
-            : checkAnswer(task, g, tokensLength);
+          task.kind === 'ranking' ? checkRankingGold(task, g) : checkAnswer(task, g, tokensLength);
         if (goldProblem) {
           err({
             ...at,
@@ -479,7 +522,7 @@ export function validateTaskFile(
   const hasErrors = issues.some((i) => i.severity === 'error');
   // A task whose records only its host holds (ECG2Pathology; a definition listing a split without its file): its gold
   // is its host's. Checked, then left unscored, saying how.
-  if (!records && (task.optional || heldByHost(task, reference.split)) && !reference.fileGoldOnly) {
+  if (hostHeld) {
     const unscored = `no gold for ${task.name} here (its host holds it; \`eval --gold DIR\` scores it on ${task.name}.jsonl in DIR)`;
     issues.push({
       severity: 'warning',
@@ -502,7 +545,7 @@ export function validateTaskFile(
         ? 'scored on the gold in the file, as upstream eval.py does (--file-gold): ids were not checked against the data'
         : format === 'platform' && reference.fileGoldOnly
           ? `the ${reference.split} split of ${task.name} is needed for gold labels (--file-gold is for RuMedBench-format files)`
-          : `the ${reference.split} split of ${task.name} is not in the data folder: run \`rumedbench data download\` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead`,
+          : `the ${reference.split} split of ${task.name} is not in the data folder${reference.notFound ? ` (${reference.notFound})` : ''}: run \`rumedbench data download\` or give --data DIR (or RUMEDBENCH_DATA); --file-gold scores on the gold the file carries instead`,
     });
   }
   if (hasErrors || issues.some((i) => i.severity === 'error')) return { task, file, format, issues };
@@ -510,15 +553,19 @@ export function validateTaskFile(
   // Reference order where the data is at hand, else file order.
   const order = records ? records.map((r) => r.id) : [...answers.keys()];
   const items: ScoredItem[] = [];
-  let noGold = 0;
+  const noGold: string[] = [];
   for (const id of order) {
     const a = answers.get(id) as { prediction: Prediction | null; fileGold?: Prediction };
     const gold = a.fileGold ?? (byId?.get(id)?.gold as Prediction | undefined);
-    if (gold === undefined) noGold += 1;
+    if (gold === undefined) noGold.push(id);
     else items.push({ id, gold, prediction: a.prediction });
   }
-  if (noGold > 0) {
-    const unscored = `no gold labels in the ${reference.split} split of ${task.name} (closed test): validated, not scored`;
+  if (noGold.length > 0) {
+    // Gold given for some items only (a --gold file short of ids) is named as such; a hidden gold's coverage is not.
+    const unscored =
+      noGold.length < order.length && !reference.hiddenGold
+        ? `no gold for ${noGold.length} of ${order.length} items of the ${reference.split} split of ${task.name} (e.g. id ${noGold[0]}): validated, not scored`
+        : `no gold labels in the ${reference.split} split of ${task.name} (closed test): validated, not scored`;
     issues.push({ severity: 'warning', file, task: task.name, code: 'NO_GOLD', message: unscored });
     return { task, file, format, unscored, issues };
   }

@@ -9,7 +9,6 @@ import { isConnectionError } from '../workers/db-wait.js';
 import { adminRoutes } from './admin/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
-import { campaignsOf } from './campaigns/service.js';
 import { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
 import { type AppOptions, type Env, isApi, loggedPath, type RouteDeps, render } from './http.js';
@@ -44,7 +43,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.route('/', boardRoutes(deps));
   app.route('/', submissionRoutes(deps));
   app.route('/', staticRoutes());
-  app.route('/', campaignRoutes(campaignsOf(lb)));
+  app.route('/', campaignRoutes(lb.campaigns));
   app.route('/', adminRoutes(deps));
   app.route('/', runRoutes(options.runs ?? new Runs(lb, undefined, log), lb));
   // Browsers ask for it on every page; there is none, and saying so quietly keeps their consoles clean.

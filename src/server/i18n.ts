@@ -21,6 +21,8 @@ const en = {
   rankWord: 'rank',
   definedTasks: (names: string) =>
     `${names}: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.`,
+  medbenchTasks: (names: string, six: boolean) =>
+    `${names}: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the overall${six ? ', but of MedBench’s six-task overall beside it' : ''}. Its score is its first metric.`,
   groupWord: 'group',
   detectable: (points: string) => `detects ≥ ${points}`,
   detectableTitle:
@@ -45,6 +47,7 @@ const en = {
     'feature-based': 'feature-based',
     baseline: 'baseline',
     human: 'human',
+    unknown: 'kind unknown',
   } as Record<string, string>,
   openTag: 'open',
   hiddenTag: 'hidden',
@@ -257,6 +260,8 @@ const ru: ServerStrings = {
   rankWord: 'место',
   definedTasks: (names: string) =>
     `${names}: задачи этого лидерборда (не из статьи); показаны рядом с остальными и в общий балл не входят. Балл такой задачи — её первая метрика.`,
+  medbenchTasks: (names: string, six: boolean) =>
+    `${names}: задача MedBench, добавленная после статьи (не из статьи); показана рядом с остальными и в общий балл не входит${six ? ', но входит в общий балл MedBench по шести задачам рядом с ним' : ''}. Балл такой задачи — её первая метрика.`,
   groupWord: 'группа',
   detectable: (points: string) => `различает ≥ ${points}`,
   detectableTitle:
@@ -278,6 +283,7 @@ const ru: ServerStrings = {
     'feature-based': 'на признаках',
     baseline: 'базовое решение',
     human: 'люди',
+    unknown: 'тип не указан',
   } as Record<string, string>,
   openTag: 'открытые веса',
   hiddenTag: 'скрыта',

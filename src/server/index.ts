@@ -6,7 +6,7 @@
  */
 export { createApp } from './app.js';
 export type { Entry } from './boards/entries.js';
-export { type CampaignSpec, Campaigns, campaignsOf } from './campaigns/service.js';
+export { type CampaignSpec, Campaigns } from './campaigns/service.js';
 export { openDatabase } from './db/connect.js';
 export type { BoardName, SubmissionKind, SubmissionStatus } from './db/schema.js';
 export { HttpError } from './errors.js';

@@ -1,13 +1,15 @@
 /**
- * The leaderboard's services over one database and one scoring pool, composed: `boards` (the boards as data),
- * `uploads` (who may upload, and each upload scored and stored), `gold` (the closed tests' gold and rescoring) and
- * `admin` (the admin secret, sessions, tokens and actions). Each lives in its concern's folder; the route groups and
+ * The leaderboard's services over one database and one scoring pool, composed, each built here once with what it
+ * works with: `boards` (the boards as data), `uploads` (who may upload, and each upload scored and stored), `gold`
+ * (the closed tests' gold and rescoring), `admin` (the admin secret, sessions, tokens and actions) and `campaigns`
+ * (human evaluation). Each lives in its concern's folder; the route groups and
  * the admin commands (cli/serve.ts) call them; this module only builds them.
  */
 
 import { AdminService } from './admin/service.js';
 import type { Boards as BoardsType } from './boards/service.js';
 import { Boards } from './boards/service.js';
+import { Campaigns } from './campaigns/service.js';
 import type { Db } from './db/connect.js';
 import { Gold } from './gold/service.js';
 import type { Scorer } from './scorer.js';
@@ -38,6 +40,7 @@ export class Leaderboard {
   readonly gold: Gold;
   readonly uploads: Uploads;
   readonly admin: AdminService;
+  readonly campaigns: Campaigns;
 
   constructor(
     readonly db: Db,
@@ -48,6 +51,14 @@ export class Leaderboard {
     this.gold = new Gold(db.db, scorer, this.boards, options);
     this.uploads = new Uploads(db.db, scorer, this.gold, this.boards, options);
     this.admin = new AdminService(db.db, this.boards);
+    this.campaigns = new Campaigns({
+      db: db.db,
+      scorer,
+      boards: this.boards,
+      gold: this.gold,
+      uploads: this.uploads,
+      options,
+    });
   }
 
   async close(): Promise<void> {

@@ -63,11 +63,17 @@ const heldOf = (split: Split) =>
   );
 // Both boards' held gold is hidden: the closed tests', and the public board's host-held test splits (ECG2Pathology);
 // the public gold in the data files stays public.
+// Messages go to uploaders: they name no path of this machine.
 const refs: BoardReferences = {
-  public: new ReferenceLoader(setup.dataDir, { hiddenGold: true, heldGold: { test: heldOf('test') } }),
+  public: new ReferenceLoader(setup.dataDir, {
+    hiddenGold: true,
+    heldGold: { test: heldOf('test') },
+    namePaths: false,
+  }),
   closed: new ReferenceLoader(setup.dataDir, {
     hiddenGold: true,
     heldGold: { private_test: heldOf('private_test') },
+    namePaths: false,
   }),
 };
 // Load every split the boards score against now, not on the first upload.

@@ -127,7 +127,8 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
     );
   const metadata: Record<string, string> = {
     model: o.model ?? found.model ?? basename(path).replace(/\.(zip|jsonl)$/, ''),
-    kind: o.kind ?? found.kind ?? 'LLM',
+    // Without a run summary nothing says what made the files: the board says so rather than guess.
+    kind: o.kind ?? found.kind ?? 'unknown',
     ...((o.description ?? found.description)
       ? { description: (o.description ?? found.description) as string }
       : {}),
@@ -150,6 +151,10 @@ export function idempotencyKey(upload: Upload): string {
 
 export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitAnswer> {
   const upload = collectUpload(path, o);
+  if (upload.metadata.kind === 'unknown' && o.kind === undefined)
+    o.log?.warn(
+      `${path}: no run summary says what kind of system made these predictions: the board shows "unknown" (--kind LLM, encoder, feature-based or baseline says it)`,
+    );
   const key = idempotencyKey(upload);
   const base = o.server.replace(/\/+$/, '');
   let url: URL;

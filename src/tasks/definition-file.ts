@@ -3,11 +3,11 @@
  * The YAML parser is required when a file is first read (about 40 ms), not when this module is imported: the run
  * specs import this module, and most runs read no definition.
  */
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { Node } from 'yaml';
-import { TaskDefinitionError } from '../errors.js';
+import { RumedbenchError, TaskDefinitionError } from '../errors.js';
+import { readUtf8File } from '../utf8.js';
 import { type CompileOptions, checkTask, compileTask, type TaskFile } from './definition.js';
 import type { TaskDefinition } from './types.js';
 
@@ -53,15 +53,47 @@ export function parseTaskFile(source: string, file: string, options: CompileOpti
   return def;
 }
 
-/** Reads, checks and compiles one definition file; its data paths are relative to it. */
+/** Two lines that are each a JSON object: the start of a JSONL data file (YAML would report every line of it). */
+function looksLikeJsonl(source: string): boolean {
+  const lines = source
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .slice(0, 2);
+  return (
+    lines.length === 2 &&
+    lines.every((l) => {
+      try {
+        const v = JSON.parse(l) as unknown;
+        return typeof v === 'object' && v !== null && !Array.isArray(v);
+      } catch {
+        return false;
+      }
+    })
+  );
+}
+
+const notADefinition = (file: string): TaskDefinitionError =>
+  new TaskDefinitionError(file, [
+    `${file}: this is a data file (JSONL: one record per line), not a task definition; a definition (.yaml, .yml or .json) names it under files:`,
+  ]);
+
+/**
+ * Reads, checks and compiles one definition file; its data paths are relative to it. The file is read as every user
+ * file is (src/utf8.ts, as data files): strict UTF-8, a file in another encoding refused once (BAD_ENCODING, naming
+ * Windows-1251 or UTF-16) rather than read with replacement characters that would reach a model's prompt.
+ */
 export function loadTaskFile(file: string, options: CompileOptions = {}): TaskDefinition {
+  // A data file given where its definition belongs (`--tasks-dir data/test.jsonl`): said once, not per line.
+  if (/\.jsonl$/i.test(file)) throw notADefinition(file);
   let source: string;
   try {
-    source = readFileSync(file, 'utf8');
+    source = readUtf8File(file);
   } catch (e) {
+    if (e instanceof RumedbenchError) throw e;
     throw new TaskDefinitionError(file, [
       `${file}: cannot read the task definition (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
     ]);
   }
+  if (looksLikeJsonl(source)) throw notADefinition(file);
   return compileTask(parseTaskFile(source, file, options), resolve(file), options);
 }

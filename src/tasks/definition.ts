@@ -125,7 +125,8 @@ function makeSchemas() {
       ),
     title: z.string().min(1).max(80).optional(),
     description: z.string().min(1),
-    licence: z.string().min(1),
+    /** For people (who may use the data, how): optional, as title and citation are. */
+    licence: z.string().min(1).optional(),
     citation: z.string().min(1).optional(),
     files: z
       .strictObject({

@@ -15,7 +15,7 @@ import { hostNameProblem, hostOf, type Resolve, resolvedHostProblem } from '../d
 import type { RunSpec } from '../engine/spec.js';
 import { apiKeyEnvProblem } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
-import { checkBaseUrl } from '../llm/openai.js';
+import { checkBaseUrl } from '../llm/client.js';
 import { ENV_NAME, ownVariableProblem } from './keys.js';
 import { type QueueDb, SCHEMA } from './store.js';
 

@@ -174,6 +174,22 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.batches (
     what: 'endpoints record whether the admin allowed a private address (--allow-private); workers check at connection',
     sql: `ALTER TABLE ${SCHEMA}.endpoints ADD COLUMN IF NOT EXISTS allow_private boolean NOT NULL DEFAULT false;`,
   },
+  {
+    version: 7,
+    what: 'batch intents: a batch about to be created, recorded before the creating call (an unanswered call is looked up at the provider, never repeated blindly)',
+    sql: `
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.batch_intents (
+  plan_id text NOT NULL,
+  cell_id text NOT NULL,
+  tag text NOT NULL,
+  provider text NOT NULL,
+  keys text NOT NULL,
+  at text NOT NULL,
+  outcome text,
+  PRIMARY KEY (plan_id, cell_id, tag)
+);
+`,
+  },
 ];
 
 /** The schema version this release reads and writes. */
@@ -229,7 +245,7 @@ async function migrate(client: pg.PoolClient, location: string, allowUpgrade: bo
 }
 
 /** The pg-boss queue of an endpoint's jobs: workers fetch from the queues whose endpoint has room in its budget. */
-export const queueOf = (endpoint: string, batch = false): string =>
+export const queueNameOf = (endpoint: string, batch = false): string =>
   `rumedbench_${createHash('sha256').update(endpoint).digest('hex').slice(0, 16)}${batch ? '_batch' : ''}`;
 
 export interface QueueDb {

@@ -13,7 +13,7 @@ import {
   newPlanId,
   QUEUE_OPTIONS,
   type QueueDb,
-  queueOf,
+  queueNameOf,
   SCHEMA,
 } from './store.js';
 
@@ -56,8 +56,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   const id = newPlanId();
   // A batch cell (no request slots: it uploads its requests and waits) has a queue of its own per endpoint, whose
   // jobs are taken without a lease on the endpoint's in-flight budget.
-  const queueOfCell = (c: QueuedCell['cell']) => queueOf(c.endpoint, c.inFlight === 0);
-  const queues = [...new Set(input.cells.map((c) => queueOfCell(c.cell)))];
+  const queueNameOfCell = (c: QueuedCell['cell']) => queueNameOf(c.endpoint, c.inFlight === 0);
+  const queues = [...new Set(input.cells.map((c) => queueNameOfCell(c.cell)))];
   for (const q of queues) await ensureQueue(db, q);
   let jobs = 0;
   await inTransaction(db, async (client) => {
@@ -79,7 +79,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
     );
     for (const [position, q] of input.cells.entries()) {
       const c = q.cell;
-      const queue = queueOfCell(c);
+      const queue = queueNameOfCell(c);
       await client.query(
         `INSERT INTO ${SCHEMA}.cells (plan_id, cell_id, position, model, provider, axes, settings, spec, endpoint, queue, in_flight, total, data_sha256, status)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued')`,

@@ -29,7 +29,7 @@ import { BATCH_DEFAULTS, type BatchLedger, runBatches } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
-import { finishRun, planRun } from '../llm/run.js';
+import { finishRun, requestsOfRun } from '../llm/run.js';
 import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
@@ -92,7 +92,7 @@ interface Active {
 
 interface Prepared {
   runner: CellRunner;
-  plan: Awaited<ReturnType<typeof planRun>>;
+  plan: Awaited<ReturnType<typeof requestsOfRun>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
@@ -490,7 +490,7 @@ export class Worker {
               log: this.o.log,
               ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
             });
-        const planned = await planRun(runner.options, runner.model);
+        const planned = await requestsOfRun(runner.options, runner.model);
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
           throw new RumedbenchError(
@@ -765,17 +765,56 @@ export class Worker {
     return {
       read: async () =>
         (
-          await this.q<{ id: string; provider: string; keys: string; collected: boolean }>(
-            `SELECT id, provider, keys, collected FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
+          await this.q<{
+            id: string;
+            provider: string;
+            keys: string;
+            collected: boolean;
+            tag: string | null;
+          }>(
+            `SELECT b.id, b.provider, b.keys, b.collected, i.tag FROM ${SCHEMA}.batches b
+               LEFT JOIN ${SCHEMA}.batch_intents i ON i.plan_id = b.plan_id AND i.cell_id = b.cell_id AND i.outcome = b.id
+              WHERE b.plan_id = $1 AND b.cell_id = $2 ORDER BY b.submitted_at`,
+            [plan, cell],
+          )
+        ).rows.map(({ tag, ...r }) => ({
+          ...r,
+          keys: JSON.parse(r.keys) as string[],
+          ...(tag ? { tag } : {}),
+        })),
+      intents: async () =>
+        (
+          await this.q<{ tag: string; provider: string; keys: string; at: string }>(
+            `SELECT tag, provider, keys, at FROM ${SCHEMA}.batch_intents WHERE plan_id = $1 AND cell_id = $2 AND outcome IS NULL ORDER BY at`,
             [plan, cell],
           )
         ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
-      submitted: async (b) => {
+      creating: async (i) => {
         await this.q(
-          `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
+          `INSERT INTO ${SCHEMA}.batch_intents (plan_id, cell_id, tag, provider, keys, at) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT DO NOTHING`,
-          [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
+          [plan, cell, i.tag, i.provider, JSON.stringify(i.keys), i.at],
         );
+      },
+      abandoned: async (tag) => {
+        await this.q(
+          `UPDATE ${SCHEMA}.batch_intents SET outcome = 'abandoned' WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
+          [plan, cell, tag],
+        );
+      },
+      submitted: async (b) => {
+        await inTransaction(this.db, async (client) => {
+          await client.query(
+            `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT DO NOTHING`,
+            [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
+          );
+          if (b.tag)
+            await client.query(
+              `UPDATE ${SCHEMA}.batch_intents SET outcome = $4 WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
+              [plan, cell, b.tag, cleanText(b.id, 200)],
+            );
+        });
       },
       collected: async (b) => {
         await this.q(

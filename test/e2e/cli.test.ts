@@ -2,12 +2,20 @@
  * The `rumedbench` command on real files, in process; the smoke tests at the top run the built binary as a child
  * process, as a user runs it (its exit codes, stdout and stderr).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { VERSION } from '../../src/version.js';
 import { rumedbench, rumedbenchProcess } from '../helpers/cli.js';
-import { DATA_DIR, NO_DATA_REASON, PLATFORM_SUBMISSIONS, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import {
+  DATA_DIR,
+  NO_DATA_REASON,
+  PLATFORM_SUBMISSIONS,
+  REFERENCE_PREDICTIONS,
+  REPO_ROOT,
+} from '../helpers/data.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
 
 describe('the built binary (smoke)', () => {
@@ -28,6 +36,16 @@ describe('the built binary (smoke)', () => {
     writeFileSync(join(predictions, 'RuMedNLI.jsonl'), '{"pairID": ');
     const broken = await rumedbenchProcess('eval', predictions, '--data', data, '--bootstrap', '0');
     expect([broken.code, broken.stderr]).toEqual([1, expect.stringContaining('MALFORMED_JSON')]);
+  });
+});
+
+describe('npx', () => {
+  it('passes --version on to rumedbench (npm 11 does; the README says so), which prints its own version', () => {
+    const out = execFileSync('npx', ['--no-install', 'rumedbench', '--version'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
+    expect(out).toBe(`${VERSION}\n`);
   });
 });
 

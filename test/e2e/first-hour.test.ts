@@ -57,9 +57,18 @@ describe('a first hour of mistakes', () => {
     const dir = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-nodata-')));
     const r = await rumedbench('eval', dir, '--data', dirname(DATA), '--bootstrap', '0');
     expect(r.code).toBe(1);
+    // The place looked in is named: the file it expected, or the folder that is not there.
     expect(r.stderr).toContain(
-      'the test split of RuMedDaNet is not in the data folder: run `rumedbench data download`',
+      `the test split of RuMedDaNet is not in the data folder (${join(dirname(DATA), 'RuMedDaNet', 'test_v1.jsonl')}: not found): run \`rumedbench data download\``,
     );
+    const nowhere = join(dirname(DATA), 'nonexistent');
+    const absent = await rumedbench('eval', dir, '--data', nowhere, '--bootstrap', '0');
+    expect([absent.code, absent.stderr]).toEqual([
+      1,
+      expect.stringContaining(
+        `the test split of RuMedDaNet is not in the data folder (no such folder: ${nowhere}): run`,
+      ),
+    ]);
     expect(r.stdout).not.toMatch(/Overall\s+\d/);
     const asked = await rumedbench('eval', dir, '--data', dirname(DATA), '--bootstrap', '0', '--file-gold');
     expect(asked.code).toBe(0);
@@ -125,7 +134,7 @@ describe('a first hour of mistakes', () => {
       `http://127.0.0.1:${port}`,
     );
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('request failed: fetch failed (ECONNREFUSED)');
+    expect(r.stderr).toContain(`request failed: connect ECONNREFUSED 127.0.0.1:${port}`);
     expect(r.stderr).toContain('no file could be fetched: this machine may be offline or behind a proxy');
     expect(r.stdout).not.toContain('sha256');
   }, 60_000);

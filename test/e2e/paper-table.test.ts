@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PAPER_ROWS } from '../../src/report/paper.js';
 import { evaluateSubmission } from '../../src/scoring/score.js';
-import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
+import { DATA_DIR, NO_DATA_REASON, NO_REFERENCE_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
 
 const ROWS = { naive: 'Naive', linear_models: 'Feature-based', bilstm: 'BiLSTM', human: 'Human' } as const;
 const round2 = (x: number | null | undefined) => (x === null || x === undefined ? x : Number(x.toFixed(2)));
 
 describe.skipIf(!DATA_DIR || !REFERENCE_PREDICTIONS)(
-  `paper table (${DATA_DIR ? 'data found' : NO_DATA_REASON})`,
+  `paper table (${!DATA_DIR ? NO_DATA_REASON : !REFERENCE_PREDICTIONS ? NO_REFERENCE_REASON : 'data found'})`,
   () => {
     for (const [folder, model] of Object.entries(ROWS)) {
       it(`${model} row from reference-predictions/${folder}`, async () => {

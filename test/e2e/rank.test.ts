@@ -4,7 +4,7 @@
  * the same rank interval, p = 1), the perfect system stands alone, the McNemar p-values equal a direct
  * computation, RuMedNLI is clustered by premise, and every task has a minimum detectable effect.
  */
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -124,5 +124,130 @@ describe('rumedbench rank (on fixture data the test writes)', () => {
     expect(clustered.tasks.RuMedNLI?.metrics.accuracy?.delta).toBe(
       plain.tasks.RuMedNLI?.metrics.accuracy?.delta,
     );
+  });
+
+  describe('a task some files answer on other items is named, file by file, not dropped in silence', () => {
+    // "old" answers RuMedDaNet as a file of another release would: two of its ids are not in the test split.
+    const old = join(root, 'old');
+    cpSync(half, old, { recursive: true });
+    const danet = join(old, 'RuMedDaNet.jsonl');
+    const lines = readFileSync(danet, 'utf8').trim().split('\n');
+    const renamed = lines.map((l, i) =>
+      i < 2 ? JSON.stringify({ ...JSON.parse(l), pairID: `another-release-${i}` }) : l,
+    );
+    writeFileSync(danet, `${renamed.join('\n')}\n`);
+    // "partial" has no RuMedNER file at all.
+    const partial = join(root, 'partial');
+    cpSync(third, partial, { recursive: true });
+    rmSync(join(partial, 'RuMedNER.jsonl'));
+    const ranked = async (...extra: string[]) => {
+      const r = await rumedbench(
+        'rank',
+        perfect,
+        old,
+        partial,
+        '--names',
+        'perfect,old,partial',
+        '--data',
+        DATA,
+        '--bootstrap',
+        '100',
+        ...extra,
+      );
+      return { r, result: JSON.parse(r.stdout) as RankResult };
+    };
+
+    it('names each file that keeps its task out, and why, whichever system comes first', async () => {
+      const { r, result } = await ranked('--json');
+      expect(r.code).toBe(1); // old's RuMedDaNet has errors
+      expect(Object.keys(result.tasks)).toEqual(['RuMedTop3', 'RuMedSymptomRec', 'RuMedNLI']);
+      expect(result.overall).toBeNull();
+      expect(result.unranked).toEqual([
+        {
+          task: 'RuMedDaNet',
+          differ: [{ system: 'old', file: danet, reason: 'unscored', errors: 4 }],
+        },
+        { task: 'RuMedNER', differ: [{ system: 'partial', file: partial, reason: 'missing' }] },
+      ]);
+      // First among the warnings, so that a capped listing never cuts them.
+      expect(result.warnings.slice(0, 2)).toEqual([
+        {
+          severity: 'warning',
+          code: 'TASK_NOT_RANKED',
+          task: 'RuMedDaNet',
+          file: danet,
+          message:
+            'RuMedDaNet is not ranked: this file is not scored (4 error(s), listed among the errors); a task is ranked only where every submission answers the same items',
+        },
+        {
+          severity: 'warning',
+          code: 'TASK_NOT_RANKED',
+          task: 'RuMedNER',
+          file: partial,
+          message:
+            'RuMedNER is not ranked: this submission has no RuMedNER file; a task is ranked only where every submission answers the same items',
+        },
+      ]);
+      // The terminal says it too, and why there is no overall.
+      const text = await rumedbench('rank', old, perfect, '--data', DATA, '--bootstrap', '100');
+      expect(text.stdout).toContain(
+        'Overall: not ranked, as RuMedDaNet is not (the files that differ are named below)',
+      );
+      expect(text.stderr).toContain(`warning: ${danet}: RuMedDaNet is not ranked: this file is not scored`);
+      expect(text.stderr).not.toContain(`${join(perfect, 'RuMedDaNet.jsonl')}: RuMedDaNet is not ranked`);
+    });
+
+    it('with --file-gold, a file scored on other items is named with how many of them differ', async () => {
+      const { result } = await ranked('--json', '--file-gold');
+      expect(result.unranked[0]).toEqual({
+        task: 'RuMedDaNet',
+        differ: [
+          {
+            system: 'old',
+            file: danet,
+            reason: 'other_items',
+            items: 60,
+            foreign: 2,
+            like: join(perfect, 'RuMedDaNet.jsonl'),
+          },
+        ],
+      });
+    });
+
+    it('rank --tasks checks only the tasks asked for', async () => {
+      const r = await rumedbench(
+        'rank',
+        old,
+        perfect,
+        '--tasks',
+        'RuMedNLI',
+        '--data',
+        DATA,
+        '--bootstrap',
+        '100',
+        '--json',
+      );
+      const result = JSON.parse(r.stdout) as RankResult;
+      expect([r.code, Object.keys(result.tasks), result.errors, result.warnings, result.unranked]).toEqual([
+        0,
+        ['RuMedNLI'],
+        [],
+        [],
+        [],
+      ]);
+    });
+
+    it('the report says which files keep a task out of "Which systems differ"', async () => {
+      const { runReport } = await import('../../src/report/run.js');
+      const { text } = await runReport([perfect, old], {
+        names: ['perfect', 'old'],
+        dataDir: DATA,
+        bootstrap: 100,
+        format: 'markdown',
+      });
+      expect(text).toContain(
+        `RuMedDaNet is not ranked, and so neither is the overall: a task is ranked only where every system answers the same items, and these files differ: old’s ${danet.replace(/_/g, '\\_')} is not scored (4 error(s), under “Validation problems”).`,
+      );
+    });
   });
 });

@@ -223,6 +223,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(pairs).toMatch(
         /\| (bilstm − linear|linear − bilstm) \| [+-]0\.\d\d \[.+\] \| 0\.\d+ \| z-test, clustered \| no \|/,
       );
+      // RuMedDaNet is left out, and the page names the file that keeps it out (#45).
+      expect(stdout).toContain(
+        `RuMedDaNet is not ranked, and so neither is the overall: a task is ranked only where every system answers the same items, and these files differ: human’s ${ref('human/RuMedDaNet.jsonl')} is not scored (36 error(s), under “Validation problems”).`,
+      );
     });
 
     it('draws the scores with their intervals, each system in its colour, in the HTML report (#26, #45)', async () => {
@@ -236,6 +240,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
       expect(markCount(chart, 'letters')).toBe(4 * 3);
       const table = elements(chart, (e) => e.tagName === 'table')[0] as Element;
       expect(tableRows(table)).toContainEqual(['human', 'RuMedNLI', '83.26 ± 1.07', '1', 'a']);
+      const notes = elements(byId(doc, 'ranking') as Element, (e) => e.tagName === 'p').map(textOf);
+      expect(notes).toContain(
+        `RuMedDaNet is not ranked, and so neither is the overall: a task is ranked only where every system answers the same items, and these files differ: human’s ${ref('human/RuMedDaNet.jsonl')} is not scored (36 error(s), under “Validation problems”).`,
+      );
     });
   });
 

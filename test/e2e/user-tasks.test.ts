@@ -150,6 +150,7 @@ const predictSigns = (dir: string, model: string) =>
 interface Scored {
   tasks: Record<string, { n: number; metrics: Record<string, number>; score: number }>;
   overall: number | null;
+  errors: { code: string; message: string }[];
 }
 
 describe('tasks defined in files', () => {
@@ -214,6 +215,60 @@ describe('tasks defined in files', () => {
     // Its section draws no paper lines: the paper never scored it.
     const section = text.slice(text.indexOf('id="task-Severity"'));
     expect(section.slice(0, section.indexOf('</section>'))).not.toContain('Naive and Human');
+  });
+
+  it('compare: a task scored by accuracy gets McNemar on accuracy and on its score, macro F1 beside it or not', async () => {
+    // The Severity answers against a system right on all six: 4 items only it has right, none the other way.
+    const right = join(root, 'severity-right');
+    mkdirSync(right, { recursive: true });
+    writeFileSync(
+      join(right, 'Severity.jsonl'),
+      jsonl(TRI.gold.map((g, i) => ({ id: `t${i}`, prediction: SEVERITY[g] }))),
+    );
+    const only = join(root, 'severity-only');
+    mkdirSync(only, { recursive: true });
+    writeFileSync(join(only, 'Severity.jsonl'), readFileSync(join(dirs.preds, 'Severity.jsonl')));
+    const args = ['compare', only, right, '--tasks-dir', dirs.tasks, '--bootstrap', '200'];
+    const r = await rumedbench(...args, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout) as {
+      tasks: {
+        Severity: {
+          metrics: Record<string, { p: number; test: string }>;
+          score: { p: number; test: string };
+        };
+      };
+    };
+    const { metrics, score } = c.tasks.Severity;
+    // Exact McNemar on 0 against 4 discordant items: 2 · (1/2)⁴.
+    expect([
+      metrics.accuracy?.p,
+      metrics.accuracy?.test,
+      score.p,
+      score.test,
+      metrics.macro_f1?.test,
+    ]).toEqual([0.125, 'exact McNemar', 0.125, 'exact McNemar', 'approximate randomization']);
+    const table = await rumedbench(...args);
+    expect(table.stdout).toMatch(/Severity +accuracy .* 0\.125 +McNemar\n/);
+  });
+
+  it('baseline naive on a task of your own prints its scores, and no paper table: the paper has no row for it', async () => {
+    const r = await rumedbench(
+      ...['baseline', 'naive', '--tasks-dir', dirs.tasks, '--tasks', 'Severity'],
+      ...['--out', join(root, 'severity-naive'), '--bootstrap', '0'],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // Always "лёгкая": right on 2 of 6; F1 of лёгкая 2·2/(2·2 + 4) = 0.5, of the two others 0.
+    expect(r.stdout.split('\n').slice(0, 7)).toEqual([
+      'Task      n    metric  value  CI (off)',
+      '--------  -  --------  -----  --------',
+      'Severity  6  accuracy  33.33         –',
+      'Severity  6  macro_f1  16.67         –',
+      'Severity  6  micro_f1  33.33         –',
+      'Severity  6     score  33.33         –',
+      '',
+    ]);
+    expect(r.stdout).not.toContain('(paper)');
   });
 
   it('baseline tfidf learns a multi-label task one class at a time, and its saved model predicts the same', async () => {
@@ -729,9 +784,168 @@ describe('ECG2Pathology (shipped as a definition, no data)', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('class 2 (99) is not a class of this task');
     writeFileSync(join(root, 'ECG2Pathology.jsonl'), jsonl([{ record_name: 'a', labels: [1, 72] }]));
-    const ok = await rumedbench('eval', root);
-    expect(ok.stdout).toContain(
+    const valid = await rumedbench('eval', root);
+    expect(valid.stdout).toContain(
       'ECG2Pathology: not scored: no gold for ECG2Pathology here (its host holds it; `eval --gold DIR` scores it on ECG2Pathology.jsonl in DIR)',
     );
+    // Valid, but nothing scored where a score was asked for: exit 1, as for an empty folder (issue #45).
+    expect([valid.code, valid.stderr]).toEqual([
+      1,
+      expect.stringContaining(
+        `error: ${root}: no task was scored: no gold here for ECG2Pathology (expected each task's gold: in its data file, or as <Task>.jsonl in a folder given with --gold DIR) [NOTHING_SCORED]`,
+      ),
+    ]);
+  });
+});
+
+describe("a hospital's own test set (issue #45)", () => {
+  // Each test its own task name: the in-process CLI keeps the tasks an earlier test registered.
+  let made = 0;
+  const definition = (name: string) => `schema: rumedbench.task/1
+name: ${name}
+description: Нужна ли госпитализация пациенту?
+files:
+  test: data/test.jsonl
+id: qid
+inputs: [question]
+gold: answer
+type: classification
+labels: [да, нет]
+metrics: [accuracy]
+`;
+  const n = 40;
+  const qid = (i: number) => `q${i}`;
+  const goldOf = (i: number) => (i % 4 === 0 ? 'да' : 'нет');
+
+  /** The definition, its test data (with or without the answer field) and predictions right on items i % 2 = 0. */
+  function hospital(withGold: boolean): {
+    name: string;
+    def: string;
+    data: string;
+    preds: string;
+    root: string;
+  } {
+    made += 1;
+    const name = `RuHosp${made}`;
+    const root = mkdtempSync(join(tmpdir(), 'rumedbench-hospital-'));
+    mkdirSync(join(root, 'data'));
+    mkdirSync(join(root, 'preds'));
+    const def = join(root, `${name}.yaml`);
+    writeFileSync(def, definition(name));
+    const data = join(root, 'data', 'test.jsonl');
+    writeFileSync(
+      data,
+      jsonl(
+        Array.from({ length: n }, (_, i) => ({
+          qid: qid(i),
+          question: `Жалобы пациента № ${i}`,
+          ...(withGold ? { answer: goldOf(i) } : {}),
+        })),
+      ),
+    );
+    const wrong = (g: string) => (g === 'да' ? 'нет' : 'да');
+    writeFileSync(
+      join(root, 'preds', `${name}.jsonl`),
+      jsonl(
+        Array.from({ length: n }, (_, i) => ({
+          qid: qid(i),
+          prediction: i % 2 === 0 ? goldOf(i) : wrong(goldOf(i)),
+        })),
+      ),
+    );
+    return { name, def, data, preds: join(root, 'preds'), root };
+  }
+
+  function goldDir(root: string, name: string, count = n): string {
+    const dir = join(root, 'gold');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, `${name}.jsonl`),
+      jsonl(Array.from({ length: count }, (_, i) => ({ qid: qid(i), answer: goldOf(i) }))),
+    );
+    return dir;
+  }
+
+  it('exits 1 where nothing is scored: a defined task whose host holds its data, without --gold', async () => {
+    const { name, root, preds } = hospital(true);
+    const held = join(root, 'held.yaml');
+    writeFileSync(held, definition(name).replace('files:\n  test: data/test.jsonl\n', 'splits: [test]\n'));
+    const r = await rumedbench('eval', preds, '--tasks-dir', held, '--bootstrap', '0');
+    // One warning that it is validated and not scored, one error that nothing is: no error per line.
+    expect([r.code, r.stdout.split('\n')[0], r.stderr.trim().split('\n')]).toEqual([
+      1,
+      'No task scored.',
+      [
+        `error: ${preds}: no task was scored: no gold here for ${name} (expected each task's gold: in its data file, or as <Task>.jsonl in a folder given with --gold DIR) [NOTHING_SCORED]`,
+        `warning: ${join(preds, `${name}.jsonl`)}: no gold for ${name} here (its host holds it; \`eval --gold DIR\` scores it on ${name}.jsonl in DIR); validated, not scored [NO_GOLD]`,
+      ],
+    ]);
+    // The same with its gold: scored, exit 0.
+    const gold = goldDir(root, name);
+    const scored = await rumedbench('eval', preds, '--tasks-dir', held, '--gold', gold, '--bootstrap', '0');
+    expect([scored.code, scored.stderr]).toEqual([0, '']);
+  });
+
+  it('refuses a data file given to --tasks-dir once, as a data file', async () => {
+    const { data, preds } = hospital(true);
+    const r = await rumedbench('eval', preds, '--tasks-dir', data);
+    expect([r.code, r.stderr]).toEqual([
+      1,
+      `error: ${data}: this is a data file (JSONL: one record per line), not a task definition; a definition (.yaml, .yml or .json) names it under files:\n`,
+    ]);
+  });
+
+  it('reads test data without its gold field where --gold holds it: tasks check --gold and eval --gold', async () => {
+    const { name, def, data, preds, root } = hospital(false);
+    const missing =
+      'field "answer" is missing (required in the test split, unless its gold is held apart: `--gold DIR`)';
+    const unchecked = await rumedbench('tasks', 'check', def);
+    expect([unchecked.code, unchecked.stderr.split('\n')[0]]).toEqual([
+      1,
+      `error: ${data}:1 (id q0): ${missing}`,
+    ]);
+    const bare = await rumedbench('eval', preds, '--tasks-dir', def, '--bootstrap', '0');
+    expect([bare.code, bare.stderr]).toEqual([1, expect.stringContaining(`${data}:1 (id q0): ${missing}`)]);
+
+    // The gold folder short of one id: named, with the data line that has no gold either.
+    const gold = goldDir(root, name, n - 1);
+    const short = await rumedbench('tasks', 'check', def, '--gold', gold);
+    expect([short.code, short.stderr]).toEqual([
+      1,
+      `error: ${join(gold, `${name}.jsonl`)}: no gold for id q39 (test record, ${data}:40, which has none)\n`,
+    ]);
+    // eval on that gold says how much of the split it lacks, not "a closed test", and scores nothing (exit 1).
+    const partial = await rumedbench('eval', preds, '--tasks-dir', def, '--gold', gold, '--bootstrap', '0');
+    expect([partial.code, partial.stderr]).toEqual([
+      1,
+      expect.stringContaining(
+        `${join(preds, `${name}.jsonl`)}: no gold for 1 of ${n} items of the test split of ${name} (e.g. id q39): validated, not scored [NO_GOLD]`,
+      ),
+    ]);
+    goldDir(root, name);
+    const checked = await rumedbench('tasks', 'check', def, '--gold', gold);
+    expect([checked.code, checked.stdout, checked.stderr]).toEqual([
+      0,
+      `${def}: ${name} is valid (test ${n} items)\n`,
+      '',
+    ]);
+    const scored = await rumedbench(
+      'eval',
+      preds,
+      '--tasks-dir',
+      def,
+      '--gold',
+      gold,
+      '--bootstrap',
+      '0',
+      '--json',
+    );
+    expect(scored.code, scored.stderr).toBe(0);
+    const result = JSON.parse(scored.stdout) as Scored;
+    expect([result.tasks[name]?.n, result.tasks[name]?.metrics, result.errors]).toEqual([
+      n,
+      { accuracy: 50 },
+      [],
+    ]);
   });
 });

@@ -294,6 +294,34 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
   });
 
+  it('a worker killed while creating its batch is succeeded by one that finds the batch at the provider, never a second', async () => {
+    const db = await freshDatabase('postgres');
+    // The first creating call makes the batch and is never answered: the worker is killed while it waits.
+    const s = await startFakeOpenAI({ reply, createFault: (n) => (n === 0 ? 'hang-after' : undefined) });
+    servers.push(s);
+    const file = writePlan([
+      `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, batch: true, batch_poll: 0.05}`,
+    ]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const first = startWorker(db, 'k1');
+    await waitFor('the creating call', async () => (s.createCalls() >= 1 ? true : undefined));
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const intents = `SELECT outcome FROM rumedbench_runs.batch_intents`;
+    expect(await query(db, intents)).toEqual([{ outcome: null }]);
+    const second = startWorker(db, 'k2', ['--exit-when-idle']);
+    expect((await second.exited).code, second.log()).toBe(0);
+    expect(second.log()).toContain(
+      'batch batch_1: created by an earlier run that never got the answer; found at the provider, collecting its 120 requests',
+    );
+    expect([s.uploads(), s.batches().length, s.createCalls(), s.requests.length]).toEqual([1, 1, 1, 0]);
+    expect(await query(db, intents)).toEqual([{ outcome: 'batch_1' }]);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(status.status).toBe('done');
+  });
+
   it('a batch cell on workers holds no request slots; a worker killed while its batch waits is succeeded by one that collects it', async () => {
     const db = await freshDatabase('postgres');
     let hold = true;
@@ -446,27 +474,30 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     }
   });
 
-  it('a model server gone for 25 s mid-plan: its requests go back to the queue, and every cell ends done', async () => {
+  it('a model server gone for two retry rounds mid-plan: its requests go back to the queue, and every cell ends done', async () => {
     const db = await freshDatabase('postgres');
     let server = await serve(20);
     const port = Number(new URL(server.url).port);
     const file = writePlan(
       [`  - {name: m, provider: openai, base_url: "${server.url}", model: fake-m}`],
-      ['retry_rounds: 5', 'retry_delay_s: 5'],
+      ['retry_rounds: 5', 'retry_delay_s: 1'],
     );
     const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
     const worker = startWorker(db, 'o1', ['--exit-when-idle', '--concurrency', '4']);
     await waitFor('20 answers', async () => (server.requests.length >= 20 ? true : undefined));
-    // The server goes away (nothing listens), and comes back on the same port 25 s later.
+    // The server goes away (nothing listens), and comes back on the same port once its requests have gone back to
+    // the queue twice (rounds 1 and 2: the worker met the endpoint down again after the first delay).
     const before = server.requests;
     await server.close();
     servers.splice(servers.indexOf(server), 1);
-    await new Promise((r) => setTimeout(r, 25_000));
+    await waitFor('two rounds back to the queue', async () =>
+      /go back to the queue, round 2 of 5/.test(worker.log()) ? true : undefined,
+    );
     server = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs: 20 }), port });
     servers.push(server);
     expect((await worker.exited).code).toBe(0);
     expect(worker.log()).toMatch(
-      /request\(s\) go back to the queue, round 1 of 5, in 5 s \(.* is down: 5 requests in a row/,
+      /request\(s\) go back to the queue, round 1 of 5, in 1 s \(.* is down: 5 requests in a row/,
     );
     const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
       status: string;

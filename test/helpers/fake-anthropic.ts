@@ -42,6 +42,8 @@ export interface FakeAnthropic {
   batches(): Record<string, unknown>[];
   batchLines: MessagesRequest[];
   batchLooks(): number;
+  /** Batch-creating calls received, answered or not. */
+  createCalls(): number;
   close(): Promise<void>;
 }
 
@@ -62,11 +64,14 @@ export async function startFakeAnthropic(options: {
   behaviour?: (n: number) => AnthropicBehaviour;
   /** While this says true, a batch stays in progress. */
   holdBatches?: () => boolean;
+  /** What the n-th batch-creating call meets (see fake-openai's CreateFault); answered at once by default. */
+  createFault?: (n: number) => 'hang-after' | 'hang-before' | undefined;
 }): Promise<FakeAnthropic> {
   const requests: FakeAnthropic['requests'] = [];
   const reported: FakeAnthropic['reported'] = [];
   let counted = 0;
   let looks = 0;
+  let creates = 0;
   /** What a valid request is answered with, or the API's refusal of it: online, or as a batch's result. */
   const answer = (
     body: MessagesRequest,
@@ -192,7 +197,32 @@ export async function startFakeAnthropic(options: {
         runBatch(id, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
       return json(b.object);
     }
+    if (req.method === 'GET' && /^\/v1\/messages\/batches(\?|$)/.test(path)) {
+      // Newest first, `limit` a page, `after_id` the id the page follows, as Anthropic lists batches.
+      const q = new URL(path, 'http://x').searchParams;
+      const limit = Math.min(1000, Math.max(1, Number(q.get('limit') ?? 20)));
+      const all = [...batches.values()].map((b) => b.object).reverse();
+      const after = q.get('after_id');
+      const from = after ? all.findIndex((b) => b.id === after) + 1 : 0;
+      const data = all.slice(from, from + limit);
+      return json({
+        data,
+        has_more: from + limit < all.length,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+      });
+    }
+    const cancel = /^\/v1\/messages\/batches\/([A-Za-z0-9_]+)\/cancel$/.exec(path);
+    if (req.method === 'POST' && cancel) {
+      const b = batches.get(cancel[1] as string);
+      if (!b) return error(404, 'not_found_error', 'batch not found');
+      b.object.cancel_initiated_at = new Date().toISOString();
+      b.object.processing_status = 'canceling';
+      return json(b.object);
+    }
     if (req.method === 'POST' && path === '/v1/messages/batches') {
+      const fault = options.createFault?.(creates++);
+      if (fault === 'hang-before') return; // never answered; closed when the client goes
       const body = JSON.parse(await readBody(req)) as {
         requests?: { custom_id: string; params: MessagesRequest }[];
       };
@@ -216,6 +246,7 @@ export async function startFakeAnthropic(options: {
         results_url: null,
       };
       batches.set(id, { object, requests: list });
+      if (fault === 'hang-after') return;
       return json(object);
     }
     const counting = path === '/v1/messages/count_tokens';
@@ -248,6 +279,7 @@ export async function startFakeAnthropic(options: {
     batches: () => [...batches.values()].map((b) => b.object),
     batchLines,
     batchLooks: () => looks,
+    createCalls: () => creates,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

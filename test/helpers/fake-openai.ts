@@ -46,7 +46,15 @@ export interface BatchObject {
   request_counts: { total: number; completed: number; failed: number };
   created_at: number;
   errors: null;
+  metadata: Record<string, string> | null;
 }
+
+/**
+ * What a batch-creating call meets (the n-th, 0-based): no answer ever (the batch made first, or not), a connection
+ * dropped (after making it, or before), a 500 after making it (a provider that lies about its own outcome), or a
+ * gateway's 504 at once while the batch is made `lateMs` later behind it.
+ */
+export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after' | 'late';
 
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
@@ -72,6 +80,10 @@ export interface FakeOpenAI {
   uploads(): number;
   batchLines: ChatRequestBody[];
   batchLooks(): number;
+  /** Batch-creating calls received (POST /v1/batches), answered or not. */
+  createCalls(): number;
+  /** Looks at the list of batches (GET /v1/batches). */
+  listCalls(): number;
   close(): Promise<void>;
 }
 
@@ -160,6 +172,12 @@ export async function startFakeOpenAI(options: {
   forgetBatch?: (id: string) => boolean;
   /** While this says true, a file's content is answered 500 (the download of a batch's results fails). */
   failFiles?: () => boolean;
+  /** What the n-th batch-creating call meets; answered at once by default. */
+  createFault?: (n: number) => CreateFault | undefined;
+  /** How long after a 'late' creating call's 504 its batch appears (1,500 ms by default). */
+  lateMs?: number;
+  /** The n-th look at a batch (counting these answers) answered 404 where this says true: a moment's confusion. */
+  notFoundOnce?: (n: number) => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -224,6 +242,9 @@ export async function startFakeOpenAI(options: {
   const batches = new Map<string, BatchObject>();
   const batchLines: ChatRequestBody[] = [];
   let looks = 0;
+  let creates = 0;
+  let lists = 0;
+  let looks404 = 0;
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
     const out: string[] = [];
@@ -389,12 +410,37 @@ export async function startFakeOpenAI(options: {
       });
       return;
     }
+    if (req.method === 'GET' && /^\/v1\/batches(\?|$)/.test(req.url ?? '')) {
+      // Newest first, `limit` a page, `after` the id the page follows, as OpenAI lists batches.
+      lists++;
+      const q = new URL(req.url ?? '', 'http://x').searchParams;
+      const limit = Math.min(100, Math.max(1, Number(q.get('limit') ?? 20)));
+      const all = [...batches.values()].reverse();
+      const after = q.get('after');
+      const from = after ? all.findIndex((b) => b.id === after) + 1 : 0;
+      const data = all.slice(from, from + limit);
+      json(200, {
+        object: 'list',
+        data,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+        has_more: from + limit < all.length,
+      });
+      return;
+    }
     if (req.method === 'POST' && req.url === '/v1/batches') {
       const body = JSON.parse(await readBody(req)) as {
         input_file_id: string;
         endpoint: string;
         completion_window: string;
+        metadata?: Record<string, string>;
       };
+      const fault = options.createFault?.(creates++);
+      if (fault === 'hang-before') return; // never answered; closed when the client goes
+      if (fault === 'drop-before') {
+        req.socket.destroy();
+        return;
+      }
       if (
         !files.has(body.input_file_id) ||
         body.endpoint !== '/v1/chat/completions' ||
@@ -402,6 +448,10 @@ export async function startFakeOpenAI(options: {
       ) {
         json(400, { error: { message: 'invalid batch', type: 'invalid_request_error' } });
         return;
+      }
+      if (fault === 'late') {
+        json(504, { error: { message: 'Gateway Timeout', type: 'server_error' } });
+        await new Promise((r) => setTimeout(r, options.lateMs ?? 1500));
       }
       const id = `batch_${batches.size + 1}`;
       const lines = (files.get(body.input_file_id)?.text ?? '')
@@ -417,17 +467,41 @@ export async function startFakeOpenAI(options: {
         output_file_id: null,
         error_file_id: null,
         request_counts: { total: lines, completed: 0, failed: 0 },
-        created_at: 0,
+        created_at: Math.floor(Date.now() / 1000),
         errors: null,
+        metadata: body.metadata ?? null,
       };
       batches.set(id, batch);
+      if (fault === 'hang-after' || fault === 'late') return;
+      if (fault === 'drop-after') {
+        req.socket.destroy();
+        return;
+      }
+      if (fault === '500-after') {
+        json(500, {
+          error: { message: 'The server had an error while processing your request', type: 'server_error' },
+        });
+        return;
+      }
+      json(200, batch);
+      return;
+    }
+    const cancelPath = /^\/v1\/batches\/([^/]+)\/cancel$/.exec(req.url ?? '');
+    if (req.method === 'POST' && cancelPath) {
+      await readBody(req);
+      const batch = batches.get(decodeURIComponent(cancelPath[1] as string));
+      if (!batch) {
+        json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
+        return;
+      }
+      batch.status = 'cancelled';
       json(200, batch);
       return;
     }
     const batchPath = /^\/v1\/batches\/([^/]+)$/.exec(req.url ?? '');
     if (req.method === 'GET' && batchPath) {
       const batch = batches.get(decodeURIComponent(batchPath[1] as string));
-      if (!batch || options.forgetBatch?.(batch.id)) {
+      if (!batch || options.forgetBatch?.(batch.id) || options.notFoundOnce?.(looks404++)) {
         json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
         return;
       }
@@ -513,6 +587,8 @@ export async function startFakeOpenAI(options: {
     uploads: () => [...files.values()].filter((f) => f.purpose === 'batch').length,
     batchLines,
     batchLooks: () => looks,
+    createCalls: () => creates,
+    listCalls: () => lists,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

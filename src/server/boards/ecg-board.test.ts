@@ -118,6 +118,10 @@ describe('ECG2Pathology on the closed board', () => {
       expect(short.res.status).toBe(422);
       expect(JSON.stringify(short.body)).toContain('1 of 40 items have no answer');
       expect(JSON.stringify(short.body)).not.toMatch(/"labels"|\[37/);
+      // The closed board says whose task it is, and that no overall of its own takes it in.
+      expect(await (await t.request('/board/closed')).text()).toContain(
+        'ECG2Pathology: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.',
+      );
     });
   });
 });
@@ -232,6 +236,21 @@ describe('ECG2Pathology on the public board: the six-task overall', () => {
       const html = await (await t.request('/board/public')).text();
       expect(html).toContain('class="num overall-six"');
       expect(html).toContain('released by the Ladder');
+      // The paper's rows carry MedBench's six-task overall where MedBench gives one (Naive 29.53, Human 58.13), and
+      // ECG2Pathology is said to be MedBench's task, not this board's.
+      const referenceRow = (model: string) =>
+        html.match(
+          new RegExp(`<tr class="reference">(?:(?!</tr>).)*?${model} <span(?:(?!</tr>).)*</tr>`, 's'),
+        )?.[0];
+      expect(
+        ['Naive', 'Feature-based', 'Human'].map(
+          (m) => referenceRow(m)?.match(/class="num overall-six">([^<]*)</)?.[1],
+        ),
+      ).toEqual(['29.53', '–', '58.13']);
+      expect(html).toContain(
+        'ECG2Pathology: a MedBench task, added after the paper (not one of the paper’s tasks); shown beside the others, not part of the overall, but of MedBench’s six-task overall beside it.',
+      );
+      expect(html).not.toContain('defined by this leaderboard');
       const csv = await (await t.request('/board/public.csv')).text();
       expect(csv.split('\r\n')[0]).toContain(',overall_six,');
       expect(csv).not.toContain('ECG2Pathology.macro_f1\r\n');

@@ -6,7 +6,7 @@ import { formatUsd } from '../../llm/cost.js';
 import { rankInterval } from '../../report/format.js';
 import type { PaperRow } from '../../report/paper.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
-import { getTask } from '../../tasks/registry.js';
+import { getTask, shippedFile } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import type { ChartBlock } from '../charts.js';
 import { BOARD_TASKS, HELD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
@@ -137,7 +137,10 @@ export const BoardPage: FC<{
   const tasks = BOARD_TASKS[board];
   // The cost column appears once some entry's upload said what its run spent.
   const spent = entries.some((e) => e.usage !== null);
-  const defined = tasks.filter((t) => getTask(t).source !== undefined);
+  // Tasks defined in files: MedBench's own (ECG2Pathology, shipped with the package) or this board's host's.
+  const fromFiles = tasks.filter((t) => getTask(t).source !== undefined);
+  const medbench = fromFiles.filter((t) => shippedFile(t) !== undefined);
+  const defined = fromFiles.filter((t) => shippedFile(t) === undefined);
   // The public board's tasks on hidden gold (ECG2Pathology), and MedBench's six-task overall once it has all six.
   const held = board === 'public' ? HELD_TASKS.public : [];
   const six = board === 'public' && SIX_TASK_OVERALL.every((t) => tasks.includes(t));
@@ -174,6 +177,11 @@ export const BoardPage: FC<{
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
       <p class="note rank-hint">{ctx.t.rankHint}</p>
+      {medbench.length > 0 ? (
+        <p class="note defined-tasks">{ctx.t.medbenchTasks(medbench.join(', '), six)}</p>
+      ) : (
+        ''
+      )}
       {defined.length > 0 ? <p class="note defined-tasks">{ctx.t.definedTasks(defined.join(', '))}</p> : ''}
       {held.length > 0 ? <p class="note ladder held-tasks">{ctx.t.heldNote(held.join(', '))}</p> : ''}
       {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
@@ -265,7 +273,13 @@ export const BoardPage: FC<{
                     <td class="num task">{metricCell(row.p.tasks[t], t)}</td>
                   ))}
                   <td class="num">{f2(row.p.overall)}</td>
-                  {six ? <td class="num overall-six">–</td> : ''}
+                  {six ? (
+                    <td class="num overall-six">
+                      {row.p.overallSix !== undefined ? f2(row.p.overallSix) : '–'}
+                    </td>
+                  ) : (
+                    ''
+                  )}
                   {spent ? <td class="num usage"></td> : ''}
                 </tr>
               ) : (

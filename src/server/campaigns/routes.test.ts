@@ -3,6 +3,9 @@
  * campaign, annotators answer through their own links (and nobody else's), the answers become a scored human row,
  * and the agreement figures are the ones the statistics module computes from the same answers.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
@@ -25,15 +28,13 @@ describe('campaign routes (on fixture data the test writes)', () => {
   describe.each(ENGINES)('on %s', (engine) => {
     let lb: Leaderboard;
     let app: Hono;
+    let database = '';
     let cookie = '';
     let csrf = '';
 
     beforeAll(async () => {
-      lb = await openLeaderboard({
-        dataDir: DATA_DIR,
-        db: await freshDatabase(engine),
-        threads: 1,
-      });
+      database = await freshDatabase(engine);
+      lb = await openLeaderboard({ dataDir: DATA_DIR, db: database, threads: 1 });
       await lb.admin.ensureAdminSecret(ADMIN);
       app = createApp({
         lb,
@@ -309,6 +310,49 @@ describe('campaign routes (on fixture data the test writes)', () => {
       expect((await admin(`/admin/campaigns/${id}/annotators/${annotator}/revoke`, {})).status).toBe(303);
       expect((await app.request(`/annotate/${links[0]}`)).status).toBe(401);
       expect((await app.request(`/annotate/${links[1]}`)).status).toBe(200);
+    });
+
+    it('a closed-test human row is scored again when gold is imported by another process (serve import-gold)', async () => {
+      const task = getTask('RuMedNLI');
+      const ids = (await loadSplit(task, 'private_test', { dataDir: DATA_DIR })).map((r) => r.id);
+      const goldDir = (label: (id: string) => string) => {
+        const dir = mkdtempSync(join(tmpdir(), 'rumedbench-campaign-gold-'));
+        writeFileSync(
+          join(dir, 'RuMedNLI.jsonl'),
+          ids.map((id) => JSON.stringify({ pairID: id, gold_label: label(id) })).join('\n'),
+        );
+        return dir;
+      };
+      await lb.gold.importGold(goldDir(() => 'neutral'));
+      const { id, links } = await create({
+        task_split: 'RuMedNLI/private_test',
+        items: '3',
+        annotators: '1',
+        overlap: '1',
+      });
+      const token = links[0] as string;
+      for (const item of (await view(token)).items)
+        expect((await answer(token, { item_id: item.id, answer: 'neutral' })).status).toBe(200);
+      const published = await (await admin(`/admin/campaigns/${id}/publish`, {})).text();
+      expect(published).toMatch(/submission [0-9a-f-]{36}/);
+      const { getCampaign, getSubmission } = await import('../db/queries.js');
+      const row = (await getCampaign(lb.db.db, id))?.submission_id as string;
+      const accuracy = async () =>
+        (
+          JSON.parse((await getSubmission(lb.db.db, row))?.result ?? '{}') as {
+            tasks: Record<string, { metrics: { accuracy: number } }>;
+          }
+        ).tasks.RuMedNLI?.metrics.accuracy;
+      expect(await accuracy()).toBe(100);
+      // The admin command opens its own Leaderboard on the database (no app, no routes) and imports new gold:
+      // the campaign's row is scored against it, on its own sample.
+      const cli = await openLeaderboard({ dataDir: DATA_DIR, db: database, threads: 1 });
+      try {
+        await cli.gold.importGold(goldDir(() => 'contradiction'));
+      } finally {
+        await cli.close();
+      }
+      expect(await accuracy()).toBe(0);
     });
 
     it('takes ranked answers from the inventory and tag sequences one per token', async () => {

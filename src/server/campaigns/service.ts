@@ -6,6 +6,7 @@
  */
 
 import { createHash, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import type { AnnotateData } from '../../browser/annotate-data.js';
 import { loadSplit, readGoldLabels } from '../../data/load.js';
 import { median } from '../../metrics/quantile.js';
@@ -14,11 +15,20 @@ import { getTask, isTaskName } from '../../tasks/registry.js';
 import type { TaskDefinition, TaskRecord } from '../../tasks/types.js';
 import { newToken, sha256Hex } from '../auth.js';
 import { summarize } from '../boards/entries.js';
+import type { Boards } from '../boards/service.js';
 import * as q from '../db/queries.js';
-import type { AnnotatorRow, AnswerRow, BoardName, CampaignRow, CampaignSplit } from '../db/schema.js';
-
+import type {
+  AnnotatorRow,
+  AnswerRow,
+  BoardName,
+  CampaignRow,
+  CampaignSplit,
+  Database,
+} from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import type { Leaderboard } from '../leaderboard.js';
+import type { Gold } from '../gold/service.js';
+import type { Scorer } from '../scorer.js';
+import type { Uploads } from '../submissions/service.js';
 import {
   type Agreement,
   type AnnotatorScore,
@@ -83,14 +93,25 @@ export type AnnotatorView = Omit<AnnotateData, 'token'>;
 
 const BOARD_OF: Record<CampaignSplit, BoardName> = { test: 'public', private_test: 'closed' };
 
+/** What the campaign service works with: the leaderboard's database, services and options, handed in by Leaderboard. */
+export interface CampaignDeps {
+  db: Kysely<Database>;
+  scorer: Scorer;
+  boards: Boards;
+  gold: Gold;
+  uploads: Uploads;
+  options: { dataDir: string; bootstrap: number; seed: number };
+}
+
 export class Campaigns {
   private readonly records = new Map<string, Promise<TaskRecord[]>>();
   private readonly inventories = new Map<string, Promise<string[]>>();
 
-  constructor(readonly lb: Leaderboard) {
-    // New closed-test gold re-scores the human rows published from closed-test campaigns.
-    lb.gold.afterImport.push(async () => {
-      for (const c of await q.listCampaigns(lb.db.db))
+  constructor(private readonly d: CampaignDeps) {
+    // New closed-test gold re-scores the human rows published from closed-test campaigns: registered here, where the
+    // service is built (Leaderboard), so that every door that imports gold (`serve import-gold` included) runs it.
+    d.gold.afterImport.push(async () => {
+      for (const c of await q.listCampaigns(d.db))
         if (c.split === 'private_test' && c.submission_id) {
           // A row published before campaigns had to be complete is not published again until it is.
           await this.publish(c.id).catch((e: unknown) => {
@@ -104,7 +125,7 @@ export class Campaigns {
     const key = `${task.name}/${split}`;
     let hit = this.records.get(key);
     if (!hit) {
-      hit = loadSplit(task, split, { dataDir: this.lb.options.dataDir });
+      hit = loadSplit(task, split, { dataDir: this.d.options.dataDir });
       this.records.set(key, hit);
       hit.catch(() => this.records.delete(key));
     }
@@ -114,7 +135,7 @@ export class Campaigns {
   private inventory(task: TaskDefinition): Promise<string[]> {
     let hit = this.inventories.get(task.name);
     if (!hit) {
-      hit = readGoldLabels(task, 'train', { dataDir: this.lb.options.dataDir }).then((s) => [...s].sort());
+      hit = readGoldLabels(task, 'train', { dataDir: this.d.options.dataDir }).then((s) => [...s].sort());
       this.inventories.set(task.name, hit);
     }
     return hit;
@@ -181,7 +202,7 @@ export class Campaigns {
       status: 'open',
       submission_id: null,
     };
-    await q.createCampaign(this.lb.db.db, {
+    await q.createCampaign(this.d.db, {
       campaign,
       annotators,
       assignments: queues.flatMap((queue, a) =>
@@ -197,13 +218,13 @@ export class Campaigns {
   }
 
   async get(id: string): Promise<CampaignRow> {
-    const c = await q.getCampaign(this.lb.db.db, id);
+    const c = await q.getCampaign(this.d.db, id);
     if (!c) throw new HttpError(404, 'NOT_FOUND', `no campaign ${id}`);
     return c;
   }
 
   list(): Promise<CampaignRow[]> {
-    return q.listCampaigns(this.lb.db.db);
+    return q.listCampaigns(this.d.db);
   }
 
   /** The answers of a campaign per item, by annotator order; skips are not answers. */
@@ -229,9 +250,9 @@ export class Campaigns {
     const campaign = await this.get(id);
     const task = getTask(campaign.task);
     const sample = JSON.parse(campaign.items) as string[];
-    const annotators = await q.annotatorsOf(this.lb.db.db, id);
-    const answers = await q.answersOfCampaign(this.lb.db.db, id);
-    const assigned = await q.assignmentsOfCampaign(this.lb.db.db, id);
+    const annotators = await q.annotatorsOf(this.d.db, id);
+    const answers = await q.answersOfCampaign(this.d.db, id);
+    const assigned = await q.assignmentsOfCampaign(this.d.db, id);
     const items = this.byItem(sample, annotators, answers);
     let scores: AnnotatorScore[] | null = null;
     if (campaign.split === 'test') {
@@ -264,11 +285,11 @@ export class Campaigns {
 
   /** The annotator behind a token, if the token and the campaign are still good. */
   async session(token: string): Promise<{ campaign: CampaignRow; annotator: AnnotatorRow }> {
-    const annotator = await q.findAnnotator(this.lb.db.db, sha256Hex(token));
+    const annotator = await q.findAnnotator(this.d.db, sha256Hex(token));
     if (!annotator || annotator.revoked_at !== null) {
       throw new HttpError(401, 'BAD_TOKEN', 'this invitation link is not valid (unknown or revoked)');
     }
-    const campaign = (await q.getCampaign(this.lb.db.db, annotator.campaign_id)) as CampaignRow;
+    const campaign = (await q.getCampaign(this.d.db, annotator.campaign_id)) as CampaignRow;
     if (campaign.status !== 'open')
       throw new HttpError(403, 'CAMPAIGN_CLOSED', 'this campaign is closed; thank you');
     return { campaign, annotator };
@@ -279,10 +300,10 @@ export class Campaigns {
     const task = getTask(campaign.task);
     // Refused when the campaign was made (create), so never met here.
     if (task.kind === 'multilabel') throw new HttpError(400, 'BAD_CAMPAIGN', `${task.name} is multi-label`);
-    const queue = await q.queueOf(this.lb.db.db, annotator.id);
+    const queue = await q.annotatorQueue(this.d.db, annotator.id);
     const byId = new Map((await this.load(task, campaign.split as CampaignSplit)).map((r) => [r.id, r]));
     const answers: AnnotatorView['answers'] = {};
-    for (const a of await q.answersOf(this.lb.db.db, annotator.id)) {
+    for (const a of await q.answersOf(this.d.db, annotator.id)) {
       answers[a.item_id] = {
         answer: a.answer === null ? null : (JSON.parse(a.answer) as AnswerValue),
         skipped: a.skipped === 1,
@@ -324,7 +345,7 @@ export class Campaigns {
     { campaign, annotator }: { campaign: CampaignRow; annotator: AnnotatorRow },
     b: { item_id: string; answer?: unknown; skipped: boolean; time_ms: number },
   ): Promise<void> {
-    if (!(await q.isAssigned(this.lb.db.db, annotator.id, b.item_id))) {
+    if (!(await q.isAssigned(this.d.db, annotator.id, b.item_id))) {
       throw new HttpError(400, 'BAD_ANSWER', 'item_id: not one of your items');
     }
     const skipped = b.skipped;
@@ -345,7 +366,7 @@ export class Campaigns {
       }
       answer = JSON.stringify(b.answer);
     }
-    await q.saveAnswer(this.lb.db.db, {
+    await q.saveAnswer(this.d.db, {
       annotator_id: annotator.id,
       item_id: b.item_id,
       campaign_id: campaign.id,
@@ -358,7 +379,7 @@ export class Campaigns {
   async setStatus(id: string, status: 'open' | 'closed'): Promise<void> {
     if (
       !(await q.updateCampaign(
-        this.lb.db.db,
+        this.d.db,
         id,
         { status },
         `campaign-${status === 'open' ? 'reopen' : 'close'}`,
@@ -371,16 +392,14 @@ export class Campaigns {
   async setGuidelines(id: string, guidelines: string): Promise<void> {
     if (guidelines.trim() === '' || guidelines.length > 20_000)
       throw new HttpError(400, 'BAD_CAMPAIGN', 'guidelines: 1 to 20,000 characters');
-    if (
-      !(await q.updateCampaign(this.lb.db.db, id, { guidelines: guidelines.trim() }, 'campaign-guidelines'))
-    ) {
+    if (!(await q.updateCampaign(this.d.db, id, { guidelines: guidelines.trim() }, 'campaign-guidelines'))) {
       throw new HttpError(404, 'NOT_FOUND', `no campaign ${id}`);
     }
   }
 
   async revoke(campaignId: string, annotatorId: string): Promise<void> {
-    const a = (await q.annotatorsOf(this.lb.db.db, campaignId)).find((x) => x.id === annotatorId);
-    if (!a || !(await q.revokeAnnotator(this.lb.db.db, annotatorId))) {
+    const a = (await q.annotatorsOf(this.d.db, campaignId)).find((x) => x.id === annotatorId);
+    if (!a || !(await q.revokeAnnotator(this.d.db, annotatorId))) {
       throw new HttpError(404, 'NOT_FOUND', `no active annotator ${annotatorId} in campaign ${campaignId}`);
     }
   }
@@ -388,8 +407,8 @@ export class Campaigns {
   /** One JSON line per answer: annotator, item id, answer, whether skipped, time spent, when. */
   async export(id: string): Promise<string> {
     const campaign = await this.get(id);
-    const label = new Map((await q.annotatorsOf(this.lb.db.db, id)).map((a) => [a.id, a.label]));
-    return (await q.answersOfCampaign(this.lb.db.db, id))
+    const label = new Map((await q.annotatorsOf(this.d.db, id)).map((a) => [a.id, a.label]));
+    return (await q.answersOfCampaign(this.d.db, id))
       .map(
         (a) =>
           `${JSON.stringify({
@@ -415,8 +434,8 @@ export class Campaigns {
     const c = d.campaign;
     const task = getTask(c.task);
     const sample = JSON.parse(c.items) as string[];
-    const annotators = await q.annotatorsOf(this.lb.db.db, id);
-    const items = this.byItem(sample, annotators, await q.answersOfCampaign(this.lb.db.db, id));
+    const annotators = await q.annotatorsOf(this.d.db, id);
+    const items = this.byItem(sample, annotators, await q.answersOfCampaign(this.d.db, id));
     const predictions = items.flatMap((i) => {
       const v = combine(i, d.rule);
       return v === undefined ? [] : [[i.id, v] as [string, AnswerValue]];
@@ -433,13 +452,13 @@ export class Campaigns {
       );
     }
     const board = BOARD_OF[c.split as CampaignSplit];
-    await this.lb.gold.sync();
-    const { result } = await this.lb.scorer.subset({
+    await this.d.gold.sync();
+    const { result } = await this.d.scorer.subset({
       task: task.name,
       board,
       predictions,
-      bootstrap: this.lb.options.bootstrap,
-      seed: this.lb.options.seed,
+      bootstrap: this.d.options.bootstrap,
+      seed: this.d.options.seed,
       source: `campaign ${c.name}`,
     });
     if (result.errors.length > 0) {
@@ -472,8 +491,8 @@ export class Campaigns {
     const hash = createHash('sha256')
       .update(files[0]?.content ?? '')
       .digest('hex');
-    if (c.submission_id && (await q.getSubmission(this.lb.db.db, c.submission_id))) {
-      await q.updateResults(this.lb.db.db, [
+    if (c.submission_id && (await q.getSubmission(this.d.db, c.submission_id))) {
+      await q.updateResults(this.d.db, [
         {
           id: c.submission_id,
           result: JSON.stringify(result),
@@ -486,19 +505,13 @@ export class Campaigns {
           item_stats: null,
         },
       ]);
-      await q.updateSubmission(
-        this.lb.db.db,
-        c.submission_id,
-        { description },
-        'admin',
-        'campaign-republish',
-      );
-      this.lb.boards.invalidate();
+      await q.updateSubmission(this.d.db, c.submission_id, { description }, 'admin', 'campaign-republish');
+      this.d.boards.invalidate();
       return c.submission_id;
     }
     const submissionId = randomUUID();
     await q.insertSubmission(
-      this.lb.db.db,
+      this.d.db,
       {
         id: submissionId,
         created_at: new Date().toISOString(),
@@ -525,20 +538,8 @@ export class Campaigns {
       },
       files,
     );
-    await q.updateCampaign(this.lb.db.db, id, { submission_id: submissionId }, 'campaign-publish');
-    this.lb.boards.invalidate();
+    await q.updateCampaign(this.d.db, id, { submission_id: submissionId }, 'campaign-publish');
+    this.d.boards.invalidate();
     return submissionId;
   }
-}
-
-const byLeaderboard = new WeakMap<Leaderboard, Campaigns>();
-
-/** The one campaign service of a leaderboard (its gold hook is registered once). */
-export function campaignsOf(lb: Leaderboard): Campaigns {
-  let c = byLeaderboard.get(lb);
-  if (!c) {
-    c = new Campaigns(lb);
-    byLeaderboard.set(lb, c);
-  }
-  return c;
 }

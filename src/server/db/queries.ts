@@ -643,7 +643,7 @@ export async function revokeAnnotator(db: Kysely<Database>, id: string): Promise
 }
 
 /** An annotator's queue, in order. */
-export async function queueOf(db: Q, annotatorId: string): Promise<string[]> {
+export async function annotatorQueue(db: Q, annotatorId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('assignments')
     .select('item_id')

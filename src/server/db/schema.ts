@@ -7,7 +7,8 @@ import type { Generated, Insertable, Selectable } from 'kysely';
 export type BoardName = 'public' | 'closed';
 /** `pending`: a valid closed-test upload waiting for the admin to import that test's gold. */
 export type SubmissionStatus = 'scored' | 'rejected' | 'pending';
-export const KINDS = ['LLM', 'encoder', 'feature-based', 'baseline', 'human'] as const;
+/** `unknown`: an upload that did not say (a plain predictions folder, no run summary to read it from). */
+export const KINDS = ['LLM', 'encoder', 'feature-based', 'baseline', 'human', 'unknown'] as const;
 export type SubmissionKind = (typeof KINDS)[number];
 /** What an upload may call itself: human rows come only from the platform's own evaluation campaigns. */
 export const UPLOAD_KINDS = KINDS.filter((k) => k !== 'human');

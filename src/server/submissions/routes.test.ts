@@ -91,7 +91,7 @@ describe('submission routes (on fixture data the test writes)', () => {
         [{ kind: 'LLM' }, 'model: required'],
         [{ ...META, link: 'javascript:alert(1)' }, 'link: an http:// or https:// URL'],
         [{ ...META, link: 'ftp://example.org/x' }, 'link: an http:// or https:// URL'],
-        [{ ...META, kind: 'robot' }, 'kind: one of LLM, encoder, feature-based, baseline, human'],
+        [{ ...META, kind: 'robot' }, 'kind: one of LLM, encoder, feature-based, baseline, human, unknown'],
         [{ ...META, model: 'x'.repeat(201) }, 'model: at most 200 characters'],
       ];
       for (const [fields, problem] of cases) {

@@ -1,6 +1,6 @@
 /** Optional engines (#18): a missing one is named in one line with what to install; other failures pass through. */
 import { describe, expect, it } from 'vitest';
-import { missingEngine, withEngines } from './engines.js';
+import { missingEngine, withEngines } from './optional-deps.js';
 
 const notFound = (name: string) =>
   Object.assign(
