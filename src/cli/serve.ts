@@ -59,6 +59,11 @@ export const SERVE_FLAGS = {
       default: 60,
     },
   ),
+  apiPerMinute: flag.count(
+    '--api-per-minute <n>',
+    "reads of a board's JSON API and CSV export per address (IPv6: /64) and minute (0: no limit)",
+    { min: 0, default: 120 },
+  ),
   quotaPerDay: flag.count(
     '--quota-per-day <n>',
     'uploads per token and per address (IPv6: /64) and UTC day, any board; rejected public ones are given back (0: no quota)',
@@ -139,6 +144,7 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     anonymous: flags.anonymous,
     anonymousPerMinute: flags.anonymousPerMinute,
     tokenPerMinute: flags.tokenPerMinute,
+    apiPerMinute: flags.apiPerMinute,
     quotaPerDay: flags.quotaPerDay,
     closedQuotaPerDay: flags.closedQuotaPerDay,
     closedAnonymous: flags.closedAnonymous,

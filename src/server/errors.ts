@@ -7,11 +7,17 @@ type HttpErrorCode =
   | 'BAD_ACTION'
   | 'BAD_ANSWER'
   | 'BAD_CAMPAIGN'
+  /** A board API's cursor that this server did not write, or wrote for another board. */
+  | 'BAD_CURSOR'
   /** An evaluation request that names no registered model, or no board. */
   | 'BAD_EVALUATION'
   | 'BAD_IDEMPOTENCY_KEY'
   | 'BAD_JSON'
+  /** A board API's limit out of range or not a number. */
+  | 'BAD_LIMIT'
   | 'BAD_MULTIPART'
+  /** A board page's query (sort, dir, q, page) that is not one it takes. */
+  | 'BAD_QUERY'
   | 'BAD_REQUEST'
   | 'BAD_TOKEN'
   | 'BODY_TOO_LARGE'

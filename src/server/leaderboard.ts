@@ -20,12 +20,15 @@ export type { Quota, UploadAnswer } from './submissions/service.js';
 
 export interface LeaderboardOptions extends UploadOptions {
   dataDir: string;
+  /** Reads of a board's API and CSV export per address (IPv6: /64) and minute, in this process; 0: no limit. */
+  apiPerMinute: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {
   anonymous: true,
   anonymousPerMinute: 20,
   tokenPerMinute: 60,
+  apiPerMinute: 120,
   quotaPerDay: 0,
   closedQuotaPerDay: 5,
   closedAnonymous: false,

@@ -7,6 +7,7 @@ import { type EvaluationResult, SIXTH_TASK } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { BoardName, ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
 import { HELD_TASKS, sixTaskOverall } from '../score-upload.js';
+import { compareKeys, orderKey } from './paging.js';
 import type { RankCell } from './ranking.js';
 
 export type { BoardName } from '../db/schema.js';
@@ -210,14 +211,12 @@ export function shownNames<R extends Pick<ListedRow, 'model' | 'team' | 'descrip
 const sixOf = (tasks: Entry['tasks']): number | null =>
   sixTaskOverall(Object.fromEntries(Object.entries(tasks).map(([t, c]) => [t, c.score])));
 
-/** Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have. */
+/**
+ * Sorted as a board reads: complete entries by overall, then partial ones by how many tasks they have, then the
+ * older first (and by id, so that the order and the API's cursors are total).
+ */
 export function rank(entries: Entry[]): Entry[] {
-  return [...entries].sort(
-    (a, b) =>
-      (b.overall ?? -1) - (a.overall ?? -1) ||
-      Object.keys(b.tasks).length - Object.keys(a.tasks).length ||
-      a.created_at.localeCompare(b.created_at),
-  );
+  return [...entries].sort((a, b) => compareKeys(orderKey(a), orderKey(b)));
 }
 
 /** Shown to everybody: scored and not hidden. */

@@ -21,7 +21,15 @@ export function csvCell(value: string): string {
   return /[",;\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-export function boardCsv(board: BoardName, entries: Entry[]): string {
+export function boardCsv(board: BoardName, entries: readonly Entry[]): string {
+  return [...boardCsvChunks(board, entries)].join('');
+}
+
+/** Rows of the CSV written at a time by `boardCsvChunks`. */
+const CSV_CHUNK = 250;
+
+/** The CSV a few hundred rows at a time (the header first), for an answer streamed as it is read. */
+export function* boardCsvChunks(board: BoardName, entries: readonly Entry[]): Generator<string> {
   const tasks = BOARD_TASKS[board];
   // MedBench's six-task overall, where the board has ECG2Pathology beside the five public tasks.
   const six = board === 'public' && SIX_TASK_OVERALL.every((t) => tasks.includes(t));
@@ -48,7 +56,7 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     'reasoning_tokens',
     'batch',
   ];
-  const rows = entries.map((e, i) => [
+  const row = (e: Entry, i: number) => [
     e.overall !== null ? String(i + 1) : '',
     e.id,
     e.model,
@@ -69,8 +77,14 @@ export function boardCsv(board: BoardName, entries: Entry[]): string {
     e.usage ? String(e.usage.completion_tokens) : '',
     e.usage?.reasoning_tokens !== undefined ? String(e.usage.reasoning_tokens) : '',
     e.usage ? String(e.usage.batch === true) : '',
-  ]);
-  return `${[header, ...rows].map((r) => r.map(csvCell).join(',')).join('\r\n')}\r\n`;
+  ];
+  const line = (r: string[]) => `${r.map(csvCell).join(',')}\r\n`;
+  yield line(header);
+  for (let i = 0; i < entries.length; i += CSV_CHUNK)
+    yield entries
+      .slice(i, i + CSV_CHUNK)
+      .map((e, j) => line(row(e, i + j)))
+      .join('');
 }
 
 /** A board entry as the JSON export and the API show it: metadata and aggregate scores, no internals. */

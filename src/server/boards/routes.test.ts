@@ -1,14 +1,19 @@
 /**
  * The boards' routes, in process, on SQLite and PostgreSQL: the public board with the paper's rows under a strict
- * Content-Security-Policy, every user string escaped on the pages, the CSV export guarded against formulas.
+ * Content-Security-Policy, every user string escaped on the pages, the CSV export guarded against formulas; the API's
+ * pages, cursors, entity tags and caching, its limit per address, its refusals of bad values; the page's search,
+ * sort and pages.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { NO_DATA_REASON } from '../../../test/helpers/data.js';
 import { ENGINES } from '../../../test/helpers/engines.js';
 import { attr, elements, parseHtml, textOf } from '../../../test/helpers/html.js';
-import { ROUTES_READY, ref, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
+import { type App, ROUTES_READY, ref, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
+import { createApp } from '../app.js';
+import { Leaderboard } from '../leaderboard.js';
+import { boardCsv } from './present.js';
 
 describe.skipIf(!ROUTES_READY)(`board routes (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
   describe.each(ENGINES)('on %s', (engine) => {
@@ -81,3 +86,266 @@ describe.skipIf(!ROUTES_READY)(`board routes (${ROUTES_READY ? 'data found' : NO
     });
   });
 });
+
+describe.skipIf(!ROUTES_READY)(
+  `a large board, paged (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`,
+  () => {
+    describe.each(ENGINES)('on %s', (engine) => {
+      const t = useLeaderboardApp(engine);
+      const { request } = t;
+      /** Entries on the board: one uploaded, the rest its copies under other names and overalls. */
+      const COPIES = 229;
+      let topId = '';
+
+      /** A copy of an entry, as another model with another overall (the database is written directly, for speed). */
+      const copy = async (from: Record<string, unknown>, i: number, overall: number | null) => {
+        const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+        await t.lb.db.db
+          .insertInto('submissions')
+          .values({
+            ...from,
+            id,
+            created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+            model: `model-${String(i).padStart(3, '0')}`,
+            team: i % 10 === 0 ? 'Команда Ω' : 'lab',
+            overall,
+            content_hash: `copy-${i}`,
+            idempotency_key: null,
+            duplicate_of: null,
+          } as never)
+          .execute();
+        return id;
+      };
+
+      beforeAll(async () => {
+        const { token } = await t.lb.admin.createToken('lab');
+        const good = await t.upload(
+          [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref('bilstm'), 'RuMedDaNet.jsonl')) }],
+          { model: 'model-000', kind: 'LLM' },
+          { authorization: `Bearer ${token}` },
+        );
+        expect(good.res.status).toBe(201);
+        const row = await t.lb.db.db
+          .selectFrom('submissions')
+          .selectAll()
+          .where('id', '=', String(good.body.id))
+          .executeTakeFirstOrThrow();
+        // Overalls spread over the paper's rows (49.0 to 95.0), a few entries without one.
+        for (let i = 1; i <= COPIES; i++) await copy(row, i, i % 50 === 0 ? null : 49 + ((i * 0.2) % 46));
+        t.lb.boards.invalidate();
+        await request('/api/boards/public');
+        await t.lb.boards.settled();
+        t.lb.boards.invalidate();
+        topId = (await t.lb.boards.board('public'))[0]?.id as string;
+      }, 120_000);
+
+      const api = async (path: string, init?: RequestInit) => {
+        const res = await request(path, init);
+        return { res, body: (await res.json()) as Body };
+      };
+      type Body = {
+        total: number;
+        limit: number;
+        next_cursor: string | null;
+        entries: { id: string }[];
+        code?: string;
+      };
+
+      it('pages the API with an opaque cursor: every entry once, in the board’s order, 100 by default', async () => {
+        const board = (await t.lb.boards.board('public')).map((e) => e.id);
+        expect(board.length).toBe(COPIES + 1);
+        const first = await api('/api/boards/public');
+        expect([first.res.status, first.body.total, first.body.limit, first.body.entries.length]).toEqual([
+          200,
+          COPIES + 1,
+          100,
+          100,
+        ]);
+        const seen: string[] = [];
+        let next: string | null = null;
+        let pages = 0;
+        do {
+          const { body } = await api(`/api/boards/public?limit=64${next ? `&cursor=${next}` : ''}`);
+          seen.push(...body.entries.map((e) => e.id));
+          next = body.next_cursor;
+          pages++;
+        } while (next !== null && pages < 10);
+        expect([pages, seen]).toEqual([Math.ceil((COPIES + 1) / 64), board]);
+        const all = await api('/api/boards/public?limit=1000');
+        expect([all.body.entries.map((e) => e.id), all.body.next_cursor]).toEqual([board, null]);
+      });
+
+      it('answers bad limits and cursors with a 400 that says which', async () => {
+        const closed = (await api('/api/boards/closed?limit=1')).body;
+        const cases = [
+          'limit=0',
+          'limit=1001',
+          'limit=ten',
+          'limit=1&limit=2',
+          `limit=${'9'.repeat(5000)}`,
+          'cursor=%00%01',
+          'cursor=eyJiIjoicHVibGljIn0',
+          `cursor=${'A'.repeat(5000)}`,
+        ];
+        const answers = await Promise.all(cases.map((q) => api(`/api/boards/public?${q}`)));
+        expect(answers.map(({ res, body }) => [res.status, body.code])).toEqual([
+          [400, 'BAD_LIMIT'],
+          [400, 'BAD_LIMIT'],
+          [400, 'BAD_LIMIT'],
+          [400, 'BAD_LIMIT'],
+          [400, 'BAD_LIMIT'],
+          [400, 'BAD_CURSOR'],
+          [400, 'BAD_CURSOR'],
+          [400, 'BAD_CURSOR'],
+        ]);
+        expect(closed.next_cursor).toBe(null);
+        const publicCursor = (await api('/api/boards/public?limit=1')).body.next_cursor;
+        const wrongBoard = await api(`/api/boards/closed?cursor=${publicCursor}`);
+        expect([wrongBoard.res.status, wrongBoard.body.code]).toEqual([400, 'BAD_CURSOR']);
+        expect((wrongBoard.body as unknown as { error: string }).error).toBe(
+          'cursor: a cursor of the public board, not the closed board; use the next_cursor of a page of this board, or leave it out for the first page',
+        );
+      });
+
+      it('tags each answer: If-None-Match answers 304, and a change of the board a new tag', async () => {
+        const first = await request('/api/boards/public?limit=10');
+        const tag = first.headers.get('etag') as string;
+        expect(tag).toMatch(/^"[\w-]{22}"$/);
+        const again = await Promise.all(
+          [tag, `W/${tag}`, `"other", ${tag}`, '*', '"other"'].map((h) =>
+            request('/api/boards/public?limit=10', { headers: { 'if-none-match': h } }),
+          ),
+        );
+        expect(
+          await Promise.all(
+            again.map(async (r) => [r.status, r.headers.get('etag'), (await r.text()).length > 0]),
+          ),
+        ).toEqual([
+          [304, tag, false],
+          [304, tag, false],
+          [304, tag, false],
+          [304, tag, false],
+          [200, tag, true],
+        ]);
+        // Another page is another answer.
+        expect((await request('/api/boards/public?limit=11')).headers.get('etag')).not.toBe(tag);
+        await t.lb.admin.adminAction(topId, 'flag');
+        const changed = await request('/api/boards/public?limit=10', { headers: { 'if-none-match': tag } });
+        expect(changed.status).toBe(200);
+        expect(changed.headers.get('etag')).not.toBe(tag);
+        await t.lb.admin.adminAction(topId, 'unflag');
+      });
+
+      it('lets caches keep the public board’s answers a few seconds, cookie-free, and nobody keep the closed board’s', async () => {
+        const heads = async (path: string, init?: RequestInit) => {
+          const r = await request(path, init);
+          return [path, r.status, r.headers.get('cache-control'), r.headers.get('set-cookie')];
+        };
+        const nonce = { headers: { cookie: 'rmb_nonce=aaaaaaaaaaaaaaaaaaaaaaaa' } };
+        expect([
+          await heads('/api/boards/public'),
+          await heads('/api/boards/public', { headers: { 'if-none-match': '*' } }),
+          await heads('/board/public.csv'),
+          await heads('/api/boards/closed'),
+          await heads('/board/closed.csv'),
+          await heads('/api/boards/closed', nonce),
+        ]).toEqual([
+          ['/api/boards/public', 200, 'public, max-age=10', null],
+          ['/api/boards/public', 304, 'public, max-age=10', null],
+          ['/board/public.csv', 200, 'public, max-age=10', null],
+          ['/api/boards/closed', 200, 'no-store', expect.stringMatching(/^rmb_nonce=/)],
+          ['/board/closed.csv', 200, 'no-store', expect.stringMatching(/^rmb_nonce=/)],
+          ['/api/boards/closed', 200, 'no-store', null],
+        ]);
+      });
+
+      it('limits reads of the API and the CSV per address, and says when to come back', async () => {
+        const limited = createApp({
+          lb: new Leaderboard(t.lb.db, t.lb.scorer, { ...t.lb.options, apiPerMinute: 3 }),
+          log: t.log,
+          trustedProxies: 1,
+        }) as unknown as App;
+        const from = (address: string, path: string) =>
+          limited.request(path, { headers: { 'x-forwarded-for': address } });
+        const statuses = [];
+        for (const path of [
+          '/api/boards/public',
+          '/board/public.csv',
+          '/api/boards/closed?limit=1',
+          '/api/boards/public',
+        ])
+          statuses.push((await from('203.0.113.7', path)).status);
+        const refused = await from('203.0.113.7', '/api/boards/closed');
+        expect([
+          statuses,
+          (await from('203.0.113.7', '/board/closed.csv')).status,
+          refused.status,
+          Number(refused.headers.get('retry-after')) > 0,
+          ((await refused.json()) as Body).code,
+          (await from('203.0.113.8', '/api/boards/public')).status,
+          // The pages themselves are not counted.
+          (await from('203.0.113.7', '/')).status,
+        ]).toEqual([[200, 200, 200, 429], 429, 429, true, 'RATE_LIMITED', 200, 200]);
+      });
+
+      it('streams the CSV: the same rows as the board, every one', async () => {
+        const res = await request('/board/public.csv');
+        const text = await res.text();
+        expect(text).toBe(boardCsv('public', await t.lb.boards.board('public')));
+        expect(text.split('\r\n').length).toBe(COPIES + 3);
+      });
+
+      it('shows a page of 100 entries, searched and sorted on the server, with links to the others', async () => {
+        const rowsOf = async (path: string) => {
+          const res = await request(path);
+          const doc = parseHtml(await res.text());
+          return {
+            status: res.status,
+            entries: elements(doc, (e) => e.tagName === 'tr' && attr(e, 'class') === 'entry').map(
+              (e) =>
+                `${textOf(elements(e, (d) => d.tagName === 'td')[0] as never)} ${textOf(elements(e, (a) => a.tagName === 'a')[0] as never)}`,
+            ),
+            paper: elements(doc, (e) => e.tagName === 'tr' && attr(e, 'class') === 'reference').length,
+            nav: elements(doc, (e) => e.tagName === 'nav' && attr(e, 'class') === 'board-pages').map((n) =>
+              elements(n, (a) => a.tagName === 'a').map((a) => [attr(a, 'rel'), attr(a, 'href')]),
+            ),
+          };
+        };
+        const board = await t.lb.boards.board('public');
+        const p1 = await rowsOf('/?lang=en');
+        expect([p1.status, p1.entries.length, p1.entries[0]]).toEqual([200, 100, `1 ${board[0]?.model}`]);
+        expect(p1.nav).toEqual([
+          [
+            ['next', '/?page=2&lang=en'],
+            ['last', '/?page=3&lang=en'],
+          ],
+        ]);
+        const p3 = await rowsOf('/?page=3&lang=en');
+        expect(p3.entries.length).toBe(COPIES + 1 - 200);
+        // Every one of the paper's six rows stands on exactly one page.
+        const p2 = await rowsOf('/?page=2&lang=en');
+        expect(p1.paper + p2.paper + p3.paper).toBe(6);
+        // Past the last page: the last page.
+        expect((await rowsOf('/?page=9&lang=en')).entries).toEqual(p3.entries);
+        // A search by team (any case) finds the tenth entries; sorted by model, descending; no paper rows.
+        const found = await rowsOf(
+          '/?q=%D0%BA%D0%BE%D0%BC%D0%B0%D0%BD%D0%B4%D0%B0&sort=model&dir=desc&lang=en',
+        );
+        const tenths = board.filter((e) => e.team === 'Команда Ω');
+        expect(found.entries.map((r) => r.split(' ')[1])).toEqual(
+          tenths
+            .map((e) => e.model)
+            .sort()
+            .reverse(),
+        );
+        expect([found.paper, found.nav]).toEqual([0, [[]]]);
+        const bad = await Promise.all(
+          ['/?sort=evil', '/?page=x', '/board/closed?sort=task:RuMedTop3'].map((p) => request(p)),
+        );
+        expect(bad.map((r) => r.status)).toEqual([400, 400, 400]);
+        // Under 200 KB for a page of 100 entries.
+        expect((await (await request('/?lang=ru')).text()).length).toBeLessThan(200_000);
+      });
+    });
+  },
+);

@@ -12,6 +12,15 @@ import type { ChartBlock } from '../charts.js';
 import { BOARD_TASKS, HELD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
+import {
+  type BoardView,
+  DEFAULT_VIEW,
+  defaultDir,
+  MAX_SEARCH,
+  PAGE_SIZE,
+  type SortKey,
+  sortKeys,
+} from './paging.js';
 import type { RankCell } from './ranking.js';
 import type { RankingState } from './service.js';
 
@@ -126,17 +135,25 @@ const Figure: FC<{ chart: ChartBlock }> = ({ chart }) => (
 export const BoardPage: FC<{
   ctx: PageContext;
   board: BoardName;
+  /** The whole board, in its order (whether it is empty, the cost column, the Ladder's note). */
+  all: Entry[];
+  /** The entries this page shows, in the view's order. */
   entries: Entry[];
+  /** An entry's place in the board's order (none: not ranked, no overall). */
+  rankOf: (e: Entry) => number | undefined;
+  /** The view (search, sort, page) and how many entries it found. */
+  paging: Paging;
+  /** The paper's rows that stand among this page's entries. */
   paperRows: readonly PaperRow[];
   /** Closed scores are released by the Ladder (the board says so, entries or not). */
   ladder?: boolean;
   ranking: RankingState;
   /** Cost against overall score, where two or more entries were priced. */
   costChart?: ChartBlock | null;
-}> = ({ ctx, board, entries, paperRows, ladder, ranking, costChart }) => {
+}> = ({ ctx, board, all, entries, rankOf, paging, paperRows, ladder, ranking, costChart }) => {
   const tasks = BOARD_TASKS[board];
   // The cost column appears once some entry's upload said what its run spent.
-  const spent = entries.some((e) => e.usage !== null);
+  const spent = all.some((e) => e.usage !== null);
   // Tasks defined in files: MedBench's own (ECG2Pathology, shipped with the package) or this board's host's.
   const fromFiles = tasks.filter((t) => getTask(t).source !== undefined);
   const medbench = fromFiles.filter((t) => shippedFile(t) !== undefined);
@@ -149,24 +166,25 @@ export const BoardPage: FC<{
   type Row =
     | { kind: 'paper'; p: PaperRow; at: number }
     | { kind: 'entry'; e: Entry; rank?: number; at: number };
-  const ranked: Row[] = entries.map((e, i) => ({
-    kind: 'entry',
-    e,
-    at: e.overall ?? -1,
-    ...(e.overall !== null ? { rank: i + 1 } : {}),
-  }));
+  const ranked: Row[] = entries.map((e) => {
+    const rank = rankOf(e);
+    return { kind: 'entry', e, at: e.overall ?? -1, ...(rank !== undefined ? { rank } : {}) };
+  });
   // Until the ranking is computed for the board as it stands, the numbers are the order of the overall scores, and the
   // ranks and groups under the scores (if any) are from before: shown, in grey, as provisional.
   const provisional =
-    entries.length > 0 && (ranking.error !== null || ranking.ranking === null || !ranking.current);
-  const rows: Row[] = [...paperRows.map((p): Row => ({ kind: 'paper', p, at: p.overall })), ...ranked].sort(
-    (a, b) => b.at - a.at,
-  );
+    all.length > 0 && (ranking.error !== null || ranking.ranking === null || !ranking.current);
+  const rows: Row[] =
+    paperRows.length === 0
+      ? ranked
+      : [...paperRows.map((p): Row => ({ kind: 'paper', p, at: p.overall })), ...ranked].sort(
+          (a, b) => b.at - a.at,
+        );
   return (
     <Layout ctx={ctx} title={title}>
       <h1>{title}</h1>
       <p class="note">{board === 'public' ? ctx.t.publicNote : ctx.t.closedNote}</p>
-      {board === 'closed' && (ladder || entries.some((e) => e.ladder)) ? (
+      {board === 'closed' && (ladder || all.some((e) => e.ladder)) ? (
         <p class="note ladder">{ctx.t.ladderNote}</p>
       ) : (
         ''
@@ -185,7 +203,7 @@ export const BoardPage: FC<{
       {defined.length > 0 ? <p class="note defined-tasks">{ctx.t.definedTasks(defined.join(', '))}</p> : ''}
       {held.length > 0 ? <p class="note ladder held-tasks">{ctx.t.heldNote(held.join(', '))}</p> : ''}
       {board === 'closed' && ladder ? <p class="note">{ctx.t.ladderRanks}</p> : ''}
-      {entries.length === 0 ? (
+      {all.length === 0 ? (
         ''
       ) : ranking.error ? (
         <p class="note ranking-status warn" id="ranking-status">
@@ -202,6 +220,7 @@ export const BoardPage: FC<{
       ) : (
         ''
       )}
+      {all.length > 0 ? <BoardFind ctx={ctx} board={board} paging={paging} /> : ''}
       {/*
        * On a phone the tasks' columns are hidden until asked for (pages.css): one switch, no script. Its words say
        * whether it is on; once on, the model's column stays at the left while the tasks scroll.
@@ -345,7 +364,14 @@ export const BoardPage: FC<{
           </tbody>
         </table>
       </div>
-      {entries.length === 0 ? <p class="note">{ctx.t.empty}</p> : ''}
+      {all.length === 0 ? (
+        <p class="note">{ctx.t.empty}</p>
+      ) : paging.found === 0 ? (
+        <p class="note">{ctx.t.nothingFound}</p>
+      ) : (
+        ''
+      )}
+      <BoardPages ctx={ctx} board={board} paging={paging} />
       {costChart ? (
         <section class="cost">
           <h2>{ctx.r.costChart}</h2>
@@ -356,6 +382,115 @@ export const BoardPage: FC<{
         ''
       )}
     </Layout>
+  );
+};
+
+/** Which entries a board page shows: the view asked for (its page clamped to the last), and what it found. */
+export interface Paging {
+  view: BoardView;
+  pages: number;
+  /** The index of the page's first entry among those found. */
+  start: number;
+  found: number;
+}
+
+/** A board page's address for a view: only what differs from the default view, and the page's language. */
+export function viewHref(ctx: PageContext, board: BoardName, view: BoardView): string {
+  const params = new URLSearchParams();
+  if (view.q) params.set('q', view.q);
+  if (view.sort !== DEFAULT_VIEW.sort) params.set('sort', view.sort);
+  if (view.dir !== defaultDir(view.sort)) params.set('dir', view.dir);
+  if (view.page !== 1) params.set('page', String(view.page));
+  const query = params.toString();
+  return href(ctx, `${board === 'public' ? '/' : `/board/${board}`}${query ? `?${query}` : ''}`);
+}
+
+/** The search by model and team, and the sort by any column: a form sent with GET, answered by the server. */
+const BoardFind: FC<{ ctx: PageContext; board: BoardName; paging: Paging }> = ({ ctx, board, paging }) => {
+  const { view } = paging;
+  const label = (k: SortKey): string =>
+    k === 'rank'
+      ? ctx.t.sortRank
+      : k === 'model'
+        ? ctx.t.model
+        : k === 'team'
+          ? ctx.t.team
+          : k === 'overall'
+            ? ctx.t.overall
+            : k === 'overall_six'
+              ? ctx.t.overallSix
+              : k === 'cost'
+                ? ctx.t.costColumn
+                : k === 'submitted'
+                  ? ctx.t.sortSubmitted
+                  : k.slice('task:'.length);
+  return (
+    <form class="board-find" method="get" action={board === 'public' ? '/' : `/board/${board}`}>
+      <input type="hidden" name="lang" value={ctx.lang} />
+      <label>
+        {ctx.t.searchLabel}{' '}
+        <input type="search" name="q" value={view.q} maxlength={MAX_SEARCH} placeholder={ctx.t.searchHint} />
+      </label>{' '}
+      <label>
+        {ctx.t.sortLabel}{' '}
+        <select name="sort">
+          {sortKeys(board).map((k) => (
+            <option value={k} selected={k === view.sort}>
+              {label(k)}
+            </option>
+          ))}
+        </select>
+      </label>{' '}
+      <select name="dir" aria-label={ctx.t.sortLabel}>
+        <option value="asc" selected={view.dir === 'asc'}>
+          {ctx.t.sortAsc}
+        </option>
+        <option value="desc" selected={view.dir === 'desc'}>
+          {ctx.t.sortDesc}
+        </option>
+      </select>{' '}
+      <button type="submit">{ctx.t.searchGo}</button>
+    </form>
+  );
+};
+
+/** "Entries 101–200 of 5,000 · page 2 of 50", and links to the previous and the next pages. */
+const BoardPages: FC<{ ctx: PageContext; board: BoardName; paging: Paging }> = ({ ctx, board, paging }) => {
+  const { view, pages, start, found } = paging;
+  if (found === 0) return '';
+  const to = (page: number) => viewHref(ctx, board, { ...view, page });
+  const n = (x: number) => x.toLocaleString(ctx.lang === 'ru' ? 'ru-RU' : 'en-US');
+  return (
+    <nav class="board-pages" aria-label={ctx.t.pagesLabel}>
+      {view.page > 1 ? (
+        <>
+          <a href={to(1)} rel="first">
+            {ctx.t.firstPage}
+          </a>{' '}
+          <a href={to(view.page - 1)} rel="prev">
+            {ctx.t.previousPage}
+          </a>{' '}
+        </>
+      ) : (
+        ''
+      )}
+      <span class="note">
+        {ctx.t.pageOf(n(start + 1), n(Math.min(start + PAGE_SIZE, found)), n(found), n(view.page), n(pages))}
+      </span>
+      {view.page < pages ? (
+        <>
+          {' '}
+          <a href={to(view.page + 1)} rel="next">
+            {ctx.t.nextPage}
+          </a>{' '}
+          <a href={to(pages)} rel="last">
+            {ctx.t.lastPage}
+          </a>
+        </>
+      ) : (
+        ''
+      )}
+    </nav>
   );
 };
 
