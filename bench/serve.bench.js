@@ -12,6 +12,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
+// `--entries N`: the board at scale (seeded, then read and uploaded to), in a script of its own.
+if (process.argv.includes('--entries')) {
+  await import('./serve-board.bench.js');
+  process.exit(0);
+}
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = resolve(root, '..', 'shared', 'rumedbench');
 const dataDir = process.env.RUMEDBENCH_DATA || join(shared, 'data');
