@@ -1,6 +1,9 @@
 // Benchmark: a board at scale (issue #44). `npm run bench:serve -- --entries 5000` seeds a public board through the
 // real upload path (the built CLI's `serve` on SQLite, a real port, 8 clients, each upload the Feature-based
-// predictions with a seeded tenth of RuMedDaNet's and RuMedNLI's answers changed, so that entries differ), then,
+// predictions with a seeded tenth of RuMedDaNet's and RuMedNLI's answers changed, so that entries differ): `--uploads`
+// of them (default 400) uploaded, and the rest copies of their stored rows (scores, per-item counts) under new ids and
+// names, written into the database directly while no server runs (5,000 uploads take 4 to 25 minutes on the shared
+// 2-core machine; `--uploads 5000` uploads them all). Then,
 // for each build on a copy of that database: the cold start's ranking time (until the API says `current`, or the
 // timeout), the board page's and the API's sizes, page and API latency while idle, and page latency and upload
 // rate while 8 clients upload. With RUMEDBENCH_BENCH_BEFORE=/path/to/other/dist/cli/main.js the other build is
@@ -8,12 +11,13 @@
 // Flags: --entries N (default 5000), --rank-timeout S (default 180), --load-uploads N (default 96),
 // --idle-s S (default 15).
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import SQLite from 'better-sqlite3';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = resolve(root, '..', 'shared', 'rumedbench');
@@ -29,6 +33,7 @@ const { values: flags } = parseArgs({
     'rank-timeout': { type: 'string', default: '180' },
     'load-uploads': { type: 'string', default: '96' },
     'idle-s': { type: 'string', default: '15' },
+    uploads: { type: 'string', default: '400' },
   },
   allowPositionals: false,
 });
@@ -37,6 +42,7 @@ const RANK_TIMEOUT_MS = Number(flags['rank-timeout']) * 1000;
 const LOAD_UPLOADS = Number(flags['load-uploads']);
 const IDLE_MS = Number(flags['idle-s']) * 1000;
 const CLIENTS = 8;
+const UPLOADS = Math.min(ENTRIES, Number(flags.uploads));
 
 const TASKS = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'];
 const lines = Object.fromEntries(
@@ -221,20 +227,52 @@ const seedDb = join(dir, 'seed.sqlite');
 const seeder = BUILDS[0];
 const auth = token(seedDb, seeder);
 let seedS = 0;
-console.log(`seeding ${ENTRIES} entries with ${seeder.label}'s build, ${CLIENTS} clients…`);
+console.log(
+  `seeding ${ENTRIES} entries (${UPLOADS} uploaded) with ${seeder.label}'s build, ${CLIENTS} clients…`,
+);
 {
   const { url, child } = await start(seedDb, seeder);
   const t0 = performance.now();
   let done = 0;
-  const step = Math.max(CLIENTS, Math.min(500, ENTRIES));
-  while (done < ENTRIES) {
-    const n = Math.min(step, ENTRIES - done);
+  const step = Math.max(CLIENTS, Math.min(500, UPLOADS));
+  while (done < UPLOADS) {
+    const n = Math.min(step, UPLOADS - done);
     await uploads(url, auth, done, n);
     done += n;
     console.log(`  ${done} uploaded, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   seedS = (performance.now() - t0) / 1000;
   await stop(child);
+  copyRows(seedDb, ENTRIES - UPLOADS);
+}
+
+/** Copies of the uploaded rows, as other models under new ids, until the board holds `count` more. */
+function copyRows(db, count) {
+  if (count <= 0) return;
+  const sqlite = new SQLite(db);
+  const rows = sqlite.prepare("SELECT * FROM submissions WHERE board = 'public' AND status = 'scored'").all();
+  const cols = Object.keys(rows[0]);
+  const insert = sqlite.prepare(
+    `INSERT INTO submissions (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`,
+  );
+  const base = Date.parse(rows[rows.length - 1].created_at);
+  sqlite.transaction(() => {
+    for (let i = 0; i < count; i++) {
+      const from = rows[i % rows.length];
+      const row = {
+        ...from,
+        id: randomUUID(),
+        created_at: new Date(base + (i + 1) * 1000).toISOString(),
+        model: `bench-copy-${i}`,
+        content_hash: `bench-copy-${i}`,
+        idempotency_key: null,
+        duplicate_of: null,
+      };
+      insert.run(...cols.map((c) => row[c]));
+    }
+  })();
+  sqlite.close();
+  console.log(`  ${count} rows copied`);
 }
 
 const runs = [];
@@ -274,7 +312,7 @@ for (const build of BUILDS) {
 const f0 = (x) => (x === null ? '–' : x.toFixed(0));
 const kb = (b) => `${(b / 1024).toFixed(0)} KB`;
 console.log(
-  `\nboard of ${ENTRIES} seeded entries (SQLite; seeded in ${seedS.toFixed(0)} s, ${(ENTRIES / seedS).toFixed(1)} uploads/s); ms are p50/p95 (n)`,
+  `\nboard of ${ENTRIES} entries on SQLite (${UPLOADS} uploaded in ${seedS.toFixed(0)} s, ${(UPLOADS / seedS).toFixed(1)}/s, the rest copies of their rows); ms are p50/p95 (n)`,
 );
 console.log(
   'build   cold ranking  page     API        page idle      API idle       page, 8 uploading   upload p50/p95, /s',

@@ -288,6 +288,27 @@ describe.skipIf(!ROUTES_READY)(
         ]).toEqual([[200, 200, 200, 429], 429, 429, true, 'RATE_LIMITED', 200, 200]);
       });
 
+      it('shows an upload at once, another process’s upload within a second, and a hidden entry no more', async () => {
+        const elsewhere = new Leaderboard(t.lb.db, t.lb.scorer, t.lb.options);
+        const ids = async (lb: Leaderboard) => (await lb.boards.board('public')).map((e) => e.id);
+        const seen = await ids(elsewhere);
+        expect(await ids(t.lb)).toEqual(seen);
+        const { token } = await t.lb.admin.createToken('lab');
+        const up = await t.upload(
+          [{ name: 'RuMedNLI.jsonl', data: readFileSync(join(ref('bilstm'), 'RuMedNLI.jsonl')) }],
+          { model: 'late-upload', kind: 'LLM' },
+          { authorization: `Bearer ${token}` },
+        );
+        expect(up.res.status).toBe(201);
+        const id = String(up.body.id);
+        expect((await ids(t.lb)).filter((x) => !seen.includes(x))).toEqual([id]);
+        await new Promise((r) => setTimeout(r, 1100));
+        expect((await ids(elsewhere)).filter((x) => !seen.includes(x))).toEqual([id]);
+        await t.lb.admin.adminAction(id, 'hide');
+        expect(await ids(t.lb)).toEqual(seen);
+        await t.lb.boards.settled();
+      });
+
       it('streams the CSV: the same rows as the board, every one', async () => {
         const res = await request('/board/public.csv');
         const text = await res.text();

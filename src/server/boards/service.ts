@@ -10,7 +10,7 @@ import type { ComparisonResult } from '../../scoring/compare.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { isConnectionError } from '../../workers/db-wait.js';
 import * as q from '../db/queries.js';
-import type { BoardName, Database } from '../db/schema.js';
+import type { BoardName, Database, ListedRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
@@ -29,7 +29,17 @@ export interface RankingState {
 }
 
 export class Boards {
-  private readonly boardCache = new Map<BoardName, { at: number; entries: Entry[] }>();
+  private readonly boardCache = new Map<BoardName, BoardCacheEntry>();
+  /** Each row's entry as last made, while the row stays as it is, and its line of the board's signature. */
+  private readonly rowCache = new Map<string, { row: ListedRow; entry: Entry; line: string }>();
+  /** A whole read of a board under way, which concurrent readers share. */
+  private readonly reading = new Map<BoardName, Promise<Entry[]>>();
+  /** The board as last built, kept through an invalidation for when the database is away. */
+  private readonly lastEntries = new Map<BoardName, Entry[]>();
+  /** Uploads of this process in the last seconds, and when: a read begun before one was stored may lack it. */
+  private readonly recentlyAdded = new Map<string, number>();
+  /** Moves on each invalidation, so that a read begun before one is not taken for the board after it. */
+  private generation = 0;
   private readonly compareCache = new Map<string, Promise<ComparisonResult>>();
   /** Per board: the last ranking, the board state it was computed for, and the state wanted next. */
   private readonly rankings = new Map<
@@ -41,7 +51,7 @@ export class Boards {
   /** Entries' per-item counts as last read, with the summary they go with (both boards: ids are unique). */
   private readonly statsCache = new Map<string, { summary: string; stats: StoredItemStats }>();
   private log: Logger | undefined;
-  /** Pages are cached this long, so that several processes on one database agree within it. */
+  /** Pages are cached this long, so that several processes on one database agree within it (and its read). */
   static readonly BOARD_TTL_MS = 1000;
   /** A failed ranking is tried again this long after it failed. */
   static RANKING_RETRY_MS = 30_000;
@@ -73,17 +83,97 @@ export class Boards {
         (await q.listBoard(this.db, board, options)).map((r) => toEntry(r, undefined, { exact: true })),
       );
     const hit = this.boardCache.get(board);
-    if (hit && Date.now() - hit.at < Boards.BOARD_TTL_MS) return hit.entries;
-    const exact = this.exact();
-    let rows: Awaited<ReturnType<typeof q.listBoard>>;
-    try {
-      rows = await q.listBoard(this.db, board);
-    } catch (e) {
-      // The database away for a moment (a restart): the board as last read, rather than no board.
-      if (hit && isConnectionError(e)) return hit.entries;
-      throw e;
+    // Older than the TTL (another process may have changed the board), it is read again; while that read is under
+    // way, other readers get the board as last read rather than waiting on it.
+    if (hit && (Date.now() - hit.at < Boards.BOARD_TTL_MS || this.reading.has(board))) {
+      // Uploads of this process since the last read: only their rows are read (an upload never changes another row).
+      if (hit.added.size > 0) return this.readAdded(board, hit);
+      // A new ranking: the rows as read, with the new places.
+      if (hit.rerank) return this.build(board, hit.rows, hit.at, hit.added);
+      return hit.entries;
     }
-    const signature = boardSignature(rows);
+    return this.readAll(board);
+  }
+
+  /** Reads a board whole, once at a time (concurrent readers share the read). */
+  private readAll(board: BoardName): Promise<Entry[]> {
+    let reading = this.reading.get(board);
+    if (!reading) {
+      reading = (async () => {
+        for (;;) {
+          const generation = this.generation;
+          const readAt = Date.now();
+          let rows: ListedRow[];
+          try {
+            rows = await q.listBoard(this.db, board);
+          } catch (e) {
+            // The database away for a moment (a restart): the board as last read, rather than no board.
+            const last = this.lastEntries.get(board);
+            if (last && isConnectionError(e)) return last;
+            throw e;
+          }
+          // Changed while it was read (an admin's action, new gold): read again.
+          if (generation !== this.generation) continue;
+          const read = new Map(rows.map((r) => [r.id, r]));
+          // Uploads stored while it was read may be missing from it: their rows are read alone.
+          const late = [...this.recentlyAdded].filter(([id, at]) => at >= readAt - 1000 && !read.has(id));
+          for (const r of await q.listBoardRows(
+            this.db,
+            board,
+            late.map(([id]) => id),
+          ))
+            read.set(r.id, r);
+          return this.build(board, read, readAt, new Set());
+        }
+      })().finally(() => this.reading.delete(board));
+      this.reading.set(board, reading);
+    }
+    return reading;
+  }
+
+  private async readAdded(board: BoardName, hit: BoardCacheEntry): Promise<Entry[]> {
+    const ids = [...hit.added];
+    hit.added.clear();
+    const rows = new Map(hit.rows);
+    for (const r of await q.listBoardRows(this.db, board, ids)) rows.set(r.id, r);
+    // The board was invalidated or read again meanwhile (a hidden entry must not come back): as it is now.
+    if (this.boardCache.get(board) !== hit) return this.board(board);
+    // A full read that finished meanwhile holds them already; building from either is the same board. The rows
+    // are as old as the read they came from: the next read of them all is due when it would have been.
+    return this.build(board, rows, hit.at, hit.added);
+  }
+
+  /**
+   * The entries of a board's rows: each row's entry is made once and kept while the row stays as it is (a board of
+   * thousands is read every second; parsing each summary again was most of a read), ranked, with the ranking's
+   * places; the ranking is scheduled when the board it was computed for is no longer this one.
+   */
+  private build(
+    board: BoardName,
+    rows: Map<string, ListedRow>,
+    at: number,
+    /** Uploads stored since, whose rows the next read reads. */
+    added: Set<string>,
+  ): Entry[] {
+    const exact = this.exact();
+    const made: Entry[] = [];
+    const lines: string[] = [];
+    for (const row of rows.values()) {
+      let kept = this.rowCache.get(row.id);
+      if (!kept || !sameRow(kept.row, row)) {
+        kept = {
+          row,
+          entry: toEntry(row, undefined, { exact }),
+          line: createHash('sha256')
+            .update(`${row.id}\t${row.overall}\t${row.released}\t${row.summary}`)
+            .digest('base64'),
+        };
+        this.rowCache.set(row.id, kept);
+      }
+      made.push(kept.entry);
+      lines.push(`${row.id}\t${kept.line}`);
+    }
+    const signature = createHash('sha256').update(lines.sort().join('\n')).digest('hex');
     const last = this.rankings.get(board);
     // A failed recomputation (the database away a moment) is tried again a while later, changes or not.
     if (
@@ -94,14 +184,19 @@ export class Boards {
       this.scheduleRanking(board, signature);
     }
     const state = this.rankings.get(board);
-    const entries = withRanks(
-      rank(rows.map((r) => toEntry(r, undefined, { exact }))),
-      state?.ranking ?? null,
-    );
+    const entries = withRanks(rank(made), state?.ranking ?? null);
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
     const visible = new Set(entries.map((e) => e.id));
-    for (const e of entries) if (e.duplicate_of && !visible.has(e.duplicate_of)) e.duplicate_of = null;
-    this.boardCache.set(board, { at: Date.now(), entries });
+    entries.forEach((e, i) => {
+      if (e.duplicate_of && !visible.has(e.duplicate_of)) entries[i] = { ...e, duplicate_of: null };
+    });
+    this.boardCache.set(board, { at, rows, entries, added, rerank: false });
+    this.lastEntries.set(board, entries);
+    // Entries no board holds any more are forgotten.
+    if (this.rowCache.size > 2 * (rows.size + (this.boardCache.get(other(board))?.rows.size ?? 0)) + 64) {
+      const held = new Set([...rows.keys(), ...(this.boardCache.get(other(board))?.rows.keys() ?? [])]);
+      for (const id of this.rowCache.keys()) if (!held.has(id)) this.rowCache.delete(id);
+    }
     return entries;
   }
 
@@ -156,8 +251,9 @@ export class Boards {
             error,
           });
         }
-        // The next page shows the new ranking.
-        this.boardCache.delete(board);
+        // The next page shows the new ranking (the rows as last read, with the new places).
+        const cached = this.boardCache.get(board);
+        if (cached) cached.rerank = true;
         took = Date.now() - started;
       }
     };
@@ -290,19 +386,37 @@ export class Boards {
 
   /** Forgets cached boards and comparisons (after any change to a board). */
   invalidate(): void {
+    this.generation++;
     this.boardCache.clear();
+    this.compareCache.clear();
+  }
+
+  /** A new upload of this process was stored: the next read reads its row only (other rows are as they were). */
+  added(id: string): void {
+    for (const hit of this.boardCache.values()) hit.added.add(id);
+    const now = Date.now();
+    this.recentlyAdded.set(id, now);
+    for (const [old, at] of this.recentlyAdded) if (at < now - 10_000) this.recentlyAdded.delete(old);
     this.compareCache.clear();
   }
 }
 
-/** What a board's ranking depends on: its visible entries and their (exact) scores. */
-function boardSignature(
-  rows: readonly { id: string; overall: number | null; released: number | null; summary: string }[],
-): string {
-  const h = createHash('sha256');
-  for (const r of [...rows].sort((a, b) => (a.id < b.id ? -1 : 1)))
-    h.update(`${r.id}\t${r.overall}\t${r.released}\t${r.summary}\n`);
-  return h.digest('hex');
+interface BoardCacheEntry {
+  at: number;
+  rows: Map<string, ListedRow>;
+  entries: Entry[];
+  /** Uploads of this process stored since the rows were read. */
+  added: Set<string>;
+  /** A new ranking arrived: the entries are built again from the rows. */
+  rerank: boolean;
+}
+
+const other = (board: BoardName): BoardName => (board === 'public' ? 'closed' : 'public');
+
+/** Whether a row read again is the row read before, field by field. */
+function sameRow(a: ListedRow, b: ListedRow): boolean {
+  for (const k of Object.keys(b) as (keyof ListedRow)[]) if (a[k] !== b[k]) return false;
+  return Object.keys(a).length === Object.keys(b).length;
 }
 
 /** Entries with their places from a ranking (none where the ranking does not hold them). */

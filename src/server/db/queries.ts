@@ -165,6 +165,19 @@ export async function listBoard(
   return q.orderBy('created_at', 'desc').execute();
 }
 
+/** Some rows of a board, if they are visible and scored (the rows of new uploads). */
+export async function listBoardRows(db: Q, board: BoardName, ids: readonly string[]): Promise<ListedRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('submissions')
+    .select(LISTED)
+    .where('board', '=', board)
+    .where('status', '=', 'scored')
+    .where('hidden', '=', 0)
+    .where('id', 'in', ids)
+    .execute();
+}
+
 /** What a board's ranking needs of its visible scored entries: who climbs which Ladder, and the per-item counts. */
 export async function rankableRows(
   db: Q,
