@@ -156,9 +156,14 @@ function start(db, build) {
   });
 }
 
+/** Stops a server: SIGTERM, and SIGKILL 10 s later (a server stops only once a ranking under way has ended). */
 const stop = (child) =>
   new Promise((res) => {
-    child.once('exit', res);
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      res();
+    });
     child.kill('SIGTERM');
   });
 
@@ -323,7 +328,7 @@ for (const r of runs)
   );
 if (runs.length === 2) {
   const [b, a] = runs;
-  const x = (n, o) => (n === null || o === null ? '–' : `${(n / o).toFixed(2)}x`);
+  const x = (n, o) => (n === null || o === null ? '–' : `${(n / o).toPrecision(2)}x`);
   console.log('\nafter / before (lower is better except uploads/s)');
   console.log(
     `page size ${x(a.sizes.page, b.sizes.page)}, API size ${x(a.sizes.api, b.sizes.api)}, page idle p50 ${x(a.idlePage[0], b.idlePage[0])} p95 ${x(a.idlePage[1], b.idlePage[1])}, API idle p50 ${x(a.idleApi[0], b.idleApi[0])} p95 ${x(a.idleApi[1], b.idleApi[1])}, page under uploads p50 ${x(a.loadPage[0], b.loadPage[0])} p95 ${x(a.loadPage[1], b.loadPage[1])}, upload p50 ${x(a.upload[0], b.upload[0])}, uploads/s ${x(a.upload[2], b.upload[2])}, cold ranking ${x(a.rankMs, b.rankMs)}`,

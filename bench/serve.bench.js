@@ -159,8 +159,16 @@ async function engineRun(name, db, build) {
     }
     // Nothing lost, nothing twice: every answered id is on the board, once.
     await new Promise((r) => setTimeout(r, 1100));
-    const board = await (await fetch(`${url}/api/boards/public`)).json();
-    const ids = board.entries.map((e) => e.id);
+    // Every page of the board (a build before the API paged answers them all at once, without next_cursor).
+    const ids = [];
+    for (let cursor = null; ; ) {
+      const page = await (
+        await fetch(`${url}/api/boards/public?limit=1000${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json();
+      ids.push(...page.entries.map((e) => e.id));
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
     const lost = answered.filter((id) => !ids.includes(id)).length;
     const dup = ids.length - new Set(ids).size;
     return {
