@@ -38,6 +38,8 @@ export class Boards {
   private readonly lastEntries = new Map<BoardName, Entry[]>();
   /** Uploads of this process in the last seconds, and when: a read begun before one was stored may lack it. */
   private readonly recentlyAdded = new Map<string, number>();
+  /** Each kept entry with the places of the ranking last applied to it. */
+  private readonly placed = new WeakMap<Entry, { ranking: BoardRanking; entry: Entry }>();
   /** Moves on each invalidation, so that a read begun before one is not taken for the board after it. */
   private generation = 0;
   private readonly compareCache = new Map<string, Promise<ComparisonResult>>();
@@ -160,7 +162,9 @@ export class Boards {
     const lines: string[] = [];
     for (const row of rows.values()) {
       let kept = this.rowCache.get(row.id);
-      if (!kept || !sameRow(kept.row, row)) {
+      // The same row object (the rows kept from the last read): unchanged without a look; read again: field by field.
+      if (kept && kept.row !== row && sameRow(kept.row, row)) kept.row = row;
+      if (!kept || kept.row !== row) {
         kept = {
           row,
           entry: toEntry(row, undefined, { exact }),
@@ -184,7 +188,7 @@ export class Boards {
       this.scheduleRanking(board, signature);
     }
     const state = this.rankings.get(board);
-    const entries = withRanks(rank(made), state?.ranking ?? null);
+    const entries = withRanks(rank(made), state?.ranking ?? null, this.placed);
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
     const visible = new Set(entries.map((e) => e.id));
     entries.forEach((e, i) => {
@@ -419,16 +423,27 @@ function sameRow(a: ListedRow, b: ListedRow): boolean {
   return Object.keys(a).length === Object.keys(b).length;
 }
 
-/** Entries with their places from a ranking (none where the ranking does not hold them). */
-function withRanks(entries: Entry[], ranking: BoardRanking | null): Entry[] {
+/**
+ * Entries with their places from a ranking (none where the ranking does not hold them); each made once per entry and
+ * ranking (`placed`), as an entry is kept while its row is unchanged.
+ */
+function withRanks(
+  entries: Entry[],
+  ranking: BoardRanking | null,
+  placed: WeakMap<Entry, { ranking: BoardRanking; entry: Entry }>,
+): Entry[] {
   if (!ranking) return entries;
   return entries.map((e) => {
+    const hit = placed.get(e);
+    if (hit?.ranking === ranking) return hit.entry;
     const tasks: Entry['tasks'] = {};
     for (const [name, cell] of Object.entries(e.tasks)) {
       const place: RankCell | undefined = ranking.tasks[name]?.entries[e.id];
       tasks[name] = place ? { ...cell, place } : cell;
     }
     const place = ranking.overall?.entries[e.id];
-    return { ...e, tasks, ...(place ? { place } : {}) };
+    const entry = { ...e, tasks, ...(place ? { place } : {}) };
+    placed.set(e, { ranking, entry });
+    return entry;
   });
 }
