@@ -113,6 +113,13 @@ describe('run folders', () => {
     expect(() =>
       writeManifest(dir, { rumedbench_version: '0.2.0', created: 'now', shard: { index: 0, count: 2 } }),
     ).toThrow(/shard\.index: Too small: expected number to be >=1/);
+    // summary.json likewise: a field at its top, or in its `llm` part, that the schema does not know.
+    expect(() =>
+      writeRunSummary(dir, { kind: 'baseline', runs: [], evaluation, took_s: 3 } as never),
+    ).toThrow(`summary.json for ${dir}: (top): Unrecognized key: "took_s"`);
+    expect(() =>
+      writeRunSummary(dir, { kind: 'llm', ...evaluation, llm: { tasks: {}, spent: 1 } } as never),
+    ).toThrow(`summary.json for ${dir}: llm: Unrecognized key: "spent"`);
   });
 
   it('reads a folder of the previous release (0.1.0): no spec, no kind, a field it no longer writes kept aside', () => {
@@ -121,7 +128,11 @@ describe('run folders', () => {
       join(old, 'summary.json'),
       JSON.stringify({
         ...evaluation,
-        llm: { tasks: { RuMedDaNet: { samples: 2, unparsed: 0, unparsed_rate: 0, failed: 0 } } },
+        llm: {
+          tasks: { RuMedDaNet: { samples: 2, unparsed: 0, unparsed_rate: 0, failed: 0 } },
+          harness: 'rumedbench-llm/1',
+        },
+        harness: 'rumedbench-llm/1',
       }),
     );
     // manifest.json as release 0.1.0 wrote it (llm/run.ts at 0.1.0), with a field of its own (`harness`).
@@ -148,7 +159,9 @@ describe('run folders', () => {
     };
     writeFileSync(join(old, 'manifest.json'), JSON.stringify(manifest));
     const log = readRunLog(old);
-    expect(log.summary.kind).toBe('llm');
+    expect(
+      log.summary.kind === 'llm' && [log.summary.llm.tasks.RuMedDaNet?.samples, log.summary.overall],
+    ).toEqual([2, null]);
     expect(log.spec).toBeUndefined();
     expect(log.manifestExtra).toEqual({ harness: 'rumedbench-llm/1' });
     const { harness: _, ...known } = manifest;

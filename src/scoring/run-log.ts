@@ -67,6 +67,7 @@ const issue = z
 export const evaluationSchema = z
   .object({
     schema_version: z.literal(1),
+    rumedbench_version: z.string().optional(),
     source: z.string(),
     split: z.string(),
     overall: z.number().nullable(),
@@ -74,6 +75,7 @@ export const evaluationSchema = z
     overall_six: z.object({ score: z.number(), ci: interval.nullable() }).optional(),
     tasks: z.record(z.string(), taskScores),
     unscored: z.record(z.string(), z.string()).default({}),
+    missing_tasks: z.array(z.string()).default([]),
     bootstrap: z.object({ resamples: z.number() }).passthrough(),
     errors: z.array(issue).default([]),
     warnings: z.array(issue).default([]),
@@ -233,6 +235,22 @@ const runSummarySchema = z.discriminatedUnion('kind', [
   finetunedSummary,
 ]);
 export type RunSummary = z.output<typeof runSummarySchema>;
+
+/**
+ * summary.json as written: every field at its top (and in its `llm` part and its `evaluation`) known, so that a new
+ * field is added to the schema or not written; the figures inside (per task, per issue) keep what they carry.
+ */
+const strictEvaluation = evaluationSchema.strict();
+const runSummaryWriteSchema = z.discriminatedUnion('kind', [
+  llmSummary.extend({ llm: llmDetailsSchema.strict() }).strict(),
+  baselineSummary.extend({ evaluation: strictEvaluation }).strict(),
+  encoderSummary.extend({ evaluation: strictEvaluation }).strict(),
+  finetunedSummary.extend({ evaluation: strictEvaluation.optional() }).strict(),
+]);
+
+/** A written file's problems, for the error that stops a writer from writing what its reader would not know. */
+const problemsOf = (e: z.ZodError) =>
+  e.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');
 type RunKind = RunSummary['kind'];
 
 const shardSchema = z.object({ index: z.number().int().min(1), count: z.number().int().min(1) }).strict();
@@ -418,10 +436,11 @@ type RunSummaryInput =
 /** The one writer of summary.json. */
 export function writeRunSummary(dir: string, summary: RunSummaryInput): void {
   const { kind, ...rest } = summary;
-  writeFileSync(
-    join(dir, 'summary.json'),
-    `${redactSecrets(JSON.stringify({ schema_version: RUN_FOLDER_VERSION, kind, ...rest }, null, 2))}\n`,
-  );
+  const written = { schema_version: RUN_FOLDER_VERSION, kind, ...rest };
+  const r = runSummaryWriteSchema.safeParse(written);
+  if (!r.success) throw new Error(`summary.json for ${dir}: ${problemsOf(r.error)}`);
+  // The fields as given, in their order (not the parsed copy): the same run writes the same bytes.
+  writeFileSync(join(dir, 'summary.json'), `${redactSecrets(JSON.stringify(written, null, 2))}\n`);
 }
 
 /**
@@ -432,10 +451,7 @@ export function writeRunSummary(dir: string, summary: RunSummaryInput): void {
 export function writeManifest(dir: string, manifest: ManifestInput): void {
   const written = { schema_version: 1, ...manifest };
   const r = manifestSchema.safeParse(written);
-  if (!r.success)
-    throw new Error(
-      `manifest.json for ${dir}: ${r.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ')}`,
-    );
+  if (!r.success) throw new Error(`manifest.json for ${dir}: ${problemsOf(r.error)}`);
   // The fields as given, in their order (not the parsed copy): the same run writes the same bytes.
   writeFileSync(join(dir, 'manifest.json'), `${redactSecrets(JSON.stringify(written, null, 2))}\n`);
 }
