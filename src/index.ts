@@ -111,7 +111,19 @@ export { type Answered, platformLines, rumedbenchLines } from './scoring/formats
 export { readGoldDir } from './scoring/gold-dir.js';
 export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/issues.js';
 export { ReferenceLoader } from './scoring/reference.js';
-export { type RunFolder, RunFolderError, type RunSummary, readRunFolder } from './scoring/run-folder.js';
+export {
+  type Manifest,
+  manifestSettings,
+  type ProviderInfo,
+  type RunFolder,
+  RunFolderError,
+  type RunLog,
+  type RunSummary,
+  readManifest,
+  readRunFolder,
+  readRunLog,
+  type StoredRunSpec,
+} from './scoring/run-log.js';
 export {
   type EvaluateOptions,
   type EvaluationResult,

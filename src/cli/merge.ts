@@ -1,7 +1,7 @@
 /** `rumedbench merge RUN... --out RUN`: the shards of one LLM run joined into its run folder (src/llm/merge.ts). */
 import { resolveDataDir } from '../data/paths.js';
 import { mergeRuns } from '../llm/merge.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { readRunLog } from '../scoring/run-log.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
@@ -25,7 +25,7 @@ export async function runMerge(
     bootstrap: flags.bootstrap,
     log: io.log,
   });
-  const { manifest } = readRunFolder(flags.out);
+  const { manifest } = readRunLog(flags.out);
   printLlmResult(result, String(manifest?.model ?? 'merged'), flags.json, io);
   return EXIT.ok;
 }

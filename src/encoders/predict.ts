@@ -11,7 +11,7 @@ import { ModelError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { RunFolderWriter } from '../scoring/formats.js';
-import { writeRunSummary } from '../scoring/run-folder.js';
+import { writeRunSummary } from '../scoring/run-log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';

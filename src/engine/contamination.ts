@@ -19,7 +19,7 @@ import {
 import { Journal } from '../llm/journal.js';
 import { journaled } from '../llm/journaled.js';
 import { type Logger, silentLogger } from '../log.js';
-import { writeManifest } from '../scoring/run-folder.js';
+import { writeManifest } from '../scoring/run-log.js';
 import { writeContamination } from '../scoring/trust-files.js';
 import { getTask, isChoiceTask } from '../tasks/registry.js';
 import { VERSION } from '../version.js';

@@ -23,7 +23,7 @@ import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { withEngines } from '../optional-deps.js';
-import { writeManifest } from '../scoring/run-folder.js';
+import { writeManifest } from '../scoring/run-log.js';
 import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';

@@ -5,7 +5,9 @@
  * thinking (`--thinking-budget`) is `thinking: { type: 'enabled', budget_tokens }` and comes back as thinking
  * blocks, kept apart from the answer. The API gives no log-probabilities: generation only.
  */
+
 import { UsageError } from '../errors.js';
+import type { ProviderInfo } from '../scoring/run-log.js';
 import {
   type ClientOptions,
   LlmRequestError,
@@ -108,7 +110,7 @@ export class AnthropicProvider implements Provider {
     this.client.limitInFlight(n);
   }
 
-  describe(): Record<string, unknown> {
+  describe(): ProviderInfo {
     return { provider: 'anthropic', endpoint: this.url, model: this.options.model };
   }
 

@@ -14,6 +14,7 @@ import { basename } from 'node:path';
 import { sha256File } from '../data/checksum.js';
 import { RumedbenchError } from '../errors.js';
 import { withEngines } from '../optional-deps.js';
+import type { ProviderInfo } from '../scoring/run-log.js';
 import {
   buildTrie,
   type LoglikRequest,
@@ -98,7 +99,7 @@ export class LlamaProvider implements Provider {
     return new LlamaProvider(lib, llama, model, context, info, sequences);
   }
 
-  describe(): Record<string, unknown> {
+  describe(): ProviderInfo {
     return this.info;
   }
 

@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import { canonical } from '../data/canonical.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { providerInfoOf, readRunLog, sharedSettings } from '../scoring/run-log.js';
 import { getTask } from '../tasks/registry.js';
 import { Journal } from './journal.js';
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { SamplingParams } from './provider.js';
-import { type Mode, planRequests, type SplitChoice } from './requests.js';
+import { planRequests } from './requests.js';
 import { finishRun, type LlmRunResult, shardOf } from './run.js';
 
 export interface MergeOptions {
@@ -26,31 +26,14 @@ export interface MergeOptions {
   log?: Logger;
 }
 
-/** Settings that may differ between shards: when, which shard, and how many requests each kept in flight. */
-const PER_SHARD = new Set(['created', 'shard', 'concurrency', 'command']);
-
-/** The run's spec (manifest.json `spec`) less what may differ between shards. */
-function unsharded(spec: unknown): unknown {
-  if (!spec || typeof spec !== 'object') return spec;
-  const { shard: _s, concurrency: _c, ...rest } = spec as Record<string, unknown>;
-  return rest;
-}
-
-const settingsHash = (manifest: Record<string, unknown>) =>
+const settingsHash = (settings: Record<string, unknown>) =>
   createHash('sha256')
-    .update(
-      JSON.stringify(
-        canonical(
-          Object.fromEntries(
-            Object.entries(manifest)
-              .filter(([k]) => !PER_SHARD.has(k))
-              .map(([k, v]) => [k, k === 'spec' ? unsharded(v) : v]),
-          ),
-        ),
-      ),
-    )
+    .update(JSON.stringify(canonical(settings)))
     .digest('hex')
     .slice(0, 16);
+
+/** A value read by a schema with its absent optional fields dropped (`exactOptionalPropertyTypes`). */
+const withoutUndefined = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
 export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promise<LlmRunResult> {
   const log = o.log ?? silentLogger;
@@ -58,28 +41,37 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   if (existsSync(join(o.outDir, 'journal.jsonl')))
     throw new UsageError(`${o.outDir} already holds a run; merge into an empty folder`);
   const shards = dirs.map((dir) => {
-    const run = readRunFolder(dir);
+    const run = readRunLog(dir);
     if (run.summary.kind !== 'llm' || !run.manifest)
       throw new UsageError(`${dir}: not an LLM run folder with its manifest.json`);
-    const manifest = run.manifest as Record<string, unknown>;
-    const shard = manifest.shard as { index: number; count: number } | null | undefined;
+    const { manifest } = run;
+    const shard = manifest.shard;
     if (!shard) throw new UsageError(`${dir}: not a shard (its run had no --shard)`);
-    return { dir, manifest, shard, hash: settingsHash(manifest) };
+    const settings = sharedSettings(manifest, run.manifestExtra);
+    return {
+      dir,
+      manifest,
+      shard,
+      settings,
+      hash: settingsHash(settings),
+      wallS: run.summary.llm.requests?.wall_s,
+    };
   });
   const first = shards[0] as (typeof shards)[number];
   for (const s of shards.slice(1))
     if (s.hash !== first.hash) {
-      const differing = (a: Record<string, unknown>, b: Record<string, unknown>, skip: Set<string>) =>
+      const differing = (a: Record<string, unknown>, b: Record<string, unknown>) =>
         Object.keys({ ...a, ...b }).filter(
-          (k) => !skip.has(k) && JSON.stringify(canonical(a[k])) !== JSON.stringify(canonical(b[k])),
+          (k) => JSON.stringify(canonical(a[k])) !== JSON.stringify(canonical(b[k])),
         );
       // The spec repeats the other settings: named by its own fields only where nothing else differs.
-      let differ = differing(s.manifest, first.manifest, new Set([...PER_SHARD, 'spec']));
+      const { spec: specA, ...restA } = s.settings;
+      const { spec: specB, ...restB } = first.settings;
+      let differ = differing(restA, restB);
       if (differ.length === 0)
         differ = differing(
-          (unsharded(s.manifest.spec) ?? {}) as Record<string, unknown>,
-          (unsharded(first.manifest.spec) ?? {}) as Record<string, unknown>,
-          new Set(),
+          (specA ?? {}) as Record<string, unknown>,
+          (specB ?? {}) as Record<string, unknown>,
         ).map((k) => `spec.${k}`);
       throw new UsageError(
         `${s.dir} was run with other settings than ${first.dir} (${differ.join(', ')}): not shards of one run`,
@@ -107,37 +99,39 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
 
   // The run's plan, from the settings the shards recorded.
   const m = first.manifest;
-  const tasks = Object.keys((m.prompt_versions as Record<string, string>) ?? {}).map(getTask);
+  if (!m.params)
+    throw new UsageError(`${first.dir}: its manifest.json records no sampling parameters (params)`);
+  const tasks = Object.keys(m.prompt_versions ?? {}).map(getTask);
   const options = {
     tasks,
-    splits: m.splits as SplitChoice,
-    mode: (m.mode as Mode) ?? 'generate',
+    splits: m.splits ?? 'test',
+    mode: m.mode ?? 'generate',
     dataDir: o.dataDir,
     outDir: o.outDir,
-    shots: m.shots as number,
-    seed: m.seed as number,
-    params: m.params as SamplingParams,
-    concurrency: m.concurrency as number,
+    shots: m.shots ?? 0,
+    seed: m.seed ?? 0,
+    params: withoutUndefined(m.params) as SamplingParams,
+    concurrency: m.concurrency ?? 1,
     ...(typeof m.limit === 'number' ? { limit: m.limit } : {}),
     ...(typeof m.system_override === 'string' ? { system: m.system_override } : {}),
-    ...(m.templates ? { templates: m.templates as Record<string, PromptTemplate> } : {}),
+    ...(m.templates ? { templates: withoutUndefined(m.templates) as Record<string, PromptTemplate> } : {}),
     ...(m.label_words === true ? { labelWords: true } : {}),
-    ...(typeof m.repeats === 'number' && m.repeats > 1 ? { repeats: m.repeats } : {}),
-    ...(m.perturb ? { perturb: m.perturb as Perturbation } : {}),
+    ...(m.repeats !== undefined && m.repeats > 1 ? { repeats: m.repeats } : {}),
+    ...(m.perturb ? { perturb: withoutUndefined(m.perturb) as Perturbation } : {}),
     ...(typeof m.prompt_variant === 'string' ? { promptVariant: m.prompt_variant } : {}),
     bootstrap: o.bootstrap,
     // The merged folder records the run's spec as one run (no shard), as the unsharded run would.
-    ...(m.spec && typeof m.spec === 'object'
+    ...(m.spec
       ? {
           manifest: {
-            spec: { ...(m.spec as Record<string, unknown>), shard: undefined },
-            command: String(m.command ?? '').replace(/ --shard \S+/, ''),
+            spec: { ...m.spec, shard: undefined },
+            command: (m.command ?? '').replace(/ --shard \S+/, ''),
           },
         }
       : {}),
   };
   const plan = await planRequests({ ...options, model: m.model, log });
-  const hashes = m.data_sha256 as Record<string, string>;
+  const hashes = m.data_sha256 ?? {};
   const changed = Object.keys(plan.dataFiles).filter((k) => plan.dataFiles[k] !== hashes[k]);
   if (changed.length > 0)
     throw new UsageError(
@@ -177,45 +171,14 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   const journalFile = join(o.outDir, 'journal.jsonl');
   writeFileSync(journalFile, shards.map((s) => readFileSync(join(s.dir, 'journal.jsonl'), 'utf8')).join(''));
   const journal = await Journal.open(journalFile);
-  // What the provider described of itself: the manifest less what the run writes there.
-  const written = new Set([
-    ...[
-      'rumedbench_version',
-      'created',
-      'mode',
-      'label_words',
-      'params',
-      'seed',
-      'shots',
-      'splits',
-      'concurrency',
-    ],
-    ...[
-      'limit',
-      'system_override',
-      'templates',
-      'prompt_versions',
-      'data_sha256',
-      'shard',
-      'merged_from',
-      'repeats',
-      'perturb',
-      'prompt_variant',
-    ],
-  ]);
-  const model = Object.fromEntries(Object.entries(m).filter(([k]) => !written.has(k)));
-  const wall = shards.map(
-    (s) =>
-      (readRunFolder(s.dir).summary as { llm?: { requests?: { wall_s: number } } }).llm?.requests?.wall_s ??
-      0,
-  );
+  const wall = shards.map((s) => s.wallS ?? 0);
   return finishRun({
     options,
     jobs: plan.requests,
     plan,
     journal,
     journalFile,
-    model,
+    model: providerInfoOf(m),
     sent: 0,
     wallS: Math.max(...wall),
     log,

@@ -4,7 +4,9 @@
  * `logprobs` over token ids from the server's `/tokenize` (vLLM). What is sent and how the answer is read; every
  * request goes through the resilient client (./client.ts: retries, pauses, caps, the circuit breaker).
  */
+
 import { RumedbenchError } from '../errors.js';
+import type { ProviderInfo } from '../scoring/run-log.js';
 import {
   type ClientOptions,
   DEFAULT_MAX_REPLY_BYTES,
@@ -121,7 +123,7 @@ export class OpenAIProvider implements Provider {
     this.client.limitInFlight(n);
   }
 
-  describe(): Record<string, unknown> {
+  describe(): ProviderInfo {
     return {
       provider: 'openai',
       endpoint: this.url,

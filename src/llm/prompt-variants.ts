@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { readRunLog } from '../scoring/run-log.js';
 import { writePromptVariants } from '../scoring/trust-files.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { renderTable } from '../text-table.js';
@@ -59,7 +59,7 @@ export async function runPromptVariants(
     dirs[id] = dir;
   }
   const variants = ['p1', ...ids.filter((id) => id !== 'p1')];
-  const summaries = Object.fromEntries(variants.map((id) => [id, readRunFolder(dirs[id] as string).summary]));
+  const summaries = Object.fromEntries(variants.map((id) => [id, readRunLog(dirs[id] as string).summary]));
   const out: PromptVariantRuns = { variants, tasks: {} };
   const compared = new Map<string, ReturnType<typeof compareRunFolders>>();
   for (const task of base.tasks) {

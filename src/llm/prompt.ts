@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
 import { UsageError } from '../errors.js';
 import { createRng } from '../metrics/rng.js';
+import { promptTemplateSchema } from '../scoring/run-log.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
 
 export interface ChatMessage {
@@ -24,16 +25,7 @@ export interface PromptTemplate {
   item?: string;
 }
 
-const templateFile = z.record(
-  z.string(),
-  z
-    .object({
-      system: z.string().optional(),
-      instruction: z.string().optional(),
-      item: z.string().optional(),
-    })
-    .strict(),
-);
+const templateFile = z.record(z.string(), promptTemplateSchema);
 
 /** Reads a JSON file `{ "<Task>": { "system"?, "instruction"?, "item"? } }`. */
 export function readTemplates(file: string): Record<string, PromptTemplate> {

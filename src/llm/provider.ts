@@ -1,4 +1,5 @@
 /** What the harness needs of a model: chat completions, and log-probabilities of continuations where it can. */
+import type { ProviderInfo } from '../scoring/run-log.js';
 import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 
@@ -43,8 +44,8 @@ export interface ChatHints {
 }
 
 export interface Provider {
-  /** For the manifest: provider, endpoint or file, model. */
-  describe(): Record<string, unknown>;
+  /** For the manifest: provider, endpoint or file, model (its schema: scoring/run-log.ts). */
+  describe(): ProviderInfo;
   chat(messages: readonly ChatMessage[], params: SamplingParams, hints?: ChatHints): Promise<ChatReply>;
   /** Scores continuations of a prompt by log-probability (`--mode loglik`); absent where the engine cannot. */
   loglik?(request: LoglikRequest): Promise<LoglikResult>;

@@ -11,7 +11,13 @@ import { toJsonl } from '../data/jsonl.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
 import { percentileOf } from '../metrics/bootstrap.js';
-import { type LlmDetailsInput, writeManifest, writeRunSummary } from '../scoring/run-folder.js';
+import {
+  type LlmDetailsInput,
+  type ManifestInput,
+  type ProviderInfo,
+  writeManifest,
+  writeRunSummary,
+} from '../scoring/run-log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -105,7 +111,7 @@ export interface LlmRunOptions {
   /** Generation: ask with this formulation of each task's instruction (`TaskPrompt.variants`, by id). */
   promptVariant?: string;
   /** Extra fields of manifest.json: the engine records the run's spec and its command line here. */
-  manifest?: Record<string, unknown>;
+  manifest?: Pick<ManifestInput, 'spec' | 'command'>;
 }
 
 export interface Shard {
@@ -127,7 +133,7 @@ export type LlmRunSummary = EvaluationResult & {
 
 export interface LlmRunResult {
   evaluation: EvaluationResult;
-  /** summary.json as written (its one schema: scoring/run-folder.ts). */
+  /** summary.json as written (its one schema: scoring/run-log.ts). */
   summary: LlmRunSummary;
   outDir: string;
   sent: number;
@@ -470,12 +476,12 @@ export interface FinishInput {
   journal: Journal;
   journalFile: string;
   /** The provider's description (provider, endpoint, model, log-likelihood method), as the manifest records it. */
-  model: Record<string, unknown>;
+  model: ProviderInfo;
   sent: number;
   wallS: number;
   log: Logger;
-  /** The manifest's extra fields (a merge names its shards). */
-  extra?: Record<string, unknown>;
+  /** The manifest's extra fields (a merge names its shards; a worker, its plan and cell). */
+  extra?: Pick<ManifestInput, 'merged_from' | 'plan_id' | 'cell'>;
   /** A batch run: its batches, and the discount its cost was priced at. */
   batch?: { ids: string[]; discount: number; provider: string };
 }

@@ -9,6 +9,7 @@ import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import type { Prediction } from '../metrics/item-stats.js';
 import { formatIssue } from '../scoring/issues.js';
+import { manifestSettings } from '../scoring/run-log.js';
 import { getTask, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
@@ -304,7 +305,6 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
   </details>
 );
 
-/** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
 /** One line of where an encoder run's numbers come from: the model, its hash, and how it was run. */
 function encoderLine(e: EncoderProvenance, t: Strings): string {
   return [
@@ -318,37 +318,10 @@ function encoderLine(e: EncoderProvenance, t: Strings): string {
     .join('; ');
 }
 
+/** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
 function settingsRows(s: ReportSystem): string[][] {
-  const m = s.llm?.manifest ?? {};
-  const rows: string[][] = [];
-  const put = (k: string, v: unknown) => {
-    if (v !== undefined && v !== null) rows.push([k, typeof v === 'string' ? v : JSON.stringify(v)]);
-  };
-  for (const k of [
-    'provider',
-    'model',
-    'mode',
-    'loglik_method',
-    'label_words',
-    'gguf_file',
-    'gguf_sha256',
-    'context_size',
-    'sequences',
-    'seed',
-    'shots',
-    'splits',
-    'concurrency',
-    'limit',
-    'system_override',
-    'rumedbench_version',
-    'created',
-  ])
-    put(k, m[k]);
-  const params = (m.params ?? {}) as Record<string, unknown>;
-  for (const [k, v] of Object.entries(params)) put(`params.${k}`, v);
-  const versions = (m.prompt_versions ?? {}) as Record<string, unknown>;
-  for (const [k, v] of Object.entries(versions)) put(`prompt ${k}`, v);
-  return rows;
+  const m = s.llm?.manifest;
+  return m ? manifestSettings(m).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]) : [];
 }
 
 const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {

@@ -20,8 +20,8 @@ import type { Breakdown } from '../scoring/breakdown.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
 import type { ReferenceLoader } from '../scoring/reference.js';
-import type { LlmDetails as LlmSummaryDetails } from '../scoring/run-folder.js';
-import { evaluationSchema, readRunFolder } from '../scoring/run-folder.js';
+import type { LlmDetails as LlmSummaryDetails, Manifest } from '../scoring/run-log.js';
+import { evaluationSchema, readRunLog } from '../scoring/run-log.js';
 import {
   type EvaluationResult,
   scoreValidated,
@@ -71,8 +71,9 @@ function topCandidates(raw: unknown[], gold: unknown): NonNullable<LlmSample['ca
 }
 
 export interface LlmDetails {
-  manifest: Record<string, unknown>;
-  /** The `llm` part of the run's summary.json, as its one schema reads it (scoring/run-folder.ts). */
+  /** manifest.json, typed by its one schema (scoring/run-log.ts); absent in a folder copied without it. */
+  manifest?: Manifest;
+  /** The `llm` part of the run's summary.json, as its one schema reads it (scoring/run-log.ts). */
   summary: LlmSummaryDetails;
   /** The run folder's prompt-variants.json, perturbations.json and contamination.json, where there are any. */
   trust: TrustFiles;
@@ -264,7 +265,7 @@ async function readSamples(
 }
 
 async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSystem> {
-  const folder = readRunFolder(dir);
+  const folder = readRunLog(dir);
   const predictions = join(dir, 'predictions');
   if (!existsSync(predictions)) throw new ReportInputError(dir, 'a run folder without predictions/');
   const { summary } = folder;
@@ -277,10 +278,10 @@ async function loadRunFolder(dir: string, o: SourceOptions): Promise<ReportSyste
     system.source = dir;
     if (limit !== undefined) system.limit = limit;
     system.llm = {
-      manifest: (manifest ?? {}) as Record<string, unknown>,
+      ...(manifest ? { manifest } : {}),
       summary: summary.llm,
       trust: readTrustFiles(dir),
-      ...(await readSamples(join(dir, 'samples.jsonl'), o)),
+      ...(await readSamples(folder.samplesFile ?? join(dir, 'samples.jsonl'), o)),
     };
     return system;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LlmDetails } from './run-folder.js';
+import type { LlmDetails } from './run-log.js';
 import { parseRunUsage, runUsageOf } from './run-usage.js';
 
 const details = (over: Partial<LlmDetails>): LlmDetails =>

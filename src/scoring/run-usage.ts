@@ -4,7 +4,7 @@
  * and read by the server, which stores it as the uploader's claim: the board says so, it checks nothing but the shape.
  */
 import { z } from 'zod';
-import type { LlmDetails } from './run-folder.js';
+import type { LlmDetails } from './run-log.js';
 
 /** More tokens than any evaluation spends, or dollars than any spends: a figure past these is not a run's. */
 const MAX_TOKENS = 1e13;

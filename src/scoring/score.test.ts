@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { fixtureDataDir, writeFixturePredictions } from '../../test/helpers/fixture-data.js';
 import { compareSubmissions } from './compare.js';
 import { ReferenceLoader } from './reference.js';
-import { writeRunSummary } from './run-folder.js';
+import { writeRunSummary } from './run-log.js';
 import { evaluateSubmission } from './score.js';
 
 const DATA = fixtureDataDir();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
 import { isTaskName } from '../tasks/registry.js';
-import { RunFolderError } from './run-folder.js';
+import { RunFolderError } from './run-log.js';
 
 const interval = z.tuple([z.number(), z.number()]);
 const delta = z.object({ delta: z.number(), ci: interval, p: z.number() });

@@ -14,7 +14,7 @@ import { type Answer, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactCredentials } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { readRunLog } from '../scoring/run-log.js';
 import { runUsageOf } from '../scoring/run-usage.js';
 import { readTrustFiles, summarizeTrust } from '../scoring/trust-files.js';
 
@@ -87,27 +87,34 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
     // A run's predictions/ answer the public test sets, its submission.zip the closed tests: one board per upload.
     files = board === 'closed' ? closed : board === 'public' ? jsonl : jsonl.length > 0 ? jsonl : closed;
     if (existsSync(join(path, 'summary.json'))) {
-      const run = readRunFolder(path);
+      const run = readRunLog(path);
       const s = run.summary;
       found.kind = KINDS[s.kind] ?? 'baseline';
       if (s.kind === 'llm') {
-        const m = (run.manifest ?? {}) as Record<string, unknown>;
-        if (m.shard)
+        const m = run.manifest;
+        if (m?.shard)
           // Refused as a leaderboard would refuse it (exit 1), not a usage mistake of the command line.
           throw new RumedbenchError(
             'SUBMISSION_INVALID',
             `${path}: one shard of a run answers part of it; join the shards with \`rumedbench merge\` and submit the merged run`,
           );
-        if (typeof m.limit === 'number')
+        if (typeof m?.limit === 'number')
           throw new RumedbenchError(
             'SUBMISSION_INVALID',
             `${path}: a run of at most ${m.limit} items per task (--limit) is a quick look; a leaderboard scores every test item`,
           );
-        if (typeof m.model === 'string') found.model = basename(m.model);
-        const details = ['mode', 'shots', 'seed', 'temperature', 'max_tokens', 'limit', 'provider']
-          .filter((k) => m[k] !== undefined && m[k] !== null)
-          .map((k) => `${k}=${JSON.stringify(m[k])}`);
-        found.description = `rumedbench ${String(m.rumedbench_version ?? '')} llm: ${details.join(', ')}`;
+        if (typeof m?.model === 'string') found.model = basename(m.model);
+        const shown = {
+          mode: m?.mode,
+          shots: m?.shots,
+          seed: m?.seed,
+          limit: m?.limit,
+          provider: m?.provider,
+        };
+        const details = Object.entries(shown)
+          .filter(([, v]) => v !== undefined && v !== null)
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+        found.description = `rumedbench ${m?.rumedbench_version ?? ''} llm: ${details.join(', ')}`;
         // What the run's trust files say goes with it, for the board's marks (no paths, no items).
         const trust = summarizeTrust(readTrustFiles(path));
         if (trust) found.trust = JSON.stringify(trust);

@@ -7,7 +7,7 @@
 import { basename } from 'node:path';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js';
 import type { Logger } from '../../log.js';
-import { llmDetailsOf } from '../../scoring/run-folder.js';
+import { llmDetailsOf } from '../../scoring/run-log.js';
 import { runUsageOf } from '../../scoring/run-usage.js';
 import { getTask } from '../../tasks/registry.js';
 import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
