@@ -5,9 +5,8 @@
 import { resolve } from 'node:path';
 import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { runEvaluation } from '../engine/run.js';
-import { commandLineOf } from '../engine/spec.js';
+import { batchSettingsOf, commandLineOf } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { createLogger } from '../log.js';
 import { plannedMde } from '../metrics/ranking.js';
 import type { Cell } from '../plans/cells.js';
@@ -107,7 +106,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
       ]),
     );
     const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
-    const keep = f.batch ? 1 - (f.batch_discount ?? BATCH_DEFAULTS.discount) : 1;
+    const keep = 1 - (batchSettingsOf(f)?.discount ?? 0);
     const skipped = Object.entries(plan.skipped);
     return {
       ...row,

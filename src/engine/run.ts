@@ -12,7 +12,6 @@ import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
-import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
@@ -32,6 +31,7 @@ import { batchApiOf, llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js'
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
+  batchSettingsOf,
   type ContaminationSpec,
   commandLineOf,
   type LlmSpec,
@@ -144,6 +144,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
   if (spec.repeats > 1 && spec.temperature === 0)
     log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
   const provider = await openProvider(spec.provider, { concurrency: spec.concurrency, log });
+  const batch = batchSettingsOf(spec);
   try {
     const options: LlmRunOptions = {
       provider,
@@ -155,16 +156,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
             },
           }
         : {}),
-      ...(spec.batch
-        ? {
-            batch: {
-              api: batchApiOf(provider),
-              pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
-              discount: spec.batch_discount ?? BATCH_DEFAULTS.discount,
-              deadlineH: spec.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
-            },
-          }
-        : {}),
+      ...(batch ? { batch: { api: batchApiOf(provider), ...batch } } : {}),
       ...llmRunOptionsOf(spec, {
         outDir: ctx.out,
         log,

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
 import { ANTHROPIC_BASE_URL, MIN_THINKING_BUDGET } from '../llm/anthropic.js';
+import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { pricesFor } from '../llm/cost.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
@@ -228,7 +229,7 @@ const llmFields = z
     batch: z.boolean().optional(),
     /** The first wait between two looks at a batch, in seconds (doubled up to five minutes). */
     batch_poll_s: z.number().gt(0).optional(),
-    /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent. */
+    /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent (filled for a batch). */
     batch_discount: z.number().min(0).max(1).optional(),
     /** How long a batch is waited for, hours after it was submitted; 25 (the providers' 24 h window and an hour). */
     batch_deadline_h: z.number().gt(0).optional(),
@@ -288,7 +289,28 @@ const llmSpec = llmFields
     ...s,
     concurrency: s.concurrency ?? LLM_DEFAULTS.concurrency[s.provider.name],
     prices: s.prices ? cachePricesFilled(s.provider.name, s.prices) : undefined,
+    // A batch run's waits and price, filled here once (the providers' defaults: `BATCH_DEFAULTS`).
+    ...(s.batch
+      ? {
+          batch_poll_s: s.batch_poll_s ?? BATCH_DEFAULTS.pollS,
+          batch_discount: s.batch_discount ?? BATCH_DEFAULTS.discount,
+          batch_deadline_h: s.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
+        }
+      : {}),
   }));
+
+/** A batch spec's waits and price as the harness takes them (filled by `makeRunSpec`); undefined for an online run. */
+export function batchSettingsOf(
+  spec: LlmSpec,
+): { pollS: number; discount: number; deadlineH: number } | undefined {
+  if (!spec.batch) return undefined;
+  const { batch_poll_s: pollS, batch_discount: discount, batch_deadline_h: deadlineH } = spec;
+  if (pollS === undefined || discount === undefined || deadlineH === undefined)
+    throw new RunSpecError('run spec', [
+      'batch: a batch spec not made by makeRunSpec (its waits are not filled)',
+    ]);
+  return { pollS, discount, deadlineH };
+}
 
 const encoderSpec = z
   .object({
