@@ -5,7 +5,7 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import type { PlanError } from '../errors.js';
@@ -29,7 +29,7 @@ describe('plans', () => {
         'tasks: [RuMedDaNet, RuMedNLI]',
         'models:',
         '  - {name: a, provider: openai, base_url: "http://127.0.0.1:1/v1", model: m, max_wait: 9}',
-        '  - {name: b, provider: llama, model: ./m.gguf, shots: 1}',
+        '  - {name: b, provider: llama, model: ./m.gguf, shots: 1, data: d}',
         'matrix: {shots: [0, 2]}',
       ].join('\n'),
     );
@@ -54,8 +54,11 @@ describe('plans', () => {
     expect(plan.warnings).toEqual([
       `${file}:4:78: "max_wait" is an old name; write max_wait_s (the run spec's field): it is read as that for now`,
     ]);
-    // A relative path is read from the plan's folder.
-    expect(cells[2]?.spec).toMatchObject({ provider: { name: 'llama', model: join(file, '..', 'm.gguf') } });
+    // A relative path is read from the plan's folder; another, as the command line reads it, from the current one.
+    expect(cells[2]?.spec).toMatchObject({
+      provider: { name: 'llama', model: join(file, '..', 'm.gguf') },
+      data: resolve('d'),
+    });
     expect(notes).toEqual(['b: sets "shots" itself; its cells do not vary by it']);
   });
 

@@ -145,6 +145,9 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
         else if (PRICE_KEYS.includes(k)) prices[k.slice('prices.'.length)] = v;
         else top[k] = v;
       }
+      // Paths are made absolute here, as the command line makes them: a queued cell runs where the cwd is another.
+      if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (name === 'llama' && typeof provider.model === 'string') provider.model = resolve(provider.model);
       if (Object.keys(prices).length > 0)
         top.prices = { ...(top.prices as Record<string, unknown> | undefined), ...prices };
       if (top.prompts === 'all')
@@ -190,6 +193,8 @@ function encoderProvider(): PlanProvider {
       const encoder: Record<string, unknown> = {};
       const top: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(s)) (own.includes(k) ? encoder : top)[k] = v;
+      if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (typeof encoder.cache === 'string') encoder.cache = resolve(encoder.cache);
       return makeRunSpec(
         { schema: RUN_SPEC_SCHEMA, kind: 'baseline', method: 'encoder', encoder, ...top },
         'the encoder cell',
