@@ -3,7 +3,7 @@
  * out to the engine, side by side; nothing here reads a plan's settings.
  */
 import { resolve } from 'node:path';
-import { modelNameOf, planLlmSpec } from '../engine/llm.js';
+import { planLlmSpec } from '../engine/llm.js';
 import { runEvaluation } from '../engine/run.js';
 import { batchSettingsOf, commandLineOf } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
@@ -78,7 +78,7 @@ async function checkCell(cell: Cell): Promise<CellCheck> {
   if (cell.spec.kind !== 'llm') return { ...row, note: 'not an LLM cell: no requests' };
   const f = cell.spec;
   try {
-    const plan = await planLlmSpec(f, modelNameOf(f));
+    const plan = await planLlmSpec(f);
     const chars = plan.requests.reduce(
       (sum, j) =>
         sum +

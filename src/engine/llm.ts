@@ -86,9 +86,9 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
   };
 }
 
-/** Every request of a spec's run, in the run's order (`plan check`, `plan submit`). */
-export function planLlmSpec(spec: LlmSpec, model: string, log: Logger = silentLogger) {
-  return requestsOfRun(llmRunOptionsOf(spec, { outDir: '.', log }), model, log);
+/** Every request of a spec's run, in the run's order (`plan check`, `plan submit`, `llm --batch-file`). */
+export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
+  return llmCell(spec, { log }).plan(log);
 }
 
 /**
@@ -129,8 +129,8 @@ export interface LlmCell {
   model: string;
   /** Opens the provider; a worker gives the environment its keys come from and, for public servers only, a guard. */
   provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
-  /** Every request of the run, in its order, with the data files they were read from. */
-  plan(): ReturnType<typeof requestsOfRun>;
+  /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
+  plan(log?: Logger): ReturnType<typeof requestsOfRun>;
   /** Asks `requests` through `executor`; resolves with the seconds it took, or the batches' ids. */
   execute(requests: readonly LlmRequest[], executor: Executor): Promise<{ wallS: number; ids?: string[] }>;
   /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
@@ -144,12 +144,19 @@ export function batchApiOf(provider: Provider): BatchApi {
   throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
 }
 
-export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): LlmCell {
+/**
+ * A spec's run, its options made once for every door: `runEvaluation` gives the run folder and how to continue it; a
+ * worker, its data folder (it finishes each cell in a folder of its own).
+ */
+export function llmCell(
+  spec: LlmSpec,
+  o: Omit<LlmContext, 'outDir' | 'manifest'> & { outDir?: string },
+): LlmCell {
+  const { outDir = '.', ...context } = o;
   const options = llmRunOptionsOf(spec, {
-    outDir: '.',
-    log: o.log,
+    ...context,
+    outDir,
     manifest: { spec, command: commandLineOf(spec) },
-    ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}),
   });
   const model = modelNameOf(spec);
   return {
@@ -161,7 +168,7 @@ export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): Ll
       if (spec.mode === 'loglik') await p.checkLoglik?.();
       return p;
     },
-    plan: () => requestsOfRun(options, model),
+    plan: (log) => requestsOfRun(options, model, log),
     async execute(requests, x) {
       if (x.kind === 'in-process') {
         const wallS = await sendAll({

@@ -27,7 +27,7 @@ import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
-import { batchApiOf, llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js';
+import { batchApiOf, llmCell, planLlmSpec } from './llm.js';
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
@@ -114,8 +114,8 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
   const api = openAIBatches(
     new OpenAIProvider({ baseUrl: spec.provider.base_url, model: spec.provider.model }),
   );
-  const { requests } = await planLlmSpec(spec, modelNameOf(spec), log);
-  const { params } = llmRunOptionsOf(spec, { outDir: '.', log });
+  const { requests } = await planLlmSpec(spec, log);
+  const { params } = llmCell(spec, { log }).options;
   mkdirSync(dirname(file), { recursive: true });
   // Written as the lines are made: tens of thousands of requests are never one string.
   const out = createWriteStream(file);
@@ -157,15 +157,14 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
           }
         : {}),
       ...(batch ? { batch: { api: batchApiOf(provider), ...batch } } : {}),
-      ...llmRunOptionsOf(spec, {
+      ...llmCell(spec, {
         outDir: ctx.out,
         log,
-        manifest: specRecord(spec),
         ...(ctx.dataDir !== undefined ? { dataDir: ctx.dataDir } : {}),
         ...(ctx.resume ? { resume: true } : {}),
         ...(ctx.retryErrors ? { retryErrors: true } : {}),
         ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
-      }),
+      }).options,
     };
     const result = await runLlm(options);
     const formulations =

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
-import { modelNameOf, planLlmSpec } from '../engine/llm.js';
+import { planLlmSpec } from '../engine/llm.js';
 import { specJson } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -188,7 +188,7 @@ export async function queuedCells(file: string, log: Logger) {
       ['shard', spec.shard !== undefined],
     ] as const)
       if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
-    const planned = await planLlmSpec(spec, modelNameOf(spec), log);
+    const planned = await planLlmSpec(spec, log);
     if (planned.requests.length === 0)
       refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
     queued.push({ cell, keys: planned.requests.map((j) => j.key), dataSha256: planned.dataFiles });
