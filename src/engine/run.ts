@@ -88,22 +88,6 @@ const folderOf = (ctx: RunContext): string => {
   return ctx.out;
 };
 
-/** Checks that belong to the spec as a whole, not to one field. */
-export function checkLlmSpec(spec: LlmSpec): void {
-  if (spec.repeats > 1 && spec.mode === 'loglik')
-    throw new UsageError(
-      '--repeats: a log-likelihood score is the same each time; repeats are for generation',
-    );
-  if (spec.prompts.length > 0 && spec.mode === 'loglik')
-    throw new UsageError(
-      '--prompts: the formulations are of the generation instruction; use --mode generate',
-    );
-  const known = [...new Set(spec.tasks.flatMap((t) => getTask(t).prompt.variants.map((v) => v.id)))];
-  const unknown = spec.prompts.filter((id) => !known.includes(id));
-  if (unknown.length > 0)
-    throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
-}
-
 /**
  * `llm --batch-file`: the spec's requests (those a run would send) as an OpenAI batch input file, the bodies an
  * online run sends, keyed by their journal keys; nothing is sent. Returns how many were written.
@@ -140,7 +124,6 @@ function readBatchResults(provider: Provider, file: string) {
 
 async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
-  checkLlmSpec(spec);
   if (spec.repeats > 1 && spec.temperature === 0)
     log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
   const provider = await openProvider(spec.provider, { concurrency: spec.concurrency, log });

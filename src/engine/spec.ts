@@ -265,6 +265,15 @@ function llmProblems(s: z.output<typeof llmFields>): string[] {
     (s.batch_poll_s !== undefined || s.batch_discount !== undefined || s.batch_deadline_h !== undefined)
   )
     out.push('batch_poll_s, batch_discount, batch_deadline_h: go with batch: true');
+  if (s.repeats > 1 && s.mode === 'loglik')
+    out.push('repeats: a log-likelihood score is the same each time; repeats are for generation');
+  if (s.prompts.length > 0 && s.mode === 'loglik')
+    out.push('prompts: the formulations are of the generation instruction; use mode generate');
+  if (s.prompts.length > 0 && s.tasks.every((t) => isTaskName(t))) {
+    const known = [...new Set(s.tasks.flatMap((t) => getTask(t).prompt.variants.map((v) => v.id)))];
+    const unknown = s.prompts.filter((id) => !known.includes(id));
+    if (unknown.length > 0) out.push(`prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
+  }
   if (p === 'anthropic') {
     if (s.reasoning_effort !== undefined)
       out.push("reasoning_effort: OpenAI's setting; Anthropic's models think within thinking_budget");
