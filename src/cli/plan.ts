@@ -1,30 +1,21 @@
 /**
- * `rumedbench plan check|run PLAN`: an evaluation plan (src/plans/) made of this CLI's own commands. A plan setting
- * is the flag of the same name (`max_tokens` is `--max-tokens`), read and checked by the same parser and made into
- * the same run spec, so that a cell runs exactly what the command would; `plan run` hands the specs to the engine,
- * side by side.
+ * `rumedbench plan check|run PLAN`: flags in, a plan (src/plans/: read, checked and expanded into run specs there)
+ * out to the engine, side by side; nothing here reads a plan's settings.
  */
-import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readUtf8File } from '../data/text.js';
-import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { runEvaluation } from '../engine/run.js';
 import { commandLineOf } from '../engine/spec.js';
-import { RumedbenchError, UsageError } from '../errors.js';
-import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
-import { BATCH_DEFAULTS } from '../llm/batch.js';
+import { RumedbenchError } from '../errors.js';
 import { createLogger } from '../log.js';
-import { plannedMde } from '../metrics/ranking.js';
-import { type Cell, expandPlan } from '../plans/cells.js';
-import { type Plan, type PlanProvider, parsePlan, type Setting } from '../plans/file.js';
+import { type CellCheck, checkCell, totalCost } from '../plans/check.js';
+import { loadPlan } from '../plans/file.js';
 import { type CellOutcome, type PlanProgress, type PlanRow, runPlan } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { submitRun } from '../submit/client.js';
-import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
-import type { Flag, FlagsOf, FlagTable } from './flags.js';
+import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT, exitCodeOf } from './io.js';
-import { LLM_FLAGS, type LlmFlags, llmSpecOf, parseShard, resolveShard } from './llm.js';
+import { parseShard, resolveShard } from './llm.js';
 
 export const PLAN_CHECK_FLAGS = {
   json: flag.jsonFlag('print the cells as one JSON object'),
@@ -54,270 +45,13 @@ export const PLAN_RUN_FLAGS = {
   json: flag.jsonFlag('print the plan summary as one JSON object'),
 } satisfies FlagTable;
 
-/** Plan keys are the flags' names in snake case: `maxTokens` (`--max-tokens`) is `max_tokens`. */
-const planKey = (attribute: string) =>
-  attribute === attribute.toUpperCase()
-    ? attribute
-    : attribute.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-/**
- * A plan value as the flag's parser reads it: a switch takes true or false, a flag with a value takes text or a
- * number (a list where the flag repeats), checked against its choices and parsed as the command line would be.
- */
-// biome-ignore lint/suspicious/noExplicitAny: a table holds flags of any value type
-function flagValue(spec: Flag<any>, value: unknown): unknown {
-  const takesValue = spec.flag.includes('<');
-  if (!takesValue) {
-    if (typeof value !== 'boolean') throw new Error(`true or false, got ${JSON.stringify(value)}`);
-    return value;
-  }
-  if (spec.off && value === false) return false;
-  const many = Array.isArray(spec.default);
-  const values = Array.isArray(value) && many ? value : [value];
-  let out: unknown = many ? [] : undefined;
-  for (const v of values) {
-    if (typeof v !== 'string' && typeof v !== 'number')
-      throw new Error(
-        `a ${spec.choices ? `word (${spec.choices.join(', ')})` : 'text or number'}, got ${JSON.stringify(v)}`,
-      );
-    const text = String(v);
-    if (spec.choices && !spec.choices.includes(text))
-      throw new Error(`one of ${spec.choices.join(', ')}, got "${text}"`);
-    out = spec.parse ? spec.parse(text, out) : text;
-  }
-  return out;
-}
-
-/**
- * The flags a cell's settings stand for, as commander would give them for the same command line: the table's
- * defaults, then each setting parsed by its flag's parser.
- */
-function flagsOfSettings<T extends FlagTable>(
-  table: T,
-  settings: Readonly<Record<string, unknown>>,
-  fixed: Record<string, unknown>,
-): FlagsOf<T> {
-  const out: Record<string, unknown> = {};
-  for (const [key, spec] of Object.entries(table)) if (spec.default !== undefined) out[key] = spec.default;
-  for (const [key, spec] of Object.entries(table)) {
-    const k = planKey(key);
-    if (k in settings) out[key] = flagValue(spec, settings[k]);
-  }
-  return { ...out, ...fixed } as FlagsOf<T>;
-}
-
-const SET_BY_PLAN = new Set([
-  'out',
-  'json',
-  'resume',
-  'retryErrors',
-  'progress',
-  'provider',
-  'quiet',
-  // A file written instead of a run, and a results file read into one: steps of one run by hand, not plan cells.
-  'batchFile',
-  'batchResults',
-]);
-
-function settingsOf(table: FlagTable, leaveOut: readonly string[]): Map<string, Setting> {
-  const out = new Map<string, Setting>();
-  for (const [key, spec] of Object.entries(table))
-    if (!SET_BY_PLAN.has(key) && !leaveOut.includes(key))
-      out.set(planKey(key), { check: (v) => void flagValue(spec, v) });
-  return out;
-}
-
-/**
- * The requests a cell holds in flight at its endpoint: its concurrency, or none for a batch cell (it uploads a file
- * and waits, for hours perhaps, without holding the endpoint's request slots from the plan's online cells).
- */
-const concurrencyOf = (s: Readonly<Record<string, unknown>>) =>
-  s.batch === true || s.batch === 'true'
-    ? 0
-    : typeof s.concurrency === 'number'
-      ? s.concurrency
-      : Number(s.concurrency ?? 8);
-
-/** The providers a plan model can name, from the commands' flag tables. */
-export const PLAN_PROVIDERS: Record<string, PlanProvider> = {
-  openai: {
-    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'openai', out: '' }) as LlmFlags),
-    settings: settingsOf(LLM_FLAGS, ['contextSize', 'gpu', 'threads']),
-    endpoint: (s) => `openai ${String(s.base_url ?? '')}`,
-    inFlight: concurrencyOf,
-    paths: ['data', 'template'],
-  },
-  anthropic: {
-    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'anthropic', out: '' }) as LlmFlags),
-    settings: settingsOf(LLM_FLAGS, [
-      'contextSize',
-      'gpu',
-      'threads',
-      'mode',
-      'labelWords',
-      'reasoningEffort',
-    ]),
-    endpoint: (s) => `anthropic ${String(s.base_url ?? ANTHROPIC_BASE_URL)}`,
-    inFlight: concurrencyOf,
-    paths: ['data', 'template'],
-  },
-  llama: {
-    toSpec: (s) => llmSpecOf(flagsOfSettings(LLM_FLAGS, s, { provider: 'llama', out: '' }) as LlmFlags),
-    settings: settingsOf(LLM_FLAGS, [
-      'baseUrl',
-      'apiKeyEnv',
-      'header',
-      'headerEnv',
-      'downAfter',
-      'timeoutMs',
-      'maxRetries',
-      'maxWait',
-      'maxReplyBytes',
-      'reasoningEffort',
-      'thinkingBudget',
-    ]),
-    // A local model holds the machine: one such cell at a time.
-    endpoint: () => 'this machine',
-    inFlight: () => Number.POSITIVE_INFINITY,
-    paths: ['data', 'template', 'model'],
-  },
-  encoder: {
-    toSpec: (s) =>
-      baselineSpecOf('encoder', flagsOfSettings(BASELINE_FLAGS, s, { out: '' }) as BaselineFlags),
-    settings: settingsOf(BASELINE_FLAGS, ['save']),
-    // With an embeddings endpoint the vectors come from a server, four batches in flight; else from this machine.
-    endpoint: (s) => (typeof s.endpoint === 'string' ? `embeddings ${s.endpoint}` : 'this machine'),
-    inFlight: (s) => (typeof s.endpoint === 'string' ? 4 : Number.POSITIVE_INFINITY),
-    paths: ['data', 'model', 'cache'],
-  },
-};
-
-/** The largest plan file read: a plan is a page of YAML; a 100 MB one took minutes and gigabytes to refuse. */
-export const MAX_PLAN_BYTES = 1 << 20;
-
-export function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[] } {
-  const path = resolve(file);
-  // A missing file is left to the reader, which names it as every command does.
-  const size = existsSync(path) ? statSync(path).size : 0;
-  if (size > MAX_PLAN_BYTES)
-    throw new UsageError(
-      `${file}: ${size} bytes; a plan file is at most ${MAX_PLAN_BYTES} bytes (1 MiB): is it the right file?`,
-    );
-  const plan = parsePlan(readUtf8File(path), path, PLAN_PROVIDERS);
-  const { cells, notes } = expandPlan(plan, PLAN_PROVIDERS);
-  return { plan, cells, notes };
-}
-
-interface CellCheck {
-  cell: string;
-  provider: string;
-  axes: Record<string, unknown>;
-  requests: number | null;
-  prompt_tokens_estimate: number | null;
-  cost_estimate: { min: number; max: number } | null;
-  /** Tasks a cell's settings leave out, with why (a missing train file for shots, no such formulation, …). */
-  skipped?: Record<string, string>;
-  /** Per task: its items, and the difference two systems need to be told apart (see `DISCORDANCE`). */
-  mde?: Record<string, { n: number; clusters: boolean; at_20: number; at_40: number }>;
-  note?: string;
-}
-
-/** Shares of items two systems answer differently, for the planned detectable differences: a close pair, a far one. */
-const DISCORDANCE = [0.2, 0.4] as const;
-
-/** What a cell will ask: its requests and, for LLM cells, prompt tokens (≈ characters / 4) and the cost bounds. */
-async function checkCell(cell: Cell): Promise<CellCheck> {
-  const row: CellCheck = {
-    cell: cell.id,
-    provider: cell.provider,
-    axes: cell.axes,
-    requests: null,
-    prompt_tokens_estimate: null,
-    cost_estimate: null,
-  };
-  if (cell.provider === 'encoder') return { ...row, note: 'encoder: no requests' };
-  if (cell.spec.kind !== 'llm') return { ...row, note: 'not an LLM cell: no requests' };
-  const f = cell.spec;
-  try {
-    const plan = await planLlmSpec(f, modelNameOf(f));
-    const chars = plan.requests.reduce(
-      (sum, j) =>
-        sum +
-        (j.kind === 'chat'
-          ? j.messages.reduce((a, m) => a + m.content.length, 0)
-          : j.item.context.length + j.item.candidates.reduce((a, c) => a + c.text.length, 0)),
-      0,
-    );
-    const prompt = Math.round(chars / 4);
-    const items = new Map<string, { ids: Set<string>; clusters: boolean }>();
-    for (const j of plan.requests) {
-      const t = items.get(j.task.name) ?? { ids: new Set<string>(), clusters: j.task.cluster !== undefined };
-      t.ids.add(j.record.id);
-      items.set(j.task.name, t);
-    }
-    const mde = Object.fromEntries(
-      [...items].map(([task, t]) => [
-        task,
-        {
-          n: t.ids.size,
-          clusters: t.clusters,
-          at_20: plannedMde(t.ids.size, DISCORDANCE[0]),
-          at_40: plannedMde(t.ids.size, DISCORDANCE[1]),
-        },
-      ]),
-    );
-    const generated = plan.requests.filter((j) => j.kind === 'chat').length * f.max_tokens;
-    const keep = f.batch ? 1 - (f.batch_discount ?? BATCH_DEFAULTS.discount) : 1;
-    const skipped = Object.entries(plan.skipped);
-    return {
-      ...row,
-      requests: plan.requests.length,
-      mde,
-      ...(skipped.length > 0
-        ? {
-            skipped: plan.skipped,
-            note: skipped.map(([task, why]) => `${task} left out: ${why}`).join('; '),
-          }
-        : {}),
-      prompt_tokens_estimate: prompt,
-      ...(f.prices
-        ? {
-            // A batch cell pays the batch price: the discount off both bounds. The prompts at the cheapest of their
-            // prices (all read from a cache) for the least, at the dearest (all written to one) for the most.
-            cost_estimate: {
-              min: (keep * prompt * Math.min(f.prices.prompt, f.prices.cached, f.prices.cache_write)) / 1e6,
-              max:
-                (keep *
-                  (prompt * Math.max(f.prices.prompt, f.prices.cached, f.prices.cache_write) +
-                    generated * f.prices.completion)) /
-                1e6,
-            },
-          }
-        : {}),
-    };
-  } catch (e) {
-    if (e instanceof RumedbenchError) return { ...row, note: e.message };
-    throw e;
-  }
-}
-
-/** The cells' cost bounds summed, over the cells that have prices; null where none has. */
-function totalCost(checks: readonly CellCheck[]): { min: number; max: number; cells: number } | null {
-  const priced = checks.filter((c) => c.cost_estimate !== null);
-  if (priced.length === 0) return null;
-  return {
-    min: priced.reduce((s, c) => s + (c.cost_estimate?.min ?? 0), 0),
-    max: priced.reduce((s, c) => s + (c.cost_estimate?.max ?? 0), 0),
-    cells: priced.length,
-  };
-}
-
 export async function runPlanCheck(
   file: string,
   flags: FlagsOf<typeof PLAN_CHECK_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const { plan, cells, notes } = loadPlan(file);
+  const { plan, cells, notes, warnings } = loadPlan(file);
+  for (const w of warnings) io.log.warn(w);
   const checks: CellCheck[] = [];
   for (const c of cells) checks.push(await checkCell(c));
   if (flags.json) {
@@ -424,6 +158,7 @@ export async function runPlanRun(
 ): Promise<number> {
   const loaded = loadPlan(file);
   const { plan, notes } = loaded;
+  for (const w of loaded.warnings) io.log.warn(w);
   let cells = loaded.cells;
   if (flags.shard) {
     const { index, count } = resolveShard(flags.shard);

@@ -6,9 +6,7 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { modelNameOf, planLlmSpec } from '../engine/llm.js';
 import { UsageError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { median } from '../metrics/quantile.js';
 import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
@@ -16,11 +14,10 @@ import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
 import { parseEndpointKeys } from '../workers/keys.js';
 import type { PlanStatus } from '../workers/plans.js';
 import type { OpenQueueOptions, QueueDb } from '../workers/store.js';
-import type { QueuedCell } from '../workers/submit.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT, writeRefusal } from './io.js';
-import { loadPlan, submitCell } from './plan.js';
+import { submitCell } from './plan.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
 async function queue() {
@@ -158,38 +155,12 @@ export async function withQueue<T>(
   }
 }
 
-/** A plan's cells as the queue takes them: LLM cells, each one run (no variants, no shards). */
-export async function queuedCells(file: string, log: Logger) {
-  const { plan, cells, notes } = loadPlan(file);
-  const refused: string[] = [];
-  const queued: QueuedCell[] = [];
-  for (const cell of cells) {
-    const spec = cell.spec;
-    if (spec.kind !== 'llm') {
-      refused.push(`${cell.id}: encoder cells run with \`plan run\`, not on workers`);
-      continue;
-    }
-    for (const [k, given] of [
-      ['prompts', spec.prompts.length > 0],
-      ['perturb', spec.perturb.length > 0],
-      ['shard', spec.shard !== undefined],
-    ] as const)
-      if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
-    const planned = await planLlmSpec(spec, modelNameOf(spec), log);
-    if (planned.requests.length === 0)
-      refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
-    queued.push({ cell, keys: planned.requests.map((j) => j.key), dataSha256: planned.dataFiles });
-  }
-  if (refused.length > 0) throw new UsageError(`${plan.file}: cannot be queued:\n  ${refused.join('\n  ')}`);
-  return { plan, queued, notes };
-}
-
 export async function runPlanSubmit(
   file: string,
   flags: FlagsOf<typeof PLAN_SUBMIT_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  const { plan, queued, notes } = await queuedCells(file, io.log);
+  const { plan, queued, notes } = await (await queue()).queuedCells(file, io.log);
   for (const n of notes) io.log.info(n);
   const sha = createHash('sha256').update(readFileSync(plan.file)).digest('hex');
   const r = await withQueue(flags.db, (db) =>

@@ -2,10 +2,10 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { commandLineOf, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
+import { PLAN_PROVIDERS } from '../plans/settings.js';
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
 import { addFlags } from './flags.js';
 import { LLM_FLAGS, type LlmFlags, llmSpecOf } from './llm.js';
-import { PLAN_PROVIDERS } from './plan.js';
 
 const openai = { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:8000/v1' } as const;
 
@@ -99,11 +99,8 @@ describe('run specs and the command line', () => {
     const fromPlan = PLAN_PROVIDERS.openai?.toSpec({
       model: 'm',
       base_url: 'http://127.0.0.1:8000/v1',
-      tasks: 'RuMedDaNet',
-      price_prompt: 2,
-      price_completion: 8,
-      price_cached: 0.5,
-      price_cache_write: 0,
+      tasks: ['RuMedDaNet'],
+      prices: { prompt: 2, completion: 8, cached: 0.5, cache_write: 0 },
     }) as LlmSpec;
     expect(fromPlan.prices).toEqual(given.prices);
     expect(() =>

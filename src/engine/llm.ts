@@ -4,17 +4,25 @@ import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
 import { anthropicBatches } from '../llm/anthropic-batch.js';
-import type { BatchApi } from '../llm/batch.js';
+import { type BatchApi, type BatchLedger, runBatches } from '../llm/batch.js';
+import type { JournalEntry } from '../llm/journal.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
-import { type LlmRunOptions, requestsOfRun } from '../llm/run.js';
-import type { RunProgress } from '../llm/send.js';
+import type { LlmRequest } from '../llm/requests.js';
+import {
+  type FinishInput,
+  finishRun,
+  type LlmRunOptions,
+  type LlmRunResult,
+  requestsOfRun,
+} from '../llm/run.js';
+import { newProgress, type RunProgress, sendAll } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
 import { type OpenProviderOptions, openProvider } from './provider.js';
-import { commandLineOf, type LlmSpec } from './spec.js';
+import { batchSettingsOf, commandLineOf, type LlmSpec } from './spec.js';
 
 export interface LlmContext {
   outDir: string;
@@ -78,12 +86,42 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
   };
 }
 
-/** Every request of a spec's run, in the run's order (`plan check`, `plan submit`). */
-export function planLlmSpec(spec: LlmSpec, model: string, log: Logger = silentLogger) {
-  return requestsOfRun(llmRunOptionsOf(spec, { outDir: '.', log }), model, log);
+/** Every request of a spec's run, in the run's order (`plan check`, `plan submit`, `llm --batch-file`). */
+export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
+  return llmCell(spec, { log }).plan(log);
 }
 
-/** A queued LLM spec as a worker runs it: the run's options, the model's name, and its provider when first needed. */
+/**
+ * Where a run's requests are asked (`execute`): in this process, `concurrency` at a time, or as the provider's batches
+ * (uploaded, waited for, collected), each answer handed to `journal` as it lands: the run folder's journal, or a
+ * worker's database. A worker takes its requests from the queue and asks them through one of these.
+ */
+export type Executor =
+  | {
+      kind: 'in-process';
+      provider: Provider;
+      journal: { append(entry: JournalEntry): void | Promise<void> };
+      concurrency: number;
+      signal?: AbortSignal;
+    }
+  | {
+      kind: 'batch';
+      provider: Provider;
+      journal: { append(entry: JournalEntry): void | Promise<void> };
+      /** Every request of the run: a batch recorded earlier is matched against them. */
+      all: readonly LlmRequest[];
+      /** Where results files are read, and the batch ledger kept unless `ledger` is given. */
+      outDir: string;
+      ledger?: BatchLedger;
+      log: Logger;
+      signal?: AbortSignal;
+    };
+
+/**
+ * An LLM spec as its phases: `plan()` → its requests, `execute(requests, executor)` → their answers, `finish(run)` →
+ * the run folder (lm-evaluation-harness's Instance → LM split). The settings each phase needs come from the spec
+ * here, once; a worker runs a queued cell with these, job by job.
+ */
 export interface LlmCell {
   spec: LlmSpec;
   options: Omit<LlmRunOptions, 'provider'>;
@@ -91,6 +129,12 @@ export interface LlmCell {
   model: string;
   /** Opens the provider; a worker gives the environment its keys come from and, for public servers only, a guard. */
   provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
+  /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
+  plan(log?: Logger): ReturnType<typeof requestsOfRun>;
+  /** Asks `requests` through `executor`; resolves with the seconds it took, or the batches' ids. */
+  execute(requests: readonly LlmRequest[], executor: Executor): Promise<{ wallS: number; ids?: string[] }>;
+  /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
+  finish(run: Omit<FinishInput, 'options' | 'log'> & { outDir: string }): Promise<LlmRunResult>;
 }
 
 /** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
@@ -100,20 +144,60 @@ export function batchApiOf(provider: Provider): BatchApi {
   throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
 }
 
-export function llmCell(spec: LlmSpec, o: { dataDir?: string; log: Logger }): LlmCell {
+/**
+ * A spec's run, its options made once for every door: `runEvaluation` gives the run folder and how to continue it; a
+ * worker, its data folder (it finishes each cell in a folder of its own).
+ */
+export function llmCell(
+  spec: LlmSpec,
+  o: Omit<LlmContext, 'outDir' | 'manifest'> & { outDir?: string },
+): LlmCell {
+  const { outDir = '.', ...context } = o;
+  const options = llmRunOptionsOf(spec, {
+    ...context,
+    outDir,
+    manifest: { spec, command: commandLineOf(spec) },
+  });
+  const model = modelNameOf(spec);
   return {
     spec,
-    options: llmRunOptionsOf(spec, {
-      outDir: '.',
-      log: o.log,
-      manifest: { spec, command: commandLineOf(spec) },
-      ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}),
-    }),
-    model: modelNameOf(spec),
+    options,
+    model,
     async provider(opening = {}) {
       const p = await openProvider(spec.provider, { concurrency: spec.concurrency, log: o.log, ...opening });
       if (spec.mode === 'loglik') await p.checkLoglik?.();
       return p;
     },
+    plan: (log) => requestsOfRun(options, model, log),
+    async execute(requests, x) {
+      if (x.kind === 'in-process') {
+        const wallS = await sendAll({
+          pending: requests,
+          provider: x.provider,
+          params: options.params,
+          journal: x.journal,
+          concurrency: x.concurrency,
+          progress: newProgress(requests.length),
+          ...(x.signal ? { signal: x.signal } : {}),
+        });
+        return { wallS };
+      }
+      const batch = batchSettingsOf(spec);
+      if (!batch) throw new UsageError('a batch executor for a spec sent online: give it batch: true');
+      return runBatches({
+        api: batchApiOf(x.provider),
+        jobs: x.all,
+        pending: requests,
+        params: options.params,
+        journal: x.journal,
+        outDir: x.outDir,
+        pollS: batch.pollS,
+        deadlineH: batch.deadlineH,
+        log: x.log,
+        ...(x.ledger ? { ledger: x.ledger } : {}),
+        ...(x.signal ? { signal: x.signal } : {}),
+      });
+    },
+    finish: ({ outDir, ...run }) => finishRun({ ...run, options: { ...options, outDir }, log: o.log }),
   };
 }

@@ -12,7 +12,6 @@ import { resolveDataDir, splitPath } from '../data/paths.js';
 import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
-import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
@@ -28,10 +27,11 @@ import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
-import { batchApiOf, llmRunOptionsOf, modelNameOf, planLlmSpec } from './llm.js';
+import { batchApiOf, llmCell, planLlmSpec } from './llm.js';
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
+  batchSettingsOf,
   type ContaminationSpec,
   commandLineOf,
   type LlmSpec,
@@ -88,22 +88,6 @@ const folderOf = (ctx: RunContext): string => {
   return ctx.out;
 };
 
-/** Checks that belong to the spec as a whole, not to one field. */
-export function checkLlmSpec(spec: LlmSpec): void {
-  if (spec.repeats > 1 && spec.mode === 'loglik')
-    throw new UsageError(
-      '--repeats: a log-likelihood score is the same each time; repeats are for generation',
-    );
-  if (spec.prompts.length > 0 && spec.mode === 'loglik')
-    throw new UsageError(
-      '--prompts: the formulations are of the generation instruction; use --mode generate',
-    );
-  const known = [...new Set(spec.tasks.flatMap((t) => getTask(t).prompt.variants.map((v) => v.id)))];
-  const unknown = spec.prompts.filter((id) => !known.includes(id));
-  if (unknown.length > 0)
-    throw new UsageError(`--prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
-}
-
 /**
  * `llm --batch-file`: the spec's requests (those a run would send) as an OpenAI batch input file, the bodies an
  * online run sends, keyed by their journal keys; nothing is sent. Returns how many were written.
@@ -114,8 +98,8 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
   const api = openAIBatches(
     new OpenAIProvider({ baseUrl: spec.provider.base_url, model: spec.provider.model }),
   );
-  const { requests } = await planLlmSpec(spec, modelNameOf(spec), log);
-  const { params } = llmRunOptionsOf(spec, { outDir: '.', log });
+  const { requests } = await planLlmSpec(spec, log);
+  const { params } = llmCell(spec, { log }).options;
   mkdirSync(dirname(file), { recursive: true });
   // Written as the lines are made: tens of thousands of requests are never one string.
   const out = createWriteStream(file);
@@ -140,10 +124,10 @@ function readBatchResults(provider: Provider, file: string) {
 
 async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Promise<RunOutcome> {
   const log = ctx.log ?? silentLogger;
-  checkLlmSpec(spec);
   if (spec.repeats > 1 && spec.temperature === 0)
     log.warn('--repeats at --temperature 0: a deterministic server gives the same answer each time');
   const provider = await openProvider(spec.provider, { concurrency: spec.concurrency, log });
+  const batch = batchSettingsOf(spec);
   try {
     const options: LlmRunOptions = {
       provider,
@@ -155,25 +139,15 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
             },
           }
         : {}),
-      ...(spec.batch
-        ? {
-            batch: {
-              api: batchApiOf(provider),
-              pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
-              discount: spec.batch_discount ?? BATCH_DEFAULTS.discount,
-              deadlineH: spec.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
-            },
-          }
-        : {}),
-      ...llmRunOptionsOf(spec, {
+      ...(batch ? { batch: { api: batchApiOf(provider), ...batch } } : {}),
+      ...llmCell(spec, {
         outDir: ctx.out,
         log,
-        manifest: specRecord(spec),
         ...(ctx.dataDir !== undefined ? { dataDir: ctx.dataDir } : {}),
         ...(ctx.resume ? { resume: true } : {}),
         ...(ctx.retryErrors ? { retryErrors: true } : {}),
         ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
-      }),
+      }).options,
     };
     const result = await runLlm(options);
     const formulations =

@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
-import { ANTHROPIC_BASE_URL } from '../llm/anthropic.js';
+import { ANTHROPIC_BASE_URL, MIN_THINKING_BUDGET } from '../llm/anthropic.js';
+import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { pricesFor } from '../llm/cost.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
@@ -167,7 +168,7 @@ function cachePricesFilled(
   };
 }
 
-const llmSpec = z
+const llmFields = z
   .object({
     schema: z.literal(RUN_SPEC_SCHEMA),
     kind: z.literal('llm'),
@@ -228,7 +229,7 @@ const llmSpec = z
     batch: z.boolean().optional(),
     /** The first wait between two looks at a batch, in seconds (doubled up to five minutes). */
     batch_poll_s: z.number().gt(0).optional(),
-    /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent. */
+    /** The share of the prices a batch saves; 0.5 (the providers' batch discount) when absent (filled for a batch). */
     batch_discount: z.number().min(0).max(1).optional(),
     /** How long a batch is waited for, hours after it was submitted; 25 (the providers' 24 h window and an hour). */
     batch_deadline_h: z.number().gt(0).optional(),
@@ -236,12 +237,89 @@ const llmSpec = z
     batch_results: z.string().min(1).optional(),
     bootstrap: whole(0).default(LLM_DEFAULTS.bootstrap),
   })
-  .strict()
+  .strict();
+
+/**
+ * What no single field can say: settings a provider or a mode does not take, and settings that need another. The
+ * CLI's flags say the same in their own words first; a plan's cells and a spec file meet these.
+ */
+function llmProblems(s: z.output<typeof llmFields>): string[] {
+  const out: string[] = [];
+  const p = s.provider.name;
+  if (s.max_cost !== undefined && s.prices === undefined)
+    out.push('max_cost: needs prices (USD per million tokens)');
+  if (p === 'llama' && (s.reasoning_effort !== undefined || s.thinking_budget !== undefined))
+    out.push(
+      'reasoning_effort, thinking_budget: read by model servers (provider openai or anthropic), not by a local GGUF model',
+    );
+  if (s.batch && p === 'llama')
+    out.push("batch: a provider's batch (openai or anthropic); a local model has none");
+  if (s.batch && s.mode === 'loglik')
+    out.push('batch: sends chat requests; a log-likelihood run is sent online');
+  if (s.batch && s.batch_results !== undefined)
+    out.push('batch_results: for a batch run elsewhere, not with batch (which sends it)');
+  if (s.batch_results !== undefined && (p !== 'openai' || s.mode === 'loglik'))
+    out.push('batch_results: an OpenAI batch output file of chat requests (provider openai, mode generate)');
+  if (
+    !s.batch &&
+    (s.batch_poll_s !== undefined || s.batch_discount !== undefined || s.batch_deadline_h !== undefined)
+  )
+    out.push('batch_poll_s, batch_discount, batch_deadline_h: go with batch: true');
+  if (s.repeats > 1 && s.mode === 'loglik')
+    out.push('repeats: a log-likelihood score is the same each time; repeats are for generation');
+  if (s.prompts.length > 0 && s.mode === 'loglik')
+    out.push('prompts: the formulations are of the generation instruction; use mode generate');
+  if (s.prompts.length > 0 && s.tasks.every((t) => isTaskName(t))) {
+    const known = [...new Set(s.tasks.flatMap((t) => getTask(t).prompt.variants.map((v) => v.id)))];
+    const unknown = s.prompts.filter((id) => !known.includes(id));
+    if (unknown.length > 0) out.push(`prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
+  }
+  if (p === 'anthropic') {
+    if (s.reasoning_effort !== undefined)
+      out.push("reasoning_effort: OpenAI's setting; Anthropic's models think within thinking_budget");
+    if (s.mode === 'loglik') out.push('mode: the Messages API returns no log-probabilities; use generate');
+    const budget = s.thinking_budget;
+    if (budget !== undefined && (budget < MIN_THINKING_BUDGET || budget >= s.max_tokens))
+      out.push(
+        `thinking_budget: Anthropic takes at least ${MIN_THINKING_BUDGET} tokens, and fewer than max_tokens (${s.max_tokens}), which the thinking counts against`,
+      );
+  }
+  return out;
+}
+
+const llmSpec = llmFields
+  .superRefine((s, ctx) => {
+    for (const problem of llmProblems(s)) {
+      const at = problem.indexOf(': ');
+      ctx.addIssue({ code: 'custom', path: [problem.slice(0, at)], message: problem.slice(at + 2) });
+    }
+  })
   .transform((s) => ({
     ...s,
     concurrency: s.concurrency ?? LLM_DEFAULTS.concurrency[s.provider.name],
     prices: s.prices ? cachePricesFilled(s.provider.name, s.prices) : undefined,
+    // A batch run's waits and price, filled here once (the providers' defaults: `BATCH_DEFAULTS`).
+    ...(s.batch
+      ? {
+          batch_poll_s: s.batch_poll_s ?? BATCH_DEFAULTS.pollS,
+          batch_discount: s.batch_discount ?? BATCH_DEFAULTS.discount,
+          batch_deadline_h: s.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
+        }
+      : {}),
   }));
+
+/** A batch spec's waits and price as the harness takes them (filled by `makeRunSpec`); undefined for an online run. */
+export function batchSettingsOf(
+  spec: LlmSpec,
+): { pollS: number; discount: number; deadlineH: number } | undefined {
+  if (!spec.batch) return undefined;
+  const { batch_poll_s: pollS, batch_discount: discount, batch_deadline_h: deadlineH } = spec;
+  if (pollS === undefined || discount === undefined || deadlineH === undefined)
+    throw new RunSpecError('run spec', [
+      'batch: a batch spec not made by makeRunSpec (its waits are not filled)',
+    ]);
+  return { pollS, discount, deadlineH };
+}
 
 const encoderSpec = z
   .object({
@@ -262,7 +340,7 @@ const encoderSpec = z
   })
   .strict();
 
-const baselineSpec = z
+const baselineFields = z
   .object({
     schema: z.literal(RUN_SPEC_SCHEMA),
     kind: z.literal('baseline'),
@@ -278,25 +356,32 @@ const baselineSpec = z
     /** Save each trained model under this folder. */
     save: z.string().min(1).optional(),
   })
-  .strict()
-  .superRefine((s, ctx) => {
-    if ((s.method === 'encoder') !== (s.encoder !== undefined))
+  .strict();
+
+const baselineSpec = baselineFields.superRefine((s, ctx) => {
+  if ((s.method === 'encoder') !== (s.encoder !== undefined))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['encoder'],
+      message:
+        s.method === 'encoder' ? 'method encoder needs encoder: { model, … }' : 'only for method encoder',
+    });
+  if (s.encoder !== undefined && s.encoder.endpoint === undefined && s.encoder.max_dimensions !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['encoder', 'max_dimensions'],
+      message: 'for an embeddings endpoint, not a model run here',
+    });
+  if (s.encoder?.endpoint !== undefined) {
+    const local = (['pooling', 'dtype', 'max_length'] as const).filter((k) => s.encoder?.[k] !== undefined);
+    if (local.length > 0 || s.save !== undefined || s.encoder.download === false)
       ctx.addIssue({
         code: 'custom',
         path: ['encoder'],
-        message:
-          s.method === 'encoder' ? 'method encoder needs encoder: { model, … }' : 'only for method encoder',
+        message: `${[...local, ...(s.save !== undefined ? ['save'] : []), ...(s.encoder.download === false ? ['download'] : [])].join(', ')}: for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)`,
       });
-    if (s.encoder?.endpoint !== undefined) {
-      const local = (['pooling', 'dtype', 'max_length'] as const).filter((k) => s.encoder?.[k] !== undefined);
-      if (local.length > 0 || s.save !== undefined || s.encoder.download === false)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['encoder'],
-          message: `${[...local, ...(s.save !== undefined ? ['save'] : []), ...(s.encoder.download === false ? ['download'] : [])].join(', ')}: for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)`,
-        });
-    }
-  });
+  }
+});
 
 /** The defaults of a contamination probe run (the order probe's from llm/contamination.ts). */
 export const CONTAMINATION_DEFAULTS = {
@@ -333,6 +418,19 @@ const contaminationSpec = z
   .strict();
 
 export const runSpecSchema = z.union([llmSpec, baselineSpec, contaminationSpec]);
+
+/**
+ * Each field of a spec on its own, for a reader that checks one value where it stands (a plan's setting at its line):
+ * the top-level fields of an LLM and a baseline run, and the fields of each provider and of an encoder.
+ */
+export const SPEC_FIELDS = {
+  llm: llmFields.shape,
+  baseline: baselineFields.shape,
+  openai: openaiProvider.shape,
+  anthropic: anthropicProvider.shape,
+  llama: llamaProvider.shape,
+  encoder: encoderSpec.shape,
+} as const;
 
 export type LlmSpec = z.output<typeof llmSpec>;
 export type BaselineSpec = z.output<typeof baselineSpec>;

@@ -1,12 +1,15 @@
 /**
- * A plan's cells: each model × one value of each matrix axis its provider takes. A cell is a run spec (the one the
- * same `rumedbench llm …` or `baseline encoder …` command would make) with its own run folder,
+ * A plan's cells: each model × one value of each matrix axis its provider takes. A cell is a run spec,
+ * `makeRunSpec({...defaults, ...model, ...combo})` with the provider's fields nested (`./settings.ts`), with its
+ * own run folder,
  * `<out>/<model>/<axis=value,…>/`, so that a plan is nothing but many run folders, each what the command alone would
  * write.
  */
 import { dirname, join, resolve } from 'node:path';
 import type { RunSpec } from '../engine/spec.js';
-import type { Plan, PlanProvider } from './file.js';
+import { PlanError, RumedbenchError, RunSpecError } from '../errors.js';
+import type { Plan } from './file.js';
+import { PLAN_PROVIDERS, type PlanProvider } from './settings.js';
 
 export interface Cell {
   /** `<model>/<axis=value,…>`, or `<model>/default` without axes. */
@@ -32,9 +35,13 @@ export interface Expansion {
 /** Keeps folder names portable: the value as text, with anything but letters, digits and ".-_" replaced. */
 const safe = (v: unknown) => String(v).replace(/[^\p{L}\p{N}._-]+/gu, '_');
 
-export function expandPlan(plan: Plan, providers: Readonly<Record<string, PlanProvider>>): Expansion {
+export function expandPlan(
+  plan: Plan,
+  providers: Readonly<Record<string, PlanProvider>> = PLAN_PROVIDERS,
+): Expansion {
   const cells: Cell[] = [];
   const notes: string[] = [];
+  const problems: string[] = [];
   for (const m of plan.models) {
     const spec = providers[m.provider] as PlanProvider;
     const axes = plan.matrix.filter(([k]) => spec.settings.has(k) && !(k in m.settings));
@@ -48,7 +55,7 @@ export function expandPlan(plan: Plan, providers: Readonly<Record<string, PlanPr
     const base: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(plan.defaults)) if (spec.settings.has(k)) base[k] = v;
     Object.assign(base, m.settings);
-    if (spec.settings.has('tasks') && !('tasks' in base)) base.tasks = plan.tasks.join(',');
+    if (spec.settings.has('tasks') && !('tasks' in base)) base.tasks = plan.tasks;
     if (spec.settings.has('split') && !('split' in base)) base.split = plan.split;
     if (spec.settings.has('data') && !('data' in base) && plan.data !== undefined) base.data = plan.data;
     for (const combo of product(axes)) {
@@ -60,18 +67,30 @@ export function expandPlan(plan: Plan, providers: Readonly<Record<string, PlanPr
       const label = Object.entries(combo)
         .map(([k, v]) => `${k}=${safe(v)}`)
         .join(',');
+      const id = join(m.name, label || 'default');
+      let made: RunSpec;
+      try {
+        made = spec.toSpec(settings);
+      } catch (e) {
+        // What no single setting says (a budget without prices, loglik on Anthropic): named at the model's entry.
+        if (e instanceof RunSpecError) problems.push(...e.problems.map((p) => `${m.where}: ${id}: ${p}`));
+        else if (e instanceof RumedbenchError) problems.push(`${m.where}: ${id}: ${e.message}`);
+        else throw e;
+        continue;
+      }
       cells.push({
-        id: join(m.name, label || 'default'),
+        id,
         model: m.name,
         provider: m.provider,
         axes: combo,
         settings,
-        spec: spec.toSpec(settings),
-        endpoint: spec.endpoint(settings),
-        inFlight: spec.inFlight(settings),
+        spec: made,
+        endpoint: spec.endpoint(made),
+        inFlight: spec.inFlight(made),
       });
     }
   }
+  if (problems.length > 0) throw new PlanError(plan.file, problems);
   return { cells, notes };
 }
 

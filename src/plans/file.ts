@@ -1,37 +1,34 @@
 /**
  * An evaluation plan: many models × settings in one YAML or JSON file (JSON is read as the YAML it also is), so that
- * each problem is named with its line and column. What a setting means, and which values it takes, is not known
- * here: the caller passes each provider's settings and how they make a run spec (the CLI derives both from the
- * commands' flag tables), so a setting means in a plan exactly what its flag means on the command line.
+ * each problem is named with its line and column. A setting is a run spec's field (`./settings.ts`), checked where
+ * it stands by the spec's own schema; an old key (a flag's name) is read as its field with a warning.
  */
+
+import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument, type YAMLMap } from 'yaml';
-import { type RunSpec, secretHeaderProblem } from '../engine/spec.js';
+import { readUtf8File } from '../data/text.js';
+import { secretHeaderProblem } from '../engine/spec.js';
 import { PlanError, TaskDefinitionError, UsageError } from '../errors.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
+import { type Cell, expandPlan } from './cells.js';
+import { PLAN_PROVIDERS, type PlanProvider, RENAMED, renamedAs, specValueOf } from './settings.js';
 
-/** One setting a provider takes. */
-export interface Setting {
-  /** Throws an Error saying what the value should be. */
-  check(value: unknown): void;
-}
+export type { PlanProvider, Setting } from './settings.js';
 
-/** How one kind of model is run: the settings it takes, by plan key (`max_tokens`), and the spec they make. */
-export interface PlanProvider {
-  settings: ReadonlyMap<string, Setting>;
-  /** A cell's run spec from its settings (each already checked). */
-  toSpec(settings: Readonly<Record<string, unknown>>): RunSpec;
-  /** Where the requests of a cell go, for the in-flight budget (one endpoint, one local model). */
-  endpoint(settings: Readonly<Record<string, unknown>>): string;
-  /** Requests one cell of this provider keeps in flight (its concurrency); Infinity for a cell that holds the machine. */
-  inFlight(settings: Readonly<Record<string, unknown>>): number;
-  /** Settings that are paths: a relative one (`./`, `../`) is read from the plan file's folder. */
-  paths: readonly string[];
-}
-
-/** Keys the plan sets for every cell itself. */
-const RESERVED = new Set(['out', 'json', 'resume', 'retry_errors', 'progress', 'quiet', 'provider']);
+/** Keys the plan sets for every cell itself, and steps of one run by hand (a batch file written or read). */
+const RESERVED = new Set([
+  'out',
+  'json',
+  'resume',
+  'retry_errors',
+  'progress',
+  'quiet',
+  'provider',
+  'batch_file',
+  'batch_results',
+]);
 /** Keys that would hold a secret: a plan names the environment variable instead. */
 const SECRET_KEY = /^(api[_-]?key|key|token|secret|password|authorization)$/i;
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -40,6 +37,8 @@ export interface PlanModel {
   name: string;
   provider: string;
   settings: Record<string, unknown>;
+  /** `file:line:col` of its entry, for a problem its cells' specs meet. */
+  where: string;
 }
 
 export interface Plan {
@@ -57,6 +56,8 @@ export interface Plan {
   /** On workers: rounds in which a cell's failed requests go back to the queue (3), and the first round's delay. */
   retryRounds?: number;
   retryDelayS?: number;
+  /** Old keys read as their fields, one line each: `file:line:col: "max_wait" is an old name: …`. */
+  warnings: string[];
 }
 
 const PLAN_KEYS = [
@@ -77,7 +78,7 @@ const PLAN_KEYS = [
 export function parsePlan(
   text: string,
   file: string,
-  providers: Readonly<Record<string, PlanProvider>>,
+  providers: Readonly<Record<string, PlanProvider>> = PLAN_PROVIDERS,
 ): Plan {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
@@ -87,6 +88,7 @@ export function parsePlan(
     return `${file}:${line}:${col}`;
   };
   const problems: string[] = [];
+  const warnings: string[] = [];
   const fail = (node: Node | null | undefined, reason: string) => problems.push(`${where(node)}: ${reason}`);
   for (const e of doc.errors) {
     const { line, col } = lineCounter.linePos(e.pos[0]);
@@ -167,8 +169,20 @@ export function parsePlan(
     fail(valueAt('retry_delay_s'), 'retry_delay_s: a whole number of seconds ≥ 0 (doubled each round)');
 
   const anyTakes = (key: string) => Object.values(providers).some((p) => p.settings.has(key));
-  /** Checks one setting against every provider that takes it (or only `only`). */
-  const checkSetting = (keyNode: Node, valueNode: Node | null, key: string, only?: PlanProvider): void => {
+  /**
+   * An old key read as its field, said once where it stands; the key as the spec names it. A key that is both an old
+   * name and a field of its own (none now) would be read as the field.
+   */
+  const renamed = (keyNode: Node, key: string): string => {
+    const to = RENAMED[key];
+    if (to === undefined || anyTakes(key)) return key;
+    warnings.push(
+      `${where(keyNode)}: "${key}" is an old name; write ${renamedAs(to)} (the run spec's field): it is read as that for now`,
+    );
+    return to;
+  };
+  /** Checks one setting against every provider that takes it (or only `only`); its value in the spec's form. */
+  const checkSetting = (keyNode: Node, valueNode: Node | null, key: string, only?: PlanProvider): unknown => {
     if (RESERVED.has(key))
       return void fail(keyNode, `"${key}" is set by the plan itself and cannot be given`);
     if (SECRET_KEY.test(key))
@@ -176,15 +190,17 @@ export function parsePlan(
         keyNode,
         `"${key}": a secret in the plan file; put it in an environment variable and name that with api_key_env`,
       );
-    const value = js(valueNode);
-    if (key === 'header') {
-      const secret = [value]
-        .flat()
-        .map((h) =>
-          typeof h === 'string'
-            ? secretHeaderProblem(h.slice(0, Math.max(0, h.indexOf(':'))).trim())
-            : undefined,
-        )
+    let value: unknown;
+    try {
+      value = specValueOf(key, js(valueNode), file);
+    } catch (e) {
+      if (!(e instanceof Error)) throw e;
+      return void fail(valueNode ?? keyNode, `${key}: ${(e as Error).message}`);
+    }
+    // A credential written as a header's value is named as such, before any other check of the value.
+    if (key === 'headers' && typeof value === 'object' && value !== null) {
+      const secret = Object.keys(value)
+        .map((name) => secretHeaderProblem(name))
         .find((p) => p !== undefined);
       if (secret) return void fail(valueNode ?? keyNode, secret);
     }
@@ -198,6 +214,7 @@ export function parsePlan(
         return;
       }
     }
+    return value;
   };
   const settingsOf = (
     node: Node | null | undefined,
@@ -212,14 +229,13 @@ export function parsePlan(
       return out;
     }
     for (const pair of (node as YAMLMap).items) {
-      const key = keyOf(pair);
-      if (skip.includes(key)) continue;
+      if (skip.includes(keyOf(pair))) continue;
+      const key = renamed(pair.key as Node, keyOf(pair));
       if (!only && !anyTakes(key) && !RESERVED.has(key) && !SECRET_KEY.test(key)) {
         fail(pair.key as Node, `unknown setting "${key}" in ${what}`);
         continue;
       }
-      checkSetting(pair.key as Node, pair.value as Node | null, key, only);
-      out[key] = js(pair.value as Node | null);
+      out[key] = checkSetting(pair.key as Node, pair.value as Node | null, key, only);
     }
     return out;
   };
@@ -257,7 +273,7 @@ export function parsePlan(
       }
       const settings = settingsOf(item, `model ${mname}`, spec, ['name', 'provider']);
       for (const pair of item.items) {
-        const k = keyOf(pair);
+        const k = RENAMED[keyOf(pair)] ?? keyOf(pair);
         if (
           k !== 'name' &&
           k !== 'provider' &&
@@ -269,7 +285,7 @@ export function parsePlan(
       }
       if (!('model' in settings) && !('model' in defaults))
         fail(item, `model ${mname}: no "model" (a name, path or hub id)`);
-      models.push({ name: mname, provider: provider as string, settings });
+      models.push({ name: mname, provider: provider as string, settings, where: where(item) });
     }
   }
 
@@ -279,7 +295,7 @@ export function parsePlan(
     if (!isMap(matrixNode)) fail(matrixNode, 'matrix: a mapping of setting → list of values');
     else
       for (const pair of matrixNode.items) {
-        const key = keyOf(pair);
+        const key = renamed(pair.key as Node, keyOf(pair));
         const values = pair.value as Node | null;
         if (!isSeq(values) || values.items.length === 0) {
           fail(values ?? (pair.key as Node), `matrix.${key}: a list of at least one value`);
@@ -292,8 +308,7 @@ export function parsePlan(
           );
           continue;
         }
-        for (const v of values.items as Node[]) checkSetting(pair.key as Node, v, key);
-        matrix.push([key, values.items.map((v) => js(v as Node))]);
+        matrix.push([key, (values.items as Node[]).map((v) => checkSetting(pair.key as Node, v, key))]);
       }
   }
 
@@ -310,9 +325,30 @@ export function parsePlan(
     ...(typeof maxInFlight === 'number' ? { maxInFlight } : {}),
     ...(typeof retryRounds === 'number' ? { retryRounds } : {}),
     ...(typeof retryDelayS === 'number' ? { retryDelayS } : {}),
+    warnings,
   };
 }
 
 function keyOf(pair: Pair): string {
   return isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+}
+
+/** The largest plan file read: a plan is a page of YAML; a 100 MB one took minutes and gigabytes to refuse. */
+export const MAX_PLAN_BYTES = 1 << 20;
+
+/**
+ * A plan file read, checked and expanded into its cells: what `plan check`, `plan run` and `plan submit` start from.
+ * `warnings` are the old keys read as their fields, one line each; `notes` what a provider leaves out.
+ */
+export function loadPlan(file: string): { plan: Plan; cells: Cell[]; notes: string[]; warnings: string[] } {
+  const path = resolve(file);
+  // A missing file is left to the reader, which names it as every command does.
+  const size = existsSync(path) ? statSync(path).size : 0;
+  if (size > MAX_PLAN_BYTES)
+    throw new UsageError(
+      `${file}: ${size} bytes; a plan file is at most ${MAX_PLAN_BYTES} bytes (1 MiB): is it the right file?`,
+    );
+  const plan = parsePlan(readUtf8File(path), path);
+  const { cells, notes } = expandPlan(plan);
+  return { plan, cells, notes, warnings: plan.warnings };
 }

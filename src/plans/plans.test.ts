@@ -5,48 +5,14 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import type { PlanError } from '../errors.js';
 import { silentLogger } from '../log.js';
 import { expandPlan } from './cells.js';
-import { type PlanProvider, parsePlan } from './file.js';
+import { parsePlan } from './file.js';
 import { runPlan } from './run.js';
-
-const whole = (v: unknown) => {
-  if (!Number.isInteger(v) || (v as number) < 0)
-    throw new Error(`a whole number ≥ 0, got ${JSON.stringify(v)}`);
-};
-const text = (v: unknown) => {
-  if (typeof v !== 'string') throw new Error(`a text, got ${JSON.stringify(v)}`);
-};
-/** A provider as the CLI would declare one, reduced to three settings. */
-const PROVIDERS: Record<string, PlanProvider> = {
-  openai: {
-    settings: new Map([
-      ['model', { check: text }],
-      ['base_url', { check: text }],
-      ['shots', { check: whole }],
-      ['tasks', { check: text }],
-      ['split', { check: text }],
-      ['template', { check: text }],
-    ]),
-    toSpec: (s) =>
-      makeRunSpec({
-        schema: RUN_SPEC_SCHEMA,
-        kind: 'llm',
-        provider: { name: 'openai', model: s.model, base_url: s.base_url },
-        tasks: String(s.tasks).split(','),
-        split: s.split,
-        ...(s.shots !== undefined ? { shots: s.shots } : {}),
-        ...(s.template !== undefined ? { system: s.template } : {}),
-      }),
-    endpoint: (s) => `openai ${String(s.base_url)}`,
-    inFlight: () => 8,
-    paths: ['template'],
-  },
-};
 
 const planFile = (text: string) => {
   const dir = mkdtempSync(join(tmpdir(), 'rumedbench-plans-'));
@@ -62,24 +28,38 @@ describe('plans', () => {
         'name: p',
         'tasks: [RuMedDaNet, RuMedNLI]',
         'models:',
-        '  - {name: a, provider: openai, base_url: "http://127.0.0.1:1/v1", model: m, template: ./sys.txt}',
+        '  - {name: a, provider: openai, base_url: "http://127.0.0.1:1/v1", model: m, max_wait: 9}',
+        '  - {name: b, provider: llama, model: ./m.gguf, shots: 1, data: d}',
         'matrix: {shots: [0, 2]}',
       ].join('\n'),
     );
-    const plan = parsePlan(readFileSync(file, 'utf8'), file, PROVIDERS);
-    const { cells, notes } = expandPlan(plan, PROVIDERS);
+    const plan = parsePlan(readFileSync(file, 'utf8'), file);
+    const { cells, notes } = expandPlan(plan);
     expect(cells.map((c) => [c.id, c.spec.kind === 'llm' ? c.spec.shots : null])).toEqual([
       ['a/shots=0', 0],
       ['a/shots=2', 2],
+      ['b/default', 1],
     ]);
-    expect(cells[0]?.spec).toMatchObject({
-      provider: { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:1/v1' },
-      tasks: ['RuMedDaNet', 'RuMedNLI'],
-      split: 'test',
-      // A relative path is read from the plan's folder.
-      system: join(file, '..', 'sys.txt'),
+    // A cell's spec is the spec of its settings, the provider's fields nested; an old key is read as its field.
+    expect(cells[0]?.spec).toEqual(
+      makeRunSpec({
+        schema: RUN_SPEC_SCHEMA,
+        kind: 'llm',
+        provider: { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:1/v1', max_wait_s: 9 },
+        tasks: ['RuMedDaNet', 'RuMedNLI'],
+        split: 'test',
+        shots: 0,
+      }),
+    );
+    expect(plan.warnings).toEqual([
+      `${file}:4:78: "max_wait" is an old name; write max_wait_s (the run spec's field): it is read as that for now`,
+    ]);
+    // A relative path is read from the plan's folder; another, as the command line reads it, from the current one.
+    expect(cells[2]?.spec).toMatchObject({
+      provider: { name: 'llama', model: join(file, '..', 'm.gguf') },
+      data: resolve('d'),
     });
-    expect(notes).toEqual([]);
+    expect(notes).toEqual(['b: sets "shots" itself; its cells do not vary by it']);
   });
 
   it('are refused with every problem at its line and column', () => {
@@ -90,13 +70,43 @@ describe('plans', () => {
     );
     let problems: readonly string[] = [];
     try {
-      parsePlan(readFileSync(file, 'utf8'), file, PROVIDERS);
+      parsePlan(readFileSync(file, 'utf8'), file);
     } catch (e) {
       problems = (e as PlanError).problems;
     }
     expect(problems).toEqual([
       `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, tasks_dir, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
-      `${file}:3:50: shots: a whole number ≥ 0, got -1`,
+      `${file}:3:50: shots: Too small: expected number to be >=0`,
+    ]);
+  });
+
+  it("refuse a cell that breaks a rule between the spec's fields, at its model's line", () => {
+    const file = planFile(
+      [
+        'name: p',
+        'tasks: [RuMedDaNet]',
+        'models:',
+        '  - {name: c, provider: anthropic, model: claude, max_cost: 5}',
+        '  - {name: q, provider: openai, base_url: "http://x/v1", model: m, price_prompt: 1, price_completion: 2}',
+      ].join('\n'),
+    );
+    const plan = parsePlan(readFileSync(file, 'utf8'), file);
+    let problems: readonly string[] = [];
+    try {
+      expandPlan(plan);
+    } catch (e) {
+      problems = (e as PlanError).problems;
+    }
+    expect(problems).toEqual([`${file}:4:5: c/default: max_cost: needs prices (USD per million tokens)`]);
+    expect(plan.models[1]?.settings).toEqual({
+      model: 'm',
+      base_url: 'http://x/v1',
+      'prices.prompt': 1,
+      'prices.completion': 2,
+    });
+    expect(plan.warnings.map((w) => w.slice(file.length))).toEqual([
+      `:5:68: "price_prompt" is an old name; write prices: {prompt: …} (the run spec's field): it is read as that for now`,
+      `:5:85: "price_completion" is an old name; write prices: {completion: …} (the run spec's field): it is read as that for now`,
     ]);
   });
 
@@ -110,8 +120,8 @@ describe('plans', () => {
         'matrix: {shots: [0, 1, 2]}',
       ].join('\n'),
     );
-    const plan = parsePlan(readFileSync(file, 'utf8'), file, PROVIDERS);
-    const { cells } = expandPlan(plan, PROVIDERS);
+    const plan = parsePlan(readFileSync(file, 'utf8'), file);
+    const { cells } = expandPlan(plan);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-plan-out-'));
     const ran: string[] = [];
     let inFlight = 0;

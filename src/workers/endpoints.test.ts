@@ -12,12 +12,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../../test/helpers/engines.js';
 import { fixtureDataDir } from '../../test/helpers/fixture-data.js';
-import { queuedCells } from '../cli/queue.js';
 import type { Resolve } from '../data/public-address.js';
 import { createLogger } from '../log.js';
 import { addEndpoint, checkEndpoint, type Endpoint, listEndpoints, vetEndpoint } from './endpoints.js';
 import { openQueue, SCHEMA } from './store.js';
-import { enqueuePlan } from './submit.js';
+import { enqueuePlan, queuedCells } from './submit.js';
 import { Worker } from './worker.js';
 
 const resolvesTo =

@@ -5,8 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
+import { planLlmSpec } from '../engine/llm.js';
 import { specJson } from '../engine/spec.js';
+import { UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { Cell } from '../plans/cells.js';
+import { loadPlan } from '../plans/file.js';
 import {
   ensureQueue,
   inTransaction,
@@ -163,4 +167,32 @@ export async function releasePlan(db: QueueDb, id: string): Promise<boolean> {
     await insertJobs(db, client, id);
     return true;
   });
+}
+
+/** A plan file's cells as the queue takes them. */
+/** The rules of what workers run: LLM cells, each one run (no variants, no shards), with requests to ask. */
+export async function queuedCells(file: string, log: Logger) {
+  const { plan, cells, notes, warnings } = loadPlan(file);
+  for (const w of warnings) log.warn(w);
+  const refused: string[] = [];
+  const queued: QueuedCell[] = [];
+  for (const cell of cells) {
+    const spec = cell.spec;
+    if (spec.kind !== 'llm') {
+      refused.push(`${cell.id}: encoder cells run with \`plan run\`, not on workers`);
+      continue;
+    }
+    for (const [k, given] of [
+      ['prompts', spec.prompts.length > 0],
+      ['perturb', spec.perturb.length > 0],
+      ['shard', spec.shard !== undefined],
+    ] as const)
+      if (given) refused.push(`${cell.id}: "${k}" is not run by workers; queue each variant as its own cell`);
+    const planned = await planLlmSpec(spec, log);
+    if (planned.requests.length === 0)
+      refused.push(`${cell.id}: no requests (its tasks or splits have no items)`);
+    queued.push({ cell, keys: planned.requests.map((j) => j.key), dataSha256: planned.dataFiles });
+  }
+  if (refused.length > 0) throw new UsageError(`${plan.file}: cannot be queued:\n  ${refused.join('\n  ')}`);
+  return { plan, queued, notes };
 }

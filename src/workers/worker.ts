@@ -1,6 +1,7 @@
 /**
- * `rumedbench worker`: takes jobs from the queue and asks their requests with the same harness as `llm` (providers,
- * retries, token accounting), writing every answer to the database the moment it arrives.
+ * `rumedbench worker`: takes jobs from the queue and runs them through the engine's phases of an LLM run
+ * (`llmCell`: `plan()`, `execute(requests, executor)` in process or as batches, `finish(run)`), the ones `llm` runs,
+ * writing every answer to the database the moment it arrives.
  *
  * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
  *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
@@ -12,7 +13,7 @@
  *   registers again. It never sends a request while it might have been declared lost without knowing it: past two
  *   beats without a heartbeat that landed, it beats first (a lapse is three).
  * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
- *   one (finishRun), stored in the database for `plan export`.
+ *   one (`finish`), stored in the database for `plan export`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -22,15 +23,13 @@ import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanDeep, cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
-import { type LlmSpec, makeRunSpec } from '../engine/spec.js';
+import { type LlmCell, llmCell } from '../engine/llm.js';
+import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { BATCH_DEFAULTS, type BatchLedger, runBatches } from '../llm/batch.js';
+import type { BatchLedger } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
-import { finishRun, requestsOfRun } from '../llm/run.js';
-import { newProgress, sendAll } from '../llm/send.js';
 import type { Logger } from '../log.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
@@ -92,7 +91,7 @@ interface Active {
 
 interface Prepared {
   runner: CellRunner;
-  plan: Awaited<ReturnType<typeof requestsOfRun>>;
+  plan: Awaited<ReturnType<CellRunner['plan']>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
@@ -490,7 +489,7 @@ export class Worker {
               log: this.o.log,
               ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
             });
-        const planned = await requestsOfRun(runner.options, runner.model);
+        const planned = await runner.plan();
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
           throw new RumedbenchError(
@@ -656,12 +655,10 @@ export class Worker {
       writes.add(w);
     };
     try {
-      await sendAll({
-        pending: pending as LlmRequest[],
+      await prepared.runner.execute(pending as LlmRequest[], {
+        kind: 'in-process',
         provider: gated,
-        params: prepared.runner.options.params,
         concurrency: Math.min(inFlight, row.in_flight),
-        progress: newProgress(pending.length),
         signal: a.abort.signal,
         journal: { append: write },
       });
@@ -719,14 +716,12 @@ export class Worker {
     pending: readonly LlmRequest[],
   ): Promise<void> {
     const { plan, cell } = a.data;
-    const spec = prepared.runner.spec;
     const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-'));
     try {
-      await runBatches({
-        api: batchApiOf(provider),
-        jobs: prepared.plan.requests,
-        pending,
-        params: prepared.runner.options.params,
+      await prepared.runner.execute(pending, {
+        kind: 'batch',
+        provider,
+        all: prepared.plan.requests,
         journal: {
           append: (entry) => {
             this.answered++;
@@ -735,8 +730,6 @@ export class Worker {
         },
         outDir: dir,
         ledger: this.batchLedger(plan, cell),
-        pollS: spec.batch_poll_s ?? BATCH_DEFAULTS.pollS,
-        deadlineH: spec.batch_deadline_h ?? BATCH_DEFAULTS.deadlineH,
         log: this.o.log,
         signal: a.abort.signal,
       });
@@ -1013,8 +1006,8 @@ export class Worker {
           .join(''),
       );
       const journal = await Journal.open(journalFile);
-      const result = await finishRun({
-        options: { ...prepared.runner.options, outDir: dir },
+      const result = await prepared.runner.finish({
+        outDir: dir,
         jobs: prepared.plan.requests,
         plan: prepared.plan,
         journal,
@@ -1022,7 +1015,6 @@ export class Worker {
         model: row.described ? (JSON.parse(row.described) as Record<string, unknown>) : {},
         sent: byKey.size,
         wallS: row.wall,
-        log: this.o.log,
         extra: { plan_id: plan, cell: cell },
         ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
       });
@@ -1057,7 +1049,7 @@ export class Worker {
     );
     return {
       ids: rows.map((r) => r.id),
-      discount: prepared.runner.spec.batch_discount ?? BATCH_DEFAULTS.discount,
+      discount: batchSettingsOf(prepared.runner.spec)?.discount ?? 0,
       provider: rows[0]?.provider ?? prepared.runner.spec.provider.name,
     };
   }

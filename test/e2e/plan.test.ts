@@ -138,20 +138,20 @@ describe('plan (on fixture data the test writes)', () => {
     expect(lines.slice(1).map((l) => l.trim())).toEqual([
       `${file}:4:1: unknown key "colour"; a plan takes name, split, tasks, tasks_dir, data, defaults, models, matrix, max_in_flight, retry_rounds, retry_delay_s`,
       `${file}:2:21: unknown task "RuMedQA"; the tasks are RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI, RuMedNER, RuMedTest`,
-      `${file}:3:24: max_tokens: --max-tokens must be an integer ≥ 1, got "many"`,
+      `${file}:3:24: max_tokens: Invalid input: expected number, received string`,
       `${file}:3:30: unknown setting "temprature" in defaults`,
       `${file}:6:78: "api_key": a secret in the plan file; put it in an environment variable and name that with api_key_env`,
       `${file}:7:12: duplicate model name "a" (first at ${file}:6:12)`,
       `${file}:7:25: provider: one of openai, anthropic, llama, encoder, got "vllm"`,
       `${file}:8:48: "shots" is not a setting of provider encoder`,
-      `${file}:9:27: mode: one of generate, loglik, got "guess"`,
+      `${file}:9:27: mode: Invalid option: expected one of "generate"|"loglik"`,
     ]);
     // JSON plans are read by the same parser, with the same positions.
     const json = writePlan(
       '{"name": "j", "models": [{"name": "x", "provider": "openai", "model": "m", "shots": -1}]}',
     );
     const j = await rumedbench('plan', 'check', json);
-    expect(j.stderr.trim()).toBe(`error: ${json}:1:85: shots: --shots must be an integer ≥ 0, got "-1"`);
+    expect(j.stderr.trim()).toBe(`error: ${json}:1:85: shots: Too small: expected number to be >=0`);
   });
 
   it('refuses a plan file over 1 MiB before parsing it', async () => {
@@ -209,7 +209,7 @@ describe('plan (on fixture data the test writes)', () => {
         'name: priced',
         'tasks: RuMedDaNet',
         `data: ${DATA}`,
-        'defaults: {limit: 5, max_tokens: 100, price_prompt: 1, price_completion: 2}',
+        'defaults: {limit: 5, max_tokens: 100, prices: {prompt: 1, completion: 2}}',
         'models:',
         `  - {name: m, provider: openai, base_url: "${s.url}", model: fake}`,
         '  - {name: enc, provider: encoder, model: ./rubert}',
@@ -243,7 +243,7 @@ describe('plan (on fixture data the test writes)', () => {
     expect(checked.notes).toEqual([
       'enc: "shots" is not a encoder setting; its cells do not vary by it',
       'enc: "mode" is not a encoder setting; its cells do not vary by it',
-      'enc: defaults not taken by encoder: limit, max_tokens, price_prompt, price_completion',
+      'enc: defaults not taken by encoder: limit, max_tokens, prices',
     ]);
     expect(checked.cells[4]?.spec).toMatchObject({ kind: 'baseline', method: 'encoder' });
     expect(checked.cells[4]?.command.startsWith('rumedbench baseline encoder --model /')).toBe(true);

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadPlan } from './plan.js';
+import { loadPlan } from './file.js';
 
 describe('plan cells sent as batches', () => {
   it('hold no request slots at their endpoint, and carry batch in their spec', () => {

@@ -1,0 +1,220 @@
+/**
+ * A plan's settings are the run spec's own fields (src/engine/spec.ts), by the same names, checked by the same
+ * schema: no flag is read on the way. A model's entry is flat: its provider's fields (`model`, `base_url`,
+ * `api_key_env`, `headers`, …; an encoder's `model`, `endpoint`, `pooling`, …) stand beside the run's (`shots`,
+ * `max_tokens`, `prices`, …), and a cell's spec is `makeRunSpec(specInput({...defaults, ...model, ...combo}))`.
+ * Older names (the flags', `max_wait`, `price_prompt`, `template`, …) are read with one warning naming the field;
+ * a few short forms are read as the command line reads them (a comma list, `5%`, `2/8`, `"Name: VAR"`).
+ */
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec, SPEC_FIELDS } from '../engine/spec.js';
+import { parsePerturbations } from '../llm/perturb.js';
+import { readTemplates } from '../llm/prompt.js';
+import { parsePromptVariants } from '../llm/prompt-variants.js';
+import { getTask } from '../tasks/registry.js';
+
+/** One setting a provider takes. */
+export interface Setting {
+  /** Throws an Error saying what the value should be. */
+  check(value: unknown): void;
+}
+
+/** How one kind of model is run: the settings it takes, by plan key (`max_tokens`), and the spec they make. */
+export interface PlanProvider {
+  settings: ReadonlyMap<string, Setting>;
+  /** A cell's run spec from its settings (each already checked and in the spec's form). */
+  toSpec(settings: Readonly<Record<string, unknown>>): RunSpec;
+  /** Where the requests of a cell go, for the in-flight budget (one endpoint, one local model). */
+  endpoint(spec: RunSpec): string;
+  /** Requests one cell of this provider keeps in flight (its concurrency); Infinity for a cell that holds the machine. */
+  inFlight(spec: RunSpec): number;
+  /** Settings that are paths: a relative one (`./`, `../`) is read from the plan file's folder. */
+  paths: readonly string[];
+}
+
+/** The spec's fields a plan never sets: its frame, and steps of one run by hand (a batch results file, a saved model). */
+const NOT_PLAN = [
+  'schema',
+  'kind',
+  'name',
+  'provider',
+  'method',
+  'encoder',
+  'task_files',
+  'batch_results',
+  'save',
+];
+const fieldsOf = (shape: object, drop: readonly string[] = []) =>
+  Object.keys(shape).filter((k) => !NOT_PLAN.includes(k) && !drop.includes(k));
+
+/** `prices` field by field, so that a model's `prices.prompt` overrides the defaults' and keeps their completion. */
+const PRICE_KEYS = ['prices.prompt', 'prices.completion', 'prices.cached', 'prices.cache_write'];
+const price = z.number().min(0);
+
+/** Old plan keys (the flags' names) → the spec's field they stand for. */
+export const RENAMED: Readonly<Record<string, string>> = {
+  max_wait: 'max_wait_s',
+  batch_poll: 'batch_poll_s',
+  batch_deadline: 'batch_deadline_h',
+  header: 'headers',
+  template: 'templates',
+  price_prompt: 'prices.prompt',
+  price_completion: 'prices.completion',
+  price_cached: 'prices.cached',
+  price_cache_write: 'prices.cache_write',
+};
+
+/** How an old key's new field is written, for its warning. */
+export const renamedAs = (to: string) =>
+  to.startsWith('prices.') ? `prices: {${to.slice('prices.'.length)}: …}` : to;
+
+/** `"Name: value"` texts (one or a list) as a record of headers; a record is taken as it is. */
+function headerRecord(v: unknown): unknown {
+  if (typeof v !== 'string' && !Array.isArray(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const h of [v].flat()) {
+    const colon = typeof h === 'string' ? h.indexOf(':') : -1;
+    if (typeof h !== 'string' || colon <= 0) throw new Error(`"Name: value", got ${JSON.stringify(h)}`);
+    out[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * A value in the spec's form: the short forms the command line takes are read here, once, and the rest is left to
+ * the spec's schema. `planFile` places a relative `templates` file (an old `template`) beside the plan.
+ */
+export function specValueOf(key: string, v: unknown, planFile: string): unknown {
+  switch (key) {
+    case 'tasks':
+    case 'stop':
+      return typeof v === 'string' ? (key === 'tasks' ? v.split(',').map((s) => s.trim()) : [v]) : v;
+    case 'prompts':
+      return typeof v === 'string' && v.trim() !== 'all' ? v.split(',').map((s) => s.trim()) : v;
+    case 'perturb':
+      return typeof v === 'string' ? parsePerturbations(v) : v;
+    case 'allow_failures': {
+      if (typeof v === 'number') return { count: v };
+      const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim()) : null;
+      return m ? (m[2] === '%' ? { percent: Number(m[1]) } : { count: Number(m[1]) }) : v;
+    }
+    case 'shard': {
+      const m = typeof v === 'string' ? /^(\d+)\/(\d+)$/.exec(v.trim()) : null;
+      return m ? { index: Number(m[1]), count: Number(m[2]) } : v;
+    }
+    case 'headers':
+    case 'header_env':
+      return headerRecord(v);
+    case 'templates':
+      return typeof v === 'string'
+        ? readTemplates(/^\.\.?(\/|$)/.test(v) ? resolve(dirname(planFile), v) : v)
+        : v;
+    default:
+      return v;
+  }
+}
+
+type ProviderName = 'openai' | 'anthropic' | 'llama';
+
+/** An LLM provider's settings: the run's fields (less those it does not take) and its provider's own. */
+function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvider {
+  const own = fieldsOf(SPEC_FIELDS[name]);
+  const run = fieldsOf(SPEC_FIELDS.llm, leaveOut);
+  const settings = new Map<string, Setting>();
+  const checkBy = (schema: z.ZodTypeAny, key: string) => ({
+    check(value: unknown) {
+      if (key === 'prompts' && value === 'all') return;
+      const r = schema.safeParse(value);
+      if (!r.success)
+        throw new Error(r.error.issues.map((i) => [...i.path, i.message].join(': ')).join('; '));
+    },
+  });
+  for (const k of run) settings.set(k, checkBy(SPEC_FIELDS.llm[k as keyof typeof SPEC_FIELDS.llm], k));
+  for (const k of own)
+    settings.set(k, checkBy((SPEC_FIELDS[name] as Record<string, z.ZodTypeAny>)[k] as z.ZodTypeAny, k));
+  for (const k of PRICE_KEYS) settings.set(k, checkBy(price, k));
+  return {
+    settings,
+    toSpec(s) {
+      const provider: Record<string, unknown> = { name };
+      const top: Record<string, unknown> = {};
+      const prices: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(s)) {
+        if (own.includes(k)) provider[k] = v;
+        else if (PRICE_KEYS.includes(k)) prices[k.slice('prices.'.length)] = v;
+        else top[k] = v;
+      }
+      // Paths are made absolute here, as the command line makes them: a queued cell runs where the cwd is another.
+      if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (name === 'llama' && typeof provider.model === 'string') provider.model = resolve(provider.model);
+      if (Object.keys(prices).length > 0)
+        top.prices = { ...(top.prices as Record<string, unknown> | undefined), ...prices };
+      if (top.prompts === 'all')
+        top.prompts = parsePromptVariants(
+          'all',
+          ((top.tasks as string[] | undefined) ?? []).map((t) => getTask(t)),
+        );
+      return makeRunSpec({ schema: RUN_SPEC_SCHEMA, kind: 'llm', provider, ...top }, `the ${name} cell`);
+    },
+    endpoint: (spec) => {
+      const p = (spec as LlmSpec).provider;
+      return p.name === 'llama' ? 'this machine' : `${p.name} ${p.base_url}`;
+    },
+    // A batch cell uploads a file and waits, for hours perhaps, without holding its endpoint's request slots; a
+    // local model holds the machine: one such cell at a time.
+    inFlight: (spec) => {
+      const s = spec as LlmSpec;
+      return s.provider.name === 'llama' ? Number.POSITIVE_INFINITY : s.batch ? 0 : s.concurrency;
+    },
+    paths: name === 'llama' ? ['data', 'model'] : ['data'],
+  };
+}
+
+/** A frozen-encoder baseline: the run's fields and the encoder's. */
+function encoderProvider(): PlanProvider {
+  const own = fieldsOf(SPEC_FIELDS.encoder);
+  const run = fieldsOf(SPEC_FIELDS.baseline);
+  const settings = new Map<string, Setting>();
+  for (const [k, schema] of [
+    ...run.map((k) => [k, SPEC_FIELDS.baseline[k as keyof typeof SPEC_FIELDS.baseline]] as const),
+    ...own.map((k) => [k, SPEC_FIELDS.encoder[k as keyof typeof SPEC_FIELDS.encoder]] as const),
+  ])
+    settings.set(k, {
+      check(value) {
+        const r = (schema as z.ZodTypeAny).safeParse(value);
+        if (!r.success)
+          throw new Error(r.error.issues.map((i) => [...i.path, i.message].join(': ')).join('; '));
+      },
+    });
+  return {
+    settings,
+    toSpec(s) {
+      const encoder: Record<string, unknown> = {};
+      const top: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(s)) (own.includes(k) ? encoder : top)[k] = v;
+      if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (typeof encoder.cache === 'string') encoder.cache = resolve(encoder.cache);
+      return makeRunSpec(
+        { schema: RUN_SPEC_SCHEMA, kind: 'baseline', method: 'encoder', encoder, ...top },
+        'the encoder cell',
+      );
+    },
+    // With an embeddings endpoint the vectors come from a server, four batches in flight; else from this machine.
+    endpoint: (spec) => {
+      const e = spec.kind === 'baseline' ? spec.encoder?.endpoint : undefined;
+      return e !== undefined ? `embeddings ${e}` : 'this machine';
+    },
+    inFlight: (spec) =>
+      spec.kind === 'baseline' && spec.encoder?.endpoint !== undefined ? 4 : Number.POSITIVE_INFINITY,
+    paths: ['data', 'model', 'cache'],
+  };
+}
+
+/** The providers a plan model can name. */
+export const PLAN_PROVIDERS: Readonly<Record<string, PlanProvider>> = {
+  openai: llmProvider('openai', []),
+  anthropic: llmProvider('anthropic', ['mode', 'label_words', 'reasoning_effort']),
+  llama: llmProvider('llama', ['reasoning_effort', 'thinking_budget']),
+  encoder: encoderProvider(),
+};
