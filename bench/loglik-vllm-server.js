@@ -58,7 +58,8 @@ const server = createServer((req, res) => {
       const tokens = tokenize(body.prompt ?? '');
       return json({ tokens, count: tokens.length, max_model_len: 32768 });
     }
-    if (req.url === '/detokenize') return json({ prompt: body.tokens.map((t) => pieces.get(t) ?? '').join('') });
+    if (req.url === '/detokenize')
+      return json({ prompt: body.tokens.map((t) => pieces.get(t) ?? '').join('') });
     if (req.url?.endsWith('/v1/completions')) {
       const list =
         Array.isArray(body.prompt) && (typeof body.prompt[0] === 'string' || Array.isArray(body.prompt[0]))
@@ -94,7 +95,11 @@ const server = createServer((req, res) => {
         object: 'text_completion',
         model: body.model,
         choices,
-        usage: { prompt_tokens: promptTokens, completion_tokens: list.length, total_tokens: promptTokens + list.length },
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: list.length,
+          total_tokens: promptTokens + list.length,
+        },
       });
     }
     res.writeHead(404).end('{}');

@@ -8,7 +8,15 @@
 // item, and our two builds' log-probabilities must be equal. Target: ≥ 5× faster than lm-eval.
 // BENCH_LATENCY_MS gives the server a fixed delay per answer (0 by default).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +24,9 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'dist', 'cli', 'main.js');
 const before = process.env.BENCH_BEFORE_CLI;
-const python = process.env.LMEVAL_PYTHON ?? (existsSync('/tmp/lmeval-venv/bin/python') ? '/tmp/lmeval-venv/bin/python' : undefined);
+const python =
+  process.env.LMEVAL_PYTHON ??
+  (existsSync('/tmp/lmeval-venv/bin/python') ? '/tmp/lmeval-venv/bin/python' : undefined);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const dataDir = process.env.RUMEDBENCH_DATA || resolve(root, '..', 'shared', 'rumedbench', 'data');
 if (!existsSync(join(dataDir, 'RuMedDaNet', 'test_v1.jsonl'))) {
@@ -41,7 +51,11 @@ const timed = async (file, args, env = process.env) => {
     env,
   });
   const seconds = (performance.now() - t0) / 1000;
-  return { seconds, mib: Number(readFileSync(rss, 'utf8').trim().split('\n').pop()) / 1024, requests: (await stats()) - n0 };
+  return {
+    seconds,
+    mib: Number(readFileSync(rss, 'utf8').trim().split('\n').pop()) / 1024,
+    requests: (await stats()) - n0,
+  };
 };
 const ours = (main) => async () => {
   const out = mkdtempSync(join(work, 'run-'));
@@ -132,7 +146,11 @@ const answersOf = (samples) => new Map(samples.map((s) => [s.id, s.answer]));
 const lpsOf = (samples) => JSON.stringify(samples.map((s) => [s.id, s.candidates.map((c) => c.logprob)]));
 const ref = runs.ours[0].samples;
 const checks = [];
-if (before) checks.push(['ours before = ours, every log-probability', lpsOf(runs['ours before'][0].samples) === lpsOf(ref)]);
+if (before)
+  checks.push([
+    'ours before = ours, every log-probability',
+    lpsOf(runs['ours before'][0].samples) === lpsOf(ref),
+  ]);
 if (python) {
   const mine = answersOf(ref);
   const theirs = runs['lm-eval 0.4.13'][0].samples;
@@ -141,10 +159,16 @@ if (python) {
   const byId = new Map(items.map((x) => [x.id, x]));
   for (const s of theirs) {
     const item = byId.get(s.doc.id);
-    const lps = s.filtered_resps.map((r) => r[0]);
+    const lps = s.filtered_resps.map((r) => Number(r[0]));
     const best = lps.indexOf(Math.max(...lps));
     if (item && ref.find((x) => x.id === item.id)?.candidates[best]?.label === mine.get(item.id)) same++;
-    if (item && s.arguments.every((a, k) => a[0] === item.context && a[1] === item.choices[k])) prompts++;
+    const args = Object.values(s.arguments).map((a) => [a.arg_0, a.arg_1]);
+    if (
+      item &&
+      args.length === item.choices.length &&
+      args.every((a, k) => a[0] === item.context && a[1] === item.choices[k])
+    )
+      prompts++;
   }
   checks.push([`lm-eval's answers equal ours: ${same}/${items.length}`, same === items.length]);
   checks.push([`lm-eval's prompts byte-identical: ${prompts}/${items.length}`, prompts === items.length]);
