@@ -38,6 +38,8 @@ const TOP_K = 20;
 const MIN_TOKEN_LOGPROB = -1e4;
 /** More tokens in one reply than any model's context holds: a count above it is not taken. */
 const MAX_USAGE_TOKENS = 1e7;
+/** The capability check's probe text. */
+const PROBE_TEXT = 'Да нет да нет';
 
 /** A token count as a server gives it: a non-negative whole number, or undefined. */
 const count = (v: unknown): number | undefined =>
@@ -297,9 +299,17 @@ export class OpenAIProvider implements Provider {
    * echoes every token with its log-probability, so it is as large as the prompts: its cap grows with them (a
    * bound per token), while a reply past that bound is still cut off.
    */
-  private async promptLogprobs(prompts: number[][]): Promise<(number | null)[][] & { usage?: Usage }> {
-    const tokens = prompts.reduce((n, p) => n + p.length, 0);
-    const cap = (this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES) + tokens * ECHO_BYTES_PER_TOKEN;
+  private async promptLogprobs(
+    prompts: number[][] | string[],
+  ): Promise<(number | null)[][] & { usage?: Usage }> {
+    // A text prompt has at most one token per UTF-8 byte (byte-level tokens never hold less), and the model's BOS.
+    const tokens = prompts.reduce(
+      (n: number, p: number[] | string) =>
+        n + (typeof p === 'string' ? Buffer.byteLength(p, 'utf8') + (this.bos?.length ?? 0) : p.length),
+      0,
+    );
+    const base = this.options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+    const cap = base + tokens * ECHO_BYTES_PER_TOKEN;
     return this.client.retrying(async () => {
       const { json, text, status } = await this.client.post<CompletionsLogprobs>(
         this.completionsUrl,
@@ -326,10 +336,14 @@ export class OpenAIProvider implements Provider {
           impossible,
         });
       for (const [i, lp] of out.entries()) {
-        const n = (prompts[i] as number[]).length;
+        const prompt = prompts[i] as number[] | string;
+        // A text prompt's token count is what the server read: its values less the generated one, whose presence
+        // the capability check saw (`generated`, 0 or 1, on this server's replies).
+        const n = typeof prompt === 'string' ? lp.length - (this.generated ?? 1) : prompt.length;
         // One per prompt token (the first may be null: nothing precedes it), then the one generated token
         // (max_tokens 1). More would be read from the wrong positions; fewer leave tokens unscored.
         if (lp.length === 0) throw fail('no log-probabilities for the prompt tokens in the answer');
+        if (n < 1) throw fail(`${lp.length} log-probabilities for a text prompt: none for its tokens`);
         if (lp.length !== n && lp.length !== n + 1)
           throw fail(
             `${lp.length} log-probabilities for a prompt of ${n} tokens and 1 generated (there must be one per token)`,
@@ -348,12 +362,33 @@ export class OpenAIProvider implements Provider {
             );
         }
       }
+      if (typeof prompts[0] === 'string') {
+        // A text's bound above counts a token per byte; once the counts are read, the reply must fit them as tightly
+        // as an id prompt's does.
+        const explained = base + out.reduce((n, lp) => n + lp.length, 0) * ECHO_BYTES_PER_TOKEN;
+        if (Buffer.byteLength(text, 'utf8') > explained)
+          throw new LlmRequestError(
+            `${this.completionsUrl}: the reply is larger than the request can explain (--max-reply-bytes plus a bound per echoed token) (${explained} bytes); it was not used`,
+            status,
+            false,
+          );
+      }
       return out;
     });
   }
 
   private bos: number[] | undefined;
   private method: 'prompt-logprobs' | 'top-k' | undefined;
+  /** Whether a reply holds the generated token's log-probability after the prompt's (1) or not (0): seen by the check. */
+  private generated: 0 | 1 | undefined;
+  /**
+   * Whether the server reads a text prompt as the BOS and the token ids of its /tokenize: seen by the check, on a
+   * probe sent both ways. Then an item is one request (its context and each context + candidate as texts), and each
+   * candidate's tokens are, by count, those past the context's, as lm-eval splits them; else three /tokenize calls.
+   */
+  private textPrompts: Promise<boolean> | undefined;
+  /** The probe text's /tokenize ids, kept by the capability check for the text check. */
+  private probeTokens: number[] = [];
 
   /**
    * Before a log-likelihood run: a three-token prompt must come back with three log-probabilities (vLLM does this;
@@ -370,9 +405,11 @@ export class OpenAIProvider implements Provider {
           'do not today, and chat endpoints never do). Use --mode generate, or such a server.',
       );
     let probe: number[];
+    let full: number[] = [];
     try {
       this.bos = await this.tokenize('', true);
-      probe = (await this.tokenize('Да нет да нет')).slice(0, 3);
+      full = await this.tokenize(PROBE_TEXT);
+      probe = full.slice(0, 3);
     } catch (e) {
       // A refused key or a wrong URL is that, not a missing capability.
       if (e instanceof LlmRequestError && e.fatal) throw e;
@@ -391,6 +428,8 @@ export class OpenAIProvider implements Provider {
         layout = loglikLayoutProblem(lp, withA ?? [], withB ?? []);
         if (!layout) {
           this.method = 'prompt-logprobs';
+          this.generated = lp.length === probe.length + 1 ? 1 : 0;
+          this.probeTokens = full;
           return;
         }
       }
@@ -421,6 +460,34 @@ export class OpenAIProvider implements Provider {
       // Refused below.
     }
     throw refuse(`${why}, and without top-k log-probabilities`);
+  }
+
+  /**
+   * Whether a text prompt gets the same log-probabilities as the BOS and its /tokenize ids: the same count, each value
+   * the same. Any other answer (an error included) keeps the /tokenize path, which needs no such agreement.
+   */
+  private async readsTextsAsTokens(tokens: readonly number[]): Promise<boolean> {
+    try {
+      const [[ids], [text]] = await Promise.all([
+        this.promptLogprobs([[...(this.bos ?? []), ...tokens]]),
+        this.promptLogprobs([PROBE_TEXT]),
+      ]);
+      return (
+        ids !== undefined &&
+        text !== undefined &&
+        ids.length === text.length &&
+        ids.every(
+          (v, k) =>
+            v === text[k] ||
+            (typeof v === 'number' &&
+              typeof text[k] === 'number' &&
+              Math.abs(v - (text[k] as number)) <= 1e-4 * (1 + Math.abs(v))),
+        )
+      );
+    } catch (e) {
+      if (e instanceof LlmRequestError && e.fatal) throw e;
+      return false;
+    }
   }
 
   /** The top-k method scores a candidate only if it is one token and among the k listed: say why an item's cannot be. */
@@ -473,6 +540,9 @@ export class OpenAIProvider implements Provider {
         tokens: request.continuations.map(() => 1),
       };
     }
+    // Asked once, on the first item (the capability check alone serves the contamination probes, which send ids).
+    this.textPrompts ??= this.readsTextsAsTokens(this.probeTokens);
+    if (await this.textPrompts) return this.loglikByText(request);
     const bos = this.bos ?? [];
     // Candidates nearly always share one context string: one /tokenize call for it, not one per candidate.
     const contexts = new Map<string, Promise<number[]>>();
@@ -503,9 +573,58 @@ export class OpenAIProvider implements Provider {
       );
       return lp.some((v) => typeof v !== 'number') ? null : (lp as number[]).reduce((a, b) => a + b, 0);
     });
+    this.refuseEqualScores(logprobs);
+    return {
+      logprobs,
+      tokens: split.map((x) => x.continuation.length),
+      positions: prompts.reduce((n, p) => n + p.length, 0),
+      ...(usage ? { usage } : {}),
+    };
+  }
+
+  /**
+   * One request for an item, where the server reads texts as its /tokenize ids (`textPrompts`): the context (once per
+   * distinct context) and each context + candidate, as texts. A candidate's tokens are those of its prompt past the
+   * context's count, as lm-eval splits them (never by text): the same tokens, and so the same score, as the three
+   * /tokenize calls would give, with the same checks on every value.
+   */
+  private async loglikByText(request: LoglikRequest): Promise<LoglikResult> {
+    const pairs = request.continuations.map((c) => moveTrailingWhitespace(request.context, c));
+    const contexts = [...new Set(pairs.map(([context]) => context))];
+    const lps = await this.promptLogprobs([...contexts, ...pairs.map(([a, b]) => a + b)]);
+    const generated = this.generated ?? 1;
+    const count = (i: number) => (lps[i] as (number | null)[]).length - generated;
+    const split = pairs.map(([context, continuation], i) => {
+      const from = count(contexts.indexOf(context));
+      const to = count(contexts.length + i);
+      if (to <= from) {
+        // The counts do not add up: the candidate would get no tokens and a score of 0.
+        throw new LlmRequestError(
+          `${this.completionsUrl}: the prompt with the candidate ${JSON.stringify(continuation.slice(0, 40))} has ${to} tokens, the prompt alone ${from}: the candidate has no tokens of its own`,
+          undefined,
+          false,
+        );
+      }
+      return { from, to, lp: (lps[contexts.length + i] as (number | null)[]).slice(from, to) };
+    });
+    const logprobs = split.map(({ lp }) =>
+      lp.some((v) => typeof v !== 'number') ? null : (lp as number[]).reduce((a, b) => a + b, 0),
+    );
+    this.refuseEqualScores(logprobs);
+    return {
+      logprobs,
+      tokens: split.map((x) => x.to - x.from),
+      positions: lps.reduce((n, _, i) => n + count(i), 0),
+      ...(lps.usage ? { usage: lps.usage } : {}),
+    };
+  }
+
+  /**
+   * Different texts never get exactly the same total from a model; a server that gives every candidate the same (all
+   * zeros, a constant, a tokenizer that drops the candidate's own tokens) would make the first one the answer.
+   */
+  private refuseEqualScores(logprobs: readonly (number | null)[]): void {
     const scored = logprobs.filter((v): v is number => v !== null);
-    // Different texts never get exactly the same total from a model; a server that gives every candidate the same
-    // (all zeros, a constant, a tokenizer that drops the candidate's own tokens) would make the first one the answer.
     if (scored.length >= 2 && scored.length === logprobs.length && scored.every((v) => v === scored[0]))
       throw new LlmRequestError(
         `${this.completionsUrl}: every one of the ${scored.length} candidates has the same log-probability (${scored[0]}): the server's log-probabilities do not depend on the text, which no model does`,
@@ -513,12 +632,6 @@ export class OpenAIProvider implements Provider {
         false,
         { impossible: true },
       );
-    return {
-      logprobs,
-      tokens: split.map((x) => x.continuation.length),
-      positions: prompts.reduce((n, p) => n + p.length, 0),
-      ...(usage ? { usage } : {}),
-    };
   }
 }
 

@@ -133,15 +133,23 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
       );
     const loglik = entries.filter((e) => e.logprobs);
     expect(loglik.length).toBe(12);
+    // The server read each item's context once beside its candidates' prompts: one more generated token.
     for (const e of loglik)
-      expect(e.usage).toEqual({ promptTokens: e.positions, completionTokens: e.logprobs?.length });
+      expect(e.usage).toEqual({ promptTokens: e.positions, completionTokens: (e.logprobs?.length ?? 0) + 1 });
     const usage = (summary as unknown as { llm: { usage: { prompt_tokens: number } } }).llm.usage;
     expect(usage.prompt_tokens).toBeGreaterThan(loglik.reduce((n, e) => n + (e.positions ?? 0), 0));
-    // One batched request per item: the candidates' prompts together, as token ids, with echo.
+    // One request per item, no /tokenize: the context and each context + candidate, as texts, with echo (the
+    // server reads texts as its /tokenize ids, which the capability check saw); only the check's /tokenize calls.
     const batch = server.completions.find(
-      (c) => Array.isArray(c.prompt) && (c.prompt as number[][]).length === FIXTURE_CODES.length,
+      (c) => Array.isArray(c.prompt) && (c.prompt as string[]).length === FIXTURE_CODES.length + 1,
     );
-    expect([batch?.echo, batch?.logprobs, batch?.max_tokens]).toEqual([true, 1, 1]);
+    expect([
+      batch?.echo,
+      batch?.logprobs,
+      batch?.max_tokens,
+      typeof (batch?.prompt as string[] | undefined)?.[0],
+    ]).toEqual([true, 1, 1, 'string']);
+    expect(server.tokenizeCalls()).toBeLessThanOrEqual(4);
     const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as Record<string, unknown>;
     expect([manifest.mode, manifest.loglik_method, manifest.label_words]).toEqual([
       'loglik',
@@ -161,6 +169,26 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
       ' contradiction',
       ' neutral',
     ]);
+  });
+
+  it('scores the same with one request per item as with /tokenize per candidate, where the server takes no list of texts (#47)', async () => {
+    const texts = await start();
+    const ids = await start({ textLists: false });
+    const [a, b] = [join(tmp(), 'texts'), join(tmp(), 'ids')];
+    const args = ['--limit', '4', '--tasks', 'RuMedDaNet,RuMedNLI,RuMedTop3'];
+    await rumedbenchOk(...llm(texts.url, a, ...args));
+    await rumedbenchOk(...llm(ids.url, b, ...args));
+    const scores = (dir: string) => samplesOf(dir).map((s) => [s.id, s.answer, s.candidates]);
+    expect(scores(a)).toEqual(scores(b));
+    // Without lists of texts: every item's candidates as token ids, from /tokenize (the context once, each candidate).
+    const items = 12;
+    expect(ids.completions.filter((c) => Array.isArray(c.prompt) && Array.isArray(c.prompt[0])).length).toBe(
+      items + 2,
+    );
+    expect(
+      texts.completions.filter((c) => Array.isArray(c.prompt) && typeof c.prompt[0] === 'string').length,
+    ).toBe(items + 1);
+    expect(ids.tokenizeCalls() - texts.tokenizeCalls()).toBeGreaterThanOrEqual(items * 3);
   });
 
   it('gives each log-likelihood task its calibration, equal to a direct computation from the samples (#17)', async () => {
@@ -335,11 +363,9 @@ describe('llm --mode loglik (on fixture data the test writes)', () => {
     const out = join(tmp(), 'run');
     args[args.indexOf('--out') + 1] = out;
     const child: ChildProcess = spawn(process.execPath, [CLI, ...args], { env: CLI_ENV, stdio: 'ignore' });
-    // An item's request: its candidates' prompts as token ids (the capability probe's three tokens are not one).
+    // An item's request: its context and candidates' prompts as texts (the capability probes are one prompt each).
     const scored = (c: { prompt: unknown }) =>
-      Array.isArray(c.prompt) &&
-      Array.isArray((c.prompt as unknown[])[0]) &&
-      ((c.prompt as number[][])[0] as number[]).length > 3;
+      Array.isArray(c.prompt) && c.prompt.length >= 2 && typeof c.prompt[0] === 'string';
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         if (server.completions.filter(scored).length >= 8) {

@@ -124,7 +124,7 @@ export const chatPromptTokens = (messages: readonly { content: string }[]): numb
 
 export interface CompletionsBody {
   model: string;
-  prompt: string | number[] | number[][];
+  prompt: string | string[] | number[] | number[][];
   echo?: boolean;
   logprobs?: number;
   max_tokens?: number;
@@ -140,6 +140,8 @@ export async function startFakeOpenAI(options: {
   topLogprobs?: (prompt: string) => Record<string, number>;
   /** /tokenize exists (vLLM); true by default. */
   tokenize?: boolean;
+  /** /v1/completions reads a list of texts as a list of prompts (as vLLM does); true by default. */
+  textLists?: boolean;
   /** Delay of each /v1/completions answer, ms. */
   completionsDelayMs?: number;
   /**
@@ -339,8 +341,9 @@ export async function startFakeOpenAI(options: {
       completions.push(body);
       if (options.completionsDelayMs) await new Promise((r) => setTimeout(r, options.completionsDelayMs));
       const prompts: (string | number[])[] =
-        Array.isArray(body.prompt) && Array.isArray(body.prompt[0])
-          ? (body.prompt as number[][])
+        Array.isArray(body.prompt) &&
+        (Array.isArray(body.prompt[0]) || (options.textLists !== false && typeof body.prompt[0] === 'string'))
+          ? (body.prompt as number[][] | string[])
           : [body.prompt as string | number[]];
       const choices = prompts.map((prompt, index) => {
         const ids = typeof prompt === 'string' ? fakeTokenize(prompt, true) : prompt;
