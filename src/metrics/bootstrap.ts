@@ -10,11 +10,12 @@
  */
 import type { MetricName } from '../tasks/types.js';
 import {
+  addRows,
   type ItemStats,
   isAccuracyScore,
-  type MetricValues,
   mean,
   metricsFromSums,
+  scoreMetrics,
   statsLayout,
   sumRows,
   taskScore,
@@ -63,11 +64,6 @@ function emptyReplicates(metrics: readonly MetricName[], resamples: number): Rep
   return out;
 }
 
-function record(rep: Replicates, b: number, values: MetricValues, score: number): void {
-  for (const [m, v] of Object.entries(values)) (rep.metrics[m as MetricName] as Float64Array)[b] = v;
-  rep.score[b] = score;
-}
-
 interface TaskIntervals {
   metrics: Partial<Record<MetricName, Interval>>;
   score: Interval;
@@ -111,15 +107,35 @@ export function bootstrapIntervals(
   const reps = new Map<string, Replicates>();
   for (const it of items) {
     const { task, ids, stats } = it;
-    const { width } = statsLayout(task);
+    const layout = statsLayout(task);
+    const { width } = layout;
     const n = ids.length;
     const rng = taskRng(options.seed, task.name);
     const rows = new Uint32Array(n);
+    const sums = new Float64Array(width);
     const rep = emptyReplicates(task.metrics, B);
+    // Each metric's function and its replicates, and which of them the score averages (in the score's order, as
+    // taskScore adds them): one replicate then allocates nothing.
+    const fns = task.metrics.flatMap((m) => {
+      const fn = layout.metrics[m];
+      return fn ? [{ fn, out: rep.metrics[m] as Float64Array }] : [];
+    });
+    const names = scoreMetrics(task);
+    const scoreFrom = names.map((m) => task.metrics.filter((x) => layout.metrics[x]).indexOf(m));
+    const values = new Float64Array(fns.length);
     for (let b = 0; b < B; b++) {
       resampleRows(rng, n, rows);
-      const values = metricsFromSums(task, sumRows(stats, width, rows), n);
-      record(rep, b, values, taskScore(task, values));
+      sums.fill(0);
+      addRows(stats, width, rows, sums);
+      for (let k = 0; k < fns.length; k++) {
+        const f = fns[k] as (typeof fns)[number];
+        const v = f.fn(sums, n);
+        values[k] = v;
+        f.out[b] = v;
+      }
+      let total = 0;
+      for (const i of scoreFrom) total += i < 0 ? 0 : (values[i] as number);
+      rep.score[b] = total / names.length;
     }
     reps.set(task.name, rep);
   }
