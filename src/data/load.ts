@@ -3,11 +3,13 @@
  * and report every bad line as `file:line (id …): what was wrong`.
  */
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { DataInvalidError, type DataIssue, DataNotFoundError } from '../errors.js';
 import { checkRecord, type RecordIssue } from '../tasks/record.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
-import { readFieldStrings } from './field-scan.js';
-import { readJsonlLines } from './jsonl.js';
+import { fieldStringsOf } from './field-scan.js';
+import { parseJsonlBytes, readJsonlLines } from './jsonl.js';
+import { cachedParse, jsonFaithful } from './parsed-cache.js';
 import { resolveDataDir, splitPath } from './paths.js';
 
 export interface LoadOptions {
@@ -97,7 +99,40 @@ export async function loadSplit(
 ): Promise<TaskRecord[]> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  return validateRecords(task, split, file, await readJsonlLines(file), options);
+  const bytes = await readFile(file);
+  // Records are cached only where they were read from the bytes hashed.
+  let fromBytes = true;
+  const goldRequired = split !== 'private_test' && !options.goldApart;
+  // A record is its checked fields and its line: its id and gold are two of those fields.
+  return cachedParse(
+    bytes,
+    {
+      name: `${task.name}.${split}.records`,
+      rules: { fields: task.recordFields, id: task.idField, gold: task.goldField, goldRequired },
+    },
+    {
+      compute: async () => {
+        let lines = parseJsonlBytes(file, bytes);
+        // Not UTF-8: the line reader reads the file again and throws, naming the encoding.
+        if (lines === undefined) {
+          fromBytes = false;
+          lines = await readJsonlLines(file);
+        }
+        return validateRecords(task, split, file, lines, options);
+      },
+      encode: (records) =>
+        fromBytes && records.every((r) => jsonFaithful(r.raw))
+          ? records.map((r) => [r.line, r.raw])
+          : undefined,
+      decode: (json) =>
+        (json as [number, Record<string, unknown>][]).map(([line, raw]) => ({
+          id: raw[task.idField] as string,
+          gold: raw[task.goldField] as string | string[] | undefined,
+          raw,
+          line,
+        })),
+    },
+  );
 }
 
 /** Whether every record of a split carries gold (private tests usually do not). */
@@ -117,7 +152,16 @@ export async function readGoldLabels(
 ): Promise<Set<string>> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  return readFieldStrings(file, task.goldField);
+  const bytes = await readFile(file);
+  return cachedParse(
+    bytes,
+    { name: `${task.name}.${split}.${task.goldField}`, rules: { labelsOf: task.goldField } },
+    {
+      compute: () => fieldStringsOf(file, bytes, task.goldField),
+      encode: (labels) => [...labels],
+      decode: (json) => new Set(json as string[]),
+    },
+  );
 }
 
 /**
