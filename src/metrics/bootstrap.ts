@@ -20,8 +20,8 @@ import {
   sumRows,
   taskScore,
 } from './item-stats.js';
+import { exactMcNemar } from './mcnemar.js';
 import { percentile } from './quantile.js';
-import { exactMcNemar } from './ranking.js';
 import { createRng, type Rng } from './rng.js';
 
 export type Interval = [number, number];
