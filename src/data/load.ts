@@ -20,6 +20,11 @@ export interface LoadOptions {
    * split, and is replaced by that gold where the caller has it.
    */
   goldApart?: boolean;
+  /**
+   * Only these fields of each record are kept (checked all the same): scoring reads the id, the gold, a tagging
+   * task's tokens and the cluster, and the texts beside them are most of what a test set weighs.
+   */
+  fields?: readonly string[];
 }
 
 /** Upstream's mirror note: this file is published but too large for some mirrors. */
@@ -88,6 +93,13 @@ export function validateRecords(
   return records;
 }
 
+/** The fields of `raw` named in `keep`, in the record's own order. */
+function pick(raw: Readonly<Record<string, unknown>>, keep: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(raw)) if (keep.includes(k)) out[k] = raw[k];
+  return out;
+}
+
 /**
  * Loads and validates one split of a task.
  * @example const test = await loadSplit(getTask('RuMedDaNet'), 'test', { dataDir: '../shared/rumedbench/data' });
@@ -103,12 +115,13 @@ export async function loadSplit(
   // Records are cached only where they were read from the bytes hashed.
   let fromBytes = true;
   const goldRequired = split !== 'private_test' && !options.goldApart;
+  const keep = options.fields;
   // A record is its checked fields and its line: its id and gold are two of those fields.
   return cachedParse(
     bytes,
     {
-      name: `${task.name}.${split}.records`,
-      rules: { fields: task.recordFields, id: task.idField, gold: task.goldField, goldRequired },
+      name: `${task.name}.${split}.records${keep ? `.${keep.join('+')}` : ''}`,
+      rules: { fields: task.recordFields, id: task.idField, gold: task.goldField, goldRequired, keep },
     },
     {
       compute: async () => {
@@ -118,7 +131,8 @@ export async function loadSplit(
           fromBytes = false;
           lines = await readJsonlLines(file);
         }
-        return validateRecords(task, split, file, lines, options);
+        const records = validateRecords(task, split, file, lines, options);
+        return keep ? records.map((r) => ({ ...r, raw: pick(r.raw, keep) })) : records;
       },
       encode: (records) =>
         fromBytes && records.every((r) => jsonFaithful(r.raw))

@@ -76,6 +76,18 @@ describe('the parsed-data cache', () => {
     expect(await loadSplit(task, 'test', { dataDir: data })).toEqual(fresh);
   });
 
+  it('keeps only the fields asked for, the same from the file and from the cache, apart from the whole records', async () => {
+    const whole = await loadSplit(task, 'test', { dataDir: data });
+    const fields = ['pairID', 'answer'];
+    const fresh = await loadSplit(task, 'test', { dataDir: data, fields });
+    expect(fresh).toEqual(whole.map((r) => ({ ...r, raw: { pairID: r.id, answer: r.gold } })));
+    expect(await loadSplit(task, 'test', { dataDir: data, fields })).toEqual(fresh);
+    expect(entries()).toHaveLength(2);
+    process.env[PARSED_CACHE_ENV] = 'off';
+    expect(await loadSplit(task, 'test', { dataDir: data, fields })).toEqual(fresh);
+    expect(await loadSplit(task, 'test', { dataDir: data })).toEqual(whole);
+  });
+
   it('never answers a changed data file from a stale entry, even with its size and time kept', async () => {
     expect(await golds()).toEqual([
       ['a', 'да', 1],

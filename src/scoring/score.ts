@@ -48,11 +48,14 @@ export interface EvaluateOptions {
   tasks?: readonly string[];
 }
 
-/** The reference loader the options ask for: the one given, else one over `--data` and `--gold`. */
+/**
+ * The reference loader the options ask for: the one given, else one over `--data` and `--gold` that keeps only what
+ * scoring reads of each record.
+ */
 export async function referencesFor(options: EvaluateOptions): Promise<ReferenceLoader> {
   if (options.references) return options.references;
   const gold = options.goldDir !== undefined ? await readGoldDir(options.goldDir) : undefined;
-  return new ReferenceLoader(options.dataDir, gold ? { gold } : {});
+  return new ReferenceLoader(options.dataDir, { scoringOnly: true, ...(gold ? { gold } : {}) });
 }
 
 export interface TaskResult {
