@@ -15,7 +15,6 @@ import { getTask, isTaskName, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/reg
 import type { MetricName, Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type Breakdown, breakdown } from './breakdown.js';
-import { readGoldDir } from './gold-dir.js';
 import type { SubmissionIssue } from './issues.js';
 import { ReferenceLoader } from './reference.js';
 import { readSubmission, type Submission } from './submission.js';
@@ -54,7 +53,11 @@ export interface EvaluateOptions {
  */
 export async function referencesFor(options: EvaluateOptions): Promise<ReferenceLoader> {
   if (options.references) return options.references;
-  const gold = options.goldDir !== undefined ? await readGoldDir(options.goldDir) : undefined;
+  // Loaded only for `--gold`.
+  const gold =
+    options.goldDir !== undefined
+      ? await (await import('./gold-dir.js')).readGoldDir(options.goldDir)
+      : undefined;
   return new ReferenceLoader(options.dataDir, { scoringOnly: true, ...(gold ? { gold } : {}) });
 }
 
