@@ -9,8 +9,8 @@
  * task's interval does not depend on which other tasks were scored with it.
  */
 import type { MetricName } from '../tasks/types.js';
+import { createResampler } from './draws-wasm.js';
 import {
-  addRows,
   type ItemStats,
   isAccuracyScore,
   mean,
@@ -22,7 +22,7 @@ import {
 } from './item-stats.js';
 import { exactMcNemar } from './mcnemar.js';
 import { percentile } from './quantile.js';
-import { createRng, type Rng } from './rng.js';
+import { createRng, type Rng, seedState } from './rng.js';
 
 export type Interval = [number, number];
 export { median, percentile, percentileOf } from './quantile.js';
@@ -40,8 +40,10 @@ function hashName(name: string): number {
   return h;
 }
 
+const taskSeed = (seed: number, taskName: string): number => (seed ^ hashName(taskName)) >>> 0;
+
 function taskRng(seed: number, taskName: string): Rng {
-  return createRng((seed ^ hashName(taskName)) >>> 0);
+  return createRng(taskSeed(seed, taskName));
 }
 
 interface BootstrapOptions {
@@ -110,8 +112,7 @@ export function bootstrapIntervals(
     const layout = statsLayout(task);
     const { width } = layout;
     const n = ids.length;
-    const rng = taskRng(options.seed, task.name);
-    const rows = new Uint32Array(n);
+    const draws = createResampler(stats, width, seedState(taskSeed(options.seed, task.name)));
     const sums = new Float64Array(width);
     const rep = emptyReplicates(task.metrics, B);
     // Each metric's function and its replicates, and which of them the score averages (in the score's order, as
@@ -124,9 +125,7 @@ export function bootstrapIntervals(
     const scoreFrom = names.map((m) => task.metrics.filter((x) => layout.metrics[x]).indexOf(m));
     const values = new Float64Array(fns.length);
     for (let b = 0; b < B; b++) {
-      resampleRows(rng, n, rows);
-      sums.fill(0);
-      addRows(stats, width, rows, sums);
+      draws.next(sums);
       for (let k = 0; k < fns.length; k++) {
         const f = fns[k] as (typeof fns)[number];
         const v = f.fn(sums, n);
