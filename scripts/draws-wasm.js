@@ -52,18 +52,15 @@ const state = [
   [2, C],
   [3, D],
 ];
-const code = [
-  ...state.flatMap(([g, l]) => [0x23, g, ...set(l)]),
-  ...i32(0),
-  ...set(I),
-  ...block,
-  ...loop,
-  ...get(I),
-  ...get(N),
-  ...geS,
-  ...brIf,
-  1,
-  // xoshiro128**: result = rotl(b * 5, 7) * 9; t = b << 9; c ^= a; d ^= b; b ^= c; a ^= d; c ^= t; d = rotl(d, 11)
+// Locals 15 and 16: the sums of widths 1 and 2, kept in locals.
+const [S0, S1] = [15, 16];
+const rowOffset = (w) => (w === undefined ? [...get(W), ...mul] : w === 2 ? [...i32(1), ...shl] : []);
+/**
+ * One draw: the next xoshiro128** output (result = rotl(b * 5, 7) * 9; t = b << 9; c ^= a; d ^= b; b ^= c; a ^= d;
+ * c ^= t; d = rotl(d, 11)), then BASE = stats + 8 · width · floor(result / 2^32 * n) (exact products, so the very
+ * integer JavaScript's Math.floor gives).
+ */
+const draw = (w) => [
   ...get(B),
   ...i32(5),
   ...mul,
@@ -102,7 +99,6 @@ const code = [
   ...i32(11),
   ...rotl,
   ...set(D),
-  // row = floor(result / 2^32 * n): exact products, so the very integer JavaScript's Math.floor gives
   ...get(R),
   ...f64FromU32,
   ...f64(2 ** -32),
@@ -112,47 +108,26 @@ const code = [
   ...f64Mul,
   ...f64Floor,
   ...u32FromF64,
-  ...get(W),
-  ...mul,
+  ...rowOffset(w),
   ...i32(3),
   ...shl,
   ...get(STATS),
   ...add,
   ...set(BASE),
+];
+/** `for (i = 0; i < n; i++) { draw; body }` */
+const overRows = (w, body) => [
   ...i32(0),
-  ...set(K),
+  ...set(I),
   ...block,
   ...loop,
-  ...get(K),
-  ...get(W),
+  ...get(I),
+  ...get(N),
   ...geS,
   ...brIf,
   1,
-  ...get(K),
-  ...i32(3),
-  ...shl,
-  ...get(SUMS),
-  ...add,
-  ...set(ADDR),
-  ...get(ADDR),
-  ...get(ADDR),
-  ...f64Load,
-  ...get(K),
-  ...i32(3),
-  ...shl,
-  ...get(BASE),
-  ...add,
-  ...f64Load,
-  ...f64Add,
-  ...f64Store,
-  ...get(K),
-  ...i32(1),
-  ...add,
-  ...set(K),
-  ...br,
-  0,
-  ...end,
-  ...end,
+  ...draw(w),
+  ...body,
   ...get(I),
   ...i32(1),
   ...add,
@@ -161,10 +136,74 @@ const code = [
   0,
   ...end,
   ...end,
-  ...state.flatMap(([g, l]) => [...get(l), 0x24, g]),
+];
+const load = (offset) => [...get(BASE), 0x2b, 3, ...uleb(offset)];
+const addTo = (local, offset) => [...get(local), ...load(offset), ...f64Add, ...set(local)];
+const addToSum = (k, local) => [
+  ...get(SUMS),
+  ...get(SUMS),
+  0x2b,
+  3,
+  ...uleb(8 * k),
+  ...get(local),
+  ...f64Add,
+  0x39,
+  3,
+  ...uleb(8 * k),
+];
+const saveState = state.flatMap(([g, l]) => [...get(l), 0x24, g]);
+const ifWidth = (w, body) => [...get(W), ...i32(w), 0x46, 0x04, 0x40, ...body, ...saveState, 0x0f, ...end];
+const code = [
+  ...state.flatMap(([g, l]) => [0x23, g, ...set(l)]),
+  // Widths 1 (accuracy) and 2 (ranking): the sums in locals.
+  ...ifWidth(1, [...overRows(1, addTo(S0, 0)), ...addToSum(0, S0)]),
+  ...ifWidth(2, [...overRows(2, [...addTo(S0, 0), ...addTo(S1, 8)]), ...addToSum(0, S0), ...addToSum(1, S1)]),
+  ...overRows(undefined, [
+    ...i32(0),
+    ...set(K),
+    ...block,
+    ...loop,
+    ...get(K),
+    ...get(W),
+    ...geS,
+    ...brIf,
+    1,
+    ...get(K),
+    ...i32(3),
+    ...shl,
+    ...get(SUMS),
+    ...add,
+    ...set(ADDR),
+    ...get(ADDR),
+    ...get(ADDR),
+    ...f64Load,
+    ...get(K),
+    ...i32(3),
+    ...shl,
+    ...get(BASE),
+    ...add,
+    ...f64Load,
+    ...f64Add,
+    ...f64Store,
+    ...get(K),
+    ...i32(1),
+    ...add,
+    ...set(K),
+    ...br,
+    0,
+    ...end,
+    ...end,
+  ]),
+  ...saveState,
   ...end,
 ];
-const body = [...vec([[...uleb(11), I32]]), ...code];
+const body = [
+  ...vec([
+    [...uleb(11), I32],
+    [...uleb(2), 0x7c],
+  ]),
+  ...code,
+];
 const module = [
   ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
   ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32], [I32]]), ...vec([])]])),
