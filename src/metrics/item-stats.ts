@@ -247,35 +247,6 @@ export function sumRows(stats: Float64Array, width: number, rows?: ArrayLike<num
   return sums;
 }
 
-/**
- * Adds the rows named by `rows` to `sums` (zeroed by the caller): the bootstrap's inner loop, written out for the
- * built-in widths (1: accuracy; 2: ranking; 5: tagging) so that a replicate allocates nothing. The counts are
- * integers, so the sums are exact and equal to {@link sumRows}' in any order.
- */
-export function addRows(stats: Float64Array, width: number, rows: Uint32Array, sums: Float64Array): void {
-  const m = rows.length;
-  if (width === 1) {
-    let s0 = 0;
-    for (let r = 0; r < m; r++) s0 += stats[rows[r] as number] as number;
-    sums[0] = (sums[0] as number) + s0;
-  } else if (width === 2) {
-    let s0 = 0;
-    let s1 = 0;
-    for (let r = 0; r < m; r++) {
-      const base = (rows[r] as number) << 1;
-      s0 += stats[base] as number;
-      s1 += stats[base + 1] as number;
-    }
-    sums[0] = (sums[0] as number) + s0;
-    sums[1] = (sums[1] as number) + s1;
-  } else {
-    for (let r = 0; r < m; r++) {
-      const base = (rows[r] as number) * width;
-      for (let k = 0; k < width; k++) sums[k] = (sums[k] as number) + (stats[base + k] as number);
-    }
-  }
-}
-
 export type MetricValues = Partial<Record<MetricName, number>>;
 
 /** The task's metrics and its score (their mean) from column sums. */
