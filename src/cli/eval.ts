@@ -1,12 +1,5 @@
 /** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
 
-import {
-  renderBreakdown,
-  renderComparison,
-  renderDetails,
-  renderSummary,
-  renderTable,
-} from '../report/table.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
 import { OVERALL_TASKS } from '../tasks/registry.js';
@@ -74,6 +67,8 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
     result.warnings = result.warnings.filter((w) => w.code !== 'MISSING_TASK');
   if (flags.json) io.out(`${JSON.stringify(result)}\n`);
   else {
+    // Loaded here: `eval --json` starts without the tables' modules.
+    const { renderBreakdown, renderDetails, renderSummary } = await import('../report/table.js');
     const scored = Object.keys(result.tasks).length > 0;
     // Tasks defined in files only: the paper's five-column table would be all dashes.
     const paperTasks = OVERALL_TASKS.some((t) => result.tasks[t.name] !== undefined);
@@ -119,6 +114,7 @@ export async function runCompare(a: string, b: string, flags: CompareFlags, io: 
   });
   if (flags.json) io.out(`${JSON.stringify(calibration ? { ...result, calibration } : result)}\n`);
   else {
+    const { renderComparison, renderTable } = await import('../report/table.js');
     io.out(
       `A: ${result.a}\nB: ${result.b}\n` +
         `interval: ${result.method.interval}; p: ${result.method.p_value}; ${result.method.resamples} resamples, seed ${result.method.seed}\n\n` +

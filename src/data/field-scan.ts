@@ -62,6 +62,11 @@ function scanLine(line: Buffer, key: Buffer): { value: string } | undefined {
 
 /** The string values of a top-level field over a JSONL file's lines; lines that are not JSON objects add none. */
 export async function readFieldStrings(file: string, field: string): Promise<Set<string>> {
+  return fieldStringsOf(file, await readFile(file), field);
+}
+
+/** {@link readFieldStrings} of a file's bytes already read (`file` names it in messages). */
+export function fieldStringsOf(file: string, whole: Buffer, field: string): Set<string> {
   const key = Buffer.from(JSON.stringify(field), 'utf8');
   const values = new Set<string>();
   const readLine = (line: Buffer): void => {
@@ -78,7 +83,7 @@ export async function readFieldStrings(file: string, field: string): Promise<Set
     if (typeof value === 'string') values.add(value);
   };
   // Whole: the file is read once and kept only as bytes (the line parser this replaced kept every line's value).
-  let bytes = await readFile(file);
+  let bytes = whole;
   if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))
     throw new TextEncodingError(file, 'UTF-16');
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);

@@ -2,7 +2,8 @@
  * JSONL reading: one JSON value a line, with the line number kept for messages. Blank lines carry no record and
  * are passed over; everything else is either a value or a parse error, never dropped.
  */
-import { readUtf8LineBatches } from './text.js';
+import { readFile } from 'node:fs/promises';
+import { decodeUtf8, readUtf8LineBatches } from './text.js';
 
 /** A line parsed, or its parse error with the line's first characters (to tell CSV or a JSON array apart). */
 export type JsonlLine = { line: number; value: unknown } | { line: number; error: string; start?: string };
@@ -55,8 +56,13 @@ export async function* readJsonlFile(file: string): AsyncGenerator<JsonlLine> {
   }
 }
 
-/** A whole JSONL file's lines, for callers that keep them all (a data split, a submission's file). */
+/**
+ * A whole JSONL file's lines, for callers that keep them all (a data split, a submission's file): read whole and
+ * split at once (the lines are all kept anyway), or streamed where the bytes are not UTF-8, for the stream's message.
+ */
 export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
+  const whole = parseJsonlBytes(file, await readFile(file));
+  if (whole) return whole;
   const out: JsonlLine[] = [];
   let n = 0;
   for await (const batch of readUtf8LineBatches(file)) {
@@ -65,6 +71,29 @@ export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
       const parsed = parseJsonLine(text, n);
       if (parsed) out.push(parsed);
     }
+  }
+  return out;
+}
+
+/**
+ * A whole JSONL file's lines from its bytes, read as {@link readJsonlLines} reads the file (the same lines, the same
+ * numbers); undefined where the bytes are not UTF-8, for the caller to read the file with readJsonlLines, whose
+ * message names the encoding as it always has.
+ */
+export function parseJsonlBytes(file: string, bytes: Uint8Array): JsonlLine[] | undefined {
+  let text: string;
+  try {
+    text = decodeUtf8(bytes, file);
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  const out: JsonlLine[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i] as string;
+    const parsed = parseJsonLine(l.endsWith('\r') ? l.slice(0, -1) : l, i + 1);
+    if (parsed) out.push(parsed);
   }
   return out;
 }

@@ -3,11 +3,13 @@
  * and report every bad line as `file:line (id …): what was wrong`.
  */
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { DataInvalidError, type DataIssue, DataNotFoundError } from '../errors.js';
 import { checkRecord, type RecordIssue } from '../tasks/record.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
-import { readFieldStrings } from './field-scan.js';
-import { readJsonlLines } from './jsonl.js';
+import { fieldStringsOf } from './field-scan.js';
+import { parseJsonlBytes, readJsonlLines } from './jsonl.js';
+import { cachedParse, jsonFaithful } from './parsed-cache.js';
 import { resolveDataDir, splitPath } from './paths.js';
 
 export interface LoadOptions {
@@ -18,6 +20,11 @@ export interface LoadOptions {
    * split, and is replaced by that gold where the caller has it.
    */
   goldApart?: boolean;
+  /**
+   * Only these fields of each record are kept (checked all the same): scoring reads the id, the gold, a tagging
+   * task's tokens and the cluster, and the texts beside them are most of what a test set weighs.
+   */
+  fields?: readonly string[];
 }
 
 /** Upstream's mirror note: this file is published but too large for some mirrors. */
@@ -86,6 +93,13 @@ export function validateRecords(
   return records;
 }
 
+/** The fields of `raw` named in `keep`, in the record's own order. */
+function pick(raw: Readonly<Record<string, unknown>>, keep: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(raw)) if (keep.includes(k)) out[k] = raw[k];
+  return out;
+}
+
 /**
  * Loads and validates one split of a task.
  * @example const test = await loadSplit(getTask('RuMedDaNet'), 'test', { dataDir: '../shared/rumedbench/data' });
@@ -97,7 +111,42 @@ export async function loadSplit(
 ): Promise<TaskRecord[]> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  return validateRecords(task, split, file, await readJsonlLines(file), options);
+  const bytes = await readFile(file);
+  // Records are cached only where they were read from the bytes hashed.
+  let fromBytes = true;
+  const goldRequired = split !== 'private_test' && !options.goldApart;
+  const keep = options.fields;
+  // A record is its checked fields and its line: its id and gold are two of those fields.
+  return cachedParse(
+    bytes,
+    {
+      name: `${task.name}.${split}.records${keep ? `.${keep.join('+')}` : ''}`,
+      rules: { fields: task.recordFields, id: task.idField, gold: task.goldField, goldRequired, keep },
+    },
+    {
+      compute: async () => {
+        let lines = parseJsonlBytes(file, bytes);
+        // Not UTF-8: the line reader reads the file again and throws, naming the encoding.
+        if (lines === undefined) {
+          fromBytes = false;
+          lines = await readJsonlLines(file);
+        }
+        const records = validateRecords(task, split, file, lines, options);
+        return keep ? records.map((r) => ({ ...r, raw: pick(r.raw, keep) })) : records;
+      },
+      encode: (records) =>
+        fromBytes && records.every((r) => jsonFaithful(r.raw))
+          ? records.map((r) => [r.line, r.raw])
+          : undefined,
+      decode: (json) =>
+        (json as [number, Record<string, unknown>][]).map(([line, raw]) => ({
+          id: raw[task.idField] as string,
+          gold: raw[task.goldField] as string | string[] | undefined,
+          raw,
+          line,
+        })),
+    },
+  );
 }
 
 /** Whether every record of a split carries gold (private tests usually do not). */
@@ -117,7 +166,16 @@ export async function readGoldLabels(
 ): Promise<Set<string>> {
   const file = splitPath(options.dataDir ?? resolveDataDir(), task, split);
   if (!existsSync(file)) throw new DataNotFoundError(file, missingHint(task, split));
-  return readFieldStrings(file, task.goldField);
+  const bytes = await readFile(file);
+  return cachedParse(
+    bytes,
+    { name: `${task.name}.${split}.${task.goldField}`, rules: { labelsOf: task.goldField } },
+    {
+      compute: () => fieldStringsOf(file, bytes, task.goldField),
+      encode: (labels) => [...labels],
+      decode: (json) => new Set(json as string[]),
+    },
+  );
 }
 
 /**

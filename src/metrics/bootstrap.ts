@@ -9,19 +9,20 @@
  * task's interval does not depend on which other tasks were scored with it.
  */
 import type { MetricName } from '../tasks/types.js';
+import { createResampler } from './draws-wasm.js';
 import {
   type ItemStats,
   isAccuracyScore,
-  type MetricValues,
   mean,
   metricsFromSums,
+  scoreMetrics,
   statsLayout,
   sumRows,
   taskScore,
 } from './item-stats.js';
+import { exactMcNemar } from './mcnemar.js';
 import { percentile } from './quantile.js';
-import { exactMcNemar } from './ranking.js';
-import { createRng, type Rng } from './rng.js';
+import { createRng, type Rng, seedState } from './rng.js';
 
 export type Interval = [number, number];
 export { median, percentile, percentileOf } from './quantile.js';
@@ -39,8 +40,10 @@ function hashName(name: string): number {
   return h;
 }
 
+const taskSeed = (seed: number, taskName: string): number => (seed ^ hashName(taskName)) >>> 0;
+
 function taskRng(seed: number, taskName: string): Rng {
-  return createRng((seed ^ hashName(taskName)) >>> 0);
+  return createRng(taskSeed(seed, taskName));
 }
 
 interface BootstrapOptions {
@@ -61,11 +64,6 @@ function emptyReplicates(metrics: readonly MetricName[], resamples: number): Rep
   const out: Replicates = { metrics: {}, score: new Float64Array(resamples) };
   for (const m of metrics) out.metrics[m] = new Float64Array(resamples);
   return out;
-}
-
-function record(rep: Replicates, b: number, values: MetricValues, score: number): void {
-  for (const [m, v] of Object.entries(values)) (rep.metrics[m as MetricName] as Float64Array)[b] = v;
-  rep.score[b] = score;
 }
 
 interface TaskIntervals {
@@ -111,15 +109,32 @@ export function bootstrapIntervals(
   const reps = new Map<string, Replicates>();
   for (const it of items) {
     const { task, ids, stats } = it;
-    const { width } = statsLayout(task);
+    const layout = statsLayout(task);
+    const { width } = layout;
     const n = ids.length;
-    const rng = taskRng(options.seed, task.name);
-    const rows = new Uint32Array(n);
+    const draws = createResampler(stats, width, seedState(taskSeed(options.seed, task.name)));
+    const sums = new Float64Array(width);
     const rep = emptyReplicates(task.metrics, B);
+    // Each metric's function and its replicates, and which of them the score averages (in the score's order, as
+    // taskScore adds them): one replicate then allocates nothing.
+    const fns = task.metrics.flatMap((m) => {
+      const fn = layout.metrics[m];
+      return fn ? [{ fn, out: rep.metrics[m] as Float64Array }] : [];
+    });
+    const names = scoreMetrics(task);
+    const scoreFrom = names.map((m) => task.metrics.filter((x) => layout.metrics[x]).indexOf(m));
+    const values = new Float64Array(fns.length);
     for (let b = 0; b < B; b++) {
-      resampleRows(rng, n, rows);
-      const values = metricsFromSums(task, sumRows(stats, width, rows), n);
-      record(rep, b, values, taskScore(task, values));
+      draws.next(sums);
+      for (let k = 0; k < fns.length; k++) {
+        const f = fns[k] as (typeof fns)[number];
+        const v = f.fn(sums, n);
+        values[k] = v;
+        f.out[b] = v;
+      }
+      let total = 0;
+      for (const i of scoreFrom) total += i < 0 ? 0 : (values[i] as number);
+      rep.score[b] = total / names.length;
     }
     reps.set(task.name, rep);
   }

@@ -15,7 +15,7 @@
  * multi-label accuracy is `accuracy_score`'s subset accuracy (the whole set right).
  */
 import type { MetricName, TaskDefinition } from '../tasks/types.js';
-import { countEntities, prf } from './seqeval.js';
+import { addEntityCounts, prf } from './seqeval.js';
 
 /** A validated prediction: a label, a ranked label list, one tag per token, or a class set. */
 export type Prediction = string | readonly string[];
@@ -153,7 +153,8 @@ function makeLayout(task: TaskDefinition): StatsLayout {
           const p = (prediction ?? []) as readonly string[];
           let correct = 0;
           for (let i = 0; i < g.length; i++) if (g[i] === p[i]) correct += 1;
-          const { total } = countEntities(g, p);
+          const total = { tp: 0, predicted: 0, gold: 0 };
+          addEntityCounts(g, p, total);
           out[o] = correct;
           out[o + 1] = g.length;
           out[o + 2] = total.tp;
@@ -195,7 +196,7 @@ export function statsLayout(task: TaskDefinition): StatsLayout {
 }
 
 /** The metrics a task's score averages: all (the built-in tasks, as the paper), or the first (defined tasks). */
-const scoreMetrics = (task: TaskDefinition) =>
+export const scoreMetrics = (task: TaskDefinition): readonly MetricName[] =>
   task.scoreOf === 'first' ? task.metrics.slice(0, 1) : task.metrics;
 
 /**

@@ -37,9 +37,12 @@ import {
   statsLayout,
   taskScore,
 } from './item-stats.js';
+import { exactMcNemar } from './mcnemar.js';
 import { median, percentile } from './quantile.js';
 import { createRng } from './rng.js';
 import { normalUpper } from './student-t.js';
+
+export { exactMcNemar };
 
 export interface RankInput {
   name: string;
@@ -101,24 +104,6 @@ const Z_SUM = 1.959963984540054 + 0.8416212335729143;
  */
 export function plannedMde(n: number, discordance: number): number {
   return n > 0 ? Z_SUM * 100 * Math.sqrt(discordance / n) : Number.POSITIVE_INFINITY;
-}
-
-/**
- * The exact two-sided McNemar test: of the b + c discordant pairs, b went one way; under the null each goes either
- * way with probability 1/2. p = min(1, 2 · P(X ≤ min(b, c))), X ~ Binomial(b + c, 1/2).
- */
-export function exactMcNemar(b: number, c: number): number {
-  const n = b + c;
-  if (n === 0) return 1;
-  const k = Math.min(b, c);
-  // log P(X = i), stepped from i = 0: P(i + 1) = P(i) · (n − i) / (i + 1).
-  let log = -n * Math.LN2;
-  let tail = 0;
-  for (let i = 0; i <= k; i++) {
-    tail += Math.exp(log);
-    log += Math.log(n - i) - Math.log(i + 1);
-  }
-  return Math.min(1, 2 * tail);
 }
 
 /** Holm's step-down adjustment: the i-th smallest p times (m − i), kept monotone, capped at 1. */

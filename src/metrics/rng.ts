@@ -13,7 +13,11 @@ export interface Rng {
   fillInts(out: Uint32Array, n: number): void;
 }
 
-export function createRng(seed: number): Rng {
+/** The generator's four 32-bit words of state. */
+export type RngState = [number, number, number, number];
+
+/** The state a seed starts from: four splitmix32 outputs. */
+export function seedState(seed: number): RngState {
   let s = seed >>> 0;
   const splitmix = (): number => {
     s = (s + 0x9e3779b9) >>> 0;
@@ -22,10 +26,11 @@ export function createRng(seed: number): Rng {
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
     return (z ^ (z >>> 16)) >>> 0;
   };
-  let a = splitmix();
-  let b = splitmix();
-  let c = splitmix();
-  let d = splitmix();
+  return [splitmix(), splitmix(), splitmix(), splitmix()];
+}
+
+export function createRng(seed: number): Rng {
+  let [a, b, c, d] = seedState(seed);
   const nextU32 = (): number => {
     const result = Math.imul(rotl(Math.imul(b, 5) >>> 0, 7), 9) >>> 0;
     const t = (b << 9) >>> 0;

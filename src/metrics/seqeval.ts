@@ -22,11 +22,27 @@ export function countEntities(
   gold: readonly string[],
   predicted: readonly string[],
 ): { total: EntityCounts; byType: Map<string, EntityCounts> } {
+  const total: EntityCounts = { tp: 0, predicted: 0, gold: 0 };
+  const byType = new Map<string, EntityCounts>();
+  addEntityCounts(gold, predicted, total, byType);
+  return { total, byType };
+}
+
+/**
+ * Adds one sentence's entity counts to `total` and, where given, to `byType`: scoring sums them over a test set
+ * without a map and three objects per sentence.
+ */
+export function addEntityCounts(
+  gold: readonly string[],
+  predicted: readonly string[],
+  total: EntityCounts,
+  byType?: Map<string, EntityCounts>,
+): void {
   const goldEntities = getEntities(gold);
   const predEntities = getEntities(predicted);
   const goldKeys = new Set(goldEntities.map(key));
-  const byType = new Map<string, EntityCounts>();
-  const bucket = (type: string): EntityCounts => {
+  const bucket = (type: string): EntityCounts | undefined => {
+    if (!byType) return undefined;
     let c = byType.get(type);
     if (!c) {
       c = { tp: 0, predicted: 0, gold: 0 };
@@ -34,19 +50,21 @@ export function countEntities(
     }
     return c;
   };
-  const total: EntityCounts = { tp: 0, predicted: 0, gold: goldEntities.length };
-  for (const e of goldEntities) bucket(e.type).gold += 1;
+  total.gold += goldEntities.length;
+  for (const e of goldEntities) {
+    const b = bucket(e.type);
+    if (b) b.gold += 1;
+  }
   // seqeval compares sets, so a repeated entity would count once; the chunker never repeats a span.
   for (const e of predEntities) {
     const b = bucket(e.type);
-    b.predicted += 1;
+    if (b) b.predicted += 1;
     total.predicted += 1;
     if (goldKeys.has(key(e))) {
-      b.tp += 1;
+      if (b) b.tp += 1;
       total.tp += 1;
     }
   }
-  return { total, byType };
 }
 
 /**

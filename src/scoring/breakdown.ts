@@ -2,7 +2,7 @@
  * Where a system fails: per-label accuracy (ranking and classification tasks), precision/recall/F1 per label and a
  * confusion matrix (classification), and precision/recall/F1 per entity type (tagging, seqeval's definitions).
  */
-import { countEntities, type EntityCounts, prf } from '../metrics/seqeval.js';
+import { addEntityCounts, type EntityCounts, prf } from '../metrics/seqeval.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { ScoredItem } from './validate.js';
 
@@ -76,15 +76,9 @@ const first = (p: ScoredItem['prediction']): string | undefined =>
 export function breakdown(task: TaskDefinition, items: readonly ScoredItem[]): Breakdown {
   if (task.kind === 'tagging') {
     const totals = new Map<string, EntityCounts>();
-    for (const it of items) {
-      for (const [type, c] of countEntities(it.gold as string[], (it.prediction ?? []) as string[]).byType) {
-        const t = totals.get(type) ?? { tp: 0, predicted: 0, gold: 0 };
-        t.tp += c.tp;
-        t.predicted += c.predicted;
-        t.gold += c.gold;
-        totals.set(type, t);
-      }
-    }
+    const all: EntityCounts = { tp: 0, predicted: 0, gold: 0 };
+    for (const it of items)
+      addEntityCounts(it.gold as string[], (it.prediction ?? []) as string[], all, totals);
     const types = [...totals.keys()].sort().map((type) => {
       const c = totals.get(type) as EntityCounts;
       const { precision, recall, f1 } = prf(c);

@@ -20,23 +20,32 @@ export class ReferenceLoader {
   private readonly hiddenGold: boolean;
   private readonly gold: GoldOverrides;
   private readonly namePaths: boolean;
+  private readonly scoringOnly: boolean;
 
   /**
    * `heldGold` gives splits whose data files carry no gold (private_test; a test split only a task's host holds)
    * their gold. `hiddenGold` marks that gold secret (a leaderboard's): see {@link Reference.hiddenGold}. It covers
    * the private_test split and any split whose records only the task's host holds (ECG2Pathology's test, on the
    * public board); the public gold in the data files stays public. `namePaths: false` keeps this machine's paths
-   * out of messages (a leaderboard's, whose messages go to uploaders).
+   * out of messages (a leaderboard's, whose messages go to uploaders). `scoringOnly` keeps of each record only what
+   * scoring and comparing read (id, gold, a tagging task's tokens, the cluster): for a loader that only scores.
    */
   constructor(
     dataDir?: string,
-    options: { heldGold?: HeldGold; hiddenGold?: boolean; gold?: GoldOverrides; namePaths?: boolean } = {},
+    options: {
+      heldGold?: HeldGold;
+      hiddenGold?: boolean;
+      gold?: GoldOverrides;
+      namePaths?: boolean;
+      scoringOnly?: boolean;
+    } = {},
   ) {
     this.dataDir = resolveDataDir(dataDir);
     this.heldGold = options.heldGold ?? {};
     this.gold = options.gold ?? {};
     this.hiddenGold = options.hiddenGold ?? false;
     this.namePaths = options.namePaths ?? true;
+    this.scoringOnly = options.scoringOnly ?? false;
   }
 
   /** Whether a split's gold is secret here (the scorer then releases nothing per item of it). */
@@ -84,7 +93,11 @@ export class ReferenceLoader {
     const gold = given ?? this.heldGold[split]?.[task.name];
     if (withRecords || gold) {
       const records = await ifPresent(
-        loadSplit(task, split, { dataDir: this.dataDir, ...(gold ? { goldApart: true } : {}) }),
+        loadSplit(task, split, {
+          dataDir: this.dataDir,
+          ...(gold ? { goldApart: true } : {}),
+          ...(this.scoringOnly ? { fields: scoringFields(task) } : {}),
+        }),
       );
       if (records) ref.records = gold ? records.map((r) => ({ ...r, gold: gold.get(r.id) })) : records;
       // No data file here (ECG2Pathology's records are the host's): the gold's ids (given, or imported by a
@@ -110,4 +123,14 @@ export class ReferenceLoader {
     }
     return ref;
   }
+}
+
+/** The fields of a record that scoring and comparing read. */
+function scoringFields(task: TaskDefinition): string[] {
+  return [
+    task.idField,
+    task.goldField,
+    ...(task.kind === 'tagging' ? [task.tokensField] : []),
+    ...(task.cluster ? [task.cluster] : []),
+  ];
 }

@@ -15,7 +15,6 @@ import { getTask, isTaskName, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/reg
 import type { MetricName, Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type Breakdown, breakdown } from './breakdown.js';
-import { readGoldDir } from './gold-dir.js';
 import type { SubmissionIssue } from './issues.js';
 import { ReferenceLoader } from './reference.js';
 import { readSubmission, type Submission } from './submission.js';
@@ -48,11 +47,18 @@ export interface EvaluateOptions {
   tasks?: readonly string[];
 }
 
-/** The reference loader the options ask for: the one given, else one over `--data` and `--gold`. */
+/**
+ * The reference loader the options ask for: the one given, else one over `--data` and `--gold` that keeps only what
+ * scoring reads of each record.
+ */
 export async function referencesFor(options: EvaluateOptions): Promise<ReferenceLoader> {
   if (options.references) return options.references;
-  const gold = options.goldDir !== undefined ? await readGoldDir(options.goldDir) : undefined;
-  return new ReferenceLoader(options.dataDir, gold ? { gold } : {});
+  // Loaded only for `--gold`.
+  const gold =
+    options.goldDir !== undefined
+      ? await (await import('./gold-dir.js')).readGoldDir(options.goldDir)
+      : undefined;
+  return new ReferenceLoader(options.dataDir, { scoringOnly: true, ...(gold ? { gold } : {}) });
 }
 
 export interface TaskResult {

@@ -41,6 +41,21 @@ function startOfChunk(prevTag: string, tag: string, prevType: string, type: stri
 }
 
 /**
+ * A tag's prefix and type, split once per distinct tag: a test set has a few dozen tags over thousands of tokens,
+ * and scoring chunks each sentence twice (its counts, its per-type breakdown).
+ */
+const parts = new Map<string, { tag: string; type: string }>();
+function partsOf(chunk: string): { tag: string; type: string } {
+  let p = parts.get(chunk);
+  if (p === undefined) {
+    p = { tag: prefixOf(chunk), type: typeOf(chunk) };
+    // Bounded: hostile answers could carry any number of distinct tags.
+    if (parts.size < 4096) parts.set(chunk, p);
+  }
+  return p;
+}
+
+/**
  * The entities of one tag sequence.
  * @example getEntities(['B-ADR', 'I-ADR', 'O', 'I-DI']) // ADR 0..1, DI 3..3
  */
@@ -51,8 +66,7 @@ export function getEntities(tags: readonly string[]): Entity[] {
   let begin = 0;
   for (let i = 0; i <= tags.length; i++) {
     const chunk = i < tags.length ? (tags[i] as string) : 'O';
-    const tag = prefixOf(chunk);
-    const type = typeOf(chunk);
+    const { tag, type } = partsOf(chunk);
     if (endOfChunk(prevTag, tag, prevType, type)) entities.push({ type: prevType, start: begin, end: i - 1 });
     if (startOfChunk(prevTag, tag, prevType, type)) begin = i;
     prevTag = tag;
