@@ -3,7 +3,7 @@
  * none of Node's), then the stylesheets beside them. The report inlines them and the server serves them from there.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STAMP, sourceDigest } from './build-stamp.js';
@@ -17,5 +17,8 @@ const out = join(root, 'dist/browser');
 mkdirSync(out, { recursive: true });
 for (const f of readdirSync(join(root, 'src/browser')).filter((f) => f.endsWith('.css')))
   copyFileSync(join(root, 'src/browser', f), join(out, f));
+// The package's bin, run by path (`npx rumedbench` in a clone, a shell): tsc writes it 0644, npm's install sets the
+// mode only for the packages it installs.
+chmodSync(join(root, 'dist/cli/main.js'), 0o755);
 // Digested before it is written: sources edited during the build leave a stamp that no longer matches them.
 writeFileSync(join(root, STAMP), `${digest}\n`);

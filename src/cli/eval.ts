@@ -74,12 +74,15 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
     const paperTasks = OVERALL_TASKS.some((t) => result.tasks[t.name] !== undefined);
     const parts = scored
       ? [
-          ...(paperTasks || flags.reference
-            ? [renderSummary(result, { reference: flags.reference ?? false })]
-            : []),
+          ...(paperTasks ? [renderSummary(result, { reference: flags.reference ?? false })] : []),
           renderDetails(result),
         ]
       : ['No task scored.'];
+    // The paper's rows beside a row of dashes compare nothing: say so, once, instead.
+    if (scored && flags.reference && !paperTasks)
+      parts.push(
+        "--reference: the paper's rows are of its own tasks, and none of them is scored here; not shown.",
+      );
     if (flags.breakdown && scored) parts.push(renderBreakdown(result));
     const unscored = Object.entries(result.unscored).map(([t, why]) => `${t}: not scored: ${why}`);
     if (unscored.length > 0) parts.push(unscored.join('\n'));

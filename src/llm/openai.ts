@@ -476,13 +476,7 @@ export class OpenAIProvider implements Provider {
         ids !== undefined &&
         text !== undefined &&
         ids.length === text.length &&
-        ids.every(
-          (v, k) =>
-            v === text[k] ||
-            (typeof v === 'number' &&
-              typeof text[k] === 'number' &&
-              Math.abs(v - (text[k] as number)) <= 1e-4 * (1 + Math.abs(v))),
-        )
+        ids.every((v, k) => v === text[k] || closeLogprob(v, text[k]))
       );
     } catch (e) {
       if (e instanceof LlmRequestError && e.fatal) throw e;
@@ -542,7 +536,12 @@ export class OpenAIProvider implements Provider {
     }
     // Asked once, on the first item (the capability check alone serves the contamination probes, which send ids).
     this.textPrompts ??= this.readsTextsAsTokens(this.probeTokens);
-    if (await this.textPrompts) return this.loglikByText(request);
+    if (await this.textPrompts) return (await this.loglikByText(request)) ?? this.loglikByTokens(request);
+    return this.loglikByTokens(request);
+  }
+
+  /** Three /tokenize calls per distinct context and candidate, then one request of token ids for the item. */
+  private async loglikByTokens(request: LoglikRequest): Promise<LoglikResult> {
     const bos = this.bos ?? [];
     // Candidates nearly always share one context string: one /tokenize call for it, not one per candidate.
     const contexts = new Map<string, Promise<number[]>>();
@@ -586,9 +585,13 @@ export class OpenAIProvider implements Provider {
    * One request for an item, where the server reads texts as its /tokenize ids (`textPrompts`): the context (once per
    * distinct context) and each context + candidate, as texts. A candidate's tokens are those of its prompt past the
    * context's count, as lm-eval splits them (never by text): the same tokens, and so the same score, as the three
-   * /tokenize calls would give, with the same checks on every value.
+   * /tokenize calls would give, with the same checks on every value. Each candidate's prompt must then agree with
+   * its context's over the context's tokens (its last aside, which a tokenizer may merge with the candidate's first):
+   * where they do not (values that do not sit one per token, a server that appends some, a tokenizer that splits the
+   * context differently inside a longer text) the item is asked again by /tokenize ids (undefined here), whose
+   * counts are checked against the tokenizer's.
    */
-  private async loglikByText(request: LoglikRequest): Promise<LoglikResult> {
+  private async loglikByText(request: LoglikRequest): Promise<LoglikResult | undefined> {
     const pairs = request.continuations.map((c) => moveTrailingWhitespace(request.context, c));
     const contexts = [...new Set(pairs.map(([context]) => context))];
     const lps = await this.promptLogprobs([...contexts, ...pairs.map(([a, b]) => a + b)]);
@@ -605,8 +608,12 @@ export class OpenAIProvider implements Provider {
           false,
         );
       }
-      return { from, to, lp: (lps[contexts.length + i] as (number | null)[]).slice(from, to) };
+      const whole = lps[contexts.length + i] as (number | null)[];
+      const alone = lps[contexts.indexOf(context)] as (number | null)[];
+      const agree = alone.slice(1, from - 1).every((v, k) => closeLogprob(v, whole[k + 1]));
+      return agree ? { from, to, lp: whole.slice(from, to) } : undefined;
     });
+    if (!split.every((x) => x !== undefined)) return undefined;
     const logprobs = split.map(({ lp }) =>
       lp.some((v) => typeof v !== 'number') ? null : (lp as number[]).reduce((a, b) => a + b, 0),
     );
@@ -635,6 +642,11 @@ export class OpenAIProvider implements Provider {
   }
 }
 
+/** One token's log-probability, read twice (two prompts, or one prompt sent two ways): the same up to float noise. */
+function closeLogprob(x: number | null | undefined, y: number | null | undefined): boolean {
+  return typeof x === 'number' && typeof y === 'number' && Math.abs(x - y) <= 1e-4 * (1 + Math.abs(x));
+}
+
 /**
  * Why a server's prompt log-probabilities cannot be read by position, or undefined. `lp` answers a prompt of n tokens;
  * `withA` and `withB` the same prompt followed by two different tokens. With echo and max_tokens 1 a reply holds one
@@ -653,12 +665,15 @@ export function loglikLayoutProblem(
   const n = withA.length - 2;
   if (withB.length !== withA.length || (lp.length !== n + 1 && lp.length !== n))
     return `a prompt of n tokens and the same with one more came back with ${lp.length} and ${withA.length} log-probabilities, not n (+1 generated) and n + 1 (+1)`;
-  const close = (x: number | null | undefined, y: number | null | undefined) =>
-    typeof x === 'number' && typeof y === 'number' && Math.abs(x - y) <= 1e-4 * (1 + Math.abs(x));
   for (let k = 1; k < n; k++)
-    if (!close(lp[k], withA[k]) || !close(lp[k], withB[k]))
+    if (!closeLogprob(lp[k], withA[k]) || !closeLogprob(lp[k], withB[k]))
       return `appending a token changed the log-probability of prompt token ${k} (${lp[k]} → ${withA[k]}, ${withB[k]}): the values do not sit one per prompt token`;
-  if (lp.length === n + 1 && close(withA[n], lp[n]) && close(withB[n], lp[n]) && withA[n] === withB[n])
+  if (
+    lp.length === n + 1 &&
+    closeLogprob(withA[n], lp[n]) &&
+    closeLogprob(withB[n], lp[n]) &&
+    withA[n] === withB[n]
+  )
     return `two different tokens appended to a prompt got the same log-probability (${withA[n]}), the one the prompt's last position had: the values sit one place late ([null, lp(token 0), …]), as no layout we can read`;
   return undefined;
 }

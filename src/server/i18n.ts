@@ -149,6 +149,24 @@ const en = {
     reasons: REASON_TEXT as Record<Reason, string>,
   },
   flagged: 'flagged',
+  /** The admin's words for a submission's state, board and actions. */
+  adminWords: {
+    status: { scored: 'scored', rejected: 'rejected', pending: 'pending' } as Record<string, string>,
+    board: { public: 'public', closed: 'closed' } as Record<string, string>,
+    hidden: 'hidden',
+    token: 'token',
+    characters: (name: string, n: number) => `${name} (${n} characters)`,
+    actions: {
+      hide: 'hide',
+      unhide: 'unhide',
+      flag: 'flag',
+      unflag: 'unflag',
+      verify: 'verify',
+      unverify: 'unverify',
+      delete: 'delete',
+    } as Record<string, string>,
+    campaign: { open: 'open', closed: 'closed' } as Record<string, string>,
+  },
   duplicateOf: 'same predictions as',
   reference: 'paper',
   // The board page's search, sort and pages.
@@ -417,6 +435,23 @@ const ru: ServerStrings = {
     },
   },
   flagged: 'под вопросом',
+  adminWords: {
+    status: { scored: 'оценено', rejected: 'отклонено', pending: 'ожидает' },
+    board: { public: 'открытая', closed: 'закрытая' },
+    hidden: 'скрыто',
+    token: 'токен',
+    characters: (name: string, n: number) => `${name} (символов: ${n})`,
+    actions: {
+      hide: 'скрыть',
+      unhide: 'показать',
+      flag: 'пометить',
+      unflag: 'снять пометку',
+      verify: 'подтвердить',
+      unverify: 'снять подтверждение',
+      delete: 'удалить',
+    },
+    campaign: { open: 'открыта', closed: 'закрыта' },
+  },
   duplicateOf: 'те же предсказания, что и',
   reference: 'статья',
   // The board page's search, sort and pages.

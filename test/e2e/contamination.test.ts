@@ -12,7 +12,7 @@ import { ITEM_SEPARATOR, probeText, splitItem } from '../../src/llm/contaminatio
 import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
-import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { type FakeOpenAI, fakeTokenize, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 
 const DATA = fixtureDataDir();
@@ -93,7 +93,12 @@ describe('contamination --probes order (on fixture data the test writes)', () =>
       expect(order.context_window).toBe(300);
       expect(order.shards).toBeGreaterThan(2);
       // Every sequence scored (the prompt with its continuation) fits the 300 tokens.
-      const lengths = small.completions.flatMap((c) => (c.prompt as number[][]).map((p) => p.length));
+      // A prompt is token ids or a text (the server tokenizes it, with its BOS): counted as the server reads it.
+      const lengths = small.completions.flatMap((c) =>
+        (Array.isArray(c.prompt) ? (c.prompt as (string | number[])[]) : [c.prompt]).map((p) =>
+          typeof p === 'string' ? fakeTokenize(p, true).length : p.length,
+        ),
+      );
       expect(lengths.length).toBeGreaterThan(0);
       expect(Math.max(...lengths)).toBeLessThanOrEqual(300);
       // One shard of the fewest items the probe takes that still does not fit is refused, saying so.

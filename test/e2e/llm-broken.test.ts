@@ -84,6 +84,16 @@ interface Row {
   server?: Parameters<typeof start>[1];
 }
 
+/**
+ * A server that turns bad once a run is under way, on both ways of asking: from the second request on (the text
+ * check fails, and items go by /tokenize ids) and from the fourth (after the probe and the text check, on the
+ * one-request-per-item text path).
+ */
+const onBothPaths = (row: Omit<Row, 'server'>): Row[] => [
+  { ...row, server: { completionsFrom: 2 } },
+  { ...row, server: { completionsFrom: 4 } },
+];
+
 const ROWS: Row[] = [
   {
     mode: 'html-502',
@@ -220,15 +230,14 @@ const ROWS: Row[] = [
       /cannot score by log-likelihood: the server returns prompt log-probabilities that cannot be right \(.*log-probability 240 at token 1 is not a finite number ≤ 0, which no model gives/,
     next: 'nothing',
   },
-  {
+  ...onBothPaths({
     mode: 'positive-logprobs',
     run: 'loglik',
-    server: { completionsFrom: 2 },
     code: 3,
     stderr: /log-probability 240 at token 1 is not a finite number ≤ 0/,
     journal: /not a finite number ≤ 0/,
     next: '--retry-errors',
-  },
+  }),
   {
     // The same count as the right layout (n + 1), one place late: decided from the request, never from the count.
     mode: 'shifted-logprobs',
@@ -238,16 +247,15 @@ const ROWS: Row[] = [
       /cannot score by log-likelihood: two different tokens appended to a prompt got the same log-probability .* the values sit one place late/,
     next: 'nothing',
   },
-  {
+  ...onBothPaths({
     mode: 'long-logprobs',
     run: 'loglik',
-    server: { completionsFrom: 2 },
     code: 3,
     stderr:
       /\d+ log-probabilities for a prompt of \d+ tokens and 1 generated \(there must be one per token\)/,
     journal: /one per token/,
     next: '--retry-errors',
-  },
+  }),
   {
     mode: 'tokenize-mismatch',
     run: 'loglik',
@@ -256,15 +264,14 @@ const ROWS: Row[] = [
     journal: /no tokens of its own/,
     next: '--retry-errors',
   },
-  {
+  ...onBothPaths({
     mode: 'infinite-logprob',
     run: 'loglik',
-    server: { completionsFrom: 2 },
     code: 3,
     stderr: /log-probability -Infinity at token \d+ is not a finite number ≤ 0/,
     journal: /not a finite number ≤ 0/,
     next: '--retry-errors',
-  },
+  }),
   {
     mode: 'unauthorized',
     run: 'loglik',
@@ -316,7 +323,8 @@ describe('llm against broken servers (on fixture data the test writes)', () => {
     const healthy = await start('healthy');
     const again = await cli(run(healthy.url, out, row.run, row.next));
     expect([again.code, again.stderr]).toEqual([0, expect.stringContaining('')]);
-    const asked = row.run === 'generate' ? healthy.counts.chat : healthy.counts.completions - 1; // less the probe
+    // Less the capability check: the probe, and the text check's two (the probe as ids and as a text).
+    const asked = row.run === 'generate' ? healthy.counts.chat : healthy.counts.completions - 3;
     // Only what was missing is asked: the failed requests (and, after a stop, the unsent ones too).
     expect(asked).toBe(row.next === '--retry-errors' ? failed.length : ITEMS - answered);
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
@@ -352,21 +360,32 @@ describe('llm against broken servers (on fixture data the test writes)', () => {
     ]).toEqual([2, 2, 4]);
   });
 
-  it('keeps log-likelihood requests in flight within --concurrency, over reused connections (#18)', async () => {
-    const healthy = await start('healthy');
-    const out = mkdtempSync(join(tmpdir(), 'rumedbench-broken-inflight-'));
-    const args = run(healthy.url, out, 'loglik', '--concurrency', '4').map((a) =>
-      a === 'RuMedDaNet' ? 'RuMedTop3' : a,
-    );
-    const r = await cli(args);
-    expect(r.code).toBe(0);
-    // Each RuMedTop3 item asks /tokenize once per candidate and the context once.
-    expect(healthy.counts.tokenize).toBeGreaterThanOrEqual(ITEMS * (FIXTURE_CODES.length + 1));
-    expect(healthy.peak.inFlight).toBeLessThanOrEqual(4);
-    // Reused: before this bound, one run opened 424 connections here. A socket goes back to the pool a moment after
-    // its reply is read, so a request sent at once may open one more: never more than twice --concurrency.
-    expect(healthy.peak.connections).toBeLessThanOrEqual(8);
-  });
+  it.each([
+    { path: 'texts', textPrompts: true },
+    { path: '/tokenize ids', textPrompts: false },
+  ])(
+    'keeps log-likelihood requests in flight within --concurrency, over reused connections, by $path (#18)',
+    async ({ textPrompts }) => {
+      const healthy = await start('healthy', { textPrompts });
+      const out = mkdtempSync(join(tmpdir(), 'rumedbench-broken-inflight-'));
+      const args = run(healthy.url, out, 'loglik', '--concurrency', '4').map((a) =>
+        a === 'RuMedDaNet' ? 'RuMedTop3' : a,
+      );
+      const r = await cli(args);
+      expect(r.code).toBe(0);
+      if (textPrompts) {
+        // One request per item, no /tokenize call: the check's (the BOS and the probe) and its three requests only.
+        expect([healthy.counts.completions, healthy.counts.tokenize]).toEqual([ITEMS + 3, 2]);
+      } else {
+        // Each RuMedTop3 item asks /tokenize once per candidate and the context once.
+        expect(healthy.counts.tokenize).toBeGreaterThanOrEqual(ITEMS * (FIXTURE_CODES.length + 1));
+      }
+      expect(healthy.peak.inFlight).toBeLessThanOrEqual(4);
+      // Reused: before this bound, one run opened 424 connections here. A socket goes back to the pool a moment after
+      // its reply is read, so a request sent at once may open one more: never more than twice --concurrency.
+      expect(healthy.peak.connections).toBeLessThanOrEqual(8);
+    },
+  );
 
   it('refuses credentials in --base-url before sending anything, and a bad --allow-failures', async () => {
     const healthy = await start('healthy');

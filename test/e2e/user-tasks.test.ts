@@ -182,6 +182,24 @@ describe('tasks defined in files', () => {
     expect(r.stderr).not.toMatch(/MISSING_TASK/);
   });
 
+  it('eval --reference on defined tasks only: no paper table of dashes, a line saying why', async () => {
+    const r = await rumedbench(
+      'eval',
+      dirs.preds,
+      '--tasks-dir',
+      dirs.tasks,
+      '--reference',
+      '--bootstrap',
+      '0',
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain('(paper)');
+    expect(r.stdout).toContain(
+      "--reference: the paper's rows are of its own tasks, and none of them is scored here; not shown.",
+    );
+    expect(r.stdout).toMatch(/Severity/);
+  });
+
   it('report: the summary gives each defined task a column after the overall it is no part of', async () => {
     const html = join(root, 'report.html');
     const r = await rumedbench(

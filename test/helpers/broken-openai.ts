@@ -65,8 +65,13 @@ export async function startBrokenServer(
   options: {
     redirectTo?: string;
     hugeBytes?: number;
-    /** Misbehave on /v1/completions from this request on (1: from the first; 2: after a healthy probe). */
+    /**
+     * Misbehave on /v1/completions from this request on (1: from the first; 2: after a healthy probe, so the text
+     * check fails and items go by /tokenize ids; 4: after the probe and the text check, on the text path).
+     */
     completionsFrom?: number;
+    /** false: /v1/completions refuses text prompts (HTTP 400), so items go by /tokenize ids. */
+    textPrompts?: boolean;
     /** `dies`: after answering this many chat requests, the server closes and nothing listens any more. */
     dieAfter?: number;
     /** What /tokenize says the model's context holds (8192 unless given). */
@@ -134,9 +139,21 @@ export async function startBrokenServer(
     if (path.endsWith('/v1/completions')) {
       counts.completions++;
       const misbehave = counts.completions >= (options.completionsFrom ?? 1);
-      const b = JSON.parse(body) as { prompt: number[] | number[][]; echo?: boolean };
-      const prompts = Array.isArray(b.prompt[0]) ? (b.prompt as number[][]) : [b.prompt as number[]];
-      const choices = prompts.map((ids, index) => {
+      const b = JSON.parse(body) as { prompt: string | string[] | number[] | number[][]; echo?: boolean };
+      // A server that reads only token ids (as some proxies in front of vLLM do): a text is refused.
+      const isText =
+        typeof b.prompt === 'string' || (Array.isArray(b.prompt) && typeof b.prompt[0] === 'string');
+      if (options.textPrompts === false && isText) {
+        json(res, 400, { error: { message: 'prompt must be a list of token ids' } });
+        return;
+      }
+      // As vLLM reads a prompt: token ids, a text (tokenized with the BOS), or a list of either.
+      const prompts: (string | number[])[] =
+        Array.isArray(b.prompt) && (Array.isArray(b.prompt[0]) || typeof b.prompt[0] === 'string')
+          ? (b.prompt as number[][] | string[])
+          : [b.prompt as string | number[]];
+      const choices = prompts.map((prompt, index) => {
+        const ids = typeof prompt === 'string' ? fakeTokenize(prompt, true) : prompt;
         const all = [...ids, 2];
         let lp: (number | null)[] = all.map((t, i) =>
           i === 0 ? null : fakeLogprob(all[i - 1] as number, t),

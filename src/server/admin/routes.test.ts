@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENGINES } from '../../../test/helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
-import { attr, type Element, elements, parseHtml } from '../../../test/helpers/html.js';
+import { attr, type Element, elements, parseHtml, textOf } from '../../../test/helpers/html.js';
 import { ADMIN, type Body, files, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 
 /** The suite's data and upload: a small folder and predictions the tests write, not ../shared. */
@@ -86,6 +86,21 @@ describe('admin routes (on fixture data the test writes)', () => {
       ]);
       const adminPage = await (await request('/admin', { headers: { cookie: session } })).text();
       expect(adminPage).toContain('BiLSTM (edited)');
+      // In Russian the state, the board and the actions are Russian words too, not the database's English.
+      const ru = parseHtml(await (await request('/admin?lang=ru', { headers: { cookie: session } })).text());
+      const row = elements(ru, (e) => e.tagName === 'tr' && attr(e, 'data-id') === id)[0] as Element;
+      const rowText = elements(row, (e) => e.tagName === 'td')
+        .map((td) => textOf(td))
+        .join(' | ');
+      expect(rowText).toMatch(/оценено · под вопросом · проверено/);
+      expect(rowText).toContain('открытая');
+      expect(rowText).not.toMatch(/\b(scored|public|hide|unflag|unverify|delete)\b/);
+      expect(elements(row, (e) => e.tagName === 'button').map((b) => textOf(b).trim())).toEqual([
+        'скрыть',
+        'снять пометку',
+        'снять подтверждение',
+        'удалить',
+      ]);
       const api = await request(`/api/admin/submissions/${id}/delete`, {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN}` },

@@ -71,10 +71,10 @@ export const AdminPage: FC<
           {rows.map((r) => (
             <tr data-id={r.id}>
               <td>{r.created_at.slice(0, 19).replace('T', ' ')}</td>
-              <td>{r.board}</td>
+              <td>{ctx.t.adminWords.board[r.board] ?? r.board}</td>
               <td>
-                {r.status}
-                {r.hidden ? ' · hidden' : ''}
+                {ctx.t.adminWords.status[r.status] ?? r.status}
+                {r.hidden ? ` · ${ctx.t.adminWords.hidden}` : ''}
                 {r.flagged ? ` · ${ctx.t.flagged}` : ''}
                 {r.verified ? ` · ${ctx.t.verified}` : ''}
               </td>
@@ -83,7 +83,7 @@ export const AdminPage: FC<
               </th>
               <td>{r.team}</td>
               <td class="num">{f2(r.overall === null ? null : Number(r.overall))}</td>
-              <td>{r.token_id ? `token ${r.token_id.slice(0, 8)}` : r.address}</td>
+              <td>{r.token_id ? `${ctx.t.adminWords.token} ${r.token_id.slice(0, 8)}` : r.address}</td>
               <td class="actions">
                 {ACTIONS.filter(([, when]) => when(r)).map(([action]) => (
                   <form method="post" action={`/admin/submissions/${r.id}/${action}`} class="inline">
@@ -93,7 +93,7 @@ export const AdminPage: FC<
                       class={action === 'delete' ? 'danger' : undefined}
                       data-action={action}
                     >
-                      {action}
+                      {ctx.t.adminWords.actions[action] ?? action}
                     </button>
                   </form>
                 ))}
@@ -168,10 +168,12 @@ export const AdminSubmissionPage: FC<{ ctx: PageContext } & AdminSubmission> = (
   <Layout ctx={ctx} title={`${ctx.t.admin}: ${row.model}`}>
     <h1>{row.model}</h1>
     <p class="note">
-      {row.id} · {row.status} · {row.board} · {row.created_at} · sha256 {row.content_hash.slice(0, 16)}…
+      {row.id} · {ctx.t.adminWords.status[row.status] ?? row.status} ·{' '}
+      {ctx.t.adminWords.board[row.board] ?? row.board} · {row.created_at} · sha256{' '}
+      {row.content_hash.slice(0, 16)}…
     </p>
     {entry.result?.errors.length ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
-    <p class="note">{files.map((f) => `${f.name} (${f.chars} characters)`).join(', ')}</p>
+    <p class="note">{files.map((f) => ctx.t.adminWords.characters(f.name, f.chars)).join(', ')}</p>
     <h2>{ctx.t.edit}</h2>
     <form method="post" action={`/admin/submissions/${row.id}/edit`} class="upload">
       <CsrfField ctx={ctx} />

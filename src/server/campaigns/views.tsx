@@ -45,7 +45,7 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
               <td>{c.split}</td>
               <td class="num">{String((JSON.parse(c.items) as string[]).length)}</td>
               <td class="num">{String(c.overlap)}</td>
-              <td>{c.status}</td>
+              <td>{ctx.t.adminWords.campaign[c.status] ?? c.status}</td>
               <td>{c.created_at.slice(0, 16).replace('T', ' ')}</td>
               <td>
                 {c.submission_id ? (
@@ -160,7 +160,13 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
       )}
       <p class="note">
         {c.task} · {c.split} ·{' '}
-        {ctx.t.campaigns.summary(d.items, c.overlap, c.seed, c.status, d.rule === 'majority')}
+        {ctx.t.campaigns.summary(
+          d.items,
+          c.overlap,
+          c.seed,
+          ctx.t.adminWords.campaign[c.status] ?? c.status,
+          d.rule === 'majority',
+        )}
       </p>
       <div class="actions">
         <form method="post" action={`/admin/campaigns/${c.id}/publish`} class="inline">
