@@ -18,7 +18,6 @@ import { hostCheck } from './middleware/host.js';
 import { privateAnswers } from './middleware/private.js';
 import { securityHeaders } from './middleware/security-headers.js';
 import { runRoutes } from './runs/routes.js';
-import { Runs } from './runs/service.js';
 import { staticRoutes } from './static.js';
 import { submissionRoutes, UPLOAD_PATHS } from './submissions/routes.js';
 import type { PageContext } from './views/layout.js';
@@ -45,7 +44,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.route('/', staticRoutes());
   app.route('/', campaignRoutes(lb.campaigns));
   app.route('/', adminRoutes(deps));
-  app.route('/', runRoutes(options.runs ?? new Runs(lb, undefined, log), lb));
+  app.route('/', runRoutes(lb.runs, lb));
   // Browsers ask for it on every page; there is none, and saying so quietly keeps their consoles clean.
   app.get('/favicon.ico', (c) => c.body(null, 204));
   app.get('/healthz', (c) => c.json({ ok: true, engine: lb.db.engine }));

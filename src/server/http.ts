@@ -7,7 +7,6 @@ import { safeEqual } from './auth.js';
 import type { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
 import type { Leaderboard } from './leaderboard.js';
-import type { Runs } from './runs/service.js';
 import type { PageContext } from './views/layout.js';
 
 export type Env = { Variables: { ctx: PageContext; address: string } };
@@ -51,8 +50,6 @@ export interface AppOptions {
   trustedProxies?: number;
   /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
   secureCookies?: boolean;
-  /** The platform's runs (its workers' queue, on PostgreSQL); without it /runs says what it needs. */
-  runs?: Runs;
 }
 
 /** What the route groups share: the service, the log, the options, and the chart cache. */

@@ -1,17 +1,21 @@
 /**
  * The leaderboard's services over one database and one scoring pool, composed, each built here once with what it
  * works with: `boards` (the boards as data), `uploads` (who may upload, and each upload scored and stored), `gold`
- * (the closed tests' gold and rescoring), `admin` (the admin secret, sessions, tokens and actions) and `campaigns`
- * (human evaluation). Each lives in its concern's folder; the route groups and
- * the admin commands (cli/serve.ts) call them; this module only builds them.
+ * (the closed tests' gold and rescoring), `admin` (the admin secret, sessions, tokens and actions), `campaigns`
+ * (human evaluation) and `runs` (evaluations the platform runs, through its workers' queue on PostgreSQL). Each lives
+ * in its concern's folder; the route groups and the admin commands (cli/serve.ts) call them; this module only
+ * builds them.
  */
 
+import { type Logger, silentLogger } from '../log.js';
+import type { QueueDb } from '../workers/store.js';
 import { AdminService } from './admin/service.js';
 import type { Boards as BoardsType } from './boards/service.js';
 import { Boards } from './boards/service.js';
 import { Campaigns } from './campaigns/service.js';
 import type { Db } from './db/connect.js';
 import { Gold } from './gold/service.js';
+import { Runs } from './runs/service.js';
 import type { Scorer } from './scorer.js';
 import { type UploadOptions, Uploads } from './submissions/service.js';
 import { DEFAULT_LIMITS } from './upload.js';
@@ -44,11 +48,14 @@ export class Leaderboard {
   readonly uploads: Uploads;
   readonly admin: AdminService;
   readonly campaigns: Campaigns;
+  readonly runs: Runs;
 
   constructor(
     readonly db: Db,
     readonly scorer: Scorer,
     readonly options: LeaderboardOptions,
+    /** The platform's: its workers' queue (without it, /runs says what it needs) and the log its runs report to. */
+    platform: { queue?: QueueDb; log?: Logger } = {},
   ) {
     this.boards = new Boards(db.db, scorer, options);
     this.gold = new Gold(db.db, scorer, this.boards, options);
@@ -62,9 +69,11 @@ export class Leaderboard {
       uploads: this.uploads,
       options,
     });
+    this.runs = new Runs(this, platform.queue, platform.log ?? silentLogger);
   }
 
   async close(): Promise<void> {
+    await this.runs.queue?.close();
     await this.scorer.close();
     await this.db.close();
   }

@@ -13,12 +13,12 @@ import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { heldByHost, TASKS } from '../tasks/registry.js';
 import { isConnectionError } from '../workers/db-wait.js';
+import type { QueueDb } from '../workers/store.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
 import { type Db, openDatabase } from './db/connect.js';
 import * as q from './db/queries.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
-import { Runs } from './runs/service.js';
 import { Scorer } from './scorer.js';
 
 export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'>> {
@@ -62,9 +62,13 @@ function checkDataFolder(dataDir: string): void {
   }
 }
 
-/** Opens the database and the service (no HTTP): what the admin commands use too. */
+/**
+ * Opens the database and the service (no HTTP): what the admin commands use too. With `queue` (the server), a
+ * PostgreSQL database is also opened as the workers' queue, for the evaluations the platform runs.
+ */
 export async function openLeaderboard(
-  options: Pick<ServeOptions, 'dataDir' | 'db' | 'threads'> & Partial<LeaderboardOptions>,
+  options: Pick<ServeOptions, 'dataDir' | 'db' | 'threads'> &
+    Partial<LeaderboardOptions> & { queue?: boolean; log?: Logger },
 ): Promise<Leaderboard> {
   checkDataFolder(options.dataDir);
   let db: Db;
@@ -76,12 +80,27 @@ export async function openLeaderboard(
       cause: e,
     });
   }
+  let queue: QueueDb | undefined;
+  if (options.queue && db.engine === 'postgres') {
+    try {
+      queue = await openQueue(options.db);
+    } catch (e) {
+      await db.close();
+      throw e;
+    }
+  }
   const scorer = new Scorer({
     dataDir: options.dataDir,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     heldGold: await q.loadHeldGold(db.db),
   });
-  const lb = new Leaderboard(db, scorer, { ...DEFAULT_OPTIONS, ...options, dataDir: options.dataDir });
+  const { queue: _queue, log, ...rest } = options;
+  const lb = new Leaderboard(
+    db,
+    scorer,
+    { ...DEFAULT_OPTIONS, ...rest, dataDir: options.dataDir },
+    { ...(queue ? { queue } : {}), ...(log ? { log } : {}) },
+  );
   await lb.gold.sync();
   return lb;
 }
@@ -94,7 +113,7 @@ export interface RunningServer {
 }
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const lb = await openLeaderboard(options);
+  const lb = await openLeaderboard({ ...options, queue: true });
   const { log } = options;
   try {
     const { generated } = await lb.admin.ensureAdminSecret(options.adminToken);
@@ -125,15 +144,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // Filled once the port is known. Empty: no check (a public bind without --public-url, warned about below).
   const allowedHosts: string[] = [];
   // On PostgreSQL the leaderboard's database is also the workers' queue: the platform runs evaluations itself.
-  let runs: Runs | undefined;
+  const runs = lb.runs;
   let importer: NodeJS.Timeout | undefined;
-  if (lb.db.engine === 'postgres') {
-    try {
-      runs = new Runs(lb, await openQueue(options.db), log);
-    } catch (e) {
-      await lb.close();
-      throw e;
-    }
+  if (runs.queue) {
     let busy = false;
     // While the database is away (a restart), said once when it goes and once when it is back, not every tick.
     let away = false;
@@ -141,7 +154,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       if (busy) return;
       busy = true;
       runs
-        ?.importFinished()
+        .importFinished()
         .then(() => {
           if (away) log.warn('the database is back: finished runs are imported again');
           away = false;
@@ -161,7 +174,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     lb,
     log,
     allowedHosts,
-    ...(runs ? { runs } : {}),
     ...(publicOrigin ? { publicOrigin: publicOrigin.origin } : {}),
     ...(options.trustedProxies !== undefined ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.secureCookies !== undefined ? { secureCookies: options.secureCookies } : {}),
@@ -181,7 +193,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     );
   }).catch(async (e: unknown) => {
     clearInterval(importer);
-    await runs?.queue?.close();
     await lb.close();
     throw e;
   });
@@ -206,7 +217,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       clearInterval(importer);
-      await runs?.queue?.close();
       await lb.close();
     },
   };

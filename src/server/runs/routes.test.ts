@@ -15,12 +15,12 @@ import { fixtureDataDir, writeFixtureData } from '../../../test/helpers/fixture-
 import { ADMIN as BOARD_ADMIN, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { createLogger } from '../../log.js';
 import { addEndpoint } from '../../workers/endpoints.js';
-import { openQueue, type QueueDb } from '../../workers/store.js';
+import type { QueueDb } from '../../workers/store.js';
 import { Worker } from '../../workers/worker.js';
 import { createApp } from '../app.js';
 import type { Leaderboard } from '../leaderboard.js';
 import { openLeaderboard } from '../serve.js';
-import { Runs } from './service.js';
+import type { Runs } from './service.js';
 
 const ADMIN = 'k3Y-for-the-runs-admin-9x7Q2mZ4pL8w';
 const CLOSED = { RuMedDaNet: 'pairID', RuMedNLI: 'pairID', RuMedTest: 'idx' } as const;
@@ -52,12 +52,13 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
       );
     }
     const db = await freshDatabase('postgres');
-    lb = await openLeaderboard({ dataDir: data, db, bootstrap: 0 });
+    // The service as the server builds it: the database is the workers' queue too, opened by the leaderboard.
+    lb = await openLeaderboard({ dataDir: data, db, bootstrap: 0, queue: true, log });
     await lb.admin.ensureAdminSecret(ADMIN);
     await lb.gold.importGold(gold);
-    queue = await openQueue(db);
-    runs = new Runs(lb, queue, log);
-    app = createApp({ lb, log, runs });
+    runs = lb.runs;
+    queue = runs.queue as QueueDb;
+    app = createApp({ lb, log });
     model = await startFakeOpenAI({
       reply: (body) => {
         const last = body.messages.at(-1)?.content ?? '';
@@ -81,8 +82,7 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
   });
   afterAll(async () => {
     await model?.close();
-    await queue?.close();
-    await lb?.close();
+    await lb?.close(); // the queue with it
   });
 
   const api = (path: string, body: unknown, token = ADMIN) =>
