@@ -204,6 +204,19 @@ describe('validateTaskFile: tagging (RuMedNER)', () => {
     expect(v.issues[0]?.message).toContain('rumedbench data download');
   });
 
+  it('compares a RuMedBench-format file’s tag lists with the data’s tag by tag', () => {
+    const v = validateTaskFile(
+      task,
+      'RuMedNER.jsonl',
+      lines(
+        { idx: 's1', ner_tags: ['B-Drugname', 'O'], prediction: ['O', 'O'] },
+        { idx: 's2', ner_tags: ['O', 'O', 'B-Drugname'], prediction: ['O', 'O', 'O'] },
+      ),
+      reference,
+    );
+    expect(brief(v.issues)).toEqual([['error', 'GOLD_MISMATCH', 2, 's2']]);
+  });
+
   it('needs the data for the platform format', () => {
     const v = validateTaskFile(task, 'RuMedNER.jsonl', lines({ idx: 's1', ner_tags: ['O', 'O'] }), {
       split: 'test',
