@@ -94,5 +94,9 @@ describe('JSON nesting, bounded before parsing', () => {
     expect(nestsDeeperThan('[[[[1]]]]', 3)).toBe(true);
     expect(nestsDeeperThan('{"a": "[[[[[[\\"[[[["}', 1)).toBe(false);
     expect(nestsDeeperThan('['.repeat(120_000), 64)).toBe(true);
+    // More openers than the limit, yet shallow: walked, not refused; deep through both kinds of opener: refused.
+    expect(nestsDeeperThan(`[${'[1],'.repeat(100)}[2]]`, 64)).toBe(false);
+    expect(nestsDeeperThan(`${'{"a":['.repeat(33)}1${']}'.repeat(33)}`, 64)).toBe(true);
+    expect(nestsDeeperThan(`${'{"a":['.repeat(32)}1${']}'.repeat(32)}`, 64)).toBe(false);
   });
 });
