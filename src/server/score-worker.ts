@@ -14,7 +14,10 @@ import { TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import {
   type BoardRanking,
+  type DrawRowsJob,
+  drawBoardRows,
   type RankTaskJob,
+  type ReplicateRow,
   rankBoardOverall,
   rankBoardTask,
   type TaskReplicates,
@@ -124,7 +127,12 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
   });
 }
 
-/** One task of a board's ranking, from its entries' per-item counts. */
+/** Some entries' replicate rows of one task, from their per-item counts. */
+export function drawRows(job: DrawRowsJob): Promise<(ReplicateRow | null)[]> {
+  return drawBoardRows(job, refs[job.board]);
+}
+
+/** One task of a board's ranking, from its entries' replicate rows. */
 export function rankTask(job: RankTaskJob): ReturnType<typeof rankBoardTask> {
   return rankBoardTask(job, refs[job.board]);
 }

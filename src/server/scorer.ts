@@ -11,7 +11,16 @@ import type { EvaluationResult } from '../scoring/score.js';
 import { userTasks } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { workerScript } from '../worker-script.js';
-import { assemble, type BoardRanking, type RankJob, type rankBoardTask, taskJob } from './boards/ranking.js';
+import {
+  assemble,
+  type BoardRanking,
+  type DrawRowsJob,
+  overallReplicates,
+  type RankJob,
+  type ReplicateRow,
+  ReplicateRows,
+  taskJob,
+} from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
 
@@ -25,6 +34,8 @@ export class Scorer {
   private rankPool: Piscina;
   private readonly threads: number;
   private readonly dataDir: string;
+  /** The boards' replicate rows, kept between rankings: an upload draws its own rows only. */
+  private readonly rows = new ReplicateRows();
 
   constructor(options: { dataDir: string; threads?: number; heldGold?: HeldGold }) {
     this.dataDir = options.dataDir;
@@ -59,6 +70,8 @@ export class Scorer {
     const [old, oldRank] = [this.pool, this.rankPool];
     this.pool = this.start(gold);
     this.rankPool = this.start(gold, { lazy: true });
+    // New gold may be new items or clusters for a task: its rows are drawn again.
+    this.rows.clear();
     await Promise.all([old.close(), oldRank.close()]);
   }
 
@@ -81,15 +94,42 @@ export class Scorer {
     return this.pool.run(job, { name: 'compare' }) as Promise<ComparisonResult>;
   }
 
-  /** A board's ranking: its tasks spread over the workers, then the overall from their replicates. */
+  /**
+   * A board's ranking: each task's missing replicate rows drawn (a cold start: all of them, in as many batches as
+   * threads), then each task ranked from its rows on the workers, then the overall from the same rows.
+   */
   async rank(job: RankJob): Promise<BoardRanking> {
     const pool = this.rankPool;
+    const rows = await Promise.all(
+      job.tasks.map((task) =>
+        this.rows.of(
+          job,
+          task,
+          (entries) => {
+            const draw: DrawRowsJob = {
+              board: job.board,
+              split: job.split,
+              resamples: job.resamples,
+              seed: job.seed,
+              task,
+              entries,
+            };
+            return pool.run(draw, { name: 'drawRows' }) as Promise<(ReplicateRow | null)[]>;
+          },
+          this.threads,
+        ),
+      ),
+    );
     const parts = (await Promise.all(
-      job.tasks.map((t) => pool.run(taskJob(job, t), { name: 'rankTask' })),
-    )) as Awaited<ReturnType<typeof rankBoardTask>>[];
+      job.tasks.map((t, i) =>
+        pool.run(taskJob(job, t, rows[i] as Map<string, ReplicateRow>), { name: 'rankTask' }),
+      ),
+    )) as (BoardRanking['tasks'][string] | null)[];
     const overall = (await pool.run(
       {
-        tasks: parts.filter((_, i) => job.overall.includes(job.tasks[i] as string)).map((p) => p.replicates),
+        tasks: job.tasks.flatMap((t, i) =>
+          job.overall.includes(t) ? [overallReplicates(job, rows[i] as Map<string, ReplicateRow>)] : [],
+        ),
         alpha: job.alpha,
       },
       { name: 'rankOverall' },

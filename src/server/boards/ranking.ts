@@ -8,7 +8,13 @@
 import { createHash } from 'node:crypto';
 import { deflateSync, inflateSync } from 'fflate';
 import { buildItemStats, type ItemStats, statsLayout } from '../../metrics/item-stats.js';
-import { drawTask, rankDraws, rankOverallDraws, type TaskDraws } from '../../metrics/ranking.js';
+import {
+  drawsFromRows,
+  drawTask,
+  rankDraws,
+  rankOverallDraws,
+  type TaskDraws,
+} from '../../metrics/ranking.js';
 import type { ReferenceLoader } from '../../scoring/reference.js';
 import type { ValidatedSubmission } from '../../scoring/score.js';
 import { getTask } from '../../tasks/registry.js';
@@ -103,59 +109,100 @@ const cell = (s: { rank: number; rank_ci: [number, number]; group: string }): Ra
   group: s.group,
 });
 
-/** One task of a board's ranking: its entries' counts of that task only. */
-export interface RankTaskJob extends Omit<RankJob, 'tasks' | 'overall'> {
+/** An entry's replicate row of one task: its score, and its score in each replicate (in shared memory). */
+export interface ReplicateRow {
+  observed: number;
+  boot: Float64Array;
+}
+
+/** The replicate rows to draw for one task of a board: entries whose rows are not kept (new, or changed). */
+export interface DrawRowsJob extends Pick<RankJob, 'board' | 'split' | 'resamples' | 'seed'> {
   task: string;
+  entries: { id: string; stats: StoredTaskStats }[];
+}
+
+/** One task's item ids (sorted), their set's key and their clusters (the layout every row of the task is drawn on). */
+async function layoutOf(task: TaskDefinition, split: Split, references: ReferenceLoader) {
+  const records = (await references.load(task, split)).records;
+  if (!records) return undefined;
+  const sorted = [...records].sort(byId);
+  const ids = sorted.map((r) => r.id);
+  const field = task.cluster;
+  const clusters = field ? sorted.map((r) => r.raw[field]) : undefined;
+  const usable = clusters?.every((c) => typeof c === 'string') ? (clusters as string[]) : undefined;
+  return { ids, key: itemSetKey(ids), clusters: usable };
+}
+
+/**
+ * The replicate rows of some entries of one task, in the job's order (null: not scored on the board's items). An
+ * entry's row depends only on its own counts and the task's layout, seed and resamples, never on the other entries
+ * (../../metrics/ranking.ts, `drawsFromRows`), so rows are drawn a few entries at a time, on any thread, and kept.
+ */
+export async function drawBoardRows(
+  job: DrawRowsJob,
+  references: ReferenceLoader,
+): Promise<(ReplicateRow | null)[]> {
+  const task = getTask(job.task);
+  const layout = await layoutOf(task, job.split, references);
+  if (!layout) return job.entries.map(() => null);
+  const systems: { name: string; stats: ItemStats }[] = [];
+  const at = job.entries.map((e) => {
+    const stats = e.stats.key === layout.key ? decode(task, e.stats, layout.ids) : undefined;
+    if (!stats) return -1;
+    systems.push({ name: e.id, stats });
+    return systems.length - 1;
+  });
+  if (systems.length === 0) return job.entries.map(() => null);
+  const d = drawTask(systems, {
+    resamples: job.resamples,
+    seed: job.seed,
+    shared: true,
+    ...(layout.clusters ? { clusters: layout.clusters } : {}),
+  });
+  return at.map((j) =>
+    j < 0 ? null : { observed: d.observed[j] as number, boot: d.boot[j] as Float64Array },
+  );
+}
+
+/** One task of a board's ranking: its entries' counts of that task and their replicate rows. */
+export interface RankTaskJob extends Omit<RankJob, 'tasks' | 'overall' | 'entries'> {
+  task: string;
+  /** The entries ranked on this task (their rows drawn), in the board's order. */
+  entries: { id: string; stats: StoredTaskStats; row: ReplicateRow }[];
 }
 
 /** What the overall needs of one task: per entry in it, its score and its score in each replicate. */
 export type TaskReplicates = Pick<TaskDraws, 'names' | 'observed' | 'boot'>;
 
-/** One task of a board: its ranking (of the entries that take part per task) and its replicates for the overall. */
+/**
+ * One task of a board: its ranking from its entries' kept replicate rows. Ranks and intervals come from every row;
+ * the pairs, groups and MDE are among the best `TESTED_TOP` by score, whose counts alone are decoded.
+ */
 export async function rankBoardTask(
   job: RankTaskJob,
   references: ReferenceLoader,
-): Promise<{ ranking: BoardRanking['tasks'][string] | null; replicates: TaskReplicates | null }> {
+): Promise<BoardRanking['tasks'][string] | null> {
+  if (job.entries.length === 0) return null;
   const task = getTask(job.task);
-  const records = (await references.load(task, job.split)).records;
-  if (!records) return { ranking: null, replicates: null };
-  const sorted = [...records].sort(byId);
-  const ids = sorted.map((r) => r.id);
-  const key = itemSetKey(ids);
-  const systems: { name: string; stats: ItemStats }[] = [];
-  const inTasks: number[] = [];
-  const inOverall: number[] = [];
-  for (const e of job.entries) {
-    const stored = e.stats[job.task];
-    if (!stored || stored.key !== key || !(e.inTasks || e.inOverall)) continue;
-    const stats = decode(task, stored, ids);
-    if (!stats) continue;
-    if (e.inTasks) inTasks.push(systems.length);
-    if (e.inOverall) inOverall.push(systems.length);
-    systems.push({ name: e.id, stats });
-  }
-  if (systems.length === 0) return { ranking: null, replicates: null };
-  const field = task.cluster;
-  const clusters = field ? sorted.map((r) => r.raw[field]) : undefined;
-  const usable = clusters?.every((c) => typeof c === 'string') ? (clusters as string[]) : undefined;
-  const d = drawTask(systems, {
-    resamples: job.resamples,
-    seed: job.seed,
-    ...(usable ? { clusters: usable } : {}),
-  });
-  const r = inTasks.length > 0 ? rankDraws(d, { alpha: job.alpha, pairs: false, only: inTasks }) : null;
+  const layout = await layoutOf(task, job.split, references);
+  if (!layout) return null;
+  const d = drawsFromRows(
+    task,
+    {
+      names: job.entries.map((e) => e.id),
+      observed: job.entries.map((e) => e.row.observed),
+      boot: job.entries.map((e) => e.row.boot),
+      statsOf: (i) =>
+        decode(task, (job.entries[i] as RankTaskJob['entries'][number]).stats, layout.ids) as ItemStats,
+    },
+    { n: layout.ids.length, ...(layout.clusters ? { clusters: layout.clusters } : {}) },
+  );
+  const r = rankDraws(d, { alpha: job.alpha, pairs: false, se: false });
   return {
-    ranking: r && {
-      n: r.n,
-      clusters: r.clusters,
-      mde: r.mde,
-      entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])),
-    },
-    replicates: {
-      names: inOverall.map((i) => d.names[i] as string),
-      observed: inOverall.map((i) => d.observed[i] as number),
-      boot: inOverall.map((i) => d.boot[i] as Float64Array),
-    },
+    n: r.n,
+    clusters: r.clusters,
+    mde: r.mde,
+    entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])),
   };
 }
 
@@ -166,33 +213,112 @@ export function rankBoardOverall(
 ): BoardRanking['overall'] {
   if (tasks.length === 0 || tasks.some((t) => t === null || (t.boot[0]?.length ?? 0) === 0)) return null;
   const all = tasks as TaskReplicates[];
-  const everywhere = (all[0] as TaskReplicates).names.filter((id) => all.every((t) => t.names.includes(id)));
+  const named = all.map((t) => new Set(t.names));
+  const everywhere = (all[0] as TaskReplicates).names.filter((id) => named.every((n) => n.has(id)));
   if (everywhere.length === 0) return null;
   const r = rankOverallDraws(all, everywhere, { alpha, pairs: false });
   return { mde: r.mde, entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])) };
 }
 
-/** One task's share of a board's job: the entries with that task's counts only (what its worker needs). */
-export function taskJob(job: RankJob, task: string): RankTaskJob {
-  const { tasks: _tasks, overall: _overall, ...rest } = job;
+/**
+ * A board's replicate rows as kept between rankings, per task: an upload costs its own rows (one per task), and the
+ * intervals of the others are recomputed from the kept ones. Keyed by what a row depends on (board and split: the
+ * items; seed, resamples) and, per entry, by its stored counts, so that a changed entry is drawn again.
+ */
+export class ReplicateRows {
+  private readonly kept = new Map<string, Map<string, { data: string; row: ReplicateRow | null }>>();
+
+  /**
+   * One task's rows for a job's entries that take part, drawing the missing ones with `draw` (given the entries in
+   * batches); rows of entries no longer on the board are dropped.
+   */
+  async of(
+    job: RankJob,
+    task: string,
+    draw: (entries: DrawRowsJob['entries']) => Promise<(ReplicateRow | null)[]>,
+    batches: number,
+  ): Promise<Map<string, ReplicateRow>> {
+    const name = [job.board, job.split, task, job.seed, job.resamples].join('\0');
+    let rows = this.kept.get(name);
+    if (!rows) {
+      rows = new Map();
+      this.kept.set(name, rows);
+    }
+    const wanted = job.entries.flatMap((e) => {
+      const stats = e.stats[task];
+      return stats && (e.inTasks || e.inOverall) ? [{ id: e.id, stats }] : [];
+    });
+    const present = new Set(wanted.map((e) => e.id));
+    for (const id of rows.keys()) if (!present.has(id)) rows.delete(id);
+    const missing = wanted.filter((e) => rows.get(e.id)?.data !== e.stats.data);
+    // A batch draws its entries together (their shared baselines make that cheaper than one by one); as many
+    // batches as threads, so that a cold start uses them all.
+    const size = Math.max(MIN_BATCH, Math.ceil(missing.length / Math.max(1, batches)));
+    const chunks: (typeof missing)[] = [];
+    for (let i = 0; i < missing.length; i += size) chunks.push(missing.slice(i, i + size));
+    const drawn = await Promise.all(chunks.map((c) => draw(c)));
+    chunks.forEach((c, x) => {
+      c.forEach((e, i) => {
+        (rows as Map<string, { data: string; row: ReplicateRow | null }>).set(e.id, {
+          data: e.stats.data,
+          row: (drawn[x] as (ReplicateRow | null)[])[i] ?? null,
+        });
+      });
+    });
+    const out = new Map<string, ReplicateRow>();
+    for (const e of wanted) {
+      const row = rows.get(e.id)?.row;
+      if (row) out.set(e.id, row);
+    }
+    return out;
+  }
+
+  clear(): void {
+    this.kept.clear();
+  }
+}
+
+/** Fewer entries than this are drawn in one batch (a batch's fixed cost, the replicates' weights, is then small). */
+const MIN_BATCH = 64;
+
+/** One task's share of a board's job: its entries ranked per task, each with its row. */
+export function taskJob(job: RankJob, task: string, rows: ReadonlyMap<string, ReplicateRow>): RankTaskJob {
+  const { tasks: _tasks, overall: _overall, entries, ...rest } = job;
   return {
     ...rest,
     task,
-    entries: job.entries.flatMap((e) =>
-      e.stats[task] ? [{ ...e, stats: { [task]: e.stats[task] as StoredTaskStats } }] : [],
-    ),
+    entries: entries.flatMap((e) => {
+      const row = rows.get(e.id);
+      const stats = e.stats[task];
+      return e.inTasks && row && stats ? [{ id: e.id, stats, row }] : [];
+    }),
   };
+}
+
+/** What the overall reads of one task: the rows of the entries in the overall, in the board's order. */
+export function overallReplicates(job: RankJob, rows: ReadonlyMap<string, ReplicateRow>): TaskReplicates {
+  const names: string[] = [];
+  const observed: number[] = [];
+  const boot: Float64Array[] = [];
+  for (const e of job.entries) {
+    const row = rows.get(e.id);
+    if (!e.inOverall || !row) continue;
+    names.push(e.id);
+    observed.push(row.observed);
+    boot.push(row.boot);
+  }
+  return { names, observed, boot };
 }
 
 /** The ranking from its tasks' parts and its overall. */
 export function assemble(
   job: Pick<RankJob, 'tasks' | 'resamples' | 'seed' | 'alpha'>,
-  parts: readonly { ranking: BoardRanking['tasks'][string] | null }[],
+  parts: readonly (BoardRanking['tasks'][string] | null)[],
   overall: BoardRanking['overall'],
 ): BoardRanking {
   const tasks: BoardRanking['tasks'] = {};
   job.tasks.forEach((t, i) => {
-    const r = parts[i]?.ranking;
+    const r = parts[i];
     if (r) tasks[t] = r;
   });
   return { resamples: job.resamples, seed: job.seed, alpha: job.alpha, tasks, overall };
