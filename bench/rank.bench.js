@@ -1,8 +1,12 @@
-// Benchmark: recomputing a board's rank intervals and groups (issue #26). 200 entries on the five public test sets
-// (3,608 items), each entry right on each item as the Rasch model says (tags kept or garbled on RuMedNER), 1,000
-// paired bootstrap replicates, every pair tested for the groups. Measured as the server runs it: the counts as
-// the database keeps them (deflated, base64), decoded and ranked in scoring workers, on 1 thread and on 2.
-// Target: under 2 s on 2 cores. Prints medians of BENCH_RUNS runs (5).
+// Benchmark: recomputing a board's rank intervals and groups (issues #26, #44). BENCH_ENTRIES (200) entries on the
+// five public test sets (3,608 items), each entry right on each item as the Rasch model says (tags kept or garbled on
+// RuMedNER), 1,000 paired bootstrap replicates, pairs tested for the groups. Measured as the server runs it: the
+// counts as the database keeps them (deflated, base64), decoded and ranked in scoring workers.
+// Measured: a full recomputation (every replicate row drawn, as after a restart) and one upload (the board plus one
+// entry: its rows drawn, every interval recomputed from the kept rows). BENCH_THREADS=1,2 (2); BENCH_BEFORE=/path to
+// another checkout whose dist/ is measured first in the same run (BENCH_BEFORE_RUNS runs: at 5,000 entries a run of
+// the old code takes minutes), with the ratios. Targets (#44): 5,000 entries, an upload within 2 s, a full ranking
+// (a cold start's) within 10 s, on 2 cores. Prints medians of BENCH_RUNS runs (5).
 
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -17,7 +21,6 @@ if (!existsSync(dataDir)) {
 }
 const { encodeItemStats } = await import(join(root, 'dist/server/boards/ranking.js'));
 const { ReferenceLoader } = await import(join(root, 'dist/scoring/reference.js'));
-const { Scorer } = await import(join(root, 'dist/server/scorer.js'));
 const { getTask } = await import(join(root, 'dist/tasks/registry.js'));
 const { createRng } = await import(join(root, 'dist/metrics/rng.js'));
 
@@ -64,29 +67,76 @@ for (let e = 0; e < ENTRIES; e++) {
 const job = {
   board: 'public',
   tasks: TASKS,
+  overall: TASKS,
   split: 'test',
   resamples: 1000,
   seed: 0,
   alpha: 0.05,
   entries,
 };
+/** The n-th upload after the board: a new entry, another entry's counts of one task swapped in so that it differs. */
+const uploadOf = (n) => {
+  const a = entries[(7 * n + 1) % entries.length];
+  const b = entries[(11 * n + 3) % entries.length];
+  return { ...a, id: `upload-${n}`, stats: { ...a.stats, RuMedDaNet: b.stats.RuMedDaNet } };
+};
 
+const THREADS = (process.env.BENCH_THREADS || '2').split(',').map(Number);
+const BEFORE = process.env.BENCH_BEFORE; // another build's root (its dist/), measured first in the same run
+const BEFORE_RUNS = Number(process.env.BENCH_BEFORE_RUNS || RUNS);
+const builds = [
+  ...(BEFORE ? [{ label: 'before', root: resolve(BEFORE) }] : []),
+  { label: BEFORE ? 'after' : 'this', root },
+];
+const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 console.log(
-  `${ENTRIES} entries × ${TASKS.length} tasks, 1000 replicates; ${availableParallelism()} cores here; median of ${RUNS}`,
+  `${ENTRIES} entries × ${TASKS.length} tasks, 1000 replicates; ${availableParallelism()} cores here; medians of ${RUNS} runs${BEFORE ? ` (${BEFORE_RUNS} before)` : ''}`,
 );
-for (const threads of [1, 2]) {
-  const scorer = new Scorer({ dataDir, threads });
-  await scorer.rank({ ...job, entries: entries.slice(0, 2) }); // warm: gold loaded, code compiled
-  const times = [];
-  let last;
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    last = await scorer.rank(job);
-    times.push(performance.now() - t0);
+const results = {};
+for (const threads of THREADS) {
+  for (const build of builds) {
+    const { Scorer } = await import(join(build.root, 'dist/server/scorer.js'));
+    const runs = build.label === 'before' ? BEFORE_RUNS : RUNS;
+    const scorer = new Scorer({ dataDir, threads });
+    await scorer.rank({ ...job, entries: entries.slice(0, 2) }); // warm: gold loaded, code compiled
+    // A full recomputation: every row drawn again (the kept rows forgotten, as after a restart).
+    const full = [];
+    let last;
+    for (let i = 0; i < runs; i++) {
+      scorer.rows?.clear();
+      const t0 = performance.now();
+      last = await scorer.rank(job);
+      full.push(performance.now() - t0);
+    }
+    // One upload: the board as above plus one new entry (the kept rows of the others reused where kept).
+    const upload = [];
+    let board = job;
+    for (let i = 0; i < runs; i++) {
+      board = { ...board, entries: [...board.entries, uploadOf(i)] };
+      const t0 = performance.now();
+      last = await scorer.rank(board);
+      upload.push(performance.now() - t0);
+    }
+    // The incremental ranking is the full one: the same board, every row drawn again.
+    let same = '';
+    if (scorer.rows) {
+      scorer.rows.clear();
+      const again = await scorer.rank(board);
+      same =
+        JSON.stringify(again) === JSON.stringify(last)
+          ? '; equals a full recomputation'
+          : '; DIFFERS from a full recomputation';
+    }
+    await scorer.close();
+    const groups = new Set(Object.values(last.overall.entries).map((c) => c.group)).size;
+    results[`${build.label}/${threads}`] = { full: median(full), upload: median(upload) };
+    console.log(
+      `${build.label}, ${threads} thread(s): full ${fmt(median(full))} (min ${fmt(Math.min(...full))}); one upload ${fmt(median(upload))} (min ${fmt(Math.min(...upload))}); overall: ${groups} distinct groups, MDE ${last.overall.mde.toFixed(2)} points${same}`,
+    );
   }
-  await scorer.close();
-  const groups = new Set(Object.values(last.overall.entries).map((c) => c.group)).size;
-  console.log(
-    `${threads} thread(s): ${(median(times) / 1000).toFixed(2)} s (min ${(Math.min(...times) / 1000).toFixed(2)}); overall: ${groups} distinct groups, MDE ${last.overall.mde.toFixed(2)} points`,
-  );
+  const [b, a] = [results[`before/${threads}`], results[`after/${threads}`]];
+  if (b && a)
+    console.log(
+      `  ratio before/after, ${threads} thread(s): full ×${(b.full / a.full).toFixed(1)}, one upload ×${(b.upload / a.upload).toFixed(1)}`,
+    );
 }
