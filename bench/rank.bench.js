@@ -88,6 +88,7 @@ const builds = [
   ...(BEFORE ? [{ label: 'before', root: resolve(BEFORE) }] : []),
   { label: BEFORE ? 'after' : 'this', root },
 ];
+const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S || 0) * 1000;
 const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 console.log(
   `${ENTRIES} entries × ${TASKS.length} tasks, 1000 replicates; ${availableParallelism()} cores here; medians of ${RUNS} runs${BEFORE ? ` (${BEFORE_RUNS} before)` : ''}`,
@@ -102,16 +103,37 @@ for (const threads of THREADS) {
     // A full recomputation: every row drawn again (the kept rows forgotten, as after a restart).
     const full = [];
     let last;
-    for (let i = 0; i < runs; i++) {
+    let over = false;
+    for (let i = 0; i < runs && !over; i++) {
       scorer.rows?.clear();
       const t0 = performance.now();
-      last = await scorer.rank(job);
+      // BENCH_TIMEOUT_S (none): a run past it is stopped (its threads ended) and reported as "> that".
+      let timer;
+      const limit = new Promise((r) => {
+        if (TIMEOUT_MS > 0) timer = setTimeout(() => r(null), TIMEOUT_MS);
+      });
+      const result = await Promise.race([scorer.rank(job), limit]);
+      clearTimeout(timer);
+      if (result === null) {
+        over = true;
+        break;
+      }
+      last = result;
       full.push(performance.now() - t0);
+    }
+    if (over) {
+      await Promise.all([scorer.rankPool.destroy(), scorer.pool.destroy()]);
+      results[`${build.label}/${threads}`] = { full: TIMEOUT_MS, upload: TIMEOUT_MS, over: true };
+      console.log(`${build.label}, ${threads} thread(s): full > ${fmt(TIMEOUT_MS)} (stopped there)`);
+      continue;
     }
     // One upload: the board as above plus one new entry (the kept rows of the others reused where kept).
     const upload = [];
     let board = job;
-    for (let i = 0; i < runs; i++) {
+    // A build without kept rows (scorer.rows) ranks an upload as a full recomputation of one more entry: with
+    // BENCH_BEFORE_UPLOADS=0 that is not run again (at 5,000 entries a run takes minutes) and its full time is shown.
+    const uploads = scorer.rows || process.env.BENCH_BEFORE_UPLOADS !== '0' ? runs : 0;
+    for (let i = 0; i < uploads; i++) {
       board = { ...board, entries: [...board.entries, uploadOf(i)] };
       const t0 = performance.now();
       last = await scorer.rank(board);
@@ -129,14 +151,16 @@ for (const threads of THREADS) {
     }
     await scorer.close();
     const groups = new Set(Object.values(last.overall.entries).map((c) => c.group)).size;
+    if (upload.length === 0) upload.push(...full);
     results[`${build.label}/${threads}`] = { full: median(full), upload: median(upload) };
     console.log(
       `${build.label}, ${threads} thread(s): full ${fmt(median(full))} (min ${fmt(Math.min(...full))}); one upload ${fmt(median(upload))} (min ${fmt(Math.min(...upload))}); overall: ${groups} distinct groups, MDE ${last.overall.mde.toFixed(2)} points${same}`,
     );
   }
   const [b, a] = [results[`before/${threads}`], results[`after/${threads}`]];
+  const gt = b?.over ? '> ' : '';
   if (b && a)
     console.log(
-      `  ratio before/after, ${threads} thread(s): full ×${(b.full / a.full).toFixed(1)}, one upload ×${(b.upload / a.upload).toFixed(1)}`,
+      `  ratio before/after, ${threads} thread(s): full ${gt}×${(b.full / a.full).toFixed(1)}, one upload ${gt}×${(b.upload / a.upload).toFixed(1)}`,
     );
 }

@@ -20,6 +20,11 @@
  *   intervals, ties sharing the better rank.
  * - Tie groups as a compact letter display (Piepho, 2004, "An algorithm for a letter-based representation of
  *   all-pairwise comparisons"): systems that share a letter are not distinguishable at α after Holm's correction.
+ * - A board of thousands: ranks and rank intervals for every system (per replicate a sort and a binary search,
+ *   O(R·k·log k)); the pairwise tests, Holm's correction, the letters and the MDE among the best `TESTED_TOP` by score
+ *   only (Holm's family is then the pairs tested; a board no larger gets exactly the all-pairs ranking). Each
+ *   system's replicates depend only on its own counts, the seed, the task and the clusters, never on the other
+ *   systems, so a row drawn alone is the row drawn with the board, bit for bit (`drawsFromRows`).
  * - The minimum detectable effect of a paired comparison at α = 0.05 (two-sided) and 80% power: (z_{1−α/2} + z_{0.8})
  *   × SE of the paired difference (Bloom, 1995, "Minimum detectable effects"), the median over the task's pairs. The
  *   SE is Miller's, of the per-item differences d_i: sqrt(Σ (d_i − d̄)²) / n, clustered where the task is; for
