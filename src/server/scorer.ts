@@ -19,6 +19,7 @@ import {
   type RankJob,
   type ReplicateRow,
   ReplicateRows,
+  type RowStore,
   taskJob,
 } from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
@@ -95,10 +96,11 @@ export class Scorer {
   }
 
   /**
-   * A board's ranking: each task's missing replicate rows drawn (a cold start: all of them, in as many batches as
-   * threads), then each task ranked from its rows on the workers, then the overall from the same rows.
+   * A board's ranking: each task's missing replicate rows read from `store` or drawn (a cold start without a store:
+   * all of them, in as many batches as threads), then each task ranked from its rows on the workers, then the
+   * overall from the same rows. Rows drawn go to the store afterwards (`rowsSaved`).
    */
-  async rank(job: RankJob): Promise<BoardRanking> {
+  async rank(job: RankJob, store?: RowStore): Promise<BoardRanking> {
     const pool = this.rankPool;
     const rows = await Promise.all(
       job.tasks.map((task) =>
@@ -117,6 +119,7 @@ export class Scorer {
             return pool.run(draw, { name: 'drawRows' }) as Promise<(ReplicateRow | null)[]>;
           },
           this.threads,
+          store,
         ),
       ),
     );
@@ -135,6 +138,11 @@ export class Scorer {
       { name: 'rankOverall' },
     )) as BoardRanking['overall'];
     return assemble(job, parts, overall);
+  }
+
+  /** Resolves when the replicate rows drawn so far are in the store. */
+  rowsSaved(): Promise<void> {
+    return this.rows.saved();
   }
 
   render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {

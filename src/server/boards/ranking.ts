@@ -229,6 +229,13 @@ export function rankBoardOverall(
  */
 export class ReplicateRows {
   private readonly kept = new Map<string, Map<string, { data: string; row: ReplicateRow | null }>>();
+  /** Rows being written to the store (a ranking does not wait for them; `saved` does). */
+  private saving: Promise<void> = Promise.resolve();
+
+  /** Resolves when the rows drawn so far are in the store. */
+  saved(): Promise<void> {
+    return this.saving;
+  }
 
   /**
    * One task's rows for a job's entries that take part, drawing the missing ones with `draw` (given the entries in
@@ -239,6 +246,7 @@ export class ReplicateRows {
     task: string,
     draw: (entries: DrawRowsJob['entries']) => Promise<(ReplicateRow | null)[]>,
     batches: number,
+    store?: RowStore,
   ): Promise<Map<string, ReplicateRow>> {
     const name = [job.board, job.split, task, job.seed, job.resamples].join('\0');
     let rows = this.kept.get(name);
@@ -251,8 +259,22 @@ export class ReplicateRows {
       return stats && (e.inTasks || e.inOverall) ? [{ id: e.id, stats }] : [];
     });
     const present = new Set(wanted.map((e) => e.id));
-    for (const id of rows.keys()) if (!present.has(id)) rows.delete(id);
-    const missing = wanted.filter((e) => rows.get(e.id)?.data !== e.stats.data);
+    const gone = [...rows.keys()].filter((id) => !present.has(id));
+    for (const id of gone) rows.delete(id);
+    let missing = wanted.filter((e) => rows.get(e.id)?.data !== e.stats.data);
+    // A restart: the rows kept in the store, where they were drawn from the same counts, items, seed and resamples.
+    const keys = new Map(missing.map((e) => [e.id, rowKey(job, e.stats)]));
+    if (store && missing.length > 0) {
+      const found = await store.load(
+        task,
+        missing.map((e) => e.id),
+      );
+      for (const e of missing) {
+        const f = found.get(e.id);
+        if (f && f.key === keys.get(e.id)) rows.set(e.id, { data: e.stats.data, row: f.row });
+      }
+      missing = missing.filter((e) => rows.get(e.id)?.data !== e.stats.data);
+    }
     // A batch draws its entries together (their shared baselines make that cheaper than one by one); as many
     // batches as threads, so that a cold start uses them all.
     const size = Math.max(MIN_BATCH, Math.ceil(missing.length / Math.max(1, batches)));
@@ -267,6 +289,16 @@ export class ReplicateRows {
         });
       });
     });
+    if (store) {
+      const fresh = chunks.flatMap((c, x) =>
+        c.flatMap((e, i) => {
+          const row = (drawn[x] as (ReplicateRow | null)[])[i];
+          return row ? [{ id: e.id, key: keys.get(e.id) as string, row }] : [];
+        }),
+      );
+      if (fresh.length > 0 || gone.length > 0)
+        this.saving = this.saving.then(() => store.save(task, fresh, gone));
+    }
     const out = new Map<string, ReplicateRow>();
     for (const e of wanted) {
       const row = rows.get(e.id)?.row;
@@ -278,6 +310,49 @@ export class ReplicateRows {
   clear(): void {
     this.kept.clear();
   }
+}
+
+/** Where replicate rows outlive the process (the database: ../db/queries.ts). */
+export interface RowStore {
+  /** The kept rows of one task of these entries, with the key each was kept under. */
+  load(task: string, ids: readonly string[]): Promise<Map<string, { key: string; row: ReplicateRow }>>;
+  /** Keeps new rows of one task and drops the rows of entries gone from the board; never rejects. */
+  save(
+    task: string,
+    rows: readonly { id: string; key: string; row: ReplicateRow }[],
+    gone: readonly string[],
+  ): Promise<void>;
+}
+
+/** What a row depends on: the entry's counts (and the items they are of), the seed and the resamples. */
+export function rowKey(job: Pick<RankJob, 'seed' | 'resamples'>, stats: StoredTaskStats): string {
+  return createHash('sha256')
+    .update(`${stats.key}\0${job.seed}\0${job.resamples}\0${stats.data}`)
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** A row as stored: Float64 (this machine's order: little-endian on every platform Node.js runs on), base64. */
+export function encodeReplicateRow(row: ReplicateRow): string {
+  const out = new Float64Array(1 + row.boot.length);
+  out[0] = row.observed;
+  out.set(row.boot, 1);
+  return Buffer.from(out.buffer).toString('base64');
+}
+
+/** Stored rows back, in one block of shared memory (handed to the ranking threads without a copy). */
+export function decodeReplicateRows(texts: readonly string[]): (ReplicateRow | null)[] {
+  const bytes = texts.map((t) => Buffer.from(t, 'base64'));
+  const total = bytes.reduce((n, b) => n + b.byteLength, 0);
+  const block = new Float64Array(new SharedArrayBuffer(total - (total % 8)));
+  let at = 0;
+  return bytes.map((b) => {
+    if (b.byteLength % 8 !== 0 || b.byteLength < 8) return null;
+    const view = block.subarray(at, at + b.byteLength / 8);
+    view.set(new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)));
+    at += b.byteLength / 8;
+    return { observed: view[0] as number, boot: view.subarray(1) };
+  });
 }
 
 /** Fewer entries than this are drawn in one batch (a batch's fixed cost, the replicates' weights, is then small). */
