@@ -342,37 +342,10 @@ export class Boards {
         alpha: 0.05,
         entries,
       },
-      this.rowStore,
+      // The rows in the database: a restart reads them instead of drawing them again.
+      databaseRowStore(this.db, (m) => this.log?.warn(m)),
     );
   }
-
-  /**
-   * The boards' replicate rows in the database: a restart reads them instead of drawing them again. A failed write
-   * is logged and costs only a draw at the next restart.
-   */
-  private readonly rowStore: RowStore = {
-    load: async (task, ids) => {
-      const found = await q.replicateRowsOf(this.db, task, ids);
-      const rows = decodeReplicateRows(found.map((r) => r.data));
-      const out = new Map<string, { key: string; row: NonNullable<(typeof rows)[number]> }>();
-      found.forEach((r, i) => {
-        const row = rows[i];
-        if (row) out.set(r.submission_id, { key: r.key, row });
-      });
-      return out;
-    },
-    save: async (task, rows, gone) => {
-      try {
-        await q.saveReplicateRows(
-          this.db,
-          rows.map((r) => ({ submission_id: r.id, task, key: r.key, data: encodeReplicateRow(r.row) })),
-        );
-        await q.dropReplicateRows(this.db, task, gone);
-      } catch (e) {
-        this.log?.warn(`replicate rows could not be kept: ${e instanceof Error ? e.message : String(e)}`);
-      }
-    },
-  };
 
   /** A submission as its page shows it; hidden and rejected ones only to the admin. */
   async entry(id: string, options: { admin?: boolean } = {}): Promise<Entry> {
@@ -486,4 +459,34 @@ function withRanks(
     placed.set(e, { ranking, entry });
     return entry;
   });
+}
+
+/**
+ * Replicate rows kept in the database. A failed write is reported to `warn` and costs only a draw at the next
+ * restart.
+ */
+export function databaseRowStore(db: Kysely<Database>, warn: (message: string) => void): RowStore {
+  return {
+    load: async (task, ids) => {
+      const found = await q.replicateRowsOf(db, task, ids);
+      const rows = decodeReplicateRows(found.map((r) => r.data));
+      const out = new Map<string, { key: string; row: NonNullable<(typeof rows)[number]> }>();
+      found.forEach((r, i) => {
+        const row = rows[i];
+        if (row) out.set(r.submission_id, { key: r.key, row });
+      });
+      return out;
+    },
+    save: async (task, rows, gone) => {
+      try {
+        await q.saveReplicateRows(
+          db,
+          rows.map((r) => ({ submission_id: r.id, task, key: r.key, data: encodeReplicateRow(r.row) })),
+        );
+        await q.dropReplicateRows(db, task, gone);
+      } catch (e) {
+        warn(`replicate rows could not be kept: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    },
+  };
 }
