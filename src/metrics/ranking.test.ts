@@ -12,11 +12,13 @@ import {
   exactMcNemar,
   groupLabels,
   holm,
+  moveRanks,
   plannedMde,
   rankDraws,
   rankOverall,
   rankOverallDraws,
   rankTask,
+  replicateRanks,
   TESTED_TOP,
 } from './ranking.js';
 import { createRng } from './rng.js';
@@ -532,5 +534,38 @@ describe('a board of thousands: rows drawn apart, pairs among the best TESTED_TO
     expect(place(bounded)).toEqual(place(unbounded));
     expect(bounded.pairs.length).toBe((6 * 5) / 2);
     expect(bounded.systems.filter((s) => s.group !== '').length).toBe(6);
+  });
+});
+
+describe('replicate ranks kept between rankings', () => {
+  it('moved by the systems removed and added, they are the ranks counted anew, and rank the same', () => {
+    const rng = createRng(45);
+    const R = 300;
+    // Scores on a grid, so that many replicates tie (ties share the better rank).
+    const row = () => Float64Array.from({ length: R }, () => Math.round(40 * rng.next()) / 2);
+    const before = Array.from({ length: 40 }, row);
+    const ranks = replicateRanks(before, R);
+    // Systems 3 and 17 leave; three arrive, one of them between the others.
+    const keptFrom = before.map((_, i) => i).filter((i) => i !== 3 && i !== 17);
+    const arrivals = [row(), row(), row()];
+    const after = [
+      ...keptFrom.slice(0, 10).map((i) => before[i] as Float64Array),
+      arrivals[0] as Float64Array,
+    ];
+    after.push(...keptFrom.slice(10).map((i) => before[i] as Float64Array), arrivals[1] as Float64Array);
+    after.push(arrivals[2] as Float64Array);
+    const keptAt = keptFrom.map((_, n) => (n < 10 ? n : n + 1));
+    const moved = moveRanks(
+      after,
+      keptFrom.map((i) => ranks[i] as Float64Array),
+      keptAt,
+      [before[3] as Float64Array, before[17] as Float64Array],
+    );
+    expect(moved).toEqual(replicateRanks(after, R));
+    const names = after.map((_, i) => `s${i}`);
+    const observed = after.map((b) => b[0] as number);
+    expect(rankOverallDraws([{ names, observed, boot: after }], names, { ranks: moved })).toEqual(
+      rankOverallDraws([{ names, observed, boot: after }], names, {}),
+    );
   });
 });

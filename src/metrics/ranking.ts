@@ -470,9 +470,11 @@ function firstColumn(s: ItemStats): Float64Array {
  * each system's row together: at thousands of systems, reading one replicate across all rows touched a cache line
  * per system per replicate.
  */
-function replicateRanks(boot: readonly Float64Array[], R: number): Float64Array[] {
+export function replicateRanks(boot: readonly Float64Array[], R: number, shared = false): Float64Array[] {
   const k = boot.length;
-  const ranks = boot.map(() => new Float64Array(R));
+  const bytes = k * R * Float64Array.BYTES_PER_ELEMENT;
+  const all = new Float64Array(shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
+  const ranks = boot.map((_, s) => all.subarray(s * R, (s + 1) * R));
   const B = 16;
   const block = new Float64Array(B * k);
   const blockRanks = new Float64Array(B * k);
@@ -494,6 +496,53 @@ function replicateRanks(boot: readonly Float64Array[], R: number): Float64Array[
     }
   }
   return ranks;
+}
+
+/**
+ * Kept replicate ranks (`replicateRanks`) moved to another set of systems, in place: a system's rank in a replicate
+ * is 1 + the systems above it there (by more than 1e-9, as `ranksOf` counts), so one removed above it takes one
+ * off and one added above it adds one; an added system's ranks are counted against the whole new set. O(R·k) per
+ * system added or removed, where ranking anew sorts every replicate: the same ranks, exactly (integers).
+ * `kept[i]` are the ranks of the system whose row is `boot[keptAt[i]]`; returns the ranks of every system of `boot`.
+ */
+export function moveRanks(
+  boot: readonly Float64Array[],
+  kept: readonly Float64Array[],
+  keptAt: readonly number[],
+  removed: readonly Float64Array[],
+  shared = false,
+): Float64Array[] {
+  const k = boot.length;
+  const R = boot[0]?.length ?? 0;
+  const out: (Float64Array | undefined)[] = new Array(k);
+  keptAt.forEach((at, i) => {
+    out[at] = kept[i] as Float64Array;
+  });
+  const added: number[] = [];
+  for (let s = 0; s < k; s++) if (!out[s]) added.push(s);
+  for (let i = 0; i < keptAt.length; i++) {
+    const ranks = kept[i] as Float64Array;
+    const own = boot[keptAt[i] as number] as Float64Array;
+    for (const x of removed)
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)--;
+    for (const a of added) {
+      const x = boot[a] as Float64Array;
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)++;
+    }
+  }
+  const bytes = added.length * R * Float64Array.BYTES_PER_ELEMENT;
+  const block = new Float64Array(shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
+  added.forEach((a, n) => {
+    const ranks = block.subarray(n * R, (n + 1) * R);
+    const own = boot[a] as Float64Array;
+    for (let r = 0; r < R; r++) ranks[r] = 1;
+    for (let s = 0; s < k; s++) {
+      const x = boot[s] as Float64Array;
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)++;
+    }
+    out[a] = ranks;
+  });
+  return out as Float64Array[];
 }
 
 /**
@@ -556,6 +605,8 @@ interface Ranked {
   observed: readonly number[];
   boot: readonly Float64Array[];
   se: (i: number) => number;
+  /** Each system's rank in each replicate, where kept from an earlier ranking (`moveRanks`); read, not changed. */
+  ranks?: readonly Float64Array[];
   /** The pair test among the systems `tested` (ascending indexes), prepared for that set; called with two of them. */
   tests: (tested: readonly number[]) => (i: number, j: number) => { p: number; test: PairTest; se: number };
 }
@@ -625,7 +676,8 @@ function rankFrom(
   );
   const ranks: number[] = new Array(k);
   ranksOf(d.observed, ranks);
-  const drawnRanks = replicateRanks(d.boot, R);
+  // Selection reorders: kept ranks are copied first.
+  const drawnRanks = d.ranks ? d.ranks.map((x) => x.slice()) : replicateRanks(d.boot, R);
   return {
     mde: pairSe.length > 0 ? Z_SUM * (median(pairSe) as number) : null,
     systems: d.names.map((name, i) => {
@@ -654,7 +706,15 @@ function rankFrom(
  */
 export function rankDraws(
   d: TaskDraws,
-  o: { alpha?: number; pairs?: boolean; only?: readonly number[]; top?: number; se?: boolean },
+  o: {
+    alpha?: number;
+    pairs?: boolean;
+    only?: readonly number[];
+    top?: number;
+    se?: boolean;
+    /** Per system of `only`, its rank in each replicate, kept (`moveRanks`). */
+    ranks?: readonly Float64Array[];
+  },
 ): TaskRanking {
   const pick = o.only ?? d.names.map((_, i) => i);
   const R = d.boot[0]?.length ?? 0;
@@ -666,6 +726,7 @@ export function rankDraws(
   const ranked = rankFrom(
     {
       names: pick.map((i) => d.names[i] as string),
+      ...(o.ranks ? { ranks: o.ranks } : {}),
       observed: pick.map((i) => d.observed[i] as number),
       boot: pick.map((i) => d.boot[i] as Float64Array),
       se: (x) => {
@@ -762,7 +823,7 @@ export function rankTask(systems: readonly RankInput[], o: RankOptions): TaskRan
 export function rankOverallDraws(
   tasks: readonly Pick<TaskDraws, 'names' | 'observed' | 'boot'>[],
   systems: readonly string[],
-  o: { alpha?: number; pairs?: boolean; top?: number },
+  o: { alpha?: number; pairs?: boolean; top?: number; ranks?: readonly Float64Array[] },
 ): Omit<TaskRanking, 'n' | 'clusters'> {
   const R = tasks[0]?.boot[0]?.length ?? 0;
   if (systems.length === 0 || R === 0) return { mde: null, systems: [], pairs: [] };
@@ -786,6 +847,7 @@ export function rankOverallDraws(
   return rankFrom(
     {
       names: systems,
+      ...(o.ranks ? { ranks: o.ranks } : {}),
       observed,
       boot,
       se: (i) => sd(boot[i] as Float64Array),
