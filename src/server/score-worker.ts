@@ -13,14 +13,12 @@ import { submissionFromEntries } from '../scoring/submission.js';
 import { TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import {
-  type BoardRanking,
   type DrawRowsJob,
   drawBoardRows,
   type RankTaskJob,
   type ReplicateRow,
   rankBoardOverall,
   rankBoardTask,
-  type TaskReplicates,
 } from './boards/ranking.js';
 import type { BoardName } from './db/schema.js';
 import {
@@ -137,12 +135,11 @@ export function rankTask(job: RankTaskJob): ReturnType<typeof rankBoardTask> {
   return rankBoardTask(job, refs[job.board]);
 }
 
-/** A board's overall, from its tasks' replicates. */
-export function rankOverall(job: {
-  tasks: (TaskReplicates | null)[];
-  alpha: number;
-}): BoardRanking['overall'] {
-  return rankBoardOverall(job.tasks, job.alpha);
+/** A board's overall, from its overall rows. */
+export function rankOverall(
+  job: Parameters<typeof rankBoardOverall>[0],
+): ReturnType<typeof rankBoardOverall> {
+  return rankBoardOverall(job);
 }
 
 /** Draws charts: [id, spec, label] in, [id, svg] out. */

@@ -76,7 +76,17 @@ describe.skipIf(!DATA_DIR)(
         return [{ ...e, stats: { ...e.stats, RuMedDaNet: other.stats.RuMedDaNet as StoredTaskStats } }];
       });
       const next = jobOf([...changed, ...all.slice(TESTED_TOP + 10)]);
+      // Which jobs moved kept ranks (four entries changed) rather than ranking every replicate anew.
+      const pool = (kept as unknown as { rankPool: { run: (job: unknown, o: { name: string }) => unknown } })
+        .rankPool;
+      const run = pool.run.bind(pool);
+      const moved: string[] = [];
+      pool.run = (job, o) => {
+        if ((job as { kept?: unknown }).kept) moved.push(o.name);
+        return run(job, o);
+      };
       const incremental = await kept.rank(next);
+      expect(moved).toEqual(['rankTask', 'rankTask', 'rankOverall']);
       expect(incremental).toEqual(await scorer().rank(next));
       // Every entry placed; letters only among the best TESTED_TOP of each task and of the overall.
       const cells = Object.values(incremental.overall?.entries ?? {});

@@ -15,11 +15,15 @@ import {
   assemble,
   type BoardRanking,
   type DrawRowsJob,
+  KeptRankSets,
   overallReplicates,
+  overallRows,
   type RankJob,
   type ReplicateRow,
   ReplicateRows,
   type RowStore,
+  type rankBoardOverall,
+  type rankBoardTask,
   taskJob,
 } from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
@@ -37,6 +41,13 @@ export class Scorer {
   private readonly dataDir: string;
   /** The boards' replicate rows, kept between rankings: an upload draws its own rows only. */
   private readonly rows = new ReplicateRows();
+  /** Each task's (and the overall's) replicate ranks, kept between rankings: an upload moves them. */
+  private readonly ranks = new KeptRankSets();
+  /** Per board, each entry's overall row with the task rows it is the mean of. */
+  private readonly overallCache = new Map<
+    string,
+    Map<string, { parts: Float64Array[]; observed: number; boot: Float64Array }>
+  >();
 
   constructor(options: { dataDir: string; threads?: number; heldGold?: HeldGold }) {
     this.dataDir = options.dataDir;
@@ -73,6 +84,8 @@ export class Scorer {
     this.rankPool = this.start(gold, { lazy: true });
     // New gold may be new items or clusters for a task: its rows are drawn again.
     this.rows.clear();
+    this.ranks.clear();
+    this.overallCache.clear();
     await Promise.all([old.close(), oldRank.close()]);
   }
 
@@ -102,42 +115,79 @@ export class Scorer {
    */
   async rank(job: RankJob, store?: RowStore): Promise<BoardRanking> {
     const pool = this.rankPool;
-    const rows = await Promise.all(
-      job.tasks.map((task) =>
-        this.rows.of(
-          job,
-          task,
-          (entries) => {
-            const draw: DrawRowsJob = {
-              board: job.board,
-              split: job.split,
-              resamples: job.resamples,
-              seed: job.seed,
-              task,
-              entries,
-            };
-            return pool.run(draw, { name: 'drawRows' }) as Promise<(ReplicateRow | null)[]>;
-          },
-          this.threads,
-          store,
+    try {
+      const rows = await Promise.all(
+        job.tasks.map((task) =>
+          this.rows.of(
+            job,
+            task,
+            (entries) => {
+              const draw: DrawRowsJob = {
+                board: job.board,
+                split: job.split,
+                resamples: job.resamples,
+                seed: job.seed,
+                task,
+                entries,
+              };
+              return pool.run(draw, { name: 'drawRows' }) as Promise<(ReplicateRow | null)[]>;
+            },
+            this.threads,
+            store,
+          ),
         ),
-      ),
-    );
-    const parts = (await Promise.all(
-      job.tasks.map((t, i) =>
-        pool.run(taskJob(job, t, rows[i] as Map<string, ReplicateRow>), { name: 'rankTask' }),
-      ),
-    )) as (BoardRanking['tasks'][string] | null)[];
-    const overall = (await pool.run(
-      {
-        tasks: job.tasks.flatMap((t, i) =>
+      );
+      const parts = await Promise.all(
+        job.tasks.map(async (t, i) => {
+          const part = taskJob(job, t, rows[i] as Map<string, ReplicateRow>);
+          const name = `${job.board}\0${t}`;
+          const boot = part.entries.map((e) => e.row.boot);
+          const kept = this.ranks.kept(
+            name,
+            part.entries.map((e) => e.id),
+            boot,
+          );
+          const done = (await pool.run(kept ? { ...part, kept } : part, { name: 'rankTask' })) as Awaited<
+            ReturnType<typeof rankBoardTask>
+          >;
+          if (done)
+            this.ranks.keep(
+              name,
+              part.entries.map((e) => e.id),
+              boot,
+              done.ranks,
+            );
+          return done?.ranking ?? null;
+        }),
+      );
+      let cache = this.overallCache.get(job.board);
+      if (!cache) {
+        cache = new Map();
+        this.overallCache.set(job.board, cache);
+      }
+      const rowsOfOverall = overallRows(
+        job.tasks.flatMap((t, i) =>
           job.overall.includes(t) ? [overallReplicates(job, rows[i] as Map<string, ReplicateRow>)] : [],
         ),
-        alpha: job.alpha,
-      },
-      { name: 'rankOverall' },
-    )) as BoardRanking['overall'];
-    return assemble(job, parts, overall);
+        cache,
+      );
+      let overall: BoardRanking['overall'] = null;
+      if (rowsOfOverall) {
+        const name = `${job.board}\0overall`;
+        const kept = this.ranks.kept(name, rowsOfOverall.names, rowsOfOverall.boot);
+        const done = (await pool.run(
+          { rows: rowsOfOverall, alpha: job.alpha, ...(kept ? { kept } : {}) },
+          { name: 'rankOverall' },
+        )) as ReturnType<typeof rankBoardOverall>;
+        this.ranks.keep(name, rowsOfOverall.names, rowsOfOverall.boot, done.ranks);
+        overall = done.ranking;
+      }
+      return assemble(job, parts, overall);
+    } catch (e) {
+      // Kept ranks may have been moved part of the way: the next ranking ranks anew.
+      this.ranks.clear();
+      throw e;
+    }
   }
 
   /** Resolves when the replicate rows drawn so far are in the store. */

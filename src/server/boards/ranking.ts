@@ -13,8 +13,10 @@ import { buildItemStats, type ItemStats, statsLayout } from '../../metrics/item-
 import {
   drawsFromRows,
   drawTask,
+  moveRanks,
   rankDraws,
   rankOverallDraws,
+  replicateRanks,
   type TaskDraws,
 } from '../../metrics/ranking.js';
 import type { ReferenceLoader } from '../../scoring/reference.js';
@@ -171,6 +173,8 @@ export interface RankTaskJob extends Omit<RankJob, 'tasks' | 'overall' | 'entrie
   task: string;
   /** The entries ranked on this task (their rows drawn), in the board's order. */
   entries: { id: string; stats: StoredTaskStats; row: ReplicateRow }[];
+  /** Ranks kept from the last ranking of this task, where few entries changed since. */
+  kept?: KeptRanks;
 }
 
 /** What the overall needs of one task: per entry in it, its score and its score in each replicate. */
@@ -183,43 +187,115 @@ export type TaskReplicates = Pick<TaskDraws, 'names' | 'observed' | 'boot'>;
 export async function rankBoardTask(
   job: RankTaskJob,
   references: ReferenceLoader,
-): Promise<BoardRanking['tasks'][string] | null> {
+): Promise<{ ranking: BoardRanking['tasks'][string]; ranks: Float64Array[] } | null> {
   if (job.entries.length === 0) return null;
   const task = getTask(job.task);
   const layout = await layoutOf(task, job.split, references);
   if (!layout) return null;
+  const boot = job.entries.map((e) => e.row.boot);
   const d = drawsFromRows(
     task,
     {
       names: job.entries.map((e) => e.id),
       observed: job.entries.map((e) => e.row.observed),
-      boot: job.entries.map((e) => e.row.boot),
+      boot,
       statsOf: (i) =>
         decode(task, (job.entries[i] as RankTaskJob['entries'][number]).stats, layout.ids) as ItemStats,
     },
     { n: layout.ids.length, ...(layout.clusters ? { clusters: layout.clusters } : {}) },
   );
-  const r = rankDraws(d, { alpha: job.alpha, pairs: false, se: false });
+  const ranks = ranksOf(boot, job.kept);
+  const r = rankDraws(d, { alpha: job.alpha, pairs: false, se: false, ranks });
   return {
-    n: r.n,
-    clusters: r.clusters,
-    mde: r.mde,
-    entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])),
+    ranking: {
+      n: r.n,
+      clusters: r.clusters,
+      mde: r.mde,
+      entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])),
+    },
+    ranks,
   };
 }
 
-/** The overall of a board from its tasks' replicates: entries in every task, ranked on the mean of their scores. */
-export function rankBoardOverall(
-  tasks: readonly (TaskReplicates | null)[],
-  alpha: number,
-): BoardRanking['overall'] {
-  if (tasks.length === 0 || tasks.some((t) => t === null || (t.boot[0]?.length ?? 0) === 0)) return null;
-  const all = tasks as TaskReplicates[];
-  const named = all.map((t) => new Set(t.names));
-  const everywhere = (all[0] as TaskReplicates).names.filter((id) => named.every((n) => n.has(id)));
-  if (everywhere.length === 0) return null;
-  const r = rankOverallDraws(all, everywhere, { alpha, pairs: false });
-  return { mde: r.mde, entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])) };
+/**
+ * Ranks kept from the last ranking (in shared memory: moved in place, for the host to keep), what changed since:
+ * per entry its kept ranks or null (new or changed), and the rows of the entries gone.
+ */
+export interface KeptRanks {
+  ranks: (Float64Array | null)[];
+  removed: Float64Array[];
+}
+
+/** Each entry's rank in each replicate: moved from kept ones where given, else ranked anew (shared memory). */
+function ranksOf(boot: readonly Float64Array[], kept: KeptRanks | undefined): Float64Array[] {
+  const R = boot[0]?.length ?? 0;
+  if (!kept) return replicateRanks(boot, R, true);
+  const keptAt = kept.ranks.flatMap((r, i) => (r ? [i] : []));
+  return moveRanks(
+    boot,
+    keptAt.map((i) => kept.ranks[i] as Float64Array),
+    keptAt,
+    kept.removed,
+    true,
+  );
+}
+
+/**
+ * A board's overall rows from its tasks' replicates: the entries in every task (in the first task's order), each
+ * its mean score and the mean of its replicates, summed in the tasks' order as `rankOverallDraws` sums them (so
+ * that ranking these rows as one task is, bit for bit, ranking the tasks). Null where the overall is not ranked.
+ */
+export function overallRows(
+  tasks: readonly TaskReplicates[],
+  cache?: Map<string, { parts: Float64Array[]; observed: number; boot: Float64Array }>,
+): TaskReplicates | null {
+  if (tasks.length === 0 || tasks.some((t) => (t.boot[0]?.length ?? 0) === 0)) return null;
+  const at = tasks.map((t) => new Map(t.names.map((id, i) => [id, i])));
+  const names = (tasks[0] as TaskReplicates).names.filter((id) => at.every((m) => m.has(id)));
+  if (cache) {
+    const present = new Set(names);
+    for (const id of cache.keys()) if (!present.has(id)) cache.delete(id);
+  }
+  if (names.length === 0) return null;
+  const R = (tasks[0] as TaskReplicates).boot[0]?.length ?? 0;
+  const observed: number[] = [];
+  const boot: Float64Array[] = [];
+  for (const id of names) {
+    const parts = tasks.map(
+      (t, x) => t.boot[(at[x] as Map<string, number>).get(id) as number] as Float64Array,
+    );
+    // The same task rows as last time: the same overall row (the same object, so that its kept ranks are moved).
+    const hit = cache?.get(id);
+    if (hit?.parts.every((p, x) => p === parts[x])) {
+      observed.push(hit.observed);
+      boot.push(hit.boot);
+      continue;
+    }
+    let sum = 0;
+    const out = new Float64Array(new SharedArrayBuffer(R * Float64Array.BYTES_PER_ELEMENT));
+    tasks.forEach((t, x) => {
+      sum += t.observed[(at[x] as Map<string, number>).get(id) as number] as number;
+      const b = parts[x] as Float64Array;
+      for (let r = 0; r < R; r++) (out[r] as number) += (b[r] as number) / tasks.length;
+    });
+    observed.push(sum / tasks.length);
+    boot.push(out);
+    cache?.set(id, { parts, observed: sum / tasks.length, boot: out });
+  }
+  return { names, observed, boot };
+}
+
+/** The overall of a board from its overall rows (`overallRows`), ranks moved from kept ones where given. */
+export function rankBoardOverall(job: { rows: TaskReplicates; alpha: number; kept?: KeptRanks }): {
+  ranking: NonNullable<BoardRanking['overall']>;
+  ranks: Float64Array[];
+} {
+  const ranks = ranksOf(job.rows.boot, job.kept);
+  const r = rankOverallDraws([job.rows], job.rows.names, { alpha: job.alpha, pairs: false, ranks });
+  return {
+    ranking: { mde: r.mde, entries: Object.fromEntries(r.systems.map((s) => [s.name, cell(s)])) },
+    ranks,
+  };
 }
 
 /**
@@ -354,6 +430,46 @@ export function decodeReplicateRows(texts: readonly string[]): (ReplicateRow | n
     return { observed: view[0] as number, boot: view.subarray(1) };
   });
 }
+
+/**
+ * The replicate ranks of the last ranking of each task and overall of each board, with the rows they were ranked
+ * from: the next ranking moves them (`moveRanks`) where few entries changed, instead of sorting every replicate.
+ */
+export class KeptRankSets {
+  private readonly sets = new Map<string, { ids: string[]; boot: Float64Array[]; ranks: Float64Array[] }>();
+
+  /** What changed since the ranks kept under `name`, or undefined: none kept, or too much changed. */
+  kept(name: string, ids: readonly string[], boot: readonly Float64Array[]): KeptRanks | undefined {
+    const last = this.sets.get(name);
+    if (!last) return undefined;
+    const at = new Map(last.ids.map((id, i) => [id, i]));
+    const used = new Set<number>();
+    const ranks = ids.map((id, i) => {
+      const p = at.get(id);
+      // The same row object: the entry's counts are unchanged since (ReplicateRows replaces a changed one).
+      if (p === undefined || last.boot[p] !== boot[i]) return null;
+      used.add(p);
+      return last.ranks[p] as Float64Array;
+    });
+    const removed = last.boot.filter((_, p) => !used.has(p));
+    const changed = ranks.length - used.size + removed.length;
+    return changed <= MAX_MOVED ? { ranks, removed } : undefined;
+  }
+
+  keep(name: string, ids: readonly string[], boot: readonly Float64Array[], ranks: Float64Array[]): void {
+    this.sets.set(name, { ids: [...ids], boot: [...boot], ranks });
+  }
+
+  clear(): void {
+    this.sets.clear();
+  }
+}
+
+/**
+ * Above this many entries added, changed or removed since the last ranking, the ranks are computed anew: moving
+ * them costs O(R·k) per entry, ranking anew O(R·k·log k) in all.
+ */
+const MAX_MOVED = 8;
 
 /** Fewer entries than this are drawn in one batch (a batch's fixed cost, the replicates' weights, is then small). */
 const MIN_BATCH = 64;
