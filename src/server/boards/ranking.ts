@@ -2,10 +2,12 @@
  * Rank intervals and tie groups on the boards. Each scored entry keeps its per-item counts (the same counts its
  * scores came from) server-side, deflated; from them each entry's replicate row of each task is drawn once and kept
  * in memory and in the database (`ReplicateRows`, `RowStore`: an upload draws its own rows only, a restart reads
- * them, and draws only those not found, spread over the threads); a board's ranking is recomputed from the rows in low-priority worker threads (one job per task, then one
- * for the overall: ../scorer.ts) whenever the board changes, never on a page request, and only aggregates leave: per
- * entry its rank, the rank's 95% interval and its group letters (among the best `TESTED_TOP` of a task or of the
- * overall; none below them), per task the minimum detectable effect (statistics: ../../metrics/ranking.ts).
+ * them, and draws only those not found, spread over the threads). A board's ranking is recomputed from the rows in
+ * low-priority worker threads (one job per task, then one for the overall: ../scorer.ts) whenever the board
+ * changes, never on a page request; each entry's rank in each replicate is kept too (`KeptRankSets`), so that a
+ * few changed entries move the others' ranks instead of every replicate being ranked anew. Only aggregates leave:
+ * per entry its rank, the rank's 95% interval and its group letters (among the best `TESTED_TOP` of a task or of
+ * the overall; none below them), per task the minimum detectable effect (statistics: ../../metrics/ranking.ts).
  */
 import { createHash } from 'node:crypto';
 import { deflateSync, inflateSync } from 'fflate';
