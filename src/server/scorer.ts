@@ -43,6 +43,8 @@ export class Scorer {
   private readonly rows = new ReplicateRows();
   /** Each task's (and the overall's) replicate ranks, kept between rankings: an upload moves them. */
   private readonly ranks = new KeptRankSets();
+  /** Per board, its ranking in progress (or the last one). */
+  private readonly ranking = new Map<string, Promise<unknown>>();
   /** Per board, each entry's overall row with the task rows it is the mean of. */
   private readonly overallCache = new Map<
     string,
@@ -113,7 +115,16 @@ export class Scorer {
    * all of them, in as many batches as threads), then each task ranked from its rows on the workers, then the
    * overall from the same rows. Rows drawn go to the store afterwards (`rowsSaved`).
    */
-  async rank(job: RankJob, store?: RowStore): Promise<BoardRanking> {
+  rank(job: RankJob, store?: RowStore): Promise<BoardRanking> {
+    // One at a time per board: a ranking moves the board's kept ranks in place.
+    const run = (this.ranking.get(job.board) ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => this.rankNow(job, store));
+    this.ranking.set(job.board, run);
+    return run;
+  }
+
+  private async rankNow(job: RankJob, store?: RowStore): Promise<BoardRanking> {
     const pool = this.rankPool;
     try {
       const rows = await Promise.all(
