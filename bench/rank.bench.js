@@ -1,11 +1,16 @@
-// Benchmark: recomputing a board's rank intervals and groups (issue #26). 200 entries on the five public test sets
-// (3,608 items), each entry right on each item as the Rasch model says (tags kept or garbled on RuMedNER), 1,000
-// paired bootstrap replicates, every pair tested for the groups. Measured as the server runs it: the counts as
-// the database keeps them (deflated, base64), decoded and ranked in scoring workers, on 1 thread and on 2.
-// Target: under 2 s on 2 cores. Prints medians of BENCH_RUNS runs (5).
+// Benchmark: recomputing a board's rank intervals and groups (issues #26, #44). BENCH_ENTRIES (200) entries on the
+// five public test sets (3,608 items), each entry right on each item as the Rasch model says (tags kept or garbled on
+// RuMedNER), 1,000 paired bootstrap replicates, pairs tested for the groups. Measured as the server runs it: the
+// counts as the database keeps them (deflated, base64), decoded and ranked in scoring workers.
+// Measured: a full recomputation (every replicate row drawn, as on a first start) and one upload (the board plus one
+// entry: its rows drawn, every interval recomputed from the kept rows), and a restart (a new scorer reading the rows
+// kept in an SQLite database). BENCH_THREADS=1,2 (2); BENCH_BEFORE=/path to
+// another checkout whose dist/ is measured first in the same run (BENCH_BEFORE_RUNS runs: at 5,000 entries a run of
+// the old code takes minutes), with the ratios. Targets (#44): 5,000 entries, an upload within 2 s, a full ranking
+// within 10 s after a restart, on 2 cores. Prints medians of BENCH_RUNS runs (5).
 
-import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,7 +22,6 @@ if (!existsSync(dataDir)) {
 }
 const { encodeItemStats } = await import(join(root, 'dist/server/boards/ranking.js'));
 const { ReferenceLoader } = await import(join(root, 'dist/scoring/reference.js'));
-const { Scorer } = await import(join(root, 'dist/server/scorer.js'));
 const { getTask } = await import(join(root, 'dist/tasks/registry.js'));
 const { createRng } = await import(join(root, 'dist/metrics/rng.js'));
 
@@ -64,29 +68,129 @@ for (let e = 0; e < ENTRIES; e++) {
 const job = {
   board: 'public',
   tasks: TASKS,
+  overall: TASKS,
   split: 'test',
   resamples: 1000,
   seed: 0,
   alpha: 0.05,
   entries,
 };
+/** The n-th upload after the board: a new entry, another entry's counts of one task swapped in so that it differs. */
+const uploadOf = (n) => {
+  const a = entries[(7 * n + 1) % entries.length];
+  const b = entries[(11 * n + 3) % entries.length];
+  return { ...a, id: `upload-${n}`, stats: { ...a.stats, RuMedDaNet: b.stats.RuMedDaNet } };
+};
 
+const THREADS = (process.env.BENCH_THREADS || '2').split(',').map(Number);
+const BEFORE = process.env.BENCH_BEFORE; // another build's root (its dist/), measured first in the same run
+const BEFORE_RUNS = Number(process.env.BENCH_BEFORE_RUNS || RUNS);
+const builds = [
+  ...(BEFORE ? [{ label: 'before', root: resolve(BEFORE) }] : []),
+  { label: BEFORE ? 'after' : 'this', root },
+];
+const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S || 0) * 1000;
+const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 console.log(
-  `${ENTRIES} entries × ${TASKS.length} tasks, 1000 replicates; ${availableParallelism()} cores here; median of ${RUNS}`,
+  `${ENTRIES} entries × ${TASKS.length} tasks, 1000 replicates; ${availableParallelism()} cores here; medians of ${RUNS} runs${BEFORE ? ` (${BEFORE_RUNS} before)` : ''}`,
 );
-for (const threads of [1, 2]) {
-  const scorer = new Scorer({ dataDir, threads });
-  await scorer.rank({ ...job, entries: entries.slice(0, 2) }); // warm: gold loaded, code compiled
-  const times = [];
-  let last;
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    last = await scorer.rank(job);
-    times.push(performance.now() - t0);
+const results = {};
+for (const threads of THREADS) {
+  for (const build of builds) {
+    const { Scorer } = await import(join(build.root, 'dist/server/scorer.js'));
+    const runs = build.label === 'before' ? BEFORE_RUNS : RUNS;
+    const scorer = new Scorer({ dataDir, threads });
+    await scorer.rank({ ...job, entries: entries.slice(0, 2) }); // warm: gold loaded, code compiled
+    // A full recomputation: every row drawn again (the kept rows forgotten, as after a restart).
+    const full = [];
+    let last;
+    let over = false;
+    for (let i = 0; i < runs && !over; i++) {
+      scorer.rows?.clear();
+      const t0 = performance.now();
+      // BENCH_TIMEOUT_S (none): a run past it is stopped (its threads ended) and reported as "> that".
+      let timer;
+      const limit = new Promise((r) => {
+        if (TIMEOUT_MS > 0) timer = setTimeout(() => r(null), TIMEOUT_MS);
+      });
+      const result = await Promise.race([scorer.rank(job), limit]);
+      clearTimeout(timer);
+      if (result === null) {
+        over = true;
+        break;
+      }
+      last = result;
+      full.push(performance.now() - t0);
+    }
+    if (over) {
+      await Promise.all([scorer.rankPool.destroy(), scorer.pool.destroy()]);
+      results[`${build.label}/${threads}`] = { full: TIMEOUT_MS, upload: TIMEOUT_MS, over: true };
+      console.log(`${build.label}, ${threads} thread(s): full > ${fmt(TIMEOUT_MS)} (stopped there)`);
+      continue;
+    }
+    // One upload: the board as above plus one new entry (the kept rows of the others reused where kept).
+    const upload = [];
+    let board = job;
+    // A build without kept rows (scorer.rows) ranks an upload as a full recomputation of one more entry: with
+    // BENCH_BEFORE_UPLOADS=0 that is not run again (at 5,000 entries a run takes minutes) and its full time is shown.
+    const uploads = scorer.rows || process.env.BENCH_BEFORE_UPLOADS !== '0' ? runs : 0;
+    for (let i = 0; i < uploads; i++) {
+      board = { ...board, entries: [...board.entries, uploadOf(i)] };
+      const t0 = performance.now();
+      last = await scorer.rank(board);
+      upload.push(performance.now() - t0);
+    }
+    // The incremental ranking is the full one: the same board, every row drawn again.
+    let same = '';
+    if (scorer.rows) {
+      scorer.rows.clear();
+      const again = await scorer.rank(board);
+      same =
+        JSON.stringify(again) === JSON.stringify(last)
+          ? '; equals a full recomputation'
+          : '; DIFFERS from a full recomputation';
+    }
+    await scorer.close();
+    // A restart: a new process's scorer (no rows in memory) on a database whose replicate rows were kept (SQLite,
+    // migrated), reading them instead of drawing them; timed from the first query to the ranking.
+    let restart = '';
+    if (scorer.rows) {
+      const [{ openDatabase }, { databaseRowStore }] = await Promise.all([
+        import(join(build.root, 'dist/server/db/connect.js')),
+        import(join(build.root, 'dist/server/boards/service.js')),
+      ]);
+      const dir = mkdtempSync(join(tmpdir(), 'rumedbench-rank-bench-'));
+      const db = await openDatabase(join(dir, 'board.db'));
+      const store = databaseRowStore(db.db, (m) => console.log(m));
+      const first = new Scorer({ dataDir, threads });
+      await first.rank(board, store);
+      await first.rowsSaved();
+      await first.close();
+      const times = [];
+      for (let i = 0; i < runs; i++) {
+        const fresh = new Scorer({ dataDir, threads });
+        await fresh.rank({ ...job, entries: entries.slice(0, 2) }, store); // threads started, as a server's are
+        const t0 = performance.now();
+        const again = await fresh.rank(board, store);
+        times.push(performance.now() - t0);
+        await fresh.close();
+        if (JSON.stringify(again) !== JSON.stringify(last)) restart = '; restart DIFFERS';
+      }
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+      restart = `; restart from kept rows ${fmt(median(times))} (min ${fmt(Math.min(...times))})${restart}`;
+    }
+    const groups = new Set(Object.values(last.overall.entries).map((c) => c.group)).size;
+    if (upload.length === 0) upload.push(...full);
+    results[`${build.label}/${threads}`] = { full: median(full), upload: median(upload) };
+    console.log(
+      `${build.label}, ${threads} thread(s): full ${fmt(median(full))} (min ${fmt(Math.min(...full))}); one upload ${fmt(median(upload))} (min ${fmt(Math.min(...upload))}); overall: ${groups} distinct groups, MDE ${last.overall.mde.toFixed(2)} points${same}${restart}`,
+    );
   }
-  await scorer.close();
-  const groups = new Set(Object.values(last.overall.entries).map((c) => c.group)).size;
-  console.log(
-    `${threads} thread(s): ${(median(times) / 1000).toFixed(2)} s (min ${(Math.min(...times) / 1000).toFixed(2)}); overall: ${groups} distinct groups, MDE ${last.overall.mde.toFixed(2)} points`,
-  );
+  const [b, a] = [results[`before/${threads}`], results[`after/${threads}`]];
+  const gt = b?.over ? '> ' : '';
+  if (b && a)
+    console.log(
+      `  ratio before/after, ${threads} thread(s): full ${gt}×${(b.full / a.full).toFixed(1)}, one upload ${gt}×${(b.upload / a.upload).toFixed(1)}`,
+    );
 }

@@ -7,12 +7,19 @@ import { buildItemStats } from './item-stats.js';
 import {
   clusteredSe,
   compactLetters,
+  drawsFromRows,
+  drawTask,
   exactMcNemar,
   groupLabels,
   holm,
+  moveRanks,
   plannedMde,
+  rankDraws,
   rankOverall,
+  rankOverallDraws,
   rankTask,
+  replicateRanks,
+  TESTED_TOP,
 } from './ranking.js';
 import { createRng } from './rng.js';
 import { normalUpper } from './student-t.js';
@@ -406,5 +413,159 @@ describe('the paired test follows the metric tested, not the metrics reported be
       [exactMcNemar(8, 16), 'exact McNemar'],
       'approximate randomization',
     ]);
+  });
+});
+
+describe('a board of thousands: rows drawn apart, pairs among the best TESTED_TOP', () => {
+  // Systems of varied skill on varied items, seeded; RuMedNER's stats are F1 sums (no item mean), RuMedNLI clustered.
+  const rng = createRng(44);
+  const boardOf = (task: TaskDefinition, k: number, n: number) =>
+    Array.from({ length: k }, (_, s) => {
+      const skill = 0.3 + 0.6 * rng.next();
+      return {
+        name: `s${s}`,
+        stats: buildItemStats(
+          task,
+          Array.from({ length: n }, (_, i) => {
+            const right = rng.next() < skill;
+            if (task.name === 'RuMedNER') {
+              const gold = ['B-Drugname', 'I-Drugname', 'O', 'B-ADR', 'O'];
+              return {
+                id: `i${i}`,
+                gold,
+                prediction: gold.map((t) => (right || rng.next() < 0.5 ? t : 'O')),
+              };
+            }
+            const gold = task.name === 'RuMedNLI' ? 'neutral' : 'да';
+            const wrong = task.name === 'RuMedNLI' ? 'entailment' : 'нет';
+            return { id: `i${i}`, gold, prediction: right ? gold : wrong };
+          }),
+        ),
+      };
+    });
+  const cases = [
+    { task: getTask('RuMedDaNet'), clusters: undefined },
+    { task: getTask('RuMedNLI'), clusters: Array.from({ length: 60 }, (_, i) => `p${Math.floor(i / 3)}`) },
+    { task: getTask('RuMedNER'), clusters: undefined },
+  ];
+
+  it("a system's replicate row drawn alone is, bit for bit, its row drawn with the whole board", () => {
+    for (const { task, clusters } of cases) {
+      const board = boardOf(task, 30, 60);
+      const o = { resamples: 200, seed: 3, ...(clusters ? { clusters } : {}) };
+      const all = drawTask(board, o);
+      board.forEach((s, j) => {
+        const alone = drawTask([s], o);
+        expect(Object.is(alone.observed[0], all.observed[j])).toBe(true);
+        expect(Buffer.from((alone.boot[0] as Float64Array).buffer)).toEqual(
+          Buffer.from((all.boot[j] as Float64Array).slice().buffer),
+        );
+      });
+    }
+  });
+
+  it('a ranking from rows drawn in batches is the ranking from the board drawn at once', () => {
+    for (const { task, clusters } of cases) {
+      const board = boardOf(task, 30, 60);
+      const o = { resamples: 200, seed: 3, ...(clusters ? { clusters } : {}) };
+      const whole = drawTask(board, o);
+      const parts = [drawTask(board.slice(0, 11), o), drawTask(board.slice(11), o)];
+      const rows = drawsFromRows(
+        task,
+        {
+          names: board.map((s) => s.name),
+          observed: parts.flatMap((p) => p.observed),
+          boot: parts.flatMap((p) => p.boot),
+          statsOf: (i) => (board[i] as (typeof board)[number]).stats,
+        },
+        { n: 60, ...(clusters ? { clusters } : {}) },
+      );
+      expect(rankDraws(rows, { top: 10 })).toEqual(rankDraws(whole, { top: 10 }));
+    }
+  });
+
+  it(`a board no larger than the bound (${TESTED_TOP}) gets the all-pairs ranking`, () => {
+    const board = boardOf(danet, 40, 80);
+    const d = drawTask(board, { resamples: 300, seed: 5 });
+    const r = rankDraws(d, {});
+    expect(r).toEqual(rankDraws(d, { top: Number.POSITIVE_INFINITY }));
+    expect(r.pairs.length).toBe((40 * 39) / 2);
+  });
+
+  it('above the bound: ranks and intervals of all as without it; pairs, groups and MDE those of the best alone', () => {
+    for (const { task, clusters } of cases) {
+      const board = boardOf(task, 25, 60);
+      const d = drawTask(board, { resamples: 300, seed: 9, ...(clusters ? { clusters } : {}) });
+      const top = 8;
+      const bounded = rankDraws(d, { top });
+      const unbounded = rankDraws(d, { top: Number.POSITIVE_INFINITY });
+      const place = (x: typeof bounded) => x.systems.map((s) => [s.name, s.score, s.se, s.rank, s.rank_ci]);
+      expect(place(bounded)).toEqual(place(unbounded));
+      // The best 8 by score (ties in board order), ranked alone: the same pairs, Holm over them, letters and MDE.
+      const best = d.observed
+        .map((v, i) => [v, i] as const)
+        .sort((x, y) => y[0] - x[0])
+        .slice(0, top)
+        .map(([, i]) => i)
+        .sort((x, y) => x - y);
+      const alone = rankDraws(d, { only: best });
+      expect(bounded.pairs).toEqual(alone.pairs);
+      expect(bounded.mde).toBe(alone.mde);
+      const groups = Object.fromEntries(bounded.systems.map((s) => [s.name, s.group]));
+      expect(groups).toEqual(
+        Object.fromEntries(
+          board.map((s, i) => [
+            s.name,
+            best.includes(i) ? (alone.systems.find((a) => a.name === s.name)?.group as string) : '',
+          ]),
+        ),
+      );
+    }
+  });
+
+  it('the overall above the bound: places of all as without it, groups for the best only', () => {
+    const tasks = [boardOf(danet, 20, 50), boardOf(getTask('RuMedNLI'), 20, 60)].map((b) =>
+      drawTask(b, { resamples: 200, seed: 1 }),
+    );
+    const names = tasks[0]?.names as string[];
+    const bounded = rankOverallDraws(tasks, names, { top: 6 });
+    const unbounded = rankOverallDraws(tasks, names, { top: Number.POSITIVE_INFINITY });
+    const place = (x: typeof bounded) => x.systems.map((s) => [s.name, s.score, s.se, s.rank, s.rank_ci]);
+    expect(place(bounded)).toEqual(place(unbounded));
+    expect(bounded.pairs.length).toBe((6 * 5) / 2);
+    expect(bounded.systems.filter((s) => s.group !== '').length).toBe(6);
+  });
+});
+
+describe('replicate ranks kept between rankings', () => {
+  it('moved by the systems removed and added, they are the ranks counted anew, and rank the same', () => {
+    const rng = createRng(45);
+    const R = 300;
+    // Scores on a grid, so that many replicates tie (ties share the better rank).
+    const row = () => Float64Array.from({ length: R }, () => Math.round(40 * rng.next()) / 2);
+    const before = Array.from({ length: 40 }, row);
+    const ranks = replicateRanks(before, R);
+    // Systems 3 and 17 leave; three arrive, one of them between the others.
+    const keptFrom = before.map((_, i) => i).filter((i) => i !== 3 && i !== 17);
+    const arrivals = [row(), row(), row()];
+    const after = [
+      ...keptFrom.slice(0, 10).map((i) => before[i] as Float64Array),
+      arrivals[0] as Float64Array,
+    ];
+    after.push(...keptFrom.slice(10).map((i) => before[i] as Float64Array), arrivals[1] as Float64Array);
+    after.push(arrivals[2] as Float64Array);
+    const keptAt = keptFrom.map((_, n) => (n < 10 ? n : n + 1));
+    const moved = moveRanks(
+      after,
+      keptFrom.map((i) => ranks[i] as Float64Array),
+      keptAt,
+      [before[3] as Float64Array, before[17] as Float64Array],
+    );
+    expect(moved).toEqual(replicateRanks(after, R));
+    const names = after.map((_, i) => `s${i}`);
+    const observed = after.map((b) => b[0] as number);
+    expect(rankOverallDraws([{ names, observed, boot: after }], names, { ranks: moved })).toEqual(
+      rankOverallDraws([{ names, observed, boot: after }], names, {}),
+    );
   });
 });

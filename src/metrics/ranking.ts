@@ -20,6 +20,11 @@
  *   intervals, ties sharing the better rank.
  * - Tie groups as a compact letter display (Piepho, 2004, "An algorithm for a letter-based representation of
  *   all-pairwise comparisons"): systems that share a letter are not distinguishable at α after Holm's correction.
+ * - A board of thousands: ranks and rank intervals for every system (per replicate a sort and a binary search,
+ *   O(R·k·log k)); the pairwise tests, Holm's correction, the letters and the MDE among the best `TESTED_TOP` by score
+ *   only (Holm's family is then the pairs tested; a board no larger gets exactly the all-pairs ranking). Each
+ *   system's replicates depend only on its own counts, the seed, the task and the clusters, never on the other
+ *   systems, so a row drawn alone is the row drawn with the board, bit for bit (`drawsFromRows`).
  * - The minimum detectable effect of a paired comparison at α = 0.05 (two-sided) and 80% power: (z_{1−α/2} + z_{0.8})
  *   × SE of the paired difference (Bloom, 1995, "Minimum detectable effects"), the median over the task's pairs. The
  *   SE is Miller's, of the per-item differences d_i: sqrt(Σ (d_i − d̄)²) / n, clustered where the task is; for
@@ -278,11 +283,20 @@ export interface TaskDraws {
   observed: number[];
   /** Per system, its score in each replicate (the replicates are shared: the systems are paired). */
   boot: Float64Array[];
-  /** Per system, its item scores (undefined where the score is no item mean). */
-  perItem: (Float64Array | undefined)[];
-  /** Per system, its first column (accuracy: right or wrong per item), for McNemar's counts. */
-  first: Float64Array[];
+  /**
+   * Per system, its counts: read only for the systems tested in pairs (and for standard errors), so that a board's
+   * thousands of entries need not be decoded for the hundred that are.
+   */
+  statsOf: (i: number) => ItemStats;
 }
+
+/**
+ * The pairwise tests, the groups and the minimum detectable effect are computed among this many systems at most: the
+ * best by score. Every system keeps its rank and rank interval (one pass over the replicates, O(R·k·log k)); tests
+ * over all pairs would be O(k²) (12.5 million pairs at 5,000 entries, most of the minute a board of that size took
+ * to rank) and a letter display over thousands of systems cannot be read.
+ */
+export const TESTED_TOP = 100;
 
 /**
  * One task's paired bootstrap over items (clusters): every system scored on the same replicates. The counts are
@@ -417,27 +431,147 @@ export function drawTask(
     clustered: o.clusters !== undefined,
     observed,
     boot,
-    perItem: systems.map((s) => itemScores(s.stats)),
-    first: systems.map((s) => {
-      const col = new Float64Array(n);
-      for (let i = 0; i < n; i++) col[i] = s.stats.stats[i * width] as number;
-      return col;
-    }),
+    statsOf: (j) => (systems[j] as RankInput).stats,
   };
 }
 
-/** Each system's rank in each replicate, from the replicates' scores. */
-function replicateRanks(boot: readonly Float64Array[], R: number): Float64Array[] {
-  const ranks = boot.map(() => new Float64Array(R));
-  const scores = new Float64Array(boot.length);
-  const rk = new Float64Array(boot.length);
-  const scratch = new Float64Array(boot.length);
-  for (let r = 0; r < R; r++) {
-    for (let s = 0; s < boot.length; s++) scores[s] = (boot[s] as Float64Array)[r] as number;
-    ranksOf(scores, rk, scratch);
-    for (let s = 0; s < boot.length; s++) (ranks[s] as Float64Array)[r] = rk[s] as number;
+/**
+ * Draws assembled from replicate rows drawn elsewhere (kept between rankings, or drawn a few systems at a time):
+ * a system's row depends only on its own counts, the seed, the task and the items' clusters, so a row drawn alone
+ * is bit for bit the row drawn with the whole board.
+ */
+export function drawsFromRows(
+  task: ItemStats['task'],
+  rows: { names: string[]; observed: number[]; boot: Float64Array[]; statsOf: (i: number) => ItemStats },
+  o: { n: number; clusters?: readonly string[] },
+): TaskDraws {
+  const { of, count } = clusterIndex(o.n, o.clusters);
+  return {
+    task,
+    n: o.n,
+    clusterOf: of,
+    clusterCount: count,
+    clustered: o.clusters !== undefined,
+    ...rows,
+  };
+}
+
+/** A system's first column (accuracy: right or wrong per item), for McNemar's counts. */
+function firstColumn(s: ItemStats): Float64Array {
+  const { width } = statsLayout(s.task);
+  const n = s.ids.length;
+  const col = new Float64Array(n);
+  for (let i = 0; i < n; i++) col[i] = s.stats[i * width] as number;
+  return col;
+}
+
+/**
+ * Each system's rank in each replicate, from the replicates' scores. A block of replicates at a time, copied out of
+ * each system's row together: at thousands of systems, reading one replicate across all rows touched a cache line
+ * per system per replicate.
+ */
+export function replicateRanks(boot: readonly Float64Array[], R: number, shared = false): Float64Array[] {
+  const k = boot.length;
+  const bytes = k * R * Float64Array.BYTES_PER_ELEMENT;
+  const all = new Float64Array(shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
+  const ranks = boot.map((_, s) => all.subarray(s * R, (s + 1) * R));
+  const B = 16;
+  const block = new Float64Array(B * k);
+  const blockRanks = new Float64Array(B * k);
+  const rk = new Float64Array(k);
+  const scratch = new Float64Array(k);
+  for (let r0 = 0; r0 < R; r0 += B) {
+    const m = Math.min(B, R - r0);
+    for (let s = 0; s < k; s++) {
+      const row = boot[s] as Float64Array;
+      for (let b = 0; b < m; b++) block[b * k + s] = row[r0 + b] as number;
+    }
+    for (let b = 0; b < m; b++) {
+      ranksOf(block.subarray(b * k, (b + 1) * k), rk, scratch);
+      blockRanks.set(rk, b * k);
+    }
+    for (let s = 0; s < k; s++) {
+      const row = ranks[s] as Float64Array;
+      for (let b = 0; b < m; b++) row[r0 + b] = blockRanks[b * k + s] as number;
+    }
   }
   return ranks;
+}
+
+/**
+ * Kept replicate ranks (`replicateRanks`) moved to another set of systems, in place: a system's rank in a replicate
+ * is 1 + the systems above it there (by more than 1e-9, as `ranksOf` counts), so one removed above it takes one
+ * off and one added above it adds one; an added system's ranks are counted against the whole new set. O(R·k) per
+ * system added or removed, where ranking anew sorts every replicate: the same ranks, exactly (integers).
+ * `kept[i]` are the ranks of the system whose row is `boot[keptAt[i]]`; returns the ranks of every system of `boot`.
+ */
+export function moveRanks(
+  boot: readonly Float64Array[],
+  kept: readonly Float64Array[],
+  keptAt: readonly number[],
+  removed: readonly Float64Array[],
+  shared = false,
+): Float64Array[] {
+  const k = boot.length;
+  const R = boot[0]?.length ?? 0;
+  const out: (Float64Array | undefined)[] = new Array(k);
+  keptAt.forEach((at, i) => {
+    out[at] = kept[i] as Float64Array;
+  });
+  const added: number[] = [];
+  for (let s = 0; s < k; s++) if (!out[s]) added.push(s);
+  for (let i = 0; i < keptAt.length; i++) {
+    const ranks = kept[i] as Float64Array;
+    const own = boot[keptAt[i] as number] as Float64Array;
+    for (const x of removed)
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)--;
+    for (const a of added) {
+      const x = boot[a] as Float64Array;
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)++;
+    }
+  }
+  const bytes = added.length * R * Float64Array.BYTES_PER_ELEMENT;
+  const block = new Float64Array(shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
+  added.forEach((a, n) => {
+    const ranks = block.subarray(n * R, (n + 1) * R);
+    const own = boot[a] as Float64Array;
+    for (let r = 0; r < R; r++) ranks[r] = 1;
+    for (let s = 0; s < k; s++) {
+      const x = boot[s] as Float64Array;
+      for (let r = 0; r < R; r++) if ((x[r] as number) > (own[r] as number) + 1e-9) (ranks[r] as number)++;
+    }
+    out[a] = ranks;
+  });
+  return out as Float64Array[];
+}
+
+/**
+ * The `at`-th smallest value (0-based) of `values`, reordering them: Hoare's selection, O(n) on average, where a
+ * rank interval needs two order statistics of each system's R ranks, not a sort of them.
+ */
+function select(values: Float64Array, at: number): number {
+  let lo = 0;
+  let hi = values.length - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >>> 1] as number;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while ((values[i] as number) < pivot) i++;
+      while ((values[j] as number) > pivot) j--;
+      if (i <= j) {
+        const t = values[i] as number;
+        values[i] = values[j] as number;
+        values[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (at <= j) hi = j;
+    else if (at >= i) lo = i;
+    else return values[at] as number;
+  }
+  return values[at] as number;
 }
 
 /**
@@ -471,20 +605,40 @@ interface Ranked {
   observed: readonly number[];
   boot: readonly Float64Array[];
   se: (i: number) => number;
-  pair: (i: number, j: number) => { p: number; test: PairTest; se: number };
+  /** Each system's rank in each replicate, where kept from an earlier ranking (`moveRanks`); read, not changed. */
+  ranks?: readonly Float64Array[];
+  /** The pair test among the systems `tested` (ascending indexes), prepared for that set; called with two of them. */
+  tests: (tested: readonly number[]) => (i: number, j: number) => { p: number; test: PairTest; se: number };
 }
 
-/** The ranking of systems: ranks and intervals, pairs with Holm's correction, groups, the MDE. */
-function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRanking, 'n' | 'clusters'> {
+/**
+ * The ranking of systems: ranks and intervals for all; pairs with Holm's correction, groups and the MDE among the
+ * best `top` by score (all of them on a board no larger: then exactly the all-pairs ranking). Holm's family is the
+ * pairs tested, so a p-value is corrected for the comparisons made, not for those left out.
+ */
+function rankFrom(
+  d: Ranked,
+  alpha: number,
+  listPairs: boolean,
+  top: number,
+): Omit<TaskRanking, 'n' | 'clusters'> {
   const k = d.names.length;
   const R = d.boot[0]?.length ?? 0;
+  // Best first; a stable sort, so ties keep the input order (and the letters the same order as before the bound).
+  const order = d.names
+    .map((_, i) => i)
+    .sort((x, y) => (d.observed[y] as number) - (d.observed[x] as number));
+  const tested = k <= top ? order.map((_, i) => i) : order.slice(0, top).sort((x, y) => x - y);
+  const m = tested.length;
+  const pair = d.tests(tested);
   const p: number[] = [];
   const pairSe: number[] = [];
   const pairs: RankedPair[] = [];
   const diffs = new Float64Array(R);
-  for (let i = 0; i < k; i++)
-    for (let j = i + 1; j < k; j++) {
-      const t = d.pair(i, j);
+  for (let x = 0; x < m; x++)
+    for (let y = x + 1; y < m; y++) {
+      const [i, j] = [tested[x] as number, tested[y] as number];
+      const t = pair(i, j);
       p.push(t.p);
       pairSe.push(t.se);
       if (!listPairs) continue;
@@ -507,24 +661,27 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
   pairs.forEach((pair, x) => {
     pair.p_holm = adjusted[x] as number;
   });
-  // Pair x of (i, j), i < j, in the order above.
-  const pairIndex = (i: number, j: number) => i * k - (i * (i + 1)) / 2 + (j - i - 1);
-  const index = new Map(d.names.map((name, i) => [name, i]));
-  const order = d.names
-    .map((name, i) => ({ name, score: d.observed[i] as number }))
-    .sort((x, y) => y.score - x.score)
-    .map((s) => s.name);
-  const letters = compactLetters(order, (x, y) => {
-    const [i, j] = [index.get(x) as number, index.get(y) as number].sort((u, v) => u - v) as [number, number];
-    return (adjusted[pairIndex(i, j)] as number) < alpha;
-  });
+  // Pair x of (tested[a], tested[b]), a < b, in the order above.
+  const pairIndex = (a: number, b: number) => a * m - (a * (a + 1)) / 2 + (b - a - 1);
+  const position = new Map(tested.map((i, x) => [d.names[i] as string, x]));
+  const letters = compactLetters(
+    order.filter((i) => position.has(d.names[i] as string)).map((i) => d.names[i] as string),
+    (u, v) => {
+      const [a, b] = [position.get(u) as number, position.get(v) as number].sort((s, t) => s - t) as [
+        number,
+        number,
+      ];
+      return (adjusted[pairIndex(a, b)] as number) < alpha;
+    },
+  );
   const ranks: number[] = new Array(k);
   ranksOf(d.observed, ranks);
-  const drawnRanks = replicateRanks(d.boot, R);
+  // Selection reorders: kept ranks are copied first.
+  const drawnRanks = d.ranks ? d.ranks.map((x) => x.slice()) : replicateRanks(d.boot, R);
   return {
     mde: pairSe.length > 0 ? Z_SUM * (median(pairSe) as number) : null,
     systems: d.names.map((name, i) => {
-      const draws = (drawnRanks[i] as Float64Array).sort();
+      const draws = drawnRanks[i] as Float64Array;
       return {
         name,
         score: d.observed[i] as number,
@@ -532,8 +689,9 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
         rank: ranks[i] as number,
         rank_ci:
           R > 0
-            ? [draws[Math.floor(0.025 * (R - 1))] as number, draws[Math.ceil(0.975 * (R - 1))] as number]
+            ? [select(draws, Math.floor(0.025 * (R - 1))), select(draws, Math.ceil(0.975 * (R - 1)))]
             : [ranks[i] as number, ranks[i] as number],
+        // Below the tested top: no letters (its rank interval says where it stands).
         group: letters.get(name) ?? '',
       };
     }),
@@ -541,85 +699,111 @@ function rankFrom(d: Ranked, alpha: number, listPairs: boolean): Omit<TaskRankin
   };
 }
 
-/** One task's ranking from its draws, over the systems named in `only` (all when absent). */
+/**
+ * One task's ranking from its draws, over the systems named in `only` (all when absent); pairs, groups and the MDE
+ * among the best `top` of them (`TESTED_TOP`); `se: false` leaves standard errors out (NaN) where nobody reads them
+ * (a board), so that its thousands of entries need not be decoded.
+ */
 export function rankDraws(
   d: TaskDraws,
-  o: { alpha?: number; pairs?: boolean; only?: readonly number[] },
+  o: {
+    alpha?: number;
+    pairs?: boolean;
+    only?: readonly number[];
+    top?: number;
+    se?: boolean;
+    /** Per system of `only`, its rank in each replicate, kept (`moveRanks`). */
+    ranks?: readonly Float64Array[];
+  },
 ): TaskRanking {
   const pick = o.only ?? d.names.map((_, i) => i);
-  const m = pick.length;
   const R = d.boot[0]?.length ?? 0;
   // The test follows the score: a task scored by accuracy gets McNemar whatever metrics are reported beside it.
   const accuracyOnly = isAccuracyScore(d.task) && !d.clustered;
-  const items = pick.map((i) => d.perItem[i]);
-  // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item scores,
-  // SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula, expanded).
-  const gram = items.every((v) => v !== undefined)
-    ? gramOf(items as Float64Array[], d.clusterOf, d.clusterCount)
-    : null;
-  // McNemar's discordant pairs: right only by A = |A| − |A ∧ B|.
-  const both = accuracyOnly ? gramOf(pick.map((i) => d.first[i] as Float64Array)) : null;
-  const right = pick.map((i) => (d.first[i] as Float64Array).reduce((x, y) => x + y, 0));
+  const itemMean = isItemMeanScore(d.task);
+  const centredOf = (x: number) =>
+    centred(itemScores(d.statsOf(pick[x] as number)) as Float64Array, d.clusterOf, d.clusterCount);
   const ranked = rankFrom(
     {
       names: pick.map((i) => d.names[i] as string),
+      ...(o.ranks ? { ranks: o.ranks } : {}),
       observed: pick.map((i) => d.observed[i] as number),
       boot: pick.map((i) => d.boot[i] as Float64Array),
       se: (x) => {
-        if (gram) return Math.sqrt(gram[x * m + x] as number) / d.n;
+        if (o.se === false) return Number.NaN;
+        if (itemMean) {
+          const c = centredOf(x);
+          return Math.sqrt(dot(c, c)) / d.n;
+        }
         return R > 1 ? sd(d.boot[pick[x] as number] as Float64Array) : 0;
       },
-      pair: (x, y) => {
-        const [i, j] = [pick[x] as number, pick[y] as number];
-        const observed = (d.observed[j] as number) - (d.observed[i] as number);
-        if (!gram) {
-          const se = sdOfDiff(d.boot[i] as Float64Array, d.boot[j] as Float64Array);
-          return { p: R > 1 ? bootstrapP(se, observed) : 1, test: 'paired bootstrap', se };
-        }
-        const q = (gram[x * m + x] as number) + (gram[y * m + y] as number) - 2 * (gram[x * m + y] as number);
-        const se = Math.sqrt(Math.max(0, q)) / d.n;
-        if (both) {
-          const common = both[x * m + y] as number;
-          const p = exactMcNemar(
-            Math.round((right[x] as number) - common),
-            Math.round((right[y] as number) - common),
-          );
-          return { p, test: 'exact McNemar', se };
-        }
-        return { p: bootstrapP(se, observed), test: d.clustered ? 'z-test, clustered' : 'z-test', se };
+      tests: (tested) => {
+        const m = tested.length;
+        const at = new Map(tested.map((x, a) => [x, a]));
+        // Every pair's standard error from one matrix: with D_a the centred cluster sums of system a's item
+        // scores, SE(b − a)² = |D_b − D_a|² / n² = (Q_aa + Q_bb − 2·Q_ab) / n², Q = D·Dᵀ (Miller's formula,
+        // expanded).
+        const gram = itemMean ? gramOf(tested.map(centredOf)) : null;
+        // McNemar's discordant pairs: right only by A = |A| − |A ∧ B|.
+        const firsts = accuracyOnly ? tested.map((x) => firstColumn(d.statsOf(pick[x] as number))) : null;
+        const both = firsts ? gramOf(firsts) : null;
+        const right = firsts?.map((f) => f.reduce((u, v) => u + v, 0));
+        return (x, y) => {
+          const [i, j] = [pick[x] as number, pick[y] as number];
+          const observed = (d.observed[j] as number) - (d.observed[i] as number);
+          if (!gram) {
+            const se = sdOfDiff(d.boot[i] as Float64Array, d.boot[j] as Float64Array);
+            return { p: R > 1 ? bootstrapP(se, observed) : 1, test: 'paired bootstrap', se };
+          }
+          const [a, b] = [at.get(x) as number, at.get(y) as number];
+          const q =
+            (gram[a * m + a] as number) + (gram[b * m + b] as number) - 2 * (gram[a * m + b] as number);
+          const se = Math.sqrt(Math.max(0, q)) / d.n;
+          if (both && right) {
+            const common = both[a * m + b] as number;
+            const p = exactMcNemar(
+              Math.round((right[a] as number) - common),
+              Math.round((right[b] as number) - common),
+            );
+            return { p, test: 'exact McNemar', se };
+          }
+          return { p: bootstrapP(se, observed), test: d.clustered ? 'z-test, clustered' : 'z-test', se };
+        };
       },
     },
     o.alpha ?? 0.05,
     o.pairs ?? true,
+    o.top ?? TESTED_TOP,
   );
   return { n: d.n, clusters: d.clustered ? d.clusterCount : null, ...ranked };
 }
 
-/**
- * The Gram matrix of per-item vectors (m × m, row-major): plain dot products, or, given clusters, dot products of
- * each vector's centred cluster sums.
- */
-function gramOf(vectors: readonly Float64Array[], of?: Int32Array, count?: number): Float64Array {
-  const m = vectors.length;
-  const rows = of
-    ? vectors.map((v) => {
-        let mean = 0;
-        for (let i = 0; i < v.length; i++) mean += v[i] as number;
-        mean /= v.length || 1;
-        const sums = new Float64Array(count as number);
-        for (let i = 0; i < v.length; i++) (sums[of[i] as number] as number) += (v[i] as number) - mean;
-        return sums;
-      })
-    : vectors;
+/** A vector's centred cluster sums (each item its own cluster where there are none: then the vector itself). */
+function centred(v: Float64Array, of: Int32Array, count: number): Float64Array {
+  let mean = 0;
+  for (let i = 0; i < v.length; i++) mean += v[i] as number;
+  mean /= v.length || 1;
+  const sums = new Float64Array(count);
+  for (let i = 0; i < v.length; i++) (sums[of[i] as number] as number) += (v[i] as number) - mean;
+  return sums;
+}
+
+function dot(a: Float64Array, b: Float64Array): number {
+  let out = 0;
+  for (let t = 0; t < a.length; t++) out += (a[t] as number) * (b[t] as number);
+  return out;
+}
+
+/** The Gram matrix of vectors (m × m, row-major): their dot products. */
+function gramOf(rows: readonly Float64Array[]): Float64Array {
+  const m = rows.length;
   const out = new Float64Array(m * m);
   for (let a = 0; a < m; a++) {
     const va = rows[a] as Float64Array;
     for (let b = a; b < m; b++) {
-      const vb = rows[b] as Float64Array;
-      let dot = 0;
-      for (let t = 0; t < va.length; t++) dot += (va[t] as number) * (vb[t] as number);
-      out[a * m + b] = dot;
-      out[b * m + a] = dot;
+      const d = dot(va, rows[b] as Float64Array);
+      out[a * m + b] = d;
+      out[b * m + a] = d;
     }
   }
   return out;
@@ -639,7 +823,7 @@ export function rankTask(systems: readonly RankInput[], o: RankOptions): TaskRan
 export function rankOverallDraws(
   tasks: readonly Pick<TaskDraws, 'names' | 'observed' | 'boot'>[],
   systems: readonly string[],
-  o: { alpha?: number; pairs?: boolean },
+  o: { alpha?: number; pairs?: boolean; top?: number; ranks?: readonly Float64Array[] },
 ): Omit<TaskRanking, 'n' | 'clusters'> {
   const R = tasks[0]?.boot[0]?.length ?? 0;
   if (systems.length === 0 || R === 0) return { mde: null, systems: [], pairs: [] };
@@ -663,10 +847,11 @@ export function rankOverallDraws(
   return rankFrom(
     {
       names: systems,
+      ...(o.ranks ? { ranks: o.ranks } : {}),
       observed,
       boot,
       se: (i) => sd(boot[i] as Float64Array),
-      pair: (i, j) => {
+      tests: () => (i, j) => {
         const se = sdOfDiff(boot[i] as Float64Array, boot[j] as Float64Array);
         const diff = (observed[j] as number) - (observed[i] as number);
         return { p: bootstrapP(se, diff), test: 'paired bootstrap', se };
@@ -674,6 +859,7 @@ export function rankOverallDraws(
     },
     o.alpha ?? 0.05,
     o.pairs ?? true,
+    o.top ?? TESTED_TOP,
   );
 }
 

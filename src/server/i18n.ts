@@ -1,4 +1,5 @@
 /** The leaderboard pages' words in English and Russian (the charts' words come from the report's strings). */
+import { TESTED_TOP } from '../metrics/ranking.js';
 import type { Lang } from '../report/i18n.js';
 import { REASON_TEXT, type Reason } from './runs/reasons.js';
 
@@ -16,8 +17,7 @@ const en = {
     'Under each value: the task score with its 95% bootstrap interval (a two-metric task’s score is the mean of its two metrics, shown as “score …”).',
   /** The word before a two-metric task's score under its metrics, so that its interval is not read as theirs. */
   scoreWord: 'score',
-  rankHint:
-    'Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power).',
+  rankHint: `Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power). Letters and that number are computed among the best ${TESTED_TOP} entries of each task and of the overall; the entries below them show their rank and interval only.`,
   rankWord: 'rank',
   definedTasks: (names: string) =>
     `${names}: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.`,
@@ -290,8 +290,7 @@ const ru: ServerStrings = {
   ciHintPaired:
     'Под каждым значением — балл задачи с 95% бутстрэп-интервалом (балл задачи с двумя метриками — их среднее, подписан «балл …»).',
   scoreWord: 'балл',
-  rankHint:
-    'Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%).',
+  rankHint: `Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%). Буквы и это число считаются среди ${TESTED_TOP} лучших записей каждой задачи и общего зачёта; у записей ниже них — только место и интервал.`,
   rankWord: 'место',
   definedTasks: (names: string) =>
     `${names}: задачи этого лидерборда (не из статьи); показаны рядом с остальными и в общий балл не входят. Балл такой задачи — её первая метрика.`,

@@ -13,11 +13,12 @@ import { submissionFromEntries } from '../scoring/submission.js';
 import { TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import {
-  type BoardRanking,
+  type DrawRowsJob,
+  drawBoardRows,
   type RankTaskJob,
+  type ReplicateRow,
   rankBoardOverall,
   rankBoardTask,
-  type TaskReplicates,
 } from './boards/ranking.js';
 import type { BoardName } from './db/schema.js';
 import {
@@ -124,17 +125,21 @@ export async function compare(job: CompareJob): Promise<ComparisonResult> {
   });
 }
 
-/** One task of a board's ranking, from its entries' per-item counts. */
+/** Some entries' replicate rows of one task, from their per-item counts. */
+export function drawRows(job: DrawRowsJob): Promise<(ReplicateRow | null)[]> {
+  return drawBoardRows(job, refs[job.board]);
+}
+
+/** One task of a board's ranking, from its entries' replicate rows. */
 export function rankTask(job: RankTaskJob): ReturnType<typeof rankBoardTask> {
   return rankBoardTask(job, refs[job.board]);
 }
 
-/** A board's overall, from its tasks' replicates. */
-export function rankOverall(job: {
-  tasks: (TaskReplicates | null)[];
-  alpha: number;
-}): BoardRanking['overall'] {
-  return rankBoardOverall(job.tasks, job.alpha);
+/** A board's overall, from its overall rows. */
+export function rankOverall(
+  job: Parameters<typeof rankBoardOverall>[0],
+): ReturnType<typeof rankBoardOverall> {
+  return rankBoardOverall(job);
 }
 
 /** Draws charts: [id, spec, label] in, [id, svg] out. */

@@ -11,7 +11,21 @@ import type { EvaluationResult } from '../scoring/score.js';
 import { userTasks } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { workerScript } from '../worker-script.js';
-import { assemble, type BoardRanking, type RankJob, type rankBoardTask, taskJob } from './boards/ranking.js';
+import {
+  assemble,
+  type BoardRanking,
+  type DrawRowsJob,
+  KeptRankSets,
+  overallReplicates,
+  overallRows,
+  type RankJob,
+  type ReplicateRow,
+  ReplicateRows,
+  type RowStore,
+  type rankBoardOverall,
+  type rankBoardTask,
+  taskJob,
+} from './boards/ranking.js';
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
 
@@ -25,6 +39,17 @@ export class Scorer {
   private rankPool: Piscina;
   private readonly threads: number;
   private readonly dataDir: string;
+  /** The boards' replicate rows, kept between rankings: an upload draws its own rows only. */
+  private readonly rows = new ReplicateRows();
+  /** Each task's (and the overall's) replicate ranks, kept between rankings: an upload moves them. */
+  private readonly ranks = new KeptRankSets();
+  /** Per board, its ranking in progress (or the last one). */
+  private readonly ranking = new Map<string, Promise<unknown>>();
+  /** Per board, each entry's overall row with the task rows it is the mean of. */
+  private readonly overallCache = new Map<
+    string,
+    Map<string, { parts: Float64Array[]; observed: number; boot: Float64Array }>
+  >();
 
   constructor(options: { dataDir: string; threads?: number; heldGold?: HeldGold }) {
     this.dataDir = options.dataDir;
@@ -59,6 +84,10 @@ export class Scorer {
     const [old, oldRank] = [this.pool, this.rankPool];
     this.pool = this.start(gold);
     this.rankPool = this.start(gold, { lazy: true });
+    // New gold may be new items or clusters for a task: its rows are drawn again.
+    this.rows.clear();
+    this.ranks.clear();
+    this.overallCache.clear();
     await Promise.all([old.close(), oldRank.close()]);
   }
 
@@ -81,20 +110,100 @@ export class Scorer {
     return this.pool.run(job, { name: 'compare' }) as Promise<ComparisonResult>;
   }
 
-  /** A board's ranking: its tasks spread over the workers, then the overall from their replicates. */
-  async rank(job: RankJob): Promise<BoardRanking> {
+  /**
+   * A board's ranking: each task's missing replicate rows read from `store` or drawn (a cold start without a store:
+   * all of them, in as many batches as threads), then each task ranked from its rows on the workers, then the
+   * overall from the same rows. Rows drawn go to the store afterwards (`rowsSaved`).
+   */
+  rank(job: RankJob, store?: RowStore): Promise<BoardRanking> {
+    // One at a time per board: a ranking moves the board's kept ranks in place.
+    const run = (this.ranking.get(job.board) ?? Promise.resolve())
+      .catch(() => {})
+      .then(() => this.rankNow(job, store));
+    this.ranking.set(job.board, run);
+    return run;
+  }
+
+  private async rankNow(job: RankJob, store?: RowStore): Promise<BoardRanking> {
     const pool = this.rankPool;
-    const parts = (await Promise.all(
-      job.tasks.map((t) => pool.run(taskJob(job, t), { name: 'rankTask' })),
-    )) as Awaited<ReturnType<typeof rankBoardTask>>[];
-    const overall = (await pool.run(
-      {
-        tasks: parts.filter((_, i) => job.overall.includes(job.tasks[i] as string)).map((p) => p.replicates),
-        alpha: job.alpha,
-      },
-      { name: 'rankOverall' },
-    )) as BoardRanking['overall'];
-    return assemble(job, parts, overall);
+    try {
+      const rows = await Promise.all(
+        job.tasks.map((task) =>
+          this.rows.of(
+            job,
+            task,
+            (entries) => {
+              const draw: DrawRowsJob = {
+                board: job.board,
+                split: job.split,
+                resamples: job.resamples,
+                seed: job.seed,
+                task,
+                entries,
+              };
+              return pool.run(draw, { name: 'drawRows' }) as Promise<(ReplicateRow | null)[]>;
+            },
+            this.threads,
+            store,
+          ),
+        ),
+      );
+      const parts = await Promise.all(
+        job.tasks.map(async (t, i) => {
+          const part = taskJob(job, t, rows[i] as Map<string, ReplicateRow>);
+          const name = `${job.board}\0${t}`;
+          const boot = part.entries.map((e) => e.row.boot);
+          const kept = this.ranks.kept(
+            name,
+            part.entries.map((e) => e.id),
+            boot,
+          );
+          const done = (await pool.run(kept ? { ...part, kept } : part, { name: 'rankTask' })) as Awaited<
+            ReturnType<typeof rankBoardTask>
+          >;
+          if (done)
+            this.ranks.keep(
+              name,
+              part.entries.map((e) => e.id),
+              boot,
+              done.ranks,
+            );
+          return done?.ranking ?? null;
+        }),
+      );
+      let cache = this.overallCache.get(job.board);
+      if (!cache) {
+        cache = new Map();
+        this.overallCache.set(job.board, cache);
+      }
+      const rowsOfOverall = overallRows(
+        job.tasks.flatMap((t, i) =>
+          job.overall.includes(t) ? [overallReplicates(job, rows[i] as Map<string, ReplicateRow>)] : [],
+        ),
+        cache,
+      );
+      let overall: BoardRanking['overall'] = null;
+      if (rowsOfOverall) {
+        const name = `${job.board}\0overall`;
+        const kept = this.ranks.kept(name, rowsOfOverall.names, rowsOfOverall.boot);
+        const done = (await pool.run(
+          { rows: rowsOfOverall, alpha: job.alpha, ...(kept ? { kept } : {}) },
+          { name: 'rankOverall' },
+        )) as ReturnType<typeof rankBoardOverall>;
+        this.ranks.keep(name, rowsOfOverall.names, rowsOfOverall.boot, done.ranks);
+        overall = done.ranking;
+      }
+      return assemble(job, parts, overall);
+    } catch (e) {
+      // Kept ranks may have been moved part of the way: the next ranking ranks anew.
+      this.ranks.clear();
+      throw e;
+    }
+  }
+
+  /** Resolves when the replicate rows drawn so far are in the store. */
+  rowsSaved(): Promise<void> {
+    return this.rows.saved();
   }
 
   render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {

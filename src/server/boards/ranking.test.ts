@@ -15,7 +15,12 @@ import { groupLabels } from '../../metrics/ranking.js';
 import { rankSubmissions } from '../../scoring/rank.js';
 import { createApp } from '../app.js';
 import { Leaderboard } from '../leaderboard.js';
+import { Scorer } from '../scorer.js';
+import type { DrawRowsJob } from './ranking.js';
 import { Boards } from './service.js';
+
+const byRow = (a: { submission_id: string; task: string }, b: { submission_id: string; task: string }) =>
+  a.submission_id + a.task < b.submission_id + b.task ? -1 : 1;
 
 /** A copy of a reference system with one task's lines rewritten. */
 function variant(
@@ -155,6 +160,48 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       expect(fresh.boards.ranking('public').ranking).toEqual(before);
       const kept = await t.lb.db.db.selectFrom('submissions').select('item_stats').execute();
       expect(kept.every((r) => typeof r.item_stats === 'string')).toBe(true);
+    });
+
+    it('a restart reads the replicate rows kept in the database instead of drawing them, and ranks the same', async () => {
+      await t.lb.boards.settled();
+      const before = t.lb.boards.ranking('public').ranking;
+      const stored = () =>
+        t.lb.db.db.selectFrom('replicate_rows').select(['submission_id', 'task', 'key']).execute();
+      const kept = await stored();
+      expect(kept.length).toBeGreaterThan(0);
+      // One row kept under another key (counts changed since): drawn again, and replaced.
+      const stale = kept[0] as (typeof kept)[number];
+      await t.lb.db.db
+        .updateTable('replicate_rows')
+        .set({ key: 'stale' })
+        .where('submission_id', '=', stale.submission_id)
+        .where('task', '=', stale.task)
+        .execute();
+      // A new process: a scorer with no rows in memory; what its ranking threads are asked is counted.
+      const scorer = new Scorer({ dataDir: DATA_DIR as string, threads: 1 });
+      const pool = (
+        scorer as unknown as { rankPool: { run: (job: unknown, o: { name: string }) => unknown } }
+      ).rankPool;
+      const run = pool.run.bind(pool);
+      const asked: string[] = [];
+      const drawn: string[] = [];
+      pool.run = (job, o) => {
+        asked.push(o.name);
+        if (o.name === 'drawRows')
+          drawn.push(...(job as DrawRowsJob).entries.map((e) => `${(job as DrawRowsJob).task} ${e.id}`));
+        return run(job, o);
+      };
+      try {
+        const fresh = new Leaderboard(t.lb.db, scorer, t.lb.options);
+        await fresh.boards.board('public');
+        await fresh.boards.settled();
+        expect(fresh.boards.ranking('public').ranking).toEqual(before);
+        expect(drawn).toEqual([`${stale.task} ${stale.submission_id}`]);
+        expect(asked).toContain('rankTask');
+        expect((await stored()).sort(byRow)).toEqual(kept.sort(byRow));
+      } finally {
+        await scorer.close();
+      }
     });
 
     it('says when a ranking cannot be computed, logs it once, keeps the last one, and tries again later', async () => {

@@ -16,7 +16,15 @@ import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-up
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
-import type { BoardRanking, RankCell, RankJob, StoredItemStats } from './ranking.js';
+import {
+  type BoardRanking,
+  decodeReplicateRows,
+  encodeReplicateRow,
+  type RankCell,
+  type RankJob,
+  type RowStore,
+  type StoredItemStats,
+} from './ranking.js';
 
 /** A board's ranking as last computed: for which state of the board, and whether that state is still current. */
 export interface RankingState {
@@ -218,6 +226,7 @@ export class Boards {
   /** Resolves when no ranking is being computed (tests, and a server that wants its boards ranked before it serves). */
   async settled(): Promise<void> {
     while (this.computing.size > 0) await Promise.all(this.computing.values());
+    await this.scorer.rowsSaved();
   }
 
   /**
@@ -322,16 +331,20 @@ export class Boards {
       board === 'public' && this.options.closedRelease === 'ladder'
         ? BOARD_TASKS.public.filter((t) => !held.includes(t))
         : BOARD_TASKS[board];
-    return this.scorer.rank({
-      board,
-      tasks,
-      overall: OVERALL_TASKS[board],
-      split: BOARD_SPLIT[board],
-      resamples: Math.max(this.options.bootstrap, 0),
-      seed: this.options.seed,
-      alpha: 0.05,
-      entries,
-    });
+    return this.scorer.rank(
+      {
+        board,
+        tasks,
+        overall: OVERALL_TASKS[board],
+        split: BOARD_SPLIT[board],
+        resamples: Math.max(this.options.bootstrap, 0),
+        seed: this.options.seed,
+        alpha: 0.05,
+        entries,
+      },
+      // The rows in the database: a restart reads them instead of drawing them again.
+      databaseRowStore(this.db, (m) => this.log?.warn(m)),
+    );
   }
 
   /** A submission as its page shows it; hidden and rejected ones only to the admin. */
@@ -446,4 +459,34 @@ function withRanks(
     placed.set(e, { ranking, entry });
     return entry;
   });
+}
+
+/**
+ * Replicate rows kept in the database. A failed write is reported to `warn` and costs only a draw at the next
+ * restart.
+ */
+export function databaseRowStore(db: Kysely<Database>, warn: (message: string) => void): RowStore {
+  return {
+    load: async (task, ids) => {
+      const found = await q.replicateRowsOf(db, task, ids);
+      const rows = decodeReplicateRows(found.map((r) => r.data));
+      const out = new Map<string, { key: string; row: NonNullable<(typeof rows)[number]> }>();
+      found.forEach((r, i) => {
+        const row = rows[i];
+        if (row) out.set(r.submission_id, { key: r.key, row });
+      });
+      return out;
+    },
+    save: async (task, rows, gone) => {
+      try {
+        await q.saveReplicateRows(
+          db,
+          rows.map((r) => ({ submission_id: r.id, task, key: r.key, data: encodeReplicateRow(r.row) })),
+        );
+        await q.dropReplicateRows(db, task, gone);
+      } catch (e) {
+        warn(`replicate rows could not be kept: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    },
+  };
 }

@@ -34,10 +34,11 @@ const escapeHtml = (text: string): string => {
   return out[0];
 };
 
+// An entry below the best TESTED_TOP of a task has no letters (../../metrics/ranking.ts): its interval alone.
 const place = (p: RankCell | undefined, ctx: PageContext, words = false) =>
   p
     ? raw(
-        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankInterval(p.rank_ci)} · <b>${escapeHtml(p.group)}</b></small>`,
+        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankInterval(p.rank_ci)}${p.group ? ` · <b>${escapeHtml(p.group)}</b>` : ''}</small>`,
       )
     : '';
 

@@ -292,6 +292,20 @@ export const migrations: Record<string, Migration> = {
         await sql`insert into ladders (key, best_id, version) values (${key}, ${b.id}, 1)`.execute(db);
     },
   },
+  '0012_replicate_rows': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // The boards' bootstrap replicates per entry and task: a restart of a board of thousands reads them instead of
+      // drawing them all again (issue #44). Text (base64) rather than a blob type, the same on SQLite and PostgreSQL.
+      await db.schema
+        .createTable('replicate_rows')
+        .addColumn('submission_id', 'text', (c) => c.notNull())
+        .addColumn('task', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('replicate_rows_pk', ['submission_id', 'task'])
+        .execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

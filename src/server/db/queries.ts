@@ -211,6 +211,55 @@ export async function setItemStats(db: Q, id: string, itemStats: string): Promis
   await db.updateTable('submissions').set({ item_stats: itemStats }).where('id', '=', id).execute();
 }
 
+/** The kept replicate rows of one task of some entries. */
+export async function replicateRowsOf(
+  db: Q,
+  task: string,
+  ids: readonly string[],
+): Promise<{ submission_id: string; key: string; data: string }[]> {
+  const out: { submission_id: string; key: string; data: string }[] = [];
+  for (let i = 0; i < ids.length; i += 500)
+    out.push(
+      ...(await db
+        .selectFrom('replicate_rows')
+        .select(['submission_id', 'key', 'data'])
+        .where('task', '=', task)
+        .where('submission_id', 'in', ids.slice(i, i + 500))
+        .execute()),
+    );
+  return out;
+}
+
+/** Keeps replicate rows, replacing an entry's earlier row of the same task. */
+export async function saveReplicateRows(
+  db: Q,
+  rows: readonly { submission_id: string; task: string; key: string; data: string }[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += 100) {
+    const chunk = rows.slice(i, i + 100);
+    await db
+      .insertInto('replicate_rows')
+      .values(chunk)
+      .onConflict((oc) =>
+        oc.columns(['submission_id', 'task']).doUpdateSet((eb) => ({
+          key: eb.ref('excluded.key'),
+          data: eb.ref('excluded.data'),
+        })),
+      )
+      .execute();
+  }
+}
+
+/** Drops one task's replicate rows of entries no longer ranked (deleted, hidden, rejected). */
+export async function dropReplicateRows(db: Q, task: string, ids: readonly string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 200)
+    await db
+      .deleteFrom('replicate_rows')
+      .where('task', '=', task)
+      .where('submission_id', 'in', ids.slice(i, i + 200))
+      .execute();
+}
+
 /** Every submission, newest first, for the admin (rejected and hidden ones too). */
 export async function listAll(db: Q, limit = 500): Promise<ListedRow[]> {
   return db.selectFrom('submissions').select(LISTED).orderBy('created_at', 'desc').limit(limit).execute();

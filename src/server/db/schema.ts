@@ -190,6 +190,20 @@ export interface Database {
   answers: AnswersTable;
   upload_quota: UploadQuotaTable;
   ladders: LaddersTable;
+  replicate_rows: ReplicateRowsTable;
+}
+
+/**
+ * Each ranked entry's bootstrap replicates of one task, so that a restart reads them instead of drawing them again.
+ * `key` names what a row depends on (the entry's counts, the items, the seed, the resamples): a row whose key is not
+ * the one wanted is drawn again and replaced.
+ */
+export interface ReplicateRowsTable {
+  submission_id: string;
+  task: string;
+  key: string;
+  /** Float64, little-endian: the observed score, then the score in each replicate; deflated, base64. */
+  data: string;
 }
 
 /**
