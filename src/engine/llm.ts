@@ -4,8 +4,8 @@ import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
 import { anthropicBatches } from '../llm/anthropic-batch.js';
-import { type BatchApi, type BatchLedger, runBatches } from '../llm/batch.js';
-import type { JournalEntry } from '../llm/journal.js';
+import type { BatchApi } from '../llm/batch.js';
+import { type Executed, executeRequests, type RequestExecutor } from '../llm/execute.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
@@ -18,7 +18,7 @@ import {
   type LlmRunResult,
   requestsOfRun,
 } from '../llm/run.js';
-import { newProgress, type RunProgress, sendAll } from '../llm/send.js';
+import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
 import { type OpenProviderOptions, openProvider } from './provider.js';
@@ -92,30 +92,15 @@ export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
 }
 
 /**
- * Where a run's requests are asked (`execute`): in this process, `concurrency` at a time, or as the provider's batches
- * (uploaded, waited for, collected), each answer handed to `journal` as it lands: the run folder's journal, or a
- * worker's database. A worker takes its requests from the queue and asks them through one of these.
+ * Where a cell's requests are asked (`execute`): ../llm/execute.ts's executors, a batch one given the provider (its
+ * batch API and the spec's batch settings are found here). A worker takes its requests from the queue and asks them
+ * through one of these; `runLlm` asks a whole run's through the same function.
  */
 export type Executor =
-  | {
-      kind: 'in-process';
+  | Extract<RequestExecutor, { kind: 'in-process' }>
+  | (Omit<Extract<RequestExecutor, { kind: 'batch' }>, 'api' | 'pollS' | 'deadlineH'> & {
       provider: Provider;
-      journal: { append(entry: JournalEntry): void | Promise<void> };
-      concurrency: number;
-      signal?: AbortSignal;
-    }
-  | {
-      kind: 'batch';
-      provider: Provider;
-      journal: { append(entry: JournalEntry): void | Promise<void> };
-      /** Every request of the run: a batch recorded earlier is matched against them. */
-      all: readonly LlmRequest[];
-      /** Where results files are read, and the batch ledger kept unless `ledger` is given. */
-      outDir: string;
-      ledger?: BatchLedger;
-      log: Logger;
-      signal?: AbortSignal;
-    };
+    });
 
 /**
  * An LLM spec as its phases: `plan()` → its requests, `execute(requests, executor)` → their answers, `finish(run)` →
@@ -132,7 +117,7 @@ export interface LlmCell {
   /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
   plan(log?: Logger): ReturnType<typeof requestsOfRun>;
   /** Asks `requests` through `executor`; resolves with the seconds it took, or the batches' ids. */
-  execute(requests: readonly LlmRequest[], executor: Executor): Promise<{ wallS: number; ids?: string[] }>;
+  execute(requests: readonly LlmRequest[], executor: Executor): Promise<Executed>;
   /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
   finish(run: Omit<FinishInput, 'options' | 'log'> & { outDir: string }): Promise<LlmRunResult>;
 }
@@ -169,34 +154,16 @@ export function llmCell(
       return p;
     },
     plan: (log) => requestsOfRun(options, model, log),
-    async execute(requests, x) {
-      if (x.kind === 'in-process') {
-        const wallS = await sendAll({
-          pending: requests,
-          provider: x.provider,
-          params: options.params,
-          journal: x.journal,
-          concurrency: x.concurrency,
-          progress: newProgress(requests.length),
-          ...(x.signal ? { signal: x.signal } : {}),
-        });
-        return { wallS };
-      }
+    execute(requests, x) {
+      if (x.kind === 'in-process') return executeRequests(requests, x, options.params);
       const batch = batchSettingsOf(spec);
       if (!batch) throw new UsageError('a batch executor for a spec sent online: give it batch: true');
-      return runBatches({
-        api: batchApiOf(x.provider),
-        jobs: x.all,
-        pending: requests,
-        params: options.params,
-        journal: x.journal,
-        outDir: x.outDir,
-        pollS: batch.pollS,
-        deadlineH: batch.deadlineH,
-        log: x.log,
-        ...(x.ledger ? { ledger: x.ledger } : {}),
-        ...(x.signal ? { signal: x.signal } : {}),
-      });
+      const { provider, ...rest } = x;
+      return executeRequests(
+        requests,
+        { ...rest, api: batchApiOf(provider), pollS: batch.pollS, deadlineH: batch.deadlineH },
+        options.params,
+      );
     },
     finish: ({ outDir, ...run }) => finishRun({ ...run, options: { ...options, outDir }, log: o.log }),
   };

@@ -456,11 +456,7 @@ async function createOnce(
   }
 }
 
-/**
- * Sends the pending requests as batches (after collecting any a killed run left waiting), waits for them, and
- * journals every result. Returns the batches' ids and the wall time.
- */
-export async function runBatches(o: {
+export interface RunBatchesOptions {
   api: BatchApi;
   /** Every request of the run (the ledger's uncollected batches are matched against them). */
   jobs: readonly LlmRequest[];
@@ -477,7 +473,13 @@ export async function runBatches(o: {
   deadlineH?: number;
   log: Logger;
   signal?: AbortSignal;
-}): Promise<{ ids: string[]; wallS: number }> {
+}
+
+/**
+ * Sends the pending requests as batches (after collecting any a killed run left waiting), waits for them, and
+ * journals every result. Returns the batches' ids and the wall time.
+ */
+export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[]; wallS: number }> {
   const started = Date.now();
   const byKey = new Map(o.jobs.map((j) => [j.key, j]));
   const ledger = o.ledger ?? folderLedger(o.outDir);

@@ -21,15 +21,9 @@ import {
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
-import {
-  type BatchApi,
-  type BatchResult,
-  journalResults,
-  readBatchLedger,
-  readIntents,
-  runBatches,
-} from './batch.js';
+import { type BatchApi, type BatchResult, readBatchLedger, readIntents } from './batch.js';
 import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
+import { executeRequests, type RequestExecutor } from './execute.js';
 import { Journal, type JournalEntry } from './journal.js';
 import {
   collectSamples,
@@ -49,7 +43,7 @@ import type { Provider, SamplingParams, Usage } from './provider.js';
 import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import { lockRunFolder } from './run-lock.js';
-import { newProgress, type RunProgress, sendAll } from './send.js';
+import { newProgress, type RunProgress } from './send.js';
 
 export type { SampleLog } from './outputs.js';
 export type { Mode, SplitChoice } from './requests.js';
@@ -257,44 +251,24 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       ? await checkBudget({ ...options, ...(prices ? { prices } : {}) }, jobs, pending, journal, log)
       : undefined;
   const bar = newProgress(pending.length);
-  let batchIds: string[] | undefined;
   const batch = options.batch;
   const given = options.batchResults;
-  const sending = given
-    ? journalResults(given.results, {
-        byKey: new Map(jobs.map((j) => [j.key, j])),
-        keys: new Set(pending.map((j) => j.key)),
-        journal,
-        label: given.file,
-      }).then(({ seen, lines, conflicts }) => {
-        log.info(
-          `${given.file}: ${seen.size} of the ${pending.length} requests to send answered (${lines} result lines)`,
-        );
-        if (conflicts > 0)
-          log.warn(
-            `${given.file}: ${conflicts} request(s) answered twice, differently: failed, not scored (--retry-errors asks them again)`,
-          );
-        return 0;
-      })
+  const executor: RequestExecutor = given
+    ? { kind: 'results-file', file: given.file, results: given.results, journal, all: jobs, log }
     : batch
-      ? runBatches({
+      ? {
+          kind: 'batch',
           api: batch.api,
-          jobs,
-          pending,
-          params: options.params,
           journal,
+          all: jobs,
           outDir: options.outDir,
           pollS: batch.pollS,
           ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
           log,
-        }).then((r) => {
-          batchIds = r.ids;
-          return r.wallS;
-        })
-      : sendAll({
-          pending,
+        }
+      : {
+          kind: 'in-process',
           provider: options.provider,
-          params: options.params,
           journal,
           concurrency: options.concurrency,
           progress: bar,
@@ -315,8 +289,9 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
               if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
             }
           },
-        });
-  const wallS = await sending.catch((e: unknown) => {
+        };
+  const sending = executeRequests(pending, executor, options.params);
+  const { wallS, ids: batchIds } = await sending.catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
