@@ -101,6 +101,20 @@ describe('admin routes (on fixture data the test writes)', () => {
         'снять подтверждение',
         'удалить',
       ]);
+      // The audit log too: its actions and actors in Russian, the database's code kept beside each action.
+      const logRows = elements(
+        elements(ru, (e) => e.tagName === 'table' && attr(e, 'class') === 'audit')[0] as Element,
+        (e) => e.tagName === 'tr',
+      ).map((tr) => elements(tr, (e) => e.tagName === 'td').map((td) => textOf(td)));
+      const cells = (action: string) =>
+        logRows.find((r) => r[2] === action && r[3] === id)?.slice(1, 3) ?? [];
+      expect(cells('изменено')).toEqual(['администратор', 'изменено']);
+      expect(cells('помечено')).toEqual(['администратор', 'помечено']);
+      expect(logRows.find((r) => r[3] === id && r[2] === 'загрузка')?.[1]).toMatch(/^(токен|адрес) /);
+      expect(logRows.some((r) => r[1] === 'администратор' && r[2] === 'вход')).toBe(true);
+      expect(logRows.flatMap((r) => r.slice(1, 3)).join(' ')).not.toMatch(
+        /\b(admin|upload|edit|hide|flag|verify|sign-in)\b/,
+      );
       const api = await request(`/api/admin/submissions/${id}/delete`, {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN}` },

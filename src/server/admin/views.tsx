@@ -35,6 +35,14 @@ const ACTIONS: [string, (r: AdminListedSubmission) => boolean][] = [
   ['delete', () => true],
 ];
 
+/** An audit actor (`admin`, `platform`, `token:ID`, `address:IP`) in the page's language, its id as stored. */
+function actorText(ctx: PageContext, actor: string): string {
+  const at = actor.indexOf(':');
+  const kind = at < 0 ? actor : actor.slice(0, at);
+  const word = ctx.t.adminWords.actors[kind];
+  return word === undefined ? actor : `${word}${at < 0 ? '' : ` ${actor.slice(at + 1)}`}`;
+}
+
 export const AdminPage: FC<
   {
     ctx: PageContext;
@@ -145,8 +153,8 @@ export const AdminPage: FC<
           {audit.map((a) => (
             <tr>
               <td>{a.at}</td>
-              <td>{a.actor}</td>
-              <td>{a.action}</td>
+              <td>{actorText(ctx, a.actor)}</td>
+              <td data-action={a.action}>{ctx.t.adminWords.log[a.action] ?? a.action}</td>
               <td>{a.submission_id ?? ''}</td>
               <td>
                 <code>{a.detail}</code>
