@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { commandLineOf, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import { PLAN_PROVIDERS } from '../plans/settings.js';
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
+import { CONTAMINATION_FLAGS, type ContaminationFlags, contaminationSpecOf } from './contamination.js';
 import { addFlags } from './flags.js';
 import { LLM_FLAGS, type LlmFlags, llmSpecOf } from './llm.js';
 
@@ -74,6 +75,43 @@ describe('run specs and the command line', () => {
       flagsOf<BaselineFlags>(BASELINE_FLAGS, words(commandLineOf(enc)).slice(3)),
     );
     expect(encBack).toEqual(enc);
+  });
+
+  it('come back from the command line a manifest records for a batch run, a log-likelihood run and a probe', () => {
+    const base = { schema: RUN_SPEC_SCHEMA, tasks: ['RuMedDaNet', 'RuMedTest'] } as const;
+    const batch = makeRunSpec({
+      ...base,
+      kind: 'llm',
+      provider: { ...openai, base_url: 'https://api.openai.com/v1', api_key_env: 'KEY' },
+      batch: true,
+      batch_poll_s: 30,
+      batch_discount: 0.4,
+      batch_deadline_h: 48,
+      max_cost: 12.5,
+      prices: { prompt: 2, completion: 8 },
+      reasoning_effort: 'low',
+      label_words: true,
+    }) as LlmSpec;
+    const loglik = makeRunSpec({ ...base, kind: 'llm', provider: openai, mode: 'loglik', split: 'both' });
+    for (const spec of [batch, loglik])
+      expect(
+        llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(commandLineOf(spec)).slice(2), '--out', 'x'])),
+      ).toEqual(spec);
+    const probe = makeRunSpec({
+      ...base,
+      kind: 'contamination',
+      provider: openai,
+      probes: ['order'],
+      permutations: 20,
+      items: 50,
+      alpha: 0.01,
+      seed: 3,
+    });
+    expect(
+      contaminationSpecOf(
+        flagsOf<ContaminationFlags>(CONTAMINATION_FLAGS, words(commandLineOf(probe)).slice(2)),
+      ),
+    ).toEqual(probe);
   });
 
   it('fill the cache prices by provider once, write them back, and take them from a plan as from the flags', () => {
