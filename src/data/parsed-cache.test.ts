@@ -88,6 +88,19 @@ describe('the parsed-data cache', () => {
     expect(await loadSplit(task, 'test', { dataDir: data })).toEqual(whole);
   });
 
+  it('keeps the entries of two kinds whose names share a prefix: neither evicts the other', async () => {
+    const fields = ['pairID', 'answer'];
+    const inodes = () => Object.fromEntries(entries().map((f) => [f, statSync(join(cache, f)).ino]));
+    await loadSplit(task, 'test', { dataDir: data, fields });
+    await loadSplit(task, 'test', { dataDir: data });
+    const written = inodes();
+    expect(Object.keys(written)).toHaveLength(2);
+    await loadSplit(task, 'test', { dataDir: data, fields });
+    await loadSplit(task, 'test', { dataDir: data });
+    // Read, not written again (a rename would give a new inode).
+    expect(inodes()).toEqual(written);
+  });
+
   it('never answers a changed data file from a stale entry, even with its size and time kept', async () => {
     expect(await golds()).toEqual([
       ['a', 'да', 1],

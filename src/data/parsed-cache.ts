@@ -106,6 +106,13 @@ async function readEntry(path: string, key: string, source: string): Promise<unk
   }
 }
 
+/** Whether `file` is an entry of the kind `name` (`<name>.<32 hex digits>.json`). */
+const isEntryOf = (name: string, file: string): boolean =>
+  file.length === name.length + 38 &&
+  file.startsWith(`${name}.`) &&
+  file.endsWith('.json') &&
+  /^[0-9a-f]{32}$/.test(file.slice(name.length + 1, -5));
+
 function writeEntry(
   dir: string,
   name: string,
@@ -118,10 +125,10 @@ function writeEntry(
     const payload = JSON.stringify(json);
     const header: Header = { format: FORMAT, key, source_sha256: source, payload_sha256: sha256(payload) };
     mkdirSync(dir, { recursive: true });
-    // Older entries of the same kind (an earlier version of the file, or of the package) are never read again.
+    // Older entries of the same kind (an earlier version of the file, or of the package) are never read again. Only
+    // this kind's: `RuMedNER.test.records.idx_ner_tags_tokens` is another kind, not an older `RuMedNER.test.records`.
     for (const f of readdirSync(dir))
-      if (f.startsWith(`${name}.`) && f.endsWith('.json') && join(dir, f) !== path)
-        rmSync(join(dir, f), { force: true });
+      if (isEntryOf(name, f) && join(dir, f) !== path) rmSync(join(dir, f), { force: true });
     const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     writeFileSync(tmp, `${JSON.stringify(header)}\n${payload}`);
     renameSync(tmp, path);
