@@ -41,14 +41,21 @@ const roomOf = (file: string) => {
   return parts.length > 1 ? (parts[0] as string) : '(root)';
 };
 
-/** Every relative import (static, re-export or dynamic) between two rooms, as "from → to (file)". */
+/** The modules of src/ (tests and the public entry aside). */
+const modules = () =>
+  walk(SRC).filter((f) => /\.tsx?$/.test(f) && !/\.test\.tsx?$/.test(f) && !ENTRIES.has(relative(SRC, f)));
+
+/** What a module imports relatively (static, re-export or dynamic), as absolute paths. */
+const importsOf = (file: string) =>
+  [...readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) =>
+    resolve(dirname(file), m[1] as string),
+  );
+
+/** Every relative import between two rooms, as "from → to (file)". */
 function crossings(): { from: string; to: string; file: string }[] {
   const out: { from: string; to: string; file: string }[] = [];
-  for (const file of walk(SRC)) {
-    if (!/\.tsx?$/.test(file) || /\.test\.tsx?$/.test(file) || ENTRIES.has(relative(SRC, file))) continue;
-    const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/(?:from\s+|import\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
-      const target = resolve(dirname(file), m[1] as string);
+  for (const file of modules()) {
+    for (const target of importsOf(file)) {
       const from = roomOf(file);
       const to = roomOf(target);
       if (from !== to) out.push({ from, to, file: relative(REPO_ROOT, file) });
@@ -56,6 +63,14 @@ function crossings(): { from: string; to: string; file: string }[] {
   }
   return out;
 }
+
+const SERVER = join(SRC, 'server');
+/** A server module's concern: the folder under src/server/ it sits in ('' at src/server/'s top, or outside). */
+const concernOf = (file: string) => {
+  const parts = relative(SERVER, file).split(sep);
+  return parts.length > 1 && parts[0] !== '..' ? (parts[0] as string) : '';
+};
+const isQueries = (file: string) => /^queries\.(js|ts)$/.test(file.split(sep).pop() as string);
 
 describe('the layout of src/', () => {
   it('has a level for every room', () => {
@@ -76,6 +91,29 @@ describe('the layout of src/', () => {
         (['plans', 'workers', 'server', 'engine'].includes(c.from) && c.to === 'cli') ||
         (c.from === 'llm' && c.to === 'report'),
     );
+    expect(bad).toEqual([]);
+  });
+
+  it("keeps a server concern's queries to that concern, and SQL to the query files and the database room", () => {
+    const bad: string[] = [];
+    for (const file of modules()) {
+      const at = relative(REPO_ROOT, file);
+      for (const target of importsOf(file)) {
+        // boards/queries.ts is imported by boards/ alone; db/shared.ts by the server's modules alone (not the CLI).
+        if (isQueries(target) && concernOf(target) !== concernOf(file))
+          bad.push(`${at} imports ${relative(SRC, target)}`);
+        if (concernOf(target) === 'db' && roomOf(file) !== 'server')
+          bad.push(`${at} imports ${relative(SRC, target)}`);
+      }
+      const inServer = roomOf(file) === 'server' || roomOf(file) === 'cli';
+      const sqlHere = concernOf(file) === 'db' || isQueries(file);
+      if (
+        inServer &&
+        !sqlHere &&
+        /\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\bsql`/.test(readFileSync(file, 'utf8'))
+      )
+        bad.push(`${at} writes SQL`);
+    }
     expect(bad).toEqual([]);
   });
 });

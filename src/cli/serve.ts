@@ -4,7 +4,6 @@
  * that the program starts without them.
  */
 import { writeFileSync } from 'node:fs';
-import { cleanName } from '../data/clean-text.js';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
@@ -14,12 +13,8 @@ import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 const server = async () => {
-  const [serve, queries, upload] = await Promise.all([
-    import('../server/serve.js'),
-    import('../server/db/queries.js'),
-    import('../server/upload.js'),
-  ]);
-  return { ...serve, q: queries, DEFAULT_LIMITS: upload.DEFAULT_LIMITS };
+  const [serve, upload] = await Promise.all([import('../server/serve.js'), import('../server/upload.js')]);
+  return { ...serve, DEFAULT_LIMITS: upload.DEFAULT_LIMITS };
 };
 
 /** Every serve command takes these. */
@@ -175,9 +170,10 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
 
 type Server = Awaited<ReturnType<typeof server>>;
 
+/** Opens the leaderboard's services on the database for one admin command: the command calls them, never SQL. */
 async function withLeaderboard<T>(
   flags: DbFlags,
-  f: (lb: Awaited<ReturnType<Server['openLeaderboard']>>, s: Server) => Promise<T>,
+  f: (lb: Awaited<ReturnType<Server['openLeaderboard']>>) => Promise<T>,
 ) {
   const s = await server();
   const lb = await s.openLeaderboard({
@@ -186,7 +182,7 @@ async function withLeaderboard<T>(
     threads: 1,
   });
   try {
-    return await f(lb, s);
+    return await f(lb);
   } finally {
     await lb.close();
   }
@@ -218,19 +214,19 @@ export async function runTokenCreate(flags: FlagsOf<typeof TOKEN_CREATE_FLAGS>, 
 }
 
 export async function runTokenRevoke(id: string, flags: DbFlags, io: CliIo): Promise<number> {
-  const ok = await withLeaderboard(flags, (lb, { q }) => q.revokeToken(lb.db.db, id));
+  const ok = await withLeaderboard(flags, (lb) => lb.admin.revokeToken(id));
   if (!ok) throw new UsageError(`no active token with id ${id}`);
   io.out(`revoked ${id}\n`);
   return EXIT.ok;
 }
 
 export async function runTokenList(flags: DbFlags, io: CliIo): Promise<number> {
-  const tokens = await withLeaderboard(flags, (lb, { q }) => q.listTokens(lb.db.db));
+  // Teams named before names were cleaned come cleaned (`tokens`): a name must not act on the terminal.
+  const tokens = await withLeaderboard(flags, (lb) => lb.admin.tokens());
   io.out(
     `${renderTable(
       ['id', 'team', 'created', 'revoked'],
-      // Teams named before names were cleaned are printed cleaned: a name must not act on the terminal.
-      tokens.map((t) => [t.id, cleanName(t.team), t.created_at, t.revoked_at ?? '']),
+      tokens.map((t) => [t.id, t.team, t.created_at, t.revoked_at ?? '']),
       4,
     )}\n`,
   );

@@ -66,9 +66,10 @@ export class Leaderboard {
       scorer,
       boards: this.boards,
       gold: this.gold,
-      uploads: this.uploads,
       options,
     });
+    // New closed-test gold re-scores the campaigns' human rows, whichever door imports it (`serve import-gold` too).
+    this.gold.afterImport.push(() => this.campaigns.republishClosed());
     this.runs = new Runs(this, platform.queue, platform.log ?? silentLogger);
   }
 

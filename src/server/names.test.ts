@@ -13,7 +13,7 @@ import { rumedbenchWith } from '../../test/helpers/cli.js';
 import { ENGINES } from '../../test/helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../../test/helpers/fixture-data.js';
 import { type Body, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
-import { getSubmission } from './db/queries.js';
+import { getSubmission } from './db/shared.js';
 import { openLeaderboard } from './serve.js';
 
 const DATA = fixtureDataDir();

@@ -300,7 +300,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       expect([res.status, body.status]).toEqual([422, 'rejected']);
       expect(answered).toBeLessThan(64 << 10);
       expect(body.omitted).toEqual({ UNKNOWN_ID: 75 - 20, MISSING_ITEM: TEST_N - 20 });
-      const { getSubmission } = await import('./db/queries.js');
+      const { getSubmission } = await import('./db/shared.js');
       const row = await getSubmission(lb.db.db, body.id as string);
       expect(Buffer.byteLength(row?.result ?? '') + Buffer.byteLength(row?.response ?? '')).toBeLessThan(
         128 << 10,
@@ -407,7 +407,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       const adminPage = await app.request('/admin', { headers: { cookie } });
       expect(adminPage.status).toBe(200);
       const csrf = csrfOf(await adminPage.text());
-      const { getSetting } = await import('./db/queries.js');
+      const { getSetting } = await import('./db/shared.js');
       expect(await getSetting(lb.db.db, 'session_key')).toBeUndefined();
       expect((await post('/admin/logout', { _csrf: csrf }, cookie)).status).toBe(303);
       // The old cookie opens nothing, and its CSRF token is dead with it.
@@ -746,7 +746,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
           { 'x-forwarded-for': 'platform, 192.0.2.44' },
           behindOne,
         );
-        const { getSubmission } = await import('./db/queries.js');
+        const { getSubmission } = await import('./db/shared.js');
         expect((await getSubmission(lb.db.db, body.id as string))?.address).toBe('192.0.2.44');
       });
 
@@ -762,7 +762,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(zip.length).toBeLessThan(16 << 20);
         // The probe reads the board every 20 ms, far past the API's rate per address.
         const open = variant({ anonymousPerMinute: 1000, apiPerMinute: 0 });
-        const { listAll } = await import('./db/queries.js');
+        const { listAll } = await import('./admin/queries.js');
         const before = new Set((await listAll(lb.db.db)).map((r) => r.id));
         const latencies: number[] = [];
         let uploading = true;
@@ -786,7 +786,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(rows.length).toBe(5);
         let stored = 0;
         for (const r of rows) {
-          const { getSubmission, getSubmissionFiles } = await import('./db/queries.js');
+          const { getSubmission, getSubmissionFiles } = await import('./db/shared.js');
           const full = await getSubmission(lb.db.db, r.id);
           stored += Buffer.byteLength(full?.result ?? '') + Buffer.byteLength(full?.response ?? '');
           for (const f of await getSubmissionFiles(lb.db.db, r.id)) stored += Buffer.byteLength(f.content);

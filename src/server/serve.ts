@@ -17,7 +17,7 @@ import type { QueueDb } from '../workers/store.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
 import { type Db, openDatabase } from './db/connect.js';
-import * as q from './db/queries.js';
+import { heldGold } from './gold/service.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
 import { Scorer } from './scorer.js';
 
@@ -92,7 +92,7 @@ export async function openLeaderboard(
   const scorer = new Scorer({
     dataDir: options.dataDir,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    heldGold: await q.loadHeldGold(db.db),
+    heldGold: await heldGold(db.db),
   });
   const { queue: _queue, log, ...rest } = options;
   const lb = new Leaderboard(

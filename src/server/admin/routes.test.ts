@@ -121,7 +121,7 @@ describe('admin routes (on fixture data the test writes)', () => {
       });
       expect(api.status).toBe(200);
       expect((await request(`/api/submissions/${id}`)).status).toBe(404);
-      const { listAudit } = await import('../db/queries.js');
+      const { listAudit } = await import('./queries.js');
       const actions = (await listAudit(t.lb.db.db))
         .filter((a) => a.submission_id === id)
         .map((a) => a.action);

@@ -12,11 +12,11 @@ import { assertStrongSecret, newSessionToken, newToken, sha256Hex } from '../aut
 import { type Entry, shownNames } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
-import * as q from '../db/queries.js';
 import type { AuditRow, Database, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
 import { parseMetadata } from '../submissions/metadata.js';
+import * as q from './queries.js';
 
 export type AdminListedSubmission = ListedRow;
 export type AdminToken = TokenRow;
@@ -204,10 +204,25 @@ export class AdminService {
     await q.endAdminSession(this.db, sha256Hex(session));
   }
 
+  /** Whether a session cookie's value is a session that is signed in and not expired. */
+  async sessionAlive(session: string): Promise<boolean> {
+    return q.adminSessionAlive(this.db, sha256Hex(session));
+  }
+
+  /** The team tokens (hashes, never the tokens), their teams cleaned as every displayed name is. */
+  async tokens(): Promise<AdminToken[]> {
+    return (await q.listTokens(this.db)).map((t) => ({ ...t, team: cleanName(t.team) }));
+  }
+
+  /** Revokes a team token; answers whether an active one had that id (audited). */
+  async revokeToken(id: string): Promise<boolean> {
+    return q.revokeToken(this.db, id);
+  }
+
   async overview(): Promise<AdminOverview> {
     return {
       rows: await this.adminList(),
-      tokens: (await q.listTokens(this.db)).map((t) => ({ ...t, team: cleanName(t.team) })),
+      tokens: await this.tokens(),
       // An edit's record holds the names as they were sent before names were cleaned.
       audit: (await q.listAudit(this.db)).map((a) => ({ ...a, detail: cleanName(a.detail) })),
     };

@@ -14,7 +14,7 @@ import { type Body, useLeaderboardApp } from '../../../test/helpers/leaderboard-
 import { evaluateSubmission } from '../../scoring/score.js';
 import { loadUserTasks } from '../../tasks/user.js';
 import { openDatabase } from '../db/connect.js';
-import { loadHeldGold } from '../db/queries.js';
+import { loadHeldGold } from '../gold/queries.js';
 import { BOARD_TASKS, HELD_TASKS, OVERALL_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
@@ -68,7 +68,7 @@ describe('ECG2Pathology on the closed board', () => {
       const exact = await t.lb.boards.entry(body.id as string, { admin: true });
       expect(exact.status).toBe('scored');
       expect(exact.tasks.ECG2Pathology?.metrics).toEqual(expected.tasks.ECG2Pathology?.metrics);
-      const { getSubmission } = await import('../db/queries.js');
+      const { getSubmission } = await import('../db/shared.js');
       const row = await getSubmission(t.lb.db.db, body.id as string);
       expect(row?.result.includes('breakdown')).toBe(false);
       expect(row?.response.includes('00001_hr')).toBe(false);
@@ -200,7 +200,7 @@ describe('ECG2Pathology on the public board: the six-task overall', () => {
       const page = await (await t.request(`/submissions/${first.body.id}`)).text();
       expect(page).not.toContain('00101_lr');
       expect(page).toContain('Overall, 6 tasks');
-      const { getSubmission } = await import('../db/queries.js');
+      const { getSubmission } = await import('../db/shared.js');
       expect((await getSubmission(t.lb.db.db, first.body.id as string))?.result).not.toMatch(
         /"ECG2Pathology":\{[^}]*"breakdown"/,
       );

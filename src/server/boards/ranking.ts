@@ -390,7 +390,7 @@ export class ReplicateRows {
   }
 }
 
-/** Where replicate rows outlive the process (the database: ../db/queries.ts). */
+/** Where replicate rows outlive the process (the database: ./queries.ts). */
 export interface RowStore {
   /** The kept rows of one task of these entries, with the key each was kept under. */
   load(task: string, ids: readonly string[]): Promise<Map<string, { key: string; row: ReplicateRow }>>;

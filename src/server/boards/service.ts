@@ -9,13 +9,13 @@ import type { Logger } from '../../log.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import type { EvaluationResult } from '../../scoring/score.js';
 import { isConnectionError } from '../../workers/db-wait.js';
-import * as q from '../db/queries.js';
 import type { BoardName, Database, ListedRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
+import * as q from './queries.js';
 import {
   type BoardRanking,
   decodeReplicateRows,

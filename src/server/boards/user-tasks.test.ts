@@ -143,7 +143,7 @@ describe('a task defined in a file on the boards', () => {
       });
       const exact = await t.lb.boards.entry(body.id as string, { admin: true });
       expect(exact.tasks.ClinicRubrics?.metrics).toEqual(expected.tasks.ClinicRubrics?.metrics);
-      const { getSubmission } = await import('../db/queries.js');
+      const { getSubmission } = await import('../db/shared.js');
       const row = await getSubmission(t.lb.db.db, body.id as string);
       expect(row?.result.includes('breakdown')).toBe(false);
       expect(row?.response.includes('p0')).toBe(false);

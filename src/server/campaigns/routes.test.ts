@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
 import { FIXTURE_CODES, fixtureDataDir } from '../../../test/helpers/fixture-data.js';
 import { attr, type Element, elements, parseHtml, textOf } from '../../../test/helpers/html.js';
+import { runImportGold } from '../../cli/serve.js';
 import { loadSplit } from '../../data/load.js';
 import { createLogger } from '../../log.js';
 import { cohenKappa } from '../../metrics/agreement.js';
@@ -111,7 +112,7 @@ describe('campaign routes (on fixture data the test writes)', () => {
         guidelines,
       });
       expect(res.status).toBe(200);
-      const { getCampaign } = await import('../db/queries.js');
+      const { getCampaign } = await import('./queries.js');
       expect((await getCampaign(lb.db.db, id))?.guidelines).toBe(guidelines.trim());
     });
 
@@ -335,7 +336,7 @@ describe('campaign routes (on fixture data the test writes)', () => {
         expect((await answer(token, { item_id: item.id, answer: 'neutral' })).status).toBe(200);
       const published = await (await admin(`/admin/campaigns/${id}/publish`, {})).text();
       expect(published).toMatch(/submission [0-9a-f-]{36}/);
-      const { getCampaign, getSubmission } = await import('../db/queries.js');
+      const { getCampaign, getSubmission } = await import('./queries.js');
       const row = (await getCampaign(lb.db.db, id))?.submission_id as string;
       const accuracy = async () =>
         (
@@ -344,14 +345,13 @@ describe('campaign routes (on fixture data the test writes)', () => {
           }
         ).tasks.RuMedNLI?.metrics.accuracy;
       expect(await accuracy()).toBe(100);
-      // The admin command opens its own Leaderboard on the database (no app, no routes) and imports new gold:
-      // the campaign's row is scored against it, on its own sample.
-      const cli = await openLeaderboard({ dataDir: DATA_DIR, db: database, threads: 1 });
-      try {
-        await cli.gold.importGold(goldDir(() => 'contradiction'));
-      } finally {
-        await cli.close();
-      }
+      // The admin command (`serve import-gold`, its own run function) opens its own Leaderboard on the database (no
+      // app, no routes) and imports new gold: the campaign's row is scored against it, on its own sample.
+      const printed: string[] = [];
+      const io = { out: (text: string) => printed.push(text), log: createLogger('silent') };
+      const dir = goldDir(() => 'contradiction');
+      expect(await runImportGold(dir, { data: DATA_DIR, db: database, split: 'private_test' }, io)).toBe(0);
+      expect(printed.join('')).toContain('imported (private_test)');
       expect(await accuracy()).toBe(0);
     });
 

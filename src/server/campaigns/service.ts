@@ -16,7 +16,6 @@ import type { TaskDefinition, TaskRecord } from '../../tasks/types.js';
 import { newToken, sha256Hex } from '../auth.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
-import * as q from '../db/queries.js';
 import type {
   AnnotatorRow,
   AnswerRow,
@@ -28,7 +27,7 @@ import type {
 import { HttpError } from '../errors.js';
 import type { Gold } from '../gold/service.js';
 import type { Scorer } from '../scorer.js';
-import type { Uploads } from '../submissions/service.js';
+import * as q from './queries.js';
 import {
   type Agreement,
   type AnnotatorScore,
@@ -99,7 +98,6 @@ export interface CampaignDeps {
   scorer: Scorer;
   boards: Boards;
   gold: Gold;
-  uploads: Uploads;
   options: { dataDir: string; bootstrap: number; seed: number };
 }
 
@@ -107,18 +105,21 @@ export class Campaigns {
   private readonly records = new Map<string, Promise<TaskRecord[]>>();
   private readonly inventories = new Map<string, Promise<string[]>>();
 
-  constructor(private readonly d: CampaignDeps) {
-    // New closed-test gold re-scores the human rows published from closed-test campaigns: registered here, where the
-    // service is built (Leaderboard), so that every door that imports gold (`serve import-gold` included) runs it.
-    d.gold.afterImport.push(async () => {
-      for (const c of await q.listCampaigns(d.db))
-        if (c.split === 'private_test' && c.submission_id) {
-          // A row published before campaigns had to be complete is not published again until it is.
-          await this.publish(c.id).catch((e: unknown) => {
-            if (!(e instanceof HttpError && e.code === 'INCOMPLETE_CAMPAIGN')) throw e;
-          });
-        }
-    });
+  constructor(private readonly d: CampaignDeps) {}
+
+  /**
+   * After new closed-test gold: the human rows published from closed-test campaigns, scored again against it. Run by
+   * every import, whichever door it comes through (the admin's page, `serve import-gold`): Leaderboard hooks it to
+   * `Gold.afterImport`.
+   */
+  async republishClosed(): Promise<void> {
+    for (const c of await q.listCampaigns(this.d.db))
+      if (c.split === 'private_test' && c.submission_id) {
+        // A row published before campaigns had to be complete is not published again until it is.
+        await this.publish(c.id).catch((e: unknown) => {
+          if (!(e instanceof HttpError && e.code === 'INCOMPLETE_CAMPAIGN')) throw e;
+        });
+      }
   }
 
   private load(task: TaskDefinition, split: CampaignSplit): Promise<TaskRecord[]> {

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { databaseBefore, ENGINES } from '../../../test/helpers/engines.js';
+import { ladderState } from '../submissions/queries.js';
 import { openDatabase } from './connect.js';
-import { ladderState } from './queries.js';
 
 describe('migration 0011: one ladder per uploader and board', () => {
   describe.each(ENGINES)('on %s', (engine) => {

@@ -12,16 +12,17 @@ import { readJsonlFile } from '../../data/jsonl.js';
 import { loadSplit } from '../../data/load.js';
 import { RumedbenchError } from '../../errors.js';
 import { type LadderState, ladderStep } from '../../metrics/ladder.js';
+import type { HeldGold } from '../../scoring/reference.js';
 import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
 import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { Split } from '../../tasks/types.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
-import * as q from '../db/queries.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HELD_TASKS, ladderItemsOf } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
+import * as q from './queries.js';
 
 export interface GoldOptions {
   dataDir: string;
@@ -29,6 +30,11 @@ export interface GoldOptions {
   seed: number;
   limits: UploadLimits;
   closedRelease: 'ladder' | 'exact';
+}
+
+/** The gold the host holds, as stored: what a new scoring pool starts with (`openLeaderboard`). */
+export function heldGold(db: Kysely<Database>): Promise<HeldGold> {
+  return q.loadHeldGold(db);
 }
 
 export class Gold {

@@ -7,9 +7,8 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { MiddlewareHandler } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { STRINGS } from '../../report/i18n.js';
-import { csrfToken, newNonce, sha256Hex } from '../auth.js';
+import { csrfToken, newNonce } from '../auth.js';
 import { clientAddress } from '../client-address.js';
-import * as q from '../db/queries.js';
 import { HttpError } from '../errors.js';
 import { type AppOptions, type Env, isApi } from '../http.js';
 import { SERVER_STRINGS } from '../i18n.js';
@@ -41,9 +40,7 @@ export const pageContext =
     // A session is a row in the database: sign-out deletes it, and a copied database signs nobody in.
     const session = getCookie(c, SESSION_COOKIE);
     const admin =
-      session !== undefined &&
-      /^[\w-]{43}$/.test(session) &&
-      (await q.adminSessionAlive(lb.db.db, sha256Hex(session)));
+      session !== undefined && /^[\w-]{43}$/.test(session) && (await lb.admin.sessionAlive(session));
     const url = new URL(c.req.url);
     c.set('ctx', {
       lang,

@@ -140,7 +140,7 @@ describe('submission routes (on fixture data the test writes)', () => {
       const bad = await upload(f, META, { authorization: 'Bearer rmb_not-a-token' });
       expect([bad.res.status, bad.body.code]).toEqual([401, 'BAD_TOKEN']);
       await request('/'); // nothing cached about tokens
-      const { revokeToken } = await import('../db/queries.js');
+      const { revokeToken } = await import('../admin/queries.js');
       expect(await revokeToken(t.lb.db.db, id)).toBe(true);
       const revoked = await upload(f, META, { authorization: `Bearer ${token}` });
       expect([revoked.res.status, revoked.body.error]).toEqual([401, 'unknown or revoked token']);
@@ -324,7 +324,7 @@ describe.skipIf(!ROUTES_READY)(
         expect(entry.overall).toBeCloseTo(Math.round(mean / (100 / 2445)) * (100 / 2445), 10);
 
         // Nothing per item: no breakdown in the stored result, no confusion matrix on the page.
-        const { getSubmission } = await import('../db/queries.js');
+        const { getSubmission } = await import('../db/shared.js');
         const row = await getSubmission(t.lb.db.db, body.id as string);
         expect(row?.result.includes('breakdown')).toBe(false);
         expect(row?.result.includes('confusion')).toBe(false);

@@ -11,9 +11,9 @@ import { Kysely, type Migration, Migrator, SqliteDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, freshDatabase } from '../../../test/helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../../../test/helpers/fixture-data.js';
+import { listAll } from '../admin/queries.js';
 import type { PlatformRun } from '../boards/entries.js';
 import { migrations } from '../db/migrations.js';
-import * as q from '../db/queries.js';
 import type { Leaderboard } from '../leaderboard.js';
 import { openLeaderboard } from '../serve.js';
 
@@ -71,7 +71,7 @@ describe.each(ENGINES)('uploads and platform entries (%s)', (engine) => {
     });
     expect(real.id).not.toBe(forged.body.id);
     const rows = Object.fromEntries(
-      (await q.listAll(lb.db.db)).map((r) => [
+      (await listAll(lb.db.db)).map((r) => [
         r.id,
         { source: r.source, verified: r.verified, model: r.model },
       ]),
@@ -150,7 +150,7 @@ describe('the leaderboard database of the previous release (SQLite)', () => {
 
     const lb = await openLeaderboard({ dataDir: DATA, db: file, threads: 1, bootstrap: 0 });
     try {
-      const sources = Object.fromEntries((await q.listAll(lb.db.db)).map((s) => [s.id, s.source]));
+      const sources = Object.fromEntries((await listAll(lb.db.db)).map((s) => [s.id, s.source]));
       expect(sources).toEqual({ u1: 'upload', h1: 'campaign', p1: 'platform' });
     } finally {
       await lb.close();

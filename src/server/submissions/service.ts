@@ -15,7 +15,6 @@ import { type PlatformRun, releasedResult, summarize } from '../boards/entries.j
 import type { StoredItemStats } from '../boards/ranking.js';
 import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
-import * as q from '../db/queries.js';
 import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import type { Gold } from '../gold/service.js';
@@ -24,6 +23,7 @@ import { HELD_TASKS, heldTasksOf, ladderItemsOf, type ScoreOutcome } from '../sc
 import type { Scorer } from '../scorer.js';
 import type { UploadFile, UploadLimits } from '../upload.js';
 import type { Metadata, Uploader } from './metadata.js';
+import * as q from './queries.js';
 
 export interface UploadOptions {
   /** Anonymous uploads (on by default, as on medbench.ru). */
