@@ -4,15 +4,27 @@
 // the wall time of the workers' processes), the speed-up from 1 to 4 workers (target: ≥ 3.5×), and the queue's
 // time per job as the workers measure it (claim, reads, completion; target: < 20 ms). Every command is the built
 // CLI in its own process; one run, side by side.
+//
+// Before/after: `node bench/workers.bench.js --before OTHER/dist/cli/main.js --runs 5` runs that build and this one
+// alternately (the order flips every run), the same plan on a fresh database each time, and prints the medians.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
+const argv = process.argv.slice(2);
+const flag = (name) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const builds = [
+  ...(flag('--before') ? [{ label: 'before', cli: resolve(flag('--before')) }] : []),
+  { label: flag('--before') ? 'after' : 'this', cli: join(root, 'dist', 'cli', 'main.js') },
+];
+const runs = Math.max(1, Number(flag('--runs') ?? 1));
 const base = process.env.RUMEDBENCH_TEST_PG_URL;
 if (!base) {
   console.log('skipped: no PostgreSQL (npm run bench:workers starts one; or set RUMEDBENCH_TEST_PG_URL)');
@@ -29,6 +41,7 @@ const server = spawn(process.execPath, [join(root, 'bench', 'zero-latency-server
   env: { ...process.env, LATENCY_MS: '50' },
 });
 const port = await new Promise((r) => server.stdout.once('data', (d) => r(Number(String(d).trim()))));
+process.on('exit', () => server.kill());
 const url = `http://127.0.0.1:${port}/v1`;
 
 async function freshDb() {
@@ -56,7 +69,7 @@ writeFileSync(
   ].join('\n'),
 );
 
-function worker(db, name) {
+function worker(cli, db, name) {
   const child = spawn(
     process.execPath,
     // --allow-private: the model server listens on loopback.
@@ -85,8 +98,7 @@ function worker(db, name) {
   );
 }
 
-const rows = [];
-for (const n of [1, 2, 4]) {
+async function once(cli, n) {
   const db = await freshDb();
   const id = execFileSync(process.execPath, [
     cli,
@@ -102,7 +114,7 @@ for (const n of [1, 2, 4]) {
     .toString()
     .trim();
   const t0 = performance.now();
-  const logs = await Promise.all(Array.from({ length: n }, (_, i) => worker(db, `w${i + 1}`)));
+  const logs = await Promise.all(Array.from({ length: n }, (_, i) => worker(cli, db, `w${i + 1}`)));
   const wall = (performance.now() - t0) / 1000;
   const c = new pg.Client({ connectionString: db });
   await c.connect();
@@ -115,7 +127,7 @@ for (const n of [1, 2, 4]) {
     .map((l) => /queue time per job: median ([\d.]+) ms/.exec(l)?.[1])
     .filter(Boolean)
     .map(Number);
-  rows.push({
+  return {
     workers: n,
     requests: r[0].n,
     span_s: r[0].span,
@@ -123,21 +135,55 @@ for (const n of [1, 2, 4]) {
     wall_s: wall,
     wall_rps: r[0].n / wall,
     queue_ms: perJob,
-  });
+  };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const loads = [];
+/** results[label][n]: one row per run. */
+const results = Object.fromEntries(builds.map((b) => [b.label, { 1: [], 2: [], 4: [] }]));
+for (let run = 0; run < runs; run++) {
+  loads.push(Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]));
+  const order = run % 2 ? [...builds].reverse() : builds;
+  for (const n of [1, 2, 4])
+    for (const b of order) {
+      const row = await once(b.cli, n);
+      results[b.label][n].push(row);
+      console.error(
+        `run ${run + 1}/${runs} ${b.label} ${n} worker(s): ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}`,
+      );
+    }
 }
 server.kill();
 
 console.log(
-  'workers  requests  span s  req/s (span)  wall s  req/s (wall)  queue ms per job (median per worker)',
+  `${runs} run(s), alternating; load average (1 min) at the start of each run: ${loads.map((l) => l.toFixed(1)).join(', ')}`,
 );
-for (const r of rows)
-  console.log(
-    `${String(r.workers).padStart(7)}  ${String(r.requests).padStart(8)}  ${r.span_s.toFixed(2).padStart(6)}  ${r.rps.toFixed(1).padStart(12)}  ${r.wall_s.toFixed(2).padStart(6)}  ${r.wall_rps.toFixed(1).padStart(12)}  ${r.queue_ms.map((x) => x.toFixed(1)).join(', ')}`,
-  );
-const one = rows[0];
-const four = rows[2];
-const all = rows.flatMap((r) => r.queue_ms);
-const worst = Math.max(...all);
 console.log(
-  `1 → 4 workers: ${(four.rps / one.rps).toFixed(2)}× by the answers' span (target ≥ 3.5×), ${(four.wall_rps / one.wall_rps).toFixed(2)}× by wall time; queue time per job at most ${worst.toFixed(1)} ms of the workers' medians (target < 20 ms)`,
+  'build   workers  requests  span s  req/s (span)  wall s  req/s (wall)  queue ms per job (worst worker median)',
 );
+for (const b of builds) {
+  const m = {};
+  for (const n of [1, 2, 4]) {
+    const rs = results[b.label][n];
+    m[n] = {
+      span: median(rs.map((r) => r.span_s)),
+      rps: median(rs.map((r) => r.rps)),
+      wall: median(rs.map((r) => r.wall_s)),
+      wall_rps: median(rs.map((r) => r.wall_rps)),
+      queue: median(rs.map((r) => Math.max(...r.queue_ms))),
+    };
+    console.log(
+      `${b.label.padEnd(6)}  ${String(n).padStart(7)}  ${String(rs[0].requests).padStart(8)}  ${m[n].span.toFixed(2).padStart(6)}  ${m[n].rps.toFixed(1).padStart(12)}  ${m[n].wall.toFixed(2).padStart(6)}  ${m[n].wall_rps.toFixed(1).padStart(12)}  ${m[n].queue.toFixed(1)}`,
+    );
+  }
+  // The ratio of each run's 4 to the same run's 1, then the median: a run's load is shared by both.
+  const ratio = (k) => median(results[b.label][4].map((r, i) => r[k] / results[b.label][1][i][k]));
+  console.log(
+    `${b.label}: 1 → 4 workers: ${ratio('rps').toFixed(2)}× by the answers' span (target ≥ 3.5×), ${ratio('wall_rps').toFixed(2)}× by wall time; queue time per job at most ${Math.max(...[1, 2, 4].map((n) => m[n].queue)).toFixed(1)} ms of the workers' medians (target < 20 ms)`,
+  );
+}

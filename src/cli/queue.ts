@@ -8,7 +8,6 @@ import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { median } from '../metrics/quantile.js';
-import { writePlanSummary } from '../plans/run.js';
 import { renderTable } from '../report/table.js';
 import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
 import { parseEndpointKeys } from '../workers/keys.js';
@@ -17,7 +16,6 @@ import type { OpenQueueOptions, QueueDb } from '../workers/store.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT, writeRefusal } from './io.js';
-import { submitCell } from './plan.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
 async function queue() {
@@ -147,7 +145,10 @@ export async function withQueue<T>(
 ): Promise<T> {
   const target = url ?? (process.env.DATABASE_URL || undefined);
   if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
-  const db = await (await queue()).openQueue(target, { appName: 'rumedbench-cli', ...o });
+  const db = await (await import('../workers/store.js')).openQueue(target, {
+    appName: 'rumedbench-cli',
+    ...o,
+  });
   try {
     return await f(db);
   } finally {
@@ -314,8 +315,10 @@ async function exportInto(
   });
   const done = summary.cells.filter((c) => c.status === 'done');
   if (flags.submit) {
+    // Loaded here, not with this module: a worker's start loads neither `plan`'s modules nor the YAML parser.
+    const { submitCell } = await import('./plan.js');
     for (const c of done) c.submission = await submitCell(c.dir, flags.submit, c.cell, io);
-    writePlanSummary(out, summary);
+    (await import('../plans/run.js')).writePlanSummary(out, summary);
   }
   if (done.length > 0) {
     const { runReport } = await import('../report/run.js');
@@ -343,7 +346,8 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
   const code = await withQueue(
     flags.db,
     async (db) => {
-      const worker = new (await queue()).Worker({
+      // The worker's own module only: a worker's start loads neither plan files (YAML) nor submission.
+      const worker = new (await import('../workers/worker.js')).Worker({
         db,
         jobs: flags.jobs,
         concurrency: flags.concurrency,

@@ -21,7 +21,8 @@ import { hostname, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
-import { cleanDeep, cleanText } from '../data/clean-text.js';
+import type PgBoss from 'pg-boss';
+import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
 import { type LlmCell, llmCell } from '../engine/llm.js';
 import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
@@ -31,6 +32,7 @@ import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
 import type { Logger } from '../log.js';
+import { AnswerWriter } from './answers.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
@@ -74,6 +76,25 @@ export interface WorkerOptions {
   log: Logger;
 }
 
+/** A queue with jobs waiting, its endpoint and the in-flight budget of its plans. */
+interface QueueRow {
+  queue: string;
+  endpoint: string;
+  budget: number;
+}
+
+/** A job taken with its claim, and its chunk's keys and round. */
+interface Taken {
+  claim: string;
+  job: PgBoss.Job<JobData>;
+  inFlight: number;
+  keys: string | null;
+  round: number;
+}
+
+/** How long the list of queues with work is used before it is read again (sooner once a queue gives no job). */
+const QUEUES_TTL_MS = 2000;
+
 interface JobData {
   plan: string;
   cell: string;
@@ -85,6 +106,9 @@ interface Active {
   queue: string;
   jobId: string;
   data: JobData;
+  /** Its chunk's keys as stored (JSON; `null` for the cell's every request) and round, read with the claim. */
+  keys: string | null;
+  round: number;
   abort: AbortController;
   done: Promise<void>;
 }
@@ -108,6 +132,12 @@ export class Worker {
   private readonly gate: ReturnType<typeof pLimit>;
   private readonly active = new Map<string, Active>();
   private readonly cells = new Map<string, Promise<Prepared>>();
+  /** The queues with work, as last read. */
+  private queues: { at: number; rows: QueueRow[] } | undefined;
+  /** This worker's answers not yet written, over all its jobs. */
+  private readonly unwritten = new Set<Promise<void>>();
+  /** Answers on their way to the database, in batches. */
+  private readonly answers: AnswerWriter;
   private stopping = false;
   private beat?: NodeJS.Timeout;
   private beating: Promise<void> | undefined;
@@ -146,6 +176,7 @@ export class Worker {
       hint: `a worker connects only to public addresses: start it with --allow-private if the model server really is on this machine or its network (and, for the platform's evaluations, add its endpoint with --allow-private)`,
     });
     this.keysEnv = keysEnv(o.endpointKeys ?? []);
+    this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
     this.dbw = new DbWait({
       waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
       log: o.log,
@@ -175,6 +206,7 @@ export class Worker {
     this.beat = setInterval(() => void this.beatNow(), this.heartbeatS * 1000);
     try {
       while (!this.stopping) {
+        let soon = false;
         try {
           if (this.lost) {
             await this.rejoin();
@@ -184,14 +216,19 @@ export class Worker {
           if (this.active.size < this.jobs) took = await this.claim();
           if (took || this.lost) continue;
           await this.finishReady();
-          if (this.o.exitWhenIdle && this.active.size === 0 && !(await this.workLeft())) break;
+          if (this.o.exitWhenIdle && this.active.size === 0) {
+            const left = await this.workLeft();
+            if (left === 'none') break;
+            // Only cells being finished by others: looked at again soon, to leave as soon as they are done.
+            soon = left === 'finishing';
+          }
         } catch (e) {
           if (!this.giveUp(e)) throw e;
           break;
         }
         await new Promise<void>((r) => {
           this.wake = r;
-          setTimeout(r, this.o.pollMs ?? 500);
+          setTimeout(r, soon ? Math.min(FINISHING_POLL_MS, this.o.pollMs ?? 500) : (this.o.pollMs ?? 500));
         });
       }
       // Stopped, the jobs are released: their requests in flight may land for a moment, not for a hung request's timeout.
@@ -354,124 +391,188 @@ export class Worker {
       for (const a of this.active.values()) if (a.claim === r.id) a.abort.abort();
   }
 
-  /** Takes one job from a queue whose endpoint has room, if any. */
+  /**
+   * Takes jobs from a queue whose endpoint has room, if any: as many as this worker has free job slots (one at a time
+   * on this machine's model or a batch queue), in one transaction with their claims.
+   */
   private async claim(): Promise<boolean> {
-    const { rows } = await this.q<{ queue: string; endpoint: string; budget: number }>(
-      `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
-       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
-         AND EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
-       GROUP BY c.queue, c.endpoint`,
-    );
-    for (const q of rows.sort(() => Math.random() - 0.5)) {
+    const now = performance.now();
+    if (!this.queues || now - this.queues.at > QUEUES_TTL_MS) {
+      const { rows } = await this.q<QueueRow>(
+        `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
+         FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+         WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
+           AND EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
+         GROUP BY c.queue, c.endpoint`,
+      );
+      this.queues = { at: now, rows };
+    }
+    for (const q of [...this.queues.rows].sort(() => Math.random() - 0.5)) {
       const local = q.endpoint === 'this machine';
       if (local && [...this.active.values()].some((a) => a.queue === q.queue)) continue;
       const t0 = performance.now();
       // A batch cell's job uploads its requests and waits: it holds none of the endpoint's request slots.
-      const lease = q.queue.endsWith('_batch')
-        ? await this.lease(q.endpoint, q.queue, 0, q.budget)
-        : await this.lease(q.endpoint, q.queue, local ? 1 : Math.min(this.concurrency, q.budget), q.budget);
-      if (lease === 'lost') {
+      const batch = q.queue.endsWith('_batch');
+      const want = batch ? 0 : local ? 1 : Math.min(this.concurrency, q.budget);
+      const took = await this.take(q, want, batch || local ? 1 : this.jobs - this.active.size);
+      if (took === 'lost') {
         this.declaredLost((performance.now() - this.beatSentAt) / 1000);
         return false;
       }
-      if (lease === undefined) continue;
-      const [job] = await this.dbw.retry(() => this.db.boss.fetch<JobData>(q.queue));
-      if (!job) {
-        await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1`, [lease.claim]);
+      if (took.length === 0) {
+        // Empty, or its endpoint full: looked up again once no queue gives a job.
+        this.queues.rows = this.queues.rows.filter((r) => r !== q);
         continue;
       }
-      const held = await this.q(
-        `UPDATE ${SCHEMA}.claims SET job_id = $2, plan_id = $3, cell_id = $4, chunk = $5 WHERE id = $1`,
-        [lease.claim, job.id, job.data.plan, job.data.cell, job.data.chunk],
-      );
-      if (held.rowCount === 0) {
-        // Declared lost between the lease and the fetch (the claim went with it): the job is not this worker's.
-        await this.dbw.retry(() =>
-          this.db.boss.fail(q.queue, job.id, { reason: `worker ${this.name} lost while taking it` }),
-        );
-        this.declaredLost((performance.now() - this.beatSentAt) / 1000);
-        return false;
-      }
-      const abort = new AbortController();
-      const a: Active = {
-        claim: lease.claim,
-        queue: q.queue,
-        jobId: job.id,
-        data: job.data,
-        abort,
-        done: Promise.resolve(),
-      };
-      a.done = this.process(a, lease.inFlight, performance.now() - t0)
-        .catch(async (e: unknown) => {
-          if (this.giveUp(e) || this.closed || a.abort.signal.aborted) return;
-          this.o.log.error(
-            `${job.data.plan} ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
-          );
-          // The database refused what the job wrote (bad data, a constraint): no retry writes it, so the cell
-          // fails with the reason and this worker goes on; connection errors leave the job to be taken again.
-          if (refusedData(e)) await this.failCell(job.data.plan, job.data.cell, e).catch(() => {});
-        })
-        .finally(() => {
-          this.active.delete(job.id);
-          this.wake?.();
-        });
-      this.active.set(job.id, a);
+      // The claim's time is shared by the jobs it took.
+      const share = (performance.now() - t0) / took.length;
+      for (const t of took) this.start(q.queue, t, share);
       return true;
     }
+    this.queues = undefined;
     return false;
   }
 
-  /** Room for `want` requests on an endpoint (at least one), counted over every live worker's claims. */
-  private async lease(
-    endpoint: string,
-    queue: string,
-    want: number,
-    budget: number,
-  ): Promise<{ claim: string; inFlight: number } | 'lost' | undefined> {
-    return this.dbw.retry(() =>
-      inTransaction(this.db, async (client) => {
-        // Only a worker still registered takes a job; the lease counts as a beat (a worker declared lost meanwhile
-        // waits for this transaction, and then finds the beat fresh).
-        const me = await client.query(
-          `UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running' RETURNING id`,
-          [this.id],
+  /** Starts a job this worker holds (its claim recorded). */
+  private start(queue: string, t: Taken, claimMs: number) {
+    const job = t.job;
+    const abort = new AbortController();
+    const a: Active = {
+      claim: t.claim,
+      queue,
+      jobId: job.id,
+      data: job.data,
+      keys: t.keys,
+      round: t.round,
+      abort,
+      done: Promise.resolve(),
+    };
+    a.done = this.process(a, t.inFlight, claimMs)
+      .catch(async (e: unknown) => {
+        if (this.giveUp(e) || this.closed || a.abort.signal.aborted) return;
+        this.o.log.error(
+          `${job.data.plan} ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
         );
-        if (me.rowCount === 0) return 'lost' as const;
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [endpoint]);
-        const used = await client.query<{ used: number }>(
-          `SELECT coalesce(sum(c.in_flight), 0)::int AS used FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
-         WHERE c.endpoint = $1 AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s)`,
-          [endpoint],
-        );
-        const room =
-          endpoint === 'this machine' || want === 0
-            ? want
-            : Math.min(want, budget - (used.rows[0]?.used ?? 0));
-        if (room < 1 && want > 0) return undefined;
-        const claim = await client.query<{ id: string }>(
-          `INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight) VALUES ($1, $2, $3, $4) RETURNING id`,
-          [this.id, endpoint, queue, room],
-        );
-        return { claim: String(claim.rows[0]?.id), inFlight: room };
-      }),
-    );
+        // The database refused what the job wrote (bad data, a constraint): no retry writes it, so the cell
+        // fails with the reason and this worker goes on; connection errors leave the job to be taken again.
+        if (refusedData(e)) await this.failCell(job.data.plan, job.data.cell, e).catch(() => {});
+      })
+      .finally(() => {
+        this.active.delete(job.id);
+        this.wake?.();
+      });
+    this.active.set(job.id, a);
   }
 
-  private async cellRow(plan: string, cell: string) {
+  /**
+   * Up to `slots` jobs of a queue, each with room for `want` requests on its endpoint (at least one; none for a batch
+   * job), counted over every live worker's claims: the budget's check, the fetch and the claims are one transaction,
+   * so a worker that dies at any point holds either claimed jobs (released when its heartbeat lapses) or none.
+   */
+  private async take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
+    return this.dbw.retry(async () => {
+      const client = await this.db.pool.connect();
+      let broken: Error | undefined;
+      try {
+        // One round trip, three statements (each reads what was committed before it began): the transaction, the
+        // endpoint's lock, and, once it is held, the budget used. Only a worker still registered takes a job; the
+        // claim counts as a beat (a worker declared lost meanwhile waits for this transaction, and then finds the
+        // beat fresh).
+        const me = client.escapeLiteral(this.id);
+        const endpoint = client.escapeLiteral(q.endpoint);
+        const results = (await client.query(
+          `BEGIN; SELECT pg_advisory_xact_lock(hashtext(${endpoint}));
+           WITH me AS (UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = ${me} AND status = 'running' RETURNING id)
+           SELECT (SELECT count(*) FROM me)::int AS me,
+             (SELECT coalesce(sum(c.in_flight), 0) FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
+              WHERE c.endpoint = ${endpoint} AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s))::int AS used`,
+        )) as unknown as QueryResult<{ me: number; used: number }>[];
+        const rows = results[2]?.rows ?? [];
+        if (!rows[0]?.me) {
+          await client.query('ROLLBACK');
+          return 'lost' as const;
+        }
+        const rooms: number[] = [];
+        let left = q.budget - rows[0].used;
+        for (let i = 0; i < slots; i++) {
+          const room = q.endpoint === 'this machine' || want === 0 ? want : Math.min(want, left);
+          if (room < 1 && want > 0) break;
+          rooms.push(room);
+          left -= room;
+        }
+        const jobs =
+          rooms.length === 0
+            ? []
+            : await this.db.boss.fetch<JobData>(q.queue, {
+                batchSize: rooms.length,
+                db: { executeSql: (text, values) => client.query(text, values) },
+              });
+        const claims =
+          jobs.length === 0
+            ? []
+            : (
+                await client.query<{ id: string; job_id: string; keys: string | null; round: number | null }>(
+                  `WITH claimed AS (
+                     INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight, job_id, plan_id, cell_id, chunk)
+                     SELECT $1, $2, $3, * FROM unnest($4::int[], $5::uuid[], $6::text[], $7::text[], $8::int[])
+                     RETURNING id, job_id, plan_id, cell_id, chunk)
+                   SELECT c.id, c.job_id, k.keys, k.round FROM claimed c
+                     LEFT JOIN ${SCHEMA}.chunks k ON k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND k.chunk = c.chunk`,
+                  [
+                    this.id,
+                    q.endpoint,
+                    q.queue,
+                    jobs.map((_, i) => rooms[i]),
+                    jobs.map((j) => j.id),
+                    jobs.map((j) => j.data.plan),
+                    jobs.map((j) => j.data.cell),
+                    jobs.map((j) => j.data.chunk),
+                  ],
+                )
+              ).rows;
+        await client.query('COMMIT');
+        const byJob = new Map(claims.map((c) => [c.job_id, c]));
+        return jobs.map((job, i) => {
+          const c = byJob.get(job.id);
+          // A chunk that is not there (its plan deleted) has nothing to ask.
+          return {
+            claim: String(c?.id),
+            job,
+            inFlight: rooms[i] as number,
+            keys: c ? c.keys : '[]',
+            round: c?.round ?? 0,
+          };
+        });
+      } catch (e) {
+        broken = e as Error;
+        await client.query('ROLLBACK').catch(() => {});
+        throw e;
+      } finally {
+        client.release(broken);
+      }
+    });
+  }
+
+  /**
+   * What a job needs to start, in one read: its cell and plan, and which of its keys already have an answer that is
+   * ok (a job released, lost or stopped before answered them: they are not asked again).
+   */
+  private async jobRow(plan: string, cell: string, keys: readonly string[]) {
     const { rows } = await this.q<{
       spec: string | null;
       status: string;
       in_flight: number;
       data_sha256: string;
+      undescribed: boolean;
       plan_status: string;
       kind: string;
-      started_at: Date | null;
-      described: string | null;
+      answered: string[];
     }>(
-      `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.started_at, c.described, p.status AS plan_status, p.kind
+      `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.described IS NULL AS undescribed, p.status AS plan_status,
+         p.kind, ARRAY(SELECT a.key FROM ${SCHEMA}.answers a
+           WHERE a.plan_id = $1 AND a.cell_id = $2 AND a.status = 'ok' AND a.key = ANY($3)) AS answered
        FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
-      [plan, cell],
+      [plan, cell, keys],
     );
     return rows[0];
   }
@@ -508,11 +609,19 @@ export class Worker {
     // Queue time: the claim, this job's reads before its requests, and its completion; the cell's planning aside.
     let t0 = performance.now();
     const { plan, cell, chunk } = a.data;
-    const row = await this.cellRow(plan, cell);
-    const done = async () => {
+    // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
+    const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
+    const row = await this.jobRow(plan, cell, stored ?? []);
+    // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
+    const done = async (chunkDone = false) => {
       // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
-      const mine = await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]);
-      if (mine.rowCount === 0) return;
+      const mine = await this.q<{ mine: number }>(
+        `WITH d AS (UPDATE ${SCHEMA}.chunks SET done = true WHERE $4 AND plan_id = $2 AND cell_id = $3 AND chunk = $5),
+              mine AS (DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id)
+         SELECT count(*)::int AS mine FROM mine`,
+        [a.claim, plan, cell, chunkDone, chunk],
+      );
+      if (!mine.rows[0]?.mine) return;
       await this.dbw.retry(() => this.db.boss.complete(a.queue, a.jobId)).catch(() => {});
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
@@ -553,28 +662,17 @@ export class Worker {
       return done();
     }
     t0 += performance.now() - planning;
-    const { rows: keyRow } = await this.q<{ keys: string; round: number }>(
-      `SELECT keys, round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
-      [plan, cell, chunk],
-    );
-    const round = keyRow[0]?.round ?? 0;
-    // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
-    const stored = JSON.parse(keyRow[0]?.keys ?? '[]') as string[] | null;
+    const round = a.round;
     const keys = stored ?? prepared.plan.requests.map((j) => j.key);
-    if (stored === null)
+    let answered = new Set(row.answered);
+    if (stored === null) {
       await this.q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
         plan,
         cell,
         new Set(keys).size,
       ]);
-    const answered = new Set(
-      (
-        await this.q<{ key: string }>(
-          `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
-          [plan, cell, keys],
-        )
-      ).rows.map((r) => r.key),
-    );
+      answered = await this.okKeys(plan, cell, keys);
+    }
     const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
     if (pending.some((j) => j === undefined)) {
       await this.failCell(
@@ -586,33 +684,32 @@ export class Worker {
       );
       return done();
     }
-    await this.q(
-      `UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
-         started_at = coalesce(started_at, now()), described = coalesce(described, $3)
-       WHERE plan_id = $1 AND cell_id = $2`,
-      [plan, cell, JSON.stringify(provider.describe())],
-    );
-    await this.q(`UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`, [plan]);
+    // The cell and plan marked running, once: a running cell has its start and its model's description already.
+    if (row.status === 'queued' || row.plan_status === 'queued' || row.undescribed)
+      await this.q(
+        `WITH c AS (UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+           started_at = coalesce(started_at, now()), described = coalesce(described, $3)
+         WHERE plan_id = $1 AND cell_id = $2)
+         UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`,
+        [plan, cell, JSON.stringify(provider.describe())],
+      );
     const before = performance.now() - t0;
     this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
     if (prepared.runner.spec.batch) {
       await this.batchJob(a, prepared, provider, pending as LlmRequest[]);
       if (a.abort.signal.aborted) return;
-      await this.q(
-        `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
-        [plan, cell, chunk],
-      );
-      await done();
+      await done(true);
       await this.finish(plan, cell);
       return;
     }
-    // Each answer is written as it arrives, without holding its request slot: the next request goes out while the
-    // row is written. The job is done only once every write has landed. No request goes out while as many writes as
-    // request slots are pending, so a worker killed at any moment has at most `concurrency` requests in flight and
-    // as many answers unwritten: those, and only those, are asked again.
+    // Each answer is written as it arrives (in the writer's next batch), without holding its request slot: the next
+    // request goes out while the row is written. The job is done only once every write has landed. No request goes
+    // out while as many of this worker's writes as request slots are pending, over all its jobs, so a worker killed
+    // at any moment has at most `concurrency` requests in flight and as many answers unwritten: those, and only
+    // those, are asked again.
     const writes = new Set<Promise<void>>();
     const room = async () => {
-      while (writes.size >= this.concurrency) await Promise.race(writes);
+      while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
     };
     const gated = Object.create(provider) as Provider;
     gated.chat = (...args) =>
@@ -643,7 +740,8 @@ export class Worker {
       this.answered++;
       // Waited out through an outage: the answer is kept in memory until it is written, and since no request goes
       // out while as many writes as request slots are pending, sending pauses meanwhile.
-      const w: Promise<void> = this.writeAnswer(plan, cell, entry, worker)
+      const w: Promise<void> = this.answers
+        .write({ plan, cell, entry, worker })
         .then(
           () => {},
           (e: unknown) => {
@@ -651,8 +749,12 @@ export class Worker {
             if (!this.giveUp(e)) writeError ??= e;
           },
         )
-        .finally(() => writes.delete(w));
+        .finally(() => {
+          writes.delete(w);
+          this.unwritten.delete(w);
+        });
       writes.add(w);
+      this.unwritten.add(w);
     };
     try {
       await prepared.runner.execute(pending as LlmRequest[], {
@@ -672,13 +774,8 @@ export class Worker {
         if (prepared.provider === provider) prepared.provider = undefined;
         const ok = await this.okKeys(plan, cell, keys);
         const left = keys.filter((k) => !ok.has(k));
-        if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string)) {
-          await this.q(
-            `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
-            [plan, cell, chunk],
-          );
-          return done();
-        }
+        if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string))
+          return done(true);
       }
       // A server that refuses what no retry fixes (a key, a model name), or down past the plan's rounds: the cell
       // fails with its reason.
@@ -695,11 +792,7 @@ export class Worker {
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
     t0 = performance.now();
-    await this.q(
-      `UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2 AND chunk = $3`,
-      [plan, cell, chunk],
-    );
-    await done();
+    await done(true);
     this.queueMs.push(claimMs + before + (performance.now() - t0));
     await this.finish(plan, cell);
   }
@@ -725,7 +818,7 @@ export class Worker {
         journal: {
           append: (entry) => {
             this.answered++;
-            return this.writeAnswer(plan, cell, entry, this.name);
+            return this.answers.write({ plan, cell, entry, worker: this.name });
           },
         },
         outDir: dir,
@@ -740,17 +833,6 @@ export class Worker {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }
-
-  /** One answer into the database; an earlier answer that is ok is kept (a request asked twice lands once). */
-  private async writeAnswer(plan: string, cell: string, entry: JournalEntry, worker: string): Promise<void> {
-    await this.q(
-      `INSERT INTO ${SCHEMA}.answers (plan_id, cell_id, key, status, entry, worker) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (plan_id, cell_id, key) DO UPDATE
-           SET status = EXCLUDED.status, entry = EXCLUDED.entry, worker = EXCLUDED.worker, asked = ${SCHEMA}.answers.asked + 1, at = now()
-           WHERE ${SCHEMA}.answers.status <> 'ok'`,
-      [plan, cell, entry.key, entry.status, JSON.stringify(cleanDeep(entry)), worker],
-    );
   }
 
   /** A cell's batches as the queue's database records them. */
@@ -934,12 +1016,14 @@ export class Worker {
     for (const r of rows) await this.finish(r.plan_id, r.cell_id);
   }
 
-  private async workLeft(): Promise<boolean> {
-    const { rows } = await this.q(
-      `SELECT 1 FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed') LIMIT 1`,
+  /** Whether a plan has work left: none, only cells being finished, or more. */
+  private async workLeft(): Promise<'none' | 'finishing' | 'more'> {
+    const { rows } = await this.q<{ more: boolean | null }>(
+      `SELECT bool_or(c.status <> 'finishing') AS more FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed')`,
     );
-    return rows.length > 0;
+    const more = rows[0]?.more;
+    return more === null || more === undefined ? 'none' : more ? 'more' : 'finishing';
   }
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
@@ -1092,6 +1176,9 @@ function scoresLine(e: {
   const tasks = Object.entries(e.tasks).map(([t, r]) => `${t} ${r.score.toFixed(2)}`);
   return tasks.length > 0 ? tasks.join(', ') : 'no task scored';
 }
+
+/** Milliseconds between looks at the queue of an idle worker that waits only for others to finish their cells. */
+const FINISHING_POLL_MS = 100;
 
 /** How long a stopped worker lets the requests in flight of its released jobs land before it returns. */
 const STOP_GRACE_MS = 2000;

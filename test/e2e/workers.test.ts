@@ -150,6 +150,54 @@ function expectSamePredictions(a: string, b: string): void {
     );
 }
 
+/** Waits until worker `name` is declared lost and the plan is done (by the others). */
+const lostAndDone = (db: string, name: string) =>
+  waitFor(`${name} declared lost and the plan done by another`, async () => {
+    const rows = await query<{ status: string; lost: string }>(
+      db,
+      `SELECT p.status, w.status AS lost FROM rumedbench_runs.plans p, rumedbench_runs.workers w WHERE w.name = $1`,
+      [name],
+    );
+    return rows[0]?.status === 'done' && rows[0]?.lost === 'lost' ? true : undefined;
+  });
+
+/**
+ * Continues a frozen worker and waits for it to exit 0: the requests the server had seen by then, and its one line
+ * saying it was declared lost.
+ */
+async function wake(frozen: WorkerProcess, s: FakeOpenAI) {
+  frozen.child.kill('SIGCONT');
+  const requestsAtWake = s.requests.length;
+  expect((await frozen.exited).code, frozen.log()).toBe(0);
+  const said = frozen
+    .log()
+    .split('\n')
+    .filter((l) => /declared this worker lost/.test(l));
+  expect(said, frozen.log()).toHaveLength(1);
+  return { said, requestsAtWake };
+}
+
+/** Runs `f` while `w` runs, then stops it (SIGTERM). */
+async function whileRunning(w: WorkerProcess, f: (w: WorkerProcess) => Promise<void>): Promise<void> {
+  try {
+    await f(w);
+  } finally {
+    w.child.kill('SIGTERM');
+    await w.exited;
+  }
+}
+
+/** The plan's one cell is done, its 120 requests answered, each asked at least once. */
+async function expectOneCellDone(db: string, id: string, s: FakeOpenAI): Promise<void> {
+  expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
+  const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+    cells: { status: string; requests: { done: number; total: number } }[];
+  };
+  expect(status.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
+    ['done', 120, 120],
+  ]);
+}
+
 /** Requests asked more than once, by the content the server saw. */
 const askedTwice = (s: FakeOpenAI) => {
   const seen = new Map<string, number>();
@@ -291,6 +339,100 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     const local = tmp();
     await rumedbenchOk('plan', 'run', file, '--out', local);
     expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
+  });
+
+  it('a worker killed holding several jobs it claimed at once, most not started: they go back within its lapse, and only its request in flight is asked again', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(300);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '10')).stdout.trim();
+    // Four job slots, one request in flight: it claims four jobs in one go, and three of them wait for the slot.
+    const victim = startWorker(db, 'h1', ['--jobs', '4', '--concurrency', '1']);
+    const held = await waitFor('h1 holding four jobs, one request asked', async () => {
+      const rows = await query<{ job_id: string; at: Date }>(
+        db,
+        `SELECT c.job_id, c.at FROM rumedbench_runs.claims c JOIN rumedbench_runs.workers w ON w.id = c.worker_id
+         WHERE w.name = 'h1' AND c.job_id IS NOT NULL`,
+      );
+      return rows.length === 4 && s.requests.length >= 1 ? rows : undefined;
+    });
+    // Claimed at once: one transaction (its now()) for the four.
+    expect(new Set(held.map((r) => r.at.getTime())).size).toBe(1);
+    victim.child.kill('SIGKILL');
+    expect((await victim.exited).signal).toBe('SIGKILL');
+    const killedAt = Date.now();
+    const heir = startWorker(db, 'h2', ['--exit-when-idle', '--concurrency', '4']);
+    // h1's lapse is 3 s (--heartbeat 1): its jobs are taken by h2 soon after, not after the minute a job taken but
+    // never claimed waits.
+    await waitFor(
+      'h1’s jobs completed by h2',
+      async () => {
+        const rows = await query<{ n: number }>(
+          db,
+          `SELECT count(*)::int AS n FROM pgboss.job WHERE id = ANY($1) AND state = 'completed'`,
+          [held.map((r) => r.job_id)],
+        );
+        return rows[0]?.n === 4 ? true : undefined;
+      },
+      20_000,
+    );
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    expect((await heir.exited).code, heir.log()).toBe(0);
+    expect(heir.log()).toContain('worker h1 is lost');
+    const after = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(after.status).toBe('done');
+    // One request in flight and one answer unwritten at most (it sends nothing while as many are unwritten).
+    expect(askedTwice(s)).toBeLessThanOrEqual(2);
+    expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
+  });
+
+  it('a worker killed while it claims jobs (fetched, claims not yet recorded) strands none: they are taken at once, and nothing is asked twice', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(20);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '40')).stdout.trim();
+    // The attack: the victim's claim rows take 3 s to write, so it is killed between taking its jobs from pg-boss
+    // and recording them as its own.
+    await query(
+      db,
+      `CREATE FUNCTION rumedbench_runs.slow_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.job_id IS NOT NULL AND (SELECT name FROM rumedbench_runs.workers WHERE id = NEW.worker_id) = 'c1' THEN
+           PERFORM pg_sleep(3);
+         END IF;
+         RETURN NEW;
+       END $$;
+       CREATE TRIGGER slow_claim BEFORE INSERT OR UPDATE ON rumedbench_runs.claims
+         FOR EACH ROW EXECUTE FUNCTION rumedbench_runs.slow_claim()`,
+    );
+    const victim = startWorker(db, 'c1', ['--jobs', '3']);
+    await waitFor('c1 between fetching its jobs and recording its claims', async () => {
+      const rows = await query<{ n: number }>(
+        db,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`,
+      );
+      return rows[0]?.n ? true : undefined;
+    });
+    // Its machine gone: the process killed, and its connection with it, mid-statement.
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    await query(
+      db,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`,
+    );
+    const killedAt = Date.now();
+    const heir = startWorker(db, 'c2', ['--exit-when-idle']);
+    expect((await heir.exited).code, heir.log()).toBe(0);
+    // Not the minute a job taken but never claimed waits: the victim's jobs were never taken.
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    const after = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+    };
+    expect(after.status).toBe('done');
+    expect(askedTwice(s)).toBe(0);
+    expect(s.requests).toHaveLength(120);
   });
 
   it('a worker killed while creating its batch is succeeded by one that finds the batch at the provider, never a second', async () => {
@@ -624,20 +766,9 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     });
     frozen.child.kill('SIGSTOP');
     const requestsAtFreeze = s.requests.length;
-    const other = startWorker(db, 'z2', ['--concurrency', '4']);
-    try {
+    await whileRunning(startWorker(db, 'z2', ['--concurrency', '4']), async (other) => {
       // The other worker declares it lost, takes its job over and answers the whole plan.
-      await waitFor(
-        'z1 declared lost and the plan done by z2',
-        async () => {
-          const rows = await query<{ status: string; lost: string }>(
-            db,
-            `SELECT p.status, w.status AS lost FROM rumedbench_runs.plans p, rumedbench_runs.workers w WHERE w.name = 'z1'`,
-          );
-          return rows[0]?.status === 'done' && rows[0]?.lost === 'lost' ? true : undefined;
-        },
-        30_000,
-      );
+      await lostAndDone(db, 'z1');
       expect(other.log()).toContain('worker z1 is lost');
       // Our connections say what they are (the test's own client aside).
       const apps = await query<{ application_name: string }>(
@@ -645,15 +776,8 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
         `SELECT DISTINCT application_name FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
       );
       expect(apps.map((a) => a.application_name)).toEqual(['rumedbench-worker']);
-      frozen.child.kill('SIGCONT');
-      const requestsAtWake = s.requests.length;
-      expect((await frozen.exited).code, frozen.log()).toBe(0);
+      const { said, requestsAtWake } = await wake(frozen, s);
       // Said once, in one line, with what happens next.
-      const said = frozen
-        .log()
-        .split('\n')
-        .filter((l) => /declared this worker lost/.test(l));
-      expect(said, frozen.log()).toHaveLength(1);
       expect(said[0]).toMatch(
         /^warning: worker z1: .*its 1 job\(s\) went back to the queue .* registering again$/,
       );
@@ -668,18 +792,36 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       expect(s.requests.length - requestsAtWake).toBeLessThanOrEqual(4);
       // In all, only what was in flight or unwritten at the freeze (4 + 4) was asked twice.
       expect(askedTwice(s)).toBeLessThanOrEqual(8);
-      expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
       expect(requestsAtFreeze).toBeGreaterThan(0);
-      const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
-        cells: { status: string; requests: { done: number; total: number } }[];
-      };
-      expect(status.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
-        ['done', 120, 120],
-      ]);
-    } finally {
-      other.child.kill('SIGTERM');
-      await other.exited;
-    }
+      await expectOneCellDone(db, id, s);
+    });
+  });
+
+  it('a worker frozen holding several jobs claimed at once, then continued: it stops them all, and never asks what another answers', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await serve(50);
+    const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '20')).stdout.trim();
+    const frozen = startWorker(db, 'f1', ['--exit-when-idle', '--jobs', '3', '--concurrency', '2']);
+    await waitFor('f1 holding three jobs, some answered', async () => {
+      const rows = await query<{ n: number }>(
+        db,
+        `SELECT count(*)::int AS n FROM rumedbench_runs.claims c JOIN rumedbench_runs.workers w ON w.id = c.worker_id
+         WHERE w.name = 'f1' AND c.job_id IS NOT NULL AND (SELECT count(*) FROM rumedbench_runs.answers) >= 4`,
+      );
+      return rows[0]?.n === 3 ? true : undefined;
+    });
+    frozen.child.kill('SIGSTOP');
+    await whileRunning(startWorker(db, 'f2', ['--concurrency', '4']), async () => {
+      await lostAndDone(db, 'f1');
+      const { said, requestsAtWake } = await wake(frozen, s);
+      expect(said[0]).toMatch(/its 3 job\(s\) went back to the queue/);
+      // Nothing new went out after it woke: only its 2 requests in flight may land late; in all, only those and its
+      // 2 answers unwritten at the freeze were asked twice.
+      expect(s.requests.length - requestsAtWake).toBeLessThanOrEqual(2);
+      expect(askedTwice(s)).toBeLessThanOrEqual(4);
+      await expectOneCellDone(db, id, s);
+    });
   });
 
   it('SIGTERM during a request that hangs: the job is released and the process exits at once', async () => {
