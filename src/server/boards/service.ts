@@ -16,6 +16,7 @@ import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-up
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import { type Entry, rank, toEntry, visible } from './entries.js';
+import { dataVersion } from './queries.js';
 import {
   type BoardRanking,
   decodeReplicateRows,
@@ -36,6 +37,13 @@ export interface RankingState {
   error: string | null;
 }
 
+/**
+ * Per database connection, the changes to the boards announced (`invalidate`, `added`) by every `Boards` on it: two
+ * in one process on one connection (the admin's commands, tests) see each other's changes as another process's,
+ * which SQLite's `dataVersion` does not count (it counts other connections' writes only).
+ */
+const announced = new WeakMap<Kysely<Database>, number>();
+
 export class Boards {
   private readonly boardCache = new Map<BoardName, BoardCacheEntry>();
   /** Each row's entry as last made, while the row stays as it is, and its line of the board's signature. */
@@ -50,21 +58,29 @@ export class Boards {
   private readonly placed = new WeakMap<Entry, { ranking: BoardRanking; entry: Entry }>();
   /** Moves on each invalidation, so that a read begun before one is not taken for the board after it. */
   private generation = 0;
+  /** How many of the changes `announced` on this connection were this instance's own. */
+  private ownAnnounced = 0;
   private readonly compareCache = new Map<string, Promise<ComparisonResult>>();
   /** Per board: the last ranking, the board state it was computed for, and the state wanted next. */
   private readonly rankings = new Map<
     BoardName,
     { signature: string; ranking: BoardRanking | null; at: string; error: string | null }
   >();
-  private readonly wanted = new Map<BoardName, string>();
+  /** Per board, the state its ranking should be of: the board's signature and its rows as read. */
+  private readonly wanted = new Map<BoardName, { signature: string; rows: readonly ListedRow[] }>();
   private readonly computing = new Map<BoardName, Promise<void>>();
   /** Entries' per-item counts as last read, with the summary they go with (both boards: ids are unique). */
   private readonly statsCache = new Map<string, { summary: string; stats: StoredItemStats }>();
   private log: Logger | undefined;
-  /** Pages are cached this long, so that several processes on one database agree within it (and its read). */
+  /** What the caches take the time from (milliseconds, as `Date.now`): tests move it instead of waiting. */
+  private readonly clock: () => number;
+  /**
+   * Boards are checked this long after they were read, so that several processes on one database agree within it
+   * (and its read). On SQLite the check costs nothing when no other connection wrote meanwhile (`dataVersion`).
+   */
   static readonly BOARD_TTL_MS = 1000;
   /** A failed ranking is tried again this long after it failed. */
-  static RANKING_RETRY_MS = 30_000;
+  static readonly RANKING_RETRY_MS = 30_000;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -74,8 +90,11 @@ export class Boards {
       seed: number;
       closedRelease: 'ladder' | 'exact';
       limits: UploadLimits;
+      clock?: () => number;
     },
-  ) {}
+  ) {
+    this.clock = options.clock ?? Date.now;
+  }
 
   /** Where a failed background recomputation is reported. */
   useLog(log: Logger): void {
@@ -92,14 +111,32 @@ export class Boards {
       return rank(
         (await q.listBoard(this.db, board, options)).map((r) => toEntry(r, undefined, { exact: true })),
       );
-    const hit = this.boardCache.get(board);
-    // Older than the TTL (another process may have changed the board), it is read again; while that read is under
-    // way, other readers get the board as last read rather than waiting on it.
-    if (hit && (Date.now() - hit.at < Boards.BOARD_TTL_MS || this.reading.has(board))) {
+    let hit = this.boardCache.get(board);
+    // Older than the TTL, another process may have changed the board. On SQLite the database says whether any other
+    // connection wrote since it was read: if none did, the board is as read (a whole read of thousands of wide rows
+    // held the event loop for 100 to 400 ms, every second, while readers waited).
+    if (
+      hit &&
+      hit.version !== null &&
+      this.clock() - hit.at >= Boards.BOARD_TTL_MS &&
+      !this.reading.has(board)
+    ) {
+      const version = await this.version();
+      const now = this.boardCache.get(board);
+      if (now === hit && version === hit.version) {
+        hit.at = this.clock();
+        // A failed ranking due to be tried again (a whole read would have found it so).
+        if (this.retryDue(board)) hit.rerank = true;
+      }
+      hit = now;
+    }
+    // Older than the TTL, it is read again; while that read is under way, other readers get the board as last read
+    // rather than waiting on it.
+    if (hit && (this.clock() - hit.at < Boards.BOARD_TTL_MS || this.reading.has(board))) {
       // Uploads of this process since the last read: only their rows are read (an upload never changes another row).
       if (hit.added.size > 0) return this.readAdded(board, hit);
       // A new ranking: the rows as read, with the new places.
-      if (hit.rerank) return this.build(board, hit.rows, hit.at, hit.added);
+      if (hit.rerank) return this.build(board, hit.rows, hit);
       return hit.entries;
     }
     return this.readAll(board);
@@ -112,9 +149,12 @@ export class Boards {
       reading = (async () => {
         for (;;) {
           const generation = this.generation;
-          const readAt = Date.now();
+          const readAt = this.clock();
           let rows: ListedRow[];
+          let version: string | null;
           try {
+            // Taken before the read: a write by another connection during the read moves it past this.
+            version = await this.version();
             rows = await q.listBoard(this.db, board);
           } catch (e) {
             // The database away for a moment (a restart): the board as last read, rather than no board.
@@ -133,7 +173,7 @@ export class Boards {
             late.map(([id]) => id),
           ))
             read.set(r.id, r);
-          return this.build(board, read, readAt, new Set());
+          return this.build(board, read, { at: readAt, added: new Set(), version });
         }
       })().finally(() => this.reading.delete(board));
       this.reading.set(board, reading);
@@ -150,7 +190,7 @@ export class Boards {
     if (this.boardCache.get(board) !== hit) return this.board(board);
     // A full read that finished meanwhile holds them already; building from either is the same board. The rows
     // are as old as the read they came from: the next read of them all is due when it would have been.
-    return this.build(board, rows, hit.at, hit.added);
+    return this.build(board, rows, hit);
   }
 
   /**
@@ -161,10 +201,10 @@ export class Boards {
   private build(
     board: BoardName,
     rows: Map<string, ListedRow>,
-    at: number,
-    /** Uploads stored since, whose rows the next read reads. */
-    added: Set<string>,
+    /** When the rows were read, with the database's `dataVersion` then; uploads stored since, which the next read reads. */
+    read: Pick<BoardCacheEntry, 'at' | 'added' | 'version'>,
   ): Entry[] {
+    const { at, added, version } = read;
     const exact = this.exact();
     const made: Entry[] = [];
     const lines: string[] = [];
@@ -188,12 +228,9 @@ export class Boards {
     const signature = createHash('sha256').update(lines.sort().join('\n')).digest('hex');
     const last = this.rankings.get(board);
     // A failed recomputation (the database away a moment) is tried again a while later, changes or not.
-    if (
-      last?.signature !== signature ||
-      (last.error !== null && Date.now() - Date.parse(last.at) >= Boards.RANKING_RETRY_MS)
-    ) {
+    if (last?.signature !== signature || this.retryDue(board)) {
       if (last?.error) last.signature = '';
-      this.scheduleRanking(board, signature);
+      this.scheduleRanking(board, signature, [...rows.values()]);
     }
     const state = this.rankings.get(board);
     const entries = withRanks(rank(made), state?.ranking ?? null, this.placed);
@@ -202,7 +239,7 @@ export class Boards {
     entries.forEach((e, i) => {
       if (e.duplicate_of && !visible.has(e.duplicate_of)) entries[i] = { ...e, duplicate_of: null };
     });
-    this.boardCache.set(board, { at, rows, entries, added, rerank: false });
+    this.boardCache.set(board, { at, rows, entries, added, rerank: false, version });
     this.lastEntries.set(board, entries);
     // Entries no board holds any more are forgotten.
     if (this.rowCache.size > 2 * (rows.size + (this.boardCache.get(other(board))?.rows.size ?? 0)) + 64) {
@@ -212,12 +249,37 @@ export class Boards {
     return entries;
   }
 
+  /**
+   * What moves when anybody but this instance changed the database (null: not known, PostgreSQL): the database's
+   * count of other connections' writes, and the changes other instances on this connection announced.
+   */
+  private async version(): Promise<string | null> {
+    const v = await dataVersion(this.db);
+    return v === null ? null : `${v}:${(announced.get(this.db) ?? 0) - this.ownAnnounced}`;
+  }
+
+  /** A change to the boards made by this process, told to the other instances on its connection. */
+  private announce(): void {
+    announced.set(this.db, (announced.get(this.db) ?? 0) + 1);
+    this.ownAnnounced++;
+  }
+
+  /** Whether the board's last ranking failed long enough ago to be tried again. */
+  private retryDue(board: BoardName): boolean {
+    const last = this.rankings.get(board);
+    return (
+      last !== undefined &&
+      last.error !== null &&
+      this.clock() - Date.parse(last.at) >= Boards.RANKING_RETRY_MS
+    );
+  }
+
   /** The board's ranking as the page and the API show it (computed in the background; see `settled`). */
   ranking(board: BoardName): RankingState {
     const r = this.rankings.get(board);
     return {
       ranking: r?.ranking ?? null,
-      current: r !== undefined && this.wanted.get(board) === r.signature,
+      current: r !== undefined && this.wanted.get(board)?.signature === r.signature,
       computed_at: r?.at ?? null,
       error: r?.error ?? null,
     };
@@ -233,13 +295,16 @@ export class Boards {
    * Recomputes a board's ranking off the page request: one at a time per board; a change during a recomputation
    * starts another when it ends. A failure is logged once and keeps the previous ranking.
    */
-  private scheduleRanking(board: BoardName, signature: string): void {
-    this.wanted.set(board, signature);
+  private scheduleRanking(board: BoardName, signature: string, rows: readonly ListedRow[]): void {
+    this.wanted.set(board, { signature, rows });
     if (this.computing.has(board)) return;
     const run = async () => {
       let took = 0;
       for (;;) {
-        const target = this.wanted.get(board) as string;
+        const { signature: target, rows } = this.wanted.get(board) as {
+          signature: string;
+          rows: ListedRow[];
+        };
         const previous = this.rankings.get(board);
         if (previous?.signature === target) return;
         // Back to back (a board changing under a stream of uploads): a pause as long as the last recomputation, so
@@ -251,8 +316,13 @@ export class Boards {
         }
         const started = Date.now();
         try {
-          const ranking = await this.computeRanking(board);
-          this.rankings.set(board, { signature: target, ranking, at: new Date().toISOString(), error: null });
+          const ranking = await this.computeRanking(board, rows);
+          this.rankings.set(board, {
+            signature: target,
+            ranking,
+            at: new Date(this.clock()).toISOString(),
+            error: null,
+          });
         } catch (e) {
           const error = e instanceof Error ? e.message : String(e);
           this.log?.warn(`the ${board} board's ranking could not be computed: ${error}`);
@@ -260,7 +330,7 @@ export class Boards {
           this.rankings.set(board, {
             signature: target,
             ranking: previous?.ranking ?? null,
-            at: new Date().toISOString(),
+            at: new Date(this.clock()).toISOString(),
             error,
           });
         }
@@ -276,8 +346,16 @@ export class Boards {
     );
   }
 
-  private async computeRanking(board: BoardName): Promise<BoardRanking> {
-    const rows = (await q.rankableRows(this.db, board)).filter((r) => r.source !== 'campaign');
+  /**
+   * A board's ranking from its rows as read for its page (the same rows: visible and scored; reading them again,
+   * past each row's stored result, held the event loop for 100 to 400 ms at 5,000 entries, once per upload).
+   */
+  private async computeRanking(board: BoardName, listed: readonly ListedRow[]): Promise<BoardRanking> {
+    const rows = listed
+      .filter((r) => r.source !== 'campaign')
+      .sort((a, b) =>
+        a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1,
+      );
     // Each entry's counts are read and parsed once (they change only with its scores, which `summary` holds).
     const stale = rows.filter((r) => this.statsCache.get(r.id)?.summary !== r.summary);
     for (let i = 0; i < stale.length; i += 200) {
@@ -403,6 +481,7 @@ export class Boards {
 
   /** Forgets cached boards and comparisons (after any change to a board). */
   invalidate(): void {
+    this.announce();
     this.generation++;
     this.boardCache.clear();
     this.compareCache.clear();
@@ -410,8 +489,9 @@ export class Boards {
 
   /** A new upload of this process was stored: the next read reads its row only (other rows are as they were). */
   added(id: string): void {
+    this.announce();
     for (const hit of this.boardCache.values()) hit.added.add(id);
-    const now = Date.now();
+    const now = this.clock();
     this.recentlyAdded.set(id, now);
     for (const [old, at] of this.recentlyAdded) if (at < now - 10_000) this.recentlyAdded.delete(old);
     this.compareCache.clear();
@@ -426,6 +506,8 @@ interface BoardCacheEntry {
   added: Set<string>;
   /** A new ranking arrived: the entries are built again from the rows. */
   rerank: boolean;
+  /** `Boards.version()` when the rows were read (null: PostgreSQL, read again whenever the TTL is over). */
+  version: string | null;
 }
 
 const other = (board: BoardName): BoardName => (board === 'public' ? 'closed' : 'public');
