@@ -46,10 +46,13 @@ const announced = new WeakMap<Kysely<Database>, number>();
 
 export class Boards {
   private readonly boardCache = new Map<BoardName, BoardCacheEntry>();
-  /** Each row's entry as last made, while the row stays as it is, and its line of the board's signature. */
-  private readonly rowCache = new Map<string, { row: ListedRow; entry: Entry; line: string }>();
+  /** Each row's entry as last made, while the row stays as it is, and its digest (its part of the board's signature). */
+  private readonly rowCache = new Map<string, { row: ListedRow; entry: Entry; digest: Uint32Array }>();
   /** A whole read of a board under way, which concurrent readers share. */
   private readonly reading = new Map<BoardName, Promise<Entry[]>>();
+  /** A board's update under way (`refresh`), and the one that starts after it. */
+  private readonly refreshing = new Map<BoardName, Promise<void>>();
+  private readonly queuedRefresh = new Map<BoardName, Promise<void>>();
   /** The board as last built, kept through an invalidation for when the database is away. */
   private readonly lastEntries = new Map<BoardName, Entry[]>();
   /** Uploads of this process in the last seconds, and when: a read begun before one was stored may lack it. */
@@ -111,35 +114,61 @@ export class Boards {
       return rank(
         (await q.listBoard(this.db, board, options)).map((r) => toEntry(r, undefined, { exact: true })),
       );
+    const hit = this.boardCache.get(board);
+    // The first read of a board waits for it; after that a reader gets the board as last built, at once, and what
+    // has changed since (uploads of this process, a new ranking, another process's writes) replaces it when it is
+    // ready: readers never wait on a read, a build or a write under way (under 8 uploading clients they did).
+    if (!hit) return this.readAll(board);
+    if (hit.added.size > 0 || hit.rerank || this.clock() - hit.at >= Boards.BOARD_TTL_MS)
+      void this.refresh(board);
+    return hit.entries;
+  }
+
+  /**
+   * Brings a cached board up to date, in the background: one update at a time per board, and one more after it for
+   * whatever changed meanwhile (every caller's change is in the update its promise is of). Never rejects: a failure
+   * is logged, and the board stays as it was until the next change or check.
+   */
+  private refresh(board: BoardName): Promise<void> {
+    const queued = this.queuedRefresh.get(board);
+    if (queued) return queued;
+    const running = this.refreshing.get(board);
+    const next = (running ?? Promise.resolve()).then(async () => {
+      this.queuedRefresh.delete(board);
+      const run = this.refreshNow(board).catch((e) => {
+        this.log?.warn(`the ${board} board could not be read: ${e instanceof Error ? e.message : String(e)}`);
+      });
+      this.refreshing.set(board, run);
+      await run;
+      if (this.refreshing.get(board) === run) this.refreshing.delete(board);
+    });
+    this.queuedRefresh.set(board, next);
+    return next;
+  }
+
+  private async refreshNow(board: BoardName): Promise<void> {
     let hit = this.boardCache.get(board);
+    // Invalidated: the next reader reads it whole.
+    if (!hit) return;
     // Older than the TTL, another process may have changed the board. On SQLite the database says whether any other
     // connection wrote since it was read: if none did, the board is as read (a whole read of thousands of wide rows
-    // held the event loop for 100 to 400 ms, every second, while readers waited).
-    if (
-      hit &&
-      hit.version !== null &&
-      this.clock() - hit.at >= Boards.BOARD_TTL_MS &&
-      !this.reading.has(board)
-    ) {
-      const version = await this.version();
-      const now = this.boardCache.get(board);
-      if (now === hit && version === hit.version) {
-        hit.at = this.clock();
-        // A failed ranking due to be tried again (a whole read would have found it so).
-        if (this.retryDue(board)) hit.rerank = true;
+    // held the event loop for 100 to 400 ms).
+    if (this.clock() - hit.at >= Boards.BOARD_TTL_MS) {
+      const version = hit.version === null ? null : await this.version();
+      if (version === null || version !== hit.version || this.boardCache.get(board) !== hit) {
+        await this.readAll(board);
+        return;
       }
-      hit = now;
+      hit.at = this.clock();
+      // A failed ranking due to be tried again (a whole read would have found it so).
+      if (this.retryDue(board)) hit.rerank = true;
     }
-    // Older than the TTL, it is read again; while that read is under way, other readers get the board as last read
-    // rather than waiting on it.
-    if (hit && (this.clock() - hit.at < Boards.BOARD_TTL_MS || this.reading.has(board))) {
-      // Uploads of this process since the last read: only their rows are read (an upload never changes another row).
-      if (hit.added.size > 0) return this.readAdded(board, hit);
-      // A new ranking: the rows as read, with the new places.
-      if (hit.rerank) return this.build(board, hit.rows, hit);
-      return hit.entries;
-    }
-    return this.readAll(board);
+    hit = this.boardCache.get(board);
+    if (!hit) return;
+    // Uploads of this process since the last read: only their rows are read (an upload never changes another row).
+    if (hit.added.size > 0) await this.readAdded(board, hit);
+    // A new ranking: the rows as read, with the new places.
+    else if (hit.rerank) this.build(board, hit.rows, hit);
   }
 
   /** Reads a board whole, once at a time (concurrent readers share the read). */
@@ -184,10 +213,13 @@ export class Boards {
   private async readAdded(board: BoardName, hit: BoardCacheEntry): Promise<Entry[]> {
     const ids = [...hit.added];
     hit.added.clear();
-    const rows = new Map(hit.rows);
-    for (const r of await q.listBoardRows(this.db, board, ids)) rows.set(r.id, r);
+    const found = await q.listBoardRows(this.db, board, ids);
     // The board was invalidated or read again meanwhile (a hidden entry must not come back): as it is now.
     if (this.boardCache.get(board) !== hit) return this.board(board);
+    // Added to the rows in place (a copy of thousands per upload): the entry built from them replaces this one.
+    const rows = hit.rows;
+    for (const r of found) rows.set(r.id, r);
+    // Uploads stored during the read are read by the next update.
     // A full read that finished meanwhile holds them already; building from either is the same board. The rows
     // are as old as the read they came from: the next read of them all is due when it would have been.
     return this.build(board, rows, hit);
@@ -207,7 +239,9 @@ export class Boards {
     const { at, added, version } = read;
     const exact = this.exact();
     const made: Entry[] = [];
-    const lines: string[] = [];
+    // The board's signature: the rows' digests combined by XOR, so that it needs no sort (ids are unique, and each
+    // digest covers its row's id: two boards agree on it when they hold the same rows, as they are).
+    const signed = new Uint32Array(8);
     for (const row of rows.values()) {
       let kept = this.rowCache.get(row.id);
       // The same row object (the rows kept from the last read): unchanged without a look; read again: field by field.
@@ -216,16 +250,20 @@ export class Boards {
         kept = {
           row,
           entry: toEntry(row, undefined, { exact }),
-          line: createHash('sha256')
-            .update(`${row.id}\t${row.overall}\t${row.released}\t${row.summary}`)
-            .digest('base64'),
+          digest: new Uint32Array(
+            Uint8Array.from(
+              createHash('sha256')
+                .update(`${row.id}\t${row.overall}\t${row.released}\t${row.summary}`)
+                .digest(),
+            ).buffer,
+          ),
         };
         this.rowCache.set(row.id, kept);
       }
       made.push(kept.entry);
-      lines.push(`${row.id}\t${kept.line}`);
+      for (let i = 0; i < 8; i++) signed[i] = (signed[i] as number) ^ (kept.digest[i] as number);
     }
-    const signature = createHash('sha256').update(lines.sort().join('\n')).digest('hex');
+    const signature = `${rows.size}:${Buffer.from(signed.buffer).toString('hex')}`;
     const last = this.rankings.get(board);
     // A failed recomputation (the database away a moment) is tried again a while later, changes or not.
     if (last?.signature !== signature || this.retryDue(board)) {
@@ -235,10 +273,12 @@ export class Boards {
     const state = this.rankings.get(board);
     const entries = withRanks(rank(made), state?.ranking ?? null, this.placed);
     // A repeat links only to an entry that is on the board (never a hidden or rejected one).
-    const visible = new Set(entries.map((e) => e.id));
-    entries.forEach((e, i) => {
-      if (e.duplicate_of && !visible.has(e.duplicate_of)) entries[i] = { ...e, duplicate_of: null };
-    });
+    if (entries.some((e) => e.duplicate_of)) {
+      const visible = new Set(entries.map((e) => e.id));
+      entries.forEach((e, i) => {
+        if (e.duplicate_of && !visible.has(e.duplicate_of)) entries[i] = { ...e, duplicate_of: null };
+      });
+    }
     this.boardCache.set(board, { at, rows, entries, added, rerank: false, version });
     this.lastEntries.set(board, entries);
     // Entries no board holds any more are forgotten.
@@ -287,7 +327,16 @@ export class Boards {
 
   /** Resolves when no ranking is being computed (tests, and a server that wants its boards ranked before it serves). */
   async settled(): Promise<void> {
-    while (this.computing.size > 0) await Promise.all(this.computing.values());
+    for (;;) {
+      const pending = [
+        ...this.computing.values(),
+        ...this.refreshing.values(),
+        ...this.queuedRefresh.values(),
+        ...this.reading.values(),
+      ];
+      if (pending.length === 0) break;
+      await Promise.allSettled(pending);
+    }
     await this.scorer.rowsSaved();
   }
 
@@ -334,9 +383,12 @@ export class Boards {
             error,
           });
         }
-        // The next page shows the new ranking (the rows as last read, with the new places).
+        // The board is built again with the new places, and replaces the one readers get when it is ready.
         const cached = this.boardCache.get(board);
-        if (cached) cached.rerank = true;
+        if (cached) {
+          cached.rerank = true;
+          void this.refresh(board);
+        }
         took = Date.now() - started;
       }
     };
@@ -487,14 +539,21 @@ export class Boards {
     this.compareCache.clear();
   }
 
-  /** A new upload of this process was stored: the next read reads its row only (other rows are as they were). */
-  added(id: string): void {
+  /**
+   * A new upload of this process was stored: its row is read alone (other rows are as they were), and the boards
+   * that hold it replace the ones readers get. Resolves when they have (the uploader's next read shows it).
+   */
+  added(id: string): Promise<void> {
     this.announce();
-    for (const hit of this.boardCache.values()) hit.added.add(id);
+    const boards = [...this.boardCache].map(([board, hit]) => {
+      hit.added.add(id);
+      return board;
+    });
     const now = this.clock();
     this.recentlyAdded.set(id, now);
     for (const [old, at] of this.recentlyAdded) if (at < now - 10_000) this.recentlyAdded.delete(old);
     this.compareCache.clear();
+    return Promise.all(boards.map((b) => this.refresh(b))).then(() => undefined);
   }
 }
 
