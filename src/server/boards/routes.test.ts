@@ -330,6 +330,41 @@ describe.skipIf(!ROUTES_READY)(
         if (own !== t.lb.db) await own.close();
       });
 
+      // SQLite: one connection, so a transaction held open holds every query of the process (PostgreSQL's pool has
+      // others to give).
+      it.skipIf(engine !== 'sqlite')(
+        'never keeps a reader waiting on an update of the board: the board as last built, while the database is held',
+        async () => {
+          let now = Date.now();
+          const lb = new Leaderboard(t.lb.db, t.lb.scorer, { ...t.lb.options, clock: () => now });
+          const before = await lb.boards.board('public');
+          let release = () => {};
+          const gate = new Promise<void>((r) => {
+            release = r;
+          });
+          let held = () => {};
+          const holding = new Promise<void>((r) => {
+            held = r;
+          });
+          const transaction = t.lb.db.db.transaction().execute(async (trx) => {
+            await trx.selectFrom('submissions').select('id').limit(1).execute();
+            held();
+            await gate;
+          });
+          await holding;
+          // An upload of this process to read, and the cache's time over: both wait for the database.
+          const added = lb.boards.added('00000000-0000-4000-8000-ffffffffffff');
+          now += Boards.BOARD_TTL_MS;
+          expect(await lb.boards.board('public')).toBe(before);
+          expect(await lb.boards.board('public')).toBe(before);
+          release();
+          await transaction;
+          await added;
+          await lb.boards.settled();
+          expect((await lb.boards.board('public')).map((e) => e.id)).toEqual(before.map((e) => e.id));
+        },
+      );
+
       it('streams the CSV: the same rows as the board, every one', async () => {
         const res = await request('/board/public.csv');
         const text = await res.text();
