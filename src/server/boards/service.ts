@@ -1,7 +1,10 @@
 /**
- * The boards as data: ranked entries per board (cached briefly, so several processes on one database agree within
- * a second), one submission as its page shows it, and the paired comparison of two public entries (cached until a
- * board changes). Reads only: uploads, gold and the admin change the boards and call `invalidate`.
+ * The boards as data: ranked entries per board (cached, checked a second after each read, so that several processes
+ * on one database agree within a second and a read), one submission as its page shows it, and the paired comparison
+ * of two public entries (cached until a board changes). Reads only: uploads, gold and the admin change the boards
+ * and call `added` or `invalidate`.
+ * Invariant: a reader of a board that has been read once never waits on a read, a build or a write under way; it
+ * gets the board as last built, and changes replace it when they are ready.
  */
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -243,7 +246,7 @@ export class Boards {
   private build(
     board: BoardName,
     rows: Map<string, ListedRow>,
-    /** When the rows were read, with the database's `dataVersion` then; uploads stored since, which the next read reads. */
+    /** When the rows were read, with `version()` then; uploads stored since, which the next update reads. */
     read: Pick<BoardCacheEntry, 'at' | 'added' | 'version'>,
   ): Entry[] {
     const { at, added, version } = read;
