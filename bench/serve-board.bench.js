@@ -139,11 +139,18 @@ function reader(url, ms) {
   return Object.assign(done, { stop: () => child.kill('SIGTERM') });
 }
 
-function start(db, build) {
-  const child = spawn(process.execPath, [build.cli, 'serve', '--db', db, '--port', '0', ...build.args], {
-    env: { ...process.env, RUMEDBENCH_DATA: dataDir, RUMEDBENCH_ADMIN_TOKEN: ADMIN },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+/** Node.js flags for the servers measured (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: NODE_OPTIONS refuses it). */
+const SERVE_NODE_ARGS = (process.env.RUMEDBENCH_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+
+function start(db, build, nodeArgs = SERVE_NODE_ARGS) {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, build.cli, 'serve', '--db', db, '--port', '0', ...build.args],
+    {
+      env: { ...process.env, RUMEDBENCH_DATA: dataDir, RUMEDBENCH_ADMIN_TOKEN: ADMIN },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let log = '';
   const t0 = performance.now();
   return new Promise((res, rej) => {
@@ -236,7 +243,7 @@ console.log(
   `seeding ${ENTRIES} entries (${UPLOADS} uploaded) with ${seeder.label}'s build, ${CLIENTS} clients…`,
 );
 {
-  const { url, child } = await start(seedDb, seeder);
+  const { url, child } = await start(seedDb, seeder, []);
   const t0 = performance.now();
   let done = 0;
   const step = Math.max(CLIENTS, Math.min(500, UPLOADS));

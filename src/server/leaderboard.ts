@@ -26,6 +26,8 @@ export interface LeaderboardOptions extends UploadOptions {
   dataDir: string;
   /** Reads of a board's API and CSV export per address (IPv6: /64) and minute, in this process; 0: no limit. */
   apiPerMinute: number;
+  /** What the boards' caches take the time from (as `Date.now`, its default): tests move it instead of waiting. */
+  clock?: () => number;
 }
 
 export const DEFAULT_OPTIONS: Omit<LeaderboardOptions, 'dataDir'> = {

@@ -35,11 +35,12 @@ import {
 export interface WorkerSetup {
   dataDir: string;
   /**
-   * A background worker (the boards' rankings): on Linux its thread takes the lowest scheduling priority, so that it
-   * uses only CPU that uploads and pages leave idle. (Linux keeps a nice value per thread; elsewhere it would apply to
-   * the whole process, so it is not set there.)
+   * The nice value of the worker's thread, on Linux: the boards' rankings take the lowest priority (19), so that
+   * they use only CPU that uploads and pages leave idle; scoring uploads a lower one than the HTTP thread (10), so
+   * that pages are answered first while uploads are scored. (Linux keeps a nice value per thread, and raising it
+   * needs no privilege; elsewhere it would apply to the whole process, so it is not set there.)
    */
-  lowPriority?: boolean;
+  nice?: number;
   /** Task definition files loaded by the server, read again here (a thread has a registry of its own). */
   taskFiles: string[];
   /** [split, task, [id, gold][]] of the gold the host holds, as imported by the admin. */
@@ -47,11 +48,12 @@ export interface WorkerSetup {
 }
 
 const setup = workerData as WorkerSetup;
-if (setup.lowPriority && process.platform === 'linux') {
+if (setup.nice !== undefined && process.platform === 'linux') {
   try {
-    setPriority(19);
+    // pid 0: the calling thread (setpriority(PRIO_PROCESS, 0) is per thread on Linux).
+    setPriority(0, setup.nice);
   } catch {
-    // Not allowed here (a sandbox): the ranking then shares the CPU evenly, and its pauses still bound it.
+    // Not allowed here (a sandbox): the work then shares the CPU evenly (a ranking's pauses still bound it).
   }
 }
 if (setup.taskFiles.length > 0) {

@@ -29,6 +29,10 @@ import {
 import type { ScoreJob, ScoreOutcome, SubsetJob } from './score-upload.js';
 import type { CompareJob, WorkerSetup } from './score-worker.js';
 
+/** Worker threads' nice values on Linux (score-worker.ts): rankings only on idle CPU, scoring below the HTTP thread. */
+const RANK_NICE = 19;
+const SCORE_NICE = 10;
+
 export class Scorer {
   private pool: Piscina;
   /**
@@ -63,7 +67,7 @@ export class Scorer {
       dataDir: this.dataDir,
       // The tasks `serve --tasks-dir` defined: each worker reads the same files (a thread has its own registry).
       taskFiles: userTasks().map((t) => t.source as string),
-      ...(options.lazy ? { lowPriority: true } : {}),
+      nice: options.lazy ? RANK_NICE : SCORE_NICE,
       heldGold: Object.entries(gold).flatMap(([split, tasks]) =>
         Object.entries(tasks ?? {}).map(
           ([task, m]) => [split as Split, task, [...m.entries()] as [string, string | string[]][]] as const,

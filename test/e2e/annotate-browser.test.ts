@@ -20,7 +20,7 @@ import {
 } from '../helpers/browser.js';
 import { rumedbenchOk } from '../helpers/cli.js';
 import { DATA_DIR, NO_DATA_REASON } from '../helpers/data.js';
-import { type ServerProcess, startServe } from '../helpers/server.js';
+import { eventually, type ServerProcess, startServe } from '../helpers/server.js';
 
 const runs = DATA_DIR !== undefined && (HAVE_BROWSER || BROWSER_REQUIRED);
 const why = DATA_DIR === undefined ? NO_DATA_REASON : NO_BROWSER_REASON;
@@ -138,7 +138,13 @@ describe.skipIf(!runs)(`annotating in a browser (${runs ? 'Chromium and data fou
 
     const { stdout } = await rumedbenchOk('serve', 'campaign', 'publish', id, '--db', db);
     expect(stdout).toMatch(/^published as submission [0-9a-f-]{36}: 8 of 8 items/);
-    await new Promise((r) => setTimeout(r, 1100)); // the board's cache
+    // Published by another process: the server shows it once it has looked at the database again.
+    await eventually(
+      async () =>
+        ((await (await fetch(`${server.url}/api/boards/public`)).json()) as { entries: { model: string }[] })
+          .entries,
+      (entries) => entries.some((e) => e.model === 'Human: keyboard'),
+    );
     const board = await open(`${server.url}/`);
     const row = board.locator('tr.entry', { hasText: 'Human: keyboard' });
     await expect(row.locator('td').nth(4).textContent()).resolves.toMatch(/^50\.00\[/); // 4 right of 8

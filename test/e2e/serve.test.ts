@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { rumedbenchWith as rumedbenchEnv } from '../helpers/cli.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
-import { startServe as startServeOn, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
+import { eventually, startServe as startServeOn, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
 
 /** The suite's data and uploads: a small folder and predictions the tests write, not ../shared. */
 const DATA = { RUMEDBENCH_DATA: fixtureDataDir() };
@@ -173,14 +173,18 @@ describe('rumedbench serve (on fixture data the test writes)', () => {
           ),
         );
         expect(uploads.map((u) => u.status)).toEqual(Array(16).fill(201));
-        await new Promise((r) => setTimeout(r, 1100)); // the boards' cache
         const boardOf = async (url: string) =>
           (
             (await (await fetch(`${url}/api/boards/public`)).json()) as {
               entries: { id: string; model: string }[];
             }
           ).entries;
-        const [onA, onB] = [await boardOf(a.url), await boardOf(b.url)];
+        // Each process shows its own uploads at once and the other's once its cache of the board is checked again.
+        const all = (entries: { model: string }[]) => entries.length === 16;
+        const [onA, onB] = [
+          await eventually(() => boardOf(a.url), all),
+          await eventually(() => boardOf(b.url), all),
+        ];
         expect(onA.map((e) => e.model).sort()).toEqual(
           Array.from({ length: 16 }, (_, i) => `m${String(i).padStart(2, '0')}`),
         );

@@ -50,6 +50,25 @@ export function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise
   });
 }
 
+/**
+ * Asks `read` again until `done` holds of its answer, and returns that answer: for what a server shows only once it
+ * has looked at the database again (a change made by another process). Fails after `deadlineMs` with the last answer.
+ */
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  deadlineMs = 30_000,
+): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > end)
+      throw new Error(`not so within ${deadlineMs} ms; the last answer: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** A multipart upload through a real HTTP client. */
 export async function uploadTo(
   url: string,

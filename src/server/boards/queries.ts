@@ -3,7 +3,8 @@
  * kept per entry and the replicate rows kept per task (db/shared.ts has what other concerns read too).
  */
 
-import type { BoardName, ListedRow, SubmissionRow } from '../db/schema.js';
+import { type Kysely, SqliteAdapter, sql } from 'kysely';
+import type { BoardName, Database, ListedRow, SubmissionRow } from '../db/schema.js';
 import { inChunks, LISTED, type Q } from '../db/shared.js';
 
 // The submission rows other concerns read too.
@@ -34,25 +35,6 @@ export async function listBoardRows(db: Q, board: BoardName, ids: readonly strin
     .where('status', '=', 'scored')
     .where('hidden', '=', 0)
     .where('id', 'in', ids)
-    .execute();
-}
-
-/** What a board's ranking needs of its visible scored entries: who climbs which Ladder, and the per-item counts. */
-export async function rankableRows(
-  db: Q,
-  board: BoardName,
-): Promise<
-  Pick<
-    SubmissionRow,
-    'id' | 'created_at' | 'ladder_key' | 'released' | 'ladder_improved' | 'summary' | 'source'
-  >[]
-> {
-  return db
-    .selectFrom('submissions')
-    .select(['id', 'created_at', 'ladder_key', 'released', 'ladder_improved', 'summary', 'source'])
-    .where('board', '=', board)
-    .where('status', '=', 'scored')
-    .where('hidden', '=', 0)
     .execute();
 }
 
@@ -111,4 +93,15 @@ export async function dropReplicateRows(db: Q, task: string, ids: readonly strin
   await inChunks(ids, 200, (chunk) =>
     db.deleteFrom('replicate_rows').where('task', '=', task).where('submission_id', 'in', chunk).execute(),
   );
+}
+
+/**
+ * A number that moves whenever another connection (another process) commits to the database, and only then: SQLite's
+ * `PRAGMA data_version` (https://sqlite.org/pragma.html#pragma_data_version; this connection's own commits leave it
+ * as it is). Null on PostgreSQL, which has no such counter: there a board is read again whenever its cache expires.
+ */
+export async function dataVersion(db: Kysely<Database>): Promise<number | null> {
+  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return null;
+  const { rows } = await sql<{ data_version: number }>`pragma data_version`.execute(db);
+  return rows[0]?.data_version ?? null;
 }

@@ -207,7 +207,8 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
     it('says when a ranking cannot be computed, logs it once, keeps the last one, and tries again later', async () => {
       const failing = Object.create(t.lb.scorer) as typeof t.lb.scorer;
       failing.rank = () => Promise.reject(new Error('the ranking worker is gone'));
-      const lb = new Leaderboard(t.lb.db, failing, t.lb.options);
+      let now = Date.now();
+      const lb = new Leaderboard(t.lb.db, failing, { ...t.lb.options, clock: () => now });
       const warned: string[] = [];
       lb.boards.useLog({ debug() {}, info() {}, warn: (m) => warned.push(m), error() {} });
       await lb.boards.board('public');
@@ -236,22 +237,16 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       expect(elements(doc, (e) => attr(e, 'id') === 'ranking-status').map(textOf)).toEqual([
         expect.stringMatching(/^Места и группы для доски/),
       ]);
-      // Read again within the retry delay: not tried again, not logged again.
-      await new Promise((r) => setTimeout(r, 1100));
+      // Read again past the board's cache but within the retry delay: not tried again, not logged again.
+      now += Boards.BOARD_TTL_MS;
       await lb.boards.board('public');
       await lb.boards.settled();
       expect(warned).toHaveLength(1);
       // The worker back, the delay over: the next read ranks the board.
       failing.rank = t.lb.scorer.rank.bind(t.lb.scorer);
-      const delay = Boards.RANKING_RETRY_MS;
-      Boards.RANKING_RETRY_MS = 0;
-      try {
-        await new Promise((r) => setTimeout(r, 1100));
-        await lb.boards.board('public');
-        await lb.boards.settled();
-      } finally {
-        Boards.RANKING_RETRY_MS = delay;
-      }
+      now += Boards.RANKING_RETRY_MS;
+      await lb.boards.board('public');
+      await lb.boards.settled();
       expect(lb.boards.ranking('public')).toMatchObject({ current: true, error: null });
       expect(lb.boards.ranking('public').ranking?.overall).not.toBeNull();
     });

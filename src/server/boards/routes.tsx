@@ -48,6 +48,17 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     }
     return kept;
   };
+  // The cost chart per list of entries and language (its points are a scan of the whole board).
+  const costCharts = new WeakMap<Entry[], Map<string, ReturnType<typeof boardCostChart>>>();
+  const costChartOf = (entries: Entry[], lang: string, make: () => ReturnType<typeof boardCostChart>) => {
+    let kept = costCharts.get(entries);
+    if (!kept) {
+      kept = new Map();
+      costCharts.set(entries, kept);
+    }
+    if (!kept.has(lang)) kept.set(lang, make());
+    return kept.get(lang) ?? null;
+  };
   const places = new WeakMap<Entry[], Map<string, number>>();
   const placesOf = (entries: Entry[]) => {
     let p = places.get(entries);
@@ -71,7 +82,7 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
       const page = Math.min(view.page, pages);
       const start = (page - 1) * PAGE_SIZE;
       const rows = shown.slice(start, start + PAGE_SIZE);
-      const chart = boardCostChart(entries, ctx.r);
+      const chart = costChartOf(entries, ctx.lang, () => boardCostChart(entries, ctx.r));
       // Drawn by the scoring workers, kept by the chart cache while the priced entries stay as they are.
       const costChart = chart ? ((await charts.draw([chart]))[0] ?? null) : null;
       const at = (e: Entry | undefined) => e?.overall ?? -1;
@@ -86,14 +97,18 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
                 (page === pages || at(rows[rows.length - 1]) <= p.overall),
             )
           : [];
-      const rankOf = placesOf(entries);
+      // A rank is the entry's place among the scored entries, which come first in the board's order: in the board's
+      // own order its index on the page (the board's thousands are not mapped for the page's hundred).
+      const rankOf = plain
+        ? (e: Entry) => (e.overall === null ? undefined : start + rows.indexOf(e) + 1)
+        : (e: Entry) => placesOf(entries).get(e.id);
       html = `<!DOCTYPE html>\n${String(
         <BoardPage
           ctx={ctx}
           board={board}
           all={entries}
           entries={rows}
-          rankOf={(e) => rankOf.get(e.id)}
+          rankOf={rankOf}
           paging={{ view: { ...view, page }, pages, start, found: shown.length }}
           paperRows={paperRows}
           ladder={lb.options.closedRelease === 'ladder'}

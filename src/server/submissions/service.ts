@@ -432,8 +432,8 @@ export class Uploads {
         if (seen) return { status: 200, body: JSON.parse(seen.response) as UploadAnswer, replayed: true };
         throw e;
       }
-      // Only its row is new: the boards read it alone.
-      this.boards.added(id);
+      // Only its row is new: the boards read it alone, and show it before the uploader hears back.
+      await this.boards.added(id);
       return { status: UPLOAD_STATUS[outcome.status], body, replayed: false };
     };
     if (!climbs) return write();
