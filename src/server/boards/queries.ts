@@ -4,7 +4,7 @@
  */
 
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
-import type { BoardName, Database, ListedRow, SubmissionRow } from '../db/schema.js';
+import type { BoardName, Database, ListedRow } from '../db/schema.js';
 import { inChunks, LISTED, type Q } from '../db/shared.js';
 
 // The submission rows other concerns read too.
