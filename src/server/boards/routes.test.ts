@@ -330,9 +330,9 @@ describe.skipIf(!ROUTES_READY)(
         if (own !== t.lb.db) await own.close();
       });
 
-      // SQLite: one connection, so a transaction held open holds every query of the process (PostgreSQL's pool has
-      // others to give).
-      it.skipIf(engine !== 'sqlite')(
+      // SQLite only, by design rather than skipped: one connection, so a transaction held open holds every query of
+      // the process (PostgreSQL's pool has others to give, and a reader there never waits on it).
+      (engine === 'sqlite' ? it : () => {})(
         'never keeps a reader waiting on an update of the board: the board as last built, while the database is held',
         async () => {
           let now = Date.now();
