@@ -44,7 +44,10 @@ export interface KWideArena {
   deltas: Float64Array;
   indices: Int32Array;
   data: Float64Array;
-  /** (cols + 1) blocks of `stride` weights (or fewer, narrower ones), feature-major. */
+  /**
+   * (cols + 1) blocks of `stride` weights (or fewer, narrower ones), feature-major, and room for 3 more columns: a
+   * solver that packs its unfinished problems into blocks of ⌈m/4⌉·4 can keep the K − m others' columns after them.
+   */
   weights: Float32Array;
   /** A row's sums: dots[t] += Σ_k data[k] · weights[indices[k] · width + t], k in [from, to), t < width. */
   dot(from: number, to: number, width: number): void;
@@ -64,7 +67,7 @@ export function createKWideArena(nnz: number, cols: number, K: number): KWideAre
   const indicesAt = deltasAt + 8 * stride;
   const dataAt = align8(indicesAt + 4 * nnz);
   const weightsAt = dataAt + 8 * nnz;
-  const bytes = weightsAt + 4 * (cols + 1) * stride;
+  const bytes = weightsAt + 4 * (cols + 1) * (stride + 3);
   const have = ex.memory.buffer.byteLength;
   if (bytes > have) ex.memory.grow(Math.ceil((bytes - have) / 65536));
   const buffer = ex.memory.buffer;
@@ -74,7 +77,7 @@ export function createKWideArena(nnz: number, cols: number, K: number): KWideAre
     deltas: new Float64Array(buffer, deltasAt, stride),
     indices: new Int32Array(buffer, indicesAt, nnz),
     data: new Float64Array(buffer, dataAt, nnz),
-    weights: new Float32Array(buffer, weightsAt, (cols + 1) * stride),
+    weights: new Float32Array(buffer, weightsAt, (cols + 1) * (stride + 3)),
     dot: (from, to, width) => ex.dot(weightsAt, width, indicesAt, dataAt, from, to, dotsAt),
     axpy: (from, to, width) => ex.axpy(weightsAt, width, indicesAt, dataAt, from, to, deltasAt),
   };

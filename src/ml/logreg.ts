@@ -70,15 +70,7 @@ export function trainOneVsRest(
   const D = x.cols;
   const split = splitPrivateFeatures(x, K);
   const { sharedToColumn } = split;
-  const W = new Float32Array((D + 1) * K);
-  // A problem's shared weights, written to the original columns once it has converged (lane t of blocks of S).
-  const retire = (c: number, shared: Float32Array, S: number, t: number) => {
-    sharedToColumn.forEach((j, s) => {
-      W[j * K + c] = shared[s * S + t] as number;
-    });
-    W[D * K + c] = shared[sharedToColumn.length * S + t] as number;
-  };
-  const { alpha, epochs } = solveDual(
+  const { alpha, epochs, S, lane, slot } = solveDual(
     split.shared,
     split.arena,
     split.own,
@@ -86,9 +78,21 @@ export function trainOneVsRest(
     positives,
     options,
     rng,
-    retire,
     onEpoch,
   );
+  // Shared columns from the arena: a problem still training at the end from its lane, a retired one from its column.
+  const W = new Float32Array((D + 1) * K);
+  const shared = split.arena.weights;
+  const blocks = sharedToColumn.length + 1;
+  for (let s = 0; s < blocks; s++) {
+    const to = (s < sharedToColumn.length ? (sharedToColumn[s] as number) : D) * K;
+    for (let c = 0; c < K; c++) {
+      const q = slot[c] as number;
+      W[to + c] = shared[
+        q >= 0 ? shared.length - (q + 1) * blocks + s : s * S + (lane[c] as number)
+      ] as number;
+    }
+  }
   // Private columns from α (w_j = α_i y_i x_ij).
   for (let i = 0; i < x.rows; i++) {
     for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
@@ -163,12 +167,14 @@ function splitPrivateFeatures(
 
 /**
  * The dual solver on the shared columns, whose indices, values and weights live in `arena`; `own` adds each row's
- * private part to its margin and its norm. Each problem's weights are handed to `retire` when it has converged.
+ * private part to its margin and its norm.
  *
  * The problems still being optimised occupy lanes 0..m−1 of each feature's block of S = ⌈m/4⌉·4 weights; when some
  * converge, the others are packed into narrower blocks, so that a pass reads and writes only the weights of the
  * problems it still trains (the passes are bound by memory traffic, and the last problems to converge often need
- * several more full passes alone). A problem's arithmetic is the same in any lane.
+ * several more full passes alone). A problem's arithmetic is the same in any lane. A converged problem's weights
+ * move to a column of their own at the arena's end (the q-th at `weights.length − (q + 1)(D + 1)`, `slot[c] = q`),
+ * in the room the packing frees, so that no second weight matrix is ever held.
  */
 function solveDual(
   x: CsrMatrix,
@@ -178,9 +184,8 @@ function solveDual(
   positives: readonly number[],
   options: BinaryLrOptions,
   rng: Rng,
-  retire: (c: number, weights: Float32Array, S: number, t: number) => void,
   onEpoch?: (epoch: number, active: number, violation: number) => void,
-): { alpha: Float64Array; epochs: Int32Array } {
+): { alpha: Float64Array; epochs: Int32Array; S: number; lane: Int32Array; slot: Int32Array } {
   const { C, eps, maxEpochs, bias } = options;
   const n = x.rows;
   const D = x.cols;
@@ -192,6 +197,8 @@ function solveDual(
   let S = arena.stride;
   // Problem c's lane in the blocks.
   const lane = Int32Array.from({ length: K }, (_, c) => c);
+  const slot = new Int32Array(K).fill(-1);
+  let retired = 0;
   const alpha = new Float64Array(n * K);
   const sign = new Int8Array(n * K);
   const q = new Float64Array(n);
@@ -330,15 +337,24 @@ function solveDual(
     if (full) {
       const still = active.filter((c) => (violation[c] as number) >= eps);
       if (still.length < m) {
-        for (const c of active) if ((violation[c] as number) < eps) retire(c, W, S, lane[c] as number);
+        // The converged problems' weights, copied out before the packing writes over them.
+        const done = active.filter((c) => (violation[c] as number) < eps);
+        const out = new Float32Array((D + 1) * done.length);
+        for (let j = 0; j <= D; j++) {
+          for (let t = 0; t < done.length; t++)
+            out[t * (D + 1) + j] = W[j * S + (lane[done[t] as number] as number)] as number;
+        }
         S = packLanes(W, D + 1, S, still, lane);
+        done.forEach((c, t) => {
+          slot[c] = retired++;
+          W.set(out.subarray(t * (D + 1), (t + 1) * (D + 1)), W.length - retired * (D + 1));
+        });
         active = still;
       }
     }
     onEpoch?.(epoch, active.length, worst);
   }
-  for (const c of active) retire(c, W, S, lane[c] as number);
-  return { alpha, epochs };
+  return { alpha, epochs, S, lane, slot };
 }
 
 /**
