@@ -46,8 +46,8 @@ export interface KWideArena {
   indices: Int32Array;
   data: Float64Array;
   /**
-   * (cols + 1) blocks of `stride` weights (or fewer, narrower ones), feature-major, and room for 3 more columns: a
-   * solver that packs its unfinished problems into blocks of ⌈m/4⌉·4 can keep the K − m others' columns after them.
+   * (cols + 1) blocks of `stride` weights (or fewer, narrower ones), feature-major, then `spare` columns of
+   * (cols + 1) weights each (what the solver keeps beside the blocks).
    */
   weights: Float32Array;
   /** A row's sums: dots[t] += Σ_k data[k] · weights[indices[k] · width + t], k in [from, to), t < width. */
@@ -58,8 +58,11 @@ export interface KWideArena {
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
 
-/** A fresh module instance (its own memory, freed with it) sized for `nnz` non-zeros, `cols` columns, K problems. */
-export function createKWideArena(nnz: number, cols: number, K: number): KWideArena {
+/**
+ * A fresh module instance (its own memory, freed with it) sized for `nnz` non-zeros, `cols` columns, K problems and
+ * `spare` extra columns.
+ */
+export function createKWideArena(nnz: number, cols: number, K: number, spare = 0): KWideArena {
   compiled ??= new wasm.Module(Buffer.from(BYTES, 'base64'));
   const ex = new wasm.Instance(compiled).exports as Exports;
   const stride = Math.ceil(K / 4) * 4;
@@ -68,7 +71,7 @@ export function createKWideArena(nnz: number, cols: number, K: number): KWideAre
   const indicesAt = deltasAt + 8 * stride;
   const dataAt = align8(indicesAt + 4 * nnz);
   const weightsAt = dataAt + 8 * nnz;
-  const bytes = weightsAt + 4 * (cols + 1) * (stride + 3);
+  const bytes = weightsAt + 4 * (cols + 1) * (stride + spare);
   const have = ex.memory.buffer.byteLength;
   if (bytes > have) ex.memory.grow(Math.ceil((bytes - have) / 65536));
   const buffer = ex.memory.buffer;
@@ -78,7 +81,7 @@ export function createKWideArena(nnz: number, cols: number, K: number): KWideAre
     deltas: new Float64Array(buffer, deltasAt, stride),
     indices: new Int32Array(buffer, indicesAt, nnz),
     data: new Float64Array(buffer, dataAt, nnz),
-    weights: new Float32Array(buffer, weightsAt, (cols + 1) * (stride + 3)),
+    weights: new Float32Array(buffer, weightsAt, (cols + 1) * (stride + spare)),
     dot: (from, to, width) => ex.dot(weightsAt, width, indicesAt, dataAt, from, to, dotsAt),
     axpy: (from, to, width) => ex.axpy(weightsAt, width, indicesAt, dataAt, from, to, deltasAt),
   };

@@ -29,6 +29,8 @@ const FULL_PASS_EVERY = 20;
 const SHRINK_RATIO = 10;
 /** A row goes through the SIMD loops (every problem's lane) when at least 1/WIDE_SHARE of the problems are on its list. */
 const WIDE_SHARE = 16;
+/** Converged problems move out of the weight blocks this many at a time, through as many scratch columns. */
+const RETIRE_GROUP = 8;
 
 /**
  * Minimises, over z in (0, C), g(z) = z log z + (C − z) log(C − z) + ½a(z − z0)² + b(z − z0), for a root on the
@@ -89,7 +91,7 @@ export function trainOneVsRest(
     for (let c = 0; c < K; c++) {
       const q = slot[c] as number;
       W[to + c] = shared[
-        q >= 0 ? shared.length - (q + 1) * blocks + s : s * S + (lane[c] as number)
+        q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks + s : s * S + (lane[c] as number)
       ] as number;
     }
   }
@@ -145,7 +147,7 @@ function splitPrivateFeatures(
     }
     indptr[i + 1] = nnz;
   }
-  const arena = createKWideArena(nnz, sharedToColumn.length, K);
+  const arena = createKWideArena(nnz, sharedToColumn.length, K, 3 + RETIRE_GROUP);
   const { indices, data } = arena;
   let p = 0;
   for (let i = 0; i < x.rows; i++) {
@@ -173,8 +175,9 @@ function splitPrivateFeatures(
  * converge, the others are packed into narrower blocks, so that a pass reads and writes only the weights of the
  * problems it still trains (the passes are bound by memory traffic, and the last problems to converge often need
  * several more full passes alone). A problem's arithmetic is the same in any lane. A converged problem's weights
- * move to a column of their own at the arena's end (the q-th at `weights.length − (q + 1)(D + 1)`, `slot[c] = q`),
- * in the room the packing frees, so that no second weight matrix is ever held.
+ * move to a column of their own near the arena's end (the q-th at `weights.length − (RETIRE_GROUP + q + 1)(D + 1)`,
+ * `slot[c] = q`), in the room the packing frees, so that no second weight matrix is ever held: m problems still
+ * training take ⌈m/4⌉·4 ≤ m + 3 lanes, so K + 3 columns hold them and the K − m others.
  */
 function solveDual(
   x: CsrMatrix,
@@ -337,19 +340,24 @@ function solveDual(
     if (full) {
       const still = active.filter((c) => (violation[c] as number) >= eps);
       if (still.length < m) {
-        // The converged problems' weights, copied out before the packing writes over them.
+        // The converged problems, RETIRE_GROUP at a time: their weights copied to the scratch columns at the arena's
+        // top, the others packed, then the copies moved to their columns below the scratch (no temporary array,
+        // whose garbage would stay in the thread's memory until it ends).
         const done = active.filter((c) => (violation[c] as number) < eps);
-        const out = new Float32Array((D + 1) * done.length);
-        for (let j = 0; j <= D; j++) {
-          for (let t = 0; t < done.length; t++)
-            out[t * (D + 1) + j] = W[j * S + (lane[done[t] as number] as number)] as number;
+        const scratch = W.length - RETIRE_GROUP * (D + 1);
+        for (let g = 0; g < done.length; g += RETIRE_GROUP) {
+          const group = done.subarray(g, g + RETIRE_GROUP);
+          for (let j = 0; j <= D; j++) {
+            for (let t = 0; t < group.length; t++)
+              W[scratch + t * (D + 1) + j] = W[j * S + (lane[group[t] as number] as number)] as number;
+          }
+          active = active.filter((c) => !group.includes(c));
+          S = packLanes(W, D + 1, S, active, lane);
+          group.forEach((c, t) => {
+            slot[c] = retired++;
+            W.copyWithin(scratch - retired * (D + 1), scratch + t * (D + 1), scratch + (t + 1) * (D + 1));
+          });
         }
-        S = packLanes(W, D + 1, S, still, lane);
-        done.forEach((c, t) => {
-          slot[c] = retired++;
-          W.set(out.subarray(t * (D + 1), (t + 1) * (D + 1)), W.length - retired * (D + 1));
-        });
-        active = still;
       }
     }
     onEpoch?.(epoch, active.length, worst);
