@@ -7,42 +7,18 @@
  * so that no toolchain is needed to change it.
  */
 
-const uleb = (n) => {
-  const out = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-const sleb = (n) => {
-  const out = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && !(b & 0x40)) || (n === -1 && b & 0x40)) return [...out, b];
-    out.push(b | 0x80);
-  }
-};
-const vec = (items) => [...uleb(items.length), ...items.flat()];
-const name = (s) => vec([...Buffer.from(s)]);
-const section = (id, body) => [id, ...uleb(body.length), ...body];
+import { add, countUp, end, get, i32, mul, name, section, set, shl, uleb, vec } from './wasm-bytes.js';
+
 const I32 = 0x7f;
 
 // Parameters 0-3: stats, width, n, sums (byte offsets, counts); locals 4-14.
 const [STATS, W, N, SUMS, I, A, B, C, D, X, R, T, BASE, K, ADDR] = [...Array(15).keys()];
-const get = (i) => [0x20, ...uleb(i)];
-const set = (i) => [0x21, ...uleb(i)];
-const i32 = (v) => [0x41, ...sleb(v)];
 const f64 = (v) => {
   const b = Buffer.alloc(8);
   b.writeDoubleLE(v);
   return [0x44, ...b];
 };
-const [add, mul, xor, shl, rotl, geS] = [[0x6a], [0x6c], [0x73], [0x74], [0x77], [0x4e]];
-const [block, loop, end, brIf, br] = [[0x02, 0x40], [0x03, 0x40], [0x0b], [0x0d], [0x0c]];
+const [xor, rotl] = [[0x73], [0x77]];
 const [f64Load, f64Store, f64Add, f64Mul, f64Floor] = [[0x2b, 3, 0], [0x39, 3, 0], [0xa0], [0xa2], [0x9c]];
 const [f64FromU32, f64FromI32, u32FromF64] = [[0xb8], [0xb7], [0xab]];
 
@@ -116,27 +92,7 @@ const draw = (w) => [
   ...set(BASE),
 ];
 /** `for (i = 0; i < n; i++) { draw; body }` */
-const overRows = (w, body) => [
-  ...i32(0),
-  ...set(I),
-  ...block,
-  ...loop,
-  ...get(I),
-  ...get(N),
-  ...geS,
-  ...brIf,
-  1,
-  ...draw(w),
-  ...body,
-  ...get(I),
-  ...i32(1),
-  ...add,
-  ...set(I),
-  ...br,
-  0,
-  ...end,
-  ...end,
-];
+const overRows = (w, body) => countUp(I, i32(0), N, 1, [...draw(w), ...body]);
 const load = (offset) => [...get(BASE), 0x2b, 3, ...uleb(offset)];
 const addTo = (local, offset) => [...get(local), ...load(offset), ...f64Add, ...set(local)];
 const addToSum = (k, local) => [
@@ -158,42 +114,28 @@ const code = [
   // Widths 1 (accuracy) and 2 (ranking): the sums in locals.
   ...ifWidth(1, [...overRows(1, addTo(S0, 0)), ...addToSum(0, S0)]),
   ...ifWidth(2, [...overRows(2, [...addTo(S0, 0), ...addTo(S1, 8)]), ...addToSum(0, S0), ...addToSum(1, S1)]),
-  ...overRows(undefined, [
-    ...i32(0),
-    ...set(K),
-    ...block,
-    ...loop,
-    ...get(K),
-    ...get(W),
-    ...geS,
-    ...brIf,
-    1,
-    ...get(K),
-    ...i32(3),
-    ...shl,
-    ...get(SUMS),
-    ...add,
-    ...set(ADDR),
-    ...get(ADDR),
-    ...get(ADDR),
-    ...f64Load,
-    ...get(K),
-    ...i32(3),
-    ...shl,
-    ...get(BASE),
-    ...add,
-    ...f64Load,
-    ...f64Add,
-    ...f64Store,
-    ...get(K),
-    ...i32(1),
-    ...add,
-    ...set(K),
-    ...br,
-    0,
-    ...end,
-    ...end,
-  ]),
+  ...overRows(
+    undefined,
+    countUp(K, i32(0), W, 1, [
+      ...get(K),
+      ...i32(3),
+      ...shl,
+      ...get(SUMS),
+      ...add,
+      ...set(ADDR),
+      ...get(ADDR),
+      ...get(ADDR),
+      ...f64Load,
+      ...get(K),
+      ...i32(3),
+      ...shl,
+      ...get(BASE),
+      ...add,
+      ...f64Load,
+      ...f64Add,
+      ...f64Store,
+    ]),
+  ),
   ...saveState,
   ...end,
 ];

@@ -35,6 +35,28 @@ describe('dual coordinate descent logistic regression', () => {
     expect(Array.from(alone)).toEqual(Array.from(together).filter((_, i) => i % 2 === 1));
   });
 
+  it('gives each of many problems its own weights however many converge beside it (packing, retiring in groups)', () => {
+    // 120 rows of 6 random columns among 50 (some in one row only), 24 classes: problems converge at different full
+    // passes, several at once, and leave the weight blocks in groups.
+    const rng = createRng(11);
+    const rows = 120;
+    const indptr = Int32Array.from({ length: rows + 1 }, (_, i) => 6 * i);
+    const indices = Int32Array.from({ length: 6 * rows }, (_, k) =>
+      k % 6 === 5 ? 50 + Math.floor(k / 6) : rng.int(50),
+    );
+    const data = Float64Array.from({ length: 6 * rows }, () => 0.1 + rng.next());
+    const x: CsrMatrix = { rows, cols: 50 + rows, indptr, indices, data };
+    const y = Int32Array.from({ length: rows }, () => rng.int(24));
+    const options = { C: 10, eps: 0.01, maxEpochs: 300, bias: 1 };
+    const all = Array.from({ length: 24 }, (_, c) => c);
+    const together = trainOneVsRest(x, y, all, options, createRng(3));
+    expect(new Set(together.epochs).size).toBeGreaterThan(1);
+    for (const c of [0, 7, 23]) {
+      const alone = trainOneVsRest(x, y, [c], options, createRng(3)).weights;
+      expect(Array.from(alone)).toEqual(Array.from(together.weights).filter((_, i) => i % 24 === c));
+    }
+  });
+
   it("normalises one-vs-rest sigmoids as scikit-learn's predict_proba", () => {
     const p = ovrProbabilities(Float64Array.from([0, 0, Math.log(3)]), 1, 3);
     // sigmoids 0.5, 0.5, 0.75 → divided by 1.75

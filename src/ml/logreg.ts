@@ -10,6 +10,7 @@
  * it is regularised too).
  */
 import type { Rng } from '../metrics/rng.js';
+import { createKWideArena, type KWideArena } from './logreg-wasm.js';
 import type { CsrMatrix } from './sparse.js';
 
 export interface BinaryLrOptions {
@@ -26,6 +27,10 @@ const NEWTON_STEPS = 100;
 /** Every this many passes (and on the first two), every pair is visited and convergence is decided. */
 const FULL_PASS_EVERY = 20;
 const SHRINK_RATIO = 10;
+/** A row goes through the SIMD loops (every problem's lane) when at least 1/WIDE_SHARE of the problems are on its list. */
+const WIDE_SHARE = 16;
+/** Converged problems move out of the weight blocks this many at a time, through as many scratch columns. */
+const RETIRE_GROUP = 8;
 
 /**
  * Minimises, over z in (0, C), g(z) = z log z + (C − z) log(C − z) + ½a(z − z0)² + b(z − z0), for a root on the
@@ -63,20 +68,34 @@ export function trainOneVsRest(
   rng: Rng,
   onEpoch?: (epoch: number, active: number, violation: number) => void,
 ): { weights: Float32Array; epochs: Int32Array } {
-  const split = splitPrivateFeatures(x);
-  const {
-    weights: shared,
-    alpha,
-    epochs,
-  } = solveDual(split.shared, split.own, labels, positives, options, rng, onEpoch);
-  // Back to the original columns: shared features from the solver, private ones from α (w_j = α_i y_i x_ij).
   const K = positives.length;
   const D = x.cols;
+  const split = splitPrivateFeatures(x, K);
+  const { sharedToColumn } = split;
+  const { alpha, epochs, S, lane, slot } = solveDual(
+    split.shared,
+    split.arena,
+    split.own,
+    labels,
+    positives,
+    options,
+    rng,
+    onEpoch,
+  );
+  // Shared columns from the arena: a problem still training at the end from its lane, a retired one from its column.
   const W = new Float32Array((D + 1) * K);
-  split.sharedToColumn.forEach((j, s) => {
-    W.set(shared.subarray(s * K, s * K + K), j * K);
-  });
-  W.set(shared.subarray(split.sharedToColumn.length * K), D * K);
+  const shared = split.arena.weights;
+  const blocks = sharedToColumn.length + 1;
+  for (let s = 0; s < blocks; s++) {
+    const to = (s < sharedToColumn.length ? (sharedToColumn[s] as number) : D) * K;
+    for (let c = 0; c < K; c++) {
+      const q = slot[c] as number;
+      W[to + c] = shared[
+        q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks + s : s * S + (lane[c] as number)
+      ] as number;
+    }
+  }
+  // Private columns from α (w_j = α_i y_i x_ij).
   for (let i = 0; i < x.rows; i++) {
     for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
       const j = x.indices[k] as number;
@@ -94,10 +113,15 @@ export function trainOneVsRest(
  * Columns that occur in one row only ("private" to it: most long n-grams) never couple two rows, so they need not
  * be stored during training: their part of row i's margin is Σ_j x_ij · α_i y_i x_ij = own_i α_i y_i, where own_i is
  * the squared norm of row i's private part. Dropping them shrinks the weight matrix by about 60% on TF-IDF
- * character n-grams (and the traffic through it), exactly; training runs about 8% faster.
+ * character n-grams (and the traffic through it), exactly; training runs about 8% faster. The shared part's indices
+ * and values are written straight into the WebAssembly arena that trains on them, beside the weights.
  */
-function splitPrivateFeatures(x: CsrMatrix): {
+function splitPrivateFeatures(
+  x: CsrMatrix,
+  K: number,
+): {
   shared: CsrMatrix;
+  arena: KWideArena;
   own: Float64Array;
   sharedToColumn: Int32Array;
   columnToShared: Int32Array;
@@ -108,15 +132,6 @@ function splitPrivateFeatures(x: CsrMatrix): {
   const sharedColumns: number[] = [];
   for (let j = 0; j < x.cols; j++) if ((df[j] as number) > 1) sharedColumns.push(j);
   const sharedToColumn = Int32Array.from(sharedColumns);
-  // Dense features (an encoder's vectors) have no private column: train on x itself rather than on a copy.
-  if (sharedColumns.length === x.cols) {
-    return {
-      shared: x,
-      own: new Float64Array(x.rows),
-      sharedToColumn,
-      columnToShared: Int32Array.from(sharedToColumn),
-    };
-  }
   const columnToShared = new Int32Array(x.cols).fill(-1);
   sharedToColumn.forEach((j, s) => {
     columnToShared[j] = s;
@@ -132,8 +147,8 @@ function splitPrivateFeatures(x: CsrMatrix): {
     }
     indptr[i + 1] = nnz;
   }
-  const indices = new Int32Array(nnz);
-  const data = new Float64Array(nnz);
+  const arena = createKWideArena(nnz, sharedToColumn.length, K, 3 + RETIRE_GROUP);
+  const { indices, data } = arena;
   let p = 0;
   for (let i = 0; i < x.rows; i++) {
     for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
@@ -145,22 +160,35 @@ function splitPrivateFeatures(x: CsrMatrix): {
   }
   return {
     shared: { rows: x.rows, cols: sharedToColumn.length, indptr, indices, data },
+    arena,
     own,
     sharedToColumn,
     columnToShared,
   };
 }
 
-/** The dual solver on the shared columns; `own` adds each row's private part to its margin and its norm. */
+/**
+ * The dual solver on the shared columns, whose indices, values and weights live in `arena`; `own` adds each row's
+ * private part to its margin and its norm.
+ *
+ * The problems still being optimised occupy lanes 0..m−1 of each feature's block of S = ⌈m/4⌉·4 weights; when some
+ * converge, the others are packed into narrower blocks, so that a pass reads and writes only the weights of the
+ * problems it still trains (the passes are bound by memory traffic, and the last problems to converge often need
+ * several more full passes alone). A problem's arithmetic is the same in any lane. A converged problem's weights
+ * move to a column of their own near the arena's end (the q-th at `weights.length − (RETIRE_GROUP + q + 1)(D + 1)`,
+ * `slot[c] = q`), in the room the packing frees, so that no second weight matrix is ever held: m problems still
+ * training take ⌈m/4⌉·4 ≤ m + 3 lanes, so K + 3 columns hold them and the K − m others.
+ */
 function solveDual(
   x: CsrMatrix,
+  arena: KWideArena,
   own: Float64Array,
   labels: Int32Array,
   positives: readonly number[],
   options: BinaryLrOptions,
   rng: Rng,
   onEpoch?: (epoch: number, active: number, violation: number) => void,
-): { weights: Float32Array; alpha: Float64Array; epochs: Int32Array } {
+): { alpha: Float64Array; epochs: Int32Array; S: number; lane: Int32Array; slot: Int32Array } {
   const { C, eps, maxEpochs, bias } = options;
   const n = x.rows;
   const D = x.cols;
@@ -168,15 +196,18 @@ function solveDual(
   const { indptr, indices, data } = x;
   // Single precision: the weights are read and written once per non-zero and problem on every pass, so memory
   // traffic, not arithmetic, bounds the speed; halving it nearly halves the time, at no cost in accuracy here.
-  const W = new Float32Array((D + 1) * K);
+  const { weights: W, dots, deltas } = arena;
+  let S = arena.stride;
+  // Problem c's lane in the blocks.
+  const lane = Int32Array.from({ length: K }, (_, c) => c);
+  const slot = new Int32Array(K).fill(-1);
+  let retired = 0;
   const alpha = new Float64Array(n * K);
   const sign = new Int8Array(n * K);
   const q = new Float64Array(n);
-  const dots = new Float64Array(K);
-  const deltas = new Float64Array(K);
   const violation = new Float64Array(K);
   const epochs = new Int32Array(K);
-  // Problems still being optimised.
+  // Problems still being optimised, in lane order.
   let active = Int32Array.from({ length: K }, (_, c) => c);
   const a0 = Math.min(1e-3 * C, 1e-8);
   // Each one-variable subproblem is solved well inside the outer tolerance.
@@ -200,16 +231,16 @@ function solveDual(
   }
   for (let j = 0; j <= D; j++) {
     const v = -a0 * (column[j] as number);
-    for (let c = 0; c < K; c++) W[j * K + c] = v;
+    for (let c = 0; c < K; c++) W[j * S + c] = v;
   }
   for (let i = 0; i < n; i++) {
     for (let c = 0; c < K; c++) {
       if (sign[i * K + c] !== 1) continue;
       for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
         const j = indices[k] as number;
-        W[j * K + c] = (W[j * K + c] as number) + 2 * a0 * (data[k] as number);
+        W[j * S + c] = (W[j * S + c] as number) + 2 * a0 * (data[k] as number);
       }
-      W[D * K + c] = (W[D * K + c] as number) + 2 * a0 * bias;
+      W[D * S + c] = (W[D * S + c] as number) + 2 * a0 * bias;
     }
   }
   const order = new Uint32Array(n);
@@ -239,39 +270,32 @@ function solveDual(
       }
     }
     for (let t = 0; t < m; t++) violation[active[t] as number] = 0;
+    const B = D * S;
     for (let r = 0; r < n; r++) {
       const i = order[r] as number;
       const list = i * K;
       const count = pairCount[i] as number;
       if (count === 0) continue;
-      // With every problem on the list, skip the indirection (the common case of the expensive full passes).
-      const dense = count === K;
-      if (dense) {
-        for (let c = 0; c < K; c++) dots[c] = (W[D * K + c] as number) * bias;
-        for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
-          const v = data[k] as number;
-          const base = (indices[k] as number) * K;
-          // Unrolled by four: V8 runs this about 1.6 times faster than the plain loop.
-          let c = 0;
-          for (; c + 4 <= K; c += 4) {
-            dots[c] = (dots[c] as number) + v * (W[base + c] as number);
-            dots[c + 1] = (dots[c + 1] as number) + v * (W[base + c + 1] as number);
-            dots[c + 2] = (dots[c + 2] as number) + v * (W[base + c + 2] as number);
-            dots[c + 3] = (dots[c + 3] as number) + v * (W[base + c + 3] as number);
-          }
-          for (; c < K; c++) dots[c] = (dots[c] as number) + v * (W[base + c] as number);
-        }
+      const from = indptr[i] as number;
+      const to = indptr[i + 1] as number;
+      // Enough of the row's problems on its list: every lane through the SIMD loops, the unlisted ones with a zero
+      // step (w + v · 0 is w); otherwise only the listed problems, one at a time.
+      const wide = count * WIDE_SHARE >= m;
+      if (wide) {
+        for (let t = 0; t < S; t++) dots[t] = (W[B + t] as number) * bias;
+        arena.dot(from, to, S);
+        deltas.fill(0, 0, S);
       } else {
         for (let t = 0; t < count; t++) {
-          const c = pairs[list + t] as number;
-          dots[c] = (W[D * K + c] as number) * bias;
+          const l = lane[pairs[list + t] as number] as number;
+          dots[l] = (W[B + l] as number) * bias;
         }
-        for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
+        for (let k = from; k < to; k++) {
           const v = data[k] as number;
-          const base = (indices[k] as number) * K;
+          const base = (indices[k] as number) * S;
           for (let t = 0; t < count; t++) {
-            const c = pairs[list + t] as number;
-            dots[c] = (dots[c] as number) + v * (W[base + c] as number);
+            const l = lane[pairs[list + t] as number] as number;
+            dots[l] = (dots[l] as number) + v * (W[base + l] as number);
           }
         }
       }
@@ -281,10 +305,11 @@ function solveDual(
       let skipped = 0;
       for (let t = 0; t < count; t++) {
         const c = pairs[list + t] as number;
+        const l = lane[c] as number;
         const yi = sign[i * K + c] as number;
         const ai = alpha[i * K + c] as number;
         // The row's private columns add own_i α_i y_i to its margin; times y_i that is own_i α_i.
-        const b = yi * (dots[c] as number) + ownI * ai;
+        const b = yi * (dots[l] as number) + ownI * ai;
         const grad = Math.abs(Math.log(ai / (C - ai)) + b);
         if (grad > (violation[c] as number)) violation[c] = grad;
         // g'(C/2) ≥ 0: the minimiser lies in (0, C/2]; otherwise solve for C − z, which then lies there.
@@ -293,15 +318,16 @@ function solveDual(
             ? solveSmallSide(a, ai, b, C, innerTol)
             : C - solveSmallSide(a, C - ai, -b, C, innerTol);
         alpha[i * K + c] = z;
-        deltas[c] = (z - ai) * yi;
+        deltas[l] = (z - ai) * yi;
         // Pairs far from their optimum stay on the row's list (compacted to its front); the others are set aside
         // until the next full pass. The bar follows the problem's last worst gradient, so early passes shrink too.
         if (grad >= Math.max(eps, shrinkBar[c] as number)) pairs[list + moved++] = c;
         else aside[skipped++] = c;
       }
       // Every visited pair took its step; apply them (kept pairs at the front, set-aside ones after the visit list).
-      addRow(W, K, x, i, D, bias, deltas, pairs, list, moved);
-      if (skipped > 0) addRow(W, K, x, i, D, bias, deltas, aside, 0, skipped);
+      if (wide) arena.axpy(from, to, S);
+      addSteps(W, S, x, i, bias, lane, deltas, [pairs, list, moved], !wide);
+      addSteps(W, S, x, i, bias, lane, deltas, [aside, 0, skipped], !wide);
       pairCount[i] = moved;
     }
     let worst = 0;
@@ -311,50 +337,79 @@ function solveDual(
       shrinkBar[c] = (violation[c] as number) / SHRINK_RATIO;
       worst = Math.max(worst, violation[c] as number);
     }
-    if (full) active = active.filter((c) => (violation[c] as number) >= eps);
+    if (full) {
+      const still = active.filter((c) => (violation[c] as number) >= eps);
+      if (still.length < m) {
+        // The converged problems, RETIRE_GROUP at a time: their weights copied to the scratch columns at the arena's
+        // top, the others packed, then the copies moved to their columns below the scratch (no temporary array,
+        // whose garbage would stay in the thread's memory until it ends).
+        const done = active.filter((c) => (violation[c] as number) < eps);
+        const scratch = W.length - RETIRE_GROUP * (D + 1);
+        for (let g = 0; g < done.length; g += RETIRE_GROUP) {
+          const group = done.subarray(g, g + RETIRE_GROUP);
+          for (let j = 0; j <= D; j++) {
+            for (let t = 0; t < group.length; t++)
+              W[scratch + t * (D + 1) + j] = W[j * S + (lane[group[t] as number] as number)] as number;
+          }
+          active = active.filter((c) => !group.includes(c));
+          S = packLanes(W, D + 1, S, active, lane);
+          group.forEach((c, t) => {
+            slot[c] = retired++;
+            W.copyWithin(scratch - retired * (D + 1), scratch + t * (D + 1), scratch + (t + 1) * (D + 1));
+          });
+        }
+      }
+    }
     onEpoch?.(epoch, active.length, worst);
   }
-  return { weights: W, alpha, epochs };
+  return { alpha, epochs, S, lane, slot };
 }
 
-/** W[:, c] += deltas[c] · x_i for the problems c = list[from .. from + count) (feature-major layout). */
-function addRow(
+/**
+ * Moves the problems `keep` (in lane order) to lanes 0, 1, … of blocks of ⌈|keep|/4⌉·4 weights, in place (every
+ * weight moves to a lower or equal offset, so reading upward never meets an overwritten one); returns the new width.
+ */
+function packLanes(W: Float32Array, blocks: number, S: number, keep: Int32Array, lane: Int32Array): number {
+  const m = keep.length;
+  const width = Math.ceil(m / 4) * 4;
+  const from = Int32Array.from(keep, (c) => lane[c] as number);
+  for (let j = 0; j < blocks; j++) {
+    for (let t = 0; t < m; t++) W[j * width + t] = W[j * S + (from[t] as number)] as number;
+    for (let t = m; t < width; t++) W[j * width + t] = 0;
+  }
+  keep.forEach((c, t) => {
+    lane[c] = t;
+  });
+  return width;
+}
+
+/**
+ * The steps of the problems c = list[from .. from + count) on row i: the intercept's weights, W[D·S + lane[c]] +=
+ * bias · deltas[lane[c]], and unless the SIMD loop has done it (`row` false), W[j·S + lane[c]] += x_ij · deltas[lane[c]].
+ */
+function addSteps(
   W: Float32Array,
-  K: number,
+  S: number,
   x: CsrMatrix,
   i: number,
-  D: number,
   bias: number,
+  lane: Int32Array,
   deltas: Float64Array,
-  list: Int32Array,
-  from: number,
-  count: number,
+  [list, from, count]: [Int32Array, number, number],
+  row: boolean,
 ): void {
-  // Every problem in order 0..K−1 (a full pass where nothing was set aside): contiguous and unrolled.
-  const dense = count === K && list[from] === 0 && list[from + K - 1] === K - 1;
-  for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
+  for (let k = row ? (x.indptr[i] as number) : 0; row && k < (x.indptr[i + 1] as number); k++) {
     const v = x.data[k] as number;
-    const base = (x.indices[k] as number) * K;
-    if (dense) {
-      let c = 0;
-      for (; c + 4 <= K; c += 4) {
-        W[base + c] = (W[base + c] as number) + v * (deltas[c] as number);
-        W[base + c + 1] = (W[base + c + 1] as number) + v * (deltas[c + 1] as number);
-        W[base + c + 2] = (W[base + c + 2] as number) + v * (deltas[c + 2] as number);
-        W[base + c + 3] = (W[base + c + 3] as number) + v * (deltas[c + 3] as number);
-      }
-      for (; c < K; c++) W[base + c] = (W[base + c] as number) + v * (deltas[c] as number);
-      continue;
-    }
+    const base = (x.indices[k] as number) * S;
     for (let t = 0; t < count; t++) {
-      const c = list[from + t] as number;
-      W[base + c] = (W[base + c] as number) + v * (deltas[c] as number);
+      const l = lane[list[from + t] as number] as number;
+      W[base + l] = (W[base + l] as number) + v * (deltas[l] as number);
     }
   }
-  const base = D * K;
+  const at = x.cols * S;
   for (let t = 0; t < count; t++) {
-    const c = list[from + t] as number;
-    W[base + c] = (W[base + c] as number) + bias * (deltas[c] as number);
+    const l = lane[list[from + t] as number] as number;
+    W[at + l] = (W[at + l] as number) + bias * (deltas[l] as number);
   }
 }
 
