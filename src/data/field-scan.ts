@@ -8,7 +8,7 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { parseJsonLine } from './jsonl.js';
 import { sniffEncoding, TextEncodingError } from './text.js';
 
@@ -62,7 +62,7 @@ function scanLine(line: Buffer, key: Buffer): { value: string } | undefined {
 
 /** The string values of a top-level field over a JSONL file's lines; lines that are not JSON objects add none. */
 export async function readFieldStrings(file: string, field: string): Promise<Set<string>> {
-  return fieldStringsOf(file, await readFile(file), field);
+  return fieldStringsOf(file, readFileSync(file), field);
 }
 
 /** {@link readFieldStrings} of a file's bytes already read (`file` names it in messages). */

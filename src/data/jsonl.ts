@@ -2,7 +2,7 @@
  * JSONL reading: one JSON value a line, with the line number kept for messages. Blank lines carry no record and
  * are passed over; everything else is either a value or a parse error, never dropped.
  */
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { decodeUtf8, readUtf8LineBatches } from './text.js';
 
 /** A line parsed, or its parse error with the line's first characters (to tell CSV or a JSON array apart). */
@@ -69,7 +69,7 @@ export async function* readJsonlFile(file: string): AsyncGenerator<JsonlLine> {
  * split at once (the lines are all kept anyway), or streamed where the bytes are not UTF-8, for the stream's message.
  */
 export async function readJsonlLines(file: string): Promise<JsonlLine[]> {
-  const whole = parseJsonlBytes(file, await readFile(file));
+  const whole = parseJsonlBytes(file, readFileSync(file));
   if (whole) return whole;
   const out: JsonlLine[] = [];
   let n = 0;

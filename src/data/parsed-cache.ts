@@ -17,8 +17,7 @@
  * `RUMEDBENCH_PARSED_CACHE` names the folder (default: `parsed/` in the user's cache folder); `off` turns it off.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import envPaths from 'env-paths';
 import { VERSION } from '../version.js';
@@ -89,7 +88,7 @@ export async function cachedParse<T>(
 async function readEntry(path: string, key: string, source: string): Promise<unknown> {
   let text: Buffer;
   try {
-    text = await readFile(path);
+    text = readFileSync(path);
   } catch {
     return undefined;
   }
