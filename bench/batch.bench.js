@@ -26,7 +26,7 @@ function run(extra) {
   const args = [
     '--import',
     probe,
-    join(root, 'dist', 'cli', 'main.js'),
+    join(root, 'dist', 'bin', 'rumedbench.js'),
     'llm',
     '--base-url',
     `http://127.0.0.1:${port}/v1`,

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
+const cli = join(root, 'dist', 'bin', 'rumedbench.js');
 const dataDir = process.env.RUMEDBENCH_DATA || resolve(root, '..', 'shared', 'rumedbench', 'data');
 if (!existsSync(join(dataDir, 'RuMedDaNet', 'test_v1.jsonl'))) {
   console.log(`skipped: RuMedBench data not found at ${dataDir}`);

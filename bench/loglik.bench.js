@@ -1,6 +1,6 @@
 // Benchmark (issue #47): a log-likelihood run of RuMedDaNet's test set (256 items) at concurrency 8 against one
 // loopback vLLM-like server (bench/loglik-vllm-server.js), by rumedbench (this build, and BENCH_BEFORE_CLI, another
-// build's dist/cli/main.js, where set) and by EleutherAI lm-evaluation-harness 0.4.13 (`local-completions`,
+// build's dist/bin/rumedbench.js, where set) and by EleutherAI lm-evaluation-harness 0.4.13 (`local-completions`,
 // tokenized_requests=False, max_length=8192, the server's tokenizer), where LMEVAL_PYTHON names a Python with it
 // (bash bench/lmeval/setup.sh installs one). lm-eval reads a task file whose prompts and candidates are ours byte for
 // byte (written from our run's samples.jsonl). Each run is a fresh process, timed with /usr/bin/time (wall, peak
@@ -22,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
+const cli = join(root, 'dist', 'bin', 'rumedbench.js');
 const before = process.env.BENCH_BEFORE_CLI;
 const python =
   process.env.LMEVAL_PYTHON ??

@@ -25,7 +25,7 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const cli = join(root, 'dist/cli/main.js');
+const cli = join(root, 'dist/bin/rumedbench.js');
 const env = { ...process.env, RUMEDBENCH_DATA: dataDir };
 const time = (args) => {
   const t0 = performance.now();

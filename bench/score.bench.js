@@ -4,7 +4,7 @@
 // start, `version` at most 1.3x (issue #47).
 // The parsed-data cache (src/data/parsed-cache.ts) lives in a folder of this run's own: `eval` is timed with it
 // filled (the usual case: every run after the first on the same data) and, apart, empty (a first run).
-// Side by side with another build (say main before a change): RUMEDBENCH_BENCH_BEFORE=/path/to/dist/cli/main.js.
+// Side by side with another build (say main before a change): RUMEDBENCH_BENCH_BEFORE=/path/to/dist/bin/rumedbench.js.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,7 +42,7 @@ const timed = (args, env = {}) => {
   return performance.now() - t0;
 };
 const evalArgs = (main) => [main, 'eval', submission, '--bootstrap', '1000', '--json'];
-const main = join(root, 'dist/cli/main.js');
+const main = join(root, 'dist/bin/rumedbench.js');
 // Once, untimed: the cache filled, and both builds' files read once.
 timed(evalArgs(main));
 if (before) timed(evalArgs(before));

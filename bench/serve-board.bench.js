@@ -6,7 +6,7 @@
 // 2-core machine; `--uploads 5000` uploads them all). Then,
 // for each build on a copy of that database: the cold start's ranking time (until the API says `current`, or the
 // timeout), the board page's and the API's sizes, page and API latency while idle, and page latency and upload
-// rate while 8 clients upload. With RUMEDBENCH_BENCH_BEFORE=/path/to/other/dist/cli/main.js the other build is
+// rate while 8 clients upload. With RUMEDBENCH_BENCH_BEFORE=/path/to/other/dist/bin/rumedbench.js the other build is
 // measured first, side by side, on the same seeded board, and the ratios are printed.
 // Flags: --entries N (default 5000), --rank-timeout S (default 180), --load-uploads N (default 96),
 // --idle-s S (default 15).
@@ -90,7 +90,7 @@ function filesOf(n) {
 }
 
 const ADMIN = `bench-admin-${randomBytes(16).toString('hex')}`;
-const cli = join(root, 'dist/cli/main.js');
+const cli = join(root, 'dist/bin/rumedbench.js');
 const before = process.env.RUMEDBENCH_BENCH_BEFORE;
 /** A build's flags: uploads unlimited; reads unlimited where the build limits them (the bench reads far more). */
 function buildOf(label, path) {

@@ -29,8 +29,8 @@ if (!existsSync(dataDir) || !existsSync(preds)) {
 const TASKS = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'];
 const files = TASKS.map((t) => ({ name: `${t}.jsonl`, data: readFileSync(join(preds, `${t}.jsonl`)) }));
 const ADMIN = `bench-admin-${randomBytes(16).toString('hex')}`;
-const cli = join(root, 'dist/cli/main.js');
-// Side by side with another build (say the commit before a change): RUMEDBENCH_BENCH_BEFORE=/path/to/dist/cli/main.js.
+const cli = join(root, 'dist/bin/rumedbench.js');
+// Side by side with another build (say the commit before a change): RUMEDBENCH_BENCH_BEFORE=/path/to/dist/bin/rumedbench.js.
 const before = process.env.RUMEDBENCH_BENCH_BEFORE;
 // This build rate-limits token uploads (60 a minute by default); the bench uploads far more on purpose.
 const BUILDS = [

@@ -5,7 +5,7 @@
 // time per job as the workers measure it (claim, reads, completion; target: < 20 ms). Every command is the built
 // CLI in its own process; one run, side by side.
 //
-// Before/after: `node bench/workers.bench.js --before OTHER/dist/cli/main.js --runs 5` runs that build and this one
+// Before/after: `node bench/workers.bench.js --before OTHER/dist/bin/rumedbench.js --runs 5` runs that build and this one
 // alternately (the order flips every run), the same plan on a fresh database each time, and prints the medians.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ const flag = (name) => {
 };
 const builds = [
   ...(flag('--before') ? [{ label: 'before', cli: resolve(flag('--before')) }] : []),
-  { label: flag('--before') ? 'after' : 'this', cli: join(root, 'dist', 'cli', 'main.js') },
+  { label: flag('--before') ? 'after' : 'this', cli: join(root, 'dist', 'bin', 'rumedbench.js') },
 ];
 const runs = Math.max(1, Number(flag('--runs') ?? 1));
 const base = process.env.RUMEDBENCH_TEST_PG_URL;

@@ -1,5 +1,5 @@
 /**
- * What dist/ was built from: a digest of every file the build reads (src/, the tsconfigs, package.json). The build
+ * What dist/ was built from: a digest of every file the build reads (src/, the tsconfigs, package.json, the build script). The build
  * writes it to dist/.build-stamp; the tests' global set-up builds again only when the sources no longer match, so a
  * second test run (or one file's) does not pay a minute for a build it already has.
  */
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'scripts/build.js'];
 
 /** The digest of the build's inputs under `root`: their paths and contents, in a stable order. */
 export function sourceDigest(root) {

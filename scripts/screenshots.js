@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'cli', 'main.js');
+const cli = join(root, 'dist', 'bin', 'rumedbench.js');
 const shared = resolve(root, '..', 'shared', 'rumedbench');
 const data = process.env.RUMEDBENCH_DATA || join(shared, 'data');
 const refs = join(shared, 'reference-predictions');

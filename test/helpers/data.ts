@@ -78,4 +78,4 @@ if (!DATA_DIR) console.warn(`[rumedbench tests] skipping data-dependent tests: $
 else if (!REFERENCE_PREDICTIONS)
   console.warn(`[rumedbench tests] skipping the paper-table and report suites: ${NO_REFERENCE_REASON}`);
 
-export const CLI = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+export const CLI = join(REPO_ROOT, 'dist', 'bin', 'rumedbench.js');
