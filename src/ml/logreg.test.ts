@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../metrics/rng.js';
-import { ovrProbabilities, trainOneVsRest } from './logreg.js';
+import { assembleOneVsRest, ovrProbabilities, trainOneVsRest, trainOneVsRestPieces } from './logreg.js';
 import type { CsrMatrix } from './sparse.js';
 
 // A five-row problem; the reference optimum is scikit-learn 1.2.1's LogisticRegression(solver='liblinear', tol=1e-12),
@@ -54,6 +54,60 @@ describe('dual coordinate descent logistic regression', () => {
     for (const c of [0, 7, 23]) {
       const alone = trainOneVsRest(x, y, [c], options, createRng(3)).weights;
       expect(Array.from(alone)).toEqual(Array.from(together.weights).filter((_, i) => i % 24 === c));
+    }
+  });
+
+  it('assembles the weights w = Σ α_i y_i x_i of the pieces, every column in its place', () => {
+    // 60 rows of 4 columns among 20 and one of their own, among 30 columns in no row, all shuffled: the shared
+    // blocks move out past private and empty columns.
+    const rng = createRng(5);
+    const rows = 60;
+    const cols = 20 + rows + 30;
+    const perm = Array.from({ length: cols }, (_, j) => j);
+    for (let j = cols - 1; j > 0; j--) {
+      const t = rng.int(j + 1);
+      [perm[j], perm[t]] = [perm[t] as number, perm[j] as number];
+    }
+    const indptr = Int32Array.from({ length: rows + 1 }, (_, i) => 5 * i);
+    const indices = Int32Array.from(
+      { length: 5 * rows },
+      (_, k) => perm[k % 5 === 4 ? 20 + Math.floor(k / 5) : rng.int(20)] as number,
+    );
+    const data = Float64Array.from({ length: 5 * rows }, () => 0.1 + rng.next());
+    const x: CsrMatrix = { rows, cols, indptr, indices, data };
+    const y = Int32Array.from({ length: rows }, () => rng.int(3));
+    const positives = [0, 1, 2];
+    const K = positives.length;
+    const pieces = trainOneVsRestPieces(
+      x,
+      y,
+      positives,
+      { C: 10, eps: 0.01, maxEpochs: 300, bias: 1 },
+      createRng(3),
+    );
+    const { alpha } = pieces;
+    const W = assembleOneVsRest(x, y, positives, pieces);
+    const w = new Float64Array((cols + 1) * K);
+    for (let i = 0; i < rows; i++) {
+      for (let c = 0; c < K; c++) {
+        const a = (alpha[i * K + c] as number) * (y[i] === positives[c] ? 1 : -1);
+        for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
+          const j = indices[k] as number;
+          w[j * K + c] = (w[j * K + c] as number) + a * (data[k] as number);
+        }
+        w[cols * K + c] = (w[cols * K + c] as number) + a;
+      }
+    }
+    const privateColumns = new Set(perm.slice(20, 20 + rows));
+    for (let j = 0; j <= cols; j++) {
+      for (let c = 0; c < K; c++) {
+        const got = W[j * K + c] as number;
+        const want = w[j * K + c] as number;
+        // A private column's weight is computed from α (exactly); a shared one was summed step by step in single
+        // precision during training.
+        if (privateColumns.has(j)) expect(got).toBe(Math.fround(want));
+        else expect(Math.abs(got - want)).toBeLessThan(1e-5 * (1 + Math.abs(want)));
+      }
     }
   });
 

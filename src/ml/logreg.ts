@@ -68,10 +68,41 @@ export function trainOneVsRest(
   rng: Rng,
   onEpoch?: (epoch: number, active: number, violation: number) => void,
 ): { weights: Float32Array; epochs: Int32Array } {
+  const pieces = trainOneVsRestPieces(x, labels, positives, options, rng, onEpoch);
+  return { weights: assembleOneVsRest(x, labels, positives, pieces), epochs: pieces.epochs };
+}
+
+/**
+ * What training leaves for {@link assembleOneVsRest} to build the weights from. The weights of the private columns
+ * (see {@link splitPrivateFeatures}) are not among them: they follow from α and the rows, once the training memory
+ * is gone, so that the full weight matrix and the arena that trained it are never held together.
+ */
+export interface OvrPieces {
+  /**
+   * A buffer the size of the full weights, (cols + 1) × K, whose front holds only the shared columns' blocks of K
+   * weights and then the intercept's (block s at `s * K`). The rest is not written, so (being fresh, zeroed memory)
+   * not yet resident either: assembly spreads the blocks out in place instead of copying them to a second array.
+   */
+  weights: Float32Array;
+  /** Shared block s's column. */
+  sharedToColumn: Int32Array;
+  /** α, row-major (`alpha[i * K + c]`). */
+  alpha: Float64Array;
+  /** Passes each problem took. */
+  epochs: Int32Array;
+}
+
+/** The training part of {@link trainOneVsRest}: the dual solver on the shared columns, and what assembly needs. */
+export function trainOneVsRestPieces(
+  x: CsrMatrix,
+  labels: Int32Array,
+  positives: readonly number[],
+  options: BinaryLrOptions,
+  rng: Rng,
+  onEpoch?: (epoch: number, active: number, violation: number) => void,
+): OvrPieces {
   const K = positives.length;
-  const D = x.cols;
   const split = splitPrivateFeatures(x, K);
-  const { sharedToColumn } = split;
   const { alpha, epochs, S, lane, slot } = solveDual(
     split.shared,
     split.arena,
@@ -83,30 +114,66 @@ export function trainOneVsRest(
     onEpoch,
   );
   // Shared columns from the arena: a problem still training at the end from its lane, a retired one from its column.
-  const W = new Float32Array((D + 1) * K);
+  const weights = new Float32Array((x.cols + 1) * K);
   const shared = split.arena.weights;
-  const blocks = sharedToColumn.length + 1;
+  const blocks = split.sharedToColumn.length + 1;
   for (let s = 0; s < blocks; s++) {
-    const to = (s < sharedToColumn.length ? (sharedToColumn[s] as number) : D) * K;
     for (let c = 0; c < K; c++) {
       const q = slot[c] as number;
-      W[to + c] = shared[
+      weights[s * K + c] = shared[
         q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks + s : s * S + (lane[c] as number)
       ] as number;
     }
   }
-  // Private columns from α (w_j = α_i y_i x_ij).
+  return { weights, sharedToColumn: split.sharedToColumn, alpha, epochs };
+}
+
+/**
+ * The full weights (`W[j * K + c]`, the intercept at j = cols) from the pieces training left, in their buffer: the
+ * shared blocks move out to their columns, and the private columns are filled from α (w_j = α_i y_i x_ij, in
+ * double precision and then rounded to single, as the solver's weights are). `x`, `labels` and `positives` are
+ * those of training.
+ */
+export function assembleOneVsRest(
+  x: CsrMatrix,
+  labels: Int32Array,
+  positives: readonly number[],
+  pieces: OvrPieces,
+): Float32Array {
+  const K = positives.length;
+  const D = x.cols;
+  const { weights: W, sharedToColumn, alpha } = pieces;
+  const blocks = sharedToColumn.length + 1;
+  // From the last block down: a block's column is at or above its place in the front, and every block above it has
+  // already moved out, so a move never lands on one still to be read. A private column's place in the front still
+  // holds a copy of a block that has moved out: zeroed, since a column in no row keeps weight 0 (the others are
+  // written below).
+  let above = D + 1;
+  for (let s = blocks - 1; s >= 0; s--) {
+    const j = s < sharedToColumn.length ? (sharedToColumn[s] as number) : D;
+    if (j !== s) W.copyWithin(j * K, s * K, (s + 1) * K);
+    if (j + 1 < Math.min(above, blocks)) W.fill(0, (j + 1) * K, Math.min(above, blocks) * K);
+    above = j;
+  }
+  if (Math.min(above, blocks) > 0) W.fill(0, 0, Math.min(above, blocks) * K);
+  const isShared = new Uint8Array(D);
+  for (const j of sharedToColumn) isShared[j] = 1;
+  const pos = Int32Array.from(positives);
+  const { indptr, indices, data } = x;
   for (let i = 0; i < x.rows; i++) {
-    for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
-      const j = x.indices[k] as number;
-      if (split.columnToShared[j] !== -1) continue;
+    const yi = labels[i] as number;
+    for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
+      const j = indices[k] as number;
+      if (isShared[j] === 1) continue;
+      const v = data[k] as number;
       for (let c = 0; c < K; c++) {
-        const y = labels[i] === positives[c] ? 1 : -1;
-        W[j * K + c] = (alpha[i * K + c] as number) * y * (x.data[k] as number);
+        const a = alpha[i * K + c] as number;
+        // y_i = ±1, so α_i y_i is exactly ±α_i: this is α_i y_i x_ij to the bit.
+        W[j * K + c] = (yi === pos[c] ? a : -a) * v;
       }
     }
   }
-  return { weights: W, epochs };
+  return W;
 }
 
 /**
@@ -124,7 +191,6 @@ function splitPrivateFeatures(
   arena: KWideArena;
   own: Float64Array;
   sharedToColumn: Int32Array;
-  columnToShared: Int32Array;
 } {
   const df = new Int32Array(x.cols);
   for (let k = 0; k < x.indices.length; k++)
@@ -163,7 +229,6 @@ function splitPrivateFeatures(
     arena,
     own,
     sharedToColumn,
-    columnToShared,
   };
 }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../metrics/rng.js';
+import { trainOneVsRest } from './logreg.js';
 import { blockDecisionValues, trainOneVsRestParallel } from './ovr-parallel.js';
+import type { CsrMatrix } from './sparse.js';
 import { fitTransform } from './tfidf.js';
 
 // Small texts of four made-up classes; enough rows to exercise shrinking and full passes.
@@ -48,5 +50,43 @@ describe('one-vs-rest over worker threads', () => {
       ),
     );
     expect(predicted).toEqual(labels);
+  });
+
+  it('assembles, in the main thread, the weights trainOneVsRest gives in one thread, bit for bit', async () => {
+    // 90 rows of 5 columns among 30 (so in several rows) and one of their own, 6 classes; the columns, with 40 in no
+    // row, shuffled, so that shared, private and empty columns alternate, the first shared one is not column 0 and
+    // the shared blocks must move out past private and empty columns on assembly.
+    const r = createRng(21);
+    const rows = 90;
+    const cols = 30 + rows + 40;
+    const perm = Array.from({ length: cols }, (_, j) => j);
+    for (let j = cols - 1; j > 0; j--) {
+      const t = r.int(j + 1);
+      [perm[j], perm[t]] = [perm[t] as number, perm[j] as number];
+    }
+    const indptr = Int32Array.from({ length: rows + 1 }, (_, i) => 6 * i);
+    const indices = Int32Array.from(
+      { length: 6 * rows },
+      (_, k) => perm[k % 6 === 5 ? 30 + Math.floor(k / 6) : r.int(30)] as number,
+    );
+    const data = Float64Array.from({ length: 6 * rows }, () => 0.1 + r.next());
+    const x: CsrMatrix = { rows, cols, indptr, indices, data };
+    const y = Int32Array.from({ length: rows }, () => r.int(6));
+    const lr = { C: 10, eps: 0.01, maxEpochs: 300, bias: 1 };
+    const all = [0, 1, 2, 3, 4, 5];
+    const bits = (w: Float32Array) => Array.from(new Uint32Array(w.buffer, w.byteOffset, w.length));
+    for (const threads of [1, 2, 3]) {
+      const blocks = await trainOneVsRestParallel(x, y, all, { ...lr, seed: 5, threads });
+      expect(blocks).toHaveLength(threads);
+      for (const b of blocks) {
+        const alone = trainOneVsRest(x, y, b.positives, lr, createRng(5)).weights;
+        expect(bits(b.weights)).toEqual(bits(alone));
+        // A column in no row has weight +0, as in a fresh array.
+        for (const j of perm.slice(30 + rows))
+          expect(bits(b.weights.subarray(j * b.positives.length, (j + 1) * b.positives.length))).toEqual(
+            b.positives.map(() => 0),
+          );
+      }
+    }
   });
 });

@@ -1,12 +1,13 @@
 /**
  * One-vs-rest logistic regression over several threads: the problems are split into groups, each trained by
- * {@link trainOneVsRest} in a worker thread on the same training matrix, shared (not copied) through
- * SharedArrayBuffers. Since the problems do not interact, the weights are the same for any number of threads.
+ * {@link trainOneVsRestPieces} in a worker thread on the same training matrix, shared (not copied) through
+ * SharedArrayBuffers, and its weights assembled here ({@link assembleOneVsRest}), as {@link trainOneVsRest} would
+ * give them. Since the problems do not interact, the weights are the same for any number of threads.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerScript } from '../worker-script.js';
-import type { BinaryLrOptions } from './logreg.js';
+import { assembleOneVsRest, type BinaryLrOptions, type OvrPieces } from './logreg.js';
 import type { OvrJob, OvrMessage } from './ovr-worker.js';
 import type { CsrMatrix } from './sparse.js';
 
@@ -54,10 +55,10 @@ export async function trainOneVsRestParallel(
     ),
   );
   const { C, eps, maxEpochs, bias } = options;
-  return Promise.all(
+  const pieces = await Promise.all(
     groups.map(
       (group, g) =>
-        new Promise<OvrBlock>((resolve, reject) => {
+        new Promise<OvrPieces>((resolve, reject) => {
           const job: OvrJob = {
             x: sx,
             labels: sl,
@@ -66,17 +67,27 @@ export async function trainOneVsRestParallel(
             seed: options.seed,
           };
           const worker = new Worker(workerScript('ovr-worker.js', import.meta.url), { workerData: job });
+          let done: OvrPieces | undefined;
           worker.on('message', (m: OvrMessage) => {
             if (m.type === 'epoch') options.onEpoch?.(g, m.epoch, m.active, m.violation);
-            else resolve({ positives: group, weights: m.weights });
+            else done = m.pieces;
           });
           worker.on('error', reject);
+          // Settled on the exit, not the message: until then the thread's WebAssembly memory is still held.
           worker.on('exit', (code) => {
             if (code !== 0) reject(new Error(`training worker exited with code ${code}`));
+            else if (!done) reject(new Error('training worker exited without its weights'));
+            else resolve(done);
           });
         }),
     ),
   );
+  // Only once every worker is gone, so that no training memory is held beside a full weight matrix; one block at a
+  // time, in the buffer its pieces came in.
+  return groups.map((group, g) => ({
+    positives: group,
+    weights: assembleOneVsRest(x, labels, group, pieces[g] as OvrPieces),
+  }));
 }
 
 /** Decision values of every row for every problem of every block, in the order of `positives` given to training. */

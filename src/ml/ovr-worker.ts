@@ -1,7 +1,7 @@
 /** Worker thread for {@link trainOneVsRestParallel}: trains one group of one-vs-rest problems. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createRng } from '../metrics/rng.js';
-import { type BinaryLrOptions, trainOneVsRest } from './logreg.js';
+import { type BinaryLrOptions, type OvrPieces, trainOneVsRestPieces } from './logreg.js';
 import type { CsrMatrix } from './sparse.js';
 
 export interface OvrJob {
@@ -14,10 +14,12 @@ export interface OvrJob {
 
 export type OvrMessage =
   | { type: 'epoch'; epoch: number; active: number; violation: number }
-  | { type: 'done'; weights: Float32Array; epochs: Int32Array };
+  | { type: 'done'; pieces: OvrPieces };
 
 const job = workerData as OvrJob;
-const { weights, epochs } = trainOneVsRest(
+// Only the pieces cross: the full weights are built in the main thread once this thread (and the WebAssembly memory
+// it trained in, which only its end frees) is gone.
+const pieces = trainOneVsRestPieces(
   job.x,
   job.labels,
   job.positives,
@@ -26,9 +28,9 @@ const { weights, epochs } = trainOneVsRest(
   (epoch, active, violation) =>
     parentPort?.postMessage({ type: 'epoch', epoch, active, violation } satisfies OvrMessage),
 );
-// Single precision halves what crosses to the main thread and what a saved model weighs; predictions do not need more.
-const out = weights;
-parentPort?.postMessage({ type: 'done', weights: out, epochs } satisfies OvrMessage, [
-  out.buffer as ArrayBuffer,
-  epochs.buffer as ArrayBuffer,
+parentPort?.postMessage({ type: 'done', pieces } satisfies OvrMessage, [
+  pieces.weights.buffer as ArrayBuffer,
+  pieces.sharedToColumn.buffer as ArrayBuffer,
+  pieces.alpha.buffer as ArrayBuffer,
+  pieces.epochs.buffer as ArrayBuffer,
 ]);

@@ -93,12 +93,18 @@ function countRow(
   return { ids, counts };
 }
 
-function toCsr(rows: { ids: Int32Array; counts: Int32Array }[], idf: Float64Array): CsrMatrix {
-  const indptr = new Int32Array(rows.length + 1);
+/** `shared`: the arrays in SharedArrayBuffers (see {@link fitTransform}). */
+function toCsr(
+  rows: { ids: Int32Array; counts: Int32Array }[],
+  idf: Float64Array,
+  shared = false,
+): CsrMatrix {
+  const Buf = shared ? SharedArrayBuffer : ArrayBuffer;
+  const indptr = new Int32Array(new Buf(4 * (rows.length + 1)));
   for (let r = 0; r < rows.length; r++) indptr[r + 1] = (indptr[r] as number) + (rows[r]?.ids.length ?? 0);
   const nnz = indptr[rows.length] as number;
-  const indices = new Int32Array(nnz);
-  const data = new Float64Array(nnz);
+  const indices = new Int32Array(new Buf(4 * nnz));
+  const data = new Float64Array(new Buf(8 * nnz));
   rows.forEach((row, r) => {
     const base = indptr[r] as number;
     let norm = 0;
@@ -115,7 +121,11 @@ function toCsr(rows: { ids: Int32Array; counts: Int32Array }[], idf: Float64Arra
   return { rows: rows.length, cols: idf.length, indptr, indices, data };
 }
 
-/** Learns the vocabulary and idf of `texts` and returns their TF-IDF matrix (scikit-learn's fit_transform). */
+/**
+ * Learns the vocabulary and idf of `texts` and returns their TF-IDF matrix (scikit-learn's fit_transform). The
+ * matrix's arrays are in SharedArrayBuffers, which training's worker threads read as they are: in ordinary ones,
+ * a shared copy of the matrix would be held beside it through all of training.
+ */
 export function fitTransform(
   texts: readonly string[],
   options: TfidfOptions,
@@ -129,7 +139,7 @@ export function fitTransform(
   const idf = new Float64Array(index.size);
   for (let j = 0; j < idf.length; j++) idf[j] = Math.log((1 + n) / (1 + (df[j] as number))) + 1;
   const model = { options, index, idf };
-  return { model, matrix: toCsr(rows, idf) };
+  return { model, matrix: toCsr(rows, idf, true) };
 }
 
 /** TF-IDF rows of new texts under a fitted model (scikit-learn's transform). */
