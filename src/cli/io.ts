@@ -60,8 +60,9 @@ export function writeRefusal(
   const code = typeof err?.code === 'string' ? err.code : '';
   const why = WRITE_REFUSALS[code];
   if (why === undefined || typeof err?.syscall !== 'string') return undefined;
+  // access: a check for write permission (W_OK) before writing, refused as the write would be.
   if (
-    !/^(mkdir|open|write|rename|copyfile|symlink|link|unlink|rmdir|rm|mkdtemp|utime|chmod|ftruncate|fsync|close)$/.test(
+    !/^(access|mkdir|open|write|rename|copyfile|symlink|link|unlink|rmdir|rm|mkdtemp|utime|chmod|ftruncate|fsync|close)$/.test(
       err.syscall,
     )
   )

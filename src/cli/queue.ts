@@ -4,7 +4,7 @@
  * A queued cell is the same run spec as a local plan's cell; a worker hands it to the engine.
  */
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { median } from '../metrics/quantile.js';
@@ -286,6 +286,10 @@ export async function runPlanExport(
   const out = resolve(flags.out);
   // Refused before anything is read or written: a folder that holds something (another export, another run) is
   // written into only when asked; one that cannot be written to is said in one line, not a stack trace.
+  if (existsSync(out) && !statSync(out).isDirectory())
+    throw new UsageError(
+      `plan export: cannot write into ${out} (a file stands there, not a folder); choose another --out`,
+    );
   const held = existsSync(out) ? readdirSync(out) : [];
   if (held.length > 0 && !flags.overwrite)
     throw new UsageError(
