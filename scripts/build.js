@@ -48,5 +48,8 @@ await bundle.write({
 await bundle.close();
 // Run by path (`npx rumedbench` in a clone, a shell): npm's install sets the mode only for the packages it installs.
 chmodSync(join(bin, 'rumedbench.js'), 0o755);
+// The unbundled entry stays runnable by path too (the bin of releases before the bundle, which npx's cache of a
+// project may still link to).
+chmodSync(join(root, 'dist/cli/main.js'), 0o755);
 // Digested before it is written: sources edited during the build leave a stamp that no longer matches them.
 writeFileSync(join(root, STAMP), `${digest}\n`);
