@@ -7,6 +7,8 @@
 //
 // Before/after: `node bench/workers.bench.js --before OTHER/dist/bin/rumedbench.js --runs 5` runs that build and this one
 // alternately (the order flips every run), the same plan on a fresh database each time, and prints the medians.
+// `--jobs J --concurrency C --max-in-flight M --workers 1,2` change the shape (defaults 2, 8, 64 and 1,2,4): e.g.
+// `--jobs 2 --concurrency 8 --max-in-flight 16 --workers 2` is two workers sharing a budget of 16.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +27,12 @@ const builds = [
   { label: flag('--before') ? 'after' : 'this', cli: join(root, 'dist', 'bin', 'rumedbench.js') },
 ];
 const runs = Math.max(1, Number(flag('--runs') ?? 1));
+// The shape of the run: each worker's --jobs and --concurrency, the plan's max_in_flight, how many workers.
+const jobs = flag('--jobs') ?? '2';
+const concurrency = flag('--concurrency') ?? '8';
+const maxInFlight = flag('--max-in-flight') ?? '64';
+const counts = (flag('--workers') ?? '1,2,4').split(',').map(Number);
+const [fewest, most] = [counts[0], counts.at(-1)];
 const base = process.env.RUMEDBENCH_TEST_PG_URL;
 if (!base) {
   console.log('skipped: no PostgreSQL (npm run bench:workers starts one; or set RUMEDBENCH_TEST_PG_URL)');
@@ -62,7 +70,7 @@ writeFileSync(
     'name: bench-workers',
     'tasks: [RuMedDaNet, RuMedNLI]',
     `data: ${dataDir}`,
-    'max_in_flight: 64',
+    `max_in_flight: ${maxInFlight}`,
     'defaults: {concurrency: 8, bootstrap: 0, max_tokens: 16}',
     'models:',
     ...[1, 2].map((i) => `  - {name: m${i}, provider: openai, base_url: "${url}", model: bench-${i}}`),
@@ -82,9 +90,9 @@ function worker(cli, db, name) {
       name,
       '--exit-when-idle',
       '--jobs',
-      '2',
+      jobs,
       '--concurrency',
-      '8',
+      concurrency,
       '--allow-private',
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -145,11 +153,13 @@ const median = (xs) => {
 };
 const loads = [];
 /** results[label][n]: one row per run. */
-const results = Object.fromEntries(builds.map((b) => [b.label, { 1: [], 2: [], 4: [] }]));
+const results = Object.fromEntries(
+  builds.map((b) => [b.label, Object.fromEntries(counts.map((n) => [n, []]))]),
+);
 for (let run = 0; run < runs; run++) {
   loads.push(Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]));
   const order = run % 2 ? [...builds].reverse() : builds;
-  for (const n of [1, 2, 4])
+  for (const n of counts)
     for (const b of order) {
       const row = await once(b.cli, n);
       results[b.label][n].push(row);
@@ -161,14 +171,14 @@ for (let run = 0; run < runs; run++) {
 server.kill();
 
 console.log(
-  `${runs} run(s), alternating; load average (1 min) at the start of each run: ${loads.map((l) => l.toFixed(1)).join(', ')}`,
+  `${runs} run(s), alternating; each worker --jobs ${jobs} --concurrency ${concurrency}, max_in_flight ${maxInFlight}; load average (1 min) at the start of each run: ${loads.map((l) => l.toFixed(1)).join(', ')}`,
 );
 console.log(
   'build   workers  requests  span s  req/s (span)  wall s  req/s (wall)  queue ms per job (worst worker median)',
 );
 for (const b of builds) {
   const m = {};
-  for (const n of [1, 2, 4]) {
+  for (const n of counts) {
     const rs = results[b.label][n];
     m[n] = {
       span: median(rs.map((r) => r.span_s)),
@@ -181,9 +191,9 @@ for (const b of builds) {
       `${b.label.padEnd(6)}  ${String(n).padStart(7)}  ${String(rs[0].requests).padStart(8)}  ${m[n].span.toFixed(2).padStart(6)}  ${m[n].rps.toFixed(1).padStart(12)}  ${m[n].wall.toFixed(2).padStart(6)}  ${m[n].wall_rps.toFixed(1).padStart(12)}  ${m[n].queue.toFixed(1)}`,
     );
   }
-  // The ratio of each run's 4 to the same run's 1, then the median: a run's load is shared by both.
-  const ratio = (k) => median(results[b.label][4].map((r, i) => r[k] / results[b.label][1][i][k]));
+  // The ratio of each run's most workers to the same run's fewest, then the median: a run's load is shared by both.
+  const ratio = (k) => median(results[b.label][most].map((r, i) => r[k] / results[b.label][fewest][i][k]));
   console.log(
-    `${b.label}: 1 → 4 workers: ${ratio('rps').toFixed(2)}× by the answers' span (target ≥ 3.5×), ${ratio('wall_rps').toFixed(2)}× by wall time; queue time per job at most ${Math.max(...[1, 2, 4].map((n) => m[n].queue)).toFixed(1)} ms of the workers' medians (target < 20 ms)`,
+    `${b.label}: ${fewest} → ${most} workers: ${ratio('rps').toFixed(2)}× by the answers' span (target ≥ 3.5× for 1 → 4), ${ratio('wall_rps').toFixed(2)}× by wall time; queue time per job at most ${Math.max(...counts.map((n) => m[n].queue)).toFixed(1)} ms of the workers' medians (target < 20 ms)`,
   );
 }

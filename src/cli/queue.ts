@@ -76,11 +76,15 @@ export const PLAN_EXPORT_FLAGS = {
 
 export const WORKER_FLAGS = {
   db: dbFlag(),
-  jobs: flag.count('--jobs <n>', 'jobs at once', { min: 1, default: 1 }),
-  concurrency: flag.count('--concurrency <n>', 'requests in flight on this worker, across its jobs', {
-    min: 1,
-    default: 8,
-  }),
+  jobs: flag.count('--jobs <n>', 'jobs at once (sharing --concurrency)', { min: 1, default: 1 }),
+  concurrency: flag.count(
+    '--concurrency <n>',
+    "requests in flight on this worker, across its jobs (and the most its jobs hold of an endpoint's max_in_flight)",
+    {
+      min: 1,
+      default: 8,
+    },
+  ),
   name: flag.text('--name <name>', 'how plan status names this worker (default: host-pid)'),
   data: flag.text('--data <dir>', "this machine's data folder, in place of the one the plan names"),
   heartbeat: flag.count('--heartbeat <s>', 'seconds between heartbeats; lost after three missed', {

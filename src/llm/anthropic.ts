@@ -110,6 +110,10 @@ export class AnthropicProvider implements Provider {
     this.client.limitInFlight(n);
   }
 
+  checkBeforeRetry(check: () => Promise<void>): void {
+    this.client.checkBeforeRetry(check);
+  }
+
   describe(): ProviderInfo {
     return { provider: 'anthropic', endpoint: this.url, model: this.options.model };
   }

@@ -248,6 +248,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export class ResilientClient {
   private pausedUntil = 0;
   private inFlight: LimitFunction;
+  private beforeRetry: (() => Promise<void>) | undefined;
   /** The endpoint's circuit breaker, shared by every client of this process that asks the same base URL. */
   private readonly breaker: Breaker;
 
@@ -300,6 +301,11 @@ export class ResilientClient {
     this.inFlight = pLimit(Math.max(1, n));
   }
 
+  /** See Provider.checkBeforeRetry. */
+  checkBeforeRetry(check: () => Promise<void>): void {
+    this.beforeRetry = check;
+  }
+
   /** Runs `f` (one attempt of a request) until it answers, with the retries, pauses and breaker above. */
   async retrying<T>(f: () => Promise<T>): Promise<T> {
     const maxRetries = this.options.maxRetries ?? 6;
@@ -341,6 +347,7 @@ export class ResilientClient {
           reason: err.message,
         });
         await sleep(delay);
+        await this.beforeRetry?.();
       }
     }
   }

@@ -68,6 +68,7 @@ export function journaled(provider: Provider, journal: Journal, label: string): 
   if (provider.countChatTokens) wrapped.countChatTokens = provider.countChatTokens.bind(provider);
   if (provider.loglikLimitation) wrapped.loglikLimitation = provider.loglikLimitation.bind(provider);
   if (provider.limitInFlight) wrapped.limitInFlight = provider.limitInFlight.bind(provider);
+  if (provider.checkBeforeRetry) wrapped.checkBeforeRetry = provider.checkBeforeRetry.bind(provider);
   if (provider.close) wrapped.close = provider.close.bind(provider);
   return wrapped;
 }

@@ -125,6 +125,10 @@ export class OpenAIProvider implements Provider {
     this.client.limitInFlight(n);
   }
 
+  checkBeforeRetry(check: () => Promise<void>): void {
+    this.client.checkBeforeRetry(check);
+  }
+
   describe(): ProviderInfo {
     return {
       provider: 'openai',

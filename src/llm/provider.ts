@@ -67,5 +67,10 @@ export interface Provider {
   countChatTokens?(messages: readonly ChatMessage[]): Promise<number | undefined>;
   /** Bounds the requests the provider has in flight at once (a run's `concurrency`, whatever sends them). */
   limitInFlight?(n: number): void;
+  /**
+   * Runs `check` before every retry (after its wait): a queue worker that may have been declared lost meanwhile beats
+   * first, and a retry of a job no longer its own throws instead of going out.
+   */
+  checkBeforeRetry?(check: () => Promise<void>): void;
   close?(): Promise<void>;
 }

@@ -117,13 +117,18 @@ export function trainOneVsRestPieces(
   const weights = new Float32Array((x.cols + 1) * K);
   const shared = split.arena.weights;
   const blocks = split.sharedToColumn.length + 1;
+  // Problem c's weight of block s is at first[c] + s · step[c]: a retired problem's column, or its lane.
+  const first = new Int32Array(K);
+  const step = new Int32Array(K);
+  for (let c = 0; c < K; c++) {
+    const q = slot[c] as number;
+    first[c] = q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks : (lane[c] as number);
+    step[c] = q >= 0 ? 1 : S;
+  }
   for (let s = 0; s < blocks; s++) {
-    for (let c = 0; c < K; c++) {
-      const q = slot[c] as number;
-      weights[s * K + c] = shared[
-        q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks + s : s * S + (lane[c] as number)
-      ] as number;
-    }
+    const out = s * K;
+    for (let c = 0; c < K; c++)
+      weights[out + c] = shared[(first[c] as number) + s * (step[c] as number)] as number;
   }
   return { weights, sharedToColumn: split.sharedToColumn, alpha, epochs };
 }
@@ -160,17 +165,20 @@ export function assembleOneVsRest(
   for (const j of sharedToColumn) isShared[j] = 1;
   const pos = Int32Array.from(positives);
   const { indptr, indices, data } = x;
+  // Row i's α_i y_i for every problem: y_i = ±1, so it is exactly ±α_i, and each weight α_i y_i x_ij to the bit.
+  const signed = new Float64Array(K);
   for (let i = 0; i < x.rows; i++) {
     const yi = labels[i] as number;
+    for (let c = 0; c < K; c++) {
+      const a = alpha[i * K + c] as number;
+      signed[c] = yi === pos[c] ? a : -a;
+    }
     for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
       const j = indices[k] as number;
       if (isShared[j] === 1) continue;
       const v = data[k] as number;
-      for (let c = 0; c < K; c++) {
-        const a = alpha[i * K + c] as number;
-        // y_i = ±1, so α_i y_i is exactly ±α_i: this is α_i y_i x_ij to the bit.
-        W[j * K + c] = (yi === pos[c] ? a : -a) * v;
-      }
+      const out = j * K;
+      for (let c = 0; c < K; c++) W[out + c] = (signed[c] as number) * v;
     }
   }
   return W;
@@ -318,6 +326,8 @@ function solveDual(
   // Per problem: pairs whose gradient is under a tenth of the problem's worst gradient of the last pass are set aside.
   const shrinkBar = new Float64Array(K);
   const pairCount = new Int32Array(n);
+  // A narrow row's lanes, looked up once per row rather than once per non-zero.
+  const lanes = new Int32Array(K);
   for (let epoch = 1; epoch <= maxEpochs && active.length > 0; epoch++) {
     // A fresh random order each pass (Yu et al. §4: random permutation converges faster than cyclic).
     for (let i = n - 1; i > 0; i--) {
@@ -350,16 +360,40 @@ function solveDual(
         for (let t = 0; t < S; t++) dots[t] = (W[B + t] as number) * bias;
         arena.dot(from, to, S);
         deltas.fill(0, 0, S);
+      } else if (count === 1) {
+        // The commonest narrow row: one problem left on its list (the same sums, in a register).
+        const l = lane[pairs[list] as number] as number;
+        lanes[0] = l;
+        let d = (W[B + l] as number) * bias;
+        for (let k = from; k < to; k++)
+          d += (data[k] as number) * (W[(indices[k] as number) * S + l] as number);
+        dots[l] = d;
+      } else if (count === 2) {
+        const l0 = lane[pairs[list] as number] as number;
+        const l1 = lane[pairs[list + 1] as number] as number;
+        lanes[0] = l0;
+        lanes[1] = l1;
+        let d0 = (W[B + l0] as number) * bias;
+        let d1 = (W[B + l1] as number) * bias;
+        for (let k = from; k < to; k++) {
+          const v = data[k] as number;
+          const base = (indices[k] as number) * S;
+          d0 += v * (W[base + l0] as number);
+          d1 += v * (W[base + l1] as number);
+        }
+        dots[l0] = d0;
+        dots[l1] = d1;
       } else {
         for (let t = 0; t < count; t++) {
           const l = lane[pairs[list + t] as number] as number;
+          lanes[t] = l;
           dots[l] = (W[B + l] as number) * bias;
         }
         for (let k = from; k < to; k++) {
           const v = data[k] as number;
           const base = (indices[k] as number) * S;
           for (let t = 0; t < count; t++) {
-            const l = lane[pairs[list + t] as number] as number;
+            const l = lanes[t] as number;
             dots[l] = (dots[l] as number) + v * (W[base + l] as number);
           }
         }
@@ -390,9 +424,12 @@ function solveDual(
         else aside[skipped++] = c;
       }
       // Every visited pair took its step; apply them (kept pairs at the front, set-aside ones after the visit list).
+      // A narrow row's lanes are updated in one pass over the row (each weight takes one step, so the order of
+      // the lanes changes nothing).
       if (wide) arena.axpy(from, to, S);
-      addSteps(W, S, x, i, bias, lane, deltas, [pairs, list, moved], !wide);
-      addSteps(W, S, x, i, bias, lane, deltas, [aside, 0, skipped], !wide);
+      else addRowSteps(W, S, x, i, lanes, count, deltas);
+      addBiasSteps(W, S, x.cols, bias, lane, deltas, pairs, list, moved);
+      addBiasSteps(W, S, x.cols, bias, lane, deltas, aside, 0, skipped);
       pairCount[i] = moved;
     }
     let worst = 0;
@@ -448,30 +485,63 @@ function packLanes(W: Float32Array, blocks: number, S: number, keep: Int32Array,
   return width;
 }
 
-/**
- * The steps of the problems c = list[from .. from + count) on row i: the intercept's weights, W[D·S + lane[c]] +=
- * bias · deltas[lane[c]], and unless the SIMD loop has done it (`row` false), W[j·S + lane[c]] += x_ij · deltas[lane[c]].
- */
-function addSteps(
+/** A narrow row's steps: W[j·S + l] += x_ij · deltas[l] for its non-zeros j and the lanes l = lanes[0 .. count). */
+function addRowSteps(
   W: Float32Array,
   S: number,
   x: CsrMatrix,
   i: number,
-  bias: number,
-  lane: Int32Array,
+  lanes: Int32Array,
+  count: number,
   deltas: Float64Array,
-  [list, from, count]: [Int32Array, number, number],
-  row: boolean,
 ): void {
-  for (let k = row ? (x.indptr[i] as number) : 0; row && k < (x.indptr[i + 1] as number); k++) {
-    const v = x.data[k] as number;
-    const base = (x.indices[k] as number) * S;
+  const { indices, data } = x;
+  const to = x.indptr[i + 1] as number;
+  if (count === 1) {
+    const l = lanes[0] as number;
+    const d = deltas[l] as number;
+    for (let k = x.indptr[i] as number; k < to; k++) {
+      const at = (indices[k] as number) * S + l;
+      W[at] = (W[at] as number) + (data[k] as number) * d;
+    }
+    return;
+  }
+  if (count === 2) {
+    const l0 = lanes[0] as number;
+    const l1 = lanes[1] as number;
+    const d0 = deltas[l0] as number;
+    const d1 = deltas[l1] as number;
+    for (let k = x.indptr[i] as number; k < to; k++) {
+      const v = data[k] as number;
+      const base = (indices[k] as number) * S;
+      W[base + l0] = (W[base + l0] as number) + v * d0;
+      W[base + l1] = (W[base + l1] as number) + v * d1;
+    }
+    return;
+  }
+  for (let k = x.indptr[i] as number; k < to; k++) {
+    const v = data[k] as number;
+    const base = (indices[k] as number) * S;
     for (let t = 0; t < count; t++) {
-      const l = lane[list[from + t] as number] as number;
+      const l = lanes[t] as number;
       W[base + l] = (W[base + l] as number) + v * (deltas[l] as number);
     }
   }
-  const at = x.cols * S;
+}
+
+/** The intercept's steps of the problems c = list[from .. from + count): W[D·S + lane[c]] += bias · deltas[lane[c]]. */
+function addBiasSteps(
+  W: Float32Array,
+  S: number,
+  D: number,
+  bias: number,
+  lane: Int32Array,
+  deltas: Float64Array,
+  list: Int32Array,
+  from: number,
+  count: number,
+): void {
+  const at = D * S;
   for (let t = 0; t < count; t++) {
     const l = lane[list[from + t] as number] as number;
     W[at + l] = (W[at + l] as number) + bias * (deltas[l] as number);

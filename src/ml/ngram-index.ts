@@ -58,7 +58,27 @@ export class NgramIndex {
           k3 |= c << shift;
       }
     }
-    const len = wide ? -n : n;
+    return this.lookupPacked(cps, from, n, h, wide ? -n : n, k0, k1, k2, k3, insert);
+  }
+
+  /**
+   * {@link lookup} with the n-gram already packed by the caller (`len` negative where a code point is above U+FFFF),
+   * which extends one packing from n to n + 1 instead of packing every n-gram afresh.
+   */
+  lookupPacked(
+    cps: Uint32Array,
+    from: number,
+    n: number,
+    h: number,
+    len: number,
+    k0: number,
+    k1: number,
+    k2: number,
+    k3: number,
+    insert: boolean,
+  ): number {
+    const t = this.table;
+    const wide = len < 0;
     let slot = h & this.mask;
     for (;;) {
       const base = slot * W;

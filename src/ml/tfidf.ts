@@ -55,6 +55,11 @@ export interface TfidfModel {
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
+interface Row {
+  ids: Int32Array;
+  counts: Int32Array;
+}
+
 /** Column ids and counts of one text, sorted by column; unknown n-grams are skipped (as in transform). */
 function countRow(
   text: string,
@@ -62,7 +67,7 @@ function countRow(
   index: NgramIndex,
   grow: boolean,
   buf: { ids: Int32Array },
-): { ids: Int32Array; counts: Int32Array } {
+): Row {
   const cps = preprocess(text);
   const len = cps.length;
   const need = len * (options.ngramMax - options.ngramMin + 1);
@@ -70,13 +75,26 @@ function countRow(
   const out = buf.ids;
   let k = 0;
   for (let i = 0; i < len; i++) {
-    // Hash the n-grams starting at i incrementally: each longer one extends the shorter.
+    // Hash and pack the n-grams starting at i incrementally: each longer one extends the shorter.
     let h = FNV_OFFSET;
+    let k0 = 0;
+    let k1 = 0;
+    let k2 = 0;
+    let k3 = 0;
+    let wide = false;
     const top = Math.min(options.ngramMax, len - i);
     for (let n = 1; n <= top; n++) {
-      h = Math.imul(h ^ (cps[i + n - 1] as number), FNV_PRIME) >>> 0;
+      const c = cps[i + n - 1] as number;
+      h = Math.imul(h ^ c, FNV_PRIME) >>> 0;
+      if (c > 0xffff) wide = true;
+      const packed = c << (((n - 1) & 1) << 4);
+      const word = (n - 1) >> 1;
+      if (word === 0) k0 |= packed;
+      else if (word === 1) k1 |= packed;
+      else if (word === 2) k2 |= packed;
+      else k3 |= packed;
       if (n < options.ngramMin) continue;
-      const id = index.lookup(cps, i, n, h, grow);
+      const id = index.lookupPacked(cps, i, n, h, wide ? -n : n, k0, k1, k2, k3, grow);
       if (id >= 0) out[k++] = id;
     }
   }
@@ -94,11 +112,7 @@ function countRow(
 }
 
 /** `shared`: the arrays in SharedArrayBuffers (see {@link fitTransform}). */
-function toCsr(
-  rows: { ids: Int32Array; counts: Int32Array }[],
-  idf: Float64Array,
-  shared = false,
-): CsrMatrix {
+function toCsr(rows: Row[], idf: Float64Array, shared = false): CsrMatrix {
   const Buf = shared ? SharedArrayBuffer : ArrayBuffer;
   const indptr = new Int32Array(new Buf(4 * (rows.length + 1)));
   for (let r = 0; r < rows.length; r++) indptr[r + 1] = (indptr[r] as number) + (rows[r]?.ids.length ?? 0);

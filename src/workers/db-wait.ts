@@ -7,6 +7,7 @@
  */
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { fullAdvice } from './db-advice.js';
 
 /** The default bound of a wait: a restart is seconds, a failover a minute or two. */
 export const DEFAULT_DB_WAIT_S = 300;
@@ -87,7 +88,7 @@ export class DbWait {
           throw new RumedbenchError(
             'DATABASE_FAILED',
             isServerFull(e)
-              ? `${this.o.who}: the database at ${this.o.location} has had no free connection for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message}); raise its max_connections or stop some of its clients, then try again`
+              ? `${this.o.who}: the database at ${this.o.location} has had no free connection for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message}); ${fullAdvice((e as Error).message)}`
               : `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message})`,
             { cause: e },
           );

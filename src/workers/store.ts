@@ -15,6 +15,7 @@ import PgBoss from 'pg-boss';
 import { RumedbenchError } from '../errors.js';
 import { createLogger, type Logger, redactUrl } from '../log.js';
 import { VERSION } from '../version.js';
+import { withAdvice } from './db-advice.js';
 import { DbWait, isServerFull } from './db-wait.js';
 
 export const SCHEMA = 'rumedbench_runs';
@@ -190,6 +191,19 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.batch_intents (
 );
 `,
   },
+  {
+    version: 8,
+    what: "a lost worker's requests may still be running at the model server: its claims' share of the budget is held until they must have ended, or it comes back",
+    sql: `
+CREATE TABLE IF NOT EXISTS ${SCHEMA}.lingering (
+  worker_id text NOT NULL,
+  endpoint text NOT NULL,
+  in_flight integer NOT NULL,
+  until timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lingering_endpoint ON ${SCHEMA}.lingering (endpoint);
+`,
+  },
 ];
 
 /** The schema version this release reads and writes. */
@@ -322,7 +336,7 @@ export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<
     if (e instanceof RumedbenchError) throw e;
     throw new RumedbenchError(
       'DATABASE_FAILED',
-      `cannot open the queue's database at ${location}: ${(e as Error).message}`,
+      withAdvice(`cannot open the queue's database at ${location}: ${(e as Error).message}`, e, location),
       { cause: e },
     );
   }
@@ -351,7 +365,7 @@ export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<
     await pool.end().catch(() => {});
     throw new RumedbenchError(
       'DATABASE_FAILED',
-      `cannot start the queue at ${location}: ${(e as Error).message}`,
+      withAdvice(`cannot start the queue at ${location}: ${(e as Error).message}`, e, location),
       {
         cause: e,
       },

@@ -25,7 +25,7 @@ import type PgBoss from 'pg-boss';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
 import { type LlmCell, llmCell } from '../engine/llm.js';
-import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
+import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import type { BatchLedger } from '../llm/batch.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
@@ -92,6 +92,16 @@ interface Taken {
   round: number;
 }
 
+/** Whether a process of this machine is still there (stopped or not): signal 0 checks without sending anything. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** How long the list of queues with work is used before it is read again (sooner once a queue gives no job). */
 const QUEUES_TTL_MS = 2000;
 
@@ -109,6 +119,8 @@ interface Active {
   /** Its chunk's keys as stored (JSON; `null` for the cell's every request) and round, read with the claim. */
   keys: string | null;
   round: number;
+  /** The requests its claim holds of a model server's budget (0 for a batch job or this machine's model). */
+  holds: number;
   abort: AbortController;
   done: Promise<void>;
 }
@@ -202,6 +214,10 @@ export class Worker {
     this.o.log.info(
       `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
     );
+    if (this.jobs > this.concurrency)
+      this.o.log.warn(
+        `worker ${this.name}: --jobs ${this.jobs} with --concurrency ${this.concurrency}: at most ${this.concurrency} job(s) at once on model servers, since each holds at least one of the worker's request slots (batch jobs hold none)`,
+      );
     this.beatSentAt = performance.now();
     this.beat = setInterval(() => void this.beatNow(), this.heartbeatS * 1000);
     try {
@@ -309,6 +325,12 @@ export class Worker {
     if (a.abort.signal.aborted) throw new Error(`job stopped before its request went out`);
   }
 
+  /** {@link fence} for a retry, whose job the provider does not know: this worker still holds its jobs. */
+  private async fenceRetry(): Promise<void> {
+    if (performance.now() - this.beatSentAt > 2 * this.heartbeatS * 1000) await this.beatNow();
+    if (this.lost || this.stopping) throw new Error(`job stopped before its retry went out`);
+  }
+
   /** Another worker declared this one lost: its claims are gone and its jobs back in the queue. Stop them here. */
   private declaredLost(silentS: number): void {
     if (this.lost || this.stopping) return;
@@ -324,9 +346,12 @@ export class Worker {
   private async rejoin(): Promise<void> {
     await Promise.all([...this.active.values()].map((a) => a.done));
     const sentAt = performance.now();
-    await this.q(`UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`, [
-      this.id,
-    ]);
+    // Its requests have landed or ended by now: what they held of the budgets is free again.
+    await this.q(
+      `WITH back AS (DELETE FROM ${SCHEMA}.lingering WHERE worker_id = $1)
+       UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`,
+      [this.id],
+    );
     this.beatSentAt = sentAt;
     this.lost = false;
   }
@@ -348,17 +373,47 @@ export class Worker {
     if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000 + 2 * MAX_DB_BACKOFF_MS) return;
     // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
     // their jobs released to the queue.
-    const lost = await this.q<{ job_id: string | null; queue: string; name: string }>(
+    //
+    // A lost worker may only be frozen or cut off, its requests still running at the model server: the share of the
+    // endpoint's budget its claims held stays held (lingering) until those requests must have ended (the worker's
+    // lapse, within which it sent the last of them, plus one attempt's timeout), or until it comes back and they have
+    // landed. Where the lost worker ran on this machine and its process is gone, its sockets closed with it: nothing
+    // lingers.
+    const lost = await this.q<{
+      job_id: string | null;
+      queue: string;
+      name: string;
+      worker_id: string;
+      host: string | null;
+      pid: number | null;
+    }>(
       `WITH gone AS (
          UPDATE ${SCHEMA}.workers SET status = 'lost'
          WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s)
            -- A database just restarted left every worker's last beat old: none is lost for that.
            AND pg_postmaster_start_time() < now() - make_interval(secs => 2 * lapse_s + 10)
-         RETURNING id, name)
-       DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
-       WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
-       RETURNING c.job_id, c.queue, w.name`,
+         RETURNING id, name, host, pid),
+       released AS (
+         DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
+         WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
+         RETURNING c.job_id, c.queue, c.endpoint, c.in_flight, c.plan_id, c.cell_id, w.id AS worker_id, w.name,
+           w.last_seen, w.lapse_s),
+       held AS (
+         INSERT INTO ${SCHEMA}.lingering (worker_id, endpoint, in_flight, until)
+         SELECT r.worker_id, r.endpoint, r.in_flight, r.last_seen + make_interval(secs => r.lapse_s
+           + coalesce((cl.spec::jsonb #>> '{provider,timeout_ms}')::float8 / 1000, ${LLM_DEFAULTS.timeoutMs / 1000}))
+         FROM released r LEFT JOIN ${SCHEMA}.cells cl ON cl.plan_id = r.plan_id AND cl.cell_id = r.cell_id
+         WHERE r.in_flight > 0 AND r.endpoint <> 'this machine' AND r.worker_id IN (SELECT id FROM gone)),
+       ended AS (DELETE FROM ${SCHEMA}.lingering WHERE until <= now())
+       SELECT r.job_id, r.queue, r.name, r.worker_id, g.host, g.pid
+       FROM released r LEFT JOIN gone g ON g.id = r.worker_id`,
     );
+    const here = hostname();
+    const dead = new Set<string>();
+    for (const r of lost.rows)
+      if (r.host === here && r.pid !== null && !processAlive(r.pid)) dead.add(r.worker_id);
+    if (dead.size > 0)
+      await this.q(`DELETE FROM ${SCHEMA}.lingering WHERE worker_id = ANY($1::text[])`, [[...dead]]);
     for (const r of lost.rows) {
       const job = r.job_id;
       if (!job) continue;
@@ -411,9 +466,15 @@ export class Worker {
       const local = q.endpoint === 'this machine';
       if (local && [...this.active.values()].some((a) => a.queue === q.queue)) continue;
       const t0 = performance.now();
-      // A batch cell's job uploads its requests and waits: it holds none of the endpoint's request slots.
+      // A batch cell's job uploads its requests and waits: it holds none of the endpoint's request slots. Jobs on
+      // model servers share this worker's --concurrency: their claims together hold no more of the endpoints'
+      // budgets than the worker can have in flight.
       const batch = q.queue.endsWith('_batch');
-      const want = batch ? 0 : local ? 1 : Math.min(this.concurrency, q.budget);
+      let want = batch ? 0 : 1;
+      if (!batch && !local) {
+        want = this.concurrency - this.reserved();
+        if (want < 1) continue;
+      }
       const took = await this.take(q, want, batch || local ? 1 : this.jobs - this.active.size);
       if (took === 'lost') {
         this.declaredLost((performance.now() - this.beatSentAt) / 1000);
@@ -426,15 +487,23 @@ export class Worker {
       }
       // The claim's time is shared by the jobs it took.
       const share = (performance.now() - t0) / took.length;
-      for (const t of took) this.start(q.queue, t, share);
+      for (const t of took) this.start(q, t, share);
       return true;
     }
     this.queues = undefined;
     return false;
   }
 
+  /** The requests this worker's jobs on model servers hold of their endpoints' budgets. */
+  private reserved(): number {
+    let n = 0;
+    for (const a of this.active.values()) n += a.holds;
+    return n;
+  }
+
   /** Starts a job this worker holds (its claim recorded). */
-  private start(queue: string, t: Taken, claimMs: number) {
+  private start(q: QueueRow, t: Taken, claimMs: number) {
+    const queue = q.queue;
     const job = t.job;
     const abort = new AbortController();
     const a: Active = {
@@ -444,6 +513,7 @@ export class Worker {
       data: job.data,
       keys: t.keys,
       round: t.round,
+      holds: q.endpoint === 'this machine' ? 0 : t.inFlight,
       abort,
       done: Promise.resolve(),
     };
@@ -465,8 +535,9 @@ export class Worker {
   }
 
   /**
-   * Up to `slots` jobs of a queue, each with room for `want` requests on its endpoint (at least one; none for a batch
-   * job), counted over every live worker's claims: the budget's check, the fetch and the claims are one transaction,
+   * Up to `slots` jobs of a queue with room on its endpoint, counted over every live worker's claims: on a model
+   * server `want` requests shared among the jobs taken (at least one each), else `want` each (one on this machine's
+   * model, none for a batch job). The budget's check, the fetch and the claims are one transaction,
    * so a worker that dies at any point holds either claimed jobs (released when its heartbeat lapses) or none.
    */
   private async take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
@@ -475,7 +546,9 @@ export class Worker {
       let broken: Error | undefined;
       try {
         // One round trip, three statements (each reads what was committed before it began): the transaction, the
-        // endpoint's lock, and, once it is held, the budget used. Only a worker still registered takes a job; the
+        // endpoint's lock, and, once it is held, the budget used: every registered worker's claims (a silent one's
+        // too: its requests may still be at the server, and once it is declared lost they linger), and what lost
+        // workers left lingering. Only a worker still registered takes a job; the
         // claim counts as a beat (a worker declared lost meanwhile waits for this transaction, and then finds the
         // beat fresh).
         const me = client.escapeLiteral(this.id);
@@ -485,28 +558,30 @@ export class Worker {
            WITH me AS (UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = ${me} AND status = 'running' RETURNING id)
            SELECT (SELECT count(*) FROM me)::int AS me,
              (SELECT coalesce(sum(c.in_flight), 0) FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
-              WHERE c.endpoint = ${endpoint} AND w.status = 'running' AND w.last_seen > now() - make_interval(secs => w.lapse_s))::int AS used`,
+              WHERE c.endpoint = ${endpoint} AND w.status = 'running')::int
+             + (SELECT coalesce(sum(l.in_flight), 0) FROM ${SCHEMA}.lingering l
+                WHERE l.endpoint = ${endpoint} AND l.until > now())::int AS used`,
         )) as unknown as QueryResult<{ me: number; used: number }>[];
         const rows = results[2]?.rows ?? [];
         if (!rows[0]?.me) {
           await client.query('ROLLBACK');
           return 'lost' as const;
         }
-        const rooms: number[] = [];
-        let left = q.budget - rows[0].used;
-        for (let i = 0; i < slots; i++) {
-          const room = q.endpoint === 'this machine' || want === 0 ? want : Math.min(want, left);
-          if (room < 1 && want > 0) break;
-          rooms.push(room);
-          left -= room;
-        }
+        // On a model server, `want` is what the worker has free over the jobs it takes, shared out evenly among the
+        // jobs the queue gives (one job taken alone holds all of it); elsewhere it is each job's own.
+        const remote = q.endpoint !== 'this machine' && want > 0;
+        const total = remote ? Math.min(want, q.budget - rows[0].used) : want;
+        const count = remote ? Math.max(0, Math.min(slots, total)) : slots;
         const jobs =
-          rooms.length === 0
+          count === 0
             ? []
             : await this.db.boss.fetch<JobData>(q.queue, {
-                batchSize: rooms.length,
+                batchSize: count,
                 db: { executeSql: (text, values) => client.query(text, values) },
               });
+        const rooms = jobs.map((_, i) =>
+          remote ? Math.floor(total / jobs.length) + (i < total % jobs.length ? 1 : 0) : want,
+        );
         const claims =
           jobs.length === 0
             ? []
@@ -728,6 +803,9 @@ export class Worker {
         });
     }
     provider.limitInFlight?.(this.concurrency);
+    // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
+    // before a timed-out request of a job no longer its own goes out again.
+    provider.checkBeforeRetry?.(() => this.fenceRetry());
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {

@@ -218,7 +218,7 @@ describe('rumedbench serve (on fixture data the test writes)', () => {
       );
       expect(r.code).toBe(1);
       expect(r.stderr.trim()).toBe(
-        'error: cannot open the database postgres://nobody@127.0.0.1:1/none: connect ECONNREFUSED 127.0.0.1:1',
+        'error: cannot open the database postgres://nobody@127.0.0.1:1/none: connect ECONNREFUSED 127.0.0.1:1; nothing accepts connections at 127.0.0.1:1: start PostgreSQL there, or correct the host and port in --db',
       );
     });
   });

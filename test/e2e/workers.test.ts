@@ -341,13 +341,13 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expectSamePredictions(join(out, 'm/default'), join(local, 'm/default'));
   });
 
-  it('a worker killed holding several jobs it claimed at once, most not started: they go back within its lapse, and only its request in flight is asked again', async () => {
+  it('a worker killed holding several jobs it claimed at once: they go back within its lapse, and only its requests in flight are asked again', async () => {
     const db = await freshDatabase('postgres');
     const s = await serve(300);
     const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
     const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '10')).stdout.trim();
-    // Four job slots, one request in flight: it claims four jobs in one go, and three of them wait for the slot.
-    const victim = startWorker(db, 'h1', ['--jobs', '4', '--concurrency', '1']);
+    // Four job slots sharing four requests in flight: it claims four jobs in one go, one request each.
+    const victim = startWorker(db, 'h1', ['--jobs', '4', '--concurrency', '4']);
     const held = await waitFor('h1 holding four jobs, one request asked', async () => {
       const rows = await query<{ job_id: string; at: Date }>(
         db,
@@ -383,8 +383,8 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       status: string;
     };
     expect(after.status).toBe('done');
-    // One request in flight and one answer unwritten at most (it sends nothing while as many are unwritten).
-    expect(askedTwice(s)).toBeLessThanOrEqual(2);
+    // Four requests in flight and four answers unwritten at most (it sends nothing while as many are unwritten).
+    expect(askedTwice(s)).toBeLessThanOrEqual(8);
     expect(new Set(s.requests.map((r) => JSON.stringify(r.body.messages))).size).toBe(120);
   });
 
@@ -802,7 +802,7 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     const s = await serve(50);
     const file = writePlan([`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`]);
     const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '20')).stdout.trim();
-    const frozen = startWorker(db, 'f1', ['--exit-when-idle', '--jobs', '3', '--concurrency', '2']);
+    const frozen = startWorker(db, 'f1', ['--exit-when-idle', '--jobs', '3', '--concurrency', '3']);
     await waitFor('f1 holding three jobs, some answered', async () => {
       const rows = await query<{ n: number }>(
         db,
@@ -816,11 +816,84 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       await lostAndDone(db, 'f1');
       const { said, requestsAtWake } = await wake(frozen, s);
       expect(said[0]).toMatch(/its 3 job\(s\) went back to the queue/);
-      // Nothing new went out after it woke: only its 2 requests in flight may land late; in all, only those and its
-      // 2 answers unwritten at the freeze were asked twice.
-      expect(s.requests.length - requestsAtWake).toBeLessThanOrEqual(2);
-      expect(askedTwice(s)).toBeLessThanOrEqual(4);
+      // Nothing new went out after it woke: only its 3 requests in flight (its --concurrency, shared by its three
+      // jobs) may land late; in all, only those and its 3 answers unwritten at the freeze were asked twice.
+      expect(s.requests.length - requestsAtWake).toBeLessThanOrEqual(3);
+      expect(askedTwice(s)).toBeLessThanOrEqual(6);
       await expectOneCellDone(db, id, s);
+    });
+  });
+
+  it('max_in_flight holds while a frozen worker’s requests are still at the model server; a killed worker’s free its share at once', async () => {
+    const db = await freshDatabase('postgres');
+    // The first four requests take 8 s: the frozen worker's, still held by the server when it is declared lost
+    // (3 s without a beat). Every later one takes 20 ms.
+    const s = await startFakeOpenAI({
+      reply,
+      behaviour: (n) => ({ kind: 'ok', delayMs: n < 4 ? 8000 : 20 }),
+    });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, timeout_ms: 9000}`],
+      ['max_in_flight: 4'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+    const frozen = startWorker(db, 'g1', ['--exit-when-idle', '--concurrency', '4']);
+    await waitFor('g1 holding 4 requests at the server', async () =>
+      s.requests.length >= 4 ? true : undefined,
+    );
+    frozen.child.kill('SIGSTOP');
+    const held = () =>
+      query<{ worker: string; in_flight: number }>(
+        db,
+        `SELECT w.name AS worker, l.in_flight FROM rumedbench_runs.lingering l
+         JOIN rumedbench_runs.workers w ON w.id = l.worker_id WHERE l.until > now()`,
+      );
+    await whileRunning(startWorker(db, 'g2', ['--concurrency', '4']), async (other) => {
+      await waitFor('g1 declared lost', async () =>
+        other.log().includes('worker g1 is lost') ? true : undefined,
+      );
+      // Its share stays held: the attacker's view is the server's, which never held more than the budget.
+      expect(await held()).toEqual([{ worker: 'g1', in_flight: 4 }]);
+      await lostAndDone(db, 'g1');
+      expect(s.peak()).toBeLessThanOrEqual(4);
+      const { requestsAtWake } = await wake(frozen, s);
+      expect(s.requests.length - requestsAtWake).toBe(0);
+      // Back, its requests landed: nothing of it is held any more.
+      expect(await held()).toEqual([]);
+      await expectOneCellDone(db, id, s);
+    });
+
+    // The same, killed instead: its sockets closed with it, so nothing lingers and the other worker goes on at once.
+    const db2 = await freshDatabase('postgres');
+    const s2 = await startFakeOpenAI({
+      reply,
+      behaviour: (n) => ({ kind: 'ok', delayMs: n < 4 ? 8000 : 20 }),
+    });
+    servers.push(s2);
+    const file2 = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s2.url}", model: fake-m, timeout_ms: 9000}`],
+      ['max_in_flight: 4'],
+    );
+    const id2 = (await rumedbenchOk('plan', 'submit', file2, '--db', db2, '--job-size', '30')).stdout.trim();
+    const killed = startWorker(db2, 'k1', ['--concurrency', '4']);
+    await waitFor('k1 holding 4 requests at the server', async () =>
+      s2.requests.length >= 4 ? true : undefined,
+    );
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    await whileRunning(startWorker(db2, 'k2', ['--concurrency', '4']), async (other) => {
+      await waitFor('k1 declared lost', async () =>
+        other.log().includes('worker k1 is lost') ? true : undefined,
+      );
+      const rows = await query<{ n: number }>(
+        db2,
+        `SELECT count(*)::int AS n FROM rumedbench_runs.lingering`,
+      );
+      expect(rows[0]?.n).toBe(0);
+      await lostAndDone(db2, 'k1');
+      expect(s2.peak()).toBeLessThanOrEqual(4);
+      await expectOneCellDone(db2, id2, s2);
     });
   });
 
@@ -974,6 +1047,20 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       await query(admin.toString(), `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await query(admin.toString(), `DROP ROLE IF EXISTS ${role}`);
     }
+  });
+
+  it('a --db that names a database not there, or a wrong password: one line that says what to do', async () => {
+    const missing = new URL(PG_URL as string);
+    missing.pathname = `/rmb_missing_${Math.random().toString(36).slice(2, 8)}`;
+    const r = await rumedbench('worker', '--db', missing.toString(), '--exit-when-idle');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^error: cannot open the queue's database at postgres:\/\/.*\/rmb_missing_\w+: database "rmb_missing_\w+" does not exist; create that database \(createdb NAME, or CREATE DATABASE NAME\) or name an existing one in --db$/,
+      ),
+    ]);
+    const s = await rumedbench('plan', 'status', 'p-000000000000', '--db', missing.toString());
+    expect(s.stderr.trim().split('\n')).toEqual([expect.stringMatching(/; create that database/)]);
   });
 
   it('plan cancel drops the waiting jobs; status names the cell cancelled', async () => {

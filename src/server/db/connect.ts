@@ -9,6 +9,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { RumedbenchError } from '../../errors.js';
 import { redactUrl } from '../../log.js';
+import { withAdvice } from '../../workers/db-advice.js';
 import { MIGRATIONS } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -57,7 +58,9 @@ export async function openDatabase(target: string): Promise<Db> {
     await db.destroy();
     throw new RumedbenchError(
       'DATABASE_FAILED',
-      `cannot open the database ${location}: ${(e as Error).message}`,
+      engine === 'postgres'
+        ? withAdvice(`cannot open the database ${location}: ${(e as Error).message}`, e, location)
+        : `cannot open the database ${location}: ${(e as Error).message}`,
       {
         cause: e,
       },
@@ -69,7 +72,7 @@ export async function openDatabase(target: string): Promise<Db> {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new RumedbenchError(
       'DATABASE_FAILED',
-      `${location}: migration ${failed} failed: ${(error as Error).message}`,
+      withAdvice(`${location}: migration ${failed} failed: ${(error as Error).message}`, error, location),
       {
         cause: error,
       },
