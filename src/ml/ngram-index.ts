@@ -33,7 +33,6 @@ export class NgramIndex {
    * else -1 when unseen.
    */
   lookup(cps: Uint32Array, from: number, n: number, h: number, insert: boolean): number {
-    const t = this.table;
     // Pack: code points ≤ 0xFFFF, two per word; any larger one sends the n-gram to the pool.
     let k0 = 0;
     let k1 = 0;

@@ -320,15 +320,11 @@ export class Worker {
    * Before a request goes out: past two beats since the last heartbeat that landed (others declare a worker lost
    * after three), beat first; a job stopped meanwhile (declared lost, SIGTERM, cancelled) sends nothing more.
    */
-  private async fence(a: Active): Promise<void> {
+  private async fence(a?: Active): Promise<void> {
     if (performance.now() - this.beatSentAt > 2 * this.heartbeatS * 1000) await this.beatNow();
-    if (a.abort.signal.aborted) throw new Error(`job stopped before its request went out`);
-  }
-
-  /** {@link fence} for a retry, whose job the provider does not know: this worker still holds its jobs. */
-  private async fenceRetry(): Promise<void> {
-    if (performance.now() - this.beatSentAt > 2 * this.heartbeatS * 1000) await this.beatNow();
-    if (this.lost || this.stopping) throw new Error(`job stopped before its retry went out`);
+    // A retry's job is not known to the provider that retries it: this worker must still hold its jobs.
+    if (a ? a.abort.signal.aborted : this.lost || this.stopping)
+      throw new Error(`job stopped before its request went out`);
   }
 
   /** Another worker declared this one lost: its claims are gone and its jobs back in the queue. Stop them here. */
@@ -805,7 +801,7 @@ export class Worker {
     provider.limitInFlight?.(this.concurrency);
     // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
     // before a timed-out request of a job no longer its own goes out again.
-    provider.checkBeforeRetry?.(() => this.fenceRetry());
+    provider.checkBeforeRetry?.(() => this.fence());
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {

@@ -825,23 +825,27 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
   });
 
   it('max_in_flight holds while a frozen worker’s requests are still at the model server; a killed worker’s free its share at once', async () => {
-    const db = await freshDatabase('postgres');
-    // The first four requests take 8 s: the frozen worker's, still held by the server when it is declared lost
-    // (3 s without a beat). Every later one takes 20 ms.
-    const s = await startFakeOpenAI({
-      reply,
-      behaviour: (n) => ({ kind: 'ok', delayMs: n < 4 ? 8000 : 20 }),
-    });
-    servers.push(s);
-    const file = writePlan(
-      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, timeout_ms: 9000}`],
-      ['max_in_flight: 4'],
-    );
-    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
-    const frozen = startWorker(db, 'g1', ['--exit-when-idle', '--concurrency', '4']);
-    await waitFor('g1 holding 4 requests at the server', async () =>
-      s.requests.length >= 4 ? true : undefined,
-    );
+    // A plan with a budget of 4 whose first four requests take 8 s (the first worker's, still held by the server
+    // when it is declared lost, 3 s without a beat), every later one 20 ms; its first worker holding those four.
+    const slowStart = async (name: string, args: string[]) => {
+      const db = await freshDatabase('postgres');
+      const s = await startFakeOpenAI({
+        reply,
+        behaviour: (n) => ({ kind: 'ok', delayMs: n < 4 ? 8000 : 20 }),
+      });
+      servers.push(s);
+      const file = writePlan(
+        [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, timeout_ms: 9000}`],
+        ['max_in_flight: 4'],
+      );
+      const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '30')).stdout.trim();
+      const first = startWorker(db, name, ['--concurrency', '4', ...args]);
+      await waitFor(`${name} holding 4 requests at the server`, async () =>
+        s.requests.length >= 4 ? true : undefined,
+      );
+      return { db, s, id, first };
+    };
+    const { db, s, id, first: frozen } = await slowStart('g1', ['--exit-when-idle']);
     frozen.child.kill('SIGSTOP');
     const held = () =>
       query<{ worker: string; in_flight: number }>(
@@ -865,21 +869,7 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     });
 
     // The same, killed instead: its sockets closed with it, so nothing lingers and the other worker goes on at once.
-    const db2 = await freshDatabase('postgres');
-    const s2 = await startFakeOpenAI({
-      reply,
-      behaviour: (n) => ({ kind: 'ok', delayMs: n < 4 ? 8000 : 20 }),
-    });
-    servers.push(s2);
-    const file2 = writePlan(
-      [`  - {name: m, provider: openai, base_url: "${s2.url}", model: fake-m, timeout_ms: 9000}`],
-      ['max_in_flight: 4'],
-    );
-    const id2 = (await rumedbenchOk('plan', 'submit', file2, '--db', db2, '--job-size', '30')).stdout.trim();
-    const killed = startWorker(db2, 'k1', ['--concurrency', '4']);
-    await waitFor('k1 holding 4 requests at the server', async () =>
-      s2.requests.length >= 4 ? true : undefined,
-    );
+    const { db: db2, s: s2, id: id2, first: killed } = await slowStart('k1', []);
     killed.child.kill('SIGKILL');
     await killed.exited;
     await whileRunning(startWorker(db2, 'k2', ['--concurrency', '4']), async (other) => {
