@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRng } from '../../src/metrics/rng.js';
-import { rumedbenchOk } from '../helpers/cli.js';
+import { rumedbenchOk, rumedbenchOkWith } from '../helpers/cli.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';
 import { type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
 
@@ -128,7 +128,19 @@ async function start(
     { RUMEDBENCH_DATA: data },
   );
   const as = async (team: string): Promise<Upload> => {
-    const out = (await rumedbenchOk('serve', 'token', 'create', '--team', team, '--db', db)).stdout;
+    // The test's own data folder: a clone with nothing beside it has no other.
+    const out = (
+      await rumedbenchOkWith(
+        { RUMEDBENCH_DATA: data },
+        'serve',
+        'token',
+        'create',
+        '--team',
+        team,
+        '--db',
+        db,
+      )
+    ).stdout;
     const token = /token: (\S+)/.exec(out)?.[1] as string;
     return async (files, board = 'closed') => {
       const r = await uploadTo(

@@ -67,6 +67,11 @@ export async function rumedbenchOk(...args: string[]): Promise<CliResult> {
   return ok(args, await rumedbench(...args));
 }
 
+/** {@link rumedbenchOk} with more environment (a data folder of the test's own, say). */
+export async function rumedbenchOkWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
+  return ok(args, await rumedbenchWith(env, ...args));
+}
+
 /** The built binary as a child process, as a user runs it. */
 export async function rumedbenchProcess(...args: string[]): Promise<CliResult> {
   return rumedbenchProcessWith({}, ...args);
