@@ -19,9 +19,14 @@ const binDir = (): string | undefined => {
 };
 
 export const PG_BIN = binDir();
-export const NO_OWN_PG_REASON = PG_BIN
-  ? undefined
-  : 'no PostgreSQL binaries under /usr/lib/postgresql (.ci/run installs them): the database-outage suite is skipped';
+/** As root, the cluster runs as the postgres user through runuser (util-linux), wherever PATH leaves out sbin. */
+const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser', '/usr/bin/runuser'].find((p) => existsSync(p));
+const ROOT = process.getuid?.() === 0;
+export const NO_OWN_PG_REASON = !PG_BIN
+  ? 'no PostgreSQL binaries under /usr/lib/postgresql (.ci/run installs them): the database-outage suite is skipped'
+  : ROOT && !RUNUSER
+    ? 'running as root without runuser, which starts the cluster as the postgres user: the database-outage suite is skipped'
+    : undefined;
 
 const freePort = (): Promise<number> =>
   new Promise((resolve) => {
@@ -44,11 +49,11 @@ export interface OwnPostgres {
 export async function startOwnPostgres(): Promise<OwnPostgres> {
   const bin = PG_BIN as string;
   const dir = mkdtempSync(join(tmpdir(), 'rumedbench-ownpg-'));
-  const root = process.getuid?.() === 0;
+  const root = ROOT;
   if (root) execFileSync('chown', ['postgres', dir]);
   const run = (tool: string, args: string[]) =>
     execFileSync(
-      root ? 'runuser' : join(bin, tool),
+      root ? (RUNUSER as string) : join(bin, tool),
       root ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args,
       {
         stdio: 'ignore',
