@@ -277,7 +277,8 @@ export async function runPlanRetry(
     io.log.warn(`plan ${id} has no failed cell; nothing to ask again`);
     return EXIT.ok;
   }
-  for (const c of r.cells) io.log.info(`${c.cell}: ${c.requests} request(s) back in the queue`);
+  for (const c of r.cells)
+    io.log.info(`${c.cell}: ${c.requests} request(s) back in the queue in ${c.jobs} job(s)`);
   io.out(`${id}\n`);
   return EXIT.ok;
 }

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { RumedbenchError } from '../errors.js';
 import { PLAN_RUN_VERSION, type PlanRow, type PlanSummary, rowOf, writePlanSummary } from '../plans/run.js';
-import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 export interface CellStatus {
   cell: string;
@@ -235,7 +235,7 @@ export async function retryPlan(
   db: QueueDb,
   id: string,
   cells?: readonly string[],
-): Promise<{ cells: { cell: string; requests: number }[] }> {
+): Promise<{ cells: { cell: string; requests: number; jobs: number }[] }> {
   return inTransaction(db, async (client) => {
     const plan = await client.query<{ status: string }>(
       `SELECT status FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`,
@@ -246,9 +246,16 @@ export async function retryPlan(
       throw new RumedbenchError('PLAN_NOT_FOUND', `no plan ${id} in the queue at ${db.location}`);
     if (status === 'cancelled' || status === 'pending')
       throw new RumedbenchError('USAGE', `plan ${id} is ${status}: there is nothing of it to ask again`);
-    const failed = await client.query<{ cell_id: string; queue: string }>(
-      `SELECT cell_id, queue FROM ${SCHEMA}.cells WHERE plan_id = $1 AND status = 'failed' ORDER BY position`,
-      [id],
+    const failed = await client.query<{
+      cell_id: string;
+      queue: string;
+      in_flight: number;
+      job_size: number;
+    }>(
+      `SELECT c.cell_id, c.queue, c.in_flight, coalesce(p.job_size, $2)::int AS job_size
+       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
+       WHERE c.plan_id = $1 AND c.status = 'failed' ORDER BY c.position`,
+      [id, DEFAULT_JOB_SIZE],
     );
     const unknown = (cells ?? []).filter((c) => !failed.rows.some((r) => r.cell_id === c));
     if (unknown.length > 0)
@@ -256,7 +263,7 @@ export async function retryPlan(
         'USAGE',
         `plan ${id} has no failed cell ${unknown.map((c) => `"${c}"`).join(', ')}; its failed cells: ${failed.rows.map((r) => r.cell_id).join(', ') || 'none'}`,
       );
-    const out: { cell: string; requests: number }[] = [];
+    const out: { cell: string; requests: number; jobs: number }[] = [];
     const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
     for (const r of failed.rows.filter((c) => !cells || cells.includes(c.cell_id))) {
       const chunks = await client.query<{ keys: string; chunk: number }>(
@@ -277,31 +284,40 @@ export async function retryPlan(
             : answers.rows.filter((a) => a.status !== 'ok').map((a) => a.key),
         ),
       ];
-      const next = Math.max(-1, ...chunks.rows.map((k) => k.chunk)) + 1;
-      const jobId = randomUUID();
-      // The new chunk asks every request of the cell without an answer: it stands for the cell's earlier chunks. Those
-      // the failure left open (a round whose server was down, jobs cancelled with the cell) would otherwise keep the
-      // cell from finishing for good, its requests all answered.
+      const first = Math.max(-1, ...chunks.rows.map((k) => k.chunk)) + 1;
+      // The new chunks ask every request of the cell without an answer: they stand for the cell's earlier chunks.
+      // Those the failure left open (a round whose server was down, jobs cancelled with the cell) would otherwise keep
+      // the cell from finishing for good, its requests all answered. They are cut to the plan's job size: one job of
+      // a whole cell's failures would keep every worker but one idle.
       await client.query(`UPDATE ${SCHEMA}.chunks SET done = true WHERE plan_id = $1 AND cell_id = $2`, [
         id,
         r.cell_id,
       ]);
-      await client.query(
-        `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, 0)`,
-        [id, r.cell_id, next, JSON.stringify(keys), jobId],
-      );
+      const jobs = jobsOf(keys, r.job_size, r.in_flight).map((part, i) => ({
+        part,
+        chunk: first + i,
+        jobId: randomUUID(),
+      }));
+      for (const j of jobs)
+        await client.query(
+          `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, 0)`,
+          [id, r.cell_id, j.chunk, JSON.stringify(j.part), j.jobId],
+        );
       await client.query(
         `UPDATE ${SCHEMA}.cells SET status = 'queued', error = NULL, finished_at = NULL, finisher = NULL
          WHERE plan_id = $1 AND cell_id = $2`,
         [id, r.cell_id],
       );
       await db.boss.insert(
-        [{ id: jobId, name: r.queue, data: { plan: id, cell: r.cell_id, chunk: next }, ...QUEUE_OPTIONS }],
-        {
-          db: tx,
-        },
+        jobs.map((j) => ({
+          id: j.jobId,
+          name: r.queue,
+          data: { plan: id, cell: r.cell_id, chunk: j.chunk },
+          ...QUEUE_OPTIONS,
+        })),
+        { db: tx },
       );
-      out.push({ cell: r.cell_id, requests: keys.length });
+      out.push({ cell: r.cell_id, requests: keys.length, jobs: jobs.length });
     }
     if (out.length > 0)
       await client.query(`UPDATE ${SCHEMA}.plans SET status = 'running', finished_at = NULL WHERE id = $1`, [

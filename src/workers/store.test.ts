@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { rumedbench } from '../../test/helpers/cli.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../../test/helpers/engines.js';
 import { createLogger } from '../log.js';
-import { MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { jobsOf, MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
 import { Worker } from './worker.js';
 
 async function sql(url: string, text: string, values: unknown[] = []) {
@@ -20,6 +20,19 @@ async function sql(url: string, text: string, values: unknown[] = []) {
     await c.end();
   }
 }
+
+describe('jobsOf: a cell’s requests cut into jobs', () => {
+  it('cuts in order into jobs of at most the size; a batch cell (no request slots) stays one job', () => {
+    const keys = Array.from({ length: 45 }, (_, i) => `k${i}`);
+    const jobs = jobsOf(keys, 20, 4);
+    expect(jobs.map((j) => j.length)).toEqual([20, 20, 5]);
+    expect(jobs.flat()).toEqual(keys);
+    expect(jobsOf(keys, 20, 0)).toEqual([keys]);
+    expect(jobsOf(keys.slice(0, 20), 20, 4)).toEqual([keys.slice(0, 20)]);
+    // No requests left is still one (empty) job: the cell's worker finishes it.
+    expect(jobsOf([], 20, 4)).toEqual([[]]);
+  });
+});
 
 describe.skipIf(!PG_URL)(
   `the queue's schema (PostgreSQL${PG_URL ? '' : `: skipped, ${NO_PG_REASON}`})`,

@@ -204,7 +204,26 @@ CREATE TABLE IF NOT EXISTS ${SCHEMA}.lingering (
 CREATE INDEX IF NOT EXISTS lingering_endpoint ON ${SCHEMA}.lingering (endpoint);
 `,
   },
+  {
+    version: 9,
+    what: 'plans record their job size: what plan retry and the retry rounds put back is cut into jobs of it, so every worker can take a share (a plan queued before has none: DEFAULT_JOB_SIZE)',
+    sql: `ALTER TABLE ${SCHEMA}.plans ADD COLUMN IF NOT EXISTS job_size integer;`,
+  },
 ];
+
+/** Requests per job when the plan does not say (`plan submit --job-size`, the platform's evaluations). */
+export const DEFAULT_JOB_SIZE = 200;
+
+/**
+ * A cell's keys cut into jobs of at most `size`, in order; a batch cell (`inFlight` 0: no request slots, it uploads
+ * its requests and waits) is one job whatever its size, since its requests go as few batches as the provider allows.
+ */
+export function jobsOf<T>(keys: readonly T[], size: number, inFlight: number): T[][] {
+  if (inFlight === 0 || keys.length <= size) return [[...keys]];
+  const out: T[][] = [];
+  for (let i = 0; i < keys.length; i += size) out.push(keys.slice(i, i + size));
+  return out;
+}
 
 /** The schema version this release reads and writes. */
 export const QUEUE_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0;

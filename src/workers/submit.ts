@@ -14,6 +14,7 @@ import { loadPlan } from '../plans/file.js';
 import {
   ensureQueue,
   inTransaction,
+  jobsOf,
   newPlanId,
   QUEUE_OPTIONS,
   type QueueDb,
@@ -66,8 +67,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   let jobs = 0;
   await inTransaction(db, async (client) => {
     await client.query(
-      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta, retry_rounds, retry_delay_s)
-       VALUES ($1, $2, $3, $4, $5, $8, $6, $7, $9, $10)`,
+      `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta, retry_rounds, retry_delay_s, job_size)
+       VALUES ($1, $2, $3, $4, $5, $8, $6, $7, $9, $10, $11)`,
       [
         id,
         input.name,
@@ -79,6 +80,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
         input.hold ? 'pending' : 'queued',
         input.retryRounds ?? 3,
         input.retryDelayS ?? 60,
+        input.jobSize,
       ],
     );
     for (const [position, q] of input.cells.entries()) {
@@ -104,16 +106,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
           JSON.stringify(q.dataSha256),
         ],
       );
-      const keys = q.keys;
-      // A batch cell is one job: its requests go as few batches as the provider's limits allow.
-      const size = c.inFlight === 0 ? Number.POSITIVE_INFINITY : input.jobSize;
-      const chunks = keys ? Math.max(1, Math.ceil(keys.length / size)) : 1;
-      for (let chunk = 0; chunk < chunks; chunk++) {
-        const part = keys
-          ? size === Number.POSITIVE_INFINITY
-            ? keys
-            : keys.slice(chunk * size, (chunk + 1) * size)
-          : null;
+      const parts = q.keys ? jobsOf(q.keys, input.jobSize, c.inFlight) : [null];
+      for (const [chunk, part] of parts.entries()) {
         await client.query(
           `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id) VALUES ($1, $2, $3, $4, $5)`,
           [id, c.id, chunk, JSON.stringify(part), randomUUID()],

@@ -36,7 +36,7 @@ import { AnswerWriter } from './answers.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
-import { inTransaction, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
 export type CellRunner = LlmCell;
@@ -1007,9 +1007,10 @@ export class Worker {
     why: string,
   ): Promise<boolean> {
     if (keys.length === 0) return true;
-    const settings = await this.q<{ retry_rounds: number; retry_delay_s: number }>(
-      `SELECT retry_rounds, retry_delay_s FROM ${SCHEMA}.plans WHERE id = $1 AND status IN ('queued', 'running')`,
-      [plan],
+    const settings = await this.q<{ retry_rounds: number; retry_delay_s: number; job_size: number }>(
+      `SELECT retry_rounds, retry_delay_s, coalesce(job_size, $2)::int AS job_size FROM ${SCHEMA}.plans
+       WHERE id = $1 AND status IN ('queued', 'running')`,
+      [plan, DEFAULT_JOB_SIZE],
     );
     const p = settings.rows[0];
     if (!p || round > p.retry_rounds) return false;
@@ -1018,33 +1019,38 @@ export class Worker {
       inTransaction(this.db, async (client) => {
         // One chunk number per cell at a time: several workers may put back chunks of one cell at once.
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${plan}\n${cell}`]);
-        const { rows } = await client.query<{ next: number; queue: string }>(
+        const { rows } = await client.query<{ next: number; queue: string; in_flight: number }>(
           `SELECT (SELECT coalesce(max(chunk), -1) + 1 FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2)::int AS next,
-             queue FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
+             queue, in_flight FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
           [plan, cell],
         );
         const next = rows[0]?.next ?? 0;
-        const jobId = randomUUID();
-        await client.query(
-          `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
-          [plan, cell, next, JSON.stringify(keys), jobId, round],
-        );
+        // Cut to the plan's job size: what a finishing cell puts back may be many jobs' worth, for every worker.
+        const jobs = jobsOf(keys, p.job_size, rows[0]?.in_flight ?? 1).map((part, i) => ({
+          part,
+          chunk: next + i,
+          jobId: randomUUID(),
+        }));
+        for (const j of jobs)
+          await client.query(
+            `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
+            [plan, cell, j.chunk, JSON.stringify(j.part), j.jobId, round],
+          );
         await client.query(
           `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL
            WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running', 'finishing')`,
           [plan, cell],
         );
         const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+        const startAfter = new Date(Date.now() + delayS * 1000);
         await this.db.boss.insert(
-          [
-            {
-              id: jobId,
-              name: rows[0]?.queue as string,
-              data: { plan, cell, chunk: next },
-              startAfter: new Date(Date.now() + delayS * 1000),
-              ...QUEUE_OPTIONS,
-            },
-          ],
+          jobs.map((j) => ({
+            id: j.jobId,
+            name: rows[0]?.queue as string,
+            data: { plan, cell, chunk: j.chunk },
+            startAfter,
+            ...QUEUE_OPTIONS,
+          })),
           { db: tx },
         );
       }),

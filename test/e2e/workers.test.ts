@@ -749,6 +749,53 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     expect(s.requests.length - asked).toBe(40);
   });
 
+  it('plan retry cuts a cell’s unanswered requests into jobs of the plan’s size: every worker takes a share', async () => {
+    const db = await freshDatabase('postgres');
+    // 20 answers, then every connection dropped until the cause is fixed; no rounds: the cell fails at once.
+    let fixed = false;
+    const s = await startFakeOpenAI({
+      reply,
+      behaviour: (n) => (n >= 20 && !fixed ? { kind: 'drop' } : { kind: 'ok', delayMs: fixed ? 40 : 0 }),
+    });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, max_retries: 0}`],
+      ['retry_rounds: 0'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '20')).stdout.trim();
+    const first = startWorker(db, 'c1', ['--exit-when-idle', '--concurrency', '4', '--jobs', '1']);
+    expect((await first.exited).code, first.log()).toBe(0);
+    const failed = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      cells: { status: string; requests: { done: number } }[];
+    };
+    expect(failed.cells[0]?.status).toBe('failed');
+    const left = 120 - (failed.cells[0]?.requests.done ?? 0);
+    expect(left).toBeGreaterThan(60);
+    fixed = true;
+    const retried = await rumedbenchOk('plan', 'retry', id, '--db', db);
+    // Before: one job of the whole cell's failures, which one worker took while the others idled.
+    expect(retried.stderr).toContain(
+      `m/default: ${left} request(s) back in the queue in ${Math.ceil(left / 20)} job(s)`,
+    );
+    const asked = s.requests.length;
+    const workers = ['c2', 'c3'].map((n) =>
+      startWorker(db, n, ['--exit-when-idle', '--concurrency', '2', '--jobs', '1']),
+    );
+    for (const w of workers) expect((await w.exited).code, w.log()).toBe(0);
+    const done = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      status: string;
+      cells: { status: string; requests: { done: number } }[];
+    };
+    expect([done.status, done.cells[0]?.status, done.cells[0]?.requests.done]).toEqual(['done', 'done', 120]);
+    expect(s.requests.length - asked).toBe(left);
+    // Each worker asked some of them, in jobs of at most 20.
+    for (const w of workers) {
+      const jobs = [...w.log().matchAll(/m\/default #\d+: (\d+) of (\d+) request\(s\) to ask/g)];
+      expect(jobs.length, w.log()).toBeGreaterThan(0);
+      for (const j of jobs) expect(Number(j[2])).toBeLessThanOrEqual(20);
+    }
+  }, 120_000);
+
   it('a worker frozen with SIGSTOP past its lapse, then continued: it stops its job, says so once, registers again, and never asks what another answers', async () => {
     const db = await freshDatabase('postgres');
     const s = await serve(50);

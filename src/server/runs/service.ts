@@ -21,7 +21,7 @@ import {
   setPlanMeta,
   unsettledEvaluations,
 } from '../../workers/plans.js';
-import type { QueueDb } from '../../workers/store.js';
+import { DEFAULT_JOB_SIZE, type QueueDb } from '../../workers/store.js';
 import { enqueuePlan, rejectPlan, releasePlan } from '../../workers/submit.js';
 import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
@@ -181,7 +181,7 @@ export class Runs {
           dataSha256: {},
         };
       }),
-      jobSize: 200,
+      jobSize: DEFAULT_JOB_SIZE,
       kind: 'evaluation',
       meta: meta as unknown as Record<string, unknown>,
       hold: input.by === 'team',
