@@ -114,6 +114,10 @@ export class AnthropicProvider implements Provider {
     this.client.checkBeforeRetry(check);
   }
 
+  breakerWaitMs(): number {
+    return this.client.breakerWaitMs();
+  }
+
   describe(): ProviderInfo {
     return { provider: 'anthropic', endpoint: this.url, model: this.options.model };
   }

@@ -306,6 +306,12 @@ export class ResilientClient {
     this.beforeRetry = check;
   }
 
+  /** See Provider.breakerWaitMs. */
+  breakerWaitMs(): number {
+    const open = this.breaker.open;
+    return open ? Math.max(0, BREAKER_COOL_DOWN_MS - (Date.now() - open.at)) : 0;
+  }
+
   /** Runs `f` (one attempt of a request) until it answers, with the retries, pauses and breaker above. */
   async retrying<T>(f: () => Promise<T>): Promise<T> {
     const maxRetries = this.options.maxRetries ?? 6;

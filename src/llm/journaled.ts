@@ -69,6 +69,7 @@ export function journaled(provider: Provider, journal: Journal, label: string): 
   if (provider.loglikLimitation) wrapped.loglikLimitation = provider.loglikLimitation.bind(provider);
   if (provider.limitInFlight) wrapped.limitInFlight = provider.limitInFlight.bind(provider);
   if (provider.checkBeforeRetry) wrapped.checkBeforeRetry = provider.checkBeforeRetry.bind(provider);
+  if (provider.breakerWaitMs) wrapped.breakerWaitMs = provider.breakerWaitMs.bind(provider);
   if (provider.close) wrapped.close = provider.close.bind(provider);
   return wrapped;
 }

@@ -129,6 +129,10 @@ export class OpenAIProvider implements Provider {
     this.client.checkBeforeRetry(check);
   }
 
+  breakerWaitMs(): number {
+    return this.client.breakerWaitMs();
+  }
+
   describe(): ProviderInfo {
     return {
       provider: 'openai',

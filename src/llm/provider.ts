@@ -72,5 +72,11 @@ export interface Provider {
    * first, and a retry of a job no longer its own throws instead of going out.
    */
   checkBeforeRetry?(check: () => Promise<void>): void;
+  /**
+   * Milliseconds until the server's circuit breaker, open after an outage, lets a request try again (0 when closed).
+   * A queue worker waits this out before a new job, so that a job taken just after an outage (`plan retry` once the
+   * cause is fixed) tries the server instead of failing without a request sent.
+   */
+  breakerWaitMs?(): number;
   close?(): Promise<void>;
 }

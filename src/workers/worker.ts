@@ -802,6 +802,18 @@ export class Worker {
     // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
     // before a timed-out request of a job no longer its own goes out again.
     provider.checkBeforeRetry?.(() => this.fence());
+    // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
+    // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
+    // `plan retry` made once the cause was fixed, without a request sent.
+    const cool = provider.breakerWaitMs?.() ?? 0;
+    if (cool > 0)
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, cool);
+        a.abort.signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
@@ -1065,24 +1077,28 @@ export class Worker {
     // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
     const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
     this.o.log.error(`${plan} ${cell}: ${message}`);
-    await this.q(
-      `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
-       WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
-      [plan, cell, message],
-    );
-    await this.cancelCellJobs(plan, cell);
-    await this.closePlan(plan);
-  }
-
-  private async cancelCellJobs(plan: string, cell: string): Promise<void> {
-    const { rows } = await this.q<{ job_id: string; queue: string }>(
-      `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
-       WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
-      [plan, cell],
+    // The failure and the jobs it cancels are read under the plan's lock, which `plan retry` takes too: a retry made
+    // the moment the cell shows failed must not have its new jobs cancelled here (its cell would wait for good).
+    const rows = await this.dbw.retry(() =>
+      inTransaction(this.db, async (client) => {
+        await client.query(`SELECT 1 FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`, [plan]);
+        await client.query(
+          `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
+           WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
+          [plan, cell, message],
+        );
+        const { rows } = await client.query<{ job_id: string; queue: string }>(
+          `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
+           WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
+          [plan, cell],
+        );
+        return rows;
+      }),
     );
     const byQueue = new Map<string, string[]>();
     for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
     for (const [q, ids] of byQueue) await this.dbw.retry(() => this.db.boss.cancel(q, ids)).catch(() => {});
+    await this.closePlan(plan);
   }
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */

@@ -796,6 +796,47 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     }
   }, 120_000);
 
+  it('plan retry just after an outage: a worker whose breaker is still open tries the server before failing the jobs', async () => {
+    const db = await freshDatabase('postgres');
+    // 20 answers, then every connection dropped until the cause is fixed; no rounds: the cell fails at once.
+    let fixed = false;
+    const s = await startFakeOpenAI({
+      reply,
+      behaviour: (n) => (n >= 20 && !fixed ? { kind: 'drop' } : { kind: 'ok' }),
+    });
+    servers.push(s);
+    const file = writePlan(
+      [`  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, max_retries: 0}`],
+      ['retry_rounds: 0'],
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '20')).stdout.trim();
+    // A worker that stays up: its breaker for the server opened when the server went, and is still open (5 s).
+    const w = startWorker(db, 'b1', ['--concurrency', '4', '--jobs', '1']);
+    const status = async () =>
+      JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+        status: string;
+        cells: { status: string; requests: { done: number } }[];
+      };
+    await waitFor('the cell failed', async () =>
+      (await status()).cells[0]?.status === 'failed' ? true : undefined,
+    );
+    fixed = true;
+    const asked = s.requests.length;
+    const left = 120 - ((await status()).cells[0]?.requests.done ?? 0);
+    await rumedbenchOk('plan', 'retry', id, '--db', db);
+    // Before: the retried jobs failed in the same second without a request sent ("… is down"), the cell failed again.
+    const done = await waitFor('the retried cell ended', async () => {
+      const st = await status();
+      return st.cells[0]?.status === 'done' || st.cells[0]?.status === 'failed' ? st : undefined;
+    });
+    expect([done.status, done.cells[0]?.status, done.cells[0]?.requests.done], w.log()).toEqual([
+      'done',
+      'done',
+      120,
+    ]);
+    expect(s.requests.length - asked).toBe(left);
+  }, 120_000);
+
   it('a worker frozen with SIGSTOP past its lapse, then continued: it stops its job, says so once, registers again, and never asks what another answers', async () => {
     const db = await freshDatabase('postgres');
     const s = await serve(50);
