@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import type PgBoss from 'pg-boss';
@@ -806,14 +807,7 @@ export class Worker {
     // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
     // `plan retry` made once the cause was fixed, without a request sent.
     const cool = provider.breakerWaitMs?.() ?? 0;
-    if (cool > 0)
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, cool);
-        a.abort.signal.addEventListener('abort', () => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+    if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
