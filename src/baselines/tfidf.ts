@@ -8,7 +8,6 @@
  *   training data, the vectorizer is fitted on the questions and options being answered.
  */
 import type { Prediction } from '../metrics/item-stats.js';
-import { blockWeights } from '../ml/ovr-parallel.js';
 import {
   fitTransform,
   type TfidfModel,
@@ -73,7 +72,7 @@ class TfidfClassifier implements BaselineModel {
   serialize(): SerializedModel {
     const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
     this.head.blocks.forEach((b, g) => {
-      arrays[`weights${g}`] = blockWeights(b);
+      arrays[`weights${g}`] = b.weights;
     });
     return {
       meta: {
