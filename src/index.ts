@@ -70,7 +70,12 @@ export { createRng, type Rng } from './metrics/rng.js';
 export { countEntities, type Entity, getEntities, prf } from './metrics/seqeval.js';
 export { type CrfModel, type CrfOptions, predictCrf, type TokenAttributes, trainCrf } from './ml/crf.js';
 export { type BinaryLrOptions, ovrProbabilities, trainOneVsRest } from './ml/logreg.js';
-export { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from './ml/ovr-parallel.js';
+export {
+  blockDecisionValues,
+  blockWeights,
+  type OvrBlock,
+  trainOneVsRestParallel,
+} from './ml/ovr-parallel.js';
 export type { CsrMatrix } from './ml/sparse.js';
 export { fitTransform, ngrams, type TfidfModel, type TfidfOptions, transform } from './ml/tfidf.js';
 export {

@@ -18,7 +18,7 @@ import type { Dtype, Pooling } from '../encoders/model.js';
 import type { OpenEmbedderOptions } from '../encoders/open.js';
 import { ModelError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
-import type { OvrBlock } from '../ml/ovr-parallel.js';
+import { blockWeights, type OvrBlock } from '../ml/ovr-parallel.js';
 import { type CsrMatrix, denseToCsr } from '../ml/sparse.js';
 import { withEngines } from '../optional-deps.js';
 import { isChoiceTask } from '../tasks/registry.js';
@@ -188,7 +188,7 @@ abstract class EncoderHeadModel extends EncoderModel {
       scale: this.standardizer.scale,
     };
     this.head.blocks.forEach((b, g) => {
-      arrays[`weights${g}`] = b.weights;
+      arrays[`weights${g}`] = blockWeights(b);
     });
     return {
       meta: {

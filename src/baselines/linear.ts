@@ -3,7 +3,12 @@
  * classes, as scikit-learn), labels ranked by probability. The TF-IDF baseline and the encoder heads share it.
  */
 import { ovrProbabilities } from '../ml/logreg.js';
-import { blockDecisionValues, type OvrBlock, trainOneVsRestParallel } from '../ml/ovr-parallel.js';
+import {
+  blockDecisionValues,
+  blockWeights,
+  type OvrBlock,
+  trainOneVsRestParallel,
+} from '../ml/ovr-parallel.js';
 import type { CsrMatrix } from '../ml/sparse.js';
 import type { Scored } from './types.js';
 
@@ -158,7 +163,7 @@ export function saveClassHeads(
     else {
       meta[c] = head.blocks.map((b) => b.positives);
       head.blocks.forEach((b, g) => {
-        arrays[`weights${i}_${g}`] = b.weights;
+        arrays[`weights${i}_${g}`] = blockWeights(b);
       });
     }
   });

@@ -8,6 +8,7 @@
  *   training data, the vectorizer is fitted on the questions and options being answered.
  */
 import type { Prediction } from '../metrics/item-stats.js';
+import { blockWeights } from '../ml/ovr-parallel.js';
 import {
   fitTransform,
   type TfidfModel,
@@ -72,7 +73,7 @@ class TfidfClassifier implements BaselineModel {
   serialize(): SerializedModel {
     const arrays: SerializedModel['arrays'] = { idf: this.tfidf.idf };
     this.head.blocks.forEach((b, g) => {
-      arrays[`weights${g}`] = b.weights;
+      arrays[`weights${g}`] = blockWeights(b);
     });
     return {
       meta: {

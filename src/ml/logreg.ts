@@ -73,16 +73,11 @@ export function trainOneVsRest(
 }
 
 /**
- * What training leaves for {@link assembleOneVsRest} to build the weights from. The weights of the private columns
- * (see {@link splitPrivateFeatures}) are not among them: they follow from α and the rows, once the training memory
- * is gone, so that the full weight matrix and the arena that trained it are never held together.
+ * What training leaves to build the weights from ({@link factorOneVsRest}, {@link assembleOneVsRest}). The weights
+ * of the private columns (see {@link splitPrivateFeatures}) are not among them: they follow from α and the rows.
  */
 export interface OvrPieces {
-  /**
-   * A buffer the size of the full weights, (cols + 1) × K, whose front holds only the shared columns' blocks of K
-   * weights and then the intercept's (block s at `s * K`). The rest is not written, so (being fresh, zeroed memory)
-   * not yet resident either: assembly spreads the blocks out in place instead of copying them to a second array.
-   */
+  /** The shared columns' blocks of K weights, then the intercept's (block s at `s * K`). */
   weights: Float32Array;
   /** Shared block s's column. */
   sharedToColumn: Int32Array;
@@ -114,9 +109,9 @@ export function trainOneVsRestPieces(
     onEpoch,
   );
   // Shared columns from the arena: a problem still training at the end from its lane, a retired one from its column.
-  const weights = new Float32Array((x.cols + 1) * K);
   const shared = split.arena.weights;
   const blocks = split.sharedToColumn.length + 1;
+  const weights = new Float32Array(blocks * K);
   // Problem c's weight of block s is at first[c] + s · step[c]: a retired problem's column, or its lane.
   const first = new Int32Array(K);
   const step = new Int32Array(K);
@@ -133,11 +128,100 @@ export function trainOneVsRestPieces(
   return { weights, sharedToColumn: split.sharedToColumn, alpha, epochs };
 }
 
+/** {@link FactoredWeights.place} of a column in no row: its weights are 0. */
+export const NO_ROW = -0x80000000;
+
 /**
- * The full weights (`W[j * K + c]`, the intercept at j = cols) from the pieces training left, in their buffer: the
- * shared blocks move out to their columns, and the private columns are filled from α (w_j = α_i y_i x_ij, in
- * double precision and then rounded to single, as the solver's weights are). `x`, `labels` and `positives` are
- * those of training.
+ * Where each column's weights come from, the same for every group of problems trained on the same rows: see
+ * {@link FactoredWeights}.
+ */
+export interface ColumnPlaces {
+  /** Column j: s ≥ 0 for shared block s, −1 − i for a column private to row i, {@link NO_ROW} for one in no row. */
+  place: Int32Array;
+  /** A private column's value in its row, x_ij (0 elsewhere). */
+  value: Float64Array;
+}
+
+/**
+ * One-vs-rest weights as training leaves them, with the private columns' weights not spelled out. A column in one
+ * training row only has w_j = α_i y_i x_ij for every problem (in double precision, then rounded to single as the
+ * solver's weights are), so it is kept as its row and x_ij, and row i's α_i y_i once for all its columns. On TF-IDF
+ * character n-grams most columns are private: for RuMedTop3, 456,000 of 760,000, and the dense matrix of 105
+ * problems is 319 MB where this is 130 MB; building the dense one cost about a second and a quarter of a gigabyte
+ * of fresh pages after training. {@link denseWeights} spells it out (for saving); decision values read either form
+ * to the same bits.
+ */
+export interface FactoredWeights extends ColumnPlaces {
+  /** Problems. */
+  K: number;
+  /** The shared columns' blocks of K weights, then the intercept's. */
+  shared: Float32Array;
+  /** Row i's α_i y_i for each problem (`rowScale[i * K + c]`): exactly ±α_i. */
+  rowScale: Float64Array;
+}
+
+/** The {@link ColumnPlaces} of `x` for the shared columns `sharedToColumn` (those in two rows or more). */
+export function columnPlaces(x: CsrMatrix, sharedToColumn: Int32Array): ColumnPlaces {
+  const place = new Int32Array(x.cols).fill(NO_ROW);
+  const value = new Float64Array(x.cols);
+  sharedToColumn.forEach((j, s) => {
+    place[j] = s;
+  });
+  for (let i = 0; i < x.rows; i++) {
+    for (let k = x.indptr[i] as number; k < (x.indptr[i + 1] as number); k++) {
+      const j = x.indices[k] as number;
+      if ((place[j] as number) >= 0) continue;
+      place[j] = -1 - i;
+      value[j] = x.data[k] as number;
+    }
+  }
+  return { place, value };
+}
+
+/** The pieces of one training as {@link FactoredWeights}; `columns` may be shared with other groups on `x`. */
+export function factorOneVsRest(
+  x: CsrMatrix,
+  labels: Int32Array,
+  positives: readonly number[],
+  pieces: OvrPieces,
+  columns: ColumnPlaces = columnPlaces(x, pieces.sharedToColumn),
+): FactoredWeights {
+  const K = positives.length;
+  const { alpha } = pieces;
+  const rowScale = new Float64Array(x.rows * K);
+  for (let i = 0; i < x.rows; i++) {
+    const yi = labels[i] as number;
+    for (let c = 0; c < K; c++) {
+      const a = alpha[i * K + c] as number;
+      rowScale[i * K + c] = yi === positives[c] ? a : -a;
+    }
+  }
+  return { ...columns, K, shared: pieces.weights, rowScale };
+}
+
+/** The full weights (`W[j * K + c]`, the intercept at j = cols) of factored ones, bit for bit. */
+export function denseWeights(f: FactoredWeights): Float32Array {
+  const { K, place, value, shared, rowScale } = f;
+  const D = place.length;
+  const W = new Float32Array((D + 1) * K);
+  for (let j = 0; j < D; j++) {
+    const p = place[j] as number;
+    const out = j * K;
+    if (p >= 0) W.set(shared.subarray(p * K, (p + 1) * K), out);
+    else if (p !== NO_ROW) {
+      const v = value[j] as number;
+      const row = (-1 - p) * K;
+      for (let c = 0; c < K; c++) W[out + c] = (rowScale[row + c] as number) * v;
+    }
+  }
+  W.set(shared.subarray(shared.length - K), D * K);
+  return W;
+}
+
+/**
+ * The full weights (`W[j * K + c]`, the intercept at j = cols) from the pieces training left: the shared blocks in
+ * their columns, and the private columns filled from α (w_j = α_i y_i x_ij). `x`, `labels` and `positives` are those
+ * of training.
  */
 export function assembleOneVsRest(
   x: CsrMatrix,
@@ -145,43 +229,7 @@ export function assembleOneVsRest(
   positives: readonly number[],
   pieces: OvrPieces,
 ): Float32Array {
-  const K = positives.length;
-  const D = x.cols;
-  const { weights: W, sharedToColumn, alpha } = pieces;
-  const blocks = sharedToColumn.length + 1;
-  // From the last block down: a block's column is at or above its place in the front, and every block above it has
-  // already moved out, so a move never lands on one still to be read. A private column's place in the front still
-  // holds a copy of a block that has moved out: zeroed, since a column in no row keeps weight 0 (the others are
-  // written below).
-  let above = D + 1;
-  for (let s = blocks - 1; s >= 0; s--) {
-    const j = s < sharedToColumn.length ? (sharedToColumn[s] as number) : D;
-    if (j !== s) W.copyWithin(j * K, s * K, (s + 1) * K);
-    if (j + 1 < Math.min(above, blocks)) W.fill(0, (j + 1) * K, Math.min(above, blocks) * K);
-    above = j;
-  }
-  if (Math.min(above, blocks) > 0) W.fill(0, 0, Math.min(above, blocks) * K);
-  const isShared = new Uint8Array(D);
-  for (const j of sharedToColumn) isShared[j] = 1;
-  const pos = Int32Array.from(positives);
-  const { indptr, indices, data } = x;
-  // Row i's α_i y_i for every problem: y_i = ±1, so it is exactly ±α_i, and each weight α_i y_i x_ij to the bit.
-  const signed = new Float64Array(K);
-  for (let i = 0; i < x.rows; i++) {
-    const yi = labels[i] as number;
-    for (let c = 0; c < K; c++) {
-      const a = alpha[i * K + c] as number;
-      signed[c] = yi === pos[c] ? a : -a;
-    }
-    for (let k = indptr[i] as number; k < (indptr[i + 1] as number); k++) {
-      const j = indices[k] as number;
-      if (isShared[j] === 1) continue;
-      const v = data[k] as number;
-      const out = j * K;
-      for (let c = 0; c < K; c++) W[out + c] = (signed[c] as number) * v;
-    }
-  }
-  return W;
+  return denseWeights(factorOneVsRest(x, labels, positives, pieces));
 }
 
 /**

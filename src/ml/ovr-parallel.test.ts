@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../metrics/rng.js';
 import { trainOneVsRest } from './logreg.js';
-import { blockDecisionValues, trainOneVsRestParallel } from './ovr-parallel.js';
+import { blockDecisionValues, blockWeights, trainOneVsRestParallel } from './ovr-parallel.js';
 import type { CsrMatrix } from './sparse.js';
 import { fitTransform } from './tfidf.js';
 
@@ -52,7 +52,7 @@ describe('one-vs-rest over worker threads', () => {
     expect(predicted).toEqual(labels);
   });
 
-  it('assembles, in the main thread, the weights trainOneVsRest gives in one thread, bit for bit', async () => {
+  it('keeps weights that spell out to those trainOneVsRest gives in one thread, and decide the same, bit for bit', async () => {
     // 90 rows of 5 columns among 30 (so in several rows) and one of their own, 6 classes; the columns, with 40 in no
     // row, shuffled, so that shared, private and empty columns alternate, the first shared one is not column 0 and
     // the shared blocks must move out past private and empty columns on assembly.
@@ -79,14 +79,30 @@ describe('one-vs-rest over worker threads', () => {
       const blocks = await trainOneVsRestParallel(x, y, all, { ...lr, seed: 5, threads });
       expect(blocks).toHaveLength(threads);
       for (const b of blocks) {
+        expect('factored' in b).toBe(true);
         const alone = trainOneVsRest(x, y, b.positives, lr, createRng(5)).weights;
-        expect(bits(b.weights)).toEqual(bits(alone));
+        const w = blockWeights(b);
+        expect(bits(w)).toEqual(bits(alone));
         // A column in no row has weight +0, as in a fresh array.
         for (const j of perm.slice(30 + rows))
-          expect(bits(b.weights.subarray(j * b.positives.length, (j + 1) * b.positives.length))).toEqual(
+          expect(bits(w.subarray(j * b.positives.length, (j + 1) * b.positives.length))).toEqual(
             b.positives.map(() => 0),
           );
       }
+      // New rows over every kind of column (shared, private, in no row), read through the factored weights and
+      // through the spelled-out ones (as a saved model reads them).
+      const test: CsrMatrix = {
+        rows: 20,
+        cols,
+        indptr: Int32Array.from({ length: 21 }, (_, i) => 8 * i),
+        indices: Int32Array.from({ length: 160 }, () => r.int(cols)),
+        data: Float64Array.from({ length: 160 }, () => r.next() - 0.3),
+      };
+      const dense = blocks.map((b) => ({ positives: b.positives, weights: blockWeights(b) }));
+      const f64bits = (v: Float64Array) => Array.from(new BigUint64Array(v.buffer));
+      expect(f64bits(blockDecisionValues(test, blocks, 1))).toEqual(
+        f64bits(blockDecisionValues(test, dense, 1)),
+      );
     }
   });
 });
