@@ -120,10 +120,17 @@ export function trainOneVsRestPieces(
     first[c] = q >= 0 ? shared.length - (RETIRE_GROUP + q + 1) * blocks : (lane[c] as number);
     step[c] = q >= 0 ? 1 : S;
   }
-  for (let s = 0; s < blocks; s++) {
-    const out = s * K;
-    for (let c = 0; c < K; c++)
-      weights[out + c] = shared[(first[c] as number) + s * (step[c] as number)] as number;
+  // A tile of blocks at a time, each problem's stretch of it read in one go: a retired problem's weights lie in a
+  // column of their own, so reading a block's K weights together touched K columns far apart (0.3 s for RuMedTop3's
+  // 300k blocks of 52, against 0.1 s by tiles of 256, mostly the fresh pages written).
+  const TILE = 256;
+  for (let s0 = 0; s0 < blocks; s0 += TILE) {
+    const s1 = Math.min(blocks, s0 + TILE);
+    for (let c = 0; c < K; c++) {
+      const st = step[c] as number;
+      let from = (first[c] as number) + s0 * st;
+      for (let s = s0; s < s1; s++, from += st) weights[s * K + c] = shared[from] as number;
+    }
   }
   return { weights, sharedToColumn: split.sharedToColumn, alpha, epochs };
 }

@@ -116,6 +116,21 @@ export class NgramIndex {
     return id;
   }
 
+  /** Anything read from a touched slot, kept so that the reads are not optimised away. */
+  private sink = 0;
+
+  /**
+   * Reads the first slot of each hash in `hashes[from .. to)`, and nothing else: independent reads, whose misses
+   * the processor overlaps, so that the lookups that follow find the slots in cache (see `countRow` in ./tfidf.ts).
+   */
+  touch(hashes: Int32Array, from: number, to: number): void {
+    const t = this.table;
+    const mask = this.mask;
+    let s = this.sink;
+    for (let q = from; q < to; q++) s ^= t[((hashes[q] as number) & mask) * W + 1] as number;
+    this.sink = s;
+  }
+
   private poolEquals(start: number, cps: Uint32Array, from: number, n: number): boolean {
     for (let j = 0; j < n; j++) if (this.pool[start + j] !== cps[from + j]) return false;
     return true;

@@ -60,20 +60,41 @@ interface Row {
   counts: Int32Array;
 }
 
+/** Scratch arrays reused from text to text: each n-gram's hash, packed code points, length and start. */
+interface Scratch {
+  ids: Int32Array;
+  hash: Int32Array;
+  len: Int32Array;
+  from: Int32Array;
+  keys: Int32Array;
+}
+
+function scratch(size = 4096): Scratch {
+  return {
+    ids: new Int32Array(size),
+    hash: new Int32Array(size),
+    len: new Int32Array(size),
+    from: new Int32Array(size),
+    keys: new Int32Array(4 * size),
+  };
+}
+
+/**
+ * N-grams are looked up this many at a time, after their slots have all been read once ({@link NgramIndex.touch}).
+ * A lookup in a vocabulary of 800k n-grams is a cache and TLB miss; read one after another, each waits for the one
+ * before, while a batch of independent reads overlaps them.
+ */
+const BATCH = 32;
+
 /** Column ids and counts of one text, sorted by column; unknown n-grams are skipped (as in transform). */
-function countRow(
-  text: string,
-  options: TfidfOptions,
-  index: NgramIndex,
-  grow: boolean,
-  buf: { ids: Int32Array },
-): Row {
+function countRow(text: string, options: TfidfOptions, index: NgramIndex, grow: boolean, buf: Scratch): Row {
   const cps = preprocess(text);
   const len = cps.length;
   const need = len * (options.ngramMax - options.ngramMin + 1);
-  if (buf.ids.length < need) buf.ids = new Int32Array(need * 2);
-  const out = buf.ids;
-  let k = 0;
+  if (buf.ids.length < need) Object.assign(buf, scratch(need * 2));
+  const { ids: out, hash, len: lens, from, keys } = buf;
+  // First every n-gram's hash and packed form, in the order they are looked up (and new ones numbered).
+  let count = 0;
   for (let i = 0; i < len; i++) {
     // Hash and pack the n-grams starting at i incrementally: each longer one extends the shorter.
     let h = FNV_OFFSET;
@@ -94,7 +115,34 @@ function countRow(
       else if (word === 2) k2 |= packed;
       else k3 |= packed;
       if (n < options.ngramMin) continue;
-      const id = index.lookupPacked(cps, i, n, h, wide ? -n : n, k0, k1, k2, k3, grow);
+      hash[count] = h | 0;
+      lens[count] = wide ? -n : n;
+      from[count] = i;
+      keys[4 * count] = k0;
+      keys[4 * count + 1] = k1;
+      keys[4 * count + 2] = k2;
+      keys[4 * count + 3] = k3;
+      count++;
+    }
+  }
+  let k = 0;
+  for (let b = 0; b < count; b += BATCH) {
+    const e = Math.min(count, b + BATCH);
+    index.touch(hash, b, e);
+    for (let q = b; q < e; q++) {
+      const l = lens[q] as number;
+      const id = index.lookupPacked(
+        cps,
+        from[q] as number,
+        l < 0 ? -l : l,
+        hash[q] as number,
+        l,
+        keys[4 * q] as number,
+        keys[4 * q + 1] as number,
+        keys[4 * q + 2] as number,
+        keys[4 * q + 3] as number,
+        grow,
+      );
       if (id >= 0) out[k++] = id;
     }
   }
@@ -145,7 +193,7 @@ export function fitTransform(
   options: TfidfOptions,
 ): { model: TfidfModel; matrix: CsrMatrix } {
   const index = new NgramIndex(1 << 20);
-  const buf = { ids: new Int32Array(4096) };
+  const buf = scratch();
   const rows = texts.map((t) => countRow(t, options, index, true, buf));
   const df = new Int32Array(index.size);
   for (const row of rows) for (const id of row.ids) df[id] = (df[id] as number) + 1;
@@ -158,7 +206,7 @@ export function fitTransform(
 
 /** TF-IDF rows of new texts under a fitted model (scikit-learn's transform). */
 export function transform(model: TfidfModel, texts: readonly string[]): CsrMatrix {
-  const buf = { ids: new Int32Array(4096) };
+  const buf = scratch();
   return toCsr(
     texts.map((t) => countRow(t, model.options, model.index, false, buf)),
     model.idf,
