@@ -58,11 +58,11 @@ describe('dual coordinate descent logistic regression', () => {
   });
 
   it('assembles the weights w = Σ α_i y_i x_i of the pieces, every column in its place', () => {
-    // 60 rows of 4 columns among 20 and one of their own, among 30 columns in no row, all shuffled: the shared
-    // blocks move out past private and empty columns.
+    // 300 rows of 4 columns among 400 and one of their own, among 30 columns in no row, all shuffled: the shared
+    // blocks move out past private and empty columns, and fill more than one tile of the copy out of the arena.
     const rng = createRng(5);
-    const rows = 60;
-    const cols = 20 + rows + 30;
+    const rows = 300;
+    const cols = 400 + rows + 30;
     const perm = Array.from({ length: cols }, (_, j) => j);
     for (let j = cols - 1; j > 0; j--) {
       const t = rng.int(j + 1);
@@ -71,10 +71,13 @@ describe('dual coordinate descent logistic regression', () => {
     const indptr = Int32Array.from({ length: rows + 1 }, (_, i) => 5 * i);
     const indices = Int32Array.from(
       { length: 5 * rows },
-      (_, k) => perm[k % 5 === 4 ? 20 + Math.floor(k / 5) : rng.int(20)] as number,
+      (_, k) => perm[k % 5 === 4 ? 400 + Math.floor(k / 5) : rng.int(400)] as number,
     );
     const data = Float64Array.from({ length: 5 * rows }, () => 0.1 + rng.next());
     const x: CsrMatrix = { rows, cols, indptr, indices, data };
+    const df = new Int32Array(cols);
+    for (const j of indices) df[j] = (df[j] as number) + 1;
+    expect(df.filter((d) => d > 1).length).toBeGreaterThan(256);
     const y = Int32Array.from({ length: rows }, () => rng.int(3));
     const positives = [0, 1, 2];
     const K = positives.length;
@@ -98,7 +101,7 @@ describe('dual coordinate descent logistic regression', () => {
         w[cols * K + c] = (w[cols * K + c] as number) + a;
       }
     }
-    const privateColumns = new Set(perm.slice(20, 20 + rows));
+    const privateColumns = new Set(perm.slice(400, 400 + rows));
     for (let j = 0; j <= cols; j++) {
       for (let c = 0; c < K; c++) {
         const got = W[j * K + c] as number;
