@@ -95,6 +95,8 @@ export function trainOneVsRestPieces(
   options: BinaryLrOptions,
   rng: Rng,
   onEpoch?: (epoch: number, active: number, violation: number) => void,
+  /** Called before the weights are copied out of the arena, which then holds them twice (see ./ovr-parallel.ts). */
+  beforeCopy?: () => void,
 ): OvrPieces {
   const K = positives.length;
   const split = splitPrivateFeatures(x, K);
@@ -108,6 +110,7 @@ export function trainOneVsRestPieces(
     rng,
     onEpoch,
   );
+  beforeCopy?.();
   // Shared columns from the arena: a problem still training at the end from its lane, a retired one from its column.
   const shared = split.arena.weights;
   const blocks = split.sharedToColumn.length + 1;

@@ -10,6 +10,13 @@ export interface OvrJob {
   positives: number[];
   options: BinaryLrOptions;
   seed: number;
+  /**
+   * Whose turn it is to copy its weights out of its arena: 0 for nobody, g + 1 for group g. Taken before the copy
+   * and given back by the main thread once that thread has exited, so that two threads never hold an arena and its
+   * copy at once.
+   */
+  copyTurn: Int32Array;
+  group: number;
 }
 
 export type OvrMessage =
@@ -27,6 +34,14 @@ const pieces = trainOneVsRestPieces(
   createRng(job.seed),
   (epoch, active, violation) =>
     parentPort?.postMessage({ type: 'epoch', epoch, active, violation } satisfies OvrMessage),
+  () => {
+    const mine = job.group + 1;
+    for (;;) {
+      const holder = Atomics.compareExchange(job.copyTurn, 0, 0, mine);
+      if (holder === 0) return;
+      Atomics.wait(job.copyTurn, 0, holder);
+    }
+  },
 );
 parentPort?.postMessage({ type: 'done', pieces } satisfies OvrMessage, [
   pieces.weights.buffer as ArrayBuffer,
