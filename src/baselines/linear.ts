@@ -2,11 +2,14 @@
  * A linear classifier over any features: L2-regularised logistic regression, one-vs-rest (one problem for two
  * classes, as scikit-learn), labels ranked by probability. The TF-IDF baseline and the encoder heads share it.
  */
+
+import { availableParallelism } from 'node:os';
 import { ovrProbabilities } from '../ml/logreg.js';
 import {
   blockDecisionValues,
   blockWeights,
   type OvrBlock,
+  OvrThreads,
   trainOneVsRestParallel,
 } from '../ml/ovr-parallel.js';
 import type { CsrMatrix } from '../ml/sparse.js';
@@ -26,7 +29,20 @@ interface LinearTrainOptions {
   bias: number;
   seed: number;
   threads?: number;
+  /** Threads started ahead by {@link startLinearThreads}. */
+  pool?: OvrThreads;
   onEpoch?: (group: number, epoch: number, active: number, violation: number) => void;
+}
+
+/**
+ * The threads that {@link trainLinearHead} will train on these labels with, started now, so that they are ready when
+ * the features are (a TF-IDF fit takes a second or so; a thread about 60 ms to start). Close it when training is
+ * done or abandoned.
+ */
+export function startLinearThreads(gold: readonly string[], threads?: number): OvrThreads {
+  const classes = new Set(gold).size;
+  const problems = classes > 2 ? classes : 1;
+  return new OvrThreads(Math.max(1, Math.min(threads ?? availableParallelism(), problems)));
 }
 
 export async function trainLinearHead(
@@ -38,7 +54,7 @@ export async function trainLinearHead(
   const index = new Map(classes.map((c, i) => [c, i]));
   const labels = Int32Array.from(gold, (g) => index.get(g) as number);
   const positives = classes.length > 2 ? classes.map((_, i) => i) : [1];
-  const { seed, threads, onEpoch, C, eps, maxEpochs, bias } = options;
+  const { seed, threads, pool, onEpoch, C, eps, maxEpochs, bias } = options;
   const blocks = await trainOneVsRestParallel(x, labels, positives, {
     C,
     eps,
@@ -46,6 +62,7 @@ export async function trainLinearHead(
     bias,
     seed,
     ...(threads !== undefined ? { threads } : {}),
+    ...(pool ? { pool } : {}),
     ...(onEpoch ? { onEpoch } : {}),
   });
   return { classes, blocks, bias };

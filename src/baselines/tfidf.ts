@@ -33,6 +33,7 @@ import {
   predictClassHeads,
   rankRows,
   saveClassHeads,
+  startLinearThreads,
   topK,
   trainClassHeads,
   trainLinearHead,
@@ -209,24 +210,31 @@ export async function trainTfidf(
   const log = options.progress ?? (() => {});
   const t0 = performance.now();
   const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
-  log(`${task.name}: TF-IDF of ${train.length} training texts…`);
-  const { model, matrix } = fitTransform(
-    train.map((r) => inputText(task, r)),
-    TFIDF_OPTIONS,
-  );
-  log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams (${elapsed()})`);
-  const labels = new Set(train.map((r) => r.gold as string)).size;
-  const progress = fittingProgress(task.name, labels, log);
-  const head = await trainLinearHead(
-    matrix,
-    train.map((r) => r.gold as string),
-    {
+  const gold = train.map((r) => r.gold as string);
+  // The training threads start while this one fits TF-IDF.
+  const pool = startLinearThreads(gold, options.threads);
+  let head: LinearHead;
+  let model: TfidfModel;
+  try {
+    log(`${task.name}: TF-IDF of ${train.length} training texts…`);
+    const fitted = fitTransform(
+      train.map((r) => inputText(task, r)),
+      TFIDF_OPTIONS,
+    );
+    model = fitted.model;
+    const { matrix } = fitted;
+    log(`${task.name}: TF-IDF ${matrix.rows} texts × ${matrix.cols} character n-grams (${elapsed()})`);
+    const progress = fittingProgress(task.name, new Set(gold).size, log);
+    head = await trainLinearHead(matrix, gold, {
       ...LR_OPTIONS,
       seed: options.seed,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      pool,
       onEpoch: (_group, epoch, active) => progress(epoch, active),
-    },
-  );
+    });
+  } finally {
+    pool.close();
+  }
   log(
     `${task.name}: logistic regression over ${head.blocks.reduce((n, b) => n + b.positives.length, 0)} problem(s) done (${elapsed()})`,
   );

@@ -40,10 +40,44 @@ export function blockWeights(block: OvrBlock): Float32Array {
   return 'weights' in block ? block.weights : denseWeights(block.factored);
 }
 
+/**
+ * Training threads started before their jobs exist, so that their start (about 60 ms each: an isolate, the modules,
+ * the WebAssembly module) overlaps other work, as the TF-IDF fit that makes their training matrix. A started thread
+ * waits for its job; one not taken when {@link close} is called is stopped. Waiting threads do not keep the process
+ * alive.
+ */
+export class OvrThreads {
+  private waiting: Worker[];
+
+  constructor(count: number) {
+    this.waiting = Array.from({ length: count }, () => startThread());
+    for (const w of this.waiting) w.unref();
+  }
+
+  /** A started thread, or a new one where none is left. */
+  take(): Worker {
+    const w = this.waiting.pop();
+    if (!w) return startThread();
+    w.ref();
+    return w;
+  }
+
+  /** Stops the threads not taken. */
+  close(): void {
+    for (const w of this.waiting.splice(0)) void w.terminate();
+  }
+}
+
+function startThread(): Worker {
+  return new Worker(workerScript('ovr-worker.js', import.meta.url));
+}
+
 interface OvrParallelOptions extends BinaryLrOptions {
   seed: number;
   /** Worker threads; defaults to the machine's parallelism. */
   threads?: number;
+  /** Threads started ahead (see {@link OvrThreads}); others are started here. */
+  pool?: OvrThreads;
   onEpoch?: (group: number, epoch: number, active: number, violation: number) => void;
 }
 
@@ -94,7 +128,8 @@ export async function trainOneVsRestParallel(
             copyTurn,
             group: g,
           };
-          const worker = new Worker(workerScript('ovr-worker.js', import.meta.url), { workerData: job });
+          const worker = options.pool?.take() ?? startThread();
+          worker.postMessage(job);
           let done: OvrPieces | undefined;
           worker.on('message', (m: OvrMessage) => {
             if (m.type === 'epoch') options.onEpoch?.(g, m.epoch, m.active, m.violation);
