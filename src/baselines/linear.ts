@@ -3,13 +3,13 @@
  * classes, as scikit-learn), labels ranked by probability. The TF-IDF baseline and the encoder heads share it.
  */
 
-import { availableParallelism } from 'node:os';
 import { ovrProbabilities } from '../ml/logreg.js';
 import {
   blockDecisionValues,
   blockWeights,
   type OvrBlock,
   OvrThreads,
+  ovrThreadCount,
   trainOneVsRestParallel,
 } from '../ml/ovr-parallel.js';
 import type { CsrMatrix } from '../ml/sparse.js';
@@ -40,9 +40,12 @@ interface LinearTrainOptions {
  * done or abandoned.
  */
 export function startLinearThreads(gold: readonly string[], threads?: number): OvrThreads {
-  const classes = new Set(gold).size;
-  const problems = classes > 2 ? classes : 1;
-  return new OvrThreads(Math.max(1, Math.min(threads ?? availableParallelism(), problems)));
+  return new OvrThreads(ovrThreadCount(problemsOf(new Set(gold).size).length, threads));
+}
+
+/** The one-vs-rest problems of `classes` sorted labels, by positive label: one for two classes, as scikit-learn. */
+function problemsOf(classes: number): number[] {
+  return classes > 2 ? Array.from({ length: classes }, (_, i) => i) : [1];
 }
 
 export async function trainLinearHead(
@@ -53,7 +56,7 @@ export async function trainLinearHead(
   const classes = [...new Set(gold)].sort();
   const index = new Map(classes.map((c, i) => [c, i]));
   const labels = Int32Array.from(gold, (g) => index.get(g) as number);
-  const positives = classes.length > 2 ? classes.map((_, i) => i) : [1];
+  const positives = problemsOf(classes.length);
   const { seed, threads, pool, onEpoch, C, eps, maxEpochs, bias } = options;
   const blocks = await trainOneVsRestParallel(x, labels, positives, {
     C,

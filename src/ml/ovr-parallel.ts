@@ -68,6 +68,11 @@ export class OvrThreads {
   }
 }
 
+/** How many threads {@link trainOneVsRestParallel} trains this many problems on, given the `threads` asked for. */
+export function ovrThreadCount(problems: number, threads?: number): number {
+  return Math.max(1, Math.min(threads ?? availableParallelism(), problems));
+}
+
 function startThread(): Worker {
   return new Worker(workerScript('ovr-worker.js', import.meta.url));
 }
@@ -95,7 +100,7 @@ export async function trainOneVsRestParallel(
   positives: readonly number[],
   options: OvrParallelOptions,
 ): Promise<OvrBlock[]> {
-  const threads = Math.max(1, Math.min(options.threads ?? availableParallelism(), positives.length));
+  const threads = ovrThreadCount(positives.length, options.threads);
   const sx: CsrMatrix = {
     rows: x.rows,
     cols: x.cols,
