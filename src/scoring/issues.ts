@@ -57,6 +57,10 @@ export type IssueCode =
   | 'WRONG_BOARD'
   /** Under the Ladder, an upload on hidden gold that leaves out one of its board's hidden tasks. */
   | 'CLOSED_INCOMPLETE'
+  /** A re-score: a task file stored before its board held the task's hidden gold, set aside (src/server/gold/release.ts). */
+  | 'HELD_GOLD_AFTER_UPLOAD'
+  /** A platform evaluation over its team's daily quota of uploads on hidden gold: nothing on hidden gold released. */
+  | 'CLOSED_QUOTA_USED'
   /** The ids answer another split of the task (dev predictions scored as test). */
   | 'WRONG_SPLIT';
 

@@ -12,11 +12,23 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
 import { createRng } from '../../src/metrics/rng.js';
+import { createApp } from '../../src/server/app.js';
+import { RELEASE_INVARIANT } from '../../src/server/gold/release.js';
+import type { Leaderboard } from '../../src/server/leaderboard.js';
+import { openLeaderboard } from '../../src/server/serve.js';
+import { addEndpoint } from '../../src/workers/endpoints.js';
+import type { QueueDb } from '../../src/workers/store.js';
+import { Worker } from '../../src/workers/worker.js';
 import { rumedbenchOk, rumedbenchOkWith } from '../helpers/cli.js';
-import { writeFixtureData } from '../helpers/fixture-data.js';
+import { REPO_ROOT } from '../helpers/data.js';
+import { freshDatabase, PG_URL } from '../helpers/engines.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { writeFixtureData, writeFixturePredictions } from '../helpers/fixture-data.js';
 import { type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
 
+const PG_ADMIN = 'k3Y-for-the-ladder-admin-7Rw2pQ9zX4mL';
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 const rng = createRng(42);
 const pick = <T>(xs: readonly T[]): T => xs[rng.int(xs.length)] as T;
@@ -109,27 +121,10 @@ interface Answer {
 }
 type Upload = (files: { name: string; data: string }[], board?: string) => Promise<Answer>;
 
-async function start(
-  args: string[],
-  db: string,
-): Promise<{ server: ServerProcess; as: (team: string) => Promise<Upload> }> {
-  const server = await startServe(
-    [
-      '--db',
-      db,
-      '--tasks-dir',
-      'ECG2Pathology',
-      '--closed-quota-per-day',
-      '100000',
-      '--token-per-minute',
-      '100000',
-      ...args,
-    ],
-    { RUMEDBENCH_DATA: data },
-  );
-  const as = async (team: string): Promise<Upload> => {
-    // The test's own data folder: a clone with nothing beside it has no other.
-    const out = (
+/** A team token made by the admin's command (the test's own data folder: a clone with nothing beside it has no other). */
+const tokenFor = async (db: string, team: string): Promise<string> =>
+  /token: (\S+)/.exec(
+    (
       await rumedbenchOkWith(
         { RUMEDBENCH_DATA: data },
         'serve',
@@ -140,8 +135,28 @@ async function start(
         '--db',
         db,
       )
-    ).stdout;
-    const token = /token: (\S+)/.exec(out)?.[1] as string;
+    ).stdout,
+  )?.[1] as string;
+
+/** A board on `db` with ECG2Pathology, its quota and rate out of an attack's way. */
+const unlimited = (db: string) => [
+  '--db',
+  db,
+  '--tasks-dir',
+  'ECG2Pathology',
+  '--closed-quota-per-day',
+  '100000',
+  '--token-per-minute',
+  '100000',
+];
+
+async function start(
+  args: string[],
+  db: string,
+): Promise<{ server: ServerProcess; as: (team: string) => Promise<Upload> }> {
+  const server = await startServe([...unlimited(db), ...args], { RUMEDBENCH_DATA: data });
+  const as = async (team: string): Promise<Upload> => {
+    const token = await tokenFor(db, team);
     return async (files, board = 'closed') => {
       const r = await uploadTo(
         server.url,
@@ -389,3 +404,327 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
     expect(onExact).toBeGreaterThan(ceiling);
   });
 });
+
+/**
+ * The paths that go around an upload's Ladder (issue #57): gold imported after the files came, a board restarted with
+ * a task it did not hold, a platform evaluation. The invariant they attack, stated at the top of
+ * src/server/gold/release.ts: **every score on gold the host holds leaves only as the Ladder of its uploader's identity
+ * released it.**
+ */
+describe('every score on hidden gold passes one release gate, whatever path made it', () => {
+  const ecgGold = join(dir, 'ecg-test-gold');
+  const publicPredictions = join(dir, 'public-predictions');
+  const fields = { model: 'probe', kind: 'LLM' };
+  beforeAll(() => {
+    mkdirSync(ecgGold, { recursive: true });
+    writeFileSync(
+      join(ecgGold, 'ECG2Pathology.jsonl'),
+      jsonl(ids.ECG2Pathology.map((id, i) => ({ record_name: id, labels: publicEcgGold[i] }))),
+    );
+    writeFixturePredictions(data, publicPredictions);
+  });
+  const importEcgGold = (db: string) =>
+    rumedbenchOkWith(
+      { RUMEDBENCH_DATA: data },
+      'serve',
+      'import-gold',
+      ecgGold,
+      '--split',
+      'test',
+      '--tasks-dir',
+      'ECG2Pathology',
+      '--db',
+      db,
+      '--data',
+      data,
+    );
+  /** Probes that each add one class to one record of a base that predicts class 37 everywhere. */
+  const labelProbes = (records: number) => {
+    const base = ids.ECG2Pathology.map(() => [37]);
+    const probes: { labels: number[][]; inGold: boolean }[] = [];
+    for (let r = 0; r < records; r++) {
+      const rare = (publicEcgGold[r] as number[]).find((c) => c !== 37);
+      for (const label of [rare ?? 11, 70 - r]) {
+        const labels = base.map((l, i) => (i === r ? [...l, label] : l));
+        probes.push({ labels, inGold: (publicEcgGold[r] as number[]).includes(label) });
+      }
+    }
+    return { base, probes };
+  };
+  /** What a board shows of an entry on hidden gold to anybody: ECG2Pathology's score and the six-task overall. */
+  const shown = async (url: string, id: string) => {
+    const r = await fetch(`${url}/api/submissions/${id}`);
+    const body = (await r.json()) as {
+      tasks?: Record<string, { score: number }>;
+      overall_six?: number | null;
+    };
+    return r.status === 200
+      ? { ecg: body.tasks?.ECG2Pathology?.score, six: body.overall_six ?? null }
+      : { ecg: undefined, six: null };
+  };
+  /**
+   * The attacker's rule: a probe shown above the base holds a label of the gold, one shown not above it does not (a
+   * class outside the gold leaves macro F1 as it was or lowers it). Counts the pairs it decides, and how many right.
+   */
+  const attack = async (url: string, baseId: string, probes: readonly { id: string; inGold: boolean }[]) => {
+    const base = await shown(url, baseId);
+    let told = 0;
+    let right = 0;
+    for (const p of probes) {
+      const s = await shown(url, p.id);
+      if (s.ecg === undefined || base.ecg === undefined) continue;
+      told += 1;
+      if (s.ecg > base.ecg === p.inGold) right += 1;
+    }
+    return { told, right, six: base.six };
+  };
+
+  it('states its invariant, this one, at the top of the module that keeps it', () => {
+    const stated =
+      "every score on gold the host holds leaves only as the Ladder of its uploader's identity released it";
+    const top = readFileSync(join(REPO_ROOT, 'src/server/gold/release.ts'), 'utf8').split('*/')[0] as string;
+    const bold = /\*\*([^*]+)\*\*/.exec(top.replace(/\n \* /g, ' '))?.[1];
+    expect([bold?.replace(/\.$/, ''), RELEASE_INVARIANT]).toEqual([stated, stated]);
+  });
+
+  it('1a: uploads refused for want of a board stay refused when the gold comes (yield: one (record, class) pair each)', async () => {
+    const db = join(dir, 'refused.sqlite');
+    const args = unlimited(db);
+    let server = await startServe(args, { RUMEDBENCH_DATA: data });
+    const token = await tokenFor(db, 'refused');
+    const { base, probes } = labelProbes(12);
+    const sent: { id: string; inGold: boolean }[] = [];
+    let baseId = '';
+    try {
+      for (const p of [{ labels: base, inGold: false }, ...probes]) {
+        // No board field: ECG2Pathology is on both boards and its records are the host's, so the ids cannot tell.
+        const r = await uploadTo(server.url, [fileOf('ECG2Pathology', p.labels)], fields, {
+          authorization: `Bearer ${token}`,
+        });
+        const codes = ((r.body.errors ?? []) as { code: string }[]).map((e) => e.code);
+        expect([r.status, codes]).toEqual([422, ['WRONG_BOARD']]);
+        if (baseId === '') baseId = String(r.body.id);
+        else sent.push({ id: String(r.body.id), inGold: p.inGold });
+      }
+    } finally {
+      await server.stop();
+    }
+    await importEcgGold(db);
+    server = await startServe(args, { RUMEDBENCH_DATA: data });
+    try {
+      const found = await attack(server.url, baseId, sent);
+      console.info(
+        `[ladder attacks] 1a, refused then re-scored: ${found.right} of ${sent.length} (record, class) pairs right of ${found.told} decided; a coin: ${sent.length / 2}`,
+      );
+      expect({ told: found.told, right: found.right }).toEqual({ told: 0, right: 0 });
+      // Still rejected: nobody but the admin sees them, as before the gold came.
+      for (const id of [baseId, ...sent.map((s) => s.id)])
+        expect((await fetch(`${server.url}/api/submissions/${id}`)).status, id).toBe(404);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('1b: a task file stored before its board held the task is set aside, not scored, after a restart with the task and its gold', async () => {
+    const db = join(dir, 'no-tasks.sqlite');
+    const common = ['--db', db, '--anonymous-per-minute', '100000'];
+    let server = await startServe(common, { RUMEDBENCH_DATA: data });
+    const publicFiles = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'].map((t) => ({
+      name: `${t}.jsonl`,
+      data: readFileSync(join(publicPredictions, `${t}.jsonl`), 'utf8'),
+    }));
+    const { base, probes } = labelProbes(8);
+    const sent: { id: string; inGold: boolean }[] = [];
+    let baseId = '';
+    try {
+      for (const p of [{ labels: base, inGold: false }, ...probes]) {
+        // Anonymous: the board holds no task on hidden gold yet, so no token is asked for.
+        const r = await uploadTo(server.url, [...publicFiles, fileOf('ECG2Pathology', p.labels)], {
+          ...fields,
+          board: 'public',
+        });
+        const codes = ((r.body.warnings ?? []) as { code: string }[]).map((e) => e.code);
+        expect([r.status, codes.includes('PLATFORM_ONLY_TASK')]).toEqual([201, true]);
+        if (baseId === '') baseId = String(r.body.id);
+        else sent.push({ id: String(r.body.id), inGold: p.inGold });
+      }
+    } finally {
+      await server.stop();
+    }
+    await importEcgGold(db);
+    server = await startServe([...common, '--tasks-dir', 'ECG2Pathology'], { RUMEDBENCH_DATA: data });
+    try {
+      const found = await attack(server.url, baseId, sent);
+      console.info(
+        `[ladder attacks] 1b, stored before the task, scored after: ${found.right} of ${sent.length} (record, class) pairs right of ${found.told} decided; a coin: ${sent.length / 2}`,
+      );
+      expect({ told: found.told, right: found.right, six: found.six }).toEqual({
+        told: 0,
+        right: 0,
+        six: null,
+      });
+      // The entry keeps its five public scores, and says which file was set aside and why.
+      const entry = (await (await fetch(`${server.url}/api/submissions/${baseId}`)).json()) as {
+        tasks: Record<string, unknown>;
+        set_aside?: { task: string; file: string }[];
+      };
+      expect(Object.keys(entry.tasks).sort()).toEqual([
+        'RuMedDaNet',
+        'RuMedNER',
+        'RuMedNLI',
+        'RuMedSymptomRec',
+        'RuMedTop3',
+      ]);
+      expect(entry.set_aside?.map((w) => [w.task, w.file])).toEqual([
+        ['ECG2Pathology', 'ECG2Pathology.jsonl'],
+      ]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+/**
+ * Attack 2 (issue #57): a team's own endpoint evaluated by the platform (POST /api/evaluations, approved, run by a
+ * real worker on a throwaway PostgreSQL), its server changing one RuMedDaNet answer between runs. In process (the
+ * app's routes through `app.request`), as platform runs need the queue's database and a worker.
+ */
+describe.skipIf(!PG_URL)(
+  'platform evaluations climb the Ladder of the team whose endpoint it is (PostgreSQL)',
+  () => {
+    const closedIds = { RuMedDaNet: 'pairID', RuMedNLI: 'pairID', RuMedTest: 'idx' } as const;
+    const log = createLogger('silent');
+    let lb: Leaderboard;
+    let app: ReturnType<typeof createApp>;
+    let model: FakeOpenAI;
+    let pgData: string;
+    /** RuMedDaNet's contexts, in the file's order, and the made-up gold of each. */
+    const questions: string[] = [];
+    const danetGold: string[] = [];
+    /** The items the team's server answers "нет" to (the rest "да"). */
+    const flipped = new Set<number>();
+
+    beforeAll(async () => {
+      pgData = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-ladder-pg-data-')));
+      const goldDir = mkdtempSync(join(tmpdir(), 'rumedbench-ladder-pg-gold-'));
+      const coin = createRng(57);
+      for (const [task, idField] of Object.entries(closedIds)) {
+        const records = readFileSync(join(pgData, task, 'private_test_v1.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, string>);
+        const answers = records.map(() =>
+          task === 'RuMedDaNet'
+            ? coin.next() < 0.5
+              ? 'да'
+              : 'нет'
+            : task === 'RuMedNLI'
+              ? (NLI[coin.int(3)] as string)
+              : (OPTIONS[coin.int(4)] as string),
+        );
+        if (task === 'RuMedDaNet')
+          for (const [i, r] of records.entries()) {
+            // Its context is the record's own text (the questions repeat).
+            questions.push(r.context as string);
+            danetGold.push(answers[i] as string);
+          }
+        writeFileSync(
+          join(goldDir, `${task}.jsonl`),
+          jsonl(records.map((r, i) => ({ [idField]: r[idField], answer: answers[i] }))),
+        );
+      }
+      lb = await openLeaderboard({
+        dataDir: pgData,
+        db: await freshDatabase('postgres'),
+        bootstrap: 0,
+        queue: true,
+        log,
+      });
+      await lb.admin.ensureAdminSecret(PG_ADMIN);
+      await lb.gold.importGold(goldDir);
+      app = createApp({ lb, log });
+      model = await startFakeOpenAI({
+        reply: (body) => {
+          const last = body.messages.at(-1)?.content ?? '';
+          const i = questions.findIndex((q) => last.includes(q));
+          if (i >= 0) return `Ответ: ${flipped.has(i) ? 'нет' : 'да'}`;
+          if (/entailment|contradiction|neutral/.test(last)) return 'Ответ: neutral';
+          return 'Ответ: 1';
+        },
+      });
+      await addEndpoint(
+        lb.runs.queue as QueueDb,
+        {
+          name: 'probers-model',
+          provider: 'openai',
+          base_url: model.url,
+          model: 'probers-model',
+          api_key_env: null,
+          team: 'Probers',
+        },
+        { allowPrivate: true },
+      );
+    }, 120_000);
+    afterAll(async () => {
+      await model?.close();
+      await lb?.close();
+    });
+
+    const post = (path: string, body: unknown, token: string) =>
+      app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    it('2: each approved run is released by the team’s Ladder, never as exact per-task scores (yield: one label a run)', async () => {
+      const { token } = await lb.admin.createToken('Probers');
+      /** One evaluation the team asks for, the admin approves and a worker runs; answers its closed entry as shown. */
+      const evaluate = async () => {
+        const asked = (await (
+          await post('/api/evaluations', { endpoint: 'probers-model', boards: 'closed' }, token)
+        ).json()) as { id: string; status: string };
+        expect(asked.status).toBe('pending');
+        expect((await post(`/api/admin/evaluations/${asked.id}/approve`, {}, PG_ADMIN)).status).toBe(200);
+        await new Worker({
+          db: lb.runs.queue as QueueDb,
+          exitWhenIdle: true,
+          heartbeatS: 1,
+          log,
+          dataDir: pgData,
+          allowPrivate: true,
+        }).run();
+        expect(await lb.runs.importFinished()).toBe(1);
+        const id = (await lb.runs.entries(asked.id)).closed as string;
+        return (await (await app.request(`/api/submissions/${id}`)).json()) as {
+          overall: number | null;
+          ladder?: boolean;
+          tasks: Record<string, { score: number }>;
+        };
+      };
+      const base = await evaluate();
+      // The probes: one RuMedDaNet answer changed to "нет" per run, within the default daily quota of 5.
+      const probes = [3, 7, 11, 19];
+      let told = 0;
+      let right = 0;
+      const ladders: (boolean | undefined)[] = [];
+      for (const i of probes) {
+        flipped.clear();
+        flipped.add(i);
+        const shownProbe = await evaluate();
+        const [a, b] = [base.tasks.RuMedDaNet?.score, shownProbe.tasks.RuMedDaNet?.score];
+        ladders.push(shownProbe.ladder);
+        if (a === undefined || b === undefined || a === b) continue;
+        told += 1;
+        // Up: "нет" is right.
+        if (b > a === (danetGold[i] === 'нет')) right += 1;
+      }
+      console.info(
+        `[ladder attacks] 2, platform runs: ${right} of ${probes.length} RuMedDaNet labels right of ${told} decided; a coin: ${probes.length / 2}`,
+      );
+      expect({ told, right }).toEqual({ told: 0, right: 0 });
+      expect([base.ladder, ...ladders]).toEqual([true, true, true, true, true]);
+      expect(base.tasks).toEqual({});
+    }, 300_000);
+  },
+);

@@ -6,6 +6,7 @@ import type { RunUsage } from '../../scoring/run-usage.js';
 import { type EvaluationResult, SIXTH_TASK } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { BoardName, ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
+import { shownRelease } from '../gold/release.js';
 import { HELD_TASKS, sixTaskOverall } from '../score-upload.js';
 import { compareKeys, orderKey } from './paging.js';
 import type { RankCell } from './ranking.js';
@@ -132,10 +133,11 @@ export function summarize(result: EvaluationResult): Summary {
  */
 export function toEntry(row: ListedRow, result?: EvaluationResult, options: { exact?: boolean } = {}): Entry {
   const entry = exactEntry(row, result);
-  // Without a ladder key: run by the platform, or uploaded before the Ladder; shown as scored. With one and no
-  // release (an upload that did not answer every hidden task, kept from before that was refused): nothing hidden.
-  if (options.exact || row.ladder_key === null) return entry;
-  const released = row.released === null ? null : Number(row.released);
+  if (options.exact) return entry;
+  // The release gate (gold/release.ts): a row's ladder's release; without a ladder (stored before it), nothing hidden.
+  const shown = shownRelease(row, Object.keys(entry.tasks));
+  if (shown === 'as-computed') return entry;
+  const { released } = shown;
   if (row.board === 'public') {
     const onHiddenGold = HELD_TASKS.public;
     const held = Object.keys(entry.tasks).filter((t) => onHiddenGold.includes(t));

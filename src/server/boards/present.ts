@@ -3,6 +3,7 @@ import { rankInterval } from '../../report/format.js';
 import { getTask } from '../../tasks/registry.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
+import { HELD_GOLD_AFTER_UPLOAD } from '../gold/release.js';
 import { BOARD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
 import type { Entry } from './entries.js';
 import type { RankingState } from './service.js';
@@ -130,6 +131,10 @@ export function publicEntry(e: Entry) {
     trust: e.trust,
     // What the run spent, as its upload reported it (tokens; cost_usd where the run was priced); null: not reported.
     usage: e.usage,
+    // Task files stored before the board held their hidden gold, never scored on it (gold/release.ts): upload again.
+    set_aside: (e.result?.warnings ?? [])
+      .filter((w) => w.code === HELD_GOLD_AFTER_UPLOAD)
+      .map((w) => ({ task: w.task ?? null, file: w.file, message: w.message })),
   };
 }
 

@@ -465,7 +465,8 @@ export class Boards {
     const entries: RankJob['entries'] = [];
     for (const r of rows) {
       const cached = this.statsCache.get(r.id);
-      if (!cached || (ladder && r.ladder_key !== null)) continue;
+      // Ranked on exact counts under the Ladder: a campaign's human rows alone (gold/release.ts).
+      if (!cached || (ladder && r.source !== 'campaign')) continue;
       entries.push({ id: r.id, stats: cached.stats, inTasks: true, inOverall: true });
     }
     // Under the Ladder a task on hidden gold of the public board (ECG2Pathology) is ranked on nothing: its exact

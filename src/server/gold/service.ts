@@ -11,25 +11,27 @@ import type { Kysely } from 'kysely';
 import { readJsonlFile } from '../../data/jsonl.js';
 import { loadSplit } from '../../data/load.js';
 import { RumedbenchError } from '../../errors.js';
-import { type LadderState, ladderStep } from '../../metrics/ladder.js';
+import type { LadderItems, LadderState } from '../../metrics/ladder.js';
 import type { HeldGold } from '../../scoring/reference.js';
+import type { EvaluationResult } from '../../scoring/score.js';
 import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
 import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { Split } from '../../tasks/types.js';
 import { summarize } from '../boards/entries.js';
 import type { Boards } from '../boards/service.js';
 import type { BoardName, Database } from '../db/schema.js';
-import { HELD_TASKS, ladderItemsOf } from '../score-upload.js';
+import { HELD_TASKS, heldTasksOf, ladderItemsOf } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import * as q from './queries.js';
+import { type ClosedRelease, releaseOnHeldGold, scorableFiles } from './release.js';
 
 export interface GoldOptions {
   dataDir: string;
   bootstrap: number;
   seed: number;
   limits: UploadLimits;
-  closedRelease: 'ladder' | 'exact';
+  closedRelease: ClosedRelease;
 }
 
 /** The gold the host holds, as stored: what a new scoring pool starts with (`openLeaderboard`). */
@@ -151,19 +153,25 @@ export class Gold {
   }
 
   /**
-   * Scores every submission of a board again from its stored files (after new gold). Uploads on hidden gold climb
-   * their Ladder again in upload order, as they would have with this gold from the start.
+   * Scores every submission of a board again from its stored files (after new gold), each released through the gate
+   * (release.ts): uploads on hidden gold climb their Ladder again in upload order, as they would have with this gold
+   * from the start. A rejected row stays as it is; a file of a task the row was not on hidden gold for when it came is
+   * set aside.
    */
   async rescore(board: BoardName): Promise<number> {
-    // Human rows from campaigns cover a sample, not the split: their campaign scores them again.
-    const rows = (await q.submissionsOfBoard(this.db, board)).filter((r) => r.source !== 'campaign');
+    // Human rows from campaigns cover a sample, not the split: their campaign scores them again. A rejected row was
+    // never scored and never is: new gold would otherwise show what its uploader was refused (issue #57).
+    const rows = (await q.submissionsOfBoard(this.db, board)).filter(
+      (r) => r.source !== 'campaign' && r.status !== 'rejected',
+    );
     const updates: Parameters<typeof q.updateResults>[1][number][] = [];
     const ladders = new Map<string, LadderState>();
     // Each ladder's best after the climb again (null: none of its uploads is scored now).
     const bests = new Map<string, string | null>();
     for (const row of rows) {
-      const files = await q.getSubmissionFiles(this.db, row.id);
-      const outcome = await this.scorer.score({
+      const stored = JSON.parse(row.result) as EvaluationResult;
+      const { files, setAside } = scorableFiles(board, stored, await q.getSubmissionFiles(this.db, row.id));
+      const scored = await this.scorer.score({
         files: files.map((f) => ({ name: f.name, data: new TextEncoder().encode(f.content) })),
         board,
         source: 'upload',
@@ -171,17 +179,30 @@ export class Gold {
         seed: this.options.seed,
         limits: this.options.limits,
       });
+      const outcome =
+        setAside.length > 0
+          ? { ...scored, result: { ...scored.result, warnings: [...setAside, ...scored.result.warnings] } }
+          : scored;
+      const items = outcome.status === 'scored' ? ladderItemsOf(board, outcome.itemStats) : undefined;
+      const key = row.ladder_key;
+      const release = await releaseOnHeldGold(
+        {
+          mode: this.options.closedRelease,
+          heldTasks: heldTasksOf(board, outcome.result),
+          ladderKey: key,
+          items,
+        },
+        () => (key === null ? undefined : ladders.get(key)),
+      );
       let released: number | null = null;
       let improved: number | null = null;
-      const items = outcome.status === 'scored' ? ladderItemsOf(board, outcome.itemStats) : undefined;
-      if (row.ladder_key !== null && this.options.closedRelease === 'ladder' && items) {
-        const step = ladderStep(ladders.get(row.ladder_key), items);
-        if (step.improved) {
-          ladders.set(row.ladder_key, { released: step.released, items });
-          bests.set(row.ladder_key, row.id);
+      if (release.kind === 'ladder' && key !== null) {
+        if (release.step.improved) {
+          ladders.set(key, { released: release.step.released, items: items as LadderItems });
+          bests.set(key, row.id);
         }
-        released = step.released;
-        improved = step.improved ? 1 : 0;
+        released = release.step.released;
+        improved = release.step.improved ? 1 : 0;
       }
       updates.push({
         id: row.id,

@@ -5,7 +5,7 @@
  * reaches: their idempotency scope is the platform's, which no uploader's can equal.
  */
 import type { Kysely } from 'kysely';
-import { type LadderItems, type LadderStep, ladderStep } from '../../metrics/ladder.js';
+import type { LadderState } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
 import type { EvaluationResult } from '../../scoring/score.js';
@@ -17,6 +17,7 @@ import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
 import type { BoardName, Database, SubmissionSource, SubmissionStatus } from '../db/schema.js';
 import { HttpError } from '../errors.js';
+import { type ClosedRelease, climbsLadder, type ReleaseInput, releaseOnHeldGold } from '../gold/release.js';
 import type { Gold } from '../gold/service.js';
 import { RateLimiter } from '../rate-limit.js';
 import { HELD_TASKS, heldTasksOf, ladderItemsOf, type ScoreOutcome } from '../score-upload.js';
@@ -44,17 +45,14 @@ export interface UploadOptions {
    * releases of two addresses' uploads that differ in one item tells that item.
    */
   closedAnonymous: boolean;
-  /**
-   * How closed-board scores are released: `ladder` (the default: Blum & Hardt's parameter-free Ladder, see
-   * metrics/ladder.ts) or `exact` (every score as computed; for the final ranking).
-   */
+  /** How scores on hidden gold are released (gold/release.ts). */
   closedRelease: ClosedRelease;
   bootstrap: number;
   seed: number;
   limits: UploadLimits;
 }
 
-export type ClosedRelease = 'ladder' | 'exact';
+export type { ClosedRelease };
 
 export interface Quota {
   limit: number;
@@ -91,10 +89,12 @@ export interface UploadAnswer {
 /** 201 scored, 202 accepted and waiting for gold, 422 rejected (kept for audit). */
 const UPLOAD_STATUS = { scored: 201, pending: 202, rejected: 422 } as const;
 
-/** Whose Ladder a closed upload climbs: its team (all of a team's tokens), or an anonymous address's /64. */
-/** The one ladder of an uploader (a team, or an anonymous address's /64) on a board. */
+/**
+ * The one ladder of an uploader on a board: its team (all of a team's tokens, and the platform's evaluations of the
+ * team's endpoints), or an anonymous address's /64.
+ */
 export const ladderKeyOf = (who: Uploader, board: BoardName): string =>
-  `${who.tokenId !== null && who.team ? `team:${who.team}` : `address:${addressKey(who.address)}`}|${board}`;
+  `${who.team ? `team:${who.team}` : `address:${addressKey(who.address)}`}|${board}`;
 
 export class Uploads {
   private readonly anonymousRate: RateLimiter;
@@ -156,7 +156,7 @@ export class Uploads {
    */
   private slot(who: Uploader, scope: 'all' | 'closed', now: Date) {
     const key =
-      scope === 'closed' && who.tokenId !== null && who.team
+      scope === 'closed' && who.team
         ? `team:${who.team}`
         : who.tokenId !== null
           ? `token:${who.tokenId}`
@@ -282,8 +282,31 @@ export class Uploads {
         `uploads scored on hidden gold (${outcome.board === 'closed' ? 'the closed board' : heldTasks.join(', ')}) need a team token: send Authorization: Bearer <token> (the board's admin gives them); an anonymous address would be a ladder of its own`,
       );
     // An upload on hidden gold counts against the closed quota whatever its fate, before anything of it is answered.
-    const closedQuota =
-      uploaded && onHiddenGold ? await this.reserve(who, 'closed', this.options.closedQuotaPerDay) : null;
+    // A platform evaluation draws on the quota of the team whose endpoint it is; over it, it is stored with nothing on
+    // hidden gold released (the run is done: refusing it would only lose it).
+    let closedQuota: Quota | null = null;
+    let overQuota = false;
+    if (onHiddenGold && (uploaded || outcome.status !== 'rejected')) {
+      try {
+        closedQuota = await this.reserve(who, 'closed', this.options.closedQuotaPerDay);
+      } catch (e) {
+        if (uploaded || !(e instanceof HttpError) || e.code !== 'QUOTA_EXCEEDED') throw e;
+        overQuota = true;
+      }
+    }
+    if (overQuota)
+      outcome = {
+        ...outcome,
+        warnings: [
+          {
+            severity: 'warning',
+            code: 'CLOSED_QUOTA_USED',
+            file: 'platform',
+            message: `the team's daily quota of ${this.options.closedQuotaPerDay} uploads on hidden gold is used up: no score on hidden gold is released for this evaluation`,
+          },
+          ...outcome.warnings,
+        ],
+      };
     let quota = before;
     if (before && outcome.status === 'rejected' && outcome.board === 'public') {
       // A rejected public upload (a typo in a file) costs no quota: nothing secret can be learnt from it.
@@ -295,7 +318,6 @@ export class Uploads {
     // would be an exact score of one task, and each subset would be a ladder of its own (2^T − 1 of them). A partial
     // one is kept (scored for the final ranking) with nothing on hidden gold released, and told so.
     const partial =
-      uploaded &&
       this.options.closedRelease === 'ladder' &&
       outcome.status !== 'rejected' &&
       heldTasks.length > 0 &&
@@ -328,16 +350,17 @@ export class Uploads {
     // One Ladder per uploader and board: every upload on it answers all the board's hidden tasks. A pending upload
     // (no gold yet) gets its key now and climbs when the gold is imported (Gold.rescore).
     const ladderKey =
-      uploaded && outcome.status !== 'rejected' && heldTasks.length > 0
+      outcome.status !== 'rejected' && heldTasks.length > 0 && !overQuota
         ? ladderKeyOf(who, outcome.board)
         : undefined;
-    const ladderItems =
-      outcome.status === 'scored' ? ladderItemsOf(outcome.board, outcome.itemStats) : undefined;
-    const climbs =
-      ladderKey !== undefined &&
-      this.options.closedRelease === 'ladder' &&
-      ladderItems !== undefined &&
-      !partial;
+    const gate: ReleaseInput = {
+      mode: this.options.closedRelease,
+      heldTasks,
+      ladderKey: ladderKey ?? null,
+      items:
+        outcome.status === 'scored' && !partial ? ladderItemsOf(outcome.board, outcome.itemStats) : undefined,
+    };
+    const climbs = climbsLadder(gate);
     // The Ladder's step and the row it writes happen under one lock per ladder (in this process): two uploads of
     // one team racing would otherwise both be measured against the same best.
     const write = async (): Promise<{
@@ -345,15 +368,18 @@ export class Uploads {
       body: UploadAnswer;
       replayed: boolean;
     }> => {
-      const measured = climbs
-        ? await this.ladderStepFor(outcome.board, ladderKey as string, ladderItems as LadderItems)
-        : undefined;
-      const ladder = measured?.step;
+      // The one gate every score on hidden gold passes (gold/release.ts).
+      let version: number | null = null;
+      const release = await releaseOnHeldGold(gate, async () => {
+        const state = await this.ladderState(outcome.board, ladderKey as string);
+        version = state.version;
+        return state.best;
+      });
+      const ladder = release.kind === 'ladder' ? release.step : undefined;
       const closedLadder = ladder && outcome.board === 'closed';
-      // Under the Ladder an upload on hidden gold that does not climb (a subset of the hidden tasks; one of them
-      // without gold yet) is answered with no score on hidden gold at all.
-      const withheld =
-        uploaded && this.options.closedRelease === 'ladder' && heldTasks.length > 0 && ladder === undefined;
+      // An upload on hidden gold that does not climb (a subset of the hidden tasks; one of them without gold yet; no
+      // ladder) is answered with no score on hidden gold at all.
+      const withheld = release.kind === 'withheld';
       const body: UploadAnswer = {
         id,
         status: outcome.status,
@@ -376,7 +402,7 @@ export class Uploads {
         omitted,
         duplicate_of: duplicateOf ?? null,
         quota,
-        ...(onHiddenGold && uploaded ? { closed_quota: closedQuota } : {}),
+        ...(onHiddenGold ? { closed_quota: closedQuota } : {}),
         ...(ladder
           ? {
               ladder: {
@@ -422,9 +448,7 @@ export class Uploads {
             ...(outcome.itemStats ? { item_stats: JSON.stringify(outcome.itemStats) } : {}),
           },
           outcome.files,
-          measured && ladder
-            ? { key: ladderKey as string, version: measured.version, improved: ladder.improved }
-            : undefined,
+          ladder ? { key: ladderKey as string, version, improved: ladder.improved } : undefined,
         );
       } catch (e) {
         // The same key raced in from a retry: the first to commit is the answer.
@@ -450,18 +474,14 @@ export class Uploads {
     return this.oneAtATime(ladderKey as string, () => climb(1));
   }
 
-  /** One round of the Ladder for an upload on hidden gold, against its uploader's best so far on that board. */
-  private async ladderStepFor(
+  /** An uploader's ladder on a board as it stands: its best so far, and the version a step is measured against. */
+  private async ladderState(
     board: BoardName,
     key: string,
-    items: LadderItems,
-  ): Promise<{ step: LadderStep; version: number | null }> {
+  ): Promise<{ best: LadderState | undefined; version: number | null }> {
     const { version, best } = await q.ladderState(this.db, key);
     const bestItems = best ? ladderItemsOf(board, JSON.parse(best.item_stats) as StoredItemStats) : undefined;
-    return {
-      step: ladderStep(best && bestItems ? { released: best.released, items: bestItems } : undefined, items),
-      version,
-    };
+    return { best: best && bestItems ? { released: best.released, items: bestItems } : undefined, version };
   }
 
   /** Runs `f` after every earlier call with the same key has settled. */
