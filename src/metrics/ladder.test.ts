@@ -162,3 +162,81 @@ describe('the Ladder on macro F1 (a metric that is not a mean of items)', () => 
     expect(step.released).toBeCloseTo(roundToItems(ladderScore(all), all), 10);
   });
 });
+
+describe('adaptive group tests on macro F1 (issue #57): the set-wise floor', () => {
+  // 200 records, class '37' on each, and on half of them one more of the other 72 classes: most classes have one to
+  // three positives, as rare findings do.
+  const rng = createRng(57);
+  const classes = ecg.kind === 'multilabel' ? ecg.classes : [];
+  const common = classes[37] as string;
+  const rare = classes.filter((c) => c !== common);
+  const gold: string[][] = Array.from({ length: 200 }, () =>
+    rng.next() < 0.5 ? [common] : [common, rare[rng.int(rare.length)] as string],
+  );
+  const positives = (c: string) => gold.filter((g) => g.includes(c)).length;
+  const state = (answers: string[][]) => {
+    const items = [taskItems(ecg, gold, answers)];
+    return { released: roundToItems(ladderScore(items), items), items };
+  };
+  const step = (from: string[][], to: string[][]) => ladderStep(state(from), [taskItems(ecg, gold, to)]);
+
+  it('the group test (a class added everywhere; then removed from blocks of 8) tells nothing, whatever the gold', () => {
+    const best = gold.map(() => [common]);
+    const tested = rare.slice(0, 24);
+    let moved = 0;
+    let twoOrMore = 0;
+    // What the attacker's rule gets right: "improved" says c has two or more positives; a block "improved" says it
+    // holds none of c's positives.
+    let classesTold = 0;
+    let blocksTold = 0;
+    const margins = new Set<number>();
+    for (const c of tested) {
+      const everywhere = best.map((l) => [...l, c]);
+      const [from, to] = [[taskItems(ecg, gold, best)], [taskItems(ecg, gold, everywhere)]];
+      if (ladderScore(to) !== ladderScore(from)) moved += 1;
+      if (positives(c) >= 2) twoOrMore += 1;
+      margins.add(Math.round((ladderMargin(to, from) as number) * 1e9) / 1e9);
+      if (step(best, everywhere).improved && positives(c) >= 2) classesTold += 1;
+      for (let b = 0; b < 200; b += 8) {
+        const block = everywhere.map((l, i) => (i >= b && i < b + 8 ? [common] : l));
+        const none = gold.slice(b, b + 8).every((g) => !g.includes(c));
+        if (step(everywhere, block).improved && none) blocksTold += 1;
+      }
+    }
+    console.info(
+      `[ladder] group tests on macro F1, ${tested.length} classes (${twoOrMore} with two or more positives): ${classesTold} told to have two or more, ${blocksTold} blocks of 8 told to hold none`,
+    );
+    // The probes moved the exact score (the signal is there); not one passed the floor, one step of the release
+    // grid (100/200 points): the answers are the same whatever the gold, so the attack recovers what guessing does.
+    // Every class with a positive moved it.
+    expect(moved).toBe(tested.filter((c) => positives(c) > 0).length);
+    expect(twoOrMore).toBeGreaterThan(5);
+    expect({ classesTold, blocksTold, margins: [...margins] }).toEqual({
+      classesTold: 0,
+      blocksTold: 0,
+      margins: [0.5],
+    });
+  });
+
+  it('a real model that improves macro F1 by one point still climbs', () => {
+    // A model that finds 60% of the rare findings and raises a few false alarms; the next version finds more of them.
+    const first = gold.map((g, i) =>
+      g.length === 2 && rng.next() < 0.6
+        ? [...g]
+        : i % 17 === 0
+          ? [common, rare[i % 72] as string]
+          : [common],
+    );
+    const next = first.map((l) => [...l]);
+    const misses = gold.map((_, i) => i).filter((i) => gold[i]?.length === 2 && next[i]?.length === 1);
+    let delta = 0;
+    for (const i of misses) {
+      next[i] = [...(gold[i] as string[])];
+      delta = ladderScore([taskItems(ecg, gold, next)]) - ladderScore([taskItems(ecg, gold, first)]);
+      if (delta >= 1) break;
+    }
+    expect(delta).toBeGreaterThanOrEqual(1);
+    expect(delta).toBeLessThan(1.5);
+    expect(step(first, next).improved).toBe(true);
+  });
+});

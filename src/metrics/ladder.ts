@@ -21,10 +21,30 @@
  *   For an upload differing from the best in one item, (b) equals the whole difference, so it is never more than
  *   the margin, whatever the metric.
  * Tasks combine as the overall does: Δ = mean Δ_t, SE = √(Σ SE_t²) / T, an item's influence divided by T.
+ *
+ * A third thing does not come along for pooled metrics: the margin above bounds one changed item, not a *set* of them,
+ * and an adaptive group test changes many records at once (issue #57). On macro F1 over K classes and n records
+ * (ECG2Pathology: K = 73), adding class c to every record moves the score by (2P/(n + P))/K, P the positives of c: a
+ * few hundredths of a point, yet above the margin exactly when P ≥ 2 (one positive put back is half of it); removing c
+ * from a block of b records moves it by about 2Pb/((n + P)²K), above the margin exactly when no positive is in the
+ * block. Each such upload tells about one bit, and a red team declared 578 (record, class) pairs in 132 uploads, all
+ * right. So a task whose score is not a mean of items, when it changed, adds a floor to the margin: one step of the
+ * release grid, 100/n points (Blum & Hardt's Algorithm 1 is the Ladder with a fixed step η; this is η = 1/n, the
+ * step the release is rounded to anyway). What then passes, with K = 73 and n = 200 (margin 0.5 points):
+ * - c added to every record: only if (2P/(n + P))/K > 1/n, that is P > Kn/(2n − K) = 44.6: a class on 45 or more
+ *   records, whose being common is no secret;
+ * - c (predicted everywhere) removed from a block of b records: only if 2Pbn > K(n + P)(n + P − b), that is
+ *   b ≥ 192 for P = 2, b ≥ 122 for P = 45; the red team's blocks of 8 never pass;
+ * - c added from nowhere to a set S holding TP of its P positives: F1_c = 2TP/(|S| + P), only if that exceeds
+ *   K/n = 0.365 and TP ≥ 2 (with one positive, putting it back is the whole difference): for P = 2 both positives
+ *   inside a set of at most 8 records guessed blind, C(8,2)/C(200,2) ≈ 1/711 an upload.
+ * So each such upload's answer is almost surely "no", whatever the gold, and tells far less than a bit; what any
+ * Ladder leaks remains: one answer per upload, under the daily quota, and at most 100/floor releases in all. A real
+ * model that improves macro F1 by a point on 200 records (two grid steps) passes (ladder.test.ts).
  */
 
 import type { TaskDefinition } from '../tasks/types.js';
-import { scoreFromSums, statsLayout } from './item-stats.js';
+import { isItemMeanScore, scoreFromSums, statsLayout } from './item-stats.js';
 
 /** One task's per-item counts (item-stats.ts layout), rows in the order of the sorted item ids. */
 export interface LadderTask {
@@ -76,8 +96,19 @@ export function roundToItems(score: number, items: LadderItems): number {
   return Math.round(score / step) * step;
 }
 
+/**
+ * The floor a changed task's score must beat on its own for a set of changed items (module comment): one step of the
+ * release grid, 100/n points, for a score that is not a mean of items; none for a mean (one item is its whole grid
+ * step already, and the jackknife bounds a set of them).
+ */
+export const setwiseFloor = (task: TaskDefinition, n: number): number =>
+  isItemMeanScore(task) ? 0 : 100 / n;
+
 /** One task's share of the margin: the jackknife variance of its paired difference and the largest influence. */
-function taskMargin(next: LadderTask, best: LadderTask): { variance: number; influence: number } {
+function taskMargin(
+  next: LadderTask,
+  best: LadderTask,
+): { variance: number; influence: number; changed: boolean } {
   const { width } = statsLayout(next.task);
   const n = itemsOf(next);
   const sumOf = (rows: Float64Array) => {
@@ -94,6 +125,7 @@ function taskMargin(next: LadderTask, best: LadderTask): { variance: number; inf
   // Jackknife pseudo-values of D = M(next) − M(best): D with item i left out of both.
   const leaveOut = new Float64Array(n);
   let influence = 0;
+  let changed = false;
   for (let i = 0; i < n; i++) {
     let differs = false;
     for (let k = 0; k < width; k++) {
@@ -105,6 +137,7 @@ function taskMargin(next: LadderTask, best: LadderTask): { variance: number; inf
     }
     leaveOut[i] = score(a, n - 1) - score(b, n - 1);
     if (differs) {
+      changed = true;
       // The new upload with item i put back as the best had it.
       for (let k = 0; k < width; k++) a[k] = (a[k] as number) + (best.rows[i * width + k] as number);
       influence = Math.max(influence, Math.abs(scoreNext - score(a, n)));
@@ -115,26 +148,28 @@ function taskMargin(next: LadderTask, best: LadderTask): { variance: number; inf
   m /= n;
   let ss = 0;
   for (const v of leaveOut) ss += (v - m) ** 2;
-  return { variance: ((n - 1) / n) * ss, influence };
+  return { variance: ((n - 1) / n) * ss, influence, changed };
 }
 
 /**
- * The margin an upload must beat its team's best by, in percent: the larger of the jackknife standard error of the
- * paired difference and the largest one-item influence (module comment). Undefined when the two do not pair up
- * (other tasks, or another item set: the gold changed).
+ * The margin an upload must beat its team's best by, in percent: the largest of the jackknife standard error of the
+ * paired difference, the largest one-item influence and, where a pooled metric's task changed, its set-wise floor
+ * (module comment). Undefined when the two do not pair up (other tasks, or another item set: the gold changed).
  */
 export function ladderMargin(next: LadderItems, best: LadderItems): number | undefined {
   if (next.length === 0 || next.length !== best.length) return undefined;
   let variance = 0;
   let influence = 0;
+  let floor = 0;
   for (const t of next) {
     const b = best.find((x) => x.task.name === t.task.name);
     if (!b || b.key !== t.key || b.rows.length !== t.rows.length || itemsOf(t) < 2) return undefined;
     const m = taskMargin(t, b);
     variance += m.variance;
     influence = Math.max(influence, m.influence);
+    if (m.changed) floor = Math.max(floor, setwiseFloor(t.task, itemsOf(t)));
   }
-  return Math.max(Math.sqrt(variance), influence) / next.length;
+  return Math.max(Math.sqrt(variance), influence, floor) / next.length;
 }
 
 /**
