@@ -310,6 +310,38 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
     expect(inGold).toBeGreaterThan(5);
   });
 
+  it('3: the group test on macro F1 (a class added to every record) tells nothing of a class’s positives', async () => {
+    const upload = await ladder.as('group-testers');
+    // From a best that predicts class 37 alone, each class in turn added to every record, kept where it "improved":
+    // macro F1 is a mean over classes, so each probe asks the same of its class whatever was kept before.
+    let best = ids.ECG2Pathology.map(() => [37]);
+    expect((await upload([fileOf('ECG2Pathology', best)], 'public')).status).toBe(201);
+    const positives = (c: number) => publicEcgGold.filter((g) => g.includes(c)).length;
+    let told = 0;
+    let twoOrMore = 0;
+    // Half of the classes probed have two or more positives in the gold (the test knows; the attacker would not).
+    const rare = ECG_CLASSES.filter((c) => c !== 37);
+    const probed = [
+      ...rare.filter((c) => positives(c) >= 2).slice(0, 6),
+      ...rare.filter((c) => positives(c) < 2).slice(0, 6),
+    ];
+    for (const c of probed) {
+      const probe = best.map((l) => [...l, c]);
+      const answer = await upload([fileOf('ECG2Pathology', probe)], 'public');
+      const improved = (answer.ladder as { improved: boolean }).improved;
+      if (positives(c) >= 2) twoOrMore += 1;
+      // The attacker's rule: "improved" says the class has two or more positives.
+      if (improved === positives(c) >= 2) told += 1;
+      if (improved) best = probe;
+    }
+    console.info(
+      `[ladder attacks] 3, group tests on macro F1: ${probed.length} classes (${twoOrMore} with two or more positives), ${told} answered as the gold says; always "no" gets ${probed.length - twoOrMore}`,
+    );
+    // Every answer is "not improved", whatever the class's positives: what answering "no" blind gets.
+    expect(told).toBe(probed.length - twoOrMore);
+    expect(twoOrMore).toBeGreaterThan(2);
+  });
+
   it('has one ladder per uploader and board: a subset of the hidden tasks gets no score at all', async () => {
     const upload = await ladder.as('subsetters');
     const all: Task[] = ['RuMedDaNet', 'RuMedNLI', 'RuMedTest', 'ECG2Pathology'];
@@ -482,7 +514,9 @@ describe('every score on hidden gold passes one release gate, whatever path made
   it('states its invariant, this one, at the top of the module that keeps it', () => {
     const stated =
       "every score on gold the host holds leaves only as the Ladder of its uploader's identity released it";
-    const top = readFileSync(join(REPO_ROOT, 'src/server/gold/release.ts'), 'utf8').split('*/')[0] as string;
+    const top = (
+      readFileSync(join(REPO_ROOT, 'src/server/gold/release.ts'), 'utf8').split('*/')[0] as string
+    ).slice(3);
     const bold = /\*\*([^*]+)\*\*/.exec(top.replace(/\n \* /g, ' '))?.[1];
     expect([bold?.replace(/\.$/, ''), RELEASE_INVARIANT]).toEqual([stated, stated]);
   });
