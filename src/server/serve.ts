@@ -22,6 +22,8 @@ import { heldGold } from './gold/service.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
 import { Scorer } from './scorer.js';
 
+export type { TrustedProxies } from './client-address.js';
+
 export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'>> {
   dataDir: string;
   /** An SQLite file or a postgres:// URL. */
