@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import { renderTable } from '../report/table.js';
+import { parseTrustedProxies, type TrustedProxies } from '../server/client-address.js';
 import { HttpError } from '../server/errors.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
@@ -81,12 +82,22 @@ export const SERVE_FLAGS = {
   ),
   maxUploadMb: flag.count('--max-upload-mb <n>', 'largest request body, MiB', { min: 1, default: 16 }),
   threads: flag.count('--threads <n>', 'scoring workers', { min: 1 }),
-  trustedProxies: flag.count(
-    '--trusted-proxies <n>',
-    "proxies of yours in front: the client address is X-Forwarded-For's n-th value from the right (0: the peer)",
-    { min: 0, default: 0 },
+  trustedProxies: flag.custom(
+    '--trusted-proxies <list>',
+    "your proxies' addresses and networks, comma-separated (10.0.0.0/8,::1; loopback, private_ranges): X-Forwarded-For is read only from their connections; a bare count n (X-Forwarded-For's n-th value from the right, from whoever connects) is taken with a warning (0: the peer)",
+    (v) => {
+      try {
+        return parseTrustedProxies(v);
+      } catch (e) {
+        throw new UsageError(`--trusted-proxies: ${(e as Error).message}`);
+      }
+    },
+    { default: 0 as TrustedProxies },
   ),
-  trustProxy: flag.on('--trust-proxy', 'the same as --trusted-proxies 1 (one proxy of yours in front)'),
+  trustProxy: flag.on(
+    '--trust-proxy',
+    "the same as --trusted-proxies 1 (a hop count: warned about; give the proxy's address with --trusted-proxies instead)",
+  ),
   secureCookies: flag.on('--secure-cookies', 'mark cookies Secure (when served over HTTPS)'),
   publicUrl: flag.text(
     '--public-url <url>',
@@ -153,7 +164,10 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     log: io.log,
     ...(process.env.RUMEDBENCH_ADMIN_TOKEN ? { adminToken: process.env.RUMEDBENCH_ADMIN_TOKEN } : {}),
     ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-    trustedProxies: flags.trustProxy ? Math.max(1, flags.trustedProxies) : flags.trustedProxies,
+    trustedProxies:
+      flags.trustProxy && typeof flags.trustedProxies === 'number'
+        ? Math.max(1, flags.trustedProxies)
+        : flags.trustedProxies,
     ...(flags.secureCookies ? { secureCookies: true } : {}),
     ...(flags.publicUrl ? { publicUrl: flags.publicUrl } : {}),
   });

@@ -5,6 +5,7 @@ import {
   addressProblem,
   hostNameProblem,
   PrivateAddressError,
+  platformAddressProblem,
   publicOnly,
   publicOnlyLookup,
   type Resolve,
@@ -14,6 +15,8 @@ import { send } from './transport.js';
 
 const LOOPBACK = 'a loopback address (this machine)';
 const LINK_LOCAL = 'a link-local address (where cloud metadata services answer, 169.254.169.254 among them)';
+const IMDS =
+  "the instance metadata service of AWS, Azure, Google Cloud, Oracle Cloud, IBM Cloud, DigitalOcean, OpenStack and others: a cloud's metadata or platform service is never a model server";
 const PRIVATE = 'a private address (10/8, 172.16/12, 192.168/16)';
 
 describe('addressProblem: every form that reaches this machine, a private network or a metadata service', () => {
@@ -63,9 +66,9 @@ describe('addressProblem: every form that reaches this machine, a private networ
       '172.16.0.1': `172.16.0.1 is ${PRIVATE}`,
       '172.31.255.255': `172.31.255.255 is ${PRIVATE}`,
       '192.168.1.1': `192.168.1.1 is ${PRIVATE}`,
-      '169.254.169.254': `169.254.169.254 is ${LINK_LOCAL}`,
+      '169.254.169.254': `169.254.169.254 is ${IMDS}`,
       '100.100.100.200':
-        "100.100.100.200 is a shared (carrier-grade NAT) address, 100.64/10 (Alibaba Cloud's metadata service is at 100.100.100.200)",
+        "100.100.100.200 is Alibaba Cloud's instance metadata service: a cloud's metadata or platform service is never a model server",
       '100.64.0.1':
         "100.64.0.1 is a shared (carrier-grade NAT) address, 100.64/10 (Alibaba Cloud's metadata service is at 100.100.100.200)",
       '224.0.0.1': '224.0.0.1 is a multicast address',
@@ -78,18 +81,18 @@ describe('addressProblem: every form that reaches this machine, a private networ
       '::ffff:127.0.0.1': `::ffff:127.0.0.1 carries 127.0.0.1 (IPv4-mapped, ::ffff:a.b.c.d), ${LOOPBACK}`,
       '::ffff:7f00:1': `::ffff:7f00:1 carries 127.0.0.1 (IPv4-mapped, ::ffff:a.b.c.d), ${LOOPBACK}`,
       '::ffff:0:7f00:1': `::ffff:0:7f00:1 carries 127.0.0.1 (IPv4-translated, ::ffff:0:a.b.c.d), ${LOOPBACK}`,
-      '::ffff:a9fe:a9fe': `::ffff:a9fe:a9fe carries 169.254.169.254 (IPv4-mapped, ::ffff:a.b.c.d), ${LINK_LOCAL}`,
+      '::ffff:a9fe:a9fe': `::ffff:a9fe:a9fe carries 169.254.169.254 (IPv4-mapped, ::ffff:a.b.c.d), ${IMDS}`,
       'fec0::1': 'fec0::1 is a site-local address (fec0::/10)',
       'fe80::1': `fe80::1 is ${LINK_LOCAL}`,
       'fd00:ec2::254':
-        "fd00:ec2::254 is a unique-local address, fc00::/7 (AWS's IPv6 metadata service is at fd00:ec2::254)",
+        "fd00:ec2::254 is AWS's IPv6 instance metadata service: a cloud's metadata or platform service is never a model server",
       'fc00::1':
         "fc00::1 is a unique-local address, fc00::/7 (AWS's IPv6 metadata service is at fd00:ec2::254)",
       'ff02::1': 'ff02::1 is a multicast address',
-      '64:ff9b::a9fe:a9fe': `64:ff9b::a9fe:a9fe carries 169.254.169.254 (NAT64, 64:ff9b::/96), ${LINK_LOCAL}`,
+      '64:ff9b::a9fe:a9fe': `64:ff9b::a9fe:a9fe carries 169.254.169.254 (NAT64, 64:ff9b::/96), ${IMDS}`,
       '64:ff9b::7f00:1': `64:ff9b::7f00:1 carries 127.0.0.1 (NAT64, 64:ff9b::/96), ${LOOPBACK}`,
       '64:ff9b:1::a9fe:a9fe': '64:ff9b:1::a9fe:a9fe is a local-use NAT64 address (64:ff9b:1::/48)',
-      '2002:a9fe:a9fe::': `2002:a9fe:a9fe:: carries 169.254.169.254 (6to4, 2002::/16), ${LINK_LOCAL}`,
+      '2002:a9fe:a9fe::': `2002:a9fe:a9fe:: carries 169.254.169.254 (6to4, 2002::/16), ${IMDS}`,
       '2002:7f00:1::1': `2002:7f00:1::1 carries 127.0.0.1 (6to4, 2002::/16), ${LOOPBACK}`,
       '2001:0:4136:e378:8000:63bf:3fff:fdd2':
         '2001:0:4136:e378:8000:63bf:3fff:fdd2 is a Teredo address (2001::/32)',
@@ -173,7 +176,7 @@ describe('resolvedHostProblem: a name is judged by every address it resolves to'
     ).toEqual([
       undefined,
       `mixed.example resolves to 127.0.0.1, which is ${LOOPBACK}`,
-      "aws6.example resolves to fd00:ec2::254, which is a unique-local address, fc00::/7 (AWS's IPv6 metadata service is at fd00:ec2::254)",
+      "aws6.example resolves to fd00:ec2::254, which is AWS's IPv6 instance metadata service: a cloud's metadata or platform service is never a model server",
       'nowhere.example does not resolve (ENOTFOUND): its addresses cannot be checked',
       'localhost. names this machine or a metadata service',
     ]);
@@ -196,6 +199,33 @@ describe('resolvedHostProblem: a name is judged by every address it resolves to'
     expect(e).toBeInstanceOf(PrivateAddressError);
     expect((e as PrivateAddressError).message).toBe(
       `a.example resolves to 127.0.0.1, which is ${LOOPBACK}; the hint`,
+    );
+  });
+});
+
+describe('the allow-private guard: a private network yes, a metadata service never (issue #57)', () => {
+  it('hands the socket a private address, and refuses a name that resolves to a metadata or platform address', async () => {
+    const lookup = publicOnlyLookup(
+      resolver({ 'lan.example': ['10.1.2.3'], 'meta.example': ['10.1.2.3', '169.254.169.254'] }),
+      'the hint',
+      { allowPrivate: true },
+    );
+    const call = (host: string) =>
+      new Promise<unknown>((r) => lookup(host, {}, (e, address, family) => r(e ?? { address, family })));
+    expect(await call('lan.example')).toEqual({ address: '10.1.2.3', family: 4 });
+    const e = await call('meta.example');
+    expect(e).toBeInstanceOf(PrivateAddressError);
+    expect((e as Error).message).toMatch(
+      /^meta\.example resolves to 169\.254\.169\.254, which is the instance metadata service/,
+    );
+    expect(() => publicOnly({ allowPrivate: true }).check('http://[fd00:ec2::254]/v1')).toThrow(
+      PrivateAddressError,
+    );
+    expect(() => publicOnly({ allowPrivate: true }).check('http://10.0.0.1:0/v1')).toThrow(/port 0/);
+    expect(() => publicOnly({ allowPrivate: true }).check('http://10.0.0.1:8000/v1')).not.toThrow();
+    expect(platformAddressProblem('8.8.8.8')).toBeUndefined();
+    expect(platformAddressProblem('::ffff:a9fe:a9fe')).toMatch(
+      /^::ffff:a9fe:a9fe carries 169\.254\.169\.254/,
     );
   });
 });

@@ -6,7 +6,11 @@
  * (`resolvedHostProblem`) and again at every connection (`publicOnly`), where the socket goes to the address that was
  * checked, so that a name whose DNS changes after its check still never connects to a refused address.
  *
- * Invariant: a connection made through `publicOnly` goes only to an address `addressProblem` passes.
+ * Cloud metadata and platform services (`platformAddressProblem`) are refused everywhere, `--allow-private` or not:
+ * a private model server is a real need, a request to the machine's metadata service is only ever an attack on it.
+ *
+ * Invariant: a connection made through `publicOnly` goes only to an address `addressProblem` passes, or, with
+ * `allowPrivate`, to one `platformAddressProblem` passes.
  */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -38,9 +42,52 @@ const RANGE_WORDS: Record<string, string> = {
   as112v6: 'a reserved address (AS112)',
 };
 
-/** Host names that reach this machine or a cloud's metadata service whatever the resolver says. */
-const LOCAL_NAMES =
-  /^(localhost|.*\.localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data(\..*)?)$/i;
+/** Host names that reach this machine whatever the resolver says. */
+const LOCAL_NAMES = /^(localhost|.*\.localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$/i;
+/**
+ * Host names of clouds' metadata services: Google Cloud's metadata.google.internal (and `metadata`, its short name;
+ * metadata.goog), AWS's instance-data, Tencent Cloud's metadata.tencentyun.com. What they resolve to is refused too.
+ */
+const METADATA_NAMES =
+  /^(metadata|metadata\.google\.internal|metadata\.goog|instance-data(\..*)?|metadata\.tencentyun\.com)$/i;
+
+/**
+ * Cloud metadata and platform services, each where it is documented. Refused even with `--allow-private`: a model
+ * server never lives there, and a request there reads the machine's credentials or talks to its cloud's fabric.
+ */
+const PLATFORM_LIST: readonly [string, string][] = [
+  // docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html;
+  // learn.microsoft.com/azure/virtual-machines/instance-metadata-service;
+  // cloud.google.com/compute/docs/metadata/querying-metadata; docs.oracle.com/iaas/Content/Compute/Tasks/gettingmetadata.htm;
+  // docs.digitalocean.com/reference/api/metadata/; docs.openstack.org/nova/latest/user/metadata.html
+  [
+    '169.254.169.254',
+    'the instance metadata service of AWS, Azure, Google Cloud, Oracle Cloud, IBM Cloud, DigitalOcean, OpenStack and others',
+  ],
+  // docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html (the IPv6 endpoint)
+  ['fd00:ec2::254', "AWS's IPv6 instance metadata service"],
+  // docs.aws.amazon.com/AmazonECS/latest/developerguide/task-iam-roles.html (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)
+  ['169.254.170.2', "AWS ECS's task metadata and credentials endpoint"],
+  // docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html
+  ['169.254.170.23', "the EKS Pod Identity Agent (AWS's credentials for pods)"],
+  ['fd00:ec2::23', "the EKS Pod Identity Agent (AWS's credentials for pods)"],
+  // learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16
+  [
+    '168.63.129.16',
+    "Azure's platform wireserver (learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16)",
+  ],
+  // alibabacloud.com/help/ecs/user-guide/view-instance-metadata
+  ['100.100.100.200', "Alibaba Cloud's instance metadata service"],
+  // cloud.google.com/compute/docs/metadata/querying-metadata (IPv6-only instances)
+  ['fd20:ce::254', "Google Cloud's IPv6 metadata server"],
+  // cloud.tencent.com/document/product/213/4934 (metadata.tencentyun.com)
+  ['169.254.0.23', "Tencent Cloud's instance metadata service"],
+  // docs.oracle.com/iaas/Content/Compute/Tasks/gettingmetadata.htm (IPv6)
+  ['fd00:c1::a9fe:a9fe', "Oracle Cloud's IPv6 instance metadata service"],
+  // docs.oracle.com/en/cloud/iaas-classic/ (Oracle Cloud Infrastructure Classic's instance metadata)
+  ['192.0.0.192', "Oracle Cloud Classic's instance metadata service"],
+];
+const PLATFORM = new Map(PLATFORM_LIST.map(([a, what]) => [ipaddr.parse(a).toString(), what]));
 
 const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
 const NAT64_LOCAL = ipaddr.IPv6.parseCIDR('64:ff9b:1::/48');
@@ -88,15 +135,51 @@ export function addressProblem(address: string): string | undefined {
   return why ? `${text} ${why}` : undefined;
 }
 
+const PLATFORM_END = "a cloud's metadata or platform service is never a model server";
+
+/** Where an address is a cloud's metadata or platform service (itself, or the IPv4 address it carries), or undefined. */
+function platformPredicate(a: ipaddr.IPv4 | ipaddr.IPv6): string | undefined {
+  const own = PLATFORM.get(a.toString());
+  if (own) return `is ${own}: ${PLATFORM_END}`;
+  const carried = a.kind() === 'ipv6' ? embeddedV4(a as ipaddr.IPv6) : undefined;
+  const what = carried ? PLATFORM.get(carried.v4.toString()) : undefined;
+  return carried && what
+    ? `carries ${carried.v4.toString()} (${carried.form}), ${what}: ${PLATFORM_END}`
+    : undefined;
+}
+
+/**
+ * Why a connection to this IP address is refused even where private addresses are allowed: it is a cloud's metadata
+ * or platform service (169.254.169.254, fd00:ec2::254, 168.63.129.16, 100.100.100.200, 169.254.170.2, …), itself or
+ * carried in an IPv6 address. Undefined for any other address, and for what is not an address.
+ *
+ * @example
+ * platformAddressProblem('10.0.0.5') // undefined
+ * platformAddressProblem('168.63.129.16') // "168.63.129.16 is Azure's platform wireserver (…): …"
+ */
+export function platformAddressProblem(address: string): string | undefined {
+  const text = address.replace(/^\[|\]$/g, '');
+  let a: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    a = ipaddr.parse(text);
+  } catch {
+    return undefined;
+  }
+  const why = platformPredicate(a);
+  return why ? `${text} ${why}` : undefined;
+}
+
 /** What is wrong with an address, as the end of a sentence about it ("is …", "carries …"), or undefined. */
-function predicate(text: string): string | undefined {
+function predicate(text: string, allowPrivate = false): string | undefined {
   let a: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     // parse, not process: an IPv4-mapped address is kept as IPv6, so that the message names what was given.
     a = ipaddr.parse(text);
   } catch {
-    return 'is not an IP address';
+    return allowPrivate ? undefined : 'is not an IP address';
   }
+  const platform = platformPredicate(a);
+  if (platform || allowPrivate) return platform;
   if (a.kind() === 'ipv4') {
     const why = v4Problem(a as ipaddr.IPv4);
     return why ? `is ${why}` : undefined;
@@ -127,6 +210,17 @@ export function hostOf(url: string | URL): string {
 }
 
 /**
+ * Why a host is refused by its text alone even where private addresses are allowed, or undefined: a literal
+ * metadata or platform address (`platformAddressProblem`), or a metadata service's name.
+ */
+export function platformHostProblem(host: string): string | undefined {
+  const h = bare(host);
+  if (ipaddr.isValid(h)) return platformAddressProblem(h);
+  if (METADATA_NAMES.test(h)) return `${host} names a cloud's metadata service: ${PLATFORM_END}`;
+  return undefined;
+}
+
+/**
  * Why a host is refused by its text alone, or undefined: a literal address (`addressProblem`), or a name that means
  * this machine or a metadata service (localhost, *.localhost, metadata.google.internal, instance-data, …; trailing
  * dots do not hide one: `localhost.` is `localhost`). A name that passes still has to resolve to public addresses.
@@ -134,8 +228,14 @@ export function hostOf(url: string | URL): string {
 export function hostNameProblem(host: string): string | undefined {
   const h = bare(host);
   if (ipaddr.isValid(h)) return addressProblem(h);
-  if (h === '' || LOCAL_NAMES.test(h)) return `${host} names this machine or a metadata service`;
+  if (h === '' || LOCAL_NAMES.test(h) || METADATA_NAMES.test(h))
+    return `${host} names this machine or a metadata service`;
   return undefined;
+}
+
+/** Port 0 is no server's port (a connection to it fails, or goes where the system picks): refused by its text. */
+export function portProblem(url: string | URL): string | undefined {
+  return new URL(url).port === '0' ? `${hostOf(url)}: port 0 is no server's port` : undefined;
 }
 
 export interface ResolvedAddress {
@@ -168,9 +268,13 @@ export async function publicAddresses(
   host: string,
   resolve: Resolve = systemResolve,
   hint?: string,
+  options: AllowPrivate = {},
 ): Promise<ResolvedAddress[]> {
   const h = bare(host);
-  const named = hostNameProblem(host);
+  // A metadata service is said without the hint: no flag lets a request go there.
+  const platform = platformHostProblem(host);
+  if (platform) throw new PrivateAddressError(host, platform);
+  const named = options.allowPrivate ? undefined : hostNameProblem(host);
   if (named) throw new PrivateAddressError(host, named, hint);
   if (ipaddr.isValid(h)) return [{ address: h, family: ipaddr.parse(h).kind() === 'ipv4' ? 4 : 6 }];
   const list = await resolve(h);
@@ -178,27 +282,41 @@ export async function publicAddresses(
     throw Object.assign(new Error(`${host} resolves to no address`), { code: 'ENOTFOUND' });
   // Every address, not the first: a client may fall back to any of them (happy eyeballs).
   for (const r of list) {
-    const why = predicate(r.address);
-    if (why) throw new PrivateAddressError(host, `${host} resolves to ${r.address}, which ${why}`, hint);
+    const why = predicate(r.address, options.allowPrivate);
+    if (why)
+      throw new PrivateAddressError(
+        host,
+        `${host} resolves to ${r.address}, which ${why}`,
+        platformAddressProblem(r.address) ? undefined : hint,
+      );
   }
   return [...list];
 }
 
+/** Private addresses allowed (`--allow-private`): only metadata and platform addresses are refused. */
+export interface AllowPrivate {
+  allowPrivate?: boolean;
+}
+
 /**
  * Why a host is refused once resolved, or undefined: its text (`hostNameProblem`), then every address it resolves
- * to. A name that does not resolve is refused too (nothing could be checked).
+ * to. A name that does not resolve is refused too (nothing could be checked), except with `allowPrivate`, where only
+ * metadata and platform addresses are refused. `hint` ends the words where a flag would lift the refusal.
  */
 export async function resolvedHostProblem(
   host: string,
   resolve: Resolve = systemResolve,
+  options: AllowPrivate & { hint?: string } = {},
 ): Promise<string | undefined> {
   try {
-    await publicAddresses(host, resolve);
+    await publicAddresses(host, resolve, options.hint, options);
     return undefined;
   } catch (e) {
-    if (e instanceof PrivateAddressError) return e.problem;
+    if (e instanceof PrivateAddressError) return e.message;
+    // A private server's name may resolve only where the workers run: checked again at their every connection.
+    if (options.allowPrivate) return undefined;
     const code = (e as { code?: unknown }).code;
-    return `${host} does not resolve${typeof code === 'string' ? ` (${code})` : ''}: its addresses cannot be checked`;
+    return `${host} does not resolve${typeof code === 'string' ? ` (${code})` : ''}: its addresses cannot be checked${options.hint ? `; ${options.hint}` : ''}`;
   }
 }
 
@@ -212,14 +330,14 @@ type LookupCallback = (
  * A `lookup` for net.connect and tls.connect: resolves the name, checks every address, and hands the socket only
  * the checked ones, so that the connection goes to what was checked (no second resolution between check and use).
  */
-export function publicOnlyLookup(resolve: Resolve = systemResolve, hint?: string) {
+export function publicOnlyLookup(resolve: Resolve = systemResolve, hint?: string, o: AllowPrivate = {}) {
   return (
     hostname: string,
     options: { family?: number | string | undefined; all?: boolean | undefined },
     callback: LookupCallback,
   ): void => {
     const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
-    publicAddresses(hostname, resolve, hint).then(
+    publicAddresses(hostname, resolve, hint, o).then(
       (list) => {
         const wanted = family === 4 || family === 6 ? list.filter((r) => r.family === family) : list;
         const first = wanted[0];
@@ -278,24 +396,32 @@ export interface ConnectGuard {
 /**
  * A guard for fetch: a literal address is checked before the request, and a name at every connection the
  * dispatcher opens, with `resolve` (the system's resolver by default). `hint` ends each refusal's message (what the
- * person may do about it).
+ * person may do about it). With `allowPrivate`, private addresses pass and metadata and platform addresses are
+ * still refused; port 0 always is.
  *
  * @example
  * const guard = publicOnly({ hint: 'start the worker with --allow-private if the server really is there' });
  * guard.check(url);
  * await fetch(url, { dispatcher: await guard.dispatcher() });
  */
-export function publicOnly(o: { resolve?: Resolve; hint?: string } = {}): ConnectGuard {
+export function publicOnly(o: { resolve?: Resolve; hint?: string } & AllowPrivate = {}): ConnectGuard {
   let made: Promise<Dispatcher> | undefined;
   return {
     check(url) {
       const host = hostOf(url);
-      const why = hostNameProblem(host);
+      const fixed = platformHostProblem(host) ?? portProblem(url);
+      if (fixed) throw new PrivateAddressError(host, fixed);
+      const why = o.allowPrivate ? undefined : hostNameProblem(host);
       if (why) throw new PrivateAddressError(host, why, o.hint);
     },
     dispatcher() {
       made ??= nodeAgent().then(
-        (Agent) => new Agent({ connect: { lookup: publicOnlyLookup(o.resolve, o.hint) } }),
+        (Agent) =>
+          new Agent({
+            connect: {
+              lookup: publicOnlyLookup(o.resolve, o.hint, { allowPrivate: o.allowPrivate ?? false }),
+            },
+          }),
       );
       return made;
     },

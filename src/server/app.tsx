@@ -17,6 +17,7 @@ import { pageContext } from './middleware/context.js';
 import { hostCheck } from './middleware/host.js';
 import { privateAnswers } from './middleware/private.js';
 import { securityHeaders } from './middleware/security-headers.js';
+import { RateLimiter } from './rate-limit.js';
 import { runRoutes } from './runs/routes.js';
 import { staticRoutes } from './static.js';
 import { submissionRoutes, UPLOAD_PATHS } from './submissions/routes.js';
@@ -30,7 +31,13 @@ const DB_RETRY_AFTER_S = 5;
 
 export function createApp(options: AppOptions): Hono<Env> {
   const { lb, log } = options;
-  const deps: RouteDeps = { lb, log, options, charts: new ChartCache(lb.scorer) };
+  const deps: RouteDeps = {
+    lb,
+    log,
+    options,
+    charts: new ChartCache(lb.scorer),
+    reads: new RateLimiter(lb.options.apiPerMinute ?? 0, 60_000),
+  };
   lb.boards.useLog(log);
   const app = new Hono<Env>();
   app.use('*', securityHeaders());
@@ -57,7 +64,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.onError((err, c) => {
     const ctx = c.get('ctx') as PageContext | undefined;
     if (err instanceof HttpError) {
-      if (err.status === 429 && typeof err.extra.retryAfter === 'number')
+      if ((err.status === 429 || err.status === 503) && typeof err.extra.retryAfter === 'number')
         c.header('Retry-After', String(err.extra.retryAfter));
       if (isApi(c.req.path) || !ctx)
         return c.json({ error: err.message, code: err.code, ...err.extra }, err.status);

@@ -18,7 +18,11 @@ import type { Strings } from '../report/i18n.js';
 import type { ComparisonResult } from '../scoring/compare.js';
 import { TASKS } from '../tasks/registry.js';
 import type { Entry } from './boards/entries.js';
-import type { Scorer } from './scorer.js';
+import { HttpError } from './errors.js';
+import { ChartsBusyError, type Scorer } from './scorer.js';
+
+/** Seconds a page is asked to wait while the chart lane is full. */
+const BUSY_RETRY_AFTER_S = 5;
 
 /** A drawn chart, ready for a page. */
 export interface ChartBlock {
@@ -87,39 +91,102 @@ export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Cha
   return rows.length > 0 ? [forestChart(rows, [b.model], r)] : [];
 }
 
+/** Drawn charts kept at most, and their SVG text at most (the bound that holds whatever a chart weighs). */
+const KEPT_CHARTS = 500;
+const KEPT_BYTES = 64 << 20;
+
 /**
  * Drawn charts, kept by what they show. Invariant: a drawn chart is served only to a page that asked to draw the very
  * same charts, so nothing drawn for one view (the admin's exact closed scores) reaches another (a visitor's page).
  * The key is a digest of the charts themselves, not a name the caller makes up: a key that left out who was looking
  * once served the admin's chart to every visitor (issue #42). Building a spec is cheap; drawing it is what is kept.
+ *
+ * The cache is bounded (entries and bytes) and evicts the least recently used drawing, one at a time: cleared whole
+ * when full, as it was, one reader cycling through more entries than it held made every page of every visitor a
+ * drawing again (issue #57). A drawing asked for again while it is being drawn is drawn once.
  */
 export class ChartCache {
-  private readonly cache = new Map<string, { at: number; blocks: ChartBlock[] }>();
-  constructor(
-    private readonly scorer: Scorer,
-    private readonly ttlMs = 10 * 60_000,
-    private readonly max = 500,
-  ) {}
+  /** In order of use, the least recently used first (a Map keeps insertion order; a hit is moved to the end). */
+  private readonly cache = new Map<string, { at: number; blocks: ChartBlock[]; bytes: number }>();
+  private readonly drawing = new Map<string, Promise<ChartBlock[]>>();
+  private bytes = 0;
+  private readonly ttlMs: number;
+  private readonly max: number;
+  private readonly maxBytes: number;
 
-  async draw(list: readonly Chart[]): Promise<ChartBlock[]> {
-    if (list.length === 0) return [];
+  constructor(
+    private readonly scorer: Pick<Scorer, 'render'>,
+    options: { ttlMs?: number; max?: number; maxBytes?: number } = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? 10 * 60_000;
+    this.max = options.max ?? KEPT_CHARTS;
+    this.maxBytes = options.maxBytes ?? KEPT_BYTES;
+  }
+
+  /** The charts drawn (kept, being drawn, or drawn now); a `ChartsBusyError` when the chart lane is full. */
+  draw(list: readonly Chart[]): Promise<ChartBlock[]> {
+    if (list.length === 0) return Promise.resolve([]);
     const key = chartsKey(list);
     const hit = this.cache.get(key);
-    if (hit && Date.now() - hit.at < this.ttlMs) return hit.blocks;
-    const svgs = new Map(await this.scorer.render(list.map((c) => [c.id, c.spec, c.description])));
-    const blocks = list.map((c) => ({
-      id: c.id,
-      title: c.title,
-      description: c.description,
-      svg: svgs.get(c.id) ?? '',
-    }));
-    if (this.cache.size >= this.max) this.cache.clear();
-    this.cache.set(key, { at: Date.now(), blocks });
-    return blocks;
+    if (hit) {
+      this.cache.delete(key);
+      if (Date.now() - hit.at < this.ttlMs) {
+        this.cache.set(key, hit);
+        return Promise.resolve(hit.blocks);
+      }
+      this.bytes -= hit.bytes;
+    }
+    const pending = this.drawing.get(key);
+    if (pending) return pending;
+    const made = this.scorer
+      .render(list.map((c) => [c.id, c.spec, c.description]))
+      .then((drawn) => {
+        const svgs = new Map(drawn);
+        const blocks = list.map((c) => ({
+          id: c.id,
+          title: c.title,
+          description: c.description,
+          svg: svgs.get(c.id) ?? '',
+        }));
+        this.keep(key, blocks);
+        return blocks;
+      })
+      .catch((e: unknown) => {
+        if (e instanceof ChartsBusyError)
+          throw new HttpError(503, 'BUSY', 'charts are being drawn for others; try again in a few seconds', {
+            retryAfter: BUSY_RETRY_AFTER_S,
+          });
+        throw e;
+      })
+      .finally(() => this.drawing.delete(key));
+    this.drawing.set(key, made);
+    return made;
+  }
+
+  private keep(key: string, blocks: ChartBlock[]): void {
+    const bytes = blocks.reduce((n, b) => n + b.svg.length + b.title.length + b.description.length, 0);
+    const old = this.cache.get(key);
+    if (old) {
+      this.cache.delete(key);
+      this.bytes -= old.bytes;
+    }
+    this.cache.set(key, { at: Date.now(), blocks, bytes });
+    this.bytes += bytes;
+    for (const [k, v] of this.cache) {
+      if (this.cache.size <= this.max && this.bytes <= this.maxBytes) break;
+      this.cache.delete(k);
+      this.bytes -= v.bytes;
+    }
+  }
+
+  /** Drawings kept now, and their size. */
+  get size(): { charts: number; bytes: number } {
+    return { charts: this.cache.size, bytes: this.bytes };
   }
 
   clear(): void {
     this.cache.clear();
+    this.bytes = 0;
   }
 }
 

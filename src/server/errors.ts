@@ -21,6 +21,8 @@ type HttpErrorCode =
   | 'BAD_REQUEST'
   | 'BAD_TOKEN'
   | 'BODY_TOO_LARGE'
+  /** The chart lane's queue is full: the page is asked again after Retry-After. */
+  | 'BUSY'
   | 'CAMPAIGN_CLOSED'
   | 'CSRF'
   | 'DIFFERENT_BOARDS'
@@ -47,7 +49,7 @@ type HttpErrorCode =
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 422 | 429,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 422 | 429 | 503,
     readonly code: HttpErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},

@@ -5,8 +5,10 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../log.js';
 import { safeEqual } from './auth.js';
 import type { ChartCache } from './charts.js';
+import { addressKey, type TrustedProxies } from './client-address.js';
 import { HttpError } from './errors.js';
 import type { Leaderboard } from './leaderboard.js';
+import type { RateLimiter } from './rate-limit.js';
 import type { PageContext } from './views/layout.js';
 
 export type Env = { Variables: { ctx: PageContext; address: string } };
@@ -44,18 +46,39 @@ export interface AppOptions {
   /** The origin browsers see (behind a proxy): forms must come from it. Unset: the request's own origin. */
   publicOrigin?: string;
   /**
-   * Proxies of yours in front of the server: the client's address is the value this many places from the right of
-   * X-Forwarded-For (values further left are the client's to write). 0 or unset: the socket's peer.
+   * Proxies of yours in front of the server (client-address.ts): their addresses and networks, whose connections
+   * alone have X-Forwarded-For read; or a bare hop count (read from whoever connects). 0 or unset: the socket's peer.
    */
-  trustedProxies?: number;
+  trustedProxies?: TrustedProxies;
   /** Secure cookies (`Secure` attribute): on when the site is served over HTTPS. */
   secureCookies?: boolean;
 }
 
-/** What the route groups share: the service, the log, the options, and the chart cache. */
+/** What the route groups share: the service, the log, the options, the chart cache and the reads' rate. */
 export interface RouteDeps {
   lb: Leaderboard;
   log: Logger;
   options: AppOptions;
   charts: ChartCache;
+  /**
+   * Reads per address and minute (`apiPerMinute`): the boards' API and CSV, and every page that draws charts (a
+   * board, an entry, a comparison), one count for all of them, so that pages cannot be used to burn CPU either.
+   */
+  reads: RateLimiter;
 }
+
+/**
+ * Counts one request of the client's address (IPv6: its /64) on `limiter`; past its limit, a 429 with Retry-After
+ * (`what` says what is counted, in the message).
+ */
+export function limitAddress(c: Context<Env>, limiter: RateLimiter, what: string): void {
+  const wait = limiter.hit(addressKey(c.get('address')));
+  if (wait > 0)
+    throw new HttpError(429, 'RATE_LIMITED', `at most ${limiter.limit} ${what} a minute per address`, {
+      retryAfter: wait,
+    });
+}
+
+/** One read of the boards (`RouteDeps.reads`): their API and CSV, or a page that draws charts. */
+export const limitReads = (c: Context<Env>, reads: RateLimiter): void =>
+  limitAddress(c, reads, "reads of the boards' API, exports and pages");

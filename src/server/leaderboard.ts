@@ -62,7 +62,7 @@ export class Leaderboard {
     this.boards = new Boards(db.db, scorer, options);
     this.gold = new Gold(db.db, scorer, this.boards, options);
     this.uploads = new Uploads(db.db, scorer, this.gold, this.boards, options);
-    this.admin = new AdminService(db.db, this.boards);
+    this.admin = new AdminService(db.db, this.boards, options.clock);
     this.campaigns = new Campaigns({
       db: db.db,
       scorer,

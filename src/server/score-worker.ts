@@ -45,6 +45,8 @@ export interface WorkerSetup {
   taskFiles: string[];
   /** [split, task, [id, gold][]] of the gold the host holds, as imported by the admin. */
   heldGold: (readonly [Split, string, [string, string | string[]][]])[];
+  /** A thread of the chart lane: it draws charts only, so it loads no split. */
+  chartsOnly?: boolean;
 }
 
 const setup = workerData as WorkerSetup;
@@ -79,8 +81,8 @@ const refs: BoardReferences = {
     namePaths: false,
   }),
 };
-// Load every split the boards score against now, not on the first upload.
-for (const t of TASKS) {
+// Load every split the boards score against now, not on the first upload (a chart thread never scores).
+for (const t of setup.chartsOnly ? [] : TASKS) {
   if ((t.splits as readonly string[]).includes('test')) await refs.public.load(t, 'test');
   if ((t.splits as readonly string[]).includes('private_test')) await refs.closed.load(t, 'private_test');
 }

@@ -16,10 +16,13 @@ import { isConnectionError } from '../workers/db-wait.js';
 import type { QueueDb } from '../workers/store.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
+import { hopCountWarning, type TrustedProxies } from './client-address.js';
 import { type Db, openDatabase } from './db/connect.js';
 import { heldGold } from './gold/service.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
 import { Scorer } from './scorer.js';
+
+export type { TrustedProxies } from './client-address.js';
 
 export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'>> {
   dataDir: string;
@@ -28,8 +31,8 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
   host?: string;
   port?: number;
   threads?: number;
-  /** Proxies of yours in front (X-Forwarded-For is read this many hops from the right). */
-  trustedProxies?: number;
+  /** Proxies of yours in front: their addresses and networks, or a hop count (warned about). */
+  trustedProxies?: TrustedProxies;
   secureCookies?: boolean;
   /** The address browsers use (`https://board.example.org`): its Host alone is answered, forms come from its origin. */
   publicUrl?: string;
@@ -209,6 +212,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `serving on ${host} without --public-url: the Host header is not checked (give --public-url to guard against DNS rebinding)`,
     );
   }
+  const hops = hopCountWarning(options.trustedProxies);
+  if (hops) log.warn(hops);
   log.info(`rumedbench leaderboard on ${url} (${lb.db.engine}: ${lb.db.location})`);
   return {
     lb,

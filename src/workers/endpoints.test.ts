@@ -67,7 +67,7 @@ describe('endpoint add: the host resolved, every address checked', () => {
         checkEndpoint(endpoint({ base_url: u }));
         return 'accepted';
       } catch (e) {
-        return /^--base-url: .*; pass --allow-private if the model server really is there$/.test(
+        return /^--base-url: .*(; pass --allow-private if the model server really is there|: a cloud's metadata or platform service is never a model server)$/.test(
           (e as Error).message,
         )
           ? 'refused'
@@ -75,6 +75,67 @@ describe('endpoint add: the host resolved, every address checked', () => {
       }
     });
     expect(problems).toEqual(urls.map(() => 'refused'));
+  });
+
+  // Issue #57, finding 5: Azure's wireserver and port 0 passed `endpoint add`; --allow-private lifted every check.
+  it('refuses every documented cloud metadata or platform address, and port 0, even with --allow-private', async () => {
+    const urls = [
+      'http://168.63.129.16/v1',
+      'http://169.254.169.254/v1',
+      'http://[fd00:ec2::254]/v1',
+      'http://100.100.100.200/v1',
+      'http://169.254.170.2/v1',
+      'http://169.254.170.23/v1',
+      'http://[fd00:ec2::23]/v1',
+      'http://[fd20:ce::254]/v1',
+      'http://169.254.0.23/v1',
+      'http://[fd00:c1::a9fe:a9fe]/v1',
+      'http://192.0.0.192/v1',
+      'http://[::ffff:168.63.129.16]/v1',
+      'http://[64:ff9b::a83f:8110]/v1',
+      'http://metadata.google.internal/v1',
+      'http://metadata.tencentyun.com/v1',
+      'http://model.example:0/v1',
+    ];
+    const outcome = (f: () => unknown) => {
+      try {
+        f();
+        return 'accepted';
+      } catch (e) {
+        return /^--base-url: /.test((e as Error).message) && !/allow-private/.test((e as Error).message)
+          ? 'refused'
+          : (e as Error).message;
+      }
+    };
+    for (const allowPrivate of [false, true])
+      expect(
+        urls.map((u) => outcome(() => checkEndpoint(endpoint({ base_url: u }), { allowPrivate }))),
+      ).toEqual(urls.map(() => 'refused'));
+    expect(outcome(() => checkEndpoint(endpoint({ base_url: 'http://168.63.129.16/v1' })))).toBe('refused');
+    expect(
+      (() => {
+        try {
+          checkEndpoint(endpoint({ base_url: 'http://168.63.129.16/v1' }), { allowPrivate: true });
+          return 'accepted';
+        } catch (e) {
+          return (e as Error).message;
+        }
+      })(),
+    ).toBe(
+      "--base-url: 168.63.129.16 is Azure's platform wireserver (learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16): a cloud's metadata or platform service is never a model server",
+    );
+    // A name is judged by what it resolves to, with --allow-private too.
+    const viaName = await vetEndpoint(endpoint(), {
+      allowPrivate: true,
+      resolve: resolvesTo('10.0.0.5', '169.254.169.254'),
+    }).catch((e: Error) => e.message);
+    expect(viaName).toMatch(
+      /^--base-url: model\.example resolves to 169\.254\.169\.254, which is the instance metadata/,
+    );
+    // A private model server stays allowed with --allow-private.
+    expect(
+      (await vetEndpoint(endpoint(), { allowPrivate: true, resolve: resolvesTo('10.0.0.5') })).allow_private,
+    ).toBe(true);
   });
 
   it('refuses a key variable the workers hold for themselves, in one line naming it', () => {

@@ -7,11 +7,20 @@
  *
  * A server's host must be public: its name is resolved and every address checked when it is added
  * (../data/public-address.ts), unless the admin passes `--allow-private`, which the row records (`allow_private`).
+ * A cloud's metadata or platform address (168.63.129.16, 169.254.169.254, fd00:ec2::254, …) and port 0 are refused
+ * whatever the flags, and so is a name that resolves to such an address.
  * A worker checks the addresses again at every connection: an endpoint whose DNS changes after it was added still
  * never leads a worker to this machine or its network, unless the worker runs with `--allow-private` and the
  * endpoint was added with it.
  */
-import { hostNameProblem, hostOf, type Resolve, resolvedHostProblem } from '../data/public-address.js';
+import {
+  hostNameProblem,
+  hostOf,
+  platformHostProblem,
+  portProblem,
+  type Resolve,
+  resolvedHostProblem,
+} from '../data/public-address.js';
 import type { RunSpec } from '../engine/spec.js';
 import { apiKeyEnvProblem } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
@@ -62,6 +71,9 @@ export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): 
   // machine's own services or the cloud's metadata, unless the admin says the model server is there.
   if (e.provider === 'openai') {
     const url = normalise(checkBaseUrl(e.base_url ?? '').toString());
+    // A metadata or platform service, or port 0: refused whatever the flags (no hint to pass one).
+    const fixed = platformHostProblem(hostOf(url)) ?? portProblem(url);
+    if (fixed) throw new UsageError(`--base-url: ${fixed}`);
     const problem = allow_private ? undefined : hostNameProblem(hostOf(url));
     if (problem) throw new UsageError(`--base-url: ${problem}; ${PRIVATE_HINT}`);
     return { ...e, base_url: url, allow_private };
@@ -77,9 +89,12 @@ export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): 
  */
 export async function vetEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): Promise<Endpoint> {
   const ok = checkEndpoint(e, options);
-  if (ok.provider === 'openai' && !ok.allow_private) {
-    const problem = await resolvedHostProblem(hostOf(ok.base_url ?? ''), options.resolve);
-    if (problem) throw new UsageError(`--base-url: ${problem}; ${PRIVATE_HINT}`);
+  if (ok.provider === 'openai') {
+    const problem = await resolvedHostProblem(hostOf(ok.base_url ?? ''), options.resolve, {
+      allowPrivate: ok.allow_private ?? false,
+      hint: PRIVATE_HINT,
+    });
+    if (problem) throw new UsageError(`--base-url: ${problem}`);
   }
   return ok;
 }

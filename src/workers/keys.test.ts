@@ -35,12 +35,92 @@ describe('a worker sends only the variables its operator names, never its own', 
       'HOME',
     ];
     expect(own.filter((n) => ownVariableProblem(n) === undefined)).toEqual([]);
-    expect(['OPENAI_API_KEY', 'TEAM_A_KEY', 'HF_TOKEN', 'MODEL_KEY'].map(ownVariableProblem)).toEqual([
-      undefined,
+    expect(['OPENAI_API_KEY', 'TEAM_A_KEY', 'MODEL_KEY'].map(ownVariableProblem)).toEqual([
       undefined,
       undefined,
       undefined,
     ]);
+  });
+
+  // Issue #57, finding 5: 28 of 34 secret-looking names passed (DB_PASSWORD, REDIS_URL, SECRET_KEY, HF_TOKEN, ...).
+  it("refuses every name that looks like a secret of the host, and passes the model servers' usual key names", () => {
+    const hostSecrets = [
+      'DB_PASSWORD',
+      'REDIS_URL',
+      'SECRET_KEY',
+      'HF_TOKEN',
+      'MYSQL_PWD',
+      'NODE_OPTIONS',
+      'MYSQL_ROOT_PASSWORD',
+      'MONGODB_URI',
+      'MONGO_URL',
+      'REDIS_PASSWORD',
+      'RABBITMQ_DEFAULT_PASS',
+      'AMQP_URL',
+      'CELERY_BROKER_URL',
+      'SENTRY_DSN',
+      'JWT_SECRET',
+      'SESSION_SECRET',
+      'DJANGO_SECRET_KEY',
+      'APP_KEY',
+      'ENCRYPTION_KEY',
+      'RAILS_MASTER_KEY',
+      'STRIPE_SECRET_KEY',
+      'SLACK_BOT_TOKEN',
+      'SLACK_WEBHOOK_URL',
+      'SMTP_PASSWORD',
+      'SENDGRID_API_KEY',
+      'DOCKER_PASSWORD',
+      'CI_REGISTRY_PASSWORD',
+      'HUGGING_FACE_HUB_TOKEN',
+      'HUGGINGFACEHUB_API_TOKEN',
+      'API_TOKEN',
+      'ACCESS_TOKEN',
+      'PRIVATE_KEY',
+      'SSL_KEY_PASSPHRASE',
+      'GPG_PASSPHRASE',
+      'HTTPS_PROXY',
+      'http_proxy',
+      'NODE_EXTRA_CA_CERTS',
+      'LD_PRELOAD',
+      'CLOUDFLARE_API_TOKEN',
+      'DIGITALOCEAN_ACCESS_TOKEN',
+      'FIREBASE_TOKEN',
+      'SUPABASE_SERVICE_ROLE_KEY',
+      'AUTH0_CLIENT_SECRET',
+      'OAUTH_CLIENT_SECRET',
+      'LDAP_BIND_PASSWORD',
+      'PASSWORD',
+      'db_password',
+    ];
+    expect(hostSecrets.length).toBeGreaterThanOrEqual(30);
+    expect(hostSecrets.filter((n) => ownVariableProblem(n) === undefined)).toEqual([]);
+    expect(ownVariableProblem('HF_TOKEN')).toBe(
+      "HF_TOKEN looks like a secret of the host (a token of a hosting or infrastructure service: Hugging Face, Slack, Stripe, …), never sent to a model server: keep the model's key in a variable of its own, say TEAM_MODEL_KEY",
+    );
+    const modelKeys = [
+      'OPENAI_API_KEY',
+      'ANTHROPIC_API_KEY',
+      'MISTRAL_API_KEY',
+      'GROQ_API_KEY',
+      'TOGETHER_API_KEY',
+      'DEEPSEEK_API_KEY',
+      'OPENROUTER_API_KEY',
+      'FIREWORKS_API_KEY',
+      'GEMINI_API_KEY',
+      'COHERE_API_KEY',
+      'XAI_API_KEY',
+      'PERPLEXITY_API_KEY',
+      'DEEPINFRA_API_KEY',
+      'YANDEX_API_KEY',
+      'GIGACHAT_CREDENTIALS',
+      'REPLICATE_API_TOKEN',
+      'AZURE_OPENAI_KEY',
+      'VLLM_API_KEY',
+      'TEAM_A_KEY',
+      'MODEL_KEY',
+    ];
+    expect(modelKeys.filter((n) => ownVariableProblem(n) !== undefined)).toEqual(['AZURE_OPENAI_KEY']);
   });
 
   it('--endpoint-keys: a comma list of names, none of the worker’s own', () => {

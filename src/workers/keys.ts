@@ -6,7 +6,8 @@
  * for workers to send (`serve endpoint add --api-key-env`, `worker --endpoint-keys`), and a worker reads keys and
  * header values only from the variables its operator lists with `--endpoint-keys`.
  *
- * Invariant: a worker sends the value of a variable only if its `--endpoint-keys` names it, and never one of its own.
+ * Invariant: a worker sends the value of a variable only if its `--endpoint-keys` names it, and never one of its own
+ * nor one whose name looks like a secret of the host (`ownVariableProblem`).
  */
 import type { ProviderSpec } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
@@ -24,11 +25,44 @@ export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const OWN =
   /^(DATABASE_URL|.*_DATABASE_URL|PG[A-Z0-9_]*|POSTGRES(QL)?_.*|RUMEDBENCH_.*|AWS_.*|AMAZON_.*|GOOGLE_.*|GCP_.*|GCLOUD_.*|CLOUDSDK_.*|GCE_.*|AZURE_.*|ARM_.*|MSI_.*|IDENTITY_.*|ALIBABA_CLOUD_.*|ALICLOUD_.*|OCI_.*|KUBECONFIG|KUBERNETES_.*|SSH_.*|VAULT_.*|GITHUB_.*|GH_TOKEN|CI_JOB_TOKEN|NPM_TOKEN|NODE_AUTH_TOKEN|npm_.*|HOME|PATH|USER)$/i;
 
+/**
+ * Names that look like a secret of the host, whatever program it is for (issue #57: DB_PASSWORD, REDIS_URL,
+ * SECRET_KEY, HF_TOKEN, MYSQL_PWD and NODE_OPTIONS all passed): what a host keeps its passwords, secrets, private
+ * keys and passphrases in; tokens (a model server's key is a key: `*_API_KEY`); connection strings, which carry
+ * their credentials (`*_URL`, `*_URI`, `*_DSN`, proxies); applications' signing keys (SECRET_KEY, APP_KEY,
+ * *_MASTER_KEY, ENCRYPTION_KEY); what changes how a process runs (NODE_OPTIONS, NODE_*, LD_*, DYLD_*); and the
+ * variables of infrastructure services, whose keys are the host's, not a model's (Hugging Face's hub, Slack,
+ * Stripe, SendGrid, Sentry, Docker, CI, Cloudflare, DigitalOcean, Firebase, Supabase, Auth0, …).
+ */
+const HOST_SECRET = [
+  /^(HF|HUGGING_?FACE\w*|SLACK|STRIPE|SENDGRID|MAILGUN|TWILIO|SENTRY|DOCKER|CI|GITLAB|BITBUCKET|CIRCLE|TRAVIS|JENKINS|HEROKU|VERCEL|NETLIFY|CLOUDFLARE|CF|DIGITALOCEAN|DO|FIREBASE|SUPABASE|AUTH0|OKTA|OAUTH|LDAP|SMTP|MAIL|REDIS|MONGO\w*|MYSQL|MARIADB|RABBITMQ|AMQP|KAFKA|ELASTIC\w*|MINIO|S3|SSL|TLS|GPG|PGP)_/i,
+  /PASSW|PASSPHRASE|(^|_)PWD$|(^|_)PASS$|SECRET|PRIVATE|CREDENTIAL|COOKIE|SESSION|SIGNING|CERT|TOKEN|SALT$/i,
+  /(^|_)(URL|URI|DSN|PROXY|CONNECTION_STRING|CONN_STR)$/i,
+  /^(SECRET_KEY|APP_KEY|ENCRYPTION_KEY|.*_MASTER_KEY|.*_ENCRYPTION_KEY|JWT_.*|PWD|OLDPWD|SHELL)$/i,
+  /^(NODE_|LD_|DYLD_|PYTHON|PERL5?LIB|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS)/i,
+];
+
+/**
+ * Model servers' key variables that the patterns above would refuse: documented names of model providers' keys
+ * (Sber's GigaChat reads GIGACHAT_CREDENTIALS; Replicate, REPLICATE_API_TOKEN).
+ */
+const MODEL_KEYS = new Set(['GIGACHAT_CREDENTIALS', 'REPLICATE_API_TOKEN']);
+
 /** Why a worker never sends this variable's value to a model server, or undefined. */
 export function ownVariableProblem(name: string): string | undefined {
-  return OWN.test(name)
-    ? `${name} is one of the workers' own variables (the queue's database, PG*, cloud credentials AWS_*, GOOGLE_*/GCP_*, AZURE_*, RUMEDBENCH_*, …), never sent to a model server: keep the model's key in a variable of its own`
-    : undefined;
+  if (OWN.test(name))
+    return `${name} is one of the workers' own variables (the queue's database, PG*, cloud credentials AWS_*, GOOGLE_*/GCP_*, AZURE_*, RUMEDBENCH_*, …), never sent to a model server: keep the model's key in a variable of its own`;
+  if (MODEL_KEYS.has(name.toUpperCase())) return undefined;
+  const i = HOST_SECRET.findIndex((p) => p.test(name));
+  if (i < 0) return undefined;
+  const what = [
+    'a token of a hosting or infrastructure service: Hugging Face, Slack, Stripe, …',
+    'a password, secret, private key, passphrase or token',
+    'a connection string or proxy, which carries its credentials',
+    "an application's signing key, or the shell's state",
+    'what changes how a process runs',
+  ][i];
+  return `${name} looks like a secret of the host (${what}), never sent to a model server: keep the model's key in a variable of its own, say TEAM_MODEL_KEY`;
 }
 
 /** `--endpoint-keys A,B`: the variables whose values this worker may send as model servers' keys and headers. */

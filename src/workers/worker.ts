@@ -173,6 +173,7 @@ export class Worker {
   readonly queueMs: number[] = [];
   /** Every connection this worker makes to a model server goes to a checked public address, unless allowed. */
   private readonly guard: ConnectGuard;
+  private readonly privateGuard: ConnectGuard;
   /** The only environment its providers read keys and header values from. */
   private readonly keysEnv: NodeJS.ProcessEnv;
 
@@ -187,6 +188,11 @@ export class Worker {
     this.guard = publicOnly({
       ...(o.resolve ? { resolve: o.resolve } : {}),
       hint: `a worker connects only to public addresses: start it with --allow-private if the model server really is on this machine or its network (and, for the platform's evaluations, add its endpoint with --allow-private)`,
+    });
+    // With --allow-private, a private server is reached; a cloud's metadata or platform service never is.
+    this.privateGuard = publicOnly({
+      ...(o.resolve ? { resolve: o.resolve } : {}),
+      allowPrivate: true,
     });
     this.keysEnv = keysEnv(o.endpointKeys ?? []);
     this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
@@ -724,7 +730,7 @@ export class Worker {
       prepared.allowPrivate = allowPrivate;
       prepared.provider ??= await prepared.runner.provider({
         env: this.keysEnv,
-        ...(allowPrivate ? {} : { guard: this.guard }),
+        guard: allowPrivate ? this.privateGuard : this.guard,
       });
       provider = prepared.provider;
     } catch (e) {

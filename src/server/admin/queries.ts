@@ -104,6 +104,47 @@ export async function endAdminSession(db: Q, tokenHash: string, now = new Date()
     .execute();
 }
 
+// The sign-in lockout
+
+/**
+ * Takes one attempt at the admin secret for `key` in its window (a new window once the last is `windowMs` old):
+ * whether it was under `limit`, and when the window began. The count is a conditional update, one statement, so that
+ * processes sharing the database never take more than `limit` attempts of one window between them.
+ */
+export async function takeSignInAttempt(
+  db: Q,
+  key: string,
+  o: { now: number; windowMs: number; limit: number },
+): Promise<{ taken: boolean; windowStart: number }> {
+  // Ended windows go first: a flood of addresses leaves at most one window's rows behind.
+  await db
+    .deleteFrom('sign_in_failures')
+    .where('window_start', '<=', o.now - o.windowMs)
+    .execute();
+  await db
+    .insertInto('sign_in_failures')
+    .values({ key, window_start: o.now, attempts: 0 })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+  const r = await db
+    .updateTable('sign_in_failures')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
+    .where('key', '=', key)
+    .where('attempts', '<', o.limit)
+    .executeTakeFirst();
+  const row = await db
+    .selectFrom('sign_in_failures')
+    .select('window_start')
+    .where('key', '=', key)
+    .executeTakeFirst();
+  return { taken: Number(r.numUpdatedRows) === 1, windowStart: row ? Number(row.window_start) : o.now };
+}
+
+/** A right secret: the address's attempts are forgotten. */
+export async function clearSignInAttempts(db: Q, key: string): Promise<void> {
+  await db.deleteFrom('sign_in_failures').where('key', '=', key).execute();
+}
+
 // Settings
 
 /** Inserts the setting unless it exists; returns the value that is stored afterwards (the first writer's). */

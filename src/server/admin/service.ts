@@ -14,7 +14,6 @@ import type { Boards } from '../boards/service.js';
 import { addressKey } from '../client-address.js';
 import type { AuditRow, Database, ListedRow, SubmissionRow, TokenRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import { RateLimiter } from '../rate-limit.js';
 import { parseMetadata } from '../submissions/metadata.js';
 import * as q from './queries.js';
 
@@ -58,36 +57,42 @@ const SIGN_IN_FAILURES = 5;
 const SIGN_IN_WINDOW_MS = 15 * 60_000;
 
 export class AdminService {
-  /** One count of failures for every door the secret opens (the sign-in form, the bearer APIs). */
-  private readonly failures = new RateLimiter(SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS);
-
   constructor(
     private readonly db: Kysely<Database>,
     private readonly boards: Boards,
+    /** What the lockout's windows take the time from (`Date.now` by default). */
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /**
-   * Checks a secret given from `address`: refused (429) while the address is locked out, whatever the secret;
-   * a wrong one counts a failure. Answers whether it is the admin secret.
+   * Checks a secret given from `address`: refused (429) while the address is locked out, whatever the secret.
+   * Every attempt is counted in the database before the secret is compared, one count for every door the secret
+   * opens (the sign-in form, the bearer APIs) and for every server process on the database; a right secret clears
+   * it. Answers whether it is the admin secret.
+   *
+   * Invariant: at most SIGN_IN_FAILURES secrets per address (IPv6: /64) are compared per window, across processes.
    */
   async signIn(address: string, secret: string): Promise<boolean> {
     const key = addressKey(address);
-    const wait = this.failures.retryAfter(key);
-    if (wait > 0) {
+    const now = this.clock();
+    const attempt = await q.takeSignInAttempt(this.db, key, {
+      now,
+      windowMs: SIGN_IN_WINDOW_MS,
+      limit: SIGN_IN_FAILURES,
+    });
+    if (!attempt.taken) {
+      const wait = Math.max(1, Math.ceil((attempt.windowStart + SIGN_IN_WINDOW_MS - now) / 1000));
       throw new HttpError(
         429,
         'RATE_LIMITED',
         `too many failed sign-ins from this address; try again in ${wait} s`,
-        {
-          retryAfter: wait,
-        },
+        { retryAfter: wait },
       );
     }
     if (await this.isAdminSecret(secret)) {
-      this.failures.reset(key);
+      await q.clearSignInAttempts(this.db, key);
       return true;
     }
-    this.failures.hit(key);
     return false;
   }
 

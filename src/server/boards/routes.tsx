@@ -1,17 +1,14 @@
 /**
  * The boards: the public and closed pages (a page of entries at a time, searched and sorted on the server), their CSV
  * export (streamed) and the JSON API (a page at a time, with an opaque cursor, an entity tag and, for the public
- * board, a few seconds of public caching). The API and the CSV are limited per address and minute.
+ * board, a few seconds of public caching). The API, the CSV and the pages are limited per address and minute.
  */
 import { type Context, Hono } from 'hono';
 import { PAPER_ROWS } from '../../report/paper.js';
 import { boardCostChart } from '../charts.js';
-import { addressKey } from '../client-address.js';
 import type { BoardName } from '../db/schema.js';
-import { HttpError } from '../errors.js';
-import type { Env, RouteDeps } from '../http.js';
+import { type Env, limitReads, type RouteDeps } from '../http.js';
 import { type CacheScope, cacheableAnswer, etagOf, PUBLIC_MAX_AGE_S } from '../middleware/cache.js';
-import { RateLimiter } from '../rate-limit.js';
 import type { Entry } from './entries.js';
 import { apiPage, PAGE_SIZE, parseApiQuery, parseView, viewEntries } from './paging.js';
 import { boardCsvChunks, parseBoard, publicEntry, rankingSummary } from './present.js';
@@ -23,19 +20,8 @@ const KEPT_PER_LIST = 64;
 /** The public board may be kept by any cache a few seconds; the closed board by none. */
 const scopeOf = (board: BoardName): CacheScope => (board === 'public' ? 'public' : 'none');
 
-export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
+export function boardRoutes({ lb, charts, reads }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
-  const reads = new RateLimiter(lb.options.apiPerMinute ?? 0, 60_000);
-  const limitReads = (c: Context<Env>) => {
-    const wait = reads.hit(addressKey(c.get('address')));
-    if (wait > 0)
-      throw new HttpError(
-        429,
-        'RATE_LIMITED',
-        `at most ${lb.options.apiPerMinute} reads of the boards' API and exports a minute per address`,
-        { retryAfter: wait },
-      );
-  };
   // What is drawn once per list of entries (the service caches the list): pages per language and path, API answers
   // per query, and each entry's place in the board's order. Only pages seen without the admin's powers are kept, so
   // that none rendered for the admin can be served to a visitor.
@@ -70,6 +56,7 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   };
 
   const boardPage = async (c: Context<Env>, board: BoardName) => {
+    limitReads(c, reads);
     const ctx = c.get('ctx');
     const view = parseView(board, c.req.queries());
     const entries = await lb.boards.board(board);
@@ -123,7 +110,7 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   app.get('/', (c) => boardPage(c, 'public'));
   app.get('/board/:name{[a-z]+\\.csv}', async (c) => {
     const board = parseBoard(c.req.param('name').replace(/\.csv$/, ''));
-    limitReads(c);
+    limitReads(c, reads);
     const entries = await lb.boards.board(board);
     // Written a few hundred rows at a time as the client reads, so that a large board never holds the event loop.
     const chunks = boardCsvChunks(board, entries);
@@ -146,7 +133,7 @@ export function boardRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   app.get('/board/:name', (c) => boardPage(c, parseBoard(c.req.param('name'))));
   app.get('/api/boards/:name', async (c) => {
     const board = parseBoard(c.req.param('name'));
-    limitReads(c);
+    limitReads(c, reads);
     const query = parseApiQuery(board, c.req.queries());
     const entries = await lb.boards.board(board);
     const kept = keptFor(entries);

@@ -306,6 +306,23 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0014_sign_in_failures': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Failed admin sign-ins per address and window, in the database: every server process on it counts into the
+      // same window (issue #57: two servers on one PostgreSQL each allowed their own 5 failures).
+      await db.schema
+        .createTable('sign_in_failures')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('window_start', 'double precision', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('sign_in_failures_window')
+        .on('sign_in_failures')
+        .column('window_start')
+        .execute();
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

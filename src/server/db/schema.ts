@@ -191,6 +191,18 @@ export interface Database {
   upload_quota: UploadQuotaTable;
   ladders: LaddersTable;
   replicate_rows: ReplicateRowsTable;
+  sign_in_failures: SignInFailuresTable;
+}
+
+/**
+ * The admin secret's attempts per address key (IPv6: /64) in the current window, counted before each check and
+ * cleared by a right secret: every process on the database counts into one row.
+ */
+export interface SignInFailuresTable {
+  key: string;
+  /** Milliseconds since the epoch when the window began. */
+  window_start: number;
+  attempts: number;
 }
 
 /**

@@ -6,7 +6,7 @@ import { type Context, Hono } from 'hono';
 import { publicEntry } from '../boards/present.js';
 import { comparisonCharts, entryCharts } from '../charts.js';
 import { HttpError } from '../errors.js';
-import { checkCsrf, type Env, type RouteDeps, render } from '../http.js';
+import { checkCsrf, type Env, limitAddress, limitReads, type RouteDeps, render } from '../http.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { readUploadForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
@@ -18,7 +18,7 @@ export const UPLOAD_PATHS: ReadonlySet<string> = new Set(['/api/submissions', '/
 /** Comparisons computed per address and minute (cached ones are free). */
 const COMPARES_PER_MINUTE = 30;
 
-export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
+export function submissionRoutes({ lb, charts, reads }: RouteDeps): Hono<Env> {
   const app = new Hono<Env>();
   const limits = lb.options.limits;
   const maxMb = Math.round(limits.maxBodyBytes / (1 << 20));
@@ -81,7 +81,9 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
     );
   });
 
+  // Pages that draw charts count as reads of the boards (an uncached entry page is seconds of drawing).
   app.get('/submissions/:id', async (c) => {
+    limitReads(c, reads);
     const ctx = c.get('ctx');
     const e = await lb.boards.entry(c.req.param('id'), { admin: ctx.admin });
     const blocks = await charts.draw(entryCharts(e, ctx.r));
@@ -90,17 +92,12 @@ export function submissionRoutes({ lb, charts }: RouteDeps): Hono<Env> {
   });
 
   app.get('/compare', async (c) => {
+    limitReads(c, reads);
     const ctx = c.get('ctx');
     const a = c.req.query('a');
     const b = c.req.query('b');
     if (!a || !b) throw new HttpError(400, 'BAD_REQUEST', 'compare needs ?a=ID&b=ID');
-    if (!lb.boards.hasComparison(a, b)) {
-      const wait = compares.hit(c.get('address'));
-      if (wait > 0)
-        throw new HttpError(429, 'RATE_LIMITED', `at most ${COMPARES_PER_MINUTE} new comparisons a minute`, {
-          retryAfter: wait,
-        });
-    }
+    if (!lb.boards.hasComparison(a, b)) limitAddress(c, compares, 'new comparisons');
     const r = await lb.boards.compare(a, b);
     const blocks = r.comparison ? await charts.draw(comparisonCharts(r.comparison, r.b, ctx.r)) : [];
     return render(c, <ComparePage ctx={ctx} a={r.a} b={r.b} comparison={r.comparison} charts={blocks} />);
