@@ -427,7 +427,7 @@ export function sharedSettings(m: Manifest, extra: Record<string, unknown> = {})
 }
 
 /** What a writer gives: a summary without the version, which the writer adds. */
-type RunSummaryInput =
+export type RunSummaryInput =
   | (EvaluationResult & { kind: 'llm'; llm: LlmDetailsInput })
   | { kind: 'baseline'; runs: unknown[]; evaluation: EvaluationResult }
   | { kind: 'encoder'; runs: unknown[]; encoder: Record<string, unknown>; evaluation: EvaluationResult }

@@ -26,8 +26,8 @@ import { enqueuePlan, rejectPlan, releasePlan } from '../../workers/submit.js';
 import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import type { Leaderboard } from '../leaderboard.js';
 import { BOARD_SPLIT, runnableTasks } from '../score-upload.js';
+import type { Uploads } from '../submissions/service.js';
 
 /** The settings every platform evaluation runs with: one board, one way of asking. */
 export const PLATFORM_SETTINGS = {
@@ -98,7 +98,7 @@ function publicSpec(spec: unknown): unknown {
 
 export class Runs {
   constructor(
-    private readonly lb: Leaderboard,
+    private readonly lb: { uploads: Pick<Uploads, 'recordPlatformRun'> },
     readonly queue: QueueDb | undefined,
     private readonly log: Logger,
   ) {}
