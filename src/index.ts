@@ -131,6 +131,7 @@ export {
   type ManifestInput,
   manifestSettings,
   type ProviderInfo,
+  parseManifest,
   type RunFolder,
   RunFolderError,
   type RunLog,

@@ -160,4 +160,14 @@ describe('the layout of src/', () => {
     for (const f of files) if (!index.has(f)) visit(f);
     expect(circles.sort()).toEqual([]);
   });
+
+  it("keeps docs/development.md's count of test files true", () => {
+    const count = ['src', 'test']
+      .flatMap((d) => walk(join(REPO_ROOT, d)))
+      .filter((f) => /\.test\.tsx?$/.test(f)).length;
+    const said = /about \d+ tests in (\d+) files/.exec(
+      readFileSync(join(REPO_ROOT, 'docs/development.md'), 'utf8'),
+    );
+    expect(Number(said?.[1])).toBe(count);
+  });
 });

@@ -9,6 +9,8 @@
  * never reserve past it. A worker killed with requests in flight leaves their reservations counted: those requests
  * may well have been billed, and no one can learn what they cost.
  */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanText } from '../data/clean-text.js';
 import type { BatchLedger } from '../llm/batch.js';
@@ -28,6 +30,28 @@ export interface CellStore {
   batches: BatchLedger;
   /** The keys among `keys` that have an answer that is ok. */
   okKeys(keys: readonly string[]): Promise<Set<string>>;
+  /**
+   * What a job needs to start, in one read: its cell and plan, and which of its keys already have an answer that is
+   * ok (a job released, lost or stopped before answered them: they are not asked again).
+   */
+  jobRow(keys: readonly string[]): Promise<JobRow | undefined>;
+  /** The cell and its plan marked running, once, with the model's description. */
+  started(described: unknown): Promise<void>;
+  /** The cell's journal: every answer's entry (JSON) by its key. */
+  answers(): Promise<Map<string, string>>;
+  /** The cell done: its run folder's files (finished in `dir`) stored for `plan export`, its summary kept. */
+  done(dir: string, summary: unknown): Promise<void>;
+}
+
+export interface JobRow {
+  spec: string | null;
+  status: string;
+  in_flight: number;
+  data_sha256: string;
+  undescribed: boolean;
+  plan_status: string;
+  kind: string;
+  answered: string[];
 }
 
 /** The store of cell `cell` of plan `plan`, read and written through `q`. */
@@ -122,6 +146,46 @@ export function cellStore(db: QueueDb, q: Query, plan: string, cell: string): Ce
   return {
     money,
     batches,
+    async jobRow(keys) {
+      const { rows } = await q<JobRow>(
+        `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.described IS NULL AS undescribed, p.status AS plan_status,
+           p.kind, ARRAY(SELECT a.key FROM ${SCHEMA}.answers a
+             WHERE a.plan_id = $1 AND a.cell_id = $2 AND a.status = 'ok' AND a.key = ANY($3)) AS answered
+         FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
+        [plan, cell, keys],
+      );
+      return rows[0];
+    },
+    async started(described) {
+      await q(
+        `WITH c AS (UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+           started_at = coalesce(started_at, now()), described = coalesce(described, $3)
+         WHERE plan_id = $1 AND cell_id = $2)
+         UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`,
+        [plan, cell, JSON.stringify(described)],
+      );
+    },
+    async answers() {
+      const { rows } = await q<{ key: string; entry: string }>(
+        `SELECT key, entry FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
+        [plan, cell],
+      );
+      return new Map(rows.map((r) => [r.key, r.entry]));
+    },
+    async done(dir, summary) {
+      await inTransaction(db, async (client) => {
+        for (const file of walk(dir))
+          await client.query(
+            `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
+            [plan, cell, relative(dir, file), readFileSync(file)],
+          );
+        await client.query(
+          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
+          [plan, cell, JSON.stringify(summary)],
+        );
+      });
+    },
     async okKeys(keys) {
       const { rows } = await q<{ key: string }>(
         `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
@@ -130,4 +194,15 @@ export function cellStore(db: QueueDb, q: Query, plan: string, cell: string): Ce
       return new Set(rows.map((r) => r.key));
     },
   };
+}
+
+/** A folder's files, in order, to store them. */
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else out.push(p);
+  }
+  return out;
 }

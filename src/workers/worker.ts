@@ -16,9 +16,9 @@
  *   one (`finish`), stored in the database for `plan export`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
@@ -629,30 +629,6 @@ export class Worker {
     });
   }
 
-  /**
-   * What a job needs to start, in one read: its cell and plan, and which of its keys already have an answer that is
-   * ok (a job released, lost or stopped before answered them: they are not asked again).
-   */
-  private async jobRow(plan: string, cell: string, keys: readonly string[]) {
-    const { rows } = await this.q<{
-      spec: string | null;
-      status: string;
-      in_flight: number;
-      data_sha256: string;
-      undescribed: boolean;
-      plan_status: string;
-      kind: string;
-      answered: string[];
-    }>(
-      `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.described IS NULL AS undescribed, p.status AS plan_status,
-         p.kind, ARRAY(SELECT a.key FROM ${SCHEMA}.answers a
-           WHERE a.plan_id = $1 AND a.cell_id = $2 AND a.status = 'ok' AND a.key = ANY($3)) AS answered
-       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
-      [plan, cell, keys],
-    );
-    return rows[0];
-  }
-
   /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
   private prepared(plan: string, cell: string, stored: string | null, dataSha: Record<string, string>) {
     const key = `${plan}\n${cell}`;
@@ -687,7 +663,8 @@ export class Worker {
     const { plan, cell, chunk } = a.data;
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
-    const row = await this.jobRow(plan, cell, stored ?? []);
+    const store = cellStore(this.db, this.q.bind(this), plan, cell);
+    const row = await store.jobRow(stored ?? []);
     // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
     const done = async (chunkDone = false) => {
       // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
@@ -738,7 +715,6 @@ export class Worker {
       return done();
     }
     t0 += performance.now() - planning;
-    const store = cellStore(this.db, this.q.bind(this), plan, cell);
     const round = a.round;
     const keys = stored ?? prepared.plan.requests.map((j) => j.key);
     let answered = new Set(row.answered);
@@ -763,20 +739,14 @@ export class Worker {
     }
     // The cell and plan marked running, once: a running cell has its start and its model's description already.
     if (row.status === 'queued' || row.plan_status === 'queued' || row.undescribed)
-      await this.q(
-        `WITH c AS (UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
-           started_at = coalesce(started_at, now()), described = coalesce(described, $3)
-         WHERE plan_id = $1 AND cell_id = $2)
-         UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`,
-        [plan, cell, JSON.stringify(provider.describe())],
-      );
+      await store.started(provider.describe());
     const before = performance.now() - t0;
     this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
     // max_cost: what is left of the cell must fit what its workers have not spent, and each request reserves its
     // ceiling in the cell's row before it is sent (the rule `llm` spends by, ../llm/budget.ts).
     let budget: Budget | undefined;
     try {
-      budget = await this.budgetOf(prepared, provider, store, plan, cell);
+      budget = await this.budgetOf(prepared, provider, store, cell);
     } catch (e) {
       await this.failCell(plan, cell, e);
       return done();
@@ -953,7 +923,6 @@ export class Worker {
     prepared: Prepared,
     provider: Provider,
     store: CellStore,
-    plan: string,
     cell: string,
   ): Promise<Budget | undefined> {
     const { maxCost, prices, params, concurrency } = prepared.runner.options;
@@ -979,7 +948,7 @@ export class Worker {
       flag: 'max_cost',
       what: cell,
       spentBy: `the cell's workers have spent`,
-      advice: `Raise the cell's max_cost or lower its max_tokens, then rumedbench plan retry ${plan} --cells ${cell}.`,
+      advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
       log: this.o.log,
     });
   }
@@ -1124,11 +1093,8 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const answers = await this.q<{ key: string; entry: string }>(
-        `SELECT key, entry FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
-        [plan, cell],
-      );
-      const byKey = new Map(answers.rows.map((r) => [r.key, r.entry]));
+      const store = cellStore(this.db, this.q.bind(this), plan, cell);
+      const byKey = await store.answers();
       // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
       // another round, while the plan has rounds left; the cell is finished once they are answered.
       const transient = [
@@ -1175,20 +1141,7 @@ export class Worker {
         extra: { plan_id: plan, cell: cell },
         ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
       });
-      await this.dbw.retry(() =>
-        inTransaction(this.db, async (client) => {
-          for (const file of walk(dir))
-            await client.query(
-              `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
-              [plan, cell, relative(dir, file), readFileSync(file)],
-            );
-          await client.query(
-            `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
-            [plan, cell, JSON.stringify(result.summary)],
-          );
-        }),
-      );
+      await this.dbw.retry(() => store.done(dir, result.summary));
       this.o.log.info(`${plan} ${cell}: done, ${scoresLine(result.evaluation)}`);
     } catch (e) {
       await this.failCell(plan, cell, e);
@@ -1278,16 +1231,6 @@ function specOfRow(stored: string | null, where: string): LlmSpec {
   return spec;
 }
 
-function walk(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...walk(p));
-    else out.push(p);
-  }
-  return out;
-}
-
 /** A PostgreSQL error about the data sent (SQLSTATE classes 22 data exception, 23 constraint, 54 limits). */
 function refusedData(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
@@ -1302,6 +1245,6 @@ function budgetReached(plan: string, cell: string, budget: Budget, max: number):
       : '';
   return new RumedbenchError(
     'COST_LIMIT',
-    `${cell} has cost ${formatUsd(budget.spent())} by the server's token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). Raise the cell's max_cost, then ask the rest: rumedbench plan retry ${plan} --cells ${cell}`,
+    `${cell} has cost ${formatUsd(budget.spent())} by the server's token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
   );
 }
