@@ -345,7 +345,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
 }
 
 /** The prices a run pays: a batch run's at the provider's batch discount. */
-function pricesOf(options: {
+export function pricesOf(options: {
   prices?: Prices | undefined;
   batch?: { discount: number } | undefined;
 }): Prices | undefined {

@@ -33,6 +33,7 @@ import { estimateCost, formatUsd } from '../llm/cost.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
+import { pricesOf } from '../llm/run.js';
 import type { Logger } from '../log.js';
 import { AnswerWriter } from './answers.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
@@ -754,6 +755,24 @@ export class Worker {
     if (prepared.runner.spec.batch) {
       await this.batchJob(a, prepared, provider, pending as LlmRequest[], store);
       if (a.abort.signal.aborted) return;
+      // A batch reports its spending once it is read: past the budget, the cell ends as an online one stopped by it.
+      if (budget) {
+        const answers = await store.answers();
+        await budget.settleAll(
+          pending.map((j) => {
+            const e = j && answers.get(j.key);
+            return e === undefined ? undefined : (JSON.parse(e) as JournalEntry);
+          }),
+        );
+        if (budget.stop.signal.aborted) {
+          await this.failCell(
+            plan,
+            cell,
+            budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number, true),
+          );
+          return done(true);
+        }
+      }
       await done(true);
       await this.finish(plan, cell);
       return;
@@ -925,8 +944,11 @@ export class Worker {
     store: CellStore,
     cell: string,
   ): Promise<Budget | undefined> {
-    const { maxCost, prices, params, concurrency } = prepared.runner.options;
+    const { maxCost, params, concurrency } = prepared.runner.options;
     if (maxCost === undefined) return undefined;
+    // A batch cell pays the batch price, as `llm --batch` reckons it.
+    const batch = batchSettingsOf(prepared.runner.spec);
+    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
     if (!prices) throw new RumedbenchError('COST_LIMIT', `${cell}: max_cost needs prices`);
     const all = prepared.plan.requests;
     prepared.ceilings ??= estimateCost(all, { provider, params, prices, concurrency }).then(
@@ -1238,13 +1260,19 @@ function refusedData(e: unknown): boolean {
 }
 
 /** What a cell stopped by its budget says: its name, what its workers have spent, and the ceiling it reached. */
-function budgetReached(plan: string, cell: string, budget: Budget, max: number): RumedbenchError {
+function budgetReached(
+  plan: string,
+  cell: string,
+  budget: Budget,
+  max: number,
+  batch = false,
+): RumedbenchError {
   const why =
     budget.unexplained() > 0
       ? `; ${budget.unexplained()} repl(ies) here reported more tokens than their request can explain`
       : '';
   return new RumedbenchError(
     'COST_LIMIT',
-    `${cell} has cost ${formatUsd(budget.spent())} by the server's token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
+    `${cell} has cost ${formatUsd(budget.spent())} by ${batch ? "its batch replies'" : "the server's"} token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
   );
 }

@@ -42,7 +42,7 @@ const dearest = (s: FakeOpenAI): number =>
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-budget-'));
 
-function writePlan(url: string, maxCost: number): string {
+function writePlan(url: string, maxCost: number, extra = ''): string {
   const file = join(tmp(), 'plan.yaml');
   writeFileSync(
     file,
@@ -53,7 +53,7 @@ function writePlan(url: string, maxCost: number): string {
       `data: ${DATA}`,
       `defaults: {temperature: 0, max_tokens: ${MAX_TOKENS}, concurrency: 2, bootstrap: 0}`,
       'models:',
-      `  - {name: m, provider: openai, base_url: "${url}", model: fake-m, prices: {prompt: ${PRICES.prompt}, completion: ${PRICES.completion}}, max_cost: ${maxCost}}`,
+      `  - {name: m, provider: openai, base_url: "${url}", model: fake-m, prices: {prompt: ${PRICES.prompt}, completion: ${PRICES.completion}}, max_cost: ${maxCost}${extra}}`,
       '',
     ].join('\n'),
   );
@@ -180,6 +180,33 @@ describe.skipIf(!PG_URL)('max_cost on queue workers (PostgreSQL)', () => {
     );
     expect(money?.spent).toBeLessThanOrEqual(s.billed() + 1e-9);
     expect(money?.spent).toBeGreaterThan(s.billed() - concurrency * dearest(s) - 1e-9);
+  });
+});
+
+describe.skipIf(!PG_URL)('max_cost on a batch cell run by a worker (PostgreSQL)', () => {
+  it('a batch whose replies report more than the budget: the cell fails naming what was spent, and is not scored', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await pricedServer(0);
+    // The estimate at the batch price (half) is about $0.25: within $1; the replies report ten times as much.
+    const file = writePlan(s.url, 1, ', batch: true, batch_poll: 0.05');
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
+    const w = startWorker(db, 'b1', ['--exit-when-idle']);
+    expect((await w.exited).code, w.log()).toBe(0);
+    expect(s.batches()).toHaveLength(1);
+    const status = JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as {
+      cells: { cell: string; status: string; error?: string }[];
+    };
+    expect(status.cells.map((c) => [c.cell, c.status])).toEqual([['m/default', 'failed']]);
+    expect(status.cells[0]?.error).toMatch(
+      /^m\/default has cost \$[\d.]+ by its batch replies' token counts, reaching max_cost \$1\.00/,
+    );
+    const [money] = await query<{ spent: number }>(
+      db,
+      'SELECT spent_usd AS spent FROM rumedbench_runs.cells WHERE plan_id = $1',
+      [id],
+    );
+    // What the replies reported, at the batch price.
+    expect(money?.spent).toBeCloseTo(s.billed() / 2, 9);
   });
 });
 
