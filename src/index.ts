@@ -33,6 +33,16 @@ export { hasGold, ifPresent, type LoadOptions, loadSplit, readGoldLabels } from 
 export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export { backoffMs, retryAfterMs, send, TransportError } from './data/transport.js';
+export { type RunContext, type RunOutcome, readRunSpec, runEvaluation } from './engine/run.js';
+export {
+  type BaselineSpec,
+  type ContaminationSpec,
+  type LlmSpec,
+  makeRunSpec,
+  RUN_SPEC_SCHEMA,
+  type RunSpec,
+  type RunSpecInput,
+} from './engine/spec.js';
 export * from './errors.js';
 export { LlmRequestError } from './llm/client.js';
 export { Journal, type JournalEntry } from './llm/journal.js';
@@ -118,16 +128,21 @@ export { formatIssue, type IssueCode, type SubmissionIssue } from './scoring/iss
 export { ReferenceLoader } from './scoring/reference.js';
 export {
   type Manifest,
+  type ManifestInput,
   manifestSettings,
   type ProviderInfo,
+  parseManifest,
   type RunFolder,
   RunFolderError,
   type RunLog,
   type RunSummary,
+  type RunSummaryInput,
   readManifest,
   readRunFolder,
   readRunLog,
   type StoredRunSpec,
+  writeManifest,
+  writeRunSummary,
 } from './scoring/run-log.js';
 export {
   type EvaluateOptions,

@@ -116,4 +116,58 @@ describe('the layout of src/', () => {
     }
     expect(bad).toEqual([]);
   });
+
+  it('has no import circle, between rooms or inside one (type imports count: they tie the modules together too)', () => {
+    // Tarjan's strongly connected components over the modules' relative imports; a component of two or more is a
+    // circle, named by its modules.
+    const ts = (p: string) => p.replace(/\.js$/, '.ts');
+    const files = new Set(modules());
+    const edges = new Map<string, string[]>();
+    for (const f of files)
+      edges.set(
+        f,
+        importsOf(f)
+          .flatMap((t) => [ts(t), t.replace(/\.js$/, '.tsx')])
+          .filter((t) => files.has(t)),
+      );
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const on = new Set<string>();
+    const circles: string[] = [];
+    let next = 0;
+    const visit = (v: string): void => {
+      index.set(v, next);
+      low.set(v, next++);
+      stack.push(v);
+      on.add(v);
+      for (const w of edges.get(v) ?? []) {
+        if (!index.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+        } else if (on.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+      }
+      if (low.get(v) !== index.get(v)) return;
+      const part: string[] = [];
+      for (;;) {
+        const w = stack.pop() as string;
+        on.delete(w);
+        part.push(relative(SRC, w));
+        if (w === v) break;
+      }
+      if (part.length > 1) circles.push(part.sort().join(' ↔ '));
+    };
+    for (const f of files) if (!index.has(f)) visit(f);
+    expect(circles.sort()).toEqual([]);
+  });
+
+  it("keeps docs/development.md's count of test files true", () => {
+    const count = ['src', 'test']
+      .flatMap((d) => walk(join(REPO_ROOT, d)))
+      .filter((f) => /\.test\.tsx?$/.test(f)).length;
+    const said = /about \d+ tests in (\d+) files/.exec(
+      readFileSync(join(REPO_ROOT, 'docs/development.md'), 'utf8'),
+    );
+    expect(Number(said?.[1])).toBe(count);
+  });
 });

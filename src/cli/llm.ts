@@ -2,6 +2,7 @@
 
 import { resolve } from 'node:path';
 import { type RunOutcome, runEvaluation, writeBatchInput } from '../engine/run.js';
+import { parseAllowance, parseShard, resolveShard } from '../engine/short-forms.js';
 import {
   LLM_DEFAULTS,
   type LlmSpec,
@@ -219,42 +220,6 @@ export const LLM_FLAGS = {
   json: flag.on('--json', 'print summary.json on stdout'),
 } satisfies FlagTable;
 export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
-
-/** `--shard I/N` (I from 1) or `auto/N`. */
-export function parseShard(v: string): { index: number | 'auto'; count: number } {
-  const m = /^(\d+|auto)\/(\d+)$/.exec(v.trim());
-  const count = Number(m?.[2]);
-  const index = m?.[1] === 'auto' ? 'auto' : Number(m?.[1]);
-  if (!m || count < 1 || (index !== 'auto' && (index < 1 || index > count)))
-    throw new UsageError(`--shard: I/N with 1 ≤ I ≤ N (e.g. 2/8), or auto/N; got "${v}"`);
-  return { index, count };
-}
-
-/** The shard this process runs: auto/N reads the array index a Slurm or Kubernetes job gives each of its tasks. */
-export function resolveShard(
-  s: { index: number | 'auto'; count: number },
-  env: NodeJS.ProcessEnv = process.env,
-): { index: number; count: number } {
-  if (s.index !== 'auto') return { index: s.index, count: s.count };
-  const raw = env.SLURM_ARRAY_TASK_ID ?? env.JOB_COMPLETION_INDEX;
-  if (raw === undefined || !/^\d+$/.test(raw))
-    throw new UsageError(
-      '--shard auto/N: neither SLURM_ARRAY_TASK_ID (a Slurm array) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set',
-    );
-  // Arrays number their tasks from 0 or from 1: either way, index mod N gives each of N tasks its own shard.
-  return { index: (Number(raw) % s.count) + 1, count: s.count };
-}
-
-/** `--allow-failures`: a count (`12`) or a share of the run's requests (`2.5%`). */
-function parseAllowance(v: string): { count: number } | { percent: number } {
-  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim());
-  const n = m ? Number(m[1]) : Number.NaN;
-  if (!m || (m[2] === '%' ? n > 100 : !Number.isInteger(n)))
-    throw new UsageError(
-      `--allow-failures: a whole number of requests (12) or a percentage (2.5%), got "${v}"`,
-    );
-  return m[2] === '%' ? { percent: n } : { count: n };
-}
 
 function headers(list: readonly string[], flag = '--header'): Record<string, string> {
   return Object.fromEntries(

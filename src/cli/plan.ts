@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { runEvaluation } from '../engine/run.js';
+import { parseShard, resolveShard } from '../engine/short-forms.js';
 import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -15,7 +16,6 @@ import { submitRun } from '../submit/client.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT, exitCodeOf } from './io.js';
-import { parseShard, resolveShard } from './llm.js';
 
 export const PLAN_CHECK_FLAGS = {
   json: flag.jsonFlag('print the cells as one JSON object'),

@@ -32,8 +32,8 @@ export type RequestExecutor =
       onProgress?: (p: RunProgress, final: boolean) => void;
       onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
       /** `--max-cost`: asked before each request is sent; `settle` hears each entry journaled. */
-      admit?: (job: LlmRequest) => boolean;
-      settle?: (job: LlmRequest, entry: JournalEntry) => void;
+      admit?: (job: LlmRequest) => boolean | Promise<boolean>;
+      settle?: (job: LlmRequest, entry: JournalEntry) => void | Promise<void>;
     }
   | ({
       kind: 'batch';

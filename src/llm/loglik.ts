@@ -6,7 +6,7 @@
  */
 import type { Prediction } from '../metrics/item-stats.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
-import type { Usage } from './provider.js';
+import type { Usage } from './usage.js';
 
 export interface LoglikRequest {
   context: string;

@@ -2,6 +2,9 @@
 import type { ProviderInfo } from '../scoring/run-log.js';
 import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
+import type { Usage } from './usage.js';
+
+export type { Usage } from './usage.js';
 
 export interface SamplingParams {
   /** 0 by default: the same prompt gives the same answer where the server honours it. */
@@ -13,17 +16,6 @@ export interface SamplingParams {
   reasoningEffort?: 'low' | 'medium' | 'high';
   /** Reasoning models: the most tokens to think with (Anthropic's `thinking.budget_tokens`; a chat template's). */
   thinkingBudget?: number;
-}
-
-export interface Usage {
-  promptTokens: number;
-  completionTokens: number;
-  /** Of the completion tokens, those spent reasoning, where the server says (OpenAI's `completion_tokens_details`). */
-  reasoningTokens?: number;
-  /** Of the prompt tokens, those read from a prompt cache, where the server says. */
-  cachedPromptTokens?: number;
-  /** Of the prompt tokens, those written to a prompt cache, where the server says (Anthropic's cache writes). */
-  cacheWriteTokens?: number;
 }
 
 export interface ChatReply {

@@ -22,6 +22,7 @@ import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type BatchApi, type BatchResult, readBatchLedger, readIntents } from './batch.js';
+import { type Budget, memoryMoney, openBudget } from './budget.js';
 import { costOf, describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from './cost.js';
 import { executeRequests, type RequestExecutor } from './execute.js';
 import { Journal, type JournalEntry } from './journal.js';
@@ -39,7 +40,7 @@ import {
 } from './outputs.js';
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
-import type { Provider, SamplingParams, Usage } from './provider.js';
+import type { Provider, SamplingParams } from './provider.js';
 import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import { lockRunFolder } from './run-lock.js';
@@ -311,7 +312,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   });
   // A batch (or a results file) reports its spending only once it is read: past the ceiling, the run ends as an
   // online run stopped by it does, with what was reported.
-  if (budget && (batch || given)) budget.settleAll(jobs.map((j) => journal.get(j.key)));
+  if (budget && (batch || given)) await budget.settleAll(jobs.map((j) => journal.get(j.key)));
   if (budget?.stop.signal.aborted) {
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const offline = batch !== undefined || given !== undefined;
@@ -344,7 +345,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
 }
 
 /** The prices a run pays: a batch run's at the provider's batch discount. */
-function pricesOf(options: {
+export function pricesOf(options: {
   prices?: Prices | undefined;
   batch?: { discount: number } | undefined;
 }): Prices | undefined {
@@ -360,9 +361,8 @@ function pricesOf(options: {
 }
 
 /**
- * `--max-cost`: refuses a run whose spending so far (a resumed run's journal) and estimate for what is left pass
- * the budget, before anything is sent; otherwise returns the watch that stops sending once the reported spending
- * reaches it.
+ * `--max-cost` on a run folder: what its journal has spent, and the estimate of what is left, checked and watched by
+ * the one budget rule (./budget.ts), its money kept in this process.
  */
 async function checkBudget(
   options: LlmRunOptions,
@@ -370,19 +370,10 @@ async function checkBudget(
   pending: readonly LlmRequest[],
   journal: Journal,
   log: Logger,
-): Promise<{
-  stop: AbortController;
-  admit(job: LlmRequest): boolean;
-  settle(job: LlmRequest, u: Usage | undefined): void;
-  settleAll(entries: readonly (JournalEntry | undefined)[]): void;
-  spent(): number;
-  unexplained(): number;
-  tokens(): string;
-}> {
-  const max = options.maxCost as number;
+): Promise<Budget> {
   const prices = options.prices;
   if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
-  let spent = spentOn(
+  const spent = spentOn(
     jobs.map((j) => journal.get(j.key)),
     prices,
   );
@@ -392,55 +383,18 @@ async function checkBudget(
     prices,
     concurrency: options.concurrency,
   });
-  const said = describeEstimate(estimate, options.params.maxTokens);
-  if (spent + estimate.usd > max)
-    throw new RumedbenchError(
-      'COST_LIMIT',
-      `the run would cost ${said}${spent > 0 ? `, after the ${formatUsd(spent)} its journal has spent` : ''}: more than --max-cost ${formatUsd(max)}, so nothing was sent. Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).`,
-    );
-  log.info(
-    `cost: ${said}${spent > 0 ? ` after ${formatUsd(spent)} spent` : ''}; --max-cost ${formatUsd(max)}`,
-  );
-  const stop = new AbortController();
-  // Each request's ceiling is reserved before it is sent and released when its answer is journaled: with N requests
-  // in flight the reported spending passes the budget by at most what they report beyond their ceilings.
-  const ceiling = new Map(pending.map((j, i) => [j.key, estimate.each[i] ?? 0]));
-  let reserved = 0;
-  let unexplained = 0;
-  let prompt = 0;
-  let completion = 0;
-  const take = (key: string, u: Usage | undefined) => {
-    if (!u) return;
-    const usd = costOf(prices, u);
-    prompt += u.promptTokens;
-    completion += u.completionTokens;
-    if (usd > (ceiling.get(key) ?? Number.POSITIVE_INFINITY) * (1 + 1e-9)) unexplained++;
-    spent += usd;
-  };
-  return {
-    stop,
-    admit(job) {
-      const c = ceiling.get(job.key) ?? 0;
-      if (stop.signal.aborted || spent + reserved + c > max * (1 + 1e-12)) {
-        stop.abort();
-        return false;
-      }
-      reserved += c;
-      return true;
-    },
-    settle(job, u) {
-      reserved -= ceiling.get(job.key) ?? 0;
-      take(job.key, u);
-      if (spent >= max) stop.abort();
-    },
-    settleAll(entries) {
-      for (const e of entries) if (e?.status === 'ok' && ceiling.has(e.key)) take(e.key, e.usage);
-      if (spent > max) stop.abort();
-    },
-    spent: () => spent,
-    unexplained: () => unexplained,
-    tokens: () => `${prompt} prompt + ${completion} completion tokens`,
-  };
+  return openBudget({
+    max: options.maxCost as number,
+    prices,
+    left: { usd: estimate.usd, said: describeEstimate(estimate, options.params.maxTokens) },
+    ceilings: new Map(pending.map((j, i) => [j.key, estimate.each[i] ?? 0])),
+    money: memoryMoney(spent),
+    flag: '--max-cost',
+    what: 'the run',
+    spentBy: 'its journal has spent',
+    advice: 'Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).',
+    log,
+  });
 }
 
 /** What the last stages need: the run's options, its jobs (this shard's) and their answers. */

@@ -83,8 +83,8 @@ export async function sendAll(options: {
    * Asked before each request is sent (`--max-cost` reserves its ceiling): false sends nothing more. `settle` is told
    * when its entry is journaled, answered or failed.
    */
-  admit?: (job: LlmRequest) => boolean;
-  settle?: (job: LlmRequest, entry: JournalEntry) => void;
+  admit?: (job: LlmRequest) => boolean | Promise<boolean>;
+  settle?: (job: LlmRequest, entry: JournalEntry) => void | Promise<void>;
 }): Promise<number> {
   const started = Date.now();
   let next = 0;
@@ -96,8 +96,9 @@ export async function sendAll(options: {
       if (stopped || options.signal?.aborted) return;
       const job = options.pending[next];
       if (!job) return;
-      if (options.admit && !options.admit(job)) return;
+      // Taken before the budget is asked (which may wait on a database): no two of these loops take one request.
       next++;
+      if (options.admit && !(await options.admit(job))) return;
       const t0 = performance.now();
       const base = { key: job.key, task: job.task.name, split: job.split, id: job.record.id };
       let entry: JournalEntry;
@@ -121,7 +122,7 @@ export async function sendAll(options: {
         };
       }
       await options.journal.append(entry);
-      options.settle?.(job, entry);
+      await options.settle?.(job, entry);
       options.progress.done++;
       if (entry.status === 'ok') options.onAnswer?.(job, entry);
       options.onProgress?.(options.progress, false);

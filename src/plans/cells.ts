@@ -8,7 +8,7 @@
 import { dirname, join, resolve } from 'node:path';
 import type { RunSpec } from '../engine/spec.js';
 import { PlanError, RumedbenchError, RunSpecError } from '../errors.js';
-import type { Plan } from './file.js';
+import type { Plan } from './plan.js';
 import { PLAN_PROVIDERS, type PlanProvider } from './settings.js';
 
 export interface Cell {

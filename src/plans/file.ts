@@ -13,8 +13,10 @@ import { PlanError, TaskDefinitionError, UsageError } from '../errors.js';
 import { isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
 import { type Cell, expandPlan } from './cells.js';
+import type { Plan, PlanModel } from './plan.js';
 import { PLAN_PROVIDERS, type PlanProvider, RENAMED, renamedAs, specValueOf } from './settings.js';
 
+export type { Plan, PlanModel } from './plan.js';
 export type { PlanProvider, Setting } from './settings.js';
 
 /** Keys the plan sets for every cell itself, and steps of one run by hand (a batch file written or read). */
@@ -32,33 +34,6 @@ const RESERVED = new Set([
 /** Keys that would hold a secret: a plan names the environment variable instead. */
 const SECRET_KEY = /^(api[_-]?key|key|token|secret|password|authorization)$/i;
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-
-export interface PlanModel {
-  name: string;
-  provider: string;
-  settings: Record<string, unknown>;
-  /** `file:line:col` of its entry, for a problem its cells' specs meet. */
-  where: string;
-}
-
-export interface Plan {
-  file: string;
-  name: string;
-  split: 'test' | 'private_test' | 'both';
-  tasks: string[];
-  data?: string;
-  defaults: Record<string, unknown>;
-  models: PlanModel[];
-  /** Axis → its values, in the file's order. */
-  matrix: [string, unknown[]][];
-  /** Requests in flight per endpoint across the cells that share it (default: the largest cell's concurrency). */
-  maxInFlight?: number;
-  /** On workers: rounds in which a cell's failed requests go back to the queue (3), and the first round's delay. */
-  retryRounds?: number;
-  retryDelayS?: number;
-  /** Old keys read as their fields, one line each: `file:line:col: "max_wait" is an old name: …`. */
-  warnings: string[];
-}
 
 const PLAN_KEYS = [
   'name',

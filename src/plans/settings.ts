@@ -8,6 +8,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { allowanceForm, resolveShard, shardForm } from '../engine/short-forms.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec, SPEC_FIELDS } from '../engine/spec.js';
 import { parsePerturbations } from '../llm/perturb.js';
 import { readTemplates } from '../llm/prompt.js';
@@ -94,14 +95,13 @@ export function specValueOf(key: string, v: unknown, planFile: string): unknown 
       return typeof v === 'string' && v.trim() !== 'all' ? v.split(',').map((s) => s.trim()) : v;
     case 'perturb':
       return typeof v === 'string' ? parsePerturbations(v) : v;
-    case 'allow_failures': {
+    case 'allow_failures':
       if (typeof v === 'number') return { count: v };
-      const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)(%?)$/.exec(v.trim()) : null;
-      return m ? (m[2] === '%' ? { percent: Number(m[1]) } : { count: Number(m[1]) }) : v;
-    }
+      return (typeof v === 'string' && allowanceForm(v)) || v;
     case 'shard': {
-      const m = typeof v === 'string' ? /^(\d+)\/(\d+)$/.exec(v.trim()) : null;
-      return m ? { index: Number(m[1]), count: Number(m[2]) } : v;
+      // `auto/N` as `--shard auto/N` reads it: the index from the array job this machine runs in.
+      const s = typeof v === 'string' ? shardForm(v) : undefined;
+      return s ? resolveShard(s) : v;
     }
     case 'headers':
     case 'header_env':

@@ -427,7 +427,7 @@ export function sharedSettings(m: Manifest, extra: Record<string, unknown> = {})
 }
 
 /** What a writer gives: a summary without the version, which the writer adds. */
-type RunSummaryInput =
+export type RunSummaryInput =
   | (EvaluationResult & { kind: 'llm'; llm: LlmDetailsInput })
   | { kind: 'baseline'; runs: unknown[]; evaluation: EvaluationResult }
   | { kind: 'encoder'; runs: unknown[]; encoder: Record<string, unknown>; evaluation: EvaluationResult }
@@ -494,7 +494,27 @@ export type RunFolder = RunLog;
 
 /** Reads manifest.json: typed, a field of another release set aside, a field of the wrong type named. */
 export function readManifest(file: string): { manifest: Manifest; extra: Record<string, unknown> } {
-  const raw = readJson(file);
+  return manifestOf(readJson(file), file);
+}
+
+/**
+ * A manifest's text as stored elsewhere than a run folder (the queue's database keeps a cell's files), read as
+ * `readManifest` reads the file; `file` names it in what is said of a problem.
+ */
+export function parseManifest(
+  text: string,
+  file: string,
+): { manifest: Manifest; extra: Record<string, unknown> } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new RunFolderError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  return manifestOf(raw, file);
+}
+
+function manifestOf(raw: unknown, file: string): { manifest: Manifest; extra: Record<string, unknown> } {
   const m = manifestReadSchema.safeParse(raw);
   if (!m.success) {
     const problems = m.error.issues

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { RumedbenchError } from '../errors.js';
 import { PLAN_RUN_VERSION, type PlanRow, type PlanSummary, rowOf, writePlanSummary } from '../plans/run.js';
+import { type RunSummaryInput, writeRunSummary } from '../scoring/run-log.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 export interface CellStatus {
@@ -381,7 +382,8 @@ export async function exportPlan(db: QueueDb, id: string, outDir: string): Promi
         if (!target.startsWith(`${dir}${sep}`))
           throw new Error(`${id}/${c.cell_id}: a stored path leaves its folder: ${f.path}`);
         mkdirSync(dirname(target), { recursive: true });
-        writeFileSync(target, f.path === 'summary.json' ? exportedSummary(f.content, dir) : f.content);
+        if (f.path === 'summary.json') writeExportedSummary(f.content, dir);
+        else writeFileSync(target, f.content);
       }
     }
     rows.push(
@@ -440,15 +442,14 @@ export async function setPlanMeta(db: QueueDb, id: string, meta: unknown): Promi
 }
 
 /**
- * A cell's summary.json as exported: the finishing worker scored predictions in a temporary folder of its own, gone
- * since; the summary names the exported folder's predictions instead.
+ * A cell's summary.json as exported, through the run log's one writer (its schema checked, secrets redacted): the
+ * finishing worker scored predictions in a temporary folder of its own, gone since; the summary names the exported
+ * folder's predictions instead.
  */
-function exportedSummary(content: Buffer, dir: string): Buffer | string {
-  try {
-    const summary = JSON.parse(content.toString('utf8')) as { source?: unknown };
-    if (typeof summary.source !== 'string') return content;
-    return `${JSON.stringify({ ...summary, source: join(dir, 'predictions') }, null, 2)}\n`;
-  } catch {
-    return content;
-  }
+function writeExportedSummary(content: Buffer, dir: string): void {
+  const { schema_version: _, ...summary } = JSON.parse(content.toString('utf8')) as Record<string, unknown>;
+  writeRunSummary(dir, {
+    ...summary,
+    ...(typeof summary.source === 'string' ? { source: join(dir, 'predictions') } : {}),
+  } as RunSummaryInput);
 }

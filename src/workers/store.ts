@@ -209,6 +209,14 @@ CREATE INDEX IF NOT EXISTS lingering_endpoint ON ${SCHEMA}.lingering (endpoint);
     what: 'plans record their job size: what plan retry and the retry rounds put back is cut into jobs of it, so every worker can take a share (a plan queued before has none: DEFAULT_JOB_SIZE)',
     sql: `ALTER TABLE ${SCHEMA}.plans ADD COLUMN IF NOT EXISTS job_size integer;`,
   },
+  {
+    version: 10,
+    what: "cells keep their money: what the server's token counts say was spent, and what the requests in flight have reserved of max_cost, so that every worker of a cell spends from one budget",
+    sql: `
+ALTER TABLE ${SCHEMA}.cells ADD COLUMN IF NOT EXISTS spent_usd double precision NOT NULL DEFAULT 0;
+ALTER TABLE ${SCHEMA}.cells ADD COLUMN IF NOT EXISTS reserved_usd double precision NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Requests per job when the plan does not say (`plan submit --job-size`, the platform's evaluations). */

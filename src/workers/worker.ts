@@ -16,9 +16,9 @@
  *   one (`finish`), stored in the database for `plan export`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
@@ -28,15 +28,18 @@ import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-addr
 import { type LlmCell, llmCell } from '../engine/llm.js';
 import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import type { BatchLedger } from '../llm/batch.js';
+import { type Budget, openBudget } from '../llm/budget.js';
+import { estimateCost, formatUsd } from '../llm/cost.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
+import { pricesOf } from '../llm/run.js';
 import type { Logger } from '../log.js';
 import { AnswerWriter } from './answers.js';
 import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
+import { type CellStore, cellStore } from './queue-store.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
@@ -133,6 +136,8 @@ interface Prepared {
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
   allowPrivate?: boolean;
+  /** max_cost: each request's ceiling, USD, by key (counted once per worker). */
+  ceilings?: Promise<Map<string, number>>;
 }
 
 export class Worker {
@@ -631,30 +636,6 @@ export class Worker {
     });
   }
 
-  /**
-   * What a job needs to start, in one read: its cell and plan, and which of its keys already have an answer that is
-   * ok (a job released, lost or stopped before answered them: they are not asked again).
-   */
-  private async jobRow(plan: string, cell: string, keys: readonly string[]) {
-    const { rows } = await this.q<{
-      spec: string | null;
-      status: string;
-      in_flight: number;
-      data_sha256: string;
-      undescribed: boolean;
-      plan_status: string;
-      kind: string;
-      answered: string[];
-    }>(
-      `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.described IS NULL AS undescribed, p.status AS plan_status,
-         p.kind, ARRAY(SELECT a.key FROM ${SCHEMA}.answers a
-           WHERE a.plan_id = $1 AND a.cell_id = $2 AND a.status = 'ok' AND a.key = ANY($3)) AS answered
-       FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id WHERE c.plan_id = $1 AND c.cell_id = $2`,
-      [plan, cell, keys],
-    );
-    return rows[0];
-  }
-
   /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
   private prepared(plan: string, cell: string, stored: string | null, dataSha: Record<string, string>) {
     const key = `${plan}\n${cell}`;
@@ -689,7 +670,8 @@ export class Worker {
     const { plan, cell, chunk } = a.data;
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
-    const row = await this.jobRow(plan, cell, stored ?? []);
+    const store = cellStore(this.db, this.q.bind(this), plan, cell);
+    const row = await store.jobRow(stored ?? []);
     // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
     const done = async (chunkDone = false) => {
       // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
@@ -749,7 +731,7 @@ export class Worker {
         cell,
         new Set(keys).size,
       ]);
-      answered = await this.okKeys(plan, cell, keys);
+      answered = await store.okKeys(keys);
     }
     const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
     if (pending.some((j) => j === undefined)) {
@@ -764,18 +746,39 @@ export class Worker {
     }
     // The cell and plan marked running, once: a running cell has its start and its model's description already.
     if (row.status === 'queued' || row.plan_status === 'queued' || row.undescribed)
-      await this.q(
-        `WITH c AS (UPDATE ${SCHEMA}.cells SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
-           started_at = coalesce(started_at, now()), described = coalesce(described, $3)
-         WHERE plan_id = $1 AND cell_id = $2)
-         UPDATE ${SCHEMA}.plans SET status = 'running' WHERE id = $1 AND status = 'queued'`,
-        [plan, cell, JSON.stringify(provider.describe())],
-      );
+      await store.started(provider.describe());
     const before = performance.now() - t0;
     this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
+    // max_cost: what is left of the cell must fit what its workers have not spent, and each request reserves its
+    // ceiling in the cell's row before it is sent (the rule `llm` spends by, ../llm/budget.ts).
+    let budget: Budget | undefined;
+    try {
+      budget = await this.budgetOf(prepared, provider, store, cell);
+    } catch (e) {
+      await this.failCell(plan, cell, e);
+      return done();
+    }
     if (prepared.runner.spec.batch) {
-      await this.batchJob(a, prepared, provider, pending as LlmRequest[]);
+      await this.batchJob(a, prepared, provider, pending as LlmRequest[], store);
       if (a.abort.signal.aborted) return;
+      // A batch reports its spending once it is read: past the budget, the cell ends as an online one stopped by it.
+      if (budget) {
+        const answers = await store.answers();
+        await budget.settleAll(
+          pending.map((j) => {
+            const e = j && answers.get(j.key);
+            return e === undefined ? undefined : (JSON.parse(e) as JournalEntry);
+          }),
+        );
+        if (budget.stop.signal.aborted) {
+          await this.failCell(
+            plan,
+            cell,
+            budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number, true),
+          );
+          return done(true);
+        }
+      }
       await done(true);
       await this.finish(plan, cell);
       return;
@@ -847,8 +850,14 @@ export class Worker {
         kind: 'in-process',
         provider: gated,
         concurrency: Math.min(inFlight, row.in_flight),
-        signal: a.abort.signal,
+        signal: budget ? AbortSignal.any([a.abort.signal, budget.stop.signal]) : a.abort.signal,
         journal: { append: write },
+        ...(budget
+          ? {
+              admit: (job: LlmRequest) => (budget as Budget).admit(job),
+              settle: (job: LlmRequest, entry: JournalEntry) => (budget as Budget).settle(job, entry.usage),
+            }
+          : {}),
       });
     } catch (e) {
       await Promise.all(writes);
@@ -858,7 +867,7 @@ export class Worker {
       if (e instanceof RumedbenchError && e.code === 'LLM_ENDPOINT_DOWN' && !a.abort.signal.aborted) {
         // The provider's breaker stays open: the next job of this cell here starts with a fresh one.
         if (prepared.provider === provider) prepared.provider = undefined;
-        const ok = await this.okKeys(plan, cell, keys);
+        const ok = await store.okKeys(keys);
         const left = keys.filter((k) => !ok.has(k));
         if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string))
           return done(true);
@@ -877,6 +886,14 @@ export class Worker {
     }
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
+    if (budget?.stop.signal.aborted) {
+      await this.failCell(
+        plan,
+        cell,
+        budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number),
+      );
+      return done();
+    }
     t0 = performance.now();
     await done(true);
     this.queueMs.push(claimMs + before + (performance.now() - t0));
@@ -893,6 +910,7 @@ export class Worker {
     prepared: Prepared,
     provider: Provider,
     pending: readonly LlmRequest[],
+    store: CellStore,
   ): Promise<void> {
     const { plan, cell } = a.data;
     const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-'));
@@ -908,7 +926,7 @@ export class Worker {
           },
         },
         outDir: dir,
-        ledger: this.batchLedger(plan, cell),
+        ledger: store.batches,
         log: this.o.log,
         signal: a.abort.signal,
       });
@@ -921,90 +939,46 @@ export class Worker {
     }
   }
 
-  /** A cell's batches as the queue's database records them. */
-  private batchLedger(plan: string, cell: string): BatchLedger {
-    return {
-      read: async () =>
-        (
-          await this.q<{
-            id: string;
-            provider: string;
-            keys: string;
-            collected: boolean;
-            tag: string | null;
-          }>(
-            `SELECT b.id, b.provider, b.keys, b.collected, i.tag FROM ${SCHEMA}.batches b
-               LEFT JOIN ${SCHEMA}.batch_intents i ON i.plan_id = b.plan_id AND i.cell_id = b.cell_id AND i.outcome = b.id
-              WHERE b.plan_id = $1 AND b.cell_id = $2 ORDER BY b.submitted_at`,
-            [plan, cell],
-          )
-        ).rows.map(({ tag, ...r }) => ({
-          ...r,
-          keys: JSON.parse(r.keys) as string[],
-          ...(tag ? { tag } : {}),
-        })),
-      intents: async () =>
-        (
-          await this.q<{ tag: string; provider: string; keys: string; at: string }>(
-            `SELECT tag, provider, keys, at FROM ${SCHEMA}.batch_intents WHERE plan_id = $1 AND cell_id = $2 AND outcome IS NULL ORDER BY at`,
-            [plan, cell],
-          )
-        ).rows.map((r) => ({ ...r, keys: JSON.parse(r.keys) as string[] })),
-      creating: async (i) => {
-        await this.q(
-          `INSERT INTO ${SCHEMA}.batch_intents (plan_id, cell_id, tag, provider, keys, at) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT DO NOTHING`,
-          [plan, cell, i.tag, i.provider, JSON.stringify(i.keys), i.at],
-        );
-      },
-      abandoned: async (tag) => {
-        await this.q(
-          `UPDATE ${SCHEMA}.batch_intents SET outcome = 'abandoned' WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
-          [plan, cell, tag],
-        );
-      },
-      submitted: async (b) => {
-        await inTransaction(this.db, async (client) => {
-          await client.query(
-            `INSERT INTO ${SCHEMA}.batches (plan_id, cell_id, id, provider, keys, input_file_id) VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT DO NOTHING`,
-            [plan, cell, cleanText(b.id, 200), b.provider, JSON.stringify(b.keys), b.inputFileId ?? null],
-          );
-          if (b.tag)
-            await client.query(
-              `UPDATE ${SCHEMA}.batch_intents SET outcome = $4 WHERE plan_id = $1 AND cell_id = $2 AND tag = $3`,
-              [plan, cell, b.tag, cleanText(b.id, 200)],
-            );
-        });
-      },
-      collected: async (b) => {
-        await this.q(
-          `UPDATE ${SCHEMA}.batches SET collected = true, status = $4, answered = $5 WHERE plan_id = $1 AND cell_id = $2 AND id = $3`,
-          [plan, cell, b.id, cleanText(b.status, 40), b.answered],
-        );
-      },
-      seen: async (state) => {
-        const c = state.counts;
-        await this.q(
-          `UPDATE ${SCHEMA}.batches SET status = $4 WHERE plan_id = $1 AND cell_id = $2 AND id = $3 AND NOT collected`,
-          [
-            plan,
-            cell,
-            state.id,
-            cleanText(c ? `${state.status} ${c.completed}/${c.total}` : state.status, 80),
-          ],
-        );
-      },
-    };
-  }
-
-  /** The keys among `keys` that have an answer. */
-  private async okKeys(plan: string, cell: string, keys: readonly string[]): Promise<Set<string>> {
-    const { rows } = await this.q<{ key: string }>(
-      `SELECT key FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2 AND status = 'ok' AND key = ANY($3)`,
-      [plan, cell, keys],
+  /**
+   * A cell's budget for one job, or none without max_cost: the ceilings of the cell's requests counted once per
+   * worker (the model server's tokenizer where it has one), what is left of the cell checked against what its workers
+   * have spent, the cell's money kept in its row.
+   */
+  private async budgetOf(
+    prepared: Prepared,
+    provider: Provider,
+    store: CellStore,
+    cell: string,
+  ): Promise<Budget | undefined> {
+    const { maxCost, params, concurrency } = prepared.runner.options;
+    if (maxCost === undefined) return undefined;
+    // A batch cell pays the batch price, as `llm --batch` reckons it.
+    const batch = batchSettingsOf(prepared.runner.spec);
+    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
+    if (!prices) throw new RumedbenchError('COST_LIMIT', `${cell}: max_cost needs prices`);
+    const all = prepared.plan.requests;
+    prepared.ceilings ??= estimateCost(all, { provider, params, prices, concurrency }).then(
+      (e) => new Map(all.map((j, i) => [j.key, e.each[i] ?? 0])),
     );
-    return new Set(rows.map((r) => r.key));
+    const ceilings = await prepared.ceilings;
+    const ok = await store.okKeys(all.map((j) => j.key));
+    const left = [...new Set(all.map((j) => j.key).filter((k) => !ok.has(k)))];
+    const usd = left.reduce((n, k) => n + (ceilings.get(k) ?? 0), 0);
+    return openBudget({
+      max: maxCost,
+      prices,
+      left: {
+        usd,
+        said: `up to ${formatUsd(usd)} for the ${left.length} request(s) of ${cell} not answered yet (every reply at max_tokens ${params.maxTokens})`,
+      },
+      ceilings,
+      money: store.money,
+      flag: 'max_cost',
+      what: cell,
+      spentBy: `the cell's workers have spent`,
+      advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
+      log: this.o.log,
+    });
   }
 
   /**
@@ -1147,11 +1121,8 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const answers = await this.q<{ key: string; entry: string }>(
-        `SELECT key, entry FROM ${SCHEMA}.answers WHERE plan_id = $1 AND cell_id = $2`,
-        [plan, cell],
-      );
-      const byKey = new Map(answers.rows.map((r) => [r.key, r.entry]));
+      const store = cellStore(this.db, this.q.bind(this), plan, cell);
+      const byKey = await store.answers();
       // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
       // another round, while the plan has rounds left; the cell is finished once they are answered.
       const transient = [
@@ -1198,20 +1169,7 @@ export class Worker {
         extra: { plan_id: plan, cell: cell },
         ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
       });
-      await this.dbw.retry(() =>
-        inTransaction(this.db, async (client) => {
-          for (const file of walk(dir))
-            await client.query(
-              `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
-              [plan, cell, relative(dir, file), readFileSync(file)],
-            );
-          await client.query(
-            `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
-            [plan, cell, JSON.stringify(result.summary)],
-          );
-        }),
-      );
+      await this.dbw.retry(() => store.done(dir, result.summary));
       this.o.log.info(`${plan} ${cell}: done, ${scoresLine(result.evaluation)}`);
     } catch (e) {
       await this.failCell(plan, cell, e);
@@ -1301,18 +1259,26 @@ function specOfRow(stored: string | null, where: string): LlmSpec {
   return spec;
 }
 
-function walk(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...walk(p));
-    else out.push(p);
-  }
-  return out;
-}
-
 /** A PostgreSQL error about the data sent (SQLSTATE classes 22 data exception, 23 constraint, 54 limits). */
 function refusedData(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   return typeof code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
+}
+
+/** What a cell stopped by its budget says: its name, what its workers have spent, and the ceiling it reached. */
+function budgetReached(
+  plan: string,
+  cell: string,
+  budget: Budget,
+  max: number,
+  batch = false,
+): RumedbenchError {
+  const why =
+    budget.unexplained() > 0
+      ? `; ${budget.unexplained()} repl(ies) here reported more tokens than their request can explain`
+      : '';
+  return new RumedbenchError(
+    'COST_LIMIT',
+    `${cell} has cost ${formatUsd(budget.spent())} by ${batch ? "its batch replies'" : "the server's"} token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
+  );
 }

@@ -8,7 +8,7 @@
  * hung request exits at once; the operator's messages (a database away past --db-wait, a full server, an export
  * folder not empty or not writable, a failing cell's rate) are one line each.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -36,12 +36,11 @@ import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpe
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
 import { startServe } from '../helpers/server.js';
+import { query, startWorker, type WorkerProcess, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const servers: FakeOpenAI[] = [];
-const children: ChildProcess[] = [];
 afterEach(async () => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
@@ -80,66 +79,6 @@ function writePlan(models: string[], extra: string[] = []): string {
 }
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'rumedbench-wout-'));
-
-interface WorkerProcess {
-  child: ChildProcess;
-  name: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  log: () => string;
-}
-
-/** A worker process; `--allow-private` unless `publicOnly`: the fake model servers listen on loopback. */
-function startWorker(
-  db: string,
-  name: string,
-  args: string[] = [],
-  env: NodeJS.ProcessEnv = {},
-  { publicOnly = false } = {},
-): WorkerProcess {
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      ...['worker', '--db', db, '--name', name, '--heartbeat', '1'],
-      ...(publicOnly ? [] : ['--allow-private']),
-      ...args,
-    ],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  children.push(child);
-  let log = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    log += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  return { child, name, exited, log: () => log };
-}
-
-async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function query<T extends pg.QueryResultRow>(
-  db: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<T[]> {
-  const c = new pg.Client({ connectionString: db });
-  await c.connect();
-  try {
-    return (await c.query<T>(text, values)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 const files = (d: string) => readdirSync(join(d, 'predictions')).sort();
 function expectSamePredictions(a: string, b: string): void {

@@ -84,6 +84,11 @@ export interface FakeOpenAI {
   createCalls(): number;
   /** Looks at the list of batches (GET /v1/batches). */
   listCalls(): number;
+  /**
+   * What the server has billed, in USD at its `prices`: every chat completion it made, at the usage it reported,
+   * whether or not the client was still there to read it (a provider bills the work it did).
+   */
+  billed(): number;
   close(): Promise<void>;
 }
 
@@ -166,6 +171,8 @@ export async function startFakeOpenAI(options: {
    * (a hosted API's own system prompt): spending beyond what was counted beforehand.
    */
   hiddenPromptTokens?: number;
+  /** USD per million prompt and completion tokens, for `billed()`; nothing billed without them. */
+  prices?: { prompt: number; completion: number };
   /** While this says true, a batch stays in progress (a run killed while it waits). */
   holdBatches?: () => boolean;
   /** What a batch says of its request counts: absent, or a lie of 10¹² (the provider's claim is not to be trusted). */
@@ -197,6 +204,7 @@ export async function startFakeOpenAI(options: {
   let peak = 0;
   let largest = 0;
   let tokenizeCalls = 0;
+  let billed = 0;
   /** The chat completion the fake model answers a request with: online, or as a line of a batch's output. */
   const completion = (body: ChatRequestBody, id: string) => {
     const given = options.reply(body);
@@ -205,6 +213,8 @@ export async function startFakeOpenAI(options: {
     const promptTokens = chatPromptTokens(body.messages) + (options.hiddenPromptTokens ?? 0);
     const reasoningTokens = r.reasoning === undefined ? undefined : Math.ceil(r.reasoning.length / 4);
     const completionTokens = Math.ceil(content.length / 4) + (reasoningTokens ?? 0);
+    if (options.prices)
+      billed += (promptTokens * options.prices.prompt + completionTokens * options.prices.completion) / 1e6;
     return {
       id,
       object: 'chat.completion',
@@ -592,6 +602,7 @@ export async function startFakeOpenAI(options: {
     batchLooks: () => looks,
     createCalls: () => creates,
     listCalls: () => lists,
+    billed: () => billed,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -8,7 +8,7 @@ import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { BoardName, ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
 import { shownRelease } from '../gold/release.js';
 import { HELD_TASKS, sixTaskOverall } from '../score-upload.js';
-import { compareKeys, orderKey } from './paging.js';
+import { compareKeys, orderKey } from './order.js';
 import type { RankCell } from './ranking.js';
 
 export type { BoardName } from '../db/schema.js';

@@ -9,6 +9,9 @@ import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { BOARD_TASKS } from '../score-upload.js';
 import type { Entry } from './entries.js';
+import { compareKeys, type OrderKey, orderKey } from './order.js';
+
+export { compareKeys, type OrderKey, orderKey } from './order.js';
 
 /** Entries an API page holds by default, and at most. */
 export const API_LIMIT = { default: 100, max: 1000 } as const;
@@ -20,31 +23,6 @@ export const MAX_SEARCH = 100;
 const MAX_CURSOR = 400;
 const DIGITS = /^[0-9]{1,7}$/;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
-
-/** Where an entry stands in a board's order: overall (higher first), tasks answered (more first), then age and id. */
-export interface OrderKey {
-  overall: number | null;
-  tasks: number;
-  created_at: string;
-  id: string;
-}
-
-export const orderKey = (e: Entry): OrderKey => ({
-  overall: e.overall,
-  tasks: Object.keys(e.tasks).length,
-  created_at: e.created_at,
-  id: e.id,
-});
-
-/** The board's order (the one `rank` sorts by): negative when `a` comes first. */
-export function compareKeys(a: OrderKey, b: OrderKey): number {
-  return (
-    (b.overall ?? -1) - (a.overall ?? -1) ||
-    b.tasks - a.tasks ||
-    (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0) ||
-    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-  );
-}
 
 const cursorSchema = z
   .object({

@@ -7,7 +7,7 @@
 import { basename } from 'node:path';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js';
 import type { Logger } from '../../log.js';
-import { llmDetailsOf } from '../../scoring/run-log.js';
+import { llmDetailsOf, parseManifest } from '../../scoring/run-log.js';
 import { runUsageOf } from '../../scoring/run-usage.js';
 import { getTask } from '../../tasks/registry.js';
 import { type Endpoint, getEndpoint, listEndpoints } from '../../workers/endpoints.js';
@@ -26,8 +26,8 @@ import { enqueuePlan, rejectPlan, releasePlan } from '../../workers/submit.js';
 import type { PlatformRun } from '../boards/entries.js';
 import type { BoardName } from '../db/schema.js';
 import { HttpError } from '../errors.js';
-import type { Leaderboard } from '../leaderboard.js';
 import { BOARD_SPLIT, runnableTasks } from '../score-upload.js';
+import type { Uploads } from '../submissions/service.js';
 
 /** The settings every platform evaluation runs with: one board, one way of asking. */
 export const PLATFORM_SETTINGS = {
@@ -98,7 +98,7 @@ function publicSpec(spec: unknown): unknown {
 
 export class Runs {
   constructor(
-    private readonly lb: Leaderboard,
+    private readonly lb: { uploads: Pick<Uploads, 'recordPlatformRun'> },
     readonly queue: QueueDb | undefined,
     private readonly log: Logger,
   ) {}
@@ -249,9 +249,11 @@ export class Runs {
         if (c.status !== 'done' || meta.imported?.[board]) continue;
         const files = await cellFiles(db, p.id, c.cell_id);
         const manifestFile = files.find((f) => f.path === 'manifest.json');
-        const manifest = manifestFile
-          ? (JSON.parse(manifestFile.content.toString('utf8')) as Record<string, unknown>)
-          : {};
+        // Read by the run log's one reader: typed, a field of the wrong type named.
+        const read = manifestFile
+          ? parseManifest(manifestFile.content.toString('utf8'), `${p.id}/${c.cell_id}/manifest.json`)
+          : undefined;
+        const manifest: Record<string, unknown> = read ? { ...read.manifest, ...read.extra } : {};
         // The manifest as published: the model server's address and file paths are the platform's own business.
         // The spec and its command line name the server too: the spec is shown without its provider's address.
         const { endpoint: _e, gguf_file: _g, command: _c, spec, ...rest } = manifest;
