@@ -175,6 +175,9 @@ export const BoardPage: FC<{
   // ranks and groups under the scores (if any) are from before: shown, in grey, as provisional.
   const provisional =
     all.length > 0 && (ranking.error !== null || ranking.ranking === null || !ranking.current);
+  const ranksShown = all.some(
+    (e) => e.place !== undefined || Object.values(e.tasks).some((c) => c?.place !== undefined),
+  );
   // The column the board is sorted by says so (aria-sort); the others say nothing.
   const sortedBy = (key: SortKey) =>
     paging.view.sort === key ? { 'aria-sort': paging.view.dir === 'asc' ? 'ascending' : 'descending' } : {};
@@ -198,7 +201,8 @@ export const BoardPage: FC<{
         <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
-      <p class="note rank-hint">{ctx.t.rankHint}</p>
+      {/* Under the Ladder, uploads have no rank interval or group: the hint explains them only where some are shown. */}
+      {board === 'closed' && ladder && !ranksShown ? '' : <p class="note rank-hint">{ctx.t.rankHint}</p>}
       {medbench.length > 0 ? (
         <p class="note defined-tasks">{ctx.t.medbenchTasks(medbench.join(', '), six)}</p>
       ) : (
