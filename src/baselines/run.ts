@@ -28,6 +28,8 @@ export interface BaselineRunOptions {
   C?: number;
   tasks: readonly TaskDefinition[];
   dataDir: string;
+  /** Gold held apart (`--gold DIR`): the test splits are read without gold, and only the scoring reads this folder. */
+  goldDir?: string;
   outDir: string;
   /** Save each task's model under `<saveDir>/<Task>`. */
   saveDir?: string;
@@ -76,9 +78,14 @@ function needsTraining(method: BaselineMethod, task: TaskDefinition): boolean {
 }
 
 /** A split of the task, or undefined where the task has no such split or its file is missing. */
-function tryLoad(task: TaskDefinition, split: Split, dataDir: string): Promise<TaskRecord[] | undefined> {
+function tryLoad(
+  task: TaskDefinition,
+  split: Split,
+  dataDir: string,
+  goldApart = false,
+): Promise<TaskRecord[] | undefined> {
   if (!(task.splits as readonly Split[]).includes(split)) return Promise.resolve(undefined);
-  return ifPresent(loadSplit(task, split, { dataDir }));
+  return ifPresent(loadSplit(task, split, { dataDir, ...(goldApart ? { goldApart } : {}) }));
 }
 
 /** Trains one task's baseline, writes its test predictions and hands its private-test ones to the zip. */
@@ -133,7 +140,7 @@ async function runTask(
       );
     }
   }
-  const test = await tryLoad(task, 'test', options.dataDir);
+  const test = await tryLoad(task, 'test', options.dataDir, options.goldDir !== undefined);
   if (test) {
     await model.prepare?.(test, `${task.name} test`);
     const predictions = model.predict(test);
@@ -142,7 +149,7 @@ async function runTask(
       test.map((r, i) => ({ id: r.id, gold: r.gold, prediction: predictions[i] ?? null })),
     );
   }
-  const priv = await tryLoad(task, 'private_test', options.dataDir);
+  const priv = await tryLoad(task, 'private_test', options.dataDir, options.goldDir !== undefined);
   if (priv) {
     await model.prepare?.(priv, `${task.name} private_test`);
     const predictions = model.predict(priv);
@@ -173,6 +180,7 @@ export async function runBaseline(options: BaselineRunOptions): Promise<Baseline
   const submissionZip = folder.finish();
   const evaluation = await evaluateSubmission(predictionsDir, {
     dataDir: options.dataDir,
+    ...(options.goldDir !== undefined ? { goldDir: options.goldDir } : {}),
     ...(options.bootstrap !== undefined ? { bootstrap: options.bootstrap } : {}),
     seed,
   });

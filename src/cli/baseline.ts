@@ -39,6 +39,7 @@ export const encoderFlags = (prefix: string) => ({
 export const BASELINE_FLAGS = {
   tasks: flag.tasksFlag(),
   data: flag.dataFlag(),
+  gold: flag.goldDirFlag(),
   out: flag.text('--out <dir>', 'output folder for predictions/ and submission.zip', {
     default: 'baseline-out',
   }),
@@ -137,6 +138,7 @@ export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSp
         : {}),
       tasks: parseTaskList(flags.tasks).map((t) => t.name),
       ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
+      ...(flags.gold !== undefined ? { gold: resolve(flags.gold) } : {}),
       train_split: flags.trainSplit,
       seed: flags.seed,
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),

@@ -143,7 +143,7 @@ export const jsonFlag = (what = 'print exactly one JSON object on stdout') => on
 export const goldDirFlag = () =>
   text(
     '--gold <dir>',
-    'folder of gold files (<Task>.jsonl: ids and the gold field), the gold of the split scored (closed tests, ECG2Pathology)',
+    'folder of gold files (<Task>.jsonl: ids and the gold field) held apart from the data: the gold of the split scored (private test sets, closed tests, ECG2Pathology); the data need not carry it, and a run never copies it',
   );
 export const fileGoldFlag = () =>
   on(

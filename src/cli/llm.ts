@@ -82,6 +82,7 @@ export const LLM_FLAGS = {
     default: LLM_DEFAULTS.split,
   }),
   data: flag.text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)'),
+  gold: flag.goldDirFlag(),
   out: flag.text('--out <dir>', 'run folder', { required: true }),
   shots: flag.count('--shots <k>', 'worked examples from train', { min: 0, default: LLM_DEFAULTS.shots }),
   seed: flag.count('--seed <n>', 'seed for examples, sampling and the bootstrap', {
@@ -357,6 +358,7 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
       tasks: tasks.map((t) => t.name),
       split: flags.split,
       ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
+      ...(flags.gold !== undefined ? { gold: resolve(flags.gold) } : {}),
       mode: flags.mode,
       label_words: flags.labelWords,
       shots: flags.shots,

@@ -216,9 +216,17 @@ export async function runPlanRun(
   const done = summary.cells.filter((c) => c.status === 'done');
   if (done.length > 0) {
     const { runReport } = await reportModule;
+    // Cells on gold held apart are scored on it in the report too (one folder for them all: a plan's default).
+    const golds = [...new Set(cells.map((c) => (c.spec.kind === 'contamination' ? undefined : c.spec.gold)))];
+    const goldDir = golds.length === 1 ? golds[0] : undefined;
     await runReport(
       done.map((c) => c.dir),
-      { out: resolve(flags.out, 'report.html'), names: done.map((c) => c.cell), title: `Plan ${plan.name}` },
+      {
+        out: resolve(flags.out, 'report.html'),
+        names: done.map((c) => c.cell),
+        title: `Plan ${plan.name}`,
+        ...(goldDir !== undefined ? { goldDir } : {}),
+      },
     );
   }
   if (flags.json) io.out(`${JSON.stringify(summary)}\n`);

@@ -16,6 +16,7 @@ export const REPORT_FLAGS = {
   lang: flag.choice('--lang <lang>', 'language of the report', ['en', 'ru'], { default: 'en' }),
   svgDir: flag.text('--svg-dir <dir>', 'also write every chart as its own SVG file'),
   fileGold: flag.fileGoldFlag(),
+  gold: flag.goldDirFlag(),
   format: flag.choice('--format <format>', 'html, or Markdown tables on stdout', ['html', 'markdown'], {
     default: 'html',
   }),
@@ -50,6 +51,7 @@ export async function runReportCommand(paths: string[], flags: ReportFlags, io: 
     commandLine: ['rumedbench', ...process.argv.slice(2)].join(' '),
     ...(flags.out !== undefined ? { out: flags.out } : {}),
     ...(flags.data !== undefined ? { dataDir: flags.data } : {}),
+    ...(flags.gold !== undefined ? { goldDir: flags.gold } : {}),
     ...(flags.title !== undefined ? { title: flags.title } : {}),
     ...(names ? { names } : {}),
     ...(flags.svgDir !== undefined ? { svgDir: flags.svgDir } : {}),

@@ -47,6 +47,7 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
     mode: spec.mode,
     ...(spec.label_words ? { labelWords: true } : {}),
     dataDir: c.dataDir ?? resolveDataDir(spec.data),
+    ...(spec.gold !== undefined ? { goldDir: resolve(spec.gold) } : {}),
     outDir: resolve(c.outDir),
     shots: spec.shots,
     seed: spec.seed,

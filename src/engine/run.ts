@@ -191,6 +191,7 @@ async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext & { out: stri
       ...(spec.encoder?.C !== undefined ? { C: spec.encoder.C } : {}),
       tasks,
       dataDir,
+      ...(spec.gold !== undefined ? { goldDir: resolve(spec.gold) } : {}),
       outDir: out,
       trainSplit: spec.train_split,
       seed: spec.seed,

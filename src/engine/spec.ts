@@ -46,6 +46,12 @@ const whole = (min: number) => z.number().int().min(min);
  * the spec is checked, wherever it runs, so that a manifest, a plan's cell or a queued job repeats the run as made.
  */
 const taskFiles = z.array(z.string().min(1)).optional();
+/**
+ * A folder of gold held apart from the data (`--gold DIR`: `<Task>.jsonl`, ids and gold): the test splits may then
+ * carry no answers; the run reads its records without gold and only its scoring reads this folder, so that no
+ * prediction, sample or log of the run folder can hold the gold.
+ */
+const heldGold = z.string().min(1).optional();
 const taskList = z
   .array(z.string())
   .min(1)
@@ -178,6 +184,7 @@ const llmFields = z
     split: z.enum(['test', 'private_test', 'both']).default(LLM_DEFAULTS.split),
     /** The data folder; absent: $RUMEDBENCH_DATA, else the user cache folder, on the machine that runs it. */
     data: z.string().min(1).optional(),
+    gold: heldGold,
     mode: z.enum(['generate', 'loglik']).default(LLM_DEFAULTS.mode),
     label_words: z.boolean().default(false),
     shots: whole(0).default(LLM_DEFAULTS.shots),
@@ -349,6 +356,7 @@ const baselineFields = z
     tasks: taskList,
     task_files: taskFiles,
     data: z.string().min(1).optional(),
+    gold: heldGold,
     train_split: z.enum(['train', 'dev']).default(BASELINE_DEFAULTS.trainSplit),
     seed: whole(0).default(BASELINE_DEFAULTS.seed),
     threads: whole(1).optional(),
@@ -546,6 +554,7 @@ export function commandLineOf(spec: RunSpec): string {
     for (const f of spec.task_files ?? []) push('--tasks-dir', f);
     push('--split', spec.split);
     push('--data', spec.data);
+    push('--gold', spec.gold);
     push('--mode', spec.mode);
     push('--label-words', spec.label_words);
     push('--shots', spec.shots);
@@ -602,6 +611,7 @@ export function commandLineOf(spec: RunSpec): string {
     push('--tasks', spec.tasks.join(','));
     for (const f of spec.task_files ?? []) push('--tasks-dir', f);
     push('--data', spec.data);
+    push('--gold', spec.gold);
     push('--train-split', spec.train_split);
     push('--seed', spec.seed);
     push('--threads', spec.threads);

@@ -107,6 +107,8 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
     splits: m.splits ?? 'test',
     mode: m.mode ?? 'generate',
     dataDir: o.dataDir,
+    // Shards of a run on gold held apart: read without gold, scored on it, as the one run would be.
+    ...(typeof m.spec?.gold === 'string' ? { goldDir: m.spec.gold } : {}),
     outDir: o.outDir,
     shots: m.shots ?? 0,
     seed: m.seed ?? 0,

@@ -41,6 +41,8 @@ interface PlanOptions {
   tasks: readonly TaskDefinition[];
   splits: SplitChoice;
   dataDir: string;
+  /** The test splits' gold is held apart (`--gold DIR`): their records are read without it. */
+  goldApart?: boolean;
   mode: Mode;
   shots: number;
   seed: number;
@@ -126,7 +128,9 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
     }
     const scored = o.mode === 'loglik' && task.prompt.loglik !== undefined;
     for (const split of splits) {
-      const records = await ifPresent(loadSplit(task, split, { dataDir: o.dataDir }));
+      const records = await ifPresent(
+        loadSplit(task, split, { dataDir: o.dataDir, ...(o.goldApart ? { goldApart: true } : {}) }),
+      );
       if (!records) {
         o.log.warn(`${task.name}: ${splitPath(o.dataDir, task, split)} is missing; skipped`);
         continue;

@@ -58,6 +58,8 @@ export interface LlmRunOptions {
   /** Log-likelihood: score RuMedNLI's label words instead of its option numbers. */
   labelWords?: boolean;
   dataDir: string;
+  /** Gold held apart (`--gold DIR`): the test splits are read without gold, and only the scoring reads this folder. */
+  goldDir?: string;
   outDir: string;
   shots: number;
   seed: number;
@@ -144,6 +146,7 @@ export function requestsOfRun(
     tasks: options.tasks,
     splits: options.splits,
     dataDir: options.dataDir,
+    ...(options.goldDir !== undefined ? { goldApart: true } : {}),
     mode: options.mode,
     shots: options.shots,
     seed: options.seed,
@@ -445,6 +448,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   // 4. Score, summarize, record how the run was made.
   const evaluation = await evaluateSubmission(predictionsDir, {
     dataDir: options.dataDir,
+    ...(options.goldDir !== undefined ? { goldDir: options.goldDir } : {}),
     seed,
     bootstrap: options.bootstrap,
     // A quick look or a shard answers some items: scored on those, with the gold the predictions carry.

@@ -130,6 +130,39 @@ describe('rankTask on constructed systems', () => {
   });
 });
 
+describe('the detectable difference of identical entries', () => {
+  // Copies of one entry disagree on no item: their paired difference has no spread, and says nothing of the
+  // differences the test set detects. "Detects ≥ 0.0" would read as "any gap is detectable".
+  const A = items(100, (i) => i % 5 === 0);
+  const B = items(100, (i) => (i % 5 === 0 && i !== 0) || i === 1);
+
+  it('is none among identical entries only', () => {
+    const same = rankTask(
+      ['A', 'A2', 'A3'].map((name) => ({ name, stats: A })),
+      { resamples: 0, seed: 0 },
+    );
+    expect(same.mde).toBeNull();
+  });
+
+  it('is taken over the pairs that disagree somewhere, copies left out', () => {
+    const mixed = rankTask(
+      [
+        { name: 'A', stats: A },
+        { name: 'A2', stats: A },
+        { name: 'A3', stats: A },
+        { name: 'B', stats: B },
+      ],
+      { resamples: 0, seed: 0 },
+    );
+    // Each copy and B disagree on 2 items of 100; the copies among themselves on none: the median of the three
+    // informative pairs, not of all six (which would halve it).
+    expect(mixed.mde).toBeCloseTo(
+      (1.959963984540054 + 0.8416212335729143) * (Math.sqrt(2 * 100 ** 2) / 100),
+      10,
+    );
+  });
+});
+
 describe('the detectable difference: docs/reading-the-board.md’s worked example', () => {
   // RuMedDaNet, feature-based against BiLSTM: 256 items, 58 only the first answers right, 59 only the second, the
   // other 139 alike (here 75 right by both, 64 wrong by both).

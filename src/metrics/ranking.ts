@@ -640,7 +640,9 @@ function rankFrom(
       const [i, j] = [tested[x] as number, tested[y] as number];
       const t = pair(i, j);
       p.push(t.p);
-      pairSe.push(t.se);
+      // Entries that answer every item alike (copies) have no spread to detect a difference with: left out, and
+      // with no other pair the detectable difference is none, not 0 ("detects ≥ 0.0" reads as "any gap").
+      if (t.se > 0) pairSe.push(t.se);
       if (!listPairs) continue;
       const bi = d.boot[i] as Float64Array;
       const bj = d.boot[j] as Float64Array;

@@ -147,6 +147,7 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
       }
       // Paths are made absolute here, as the command line makes them: a queued cell runs where the cwd is another.
       if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (typeof top.gold === 'string') top.gold = resolve(top.gold);
       if (name === 'llama' && typeof provider.model === 'string') provider.model = resolve(provider.model);
       if (Object.keys(prices).length > 0)
         top.prices = { ...(top.prices as Record<string, unknown> | undefined), ...prices };
@@ -167,7 +168,7 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
       const s = spec as LlmSpec;
       return s.provider.name === 'llama' ? Number.POSITIVE_INFINITY : s.batch ? 0 : s.concurrency;
     },
-    paths: name === 'llama' ? ['data', 'model'] : ['data'],
+    paths: name === 'llama' ? ['data', 'gold', 'model'] : ['data', 'gold'],
   };
 }
 
@@ -194,6 +195,7 @@ function encoderProvider(): PlanProvider {
       const top: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(s)) (own.includes(k) ? encoder : top)[k] = v;
       if (typeof top.data === 'string') top.data = resolve(top.data);
+      if (typeof top.gold === 'string') top.gold = resolve(top.gold);
       if (typeof encoder.cache === 'string') encoder.cache = resolve(encoder.cache);
       return makeRunSpec(
         { schema: RUN_SPEC_SCHEMA, kind: 'baseline', method: 'encoder', encoder, ...top },
@@ -207,7 +209,7 @@ function encoderProvider(): PlanProvider {
     },
     inFlight: (spec) =>
       spec.kind === 'baseline' && spec.encoder?.endpoint !== undefined ? 4 : Number.POSITIVE_INFINITY,
-    paths: ['data', 'model', 'cache'],
+    paths: ['data', 'gold', 'model', 'cache'],
   };
 }
 

@@ -8,6 +8,7 @@ import { splitPath } from '../data/paths.js';
 import { UsageError } from '../errors.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { type ComparisonResult, clustersOfTasks, compareValidated } from '../scoring/compare.js';
+import { readGoldDir } from '../scoring/gold-dir.js';
 import { type RankResult, rankValidated } from '../scoring/rank.js';
 import { ReferenceLoader } from '../scoring/reference.js';
 import { OVERALL_TASKS, TASKS } from '../tasks/registry.js';
@@ -53,6 +54,11 @@ export interface ReportOptions {
   maxExamples?: number;
   /** Score RuMedBench-format files on the gold they carry, without checking ids (as `eval --file-gold`). */
   fileGold?: boolean;
+  /**
+   * Gold held apart (`--gold DIR`, as `eval --gold`): the gold of the split scored. Only scores come of it: the
+   * per-item lists show what the run folders hold, and a run on held gold holds none.
+   */
+  goldDir?: string;
   /** The command line, for the provenance section. */
   commandLine?: string;
   /** The report's date; now by default (tests fix it). */
@@ -190,7 +196,8 @@ export async function buildReport(paths: readonly string[], options: ReportOptio
   const split = options.split ?? 'test';
   const bootstrap = options.bootstrap ?? 1000;
   const seed = options.seed ?? 0;
-  const references = new ReferenceLoader(options.dataDir);
+  const gold = options.goldDir !== undefined ? await readGoldDir(options.goldDir) : undefined;
+  const references = new ReferenceLoader(options.dataDir, gold ? { gold } : {});
   const sourceOptions = {
     references,
     split,

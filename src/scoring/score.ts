@@ -111,7 +111,7 @@ export async function validateSubmission(
   path: string,
   options: EvaluateOptions = {},
 ): Promise<ValidatedSubmission> {
-  return validateRead(await readSubmission(path), options);
+  return validateRead(await readSubmission(path, options.split), options);
 }
 
 /** Validates a submission already read (a folder, a zip, or files uploaded to the server). */

@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import { type JsonlLine, parseJsonl, readJsonlLines } from '../data/jsonl.js';
 import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js';
 import { didYouMean, isTaskName, TASKS } from '../tasks/registry.js';
+import type { Split } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
 
 export interface SubmissionFile {
@@ -172,11 +173,16 @@ export function submissionFromEntries(
   return { source, files, issues };
 }
 
-/** A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions. */
-export const predictionsOf = (path: string): string =>
-  existsSync(join(path, 'summary.json')) && existsSync(join(path, 'predictions'))
-    ? join(path, 'predictions')
-    : path;
+/**
+ * A run folder (`llm`, `baseline`: summary.json beside predictions/) stands for its predictions: its test ones
+ * (predictions/), or its private-test ones (submission.zip) when the private test is what is scored.
+ */
+export const predictionsOf = (path: string, split?: Split): string => {
+  if (!existsSync(join(path, 'summary.json'))) return path;
+  if (split === 'private_test' && existsSync(join(path, 'submission.zip')))
+    return join(path, 'submission.zip');
+  return existsSync(join(path, 'predictions')) ? join(path, 'predictions') : path;
+};
 
 /** Where the predictions may be when a folder holds none: run folders (or predictions folders) inside it. */
 function folderHint(path: string): string {
@@ -195,8 +201,8 @@ function folderHint(path: string): string {
  * come back as issues, not exceptions; a path that holds no task file is one `NO_FILES` error.
  * @example const s = await readSubmission('runs/naive'); // runs/naive/predictions' files
  */
-export async function readSubmission(path: string): Promise<Submission> {
-  const read = await readPath(predictionsOf(path));
+export async function readSubmission(path: string, split?: Split): Promise<Submission> {
+  const read = await readPath(predictionsOf(path, split));
   // Nothing to score is a mistake (a wrong folder), never an empty result; other errors already say why.
   if (read.files.length === 0 && !read.issues.some((i) => i.severity === 'error')) {
     read.issues.push({

@@ -704,6 +704,8 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         expect(flips).toHaveLength(8);
         expect(flips.every((e) => e.rank === null && e.rank_ci === null && e.group === null)).toBe(true);
         expect(after.entries.every((e) => JSON.stringify(e.tasks) === '{}')).toBe(true);
+        // The page explains no rank interval or group where no upload has one (issue #63).
+        expect(await (await app.request('/board/closed')).text()).not.toContain('rank-hint');
         // Nothing per item in the answer, the page or the CSV.
         for (const path of ['/api/boards/closed', '/board/closed', '/board/closed.csv']) {
           const text = await (await app.request(path)).text();

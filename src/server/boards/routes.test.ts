@@ -365,6 +365,49 @@ describe.skipIf(!ROUTES_READY)(
         },
       );
 
+      it('sorts the whole board on a header click: a link with the sort in the URL, the form in step', async () => {
+        const page = async (path: string) => {
+          const doc = parseHtml(await (await request(path)).text());
+          const table = elements(doc, (e) => e.tagName === 'table' && attr(e, 'id') === 'board')[0];
+          const heads = elements(table as never, (e) => e.tagName === 'th' && attr(e, 'scope') === 'col');
+          const head = (name: string) => heads.find((h) => textOf(h).trim().startsWith(name));
+          const link = (name: string) =>
+            attr(elements(head(name) as never, (a) => a.tagName === 'a')[0] as never, 'href');
+          const selected = (name: string) =>
+            elements(doc, (e) => e.tagName === 'select' && attr(e, 'name') === name)
+              .flatMap((s) => elements(s, (o) => o.tagName === 'option' && attr(o, 'selected') !== undefined))
+              .map((o) => attr(o, 'value'));
+          return {
+            // Sorted in the browser, a click would order the 100 rows shown and nothing else.
+            clientSorted: (attr(table as never, 'class') ?? '').split(' ').includes('sortable'),
+            first: textOf(
+              elements(doc, (e) => e.tagName === 'tr' && attr(e, 'class') === 'entry')[0] as never,
+            ).includes('model-229'),
+            link,
+            ariaSort: (name: string) => attr(head(name) as never, 'aria-sort'),
+            form: [...selected('sort'), ...selected('dir')],
+          };
+        };
+        const p1 = await page('/?lang=en');
+        expect(p1.clientSorted).toBe(false);
+        expect([p1.link('Model'), p1.link('Overall'), p1.link('RuMedDaNet')]).toEqual([
+          '/?sort=model&lang=en',
+          '/?sort=overall&lang=en',
+          '/?sort=task%3ARuMedDaNet&lang=en',
+        ]);
+        expect(p1.ariaSort('#')).toBe('ascending');
+        // Model, twice: descending over all 230 entries, so the page starts with model-229 (rank order puts it lower).
+        const byModel = await page(p1.link('Model') as string);
+        expect([byModel.ariaSort('Model'), byModel.form]).toEqual(['ascending', ['model', 'asc']]);
+        expect(byModel.link('Model')).toBe('/?sort=model&dir=desc&lang=en');
+        const desc = await page(byModel.link('Model') as string);
+        expect([desc.ariaSort('Model'), desc.form, desc.first]).toEqual([
+          'descending',
+          ['model', 'desc'],
+          true,
+        ]);
+      });
+
       it('streams the CSV: the same rows as the board, every one', async () => {
         const res = await request('/board/public.csv');
         const text = await res.text();

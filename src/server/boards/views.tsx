@@ -175,6 +175,12 @@ export const BoardPage: FC<{
   // ranks and groups under the scores (if any) are from before: shown, in grey, as provisional.
   const provisional =
     all.length > 0 && (ranking.error !== null || ranking.ranking === null || !ranking.current);
+  const ranksShown = all.some(
+    (e) => e.place !== undefined || Object.values(e.tasks).some((c) => c?.place !== undefined),
+  );
+  // The column the board is sorted by says so (aria-sort); the others say nothing.
+  const sortedBy = (key: SortKey) =>
+    paging.view.sort === key ? { 'aria-sort': paging.view.dir === 'asc' ? 'ascending' : 'descending' } : {};
   const rows: Row[] =
     paperRows.length === 0
       ? ranked
@@ -195,7 +201,8 @@ export const BoardPage: FC<{
         <a href={`/board/${board}.csv`}>{ctx.t.exportCsv}</a> ·{' '}
         <a href={`/api/boards/${board}`}>{ctx.t.exportJson}</a>
       </p>
-      <p class="note rank-hint">{ctx.t.rankHint}</p>
+      {/* Under the Ladder, uploads have no rank interval or group: the hint explains them only where some are shown. */}
+      {board === 'closed' && ladder && !ranksShown ? '' : <p class="note rank-hint">{ctx.t.rankHint}</p>}
       {medbench.length > 0 ? (
         <p class="note defined-tasks">{ctx.t.medbenchTasks(medbench.join(', '), six)}</p>
       ) : (
@@ -233,24 +240,34 @@ export const BoardPage: FC<{
       </label>
       <div class="table-wrap">
         <table
-          class={`sortable board${provisional ? ' provisional' : ''}`}
+          class={`board${provisional ? ' provisional' : ''}`}
           id="board"
           aria-describedby={provisional ? 'ranking-status' : undefined}
         >
           <thead>
             <tr>
-              <th scope="col" class="num">
-                {ctx.t.rank}
+              <th scope="col" class="num" {...sortedBy('rank')}>
+                <SortLink ctx={ctx} board={board} view={paging.view} by="rank">
+                  {ctx.t.rank}
+                </SortLink>
               </th>
-              <th scope="col">{ctx.t.model}</th>
-              <th scope="col" class="team">
-                {ctx.t.team}
+              <th scope="col" {...sortedBy('model')}>
+                <SortLink ctx={ctx} board={board} view={paging.view} by="model">
+                  {ctx.t.model}
+                </SortLink>
+              </th>
+              <th scope="col" class="team" {...sortedBy('team')}>
+                <SortLink ctx={ctx} board={board} view={paging.view} by="team">
+                  {ctx.t.team}
+                </SortLink>
               </th>
               {tasks.map((t) => {
                 const mde = ranking.ranking?.tasks[t]?.mde;
                 return (
-                  <th scope="col" class="num task">
-                    <span class="name">{t}</span>
+                  <th scope="col" class="num task" {...sortedBy(`task:${t}`)}>
+                    <SortLink ctx={ctx} board={board} view={paging.view} by={`task:${t}`}>
+                      <span class="name">{t}</span>
+                    </SortLink>
                     {mde != null ? (
                       <small class="mde" title={ctx.t.detectableTitle}>
                         {ctx.t.detectable(mde.toFixed(1))}
@@ -261,19 +278,30 @@ export const BoardPage: FC<{
                   </th>
                 );
               })}
-              <th scope="col" class="num">
-                {ctx.t.overall}
+              <th scope="col" class="num" {...sortedBy('overall')}>
+                <SortLink ctx={ctx} board={board} view={paging.view} by="overall">
+                  {ctx.t.overall}
+                </SortLink>
               </th>
               {six ? (
-                <th scope="col" class="num overall-six" title={ctx.t.overallSixTitle}>
-                  {ctx.t.overallSix}
+                <th
+                  scope="col"
+                  class="num overall-six"
+                  title={ctx.t.overallSixTitle}
+                  {...sortedBy('overall_six')}
+                >
+                  <SortLink ctx={ctx} board={board} view={paging.view} by="overall_six">
+                    {ctx.t.overallSix}
+                  </SortLink>
                 </th>
               ) : (
                 ''
               )}
               {spent ? (
-                <th scope="col" class="num usage" title={ctx.t.costColumnTitle}>
-                  {ctx.t.costColumn}
+                <th scope="col" class="num usage" title={ctx.t.costColumnTitle} {...sortedBy('cost')}>
+                  <SortLink ctx={ctx} board={board} view={paging.view} by="cost">
+                    {ctx.t.costColumn}
+                  </SortLink>
                 </th>
               ) : (
                 ''
@@ -405,6 +433,26 @@ export function viewHref(ctx: PageContext, board: BoardName, view: BoardView): s
   const query = params.toString();
   return href(ctx, `${board === 'public' ? '/' : `/board/${board}`}${query ? `?${query}` : ''}`);
 }
+
+/**
+ * A column's header: a link to the board sorted by it, on the server, over every entry (not the page shown): the
+ * column's own best-first direction, or the other one when the board is already sorted by it. The address carries
+ * the sort, so the form below shows it and the page can be shared.
+ */
+const SortLink: FC<{
+  ctx: PageContext;
+  board: BoardName;
+  view: BoardView;
+  by: SortKey;
+  children?: unknown;
+}> = ({ ctx, board, view, by, children }) => {
+  const dir = view.sort === by ? (view.dir === 'asc' ? 'desc' : 'asc') : defaultDir(by);
+  return (
+    <a class="sort" href={viewHref(ctx, board, { ...view, sort: by, dir, page: 1 })}>
+      {children as never}
+    </a>
+  );
+};
 
 /** The search by model and team, and the sort by any column: a form sent with GET, answered by the server. */
 const BoardFind: FC<{ ctx: PageContext; board: BoardName; paging: Paging }> = ({ ctx, board, paging }) => {
