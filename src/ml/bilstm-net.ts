@@ -7,14 +7,13 @@
  */
 import type { Rng } from '../metrics/rng.js';
 import {
-  gemmAB,
   gemmABt,
-  gemmAtB,
   type LstmCell,
   type LstmTape,
   lstmBackward,
   lstmCell,
   lstmForward,
+  transpose,
 } from './lstm.js';
 
 export interface BiLstmConfig {
@@ -227,12 +226,25 @@ export class BiLstmNet {
     const rows = steps * batch;
     const n = head === 'final-states' ? batch : rows;
     const D = 2 * H;
-    gemmAtB(n, C, D, dLogits, 0, C, features, 0, D, this.headWeight.grad, 0, D);
+    gemmABt(
+      C,
+      D,
+      n,
+      transpose(n, C, dLogits, 0, C),
+      0,
+      n,
+      transpose(n, D, features, 0, D),
+      0,
+      n,
+      this.headWeight.grad,
+      0,
+      D,
+    );
     const gb = this.headBias.grad;
     for (let r = 0; r < n; r++)
       for (let c = 0; c < C; c++) gb[c] = (gb[c] as number) + (dLogits[r * C + c] as number);
     let dFeatures: Float32Array = new Float32Array(n * D);
-    gemmAB(n, C, D, dLogits, 0, C, this.headWeight.value, 0, D, dFeatures, 0, D);
+    gemmABt(n, D, C, dLogits, 0, C, transpose(C, D, this.headWeight.value, 0, D), 0, C, dFeatures, 0, D);
     dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
     let dOut: Float32Array;
     if (head === 'final-states') {

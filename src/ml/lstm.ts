@@ -12,7 +12,11 @@
  * between PyTorch and us unchanged.
  */
 
-/** C[m×n] += A[m×k] · B[n×k]ᵀ (dot products of rows; both operands read contiguously). */
+/**
+ * C[m×n] += A[m×k] · B[n×k]ᵀ: dot products of rows, both operands read contiguously. Every product of the network,
+ * forward and backward, is put in this form (the backward pass transposes an operand once per sequence batch rather
+ * than scattering rows into C), and each pass of the inner loop computes a 2×4 block of C from registers.
+ */
 export function gemmABt(
   m: number,
   n: number,
@@ -27,33 +31,68 @@ export function gemmABt(
   cOff: number,
   ldc: number,
 ): void {
-  for (let i = 0; i < m; i++) {
-    const ar = aOff + i * lda;
-    const cr = cOff + i * ldc;
+  let i = 0;
+  for (; i + 1 < m; i += 2) {
+    const a0 = aOff + i * lda;
+    const a1 = a0 + lda;
+    const c0 = cOff + i * ldc;
+    const c1 = c0 + ldc;
     let j = 0;
-    // Four rows of B per pass over A's row: one load of a[p] feeds four products.
     for (; j + 3 < n; j += 4) {
       const b0 = bOff + j * ldb;
       const b1 = b0 + ldb;
       const b2 = b1 + ldb;
       const b3 = b2 + ldb;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
+      let s00 = 0;
+      let s01 = 0;
+      let s02 = 0;
+      let s03 = 0;
+      let s10 = 0;
+      let s11 = 0;
+      let s12 = 0;
+      let s13 = 0;
       for (let p = 0; p < k; p++) {
-        const x = a[ar + p] as number;
-        s0 += x * (b[b0 + p] as number);
-        s1 += x * (b[b1 + p] as number);
-        s2 += x * (b[b2 + p] as number);
-        s3 += x * (b[b3 + p] as number);
+        const x0 = a[a0 + p] as number;
+        const x1 = a[a1 + p] as number;
+        const y0 = b[b0 + p] as number;
+        const y1 = b[b1 + p] as number;
+        const y2 = b[b2 + p] as number;
+        const y3 = b[b3 + p] as number;
+        s00 += x0 * y0;
+        s01 += x0 * y1;
+        s02 += x0 * y2;
+        s03 += x0 * y3;
+        s10 += x1 * y0;
+        s11 += x1 * y1;
+        s12 += x1 * y2;
+        s13 += x1 * y3;
       }
-      c[cr + j] = (c[cr + j] as number) + s0;
-      c[cr + j + 1] = (c[cr + j + 1] as number) + s1;
-      c[cr + j + 2] = (c[cr + j + 2] as number) + s2;
-      c[cr + j + 3] = (c[cr + j + 3] as number) + s3;
+      c[c0 + j] = (c[c0 + j] as number) + s00;
+      c[c0 + j + 1] = (c[c0 + j + 1] as number) + s01;
+      c[c0 + j + 2] = (c[c0 + j + 2] as number) + s02;
+      c[c0 + j + 3] = (c[c0 + j + 3] as number) + s03;
+      c[c1 + j] = (c[c1 + j] as number) + s10;
+      c[c1 + j + 1] = (c[c1 + j + 1] as number) + s11;
+      c[c1 + j + 2] = (c[c1 + j + 2] as number) + s12;
+      c[c1 + j + 3] = (c[c1 + j + 3] as number) + s13;
     }
     for (; j < n; j++) {
+      const br = bOff + j * ldb;
+      let s0 = 0;
+      let s1 = 0;
+      for (let p = 0; p < k; p++) {
+        const y = b[br + p] as number;
+        s0 += (a[a0 + p] as number) * y;
+        s1 += (a[a1 + p] as number) * y;
+      }
+      c[c0 + j] = (c[c0 + j] as number) + s0;
+      c[c1 + j] = (c[c1 + j] as number) + s1;
+    }
+  }
+  for (; i < m; i++) {
+    const ar = aOff + i * lda;
+    const cr = cOff + i * ldc;
+    for (let j = 0; j < n; j++) {
       const br = bOff + j * ldb;
       let s = 0;
       for (let p = 0; p < k; p++) s += (a[ar + p] as number) * (b[br + p] as number);
@@ -62,58 +101,20 @@ export function gemmABt(
   }
 }
 
-/** C[m×k] += A[m×n] · B[n×k] (rows of B added into rows of C, scaled by A's entries). */
-export function gemmAB(
-  m: number,
-  n: number,
-  k: number,
-  a: Float32Array,
-  aOff: number,
-  lda: number,
-  b: Float32Array,
-  bOff: number,
-  ldb: number,
-  c: Float32Array,
-  cOff: number,
-  ldc: number,
-): void {
-  for (let i = 0; i < m; i++) {
-    const ar = aOff + i * lda;
-    const cr = cOff + i * ldc;
-    for (let j = 0; j < n; j++) {
-      const x = a[ar + j] as number;
-      if (x === 0) continue;
-      const br = bOff + j * ldb;
-      for (let p = 0; p < k; p++) c[cr + p] = (c[cr + p] as number) + x * (b[br + p] as number);
+/** The transpose of the m×n block at `off` (row stride `ld`) of `a`, as a new contiguous n×m array. */
+export function transpose(m: number, n: number, a: Float32Array, off: number, ld: number): Float32Array {
+  const t = new Float32Array(n * m);
+  // Tiles of 32×32 keep both sides of the copy in cache.
+  for (let i0 = 0; i0 < m; i0 += 32)
+    for (let j0 = 0; j0 < n; j0 += 32) {
+      const i1 = Math.min(m, i0 + 32);
+      const j1 = Math.min(n, j0 + 32);
+      for (let i = i0; i < i1; i++) {
+        const r = off + i * ld;
+        for (let j = j0; j < j1; j++) t[j * m + i] = a[r + j] as number;
+      }
     }
-  }
-}
-
-/** C[n×k] += A[m×n]ᵀ · B[m×k] (the weight gradient: outer products of matching rows, summed). */
-export function gemmAtB(
-  m: number,
-  n: number,
-  k: number,
-  a: Float32Array,
-  aOff: number,
-  lda: number,
-  b: Float32Array,
-  bOff: number,
-  ldb: number,
-  c: Float32Array,
-  cOff: number,
-  ldc: number,
-): void {
-  for (let i = 0; i < m; i++) {
-    const ar = aOff + i * lda;
-    const br = bOff + i * ldb;
-    for (let j = 0; j < n; j++) {
-      const x = a[ar + j] as number;
-      if (x === 0) continue;
-      const cr = cOff + j * ldc;
-      for (let p = 0; p < k; p++) c[cr + p] = (c[cr + p] as number) + x * (b[br + p] as number);
-    }
-  }
+  return t;
 }
 
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
@@ -239,6 +240,7 @@ export function lstmBackward(
   const rows = steps * batch;
   const dhNext = new Float32Array(batch * H);
   const dcNext = new Float32Array(batch * H);
+  const whhT = transpose(G, H, cell.wHh, 0, H);
   for (let s = steps - 1; s >= 0; s--) {
     const t = reverse ? steps - 1 - s : s;
     const prev = reverse ? t + 1 : t - 1;
@@ -266,34 +268,56 @@ export function lstmBackward(
       }
     }
     dhNext.fill(0);
-    if (s > 0) {
-      const dg = t * batch * G;
-      gemmAB(batch, G, H, gates, dg, G, cell.wHh, 0, H, dhNext, 0, H);
-      gemmAtB(
-        batch,
-        G,
-        H,
-        gates,
-        dg,
-        G,
-        out.data,
-        prev * batch * out.stride + out.col,
-        out.stride,
-        cell.gWHh,
-        0,
-        H,
-      );
+    // dh_{t-1} = dgates_t · W_hh
+    if (s > 0) gemmABt(batch, H, G, gates, t * batch * G, G, whhT, 0, G, dhNext, 0, H);
+  }
+  // The gates now hold dLoss/d(pre-activation) of every step, and every weight gradient is one product over all
+  // steps: dW_ih = dGᵀ·X, dW_hh = dGᵀ·H_prev (h_{t-1} beside step t, zero before the first), db = Σ dG.
+  const dGT = transpose(rows, G, gates, 0, G);
+  gemmABt(
+    G,
+    cell.input,
+    rows,
+    dGT,
+    0,
+    rows,
+    transpose(rows, cell.input, x, 0, cell.input),
+    0,
+    rows,
+    cell.gWIh,
+    0,
+    cell.input,
+  );
+  const hPrevT = new Float32Array(H * rows);
+  for (let s = 1; s < steps; s++) {
+    const t = reverse ? steps - 1 - s : s;
+    const prev = reverse ? t + 1 : t - 1;
+    for (let b = 0; b < batch; b++) {
+      const src = (prev * batch + b) * out.stride + out.col;
+      const col = t * batch + b;
+      for (let j = 0; j < H; j++) hPrevT[j * rows + col] = out.data[src + j] as number;
     }
   }
-  // The gates now hold dLoss/d(pre-activation) of every step: the input-side products are one each.
-  gemmAtB(rows, G, cell.input, gates, 0, G, x, 0, cell.input, cell.gWIh, 0, cell.input);
-  for (let r = 0; r < rows; r++) {
-    const o = r * G;
-    for (let j = 0; j < G; j++) {
-      const d = gates[o + j] as number;
-      cell.gBIh[j] = (cell.gBIh[j] as number) + d;
-      cell.gBHh[j] = (cell.gBHh[j] as number) + d;
-    }
+  gemmABt(G, H, rows, dGT, 0, rows, hPrevT, 0, rows, cell.gWHh, 0, H);
+  for (let j = 0; j < G; j++) {
+    let sum = 0;
+    for (let r = 0; r < rows; r++) sum += dGT[j * rows + r] as number;
+    cell.gBIh[j] = (cell.gBIh[j] as number) + sum;
+    cell.gBHh[j] = (cell.gBHh[j] as number) + sum;
   }
-  if (dx) gemmAB(rows, G, cell.input, gates, 0, G, cell.wIh, 0, cell.input, dx, 0, cell.input);
+  if (dx)
+    gemmABt(
+      rows,
+      cell.input,
+      G,
+      gates,
+      0,
+      G,
+      transpose(G, cell.input, cell.wIh, 0, cell.input),
+      0,
+      G,
+      dx,
+      0,
+      cell.input,
+    );
 }
