@@ -9,6 +9,7 @@ import type { Embedder } from '../encoders/embed.js';
 import { ModelError } from '../errors.js';
 import { getTask, isTaskName } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
+import { loadBilstm } from './bilstm.js';
 import { type EncoderRef, loadEncoderModel, openSavedEncoder } from './encoder.js';
 import { naiveModel } from './naive.js';
 import { loadTfidf } from './tfidf.js';
@@ -24,7 +25,7 @@ const manifestSchema = z.object({
   format_version: z.literal(MODEL_FORMAT_VERSION),
   rumedbench_version: z.string(),
   task: z.string(),
-  method: z.enum(['naive', 'tfidf', 'encoder']),
+  method: z.enum(['naive', 'tfidf', 'encoder', 'bilstm']),
   trained_on: z.object({ split: z.string(), records: z.number() }),
   meta: z.record(z.string(), z.unknown()),
   arrays: z.record(
@@ -132,7 +133,13 @@ export function loadModel(
   let model: BaselineModel;
   if (manifest.method === 'naive') model = naiveModel(task, (manifest.meta as { params: object }).params);
   else if (manifest.method === 'tfidf') model = loadTfidf(task, saved);
-  else {
+  else if (manifest.method === 'bilstm') {
+    try {
+      model = loadBilstm(task, saved, 'model.json');
+    } catch (e) {
+      throw new ModelError(dir, (e as Error).message);
+    }
+  } else {
     model = loadEncoderModel(task, saved, options.openEncoder ?? ((ref) => openSavedEncoder(ref)));
   }
   return { model, manifest };

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ifPresent, loadSplit } from '../data/load.js';
 import { splitPath } from '../data/paths.js';
 import type { EmbedStats, VectorSource } from '../encoders/embed.js';
+
 import { type Logger, silentLogger } from '../log.js';
 import { buildItemStats, metricsOf, type Prediction } from '../metrics/item-stats.js';
 import { RunFolderWriter } from '../scoring/formats.js';
@@ -14,6 +15,7 @@ import { writeRunSummary } from '../scoring/run-log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import { isChoiceTask } from '../tasks/registry.js';
 import type { Split, TaskDefinition, TaskRecord } from '../tasks/types.js';
+import { type BilstmOptions, bilstmReason, trainBilstm } from './bilstm.js';
 import { DEFAULT_C, type EncoderRef, encoderRef, trainEncoder } from './encoder.js';
 import { saveModel } from './model-io.js';
 import { trainNaive } from './naive.js';
@@ -37,6 +39,9 @@ export interface BaselineRunOptions {
   trainSplit?: 'train' | 'dev';
   seed?: number;
   threads?: number;
+  /** The BiLSTM's epochs at most and early-stopping patience (./bilstm.ts; its defaults where absent). */
+  epochs?: number;
+  patience?: number;
   bootstrap?: number;
   logger?: Logger;
 }
@@ -63,10 +68,11 @@ export async function trainBaseline(
   method: BaselineMethod,
   task: TaskDefinition,
   train: readonly TaskRecord[],
-  options: TrainOptions & { embedder?: VectorSource; C?: number },
+  options: TrainOptions & { embedder?: VectorSource; C?: number } & BilstmOptions,
 ): Promise<BaselineModel> {
   if (method === 'naive') return trainNaive(task, train, options.seed);
   if (method === 'tfidf') return trainTfidf(task, train, options);
+  if (method === 'bilstm') return trainBilstm(task, train, options);
   if (!options.embedder) throw new Error('the encoder baseline needs an encoder (options.embedder)');
   return trainEncoder(task, train, options.embedder, options);
 }
@@ -105,6 +111,11 @@ async function runTask(
     log.warn(`${task.name}: ${reason}`);
     return { task: task.name, seconds: 0, skipped: reason };
   }
+  const unfit = options.method === 'bilstm' ? bilstmReason(task) : undefined;
+  if (unfit) {
+    log.warn(`${task.name}: skipped: ${unfit}`);
+    return { task: task.name, seconds: 0, skipped: unfit };
+  }
   if (needsTraining(options.method, task)) {
     const records = await tryLoad(task, trainSplit, options.dataDir);
     if (!records) {
@@ -118,8 +129,16 @@ async function runTask(
       `${task.name}: training the ${options.method} baseline on ${trainSplit} (${records.length} records)`,
     );
   }
+  // The BiLSTM stops early on dev (upstream's rule); the other baselines only report it after training.
+  const devForTraining =
+    options.method === 'bilstm' && trainSplit !== 'dev'
+      ? await tryLoad(task, 'dev', options.dataDir)
+      : undefined;
   const model = await trainBaseline(options.method, task, train, {
     seed,
+    ...(devForTraining ? { dev: devForTraining } : {}),
+    ...(options.epochs !== undefined ? { epochs: options.epochs } : {}),
+    ...(options.patience !== undefined ? { patience: options.patience } : {}),
     ...(options.embedder ? { embedder: options.embedder } : {}),
     ...(options.C !== undefined ? { C: options.C } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),

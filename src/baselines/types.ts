@@ -2,7 +2,7 @@
 import type { Prediction } from '../metrics/item-stats.js';
 import type { TaskDefinition, TaskRecord } from '../tasks/types.js';
 
-export type BaselineMethod = 'naive' | 'tfidf' | 'encoder';
+export type BaselineMethod = 'naive' | 'tfidf' | 'encoder' | 'bilstm';
 
 /** A label and the model's probability for it. */
 export interface Scored {

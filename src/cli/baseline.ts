@@ -49,6 +49,18 @@ export const BASELINE_FLAGS = {
   }),
   seed: flag.seedFlag('seed'),
   threads: flag.count('--threads <n>', 'training threads (default: all cores)', { min: 1 }),
+  epochs: flag.count(
+    '--epochs <n>',
+    'bilstm: epochs at most (default: 50 for classifiers, 20 for the tagger)',
+    {
+      min: 1,
+    },
+  ),
+  patience: flag.count(
+    '--patience <n>',
+    'bilstm: stop once the dev loss failed to improve N times in all (default: 3 for classifiers; the tagger runs every epoch)',
+    { min: 1 },
+  ),
   bootstrap: flag.bootstrapFlag('bootstrap resamples for the score'),
   model: flag.text(
     '--model <dir|id>',
@@ -91,8 +103,12 @@ const ENCODER_FLAGS = [
 
 /** The run spec the flags of `baseline METHOD` stand for. */
 export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSpec {
-  if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder')
-    throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf or encoder`);
+  if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder' && method !== 'bilstm')
+    throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf, encoder or bilstm`);
+  if (method !== 'bilstm') {
+    const stray = (['epochs', 'patience'] as const).filter((f) => flags[f] !== undefined);
+    if (stray.length > 0) throw new UsageError(`${stray.map(flagName).join(', ')}: only for baseline bilstm`);
+  }
   if (method !== 'encoder') {
     const stray = ENCODER_FLAGS.filter((f) => flags[f] !== undefined);
     if (stray.length > 0)
@@ -141,6 +157,8 @@ export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSp
       ...(flags.gold !== undefined ? { gold: resolve(flags.gold) } : {}),
       train_split: flags.trainSplit,
       seed: flags.seed,
+      ...(flags.epochs !== undefined ? { epochs: flags.epochs } : {}),
+      ...(flags.patience !== undefined ? { patience: flags.patience } : {}),
       ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
       bootstrap: flags.bootstrap,
       ...(flags.save !== undefined ? { save: resolve(flags.save) } : {}),

@@ -76,8 +76,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     path: ['baseline'],
     description:
-      "train the paper's naive or feature-based baseline, or heads over a frozen ONNX encoder; predict the test sets, score them",
-    args: [['<method>', 'naive | tfidf | encoder']],
+      "train the paper's naive, feature-based or BiLSTM baseline, or heads over a frozen ONNX encoder; predict the test sets, score them",
+    args: [['<method>', 'naive | tfidf | encoder | bilstm']],
     load: async () => {
       const m = await import('./baseline.js');
       return { flags: m.BASELINE_FLAGS, run: (a, f, io) => m.runBaselineCommand(arg0(a), f, io) };

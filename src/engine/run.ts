@@ -199,6 +199,8 @@ async function runBaselineSpec(spec: BaselineSpec, ctx: RunContext & { out: stri
       logger: log,
       ...(spec.save !== undefined ? { saveDir: spec.save } : {}),
       ...(spec.threads !== undefined ? { threads: spec.threads } : {}),
+      ...(spec.epochs !== undefined ? { epochs: spec.epochs } : {}),
+      ...(spec.patience !== undefined ? { patience: spec.patience } : {}),
     });
     writeBaselineManifest(out, spec);
     return { kind: 'baseline', spec, result };

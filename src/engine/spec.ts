@@ -351,8 +351,11 @@ const baselineFields = z
   .object({
     schema: z.literal(RUN_SPEC_SCHEMA),
     kind: z.literal('baseline'),
-    method: z.enum(['naive', 'tfidf', 'encoder']),
+    method: z.enum(['naive', 'tfidf', 'encoder', 'bilstm']),
     encoder: encoderSpec.optional(),
+    /** bilstm: epochs at most, and the early-stopping patience (src/baselines/bilstm.ts has the defaults). */
+    epochs: whole(1).optional(),
+    patience: whole(1).optional(),
     tasks: taskList,
     task_files: taskFiles,
     data: z.string().min(1).optional(),
@@ -367,6 +370,9 @@ const baselineFields = z
   .strict();
 
 const baselineSpec = baselineFields.superRefine((s, ctx) => {
+  for (const k of ['epochs', 'patience'] as const)
+    if (s[k] !== undefined && s.method !== 'bilstm')
+      ctx.addIssue({ code: 'custom', path: [k], message: 'only for method bilstm' });
   if ((s.method === 'encoder') !== (s.encoder !== undefined))
     ctx.addIssue({
       code: 'custom',
@@ -614,6 +620,8 @@ export function commandLineOf(spec: RunSpec): string {
     push('--gold', spec.gold);
     push('--train-split', spec.train_split);
     push('--seed', spec.seed);
+    push('--epochs', spec.epochs);
+    push('--patience', spec.patience);
     push('--threads', spec.threads);
     push('--bootstrap', spec.bootstrap);
     push('--save', spec.save);

@@ -1,0 +1,197 @@
+"""PyTorch reference for rumedbench's BiLSTM baseline (upstream sb-ai-lab/MedBench code/bilstm, its settings
+restated in docs/baselines.md; written here, not copied).
+
+Two uses:
+  check   reads one JSON object on stdin (a tiny network's config and weights, a token batch, targets) and prints
+          PyTorch's logits, loss, gradients and the weights after one optimiser step: src/ml/bilstm-net.test.ts
+          compares ours with them (to 1e-5).
+  train   trains upstream's classifier on one task of the data folder, for the bench (bench/bilstm.bench.js),
+          printing one JSON line per epoch (seconds, train and dev loss) and the peak RSS at the end.
+
+python3 bench/bilstm_reference.py train DATA_DIR RuMedDaNet [--limit N] [--epochs E] [--threads 2] [--seed 0]
+"""
+import json
+import re
+import resource
+import sys
+import time
+
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    """Upstream's shapes: embeddings, a bidirectional nn.LSTM (batch first), a linear head over h_n[0] and h_n[1]
+    (classifiers) or over every step's output (the tagger), with the tagger's dropouts."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        pad = cfg.get("paddingIdx")
+        self.embedding = nn.Embedding(cfg["vocab"], cfg["embedding"], padding_idx=pad)
+        drop = cfg.get("dropout") or {}
+        self.lstm = nn.LSTM(
+            cfg["embedding"],
+            cfg["hidden"],
+            num_layers=cfg["torchLayers"],
+            bidirectional=True,
+            batch_first=True,
+            dropout=drop.get("between", 0.0) if cfg["torchLayers"] > 1 else 0.0,
+        )
+        self.emb_drop = nn.Dropout(drop.get("embedding", 0.0))
+        self.out_drop = nn.Dropout(drop.get("output", 0.0))
+        self.head = nn.Linear(2 * cfg["hidden"], cfg["outputs"])
+
+    def forward(self, tokens):
+        out, (h_n, _) = self.lstm(self.emb_drop(self.embedding(tokens)))
+        if self.cfg["head"] == "final-states":
+            return self.head(self.out_drop(torch.cat([h_n[0], h_n[1]], dim=1)))
+        return self.head(self.out_drop(out))
+
+
+def torch_name(name):
+    return {"embedding": "embedding.weight", "head.weight": "head.weight", "head.bias": "head.bias"}.get(name, name)
+
+
+def check():
+    req = json.load(sys.stdin)
+    torch.manual_seed(0)
+    cfg = req["config"]
+    net = Net(cfg)
+    params = dict(net.named_parameters())
+    with torch.no_grad():
+        for name, values in req["weights"].items():
+            p = params[torch_name(name)]
+            p.copy_(torch.tensor(values, dtype=torch.float32).reshape(p.shape))
+    net.eval()
+    b, t = req["batch"], req["steps"]
+    tokens = torch.tensor(req["tokens"], dtype=torch.long).reshape(b, t)
+    logits = net(tokens)
+    targets = torch.tensor(req["targets"], dtype=torch.long)
+    if cfg["head"] == "per-token":
+        # ours: time-major rows (t·B + b); PyTorch's batch-first output made to match.
+        logits = logits.transpose(0, 1).reshape(-1, cfg["outputs"])
+    loss = nn.functional.cross_entropy(logits, targets, ignore_index=-1)
+    loss.backward()
+    opt = req["optimiser"]
+    if opt.get("weightDecay"):
+        optim = torch.optim.AdamW(net.parameters(), lr=opt["lr"], weight_decay=opt["weightDecay"])
+    else:
+        optim = torch.optim.Adam(net.parameters(), lr=opt["lr"])
+    grads = {n: params[torch_name(n)].grad.reshape(-1).tolist() for n in req["weights"]}
+    optim.step()
+    stepped = {n: params[torch_name(n)].detach().reshape(-1).tolist() for n in req["weights"]}
+    json.dump(
+        {
+            "torch": torch.__version__,
+            "logits": logits.detach().reshape(-1).tolist(),
+            "loss": loss.item(),
+            "grads": grads,
+            "stepped": stepped,
+        },
+        sys.stdout,
+    )
+
+
+# --- train: upstream's classifier recipe on one task ---------------------------------------------------------------
+
+PUNCT = re.compile(r"^[\W_]+$")
+# A tokenizer in the spirit of nltk's ToktokTokenizer for what matters here: words and numbers kept whole,
+# punctuation split off (and then dropped, as upstream drops punctuation tokens). The same rule as
+# src/baselines/bilstm.ts, so that both sides see the same vocabulary.
+TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|[^\w\s]|_", re.UNICODE)
+
+
+def tokenize(text):
+    return [w for w in TOKEN.findall(text.lower()) if not PUNCT.match(w)]
+
+
+TASKS = {
+    "RuMedTop3": (["symptoms"], "code"),
+    "RuMedSymptomRec": (["symptoms"], "code"),
+    "RuMedDaNet": (["context", "question"], "answer"),
+    "RuMedNLI": (["ru_sentence1", "ru_sentence2"], "gold_label"),
+}
+
+
+def read(path, limit=None):
+    rows = []
+    with open(path, encoding="utf8") as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+            if limit and len(rows) >= limit:
+                break
+    return rows
+
+
+def encode(rows, fields, vocab, seq_len):
+    out = []
+    for r in rows:
+        if len(fields) == 1:
+            toks = tokenize(r[fields[0]])[:seq_len]
+        else:
+            first = int(seq_len * 0.75)
+            toks = tokenize(r[fields[0]])[:first] + tokenize(r[fields[1]])[: seq_len - first]
+        ids = [vocab.get(w, 1) for w in toks]
+        out.append(ids + [0] * (seq_len - len(ids)))
+    return torch.tensor(out, dtype=torch.long)
+
+
+def train(argv):
+    data, task = argv[0], argv[1]
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    limit = int(opts.get("--limit", 0)) or None
+    epochs = int(opts.get("--epochs", 50))
+    torch.set_num_threads(int(opts.get("--threads", 2)))
+    torch.manual_seed(int(opts.get("--seed", 0)))
+    fields, gold = TASKS[task]
+    seq_len = 256 if len(fields) > 1 else 128
+    tr = read(f"{data}/{task}/train_v1.jsonl", limit)
+    dev = read(f"{data}/{task}/dev_v1.jsonl", limit)
+    vocab = {"PAD": 0, "UNK": 1}
+    for r in tr:
+        for f in fields:
+            for w in tokenize(r[f]):
+                vocab.setdefault(w, len(vocab))
+    labels = sorted({r[gold] for r in tr})
+    lid = {l: i for i, l in enumerate(labels)}
+    xtr, xdev = encode(tr, fields, vocab, seq_len), encode(dev, fields, vocab, seq_len)
+    ytr = torch.tensor([lid[r[gold]] for r in tr])
+    ydev = torch.tensor([lid.get(r[gold], 0) for r in dev])
+    cfg = {"vocab": len(vocab), "embedding": 300, "hidden": 256, "torchLayers": 2, "outputs": len(labels), "head": "final-states"}
+    net = Net(cfg)
+    optim = torch.optim.Adam(net.parameters(), lr=1e-3)
+    lossf = nn.CrossEntropyLoss()
+    best, bad = float("inf"), 0
+    for epoch in range(1, epochs + 1):
+        t0 = time.time()
+        net.train()
+        total = 0.0
+        for i in range(0, len(xtr), 64):
+            optim.zero_grad()
+            loss = lossf(net(xtr[i : i + 64]), ytr[i : i + 64])
+            loss.backward()
+            optim.step()
+            total += loss.item() * len(xtr[i : i + 64])
+        net.eval()
+        with torch.no_grad():
+            dl = sum(lossf(net(xdev[i : i + 64]), ydev[i : i + 64]).item() * len(xdev[i : i + 64]) for i in range(0, len(xdev), 64))
+        dev_loss = dl / len(xdev)
+        print(json.dumps({"epoch": epoch, "seconds": time.time() - t0, "train_loss": total / len(xtr), "dev_loss": dev_loss}), flush=True)
+        if dev_loss < best:
+            best = dev_loss
+        else:
+            bad += 1  # upstream's counter: never reset
+            if bad >= 3:
+                break
+    print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "epochs": epoch, "vocab": len(vocab)}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "check":
+        check()
+    elif sys.argv[1] == "train":
+        train(sys.argv[2:])
+    else:
+        sys.exit(f"unknown mode {sys.argv[1]}: check or train")

@@ -1,0 +1,364 @@
+/**
+ * The BiLSTM network of the paper's recurrent baseline (upstream `code/bilstm`), its loss and its optimisers:
+ * embeddings → a stack of bidirectional LSTM layers (./lstm.ts) → a linear head, either over the first layer's final
+ * states (`h_n[0]` and `h_n[1]` of PyTorch's `nn.LSTM`, what upstream's classifiers read) or over every token's
+ * top-layer state (the tagger). Float32Array parameters with their gradients beside them; every random draw
+ * (initialisation, dropout) comes from the caller's seeded generator (src/metrics/rng.ts).
+ */
+import type { Rng } from '../metrics/rng.js';
+import {
+  gemmABt,
+  type LstmCell,
+  type LstmTape,
+  lstmBackward,
+  lstmCell,
+  lstmForward,
+  transpose,
+} from './lstm.js';
+
+export interface BiLstmConfig {
+  vocab: number;
+  embedding: number;
+  hidden: number;
+  /** Bidirectional layers computed. */
+  layers: number;
+  outputs: number;
+  /**
+   * `final-states`: one prediction per sequence, from the first layer's last forward and last backward states
+   * (upstream's `h_n[0]`, `h_n[1]`); `per-token`: one per step, from the top layer's state there.
+   */
+  head: 'final-states' | 'per-token';
+  /** An embedding row that stays zero and never learns (nn.Embedding's `padding_idx`). */
+  paddingIdx?: number;
+  /** Dropout probabilities while training: on embeddings, between layers, on the head's input. */
+  dropout?: { embedding?: number; between?: number; output?: number };
+}
+
+export interface Param {
+  readonly name: string;
+  readonly value: Float32Array;
+  readonly grad: Float32Array;
+}
+
+/** What one forward pass leaves for its backward pass. */
+export interface NetTape {
+  readonly batch: number;
+  readonly steps: number;
+  readonly tokens: Int32Array;
+  /** Each layer's input (`[T·B, width]`, after dropout) and output (`[T·B, 2H]`). */
+  readonly inputs: Float32Array[];
+  readonly outputs: Float32Array[];
+  readonly tapes: LstmTape[];
+  /** Dropout masks (scaled keep factors) of the embeddings, each layer's output, the head's input. */
+  readonly masks: (Float32Array | undefined)[];
+  readonly features: Float32Array;
+  /** `final-states`: `[B, C]`; `per-token`: `[T·B, C]`, time-major (row t·B + b). */
+  readonly logits: Float32Array;
+}
+
+/** A normal draw (Box–Muller) from the seeded generator. */
+export function normal(rng: Rng): number {
+  const u = 1 - rng.next();
+  const v = rng.next();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+function dropoutMask(n: number, p: number, rng: Rng): Float32Array {
+  const m = new Float32Array(n);
+  const keep = 1 / (1 - p);
+  for (let i = 0; i < n; i++) m[i] = rng.next() < p ? 0 : keep;
+  return m;
+}
+
+function applyMask(x: Float32Array, mask: Float32Array | undefined): Float32Array {
+  if (!mask) return x;
+  const y = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) y[i] = (x[i] as number) * (mask[i] as number);
+  return y;
+}
+
+export class BiLstmNet {
+  readonly embedding: Param;
+  /** Layer l's forward direction at 2l, its backward direction at 2l + 1. */
+  readonly cells: LstmCell[] = [];
+  readonly headWeight: Param;
+  readonly headBias: Param;
+
+  constructor(readonly config: BiLstmConfig) {
+    const { vocab, embedding, hidden, layers, outputs } = config;
+    const param = (name: string, n: number): Param => ({
+      name,
+      value: new Float32Array(n),
+      grad: new Float32Array(n),
+    });
+    this.embedding = param('embedding', vocab * embedding);
+    for (let l = 0; l < layers; l++) {
+      const input = l === 0 ? embedding : 2 * hidden;
+      this.cells.push(lstmCell(input, hidden), lstmCell(input, hidden));
+    }
+    this.headWeight = param('head.weight', outputs * 2 * hidden);
+    this.headBias = param('head.bias', outputs);
+  }
+
+  /** Every parameter, named as PyTorch names its counterpart (`lstm.weight_ih_l0_reverse`, …). */
+  params(): Param[] {
+    const out: Param[] = [this.embedding];
+    this.cells.forEach((c, k) => {
+      const suffix = `l${k >> 1}${k & 1 ? '_reverse' : ''}`;
+      out.push(
+        { name: `lstm.weight_ih_${suffix}`, value: c.wIh, grad: c.gWIh },
+        { name: `lstm.weight_hh_${suffix}`, value: c.wHh, grad: c.gWHh },
+        { name: `lstm.bias_ih_${suffix}`, value: c.bIh, grad: c.gBIh },
+        { name: `lstm.bias_hh_${suffix}`, value: c.bHh, grad: c.gBHh },
+      );
+    });
+    out.push(this.headWeight, this.headBias);
+    return out;
+  }
+
+  /**
+   * Initial weights. `pytorch`: the library's defaults (embeddings N(0, 1); LSTM and linear U(−1/√fan, 1/√fan)
+   * with fan H for the LSTM and the input width for the linear layer); `normal`: every weight N(0, std)
+   * (upstream's tagger, std 0.1). The padding row, where there is one, is zero.
+   */
+  init(rng: Rng, scheme: { kind: 'pytorch' } | { kind: 'normal'; std: number }): void {
+    const { hidden } = this.config;
+    const fill = (a: Float32Array, draw: () => number) => {
+      for (let i = 0; i < a.length; i++) a[i] = draw();
+    };
+    const uniform = (k: number) => () => (2 * rng.next() - 1) * k;
+    if (scheme.kind === 'normal') {
+      for (const p of this.params()) fill(p.value, () => normal(rng) * scheme.std);
+    } else {
+      fill(this.embedding.value, () => normal(rng));
+      const k = 1 / Math.sqrt(hidden);
+      for (const c of this.cells) for (const a of [c.wIh, c.wHh, c.bIh, c.bHh]) fill(a, uniform(k));
+      const kh = 1 / Math.sqrt(2 * hidden);
+      fill(this.headWeight.value, uniform(kh));
+      fill(this.headBias.value, uniform(kh));
+    }
+    const pad = this.config.paddingIdx;
+    if (pad !== undefined) {
+      const e = this.config.embedding;
+      this.embedding.value.fill(0, pad * e, (pad + 1) * e);
+    }
+  }
+
+  zeroGrad(): void {
+    for (const p of this.params()) p.grad.fill(0);
+  }
+
+  /**
+   * One forward pass over `tokens` (`[B, T]`, batch-first as the data come); dropout only where `rng` is given
+   * (training).
+   */
+  forward(tokens: Int32Array, batch: number, steps: number, rng?: Rng): NetTape {
+    const { embedding: E, hidden: H, layers, outputs: C, head } = this.config;
+    const drop = rng ? (this.config.dropout ?? {}) : {};
+    const rows = steps * batch;
+    const emb = new Float32Array(rows * E);
+    const table = this.embedding.value;
+    for (let b = 0; b < batch; b++)
+      for (let t = 0; t < steps; t++) {
+        const id = tokens[b * steps + t] as number;
+        emb.set(table.subarray(id * E, id * E + E), (t * batch + b) * E);
+      }
+    const masks: (Float32Array | undefined)[] = [];
+    const maskOf = (n: number, p: number | undefined) =>
+      rng && p !== undefined && p > 0 ? dropoutMask(n, p, rng) : undefined;
+    masks.push(maskOf(emb.length, drop.embedding));
+    const inputs: Float32Array[] = [applyMask(emb, masks[0])];
+    const outputs: Float32Array[] = [];
+    const tapes: LstmTape[] = [];
+    for (let l = 0; l < layers; l++) {
+      const x = inputs[l] as Float32Array;
+      const out = new Float32Array(rows * 2 * H);
+      tapes.push(
+        lstmForward(this.cells[2 * l] as LstmCell, x, steps, batch, false, {
+          data: out,
+          col: 0,
+          stride: 2 * H,
+        }),
+        lstmForward(this.cells[2 * l + 1] as LstmCell, x, steps, batch, true, {
+          data: out,
+          col: H,
+          stride: 2 * H,
+        }),
+      );
+      outputs.push(out);
+      if (l + 1 < layers) {
+        // PyTorch's `nn.LSTM(dropout=p)`: dropout on every layer's output but the last.
+        masks.push(maskOf(out.length, drop.between));
+        inputs.push(applyMask(out, masks[l + 1]));
+      }
+    }
+    let features: Float32Array;
+    let n: number;
+    if (head === 'final-states') {
+      // h_n[0]: layer 0 forward after the last step; h_n[1]: layer 0 backward after step 0 (its last).
+      const out0 = outputs[0] as Float32Array;
+      n = batch;
+      features = new Float32Array(batch * 2 * H);
+      for (let b = 0; b < batch; b++) {
+        features.set(
+          out0.subarray(((steps - 1) * batch + b) * 2 * H, ((steps - 1) * batch + b) * 2 * H + H),
+          b * 2 * H,
+        );
+        features.set(out0.subarray(b * 2 * H + H, b * 2 * H + 2 * H), b * 2 * H + H);
+      }
+    } else {
+      n = rows;
+      features = outputs[layers - 1] as Float32Array;
+    }
+    const headMask = maskOf(features.length, drop.output);
+    masks.push(headMask);
+    features = applyMask(features, headMask);
+    const logits = new Float32Array(n * C);
+    for (let r = 0; r < n; r++) logits.set(this.headBias.value, r * C);
+    gemmABt(n, C, 2 * H, features, 0, 2 * H, this.headWeight.value, 0, 2 * H, logits, 0, C);
+    return { batch, steps, tokens, inputs, outputs, tapes, masks, features, logits };
+  }
+
+  /** Adds dLoss/dθ for the pass `tape` into every parameter's gradient, given dLoss/dlogits. */
+  backward(tape: NetTape, dLogits: Float32Array): void {
+    const { embedding: E, hidden: H, layers, outputs: C, head } = this.config;
+    const { batch, steps, inputs, outputs, tapes, masks, features } = tape;
+    const rows = steps * batch;
+    const n = head === 'final-states' ? batch : rows;
+    const D = 2 * H;
+    gemmABt(
+      C,
+      D,
+      n,
+      transpose(n, C, dLogits, 0, C),
+      0,
+      n,
+      transpose(n, D, features, 0, D),
+      0,
+      n,
+      this.headWeight.grad,
+      0,
+      D,
+    );
+    const gb = this.headBias.grad;
+    for (let r = 0; r < n; r++)
+      for (let c = 0; c < C; c++) gb[c] = (gb[c] as number) + (dLogits[r * C + c] as number);
+    let dFeatures: Float32Array = new Float32Array(n * D);
+    gemmABt(n, D, C, dLogits, 0, C, transpose(C, D, this.headWeight.value, 0, D), 0, C, dFeatures, 0, D);
+    dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
+    let dOut: Float32Array;
+    if (head === 'final-states') {
+      dOut = new Float32Array(rows * D);
+      for (let b = 0; b < batch; b++) {
+        dOut.set(dFeatures.subarray(b * D, b * D + H), ((steps - 1) * batch + b) * D);
+        dOut.set(dFeatures.subarray(b * D + H, b * D + D), b * D + H);
+      }
+    } else dOut = dFeatures;
+    for (let l = layers - 1; l >= 0; l--) {
+      const x = inputs[l] as Float32Array;
+      const width = l === 0 ? E : D;
+      const dx = new Float32Array(rows * width);
+      const out = outputs[l] as Float32Array;
+      for (const dir of [0, 1]) {
+        lstmBackward(
+          this.cells[2 * l + dir] as LstmCell,
+          tapes[2 * l + dir] as LstmTape,
+          x,
+          { data: out, col: dir * H, stride: D },
+          { data: dOut, col: dir * H, stride: D },
+          dx,
+        );
+      }
+      dOut = applyMask(dx, masks[l]);
+    }
+    // dOut is now dLoss/d(embedding rows), time-major: scatter it into the table's gradient.
+    const g = this.embedding.grad;
+    const pad = this.config.paddingIdx;
+    for (let b = 0; b < batch; b++)
+      for (let t = 0; t < steps; t++) {
+        const id = tape.tokens[b * steps + t] as number;
+        if (id === pad) continue;
+        const src = (t * batch + b) * E;
+        const dst = id * E;
+        for (let p = 0; p < E; p++) g[dst + p] = (g[dst + p] as number) + (dOut[src + p] as number);
+      }
+  }
+}
+
+/**
+ * Softmax cross-entropy averaged over the rows whose target is ≥ 0 (a negative target is ignored, as PyTorch's
+ * `ignore_index`): loss = mean(logsumexp(z) − z_y); dLoss/dz = (softmax(z) − onehot(y)) / count.
+ */
+export function crossEntropy(
+  logits: Float32Array,
+  rows: number,
+  classes: number,
+  targets: Int32Array,
+): { loss: number; grad: Float32Array; count: number } {
+  const grad = new Float32Array(rows * classes);
+  let count = 0;
+  for (let r = 0; r < rows; r++) if ((targets[r] as number) >= 0) count++;
+  let loss = 0;
+  if (count === 0) return { loss: 0, grad, count };
+  for (let r = 0; r < rows; r++) {
+    const y = targets[r] as number;
+    if (y < 0) continue;
+    const o = r * classes;
+    let max = -Infinity;
+    for (let c = 0; c < classes; c++) max = Math.max(max, logits[o + c] as number);
+    let sum = 0;
+    for (let c = 0; c < classes; c++) sum += Math.exp((logits[o + c] as number) - max);
+    const lse = max + Math.log(sum);
+    loss += lse - (logits[o + y] as number);
+    for (let c = 0; c < classes; c++) grad[o + c] = Math.exp((logits[o + c] as number) - lse) / count;
+    grad[o + y] = (grad[o + y] as number) - 1 / count;
+  }
+  return { loss: loss / count, grad, count };
+}
+
+export interface AdamOptions {
+  lr: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  /** Decoupled weight decay (AdamW, Loshchilov and Hutter 2019): θ ← θ(1 − lr·λ) before the Adam step. */
+  weightDecay?: number;
+}
+
+/**
+ * Adam (Kingma and Ba 2015) as PyTorch's `torch.optim.Adam` computes it: m ← β₁m + (1−β₁)g, v ← β₂v + (1−β₂)g²,
+ * θ ← θ − (lr / (1−β₁ᵗ)) · m / (√v / √(1−β₂ᵗ) + ε); with `weightDecay`, PyTorch's `AdamW`.
+ */
+export class Adam {
+  private readonly m: Float32Array[];
+  private readonly v: Float32Array[];
+  private t = 0;
+  constructor(
+    private readonly params: readonly Param[],
+    private readonly options: AdamOptions,
+  ) {
+    this.m = params.map((p) => new Float32Array(p.value.length));
+    this.v = params.map((p) => new Float32Array(p.value.length));
+  }
+
+  step(): void {
+    const { lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0 } = this.options;
+    this.t++;
+    const step = lr / (1 - beta1 ** this.t);
+    const bc2 = Math.sqrt(1 - beta2 ** this.t);
+    const decay = 1 - lr * weightDecay;
+    this.params.forEach((p, k) => {
+      const m = this.m[k] as Float32Array;
+      const v = this.v[k] as Float32Array;
+      const { value, grad } = p;
+      for (let i = 0; i < value.length; i++) {
+        const g = grad[i] as number;
+        const mi = beta1 * (m[i] as number) + (1 - beta1) * g;
+        const vi = beta2 * (v[i] as number) + (1 - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        value[i] = (value[i] as number) * decay - (step * mi) / (Math.sqrt(vi) / bc2 + eps);
+      }
+    });
+  }
+}

@@ -1,0 +1,84 @@
+/** `rumedbench baseline bilstm` and `predict` on a saved BiLSTM, run as a user runs them, on the tests' own data. */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { rumedbenchWith } from '../helpers/cli.js';
+import { writeFixtureData } from '../helpers/fixture-data.js';
+
+describe('baseline bilstm', () => {
+  it('trains the tagger, says in one line why RuMedNLI and RuMedTest are not trained, writes a run folder eval reads, and saves a model predict uses', {
+    timeout: 300_000,
+  }, async () => {
+    const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-out-'));
+    const env = { RUMEDBENCH_DATA: data };
+    const r = await rumedbenchWith(
+      env,
+      'baseline',
+      'bilstm',
+      '--tasks',
+      'RuMedNER,RuMedNLI,RuMedTest',
+      '--epochs',
+      '2',
+      '--out',
+      out,
+      '--save',
+      join(out, 'models'),
+      '--bootstrap',
+      '0',
+      '--json',
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const { runs } = JSON.parse(r.stdout) as {
+      runs: { task: string; skipped?: string; trainedOn?: unknown }[];
+    };
+    expect(runs.map((x) => [x.task, x.skipped ?? x.trainedOn])).toEqual([
+      ['RuMedNER', { split: 'train', records: 8 }],
+      [
+        'RuMedNLI',
+        `${join(data, 'RuMedNLI', 'train_v1.jsonl')} is missing (--train-split dev trains on dev instead, reported as such)`,
+      ],
+      [
+        'RuMedTest',
+        'a multiple-choice task with no training split: the BiLSTM baseline has nothing to learn from',
+      ],
+    ]);
+    expect(r.stderr.split('\n').filter((l) => l.includes('RuMedNLI'))).toHaveLength(1);
+    expect(r.stderr).toMatch(/RuMedNER: epoch 1\/2: train loss \d\.\d{4}, dev loss \d\.\d{4}/);
+    expect(r.stderr).toMatch(/RuMedNER: epoch 2\/2: /);
+    const predictions = readFileSync(join(out, 'predictions', 'RuMedNER.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    const test = readFileSync(join(data, 'RuMedNER', 'test_v1.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    expect(predictions).toHaveLength(test.length);
+    for (const [i, line] of predictions.entries()) {
+      const p = JSON.parse(line) as { prediction: string[] };
+      const g = JSON.parse(test[i] as string) as { tokens: string[] };
+      expect(p.prediction).toHaveLength(g.tokens.length);
+    }
+    const ev = await rumedbenchWith(env, 'eval', out, '--bootstrap', '0', '--json');
+    expect(ev.code, ev.stderr).toBe(0);
+    expect(Object.keys(JSON.parse(ev.stdout).tasks)).toEqual(['RuMedNER']);
+
+    expect(existsSync(join(out, 'models', 'RuMedNER', 'model.json'))).toBe(true);
+    const p = await rumedbenchWith(
+      env,
+      'predict',
+      '--model',
+      join(out, 'models', 'RuMedNER'),
+      '--text',
+      'Болит голова после таблеток',
+    );
+    expect(p.code, p.stderr).toBe(0);
+    expect((JSON.parse(p.stdout) as { prediction: string[] }).prediction).toHaveLength(4);
+  });
+
+  it('refuses --epochs and --patience for the other baselines', async () => {
+    const r = await rumedbenchWith({}, 'baseline', 'naive', '--epochs', '2');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('--epochs: only for baseline bilstm');
+  });
+});
