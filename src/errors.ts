@@ -62,7 +62,9 @@ export type ErrorCode =
   /** A run spec (a file, a manifest's `spec`, a queue row) that does not fit the spec's schema. */
   | 'RUN_SPEC_INVALID'
   /** The queue's database holds a schema of another version than this process knows. */
-  | 'QUEUE_SCHEMA_MISMATCH';
+  | 'QUEUE_SCHEMA_MISMATCH'
+  /** A folder a command writes (an --out, a worker's temporary folder) cannot be written: named, with the fix. */
+  | 'STORAGE_REFUSED';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { median } from '../metrics/quantile.js';
@@ -350,8 +351,22 @@ async function exportInto(
   return failed === 0 ? EXIT.ok : done.length === 0 ? EXIT.submissionErrors : EXIT.incomplete;
 }
 
+/** A stopped worker is gone within this long whatever the database does (its jobs then come back by its lapse). */
+const STOP_DEADLINE_MS = 4500;
+
 export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo): Promise<number> {
   let signalled = false;
+  // Before it opens the queue: a worker that could not finish what it takes never takes it.
+  (await import('../workers/local-disk.js')).checkWorkerCanWork(
+    flags.name ?? `${hostname()}-${process.pid}`,
+    {
+      dataDir: flags.data === undefined ? undefined : resolve(flags.data),
+    },
+  );
+  // A signal before the worker runs (the database still being waited for at start) ends the process at once.
+  const early = () => process.exit(EXIT.ok);
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
   const code = await withQueue(
     flags.db,
     async (db) => {
@@ -369,18 +384,35 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         ...(flags.name !== undefined ? { name: flags.name } : {}),
         ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
       });
+      process.off('SIGTERM', early);
+      process.off('SIGINT', early);
+      // The first signal stops the worker: its jobs are handed back, and it is gone within STOP_DEADLINE_MS even
+      // if the database does not answer (what it could not hand back returns by the lost-worker rule). A second
+      // signal ends it at once.
       const stop = () => {
+        if (signalled) {
+          io.log.warn(`worker ${worker.name}: second signal, exiting now`);
+          process.exit(EXIT.ok);
+        }
         signalled = true;
         io.log.info(`worker ${worker.name}: stopping`);
+        setTimeout(() => {
+          io.log.warn(
+            `worker ${worker.name}: the database did not let it stop cleanly within ${STOP_DEADLINE_MS / 1000} s; exiting: its jobs go back to the queue once its heartbeat lapses (${3 * flags.heartbeat} s)`,
+          );
+          process.exit(EXIT.ok);
+        }, STOP_DEADLINE_MS).unref();
         void worker.stop();
       };
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
       try {
         await worker.run();
       } finally {
-        process.off('SIGTERM', stop);
-        process.off('SIGINT', stop);
+        if (!signalled) {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+        }
       }
       const q = worker.queueMs;
       const middle = median(q);

@@ -42,13 +42,22 @@ export const isServerFull = (e: unknown): boolean => {
   return err?.code === '53300' || /too many (clients|connections)/i.test(String(err?.message ?? ''));
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Thrown by `DbWait.retry` once `abandon()` was called (a stop): the caller stops instead of waiting on. */
+export class DbWaitAbandoned extends Error {
+  constructor(who: string) {
+    super(`${who}: stopped while waiting for the database`);
+  }
+}
 
 export class DbWait {
   private downSince: number | undefined;
   private readonly waitMs: number;
   /** When the last outage ended (0: none yet). */
   backAt = 0;
+  /** Set by abandon(): every wait ends at once, with it. */
+  private abandoned: DbWaitAbandoned | undefined;
+  /** Wakes the waits sleeping between two tries. */
+  private readonly sleepers = new Set<() => void>();
 
   constructor(
     private readonly o: {
@@ -68,6 +77,24 @@ export class DbWait {
     this.waitMs = o.waitS * 1000;
   }
 
+  /** A stop: the waits under way, and any later, end at once (DbWaitAbandoned) instead of lasting up to the bound. */
+  abandon(): void {
+    this.abandoned ??= new DbWaitAbandoned(this.o.who);
+    for (const wake of this.sleepers) wake();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
+  }
+
   /** Whether an outage is going on (the board answers writes with 503 meanwhile). */
   get down(): boolean {
     return this.downSince !== undefined;
@@ -82,6 +109,7 @@ export class DbWait {
         return out;
       } catch (e) {
         if (!(this.o.retryIf ?? isConnectionError)(e)) throw e;
+        if (this.abandoned) throw this.abandoned;
         const since = this.noteDown(e);
         const waited = Date.now() - since;
         if (waited >= this.waitMs)
@@ -93,7 +121,8 @@ export class DbWait {
             { cause: e },
           );
         const backoff = Math.min(MAX_DB_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));
-        await sleep(Math.min(this.waitMs - waited, backoff * (0.5 + Math.random() / 2)));
+        await this.sleep(Math.min(this.waitMs - waited, backoff * (0.5 + Math.random() / 2)));
+        if (this.abandoned) throw this.abandoned;
       }
     }
   }

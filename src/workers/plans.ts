@@ -14,7 +14,7 @@ import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, S
 export interface CellStatus {
   cell: string;
   model: string;
-  status: 'queued' | 'running' | 'finishing' | 'done' | 'failed';
+  status: 'queued' | 'running' | 'finishing' | 'done' | 'failed' | 'cancelled';
   requests: { done: number; failed: number; total: number };
   /** Requests answered (not failed) per second over the last minute. */
   rate: number;
@@ -217,8 +217,12 @@ export async function cancelPlan(db: QueueDb, id: string): Promise<{ cancelled: 
   const byQueue = new Map<string, string[]>();
   for (const j of jobs.rows) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j.job_id]);
   for (const [q, ids] of byQueue) await db.boss.cancel(q, ids);
+  // Its claims go at once, and with them their share of the endpoints' max_in_flight: the next plan on the same
+  // servers runs at full speed now, not once the workers holding them restart. Those workers drop the jobs at their
+  // next beat; a request of theirs still in flight then ends without being written.
   await db.pool.query(
-    `UPDATE ${SCHEMA}.cells SET status = 'failed', error = 'cancelled', finished_at = now() WHERE plan_id = $1 AND status NOT IN ('done', 'failed')`,
+    `WITH freed AS (DELETE FROM ${SCHEMA}.claims WHERE plan_id = $1)
+     UPDATE ${SCHEMA}.cells SET status = 'cancelled', finished_at = now() WHERE plan_id = $1 AND status NOT IN ('done', 'failed')`,
     [id],
   );
   return { cancelled: true, status: 'cancelled' };

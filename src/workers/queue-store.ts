@@ -181,7 +181,7 @@ export function cellStore(db: QueueDb, q: Query, plan: string, cell: string): Ce
             [plan, cell, relative(dir, file), readFileSync(file)],
           );
         await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
+          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, error = NULL, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
           [plan, cell, JSON.stringify(summary)],
         );
       });

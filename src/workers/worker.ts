@@ -36,9 +36,10 @@ import type { LlmRequest } from '../llm/requests.js';
 import { pricesOf } from '../llm/run.js';
 import type { Logger } from '../log.js';
 import { AnswerWriter } from './answers.js';
-import { DbWait, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
+import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
+import { cellTempDir, localFault } from './local-disk.js';
 import { type CellStore, cellStore } from './queue-store.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
@@ -171,6 +172,12 @@ export class Worker {
   dropped = 0;
   /** Every call to the queue goes through it: a database outage is waited out, not a reason to exit. */
   private readonly dbw: DbWait;
+  /** The calls of a stop (releasing its jobs, its last status): bounded by STOP_DB_WAIT_S whatever --db-wait says. */
+  private readonly stopDbw: DbWait;
+  /** Jobs a stop could not hand back (the database away): the lost-worker rule gives them back. */
+  unreleased = 0;
+  /** Cells this worker handed back because it could not finish them here (its temporary folder): left to others. */
+  private readonly handedBack = new Set<string>();
   private wake?: () => void;
   /** Requests this worker asked, for its closing line. */
   answered = 0;
@@ -206,6 +213,13 @@ export class Worker {
       log: o.log,
       location: o.db.location,
       who: `worker ${this.name}`,
+    });
+    this.stopDbw = new DbWait({
+      waitS: Math.min(STOP_DB_WAIT_S, o.dbWaitS ?? DEFAULT_DB_WAIT_S),
+      log: o.log,
+      location: o.db.location,
+      who: `worker ${this.name} (stopping)`,
+      flag: '',
     });
   }
 
@@ -267,9 +281,17 @@ export class Worker {
       this.closed = this.active.size > 0;
     } finally {
       clearInterval(this.beat);
-      await this.q(`UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`, [
-        this.id,
-      ]).catch(() => {});
+      // A beat still on its way must not read the 'stopped' below as "declared lost" (heartbeat checks stopping).
+      this.stopping = true;
+      // Bounded: a stop during an outage leaves the registration to the lost-worker rule.
+      await this.stopDbw
+        .retry(() =>
+          this.db.pool.query(
+            `UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`,
+            [this.id],
+          ),
+        )
+        .catch(() => {});
       for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
     }
     if (this.gaveUp)
@@ -285,6 +307,8 @@ export class Worker {
    * with one line (run() throws it). False for any other error.
    */
   private giveUp(e: unknown): boolean {
+    // Stopped while it waited for the database: the stop says what it left.
+    if (e instanceof DbWaitAbandoned) return true;
     if (!(e instanceof RumedbenchError && e.code === 'DATABASE_FAILED' && /longer than/.test(e.message)))
       return false;
     if (this.gaveUp) return true;
@@ -295,22 +319,38 @@ export class Worker {
     return true;
   }
 
-  /** SIGTERM: nothing more is taken or sent; this worker's jobs go back to the queue at once. */
+  /**
+   * SIGTERM: nothing more is taken or sent; this worker's jobs go back to the queue at once. The database is given
+   * STOP_DB_WAIT_S, not --db-wait: a stop during an outage leaves what it could not hand back to the lost-worker
+   * rule (its claims, its registration), as a kill would, and says so in one line. Never rejects.
+   */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.wake?.();
     for (const a of this.active.values()) a.abort.abort();
-    const released = await this.release([...this.active.values()], `worker ${this.name} stopped`);
-    if (released > 0) this.o.log.info(`worker ${this.name}: ${released} job(s) released to the queue`);
+    const list = [...this.active.values()];
+    // The loop and the jobs stop waiting for the database: only the release below does, and for a bounded time.
+    this.dbw.abandon();
+    try {
+      const released = await this.release(list, `worker ${this.name} stopped`, this.stopDbw);
+      if (released > 0) this.o.log.info(`worker ${this.name}: ${released} job(s) released to the queue`);
+    } catch (e) {
+      this.unreleased = list.length;
+      this.o.log.warn(
+        `worker ${this.name}: could not hand back its ${list.length} job(s) (${(e as Error).message.split('\n')[0]}); they go back to the queue once its heartbeat lapses (${3 * this.heartbeatS} s), as after a kill`,
+      );
+    }
   }
 
-  private async release(list: readonly Active[], reason: string): Promise<number> {
+  private async release(list: readonly Active[], reason: string, dbw = this.dbw): Promise<number> {
     let n = 0;
     for (const a of list) {
-      const gone = await this.q(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]);
+      const gone = await dbw.retry(() =>
+        this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]),
+      );
       if (gone.rowCount === 0) continue;
-      await this.dbw.retry(() => this.db.boss.fail(a.queue, a.jobId, { reason }));
+      await dbw.retry(() => this.db.boss.fail(a.queue, a.jobId, { reason }));
       n++;
     }
     return n;
@@ -372,6 +412,8 @@ export class Worker {
       [this.id],
     );
     if (alive.rowCount === 0) {
+      // Its own stop wrote 'stopped' while this beat was on its way: not lost.
+      if (this.stopping) return;
       this.declaredLost((sentAt - this.beatSentAt) / 1000);
       return;
     }
@@ -394,6 +436,7 @@ export class Worker {
       worker_id: string;
       host: string | null;
       pid: number | null;
+      lost: boolean;
     }>(
       `WITH gone AS (
          UPDATE ${SCHEMA}.workers SET status = 'lost'
@@ -413,7 +456,7 @@ export class Worker {
          FROM released r LEFT JOIN ${SCHEMA}.cells cl ON cl.plan_id = r.plan_id AND cl.cell_id = r.cell_id
          WHERE r.in_flight > 0 AND r.endpoint <> 'this machine' AND r.worker_id IN (SELECT id FROM gone)),
        ended AS (DELETE FROM ${SCHEMA}.lingering WHERE until <= now())
-       SELECT r.job_id, r.queue, r.name, r.worker_id, g.host, g.pid
+       SELECT r.job_id, r.queue, r.name, r.worker_id, g.host, g.pid, g.id IS NOT NULL AS lost
        FROM released r LEFT JOIN gone g ON g.id = r.worker_id`,
     );
     const here = hostname();
@@ -426,9 +469,16 @@ export class Worker {
       const job = r.job_id;
       if (!job) continue;
       await this.dbw.retry(() =>
-        this.db.boss.fail(r.queue, job, { reason: `worker ${r.name} lost (no heartbeat)` }),
+        this.db.boss.fail(r.queue, job, {
+          reason: r.lost ? `worker ${r.name} lost (no heartbeat)` : `worker ${r.name} stopped`,
+        }),
       );
-      this.o.log.warn(`worker ${r.name} is lost: its job went back to the queue`);
+      // A worker that stopped (its status written) but left a claim is not lost: said as it is.
+      this.o.log.warn(
+        r.lost
+          ? `worker ${r.name} is lost: its job went back to the queue`
+          : `worker ${r.name} stopped holding a job: it went back to the queue`,
+      );
     }
     // A job taken but never claimed (its worker died between the two) is released after a minute.
     const orphans = await this.q<{ id: string; name: string }>(
@@ -444,14 +494,26 @@ export class Worker {
        WHERE c.status = 'finishing' AND NOT EXISTS (
          SELECT 1 FROM ${SCHEMA}.workers w WHERE w.id = c.finisher AND w.status = 'running')`,
     );
-    // Cancelled plans: stop their jobs here.
+    await this.dropCancelled();
+  }
+
+  /**
+   * Cancelled plans: their jobs stop here at this beat. `plan cancel` deleted their claims (their share of the
+   * endpoints' budgets is free at once) and cancelled their jobs: nothing is released, nothing more asked.
+   */
+  private async dropCancelled(): Promise<void> {
+    const plans = [...new Set([...this.active.values()].map((a) => a.data.plan))];
+    if (plans.length === 0) return;
     const cancelled = await this.q<{ id: string }>(
-      `SELECT c.id FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE c.worker_id = $1 AND p.status = 'cancelled'`,
-      [this.id],
+      `SELECT id FROM ${SCHEMA}.plans WHERE id = ANY($1::text[]) AND status = 'cancelled'`,
+      [plans],
     );
-    for (const r of cancelled.rows)
-      for (const a of this.active.values()) if (a.claim === r.id) a.abort.abort();
+    const ids = new Set(cancelled.rows.map((r) => r.id));
+    for (const a of this.active.values())
+      if (ids.has(a.data.plan) && !a.abort.signal.aborted) {
+        a.abort.abort();
+        this.o.log.info(`${a.data.plan} ${a.data.cell} #${a.data.chunk}: plan cancelled, job dropped`);
+      }
   }
 
   /**
@@ -531,9 +593,14 @@ export class Worker {
         this.o.log.error(
           `${job.data.plan} ${job.data.cell} #${job.data.chunk}: ${cleanText((e as Error).message, 2000)}`,
         );
-        // The database refused what the job wrote (bad data, a constraint): no retry writes it, so the cell
-        // fails with the reason and this worker goes on; connection errors leave the job to be taken again.
-        if (refusedData(e)) await this.failCell(job.data.plan, job.data.cell, e).catch(() => {});
+        // Whatever else ended the job (the database refused what it wrote, this machine's disk, a bug): no retry
+        // here fixes it, and a job left claimed by a live worker would hold its cell for good. The cell fails with
+        // the reason (`plan retry` once fixed) and this worker goes on; failing that, the job goes back.
+        const local = localFault(e);
+        await this.failCell(job.data.plan, job.data.cell, local ? new Error(local) : e).catch(() =>
+          this.release([a], `worker ${this.name}: ${(e as Error).message}`).catch(() => 0),
+        );
+        await this.release([a], `worker ${this.name}: job ended by an error`).catch(() => 0);
       })
       .finally(() => {
         this.active.delete(job.id);
@@ -1058,7 +1125,7 @@ export class Worker {
         await client.query(`SELECT 1 FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`, [plan]);
         await client.query(
           `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
-           WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed')`,
+           WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed', 'cancelled')`,
           [plan, cell, message],
         );
         const { rows } = await client.query<{ job_id: string; queue: string }>(
@@ -1081,7 +1148,9 @@ export class Worker {
       `SELECT c.plan_id, c.cell_id FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
        WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
          AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
+         AND NOT (c.plan_id || E'\n' || c.cell_id = ANY($1::text[]))
        LIMIT 4`,
+      [[...this.handedBack]],
     );
     for (const r of rows) await this.finish(r.plan_id, r.cell_id);
   }
@@ -1098,6 +1167,7 @@ export class Worker {
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
   private async finish(plan: string, cell: string): Promise<void> {
+    if (this.handedBack.has(`${plan}\n${cell}`)) return;
     const { rows } = await this.q<{
       spec: string | null;
       data_sha256: string;
@@ -1112,8 +1182,9 @@ export class Worker {
     );
     const row = rows[0];
     if (!row) return;
-    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-cell-'));
+    let dir: string | undefined;
     try {
+      dir = cellTempDir();
       const prepared = await this.prepared(
         plan,
         cell,
@@ -1169,14 +1240,58 @@ export class Worker {
         extra: { plan_id: plan, cell: cell },
         ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
       });
-      await this.dbw.retry(() => store.done(dir, result.summary));
+      const runDir = dir;
+      await this.dbw.retry(() => store.done(runDir, result.summary));
       this.o.log.info(`${plan} ${cell}: done, ${scoresLine(result.evaluation)}`);
     } catch (e) {
-      await this.failCell(plan, cell, e);
+      await this.finishFailed(plan, cell, e);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     }
     await this.closePlan(plan);
+  }
+
+  /**
+   * Finishing a cell failed after its requests were answered: it never stays `finishing` under a live worker. A
+   * fault of this machine (its temporary folder or disk) hands the cell back once, named, for another worker to
+   * finish, and this one leaves it alone; otherwise, or the second time, the cell fails with the reason and the
+   * way out. Should even that fail (the database away for good), the cell is handed back.
+   */
+  private async finishFailed(plan: string, cell: string, e: unknown): Promise<void> {
+    const local = localFault(e);
+    try {
+      if (local !== undefined) {
+        const { rows } = await this.q<{ handed: boolean }>(
+          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL, error = $4
+           WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3 AND error IS NULL
+             AND EXISTS (SELECT 1 FROM ${SCHEMA}.workers w WHERE w.status = 'running' AND w.id <> $3)
+           RETURNING true AS handed`,
+          [plan, cell, this.id, cleanText(`worker ${this.name} could not finish it: ${local}`, 4000)],
+        );
+        if (rows[0]?.handed) {
+          this.handedBack.add(`${plan}\n${cell}`);
+          this.o.log.error(
+            `${plan} ${cell}: cannot finish it here (${local}); handed back to another worker`,
+          );
+          return;
+        }
+        await this.failCell(
+          plan,
+          cell,
+          new Error(
+            `${local}; once it is fixed, finish the cell: rumedbench plan retry ${plan} --cells ${cell}`,
+          ),
+        );
+        return;
+      }
+      await this.failCell(plan, cell, e);
+    } catch (again) {
+      if (this.giveUp(again)) return;
+      await this.q(
+        `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3`,
+        [plan, cell, this.id],
+      ).catch(() => {});
+    }
   }
 
   /** A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount. */
@@ -1236,6 +1351,9 @@ const FINISHING_POLL_MS = 100;
 
 /** How long a stopped worker lets the requests in flight of its released jobs land before it returns. */
 const STOP_GRACE_MS = 2000;
+
+/** Seconds a stop waits for the database (releasing its jobs, its last status): a stop ends within 5 s. */
+export const STOP_DB_WAIT_S = 2;
 
 /** Failures another round may answer: the server away, timing out, busy or failing (5xx, 429, 408). */
 const TRANSIENT = /cannot reach|timed out|broke off|is down|HTTP (5\d\d|429|408)\b/;

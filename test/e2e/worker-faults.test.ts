@@ -1,0 +1,310 @@
+/**
+ * The queue under an operator's faults (#60), end to end: real PostgreSQL (the shared test server, or a cluster of
+ * the test's own to stop), real worker processes, real signals, a loopback model server.
+ *
+ * - Every cell ends: a worker that cannot make its temporary folder refuses at start, before it registers; one that
+ *   loses it mid-plan hands the cell back to another worker while it lives, or fails it, named, never `finishing`.
+ * - Stops that stop: SIGTERM with the database stopped exits within 5 s, without a stack; a second signal at once.
+ * - Capacity given back: `plan cancel` frees its claims at once; its cells read `cancelled`; a worker that stopped
+ *   cleanly is never called lost.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rumedbenchOk } from '../helpers/cli.js';
+import { freshDatabase, PG_URL } from '../helpers/engines.js';
+import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
+import { spawnWorker, sql, until, type WorkerProcess } from '../helpers/worker-process.js';
+
+const DATA = fixtureDataDir();
+const servers: FakeOpenAI[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+const reply = (body: ChatRequestBody): string => {
+  const h = createHash('sha256').update(JSON.stringify(body.messages)).digest()[0] as number;
+  return /«да» или «нет»/.test(body.messages.at(-1)?.content ?? '')
+    ? `Ответ: ${h % 2 ? 'да' : 'нет'}`
+    : `Ответ: ${['entailment', 'contradiction', 'neutral'][h % 3]}`;
+};
+
+async function modelServer(delayMs: number): Promise<FakeOpenAI> {
+  const s = await startFakeOpenAI({ reply, behaviour: () => ({ kind: 'ok', delayMs }) });
+  servers.push(s);
+  return s;
+}
+
+/** A plan of one cell (RuMedDaNet and RuMedNLI of the fixture: 120 requests) on `s`. */
+function onePlan(s: FakeOpenAI, extra: string[] = []): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-fplan-')), 'plan.yaml');
+  writeFileSync(
+    file,
+    [
+      'name: faults',
+      'split: test',
+      'tasks: [RuMedDaNet, RuMedNLI]',
+      `data: ${DATA}`,
+      'defaults: {temperature: 0, max_tokens: 64, concurrency: 4, bootstrap: 0}',
+      ...extra,
+      'models:',
+      `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m}`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+interface Status {
+  status: string;
+  cells: { cell: string; status: string; error: string | null; requests: { done: number; total: number } }[];
+  workers: unknown[];
+}
+const status = async (db: string, id: string) =>
+  JSON.parse((await rumedbenchOk('plan', 'status', id, '--db', db, '--json')).stdout) as Status;
+
+/** Lines of a stack trace, or an internal error: what an operator must never see. */
+const stackLines = (log: string) => log.split('\n').filter((l) => /^\s+at |internal error|Error: /.test(l));
+
+describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)', () => {
+  it('refuses at start in one line, before it registers or claims anything: TMPDIR missing, TMPDIR a file, --data missing', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(0);
+    await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
+    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-f-')), 'a-file');
+    writeFileSync(file, 'x');
+    const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+      [
+        [],
+        { TMPDIR: '/nonexistent/tmp' },
+        /cannot take the cell's run folder .*\/nonexistent\/tmp.*set TMPDIR/,
+      ],
+      [[], { TMPDIR: file }, /a part of the path is a file.*set TMPDIR to a writable folder/],
+      [
+        ['--data', '/nonexistent/data'],
+        {},
+        /--data \/nonexistent\/data is not there; give this machine's data folder/,
+      ],
+    ];
+    for (const [args, env, said] of cases) {
+      const w = spawnWorker(db, 'bad', ['--exit-when-idle', ...args], env);
+      const exit = await w.exited;
+      const lines = w.log().trim().split('\n');
+      expect([exit.code, lines.length], w.log()).toEqual([1, 1]);
+      expect(lines[0]).toMatch(said);
+    }
+    expect(await sql(db, 'SELECT name FROM rumedbench_runs.workers')).toEqual([]);
+    expect(await sql(db, 'SELECT id FROM rumedbench_runs.claims')).toEqual([]);
+    expect(s.requests.length).toBe(0);
+  });
+
+  it('its temporary folder gone mid-plan: the cell is handed back, named, and another worker finishes it while the first lives', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(20);
+    // One job for the whole cell: the worker that takes it answers every request and then finishes the cell.
+    const id = (
+      await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
+    ).stdout.trim();
+    const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-ftmp-'));
+    const bad = spawnWorker(db, 'bad', [], { TMPDIR: tmp });
+    await until('the job claimed by bad', async () =>
+      (await sql(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
+    );
+    rmSync(tmp, { recursive: true, force: true });
+    const good = spawnWorker(db, 'good');
+    try {
+      const t0 = Date.now();
+      const done = await until(
+        'the cell done',
+        async () => {
+          const st = await status(db, id);
+          return st.status === 'done' ? st : undefined;
+        },
+        60_000,
+      );
+      expect(done.cells.map((c) => [c.status, c.requests.done, c.requests.total, c.error])).toEqual([
+        ['done', 120, 120, null],
+      ]);
+      // The first worker still lives, and said why it handed the cell back, once.
+      expect(bad.child.exitCode).toBeNull();
+      const said = bad
+        .log()
+        .split('\n')
+        .filter((l) => /handed back/.test(l));
+      expect(said, bad.log()).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^error: ${id} m/default: cannot finish it here \\(its temporary folder cannot take the cell's run folder \\(a folder on its path is missing: mkdtemp ${tmp}/rumedbench-cell-.*set TMPDIR`,
+          ),
+        ),
+      ]);
+      expect(stackLines(bad.log())).toEqual([]);
+      console.log(`handed back and finished by another worker ${Date.now() - t0} ms after the folder went`);
+    } finally {
+      for (const w of [bad, good]) w.child.kill('SIGTERM');
+      await Promise.all([bad.exited, good.exited]);
+    }
+  }, 90_000);
+
+  it('its temporary folder gone and no other worker: the cell fails within a beat, naming the folder and plan retry; the retry finishes it', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(5);
+    const id = (
+      await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
+    ).stdout.trim();
+    const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-ftmp-'));
+    const bad = spawnWorker(db, 'alone', [], { TMPDIR: tmp });
+    try {
+      await until('the job claimed', async () =>
+        (await sql(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
+      );
+      rmSync(tmp, { recursive: true, force: true });
+      await until('120 answers', async () => {
+        const [r] = await sql<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+        return r?.n === 120 ? true : undefined;
+      });
+      const answeredAt = Date.now();
+      const failed = await until(
+        'the cell failed',
+        async () => {
+          const st = await status(db, id);
+          return st.cells[0]?.status === 'failed' ? st : undefined;
+        },
+        20_000,
+      );
+      expect(Date.now() - answeredAt).toBeLessThan(2000);
+      expect(failed.cells[0]?.error).toMatch(
+        new RegExp(
+          `its temporary folder cannot take the cell's run folder \\(a folder on its path is missing: mkdtemp ${tmp}/.*once it is fixed, finish the cell: rumedbench plan retry ${id} --cells m/default$`,
+        ),
+      );
+      expect(bad.child.exitCode).toBeNull();
+    } finally {
+      bad.child.kill('SIGTERM');
+      await bad.exited;
+    }
+    await rumedbenchOk('plan', 'retry', id, '--db', db);
+    const good = spawnWorker(db, 'good', ['--exit-when-idle']);
+    expect((await good.exited).code).toBe(0);
+    expect((await status(db, id)).cells.map((c) => [c.status, c.requests.done])).toEqual([['done', 120]]);
+    expect(s.requests.length).toBe(120);
+  }, 90_000);
+});
+
+describe.skipIf(!PG_URL)('capacity given back (plan cancel)', () => {
+  it('frees its claims at once; the worker drops the job at its next beat; cells read cancelled; a worker stopped cleanly is never called lost', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(300);
+    const id = (
+      await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '60')
+    ).stdout.trim();
+    const a = spawnWorker(db, 'L1', ['--concurrency', '4']);
+    const b = spawnWorker(db, 'L2', ['--concurrency', '4']);
+    try {
+      await until('both workers holding a job', async () => {
+        const rows = await sql<{ n: number }>(
+          db,
+          'SELECT count(DISTINCT worker_id)::int AS n FROM rumedbench_runs.claims',
+        );
+        return rows[0]?.n === 2 ? true : undefined;
+      });
+      await rumedbenchOk('plan', 'cancel', id, '--db', db);
+      // At once: no claim of the plan left, nothing of the endpoint's budget held.
+      expect(await sql(db, 'SELECT worker_id FROM rumedbench_runs.claims')).toEqual([]);
+      const st = await status(db, id);
+      expect([st.status, st.cells.map((c) => c.status), st.workers]).toEqual([
+        'cancelled',
+        ['cancelled'],
+        [],
+      ]);
+      // Within a beat or two, no more requests.
+      await new Promise((r) => setTimeout(r, 2500));
+      const asked = s.requests.length;
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(s.requests.length).toBe(asked);
+      // L2 stops cleanly; L1, still running, does not call it lost.
+      b.child.kill('SIGTERM');
+      expect((await b.exited).code).toBe(0);
+      await new Promise((r) => setTimeout(r, 4000));
+      expect(a.log()).not.toMatch(/L2 is lost/);
+      expect(a.log()).toMatch(/plan cancelled, job dropped/);
+      expect(b.log()).not.toMatch(/declared this worker lost/);
+    } finally {
+      a.child.kill('SIGTERM');
+      await a.exited;
+    }
+  }, 60_000);
+});
+
+describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database stopped)', () => {
+  const stoppedWithin = async (w: WorkerProcess, ms: number) => {
+    const t0 = Date.now();
+    w.child.kill('SIGTERM');
+    const exit = await Promise.race([
+      w.exited,
+      new Promise<'alive'>((r) => setTimeout(() => r('alive'), 15_000)),
+    ]);
+    expect(exit === 'alive' ? 'alive after 15 s' : exit.code, w.log()).toBe(0);
+    const took = (exit as { at: number }).at - t0;
+    expect(took, w.log()).toBeLessThan(ms);
+    expect(stackLines(w.log()), w.log()).toEqual([]);
+    return took;
+  };
+
+  it('SIGTERM mid-job and idle, with the database stopped: exit 0 within 5 s, one line, no stack; its jobs come back by the lost-worker rule', async () => {
+    const own = await startOwnPostgres();
+    try {
+      const db = own.url;
+      const s = await modelServer(200);
+      const id = (
+        await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '60')
+      ).stdout.trim();
+      const busy = spawnWorker(db, 'busy', ['--concurrency', '4']);
+      const idle = spawnWorker(db, 'idle', ['--db-wait', '60', '--jobs', '1']);
+      await until('10 answers', async () => {
+        const [r] = await sql<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+        return (r?.n ?? 0) >= 10 ? true : undefined;
+      });
+      own.down();
+      await new Promise((r) => setTimeout(r, 1000));
+      const tookBusy = await stoppedWithin(busy, 5000);
+      const tookIdle = await stoppedWithin(idle, 5000);
+      expect(busy.log()).toMatch(/could not hand back|did not let it stop cleanly/);
+      console.log(`SIGTERM with the database stopped: busy ${tookBusy} ms, idle ${tookIdle} ms`);
+      // Back up: a new worker takes the jobs over once the stopped ones' heartbeats lapse, and the plan ends.
+      own.up();
+      const next = spawnWorker(db, 'next', ['--exit-when-idle']);
+      expect((await next.exited).code, next.log()).toBe(0);
+      expect((await status(db, id)).cells.map((c) => [c.status, c.requests.done])).toEqual([['done', 120]]);
+    } finally {
+      own.stop();
+    }
+  }, 120_000);
+
+  it('a second signal exits at once', async () => {
+    const own = await startOwnPostgres();
+    try {
+      const db = own.url;
+      const s = await modelServer(200);
+      await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
+      const w = spawnWorker(db, 'twice', ['--db-wait', '60']);
+      await until('registered', async () =>
+        (await sql(db, 'SELECT id FROM rumedbench_runs.workers')).length > 0 ? true : undefined,
+      );
+      own.down();
+      w.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      w.child.kill('SIGINT');
+      const exit = await w.exited;
+      expect([exit.code, exit.at - t0 < 1000], w.log()).toEqual([0, true]);
+      expect(stackLines(w.log())).toEqual([]);
+    } finally {
+      own.stop();
+    }
+  }, 60_000);
+});
