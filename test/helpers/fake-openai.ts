@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface ChatRequestBody {
@@ -56,6 +57,8 @@ export interface BatchObject {
  */
 export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after' | 'late';
 
+export type ResultsFault = 'gzip-plain' | 'gzip-cut' | 'short' | 'cut-line';
+
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
   | { kind: '429'; retryAfter: string }
@@ -84,6 +87,8 @@ export interface FakeOpenAI {
   createCalls(): number;
   /** Looks at the list of batches (GET /v1/batches). */
   listCalls(): number;
+  /** Downloads of a file's content (GET /v1/files/{id}/content). */
+  downloads(): number;
   close(): Promise<void>;
 }
 
@@ -180,6 +185,14 @@ export async function startFakeOpenAI(options: {
   lateMs?: number;
   /** The n-th look at a batch (counting these answers) answered 404 where this says true: a moment's confusion. */
   notFoundOnce?: (n: number) => boolean;
+  /**
+   * How the n-th download of a results file (0-based) lies: `gzip-plain` declares `Content-Encoding: gzip` over a
+   * plain body (a misconfigured proxy), `gzip-cut` sends a real gzip stream cut half-way, `short` ends the body at
+   * half its length (a Content-Length half the body), `cut-line` ends the body ten bytes short, in its last line.
+   */
+  resultsFault?: (n: number) => ResultsFault | undefined;
+  /** While this says true, a completed batch names no output file (`output_file_id: null`) though its counts do. */
+  nullOutput?: () => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -247,6 +260,7 @@ export async function startFakeOpenAI(options: {
   let creates = 0;
   let lists = 0;
   let looks404 = 0;
+  let downloads = 0;
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
     const out: string[] = [];
@@ -512,6 +526,10 @@ export async function startFakeOpenAI(options: {
       // validating, then in progress for as long as the test holds it, then done at the next look.
       if (batch.status === 'validating') batch.status = 'in_progress';
       else if (batch.status === 'in_progress' && !(options.holdBatches?.() ?? false)) runBatch(batch);
+      if (options.nullOutput?.() && batch.status === 'completed') {
+        json(200, { ...batch, output_file_id: null });
+        return;
+      }
       if (options.batchCounts === 'absent') {
         const { request_counts: _, ...rest } = batch;
         json(200, rest);
@@ -531,6 +549,36 @@ export async function startFakeOpenAI(options: {
       const file = files.get(decodeURIComponent(filePath[1] as string));
       if (!file) {
         json(404, { error: { message: 'No such File object', type: 'invalid_request_error' } });
+        return;
+      }
+      const fault = options.resultsFault?.(downloads++);
+      const body = Buffer.from(file.text, 'utf8');
+      if (fault === 'gzip-plain') {
+        res
+          .writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
+          .end(body);
+        return;
+      }
+      if (fault === 'gzip-cut') {
+        const gz = gzipSync(body);
+        const cut = gz.subarray(0, Math.floor(gz.length / 2));
+        res
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'content-encoding': 'gzip',
+            'content-length': String(cut.length),
+          })
+          .end(cut);
+        return;
+      }
+      if (fault === 'short' || fault === 'cut-line') {
+        const cut = fault === 'short' ? body.subarray(0, Math.floor(body.length / 2)) : body.subarray(0, -10);
+        res
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'content-length': String(cut.length),
+          })
+          .end(cut);
         return;
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file.text);
@@ -592,6 +640,7 @@ export async function startFakeOpenAI(options: {
     batchLooks: () => looks,
     createCalls: () => creates,
     listCalls: () => lists,
+    downloads: () => downloads,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
