@@ -34,7 +34,7 @@ import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { JournalEntry } from './journal.js';
+import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -297,6 +297,15 @@ const LEDGER = 'batches.jsonl';
 
 /** The ledger of a run folder: `batches.jsonl`, one JSON line per event. */
 export function folderLedger(outDir: string): BatchLedger {
+  // A torn last line (a kill while a record was written) is cut, kept aside, before this ledger's first record.
+  let repaired = false;
+  const record = (outDir: string, entry: Record<string, unknown>): void => {
+    if (!repaired) {
+      cutTornTail(join(outDir, LEDGER));
+      repaired = true;
+    }
+    appendRecord(outDir, entry);
+  };
   return {
     read: async () => readBatchLedger(outDir),
     intents: async () => readIntents(outDir),
@@ -352,6 +361,12 @@ function ledgerLines(outDir: string): LedgerLine[] {
     } catch {
       const torn = i === all.length - 1 && !text.endsWith('\n');
       if (torn) continue;
+      // A torn line with this ledger's next record glued to it (written before torn lines were cut): the record.
+      const glued = salvageGlued<LedgerLine>(line, '{"at":"');
+      if (glued) {
+        lines.push(glued);
+        continue;
+      }
       throw new RumedbenchError(
         'RUN_FOLDER_INVALID',
         `${file}:${i + 1}: not a JSON line; the batch ledger is damaged. Remove that line only if rumedbench did not write it: a batch it records would be forgotten, and its requests sent again`,
@@ -398,7 +413,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
   return [...byId.values()];
 }
 
-const record = (outDir: string, entry: Record<string, unknown>): void =>
+const appendRecord = (outDir: string, entry: Record<string, unknown>): void =>
   appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
 
 /** What identifies a result's content: two lines for one request that differ here are two different answers. */

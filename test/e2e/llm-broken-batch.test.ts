@@ -6,7 +6,7 @@
  * again and the requests are paid once.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,7 +15,7 @@ import { CLI_ENV, rumedbench } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach, llmArgs } from '../helpers/llm-run.js';
+import { closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -115,5 +115,52 @@ describe('a command that ends before its work', () => {
       stderr:
         'rumedbench: error: the command ended before its work did (an operation it was waiting for never finished, and nothing was left to wait on); nothing after that point was written. Continue with the same command and --resume, which keeps every answer journaled so far\n',
     });
+  });
+});
+
+describe('append-only files with a torn last line (a kill while a line was written)', () => {
+  it('the journal: the torn line is set aside in journal.jsonl.torn before anything is appended; nothing is paid twice', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-torn-journal-'));
+    const online = (...more: string[]) =>
+      rumedbench(...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit: 6 }, ...more));
+    expect((await online()).code).toBe(0);
+    const file = join(out, 'journal.jsonl');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const last = lines.at(-1) as string;
+    // Killed in the middle of writing its last answer: half a line, no newline.
+    writeFileSync(file, `${lines.slice(0, -1).join('\n')}\n${last.slice(0, 40)}`);
+    const second = await online('--resume');
+    expect(second.code, second.stderr).toBe(0);
+    expect(server.requests).toHaveLength(7);
+    const third = await online('--resume');
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stderr).toContain('6 requests in the run, 6 already answered, 0 to send');
+    expect(third.stderr).not.toContain('unreadable');
+    expect(server.requests).toHaveLength(7);
+    expect(readFileSync(`${file}.torn`, 'utf8')).toBe(`${last.slice(0, 40)}\n`);
+    expect(readFileSync(file, 'utf8').endsWith('\n')).toBe(true);
+  });
+
+  it('the batch ledger: the torn line is set aside; its own records are never called damaged', async () => {
+    let hold = true;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', holdBatches: () => hold });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-torn-ledger-'));
+    await killWhen(args(server.url, out), CLI_ENV, () => server.batchLooks() >= 3);
+    const file = join(out, 'batches.jsonl');
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
+    const torn = `{"at":"${new Date().toISOString()}","event":"seen","id":"batch_1","sta`;
+    appendFileSync(file, torn);
+    hold = false;
+    const resumed = await rumedbench(...args(server.url, out, '--resume'));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const again = await rumedbench(...args(server.url, out, '--resume'));
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('damaged');
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+    expect(readFileSync(`${file}.torn`, 'utf8')).toBe(`${torn}\n`);
+    expect(server.batchLines).toHaveLength(12);
   });
 });
