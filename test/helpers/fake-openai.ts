@@ -106,13 +106,36 @@ async function readBody(req: IncomingMessage): Promise<string> {
  * " да" is one token and "да" another), a run of spaces one token; ids from a hash of the piece, BOS = 1.
  */
 export function fakeTokenize(text: string, special = false): number[] {
-  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => 100 + (fnvHash(m[0]) % 50_000));
+  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => idOf(m[0]));
   return special ? [1, ...ids] : ids;
 }
 
+/**
+ * Each token's text, as vLLM echoes it (`logprobs.tokens`): the pieces the tokenizer made, BOS `<s>`, the generated
+ * ` x`. Two pieces whose hashes meet get ids 50,000 apart, so that an id echoes back as its own piece.
+ */
+const pieces = new Map<number, string>([
+  [1, '<s>'],
+  [2, ' x'],
+]);
+const ids = new Map<string, number>();
+const VOCAB = 50_000;
+function idOf(piece: string): number {
+  let id = ids.get(piece);
+  if (id !== undefined) return id;
+  id = 100 + (fnvHash(piece) % VOCAB);
+  while (pieces.has(id)) id += VOCAB;
+  pieces.set(id, piece);
+  ids.set(piece, id);
+  return id;
+}
+export const fakePiece = (id: number): string => pieces.get(id) ?? `<unk${id}>`;
+/** An id as the hash made it (the values below are of these, whatever id a piece was given). */
+const hashed = (id: number): number => (id < 100 ? id : 100 + ((id - 100) % VOCAB));
+
 /** The fake model's log-probability of a token after another: deterministic, between −1 and −10.6. */
 export const fakeLogprob = (prev: number, token: number): number =>
-  -(1 + ((prev * 31 + token * 17) % 97) / 10);
+  -(1 + ((hashed(prev) * 31 + hashed(token) * 17) % 97) / 10);
 
 function fnvHash(s: string): number {
   let h = 0x811c9dc5;
@@ -368,9 +391,9 @@ export async function startFakeOpenAI(options: {
           // Each token's text padded to the bytes a verbose echo takes (the rest of its entry is about 40 bytes).
           const pad = 'x'.repeat(Math.max(0, (options.echoBytesPerToken ?? 40) - 40));
           logprobs = {
-            tokens: all.map((id) => `${id}${pad}`),
+            tokens: all.map(fakePiece),
             token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
-            top_logprobs: all.map(() => null),
+            top_logprobs: all.map((id) => (pad ? { [`${fakePiece(id)}${pad}`]: -1 } : null)),
             text_offset: all.map((_, i) => i),
           };
         } else if (body.logprobs !== undefined && !body.echo && options.topLogprobs) {
