@@ -7,6 +7,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CliIo } from './io.js';
+import { failIfUnfinished } from './pending-exit.js';
 
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit status. */
 export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Promise<number> {
@@ -35,6 +36,7 @@ if (isMain()) {
           return 0;
         })
       : runCli(argv);
+  failIfUnfinished(answered, (t) => process.stderr.write(t));
   answered.then(
     (code) => {
       process.exitCode = code;

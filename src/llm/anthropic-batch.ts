@@ -11,8 +11,10 @@ import { RumedbenchError } from '../errors.js';
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
 import {
   type BatchApi,
+  type BatchResult,
   type BatchState,
   CLOCK_MARGIN_S,
+  checkedResults,
   MAX_LIST_PAGES,
   resultLines,
   resultsCap,
@@ -144,38 +146,49 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       };
     },
 
-    async *results(state, dir, requests) {
-      // Saved to a file as it arrives and read line by line (see ./openai-batch.ts).
+    results(state, dir, requests) {
+      // Saved to a file as it arrives, checked whole, then read line by line (see ./openai-batch.ts).
       const cap = resultsCap(p.replyCap, requests);
       const saved = join(dir, `batch-results-${state.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
-      try {
-        await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
-          method: 'GET',
-          saveTo: saved,
-          maxReplyBytes: cap.bytes,
-          capIs: cap.says,
-        });
-        for await (const { key, line } of resultLines<ResultLine>(saved, p.replyCap)) {
-          const type = line.result?.type;
-          if (type === 'succeeded') {
-            const message = line.result?.message;
-            try {
-              yield {
-                key,
-                reply: p.readMessage(message as MessagesBody, JSON.stringify(message ?? null), 200),
-              };
-            } catch (e) {
-              yield { key, error: (e as Error).message };
-            }
-            continue;
+      return checkedResults({
+        state,
+        requests,
+        maxLine: p.replyCap,
+        download: async () => {
+          try {
+            await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
+              method: 'GET',
+              saveTo: saved,
+              maxReplyBytes: cap.bytes,
+              capIs: cap.says,
+            });
+          } catch (e) {
+            rmSync(saved, { force: true });
+            throw e;
           }
-          const err = line.result?.error?.error;
-          const said = typeof err?.message === 'string' ? `: ${err.message.slice(0, 500)}` : '';
-          yield { key, error: `${typeof type === 'string' ? type.slice(0, 40) : 'no result'}${said}` };
-        }
-      } finally {
-        rmSync(saved, { force: true });
-      }
+          return [saved];
+        },
+        read: (file) => readAnthropicResults(p, file),
+      });
     },
   };
+}
+
+/** The lines of a Message Batches results file, read. */
+async function* readAnthropicResults(p: AnthropicProvider, file: string): AsyncGenerator<BatchResult> {
+  for await (const { key, line } of resultLines<ResultLine>(file, p.replyCap)) {
+    const type = line.result?.type;
+    if (type === 'succeeded') {
+      const message = line.result?.message;
+      try {
+        yield { key, reply: p.readMessage(message as MessagesBody, JSON.stringify(message ?? null), 200) };
+      } catch (e) {
+        yield { key, error: (e as Error).message };
+      }
+      continue;
+    }
+    const err = line.result?.error?.error;
+    const said = typeof err?.message === 'string' ? `: ${err.message.slice(0, 500)}` : '';
+    yield { key, error: `${typeof type === 'string' ? type.slice(0, 40) : 'no result'}${said}` };
+  }
 }

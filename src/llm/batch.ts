@@ -20,6 +20,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
   appendFileSync,
+  createReadStream,
   createWriteStream,
   existsSync,
   mkdtempSync,
@@ -33,7 +34,7 @@ import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { JournalEntry } from './journal.js';
+import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -145,6 +146,109 @@ export async function* resultLines<L extends { custom_id?: unknown }>(
   }
 }
 
+/** Downloads of a batch's results at most, in one command, while they fail their check (a cut or lying file). */
+const RESULT_TRIES = 3;
+
+/**
+ * The lines of a results file (any non-empty line: one too long to read or not JSON is a line the provider sent, and
+ * fails its request, named), and its last line where the file does not end with a newline.
+ */
+async function countLines(
+  file: string,
+  maxTail: number,
+): Promise<{ lines: number; tail: string | undefined }> {
+  let lines = 0;
+  let current = 0;
+  let tail: Buffer[] = [];
+  let tailBytes = 0;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    let from = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, from);
+      const piece = chunk.subarray(from, nl < 0 ? chunk.length : nl);
+      current += piece.length;
+      if (nl < 0) {
+        if (tailBytes + piece.length <= maxTail) {
+          tail.push(piece);
+          tailBytes += piece.length;
+        }
+        break;
+      }
+      if (current > 0) lines++;
+      current = 0;
+      tail = [];
+      tailBytes = 0;
+      from = nl + 1;
+    }
+  }
+  return { lines, tail: current > 0 ? Buffer.concat(tail).toString('utf8') : undefined };
+}
+
+/**
+ * What is wrong with a batch's downloaded results files, checked end to end before any line is taken as an answer:
+ * a last line cut off (no final newline, not a whole result: a body cut short, a gzip stream cut half-way), or fewer
+ * lines than the provider counts requests done (a file cut at a line's end, a results file it does not name). The
+ * provider's counts are used only where they are possible (no more than the requests the batch holds by our record).
+ */
+export async function resultsProblem(
+  files: readonly string[],
+  state: BatchState,
+  requests: number,
+  maxLine: number,
+): Promise<string | undefined> {
+  let lines = 0;
+  for (const file of files) {
+    const counted = await countLines(file, maxLine + LINE_SLACK);
+    lines += counted.lines;
+    if (counted.tail === undefined) continue;
+    let whole = false;
+    try {
+      whole = typeof (JSON.parse(counted.tail) as { custom_id?: unknown })?.custom_id === 'string';
+    } catch {
+      whole = false;
+    }
+    if (!whole) return `its results file ends in the middle of a line (cut short after ${lines} whole lines)`;
+    lines++;
+  }
+  const c = state.counts;
+  const done = c ? c.completed + c.failed : 0;
+  if (c && done <= requests && lines < done)
+    return `its results hold ${lines} line(s) where the provider counts ${done} request(s) done (${c.completed} completed, ${c.failed} failed): a results file is cut short or not named`;
+  return undefined;
+}
+
+/**
+ * A batch's results, downloaded (`download` saves the provider's files and returns their paths) and checked by
+ * {@link resultsProblem} before any line is read (`read`); a file that fails the check is downloaded again, up to
+ * {@link RESULT_TRIES} times, then the batch is left uncollected (thrown): its requests are never paid again, and
+ * `--resume` downloads them once more. The files are removed once read.
+ */
+export async function* checkedResults(o: {
+  state: BatchState;
+  requests: number;
+  maxLine: number;
+  download: () => Promise<string[]>;
+  read: (file: string) => AsyncIterable<BatchResult>;
+  sleep?: (ms: number) => Promise<void>;
+}): AsyncGenerator<BatchResult> {
+  for (let attempt = 1; ; attempt++) {
+    let files: string[] = [];
+    try {
+      files = await o.download();
+      const problem = await resultsProblem(files, o.state, o.requests, o.maxLine);
+      if (problem !== undefined) {
+        if (attempt >= RESULT_TRIES) throw new Error(`${problem}; downloaded ${attempt} times`);
+        await (o.sleep ?? sleep)(1000 * attempt);
+        continue;
+      }
+      for (const f of files) yield* o.read(f);
+      return;
+    } finally {
+      for (const f of files) rmSync(f, { force: true });
+    }
+  }
+}
+
 /** A submitted batch as its ledger records it: its requests' keys, and whether its results were collected. */
 export interface RecordedBatch {
   id: string;
@@ -193,6 +297,15 @@ const LEDGER = 'batches.jsonl';
 
 /** The ledger of a run folder: `batches.jsonl`, one JSON line per event. */
 export function folderLedger(outDir: string): BatchLedger {
+  // A torn last line (a kill while a record was written) is cut, kept aside, before this ledger's first record.
+  let repaired = false;
+  const record = (outDir: string, entry: Record<string, unknown>): void => {
+    if (!repaired) {
+      cutTornTail(join(outDir, LEDGER));
+      repaired = true;
+    }
+    appendRecord(outDir, entry);
+  };
   return {
     read: async () => readBatchLedger(outDir),
     intents: async () => readIntents(outDir),
@@ -248,6 +361,12 @@ function ledgerLines(outDir: string): LedgerLine[] {
     } catch {
       const torn = i === all.length - 1 && !text.endsWith('\n');
       if (torn) continue;
+      // A torn line with this ledger's next record glued to it (written before torn lines were cut): the record.
+      const glued = salvageGlued<LedgerLine>(line, '{"at":"');
+      if (glued) {
+        lines.push(glued);
+        continue;
+      }
       throw new RumedbenchError(
         'RUN_FOLDER_INVALID',
         `${file}:${i + 1}: not a JSON line; the batch ledger is damaged. Remove that line only if rumedbench did not write it: a batch it records would be forgotten, and its requests sent again`,
@@ -294,7 +413,7 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
   return [...byId.values()];
 }
 
-const record = (outDir: string, entry: Record<string, unknown>): void =>
+const appendRecord = (outDir: string, entry: Record<string, unknown>): void =>
   appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
 
 /** What identifies a result's content: two lines for one request that differ here are two different answers. */

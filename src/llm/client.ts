@@ -42,6 +42,8 @@ export class LlmRequestError extends RumedbenchError {
   readonly unreachable: boolean;
   /** Log-probabilities no model gives (positive, not finite, far too low, all alike): the server is wrong. */
   readonly impossible: boolean;
+  /** Log-probabilities whose echoed tokens are not the prompt's that was sent (another prompt's, a token more or less). */
+  readonly echoMismatch: boolean;
   constructor(
     message: string,
     status: number | undefined,
@@ -54,6 +56,7 @@ export class LlmRequestError extends RumedbenchError {
       retryAfter?: number;
       unreachable?: boolean;
       impossible?: boolean;
+      echoMismatch?: boolean;
       /** A code of its own (a refused address), in place of the one `down` and `fatal` give. */
       code?: ErrorCode;
     } = {},
@@ -72,6 +75,7 @@ export class LlmRequestError extends RumedbenchError {
     this.retryAfter = options.retryAfter;
     this.unreachable = options.unreachable ?? false;
     this.impossible = options.impossible ?? false;
+    this.echoMismatch = options.echoMismatch ?? false;
   }
 }
 

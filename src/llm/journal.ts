@@ -7,7 +7,16 @@
  * A journal is read as a stream of bytes split at newlines, never as one string: a journal of any size opens, and a
  * line over `maxLineBytes` (a reply from before replies were capped) is skipped unread, its request asked again.
  */
-import { appendFileSync, createReadStream, existsSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  createReadStream,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+} from 'node:fs';
 import { redactSecrets } from '../log.js';
 import type { Usage } from './provider.js';
 
@@ -85,6 +94,57 @@ export async function forEachLine(
   return { skipped };
 }
 
+/** The most bytes of a torn last line that are kept aside (a longer one is a reply's line, kept up to this much). */
+const MAX_TORN_BYTES = 64 << 20;
+
+/**
+ * Cuts a torn last line (what follows the file's last newline: a line a killed process was writing) off an
+ * append-only JSONL file before anything is appended to it, keeping it aside at the end of `<file>.torn`: appended
+ * to, the next line would be glued onto it, and both lost (a glued answer asked and paid again; a ledger refused as
+ * damaged about its own record). Only a writer (holding the run folder's lock) calls it. Returns the bytes cut.
+ */
+export function cutTornTail(file: string): number {
+  if (!existsSync(file)) return 0;
+  const fd = openSync(file, 'r+');
+  try {
+    const size = fstatSync(fd).size;
+    // Back from the end, a chunk at a time, to the last newline.
+    const chunk = Buffer.alloc(1 << 16);
+    let end = size;
+    let cut = -1;
+    while (end > 0 && cut < 0) {
+      const from = Math.max(0, end - chunk.length);
+      const n = readSync(fd, chunk, 0, end - from, from);
+      const nl = chunk.subarray(0, n).lastIndexOf(10);
+      if (nl >= 0) cut = from + nl + 1;
+      end = from;
+    }
+    if (cut < 0) cut = 0;
+    if (cut === size) return 0;
+    const torn = Buffer.alloc(Math.min(size - cut, MAX_TORN_BYTES));
+    readSync(fd, torn, 0, torn.length, cut);
+    appendFileSync(`${file}.torn`, Buffer.concat([torn, Buffer.from('\n')]));
+    ftruncateSync(fd, cut);
+    return size - cut;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A line that is not JSON but ends with a whole record starting with `opening` (a torn line with the next record
+ * appended to it, as versions before the cut above wrote them): that record.
+ */
+export function salvageGlued<T>(line: string, opening: string): T | undefined {
+  const at = line.lastIndexOf(opening);
+  if (at <= 0) return undefined;
+  try {
+    return JSON.parse(line.slice(at)) as T;
+  } catch {
+    return undefined;
+  }
+}
+
 export class Journal {
   /** Latest entry per key. */
   private readonly entries = new Map<string, JournalEntry>();
@@ -92,6 +152,8 @@ export class Journal {
   skipped = 0;
   /** Answers dropped on opening because their reply was too long to keep. */
   oversized = 0;
+  /** Whether a torn last line was looked for (and cut) before this journal's first append. */
+  private repaired = false;
 
   private constructor(private readonly file: string) {}
 
@@ -106,7 +168,14 @@ export class Journal {
     const { skipped } = await forEachLine(file, maxLineBytes, (line) => {
       if (line.trim() === '') return;
       try {
-        const e = JSON.parse(line) as JournalEntry;
+        let e: JournalEntry;
+        try {
+          e = JSON.parse(line) as JournalEntry;
+        } catch (err) {
+          const glued = salvageGlued<JournalEntry>(line, '{"key":"');
+          if (!glued) throw err;
+          e = glued;
+        }
         if (e.status === 'ok' && typeof e.reply === 'string' && e.reply.length > maxReplyChars) {
           const { reply, ...rest } = e;
           journal.keep({
@@ -149,6 +218,10 @@ export class Journal {
   }
 
   append(entry: JournalEntry): void {
+    if (!this.repaired) {
+      cutTornTail(this.file);
+      this.repaired = true;
+    }
     appendFileSync(this.file, `${redactSecrets(JSON.stringify(entry))}\n`);
     this.keep(entry);
   }

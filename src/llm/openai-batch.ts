@@ -12,6 +12,7 @@ import {
   type BatchResult,
   type BatchState,
   CLOCK_MARGIN_S,
+  checkedResults,
   MAX_LIST_PAGES,
   resultLines,
   resultsCap,
@@ -172,25 +173,39 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       };
     },
 
-    async *results(state, dir, requests) {
+    results(state, dir, requests) {
       // Saved to a file as it arrives and read line by line: the results are as large as the replies asked for, capped
-      // at the reply cap per request we recorded, not one reply's, and never at the provider's own count.
+      // at the reply cap per request we recorded, not one reply's, and never at the provider's own count. Every file is
+      // downloaded and checked whole (./batch.ts, checkedResults) before any of its lines is taken as an answer.
       const cap = resultsCap(p.replyCap, requests);
-      for (const file of state.files ?? []) {
-        const url = `${base}/files/${encodeURIComponent(file)}/content`;
-        const saved = join(dir, `batch-results-${file.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
-        try {
-          await p.call<never>(url, undefined, {
-            method: 'GET',
-            saveTo: saved,
-            maxReplyBytes: cap.bytes,
-            capIs: cap.says,
-          });
-          yield* readOpenAIResults(p, saved);
-        } finally {
-          rmSync(saved, { force: true });
-        }
-      }
+      return checkedResults({
+        state,
+        requests,
+        maxLine: p.replyCap,
+        download: async () => {
+          const saved: string[] = [];
+          try {
+            for (const file of state.files ?? []) {
+              const to = join(
+                dir,
+                `batch-results-${file.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`,
+              );
+              saved.push(to);
+              await p.call<never>(`${base}/files/${encodeURIComponent(file)}/content`, undefined, {
+                method: 'GET',
+                saveTo: to,
+                maxReplyBytes: cap.bytes,
+                capIs: cap.says,
+              });
+            }
+          } catch (e) {
+            for (const f of saved) rmSync(f, { force: true });
+            throw e;
+          }
+          return saved;
+        },
+        read: (file) => readOpenAIResults(p, file),
+      });
     },
   };
 }

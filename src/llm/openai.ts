@@ -50,7 +50,11 @@ const count = (v: unknown): number | undefined =>
 interface CompletionsLogprobs {
   choices?: {
     index?: number;
-    logprobs?: { token_logprobs?: (number | null)[]; top_logprobs?: (Record<string, number> | null)[] };
+    logprobs?: {
+      tokens?: unknown[];
+      token_logprobs?: (number | null)[];
+      top_logprobs?: (Record<string, number> | null)[];
+    };
   }[];
   usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
 }
@@ -309,6 +313,8 @@ export class OpenAIProvider implements Provider {
    */
   private async promptLogprobs(
     prompts: number[][] | string[],
+    /** The text each prompt stands for (a text prompt's own by default): the echoed tokens must re-join to it. */
+    texts: readonly (string | undefined)[] = prompts.map((p) => (typeof p === 'string' ? p : undefined)),
   ): Promise<(number | null)[][] & { usage?: Usage }> {
     // A text prompt has at most one token per UTF-8 byte (byte-level tokens never hold less), and the model's BOS.
     const tokens = prompts.reduce(
@@ -333,11 +339,15 @@ export class OpenAIProvider implements Provider {
       );
       const choices = Array.isArray(json?.choices) ? json.choices : [];
       const out: (number | null)[][] & { usage?: Usage } = prompts.map(() => []);
+      const echoed: (unknown[] | undefined)[] = prompts.map(() => undefined);
       const usage = completionsUsage(json);
       if (usage) out.usage = usage;
       for (const c of choices) {
         const lp = c.logprobs?.token_logprobs;
-        if (typeof c.index === 'number' && Array.isArray(lp)) out[c.index] = lp;
+        if (typeof c.index === 'number' && Array.isArray(lp)) {
+          out[c.index] = lp;
+          echoed[c.index] = Array.isArray(c.logprobs?.tokens) ? c.logprobs.tokens : undefined;
+        }
       }
       const fail = (why: string, impossible = false) =>
         new LlmRequestError(`${this.completionsUrl}: ${why}: ${snippet(text)}`, status, false, {
@@ -369,6 +379,29 @@ export class OpenAIProvider implements Provider {
               true,
             );
         }
+      }
+      // The values are read for the tokens sent only: each reply's echoed tokens, one per value, re-join to the text of
+      // the prompt it is numbered for. A server that numbers its choices by the order they ended (each prompt given
+      // another's values), or drops or adds a token, is caught here, whatever the counts say.
+      for (const [i, lp] of out.entries()) {
+        const text = texts[i];
+        if (text === undefined) continue;
+        const tokens = echoed[i];
+        const why =
+          tokens === undefined
+            ? 'echoes no tokens, so what its values are for cannot be checked'
+            : tokens.length !== lp.length
+              ? `echoes ${tokens.length} tokens with ${lp.length} log-probabilities (there must be one per token)`
+              : !echoRejoins(tokens.slice(0, tokens.length - (this.generated ?? 1)), text)
+                ? `echoes tokens that do not re-join to the prompt sent for it (${JSON.stringify(tokens.slice(0, 8).join('').slice(0, 60))}… for ${JSON.stringify(text.slice(0, 60))}…)`
+                : undefined;
+        if (why !== undefined)
+          throw new LlmRequestError(
+            `${this.completionsUrl}: the reply for prompt ${i + 1} of ${prompts.length} ${why}: its values are not scored`,
+            status,
+            false,
+            { impossible: true, echoMismatch: true },
+          );
       }
       if (typeof prompts[0] === 'string') {
         // A text's bound above counts a token per byte; once the counts are read, the reply must fit them as tightly
@@ -571,7 +604,10 @@ export class OpenAIProvider implements Provider {
       }),
     );
     const prompts = split.map((x) => [...x.context, ...x.continuation]);
-    const lps = await this.promptLogprobs(prompts);
+    const lps = await this.promptLogprobs(
+      prompts,
+      request.continuations.map((c) => moveTrailingWhitespace(request.context, c).join('')),
+    );
     const usage = lps.usage;
     const logprobs = split.map((x, i) => {
       const lp = (lps[i] as (number | null)[]).slice(
@@ -602,7 +638,14 @@ export class OpenAIProvider implements Provider {
   private async loglikByText(request: LoglikRequest): Promise<LoglikResult | undefined> {
     const pairs = request.continuations.map((c) => moveTrailingWhitespace(request.context, c));
     const contexts = [...new Set(pairs.map(([context]) => context))];
-    const lps = await this.promptLogprobs([...contexts, ...pairs.map(([a, b]) => a + b)]);
+    let lps: Awaited<ReturnType<typeof this.promptLogprobs>>;
+    try {
+      lps = await this.promptLogprobs([...contexts, ...pairs.map(([a, b]) => a + b)]);
+    } catch (e) {
+      // Values that are not for the texts sent: the item is asked again by /tokenize ids, checked the same way.
+      if (e instanceof LlmRequestError && e.echoMismatch) return undefined;
+      throw e;
+    }
     const generated = this.generated ?? 1;
     const count = (i: number) => (lps[i] as (number | null)[]).length - generated;
     const split = pairs.map(([context, continuation], i) => {
@@ -651,6 +694,30 @@ export class OpenAIProvider implements Provider {
 }
 
 /** One token's log-probability, read twice (two prompts, or one prompt sent two ways): the same up to float noise. */
+/**
+ * Whether tokens a server echoed re-join to the text that was sent. Tolerant of what tokenizers show differently and
+ * strict about what was scored: whitespace is left out of the comparison (SentencePiece's `▁`, a prefix space), a
+ * leading special token the text does not hold (BOS: `<s>`, `<|begin_of_text|>`) is passed over, and a run of U+FFFD
+ * (a token that holds part of a character, as vLLM shows one) stands for one to eight characters. A token more, one
+ * less, or another prompt's tokens do not re-join.
+ */
+export function echoRejoins(tokens: readonly unknown[], text: string): boolean {
+  if (!tokens.every((t): t is string => typeof t === 'string')) return false;
+  const bare = (x: string) => x.replace(/[\s\u2581]+/gu, '');
+  const want = bare(text);
+  const matches = (joined: string): boolean => {
+    const got = bare(joined);
+    if (!got.includes('\uFFFD')) return got === want;
+    const pattern = got
+      .split(/\uFFFD+/u)
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]{1,8}');
+    return new RegExp(`^${pattern}$`, 'u').test(want);
+  };
+  const joined = tokens.join('');
+  return matches(joined) || (tokens.length > 0 && matches(joined.slice((tokens[0] as string).length)));
+}
+
 function closeLogprob(x: number | null | undefined, y: number | null | undefined): boolean {
   return typeof x === 'number' && typeof y === 'number' && Math.abs(x - y) <= 1e-4 * (1 + Math.abs(x));
 }

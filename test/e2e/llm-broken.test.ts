@@ -256,6 +256,28 @@ const ROWS: Row[] = [
     journal: /one per token/,
     next: '--retry-errors',
   }),
+  // Values for other tokens than those sent (issue #59): each prompt given another's (choices numbered in the order
+  // they ended), one candidate's arrays two tokens short, or one token long. The echoed tokens say so; on the text
+  // path the item is then asked again by /tokenize ids, whose counts refuse a short or long array too.
+  ...onBothPaths({
+    mode: 'permuted-logprobs',
+    run: 'loglik',
+    code: 3,
+    stderr: /the reply for prompt \d of \d echoes tokens that do not re-join to the prompt sent for it/,
+    journal: /echoes tokens that do not re-join to the prompt sent for it/,
+    next: '--retry-errors',
+  }),
+  ...(['short-logprobs', 'extra-logprob'] as const).flatMap((mode) =>
+    onBothPaths({
+      mode,
+      run: 'loglik',
+      code: 3,
+      stderr:
+        /echoes tokens that do not re-join to the prompt sent for it|\d+ log-probabilities for a prompt of \d+ tokens and 1 generated \(there must be one per token\)/,
+      journal: /do not re-join to the prompt sent|one per token/,
+      next: '--retry-errors',
+    }),
+  ),
   {
     mode: 'tokenize-mismatch',
     run: 'loglik',

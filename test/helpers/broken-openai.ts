@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach } from 'vitest';
-import { fakeLogprob, fakeTokenize } from './fake-openai.js';
+import { fakeLogprob, fakePiece, fakeTokenize } from './fake-openai.js';
 
 export type Misbehaviour =
   | 'healthy'
@@ -41,6 +41,9 @@ export type Misbehaviour =
   | 'tiny-logprobs'
   | 'drop-token'
   | 'huge-usage'
+  | 'permuted-logprobs'
+  | 'short-logprobs'
+  | 'extra-logprob'
   | 'dies';
 
 export interface BrokenServer {
@@ -152,9 +155,14 @@ export async function startBrokenServer(
         Array.isArray(b.prompt) && (Array.isArray(b.prompt[0]) || typeof b.prompt[0] === 'string')
           ? (b.prompt as number[][] | string[])
           : [b.prompt as string | number[]];
-      const choices = prompts.map((prompt, index) => {
+      let choices = prompts.map((prompt, index) => {
         const ids = typeof prompt === 'string' ? fakeTokenize(prompt, true) : prompt;
-        const all = [...ids, 2];
+        let all = [...ids, 2];
+        // One candidate's arrays two tokens short (the last two prompt tokens gone), or one token long.
+        if (misbehave && mode === 'short-logprobs' && index === prompts.length - 1 && all.length > 3)
+          all = [...all.slice(0, -3), 2];
+        if (misbehave && mode === 'extra-logprob' && index === prompts.length - 1)
+          all = [...all.slice(0, -1), 150, 2];
         let lp: (number | null)[] = all.map((t, i) =>
           i === 0 ? null : fakeLogprob(all[i - 1] as number, t),
         );
@@ -165,8 +173,20 @@ export async function startBrokenServer(
           lp = [null, ...ids.map((t, i) => fakeLogprob(i === 0 ? 1 : (ids[i - 1] as number), t))];
         if (misbehave && mode === 'zero-logprobs') lp = lp.map((v) => (v === null ? v : 0));
         if (misbehave && mode === 'tiny-logprobs') lp = lp.map((v) => (v === null ? v : -1e300));
-        return { index, text: ' x', logprobs: { token_logprobs: lp, top_logprobs: lp.map(() => null) } };
+        return {
+          index,
+          text: ' x',
+          logprobs: {
+            tokens: all.map(fakePiece).slice(0, lp.length),
+            token_logprobs: lp,
+            top_logprobs: lp.map(() => null),
+          },
+        };
       });
+      // Choices in the order their completions ended, each numbered by its place in that order: every prompt gets
+      // another's values (of the same length where the candidates have one).
+      if (misbehave && mode === 'permuted-logprobs')
+        choices = choices.reverse().map((c, index) => ({ ...c, index }));
       let text = JSON.stringify({ id: 'cmpl', object: 'text_completion', model: 'fake-1', choices });
       // JSON has no Infinity; a server printing a huge float writes 1e999, which JSON.parse reads as Infinity.
       if (misbehave && mode === 'infinite-logprob') text = text.replace(/-\d+(\.\d+)?(?=,|\])/, '-1e999');

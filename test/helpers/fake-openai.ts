@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface ChatRequestBody {
@@ -56,6 +57,8 @@ export interface BatchObject {
  */
 export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after' | 'late';
 
+export type ResultsFault = 'gzip-plain' | 'gzip-cut' | 'short' | 'cut-line';
+
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
   | { kind: '429'; retryAfter: string }
@@ -89,6 +92,8 @@ export interface FakeOpenAI {
    * whether or not the client was still there to read it (a provider bills the work it did).
    */
   billed(): number;
+  /** Downloads of a file's content (GET /v1/files/{id}/content). */
+  downloads(): number;
   close(): Promise<void>;
 }
 
@@ -106,13 +111,36 @@ async function readBody(req: IncomingMessage): Promise<string> {
  * " да" is one token and "да" another), a run of spaces one token; ids from a hash of the piece, BOS = 1.
  */
 export function fakeTokenize(text: string, special = false): number[] {
-  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => 100 + (fnvHash(m[0]) % 50_000));
+  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => idOf(m[0]));
   return special ? [1, ...ids] : ids;
 }
 
+/**
+ * Each token's text, as vLLM echoes it (`logprobs.tokens`): the pieces the tokenizer made, BOS `<s>`, the generated
+ * ` x`. Two pieces whose hashes meet get ids 50,000 apart, so that an id echoes back as its own piece.
+ */
+const pieces = new Map<number, string>([
+  [1, '<s>'],
+  [2, ' x'],
+]);
+const ids = new Map<string, number>();
+const VOCAB = 50_000;
+function idOf(piece: string): number {
+  let id = ids.get(piece);
+  if (id !== undefined) return id;
+  id = 100 + (fnvHash(piece) % VOCAB);
+  while (pieces.has(id)) id += VOCAB;
+  pieces.set(id, piece);
+  ids.set(piece, id);
+  return id;
+}
+export const fakePiece = (id: number): string => pieces.get(id) ?? `<unk${id}>`;
+/** An id as the hash made it (the values below are of these, whatever id a piece was given). */
+const hashed = (id: number): number => (id < 100 ? id : 100 + ((id - 100) % VOCAB));
+
 /** The fake model's log-probability of a token after another: deterministic, between −1 and −10.6. */
 export const fakeLogprob = (prev: number, token: number): number =>
-  -(1 + ((prev * 31 + token * 17) % 97) / 10);
+  -(1 + ((hashed(prev) * 31 + hashed(token) * 17) % 97) / 10);
 
 function fnvHash(s: string): number {
   let h = 0x811c9dc5;
@@ -187,6 +215,14 @@ export async function startFakeOpenAI(options: {
   lateMs?: number;
   /** The n-th look at a batch (counting these answers) answered 404 where this says true: a moment's confusion. */
   notFoundOnce?: (n: number) => boolean;
+  /**
+   * How the n-th download of a results file (0-based) lies: `gzip-plain` declares `Content-Encoding: gzip` over a
+   * plain body (a misconfigured proxy), `gzip-cut` sends a real gzip stream cut half-way, `short` ends the body at
+   * half its length (a Content-Length half the body), `cut-line` ends the body ten bytes short, in its last line.
+   */
+  resultsFault?: (n: number) => ResultsFault | undefined;
+  /** While this says true, a completed batch names no output file (`output_file_id: null`) though its counts do. */
+  nullOutput?: () => boolean;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -257,6 +293,7 @@ export async function startFakeOpenAI(options: {
   let creates = 0;
   let lists = 0;
   let looks404 = 0;
+  let downloads = 0;
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
     const out: string[] = [];
@@ -364,9 +401,9 @@ export async function startFakeOpenAI(options: {
           // Each token's text padded to the bytes a verbose echo takes (the rest of its entry is about 40 bytes).
           const pad = 'x'.repeat(Math.max(0, (options.echoBytesPerToken ?? 40) - 40));
           logprobs = {
-            tokens: all.map((id) => `${id}${pad}`),
+            tokens: all.map(fakePiece),
             token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
-            top_logprobs: all.map(() => null),
+            top_logprobs: all.map((id) => (pad ? { [`${fakePiece(id)}${pad}`]: -1 } : null)),
             text_offset: all.map((_, i) => i),
           };
         } else if (body.logprobs !== undefined && !body.echo && options.topLogprobs) {
@@ -522,6 +559,10 @@ export async function startFakeOpenAI(options: {
       // validating, then in progress for as long as the test holds it, then done at the next look.
       if (batch.status === 'validating') batch.status = 'in_progress';
       else if (batch.status === 'in_progress' && !(options.holdBatches?.() ?? false)) runBatch(batch);
+      if (options.nullOutput?.() && batch.status === 'completed') {
+        json(200, { ...batch, output_file_id: null });
+        return;
+      }
       if (options.batchCounts === 'absent') {
         const { request_counts: _, ...rest } = batch;
         json(200, rest);
@@ -541,6 +582,36 @@ export async function startFakeOpenAI(options: {
       const file = files.get(decodeURIComponent(filePath[1] as string));
       if (!file) {
         json(404, { error: { message: 'No such File object', type: 'invalid_request_error' } });
+        return;
+      }
+      const fault = options.resultsFault?.(downloads++);
+      const body = Buffer.from(file.text, 'utf8');
+      if (fault === 'gzip-plain') {
+        res
+          .writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
+          .end(body);
+        return;
+      }
+      if (fault === 'gzip-cut') {
+        const gz = gzipSync(body);
+        const cut = gz.subarray(0, Math.floor(gz.length / 2));
+        res
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'content-encoding': 'gzip',
+            'content-length': String(cut.length),
+          })
+          .end(cut);
+        return;
+      }
+      if (fault === 'short' || fault === 'cut-line') {
+        const cut = fault === 'short' ? body.subarray(0, Math.floor(body.length / 2)) : body.subarray(0, -10);
+        res
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'content-length': String(cut.length),
+          })
+          .end(cut);
         return;
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file.text);
@@ -603,6 +674,7 @@ export async function startFakeOpenAI(options: {
     createCalls: () => creates,
     listCalls: () => lists,
     billed: () => billed,
+    downloads: () => downloads,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -1,0 +1,166 @@
+/**
+ * `llm --batch` against a Batch API that lies about its results (issue #59): a results file declared gzip over a plain
+ * body, a gzip stream cut half-way, a body cut at half its length, a file without its final newline, a completed
+ * batch that names no output file. Each row: the built CLI, spawned as a user runs it, never exits 0 having written
+ * nothing; the batch is not recorded collected; `--resume --batch` against the healthy provider downloads the results
+ * again and the requests are paid once.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { CLI_ENV, rumedbench } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
+import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
+
+const DATA = fixtureDataDir();
+const track = closedAfterEach<FakeOpenAI>();
+
+const args = (url: string, out: string, ...more: string[]) =>
+  llmArgs(
+    { url, out, data: DATA, tasks: 'RuMedDaNet,RuMedNLI', limit: 6 },
+    '--batch',
+    '--batch-poll',
+    '0.01',
+    ...more,
+  );
+
+/** The built CLI as a user runs it: the process's own exit code, not a promise's. */
+function spawned(argv: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...argv], {
+    env: CLI_ENV,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  return new Promise((r) => child.once('close', (code) => r({ code, stderr })));
+}
+
+const ledgerEvents = (out: string): string[] =>
+  readFileSync(join(out, 'batches.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { event: string }).event);
+
+describe('llm --batch against lying results files', () => {
+  const rows: (ResultsFault | 'null-output')[] = [
+    'gzip-plain',
+    'gzip-cut',
+    'short',
+    'cut-line',
+    'null-output',
+  ];
+  for (const fault of rows)
+    it(`${fault}: exits non-zero naming --resume, the batch not collected; --resume collects it, paid once`, async () => {
+      let lying = true;
+      const server = await startFakeOpenAI({
+        reply: () => 'Ответ: да',
+        ...(fault === 'null-output'
+          ? { nullOutput: () => lying }
+          : { resultsFault: () => (lying ? fault : undefined) }),
+      });
+      track(server);
+      const out = mkdtempSync(join(tmpdir(), `rumedbench-lying-${fault}-`));
+      const first = await spawned(args(server.url, out));
+      expect(first.code, first.stderr).toBe(3);
+      expect(first.stderr).toContain('--resume');
+      expect(first.stderr).toContain('batch batch_1 ended completed, but its results could not be read');
+      expect(existsSync(join(out, 'summary.json'))).toBe(false);
+      expect(existsSync(join(out, '.rumedbench.lock'))).toBe(false);
+      expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
+      lying = false;
+      const resumed = await rumedbench(...args(server.url, out, '--resume'));
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stderr).toContain(
+        'batch batch_1: submitted by an earlier run; collecting its 12 requests',
+      );
+      // Paid once: one batch of 12 lines, nothing online.
+      expect(server.batches()).toHaveLength(1);
+      expect(server.batchLines).toHaveLength(12);
+      expect(server.requests).toHaveLength(0);
+      expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+      const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+      expect(summary.tasks.RuMedDaNet.n).toBe(6);
+      expect(summary.tasks.RuMedNLI.n).toBe(6);
+    });
+});
+
+describe('a command that ends before its work', () => {
+  it('exits 3 with the --resume hint when its promise is still pending as the event loop empties, never 0', async () => {
+    // The bin's own guard, loaded from the built files as the bin loads it, watching a promise that never settles:
+    // what a download dropped without an error left behind (Node.js itself would exit 0).
+    const guard = pathToFileURL(join(dirname(CLI), '..', 'cli', 'pending-exit.js')).href;
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { failIfUnfinished } from ${JSON.stringify(guard)}; failIfUnfinished(new Promise(() => {}), (t) => process.stderr.write(t));`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const code = await new Promise((r) => child.once('close', r));
+    expect({ code, stderr }).toEqual({
+      code: 3,
+      stderr:
+        'rumedbench: error: the command ended before its work did (an operation it was waiting for never finished, and nothing was left to wait on); nothing after that point was written. Continue with the same command and --resume, which keeps every answer journaled so far\n',
+    });
+  });
+});
+
+describe('append-only files with a torn last line (a kill while a line was written)', () => {
+  it('the journal: the torn line is set aside in journal.jsonl.torn before anything is appended; nothing is paid twice', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-torn-journal-'));
+    const online = (...more: string[]) =>
+      rumedbench(...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit: 6 }, ...more));
+    expect((await online()).code).toBe(0);
+    const file = join(out, 'journal.jsonl');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const last = lines.at(-1) as string;
+    // Killed in the middle of writing its last answer: half a line, no newline.
+    writeFileSync(file, `${lines.slice(0, -1).join('\n')}\n${last.slice(0, 40)}`);
+    const second = await online('--resume');
+    expect(second.code, second.stderr).toBe(0);
+    expect(server.requests).toHaveLength(7);
+    const third = await online('--resume');
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stderr).toContain('6 requests in the run, 6 already answered, 0 to send');
+    expect(third.stderr).not.toContain('unreadable');
+    expect(server.requests).toHaveLength(7);
+    expect(readFileSync(`${file}.torn`, 'utf8')).toBe(`${last.slice(0, 40)}\n`);
+    expect(readFileSync(file, 'utf8').endsWith('\n')).toBe(true);
+  });
+
+  it('the batch ledger: the torn line is set aside; its own records are never called damaged', async () => {
+    let hold = true;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', holdBatches: () => hold });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-torn-ledger-'));
+    await killWhen(args(server.url, out), CLI_ENV, () => server.batchLooks() >= 3);
+    const file = join(out, 'batches.jsonl');
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
+    const torn = `{"at":"${new Date().toISOString()}","event":"seen","id":"batch_1","sta`;
+    appendFileSync(file, torn);
+    hold = false;
+    const resumed = await rumedbench(...args(server.url, out, '--resume'));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const again = await rumedbench(...args(server.url, out, '--resume'));
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('damaged');
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+    expect(readFileSync(`${file}.torn`, 'utf8')).toBe(`${torn}\n`);
+    expect(server.batchLines).toHaveLength(12);
+  });
+});
