@@ -81,4 +81,10 @@ describe('baseline bilstm', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('--epochs: only for baseline bilstm');
   });
+
+  it('refuses --threads above 1 rather than ignore it: it trains on one thread so far', async () => {
+    const r = await rumedbenchWith({}, 'baseline', 'bilstm', '--threads', '2');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('method bilstm trains on one thread so far');
+  });
 });
