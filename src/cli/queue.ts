@@ -100,13 +100,13 @@ export const WORKER_FLAGS = {
   ),
   endpointKeys: flag.custom(
     '--endpoint-keys <names>',
-    "comma-separated environment variables whose values this worker may send as model servers' keys and headers (default: none); never its own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…)",
+    "comma-separated environment variables whose values this worker may send as model servers' keys and headers (default: none); never its own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…) nor one that looks like a secret of the host (*PASSWORD*, *SECRET*, *TOKEN*, *_URL, NODE_OPTIONS, HF_…, …)",
     parseEndpointKeys,
     { default: [] as string[] },
   ),
   allowPrivate: flag.on(
     '--allow-private',
-    "may connect to model servers on this machine or a private network (a plan's; an evaluation's only if its endpoint was added with --allow-private); without it, every address is checked at connection",
+    "may connect to model servers on this machine or a private network (a plan's; an evaluation's only if its endpoint was added with --allow-private), never to a cloud's metadata or platform service; without it, every address is checked at connection",
   ),
 } satisfies FlagTable;
 
@@ -126,7 +126,7 @@ export const ENDPOINT_ADD_FLAGS = {
   }),
   apiKeyEnv: flag.text(
     '--api-key-env <name>',
-    'environment variable that holds the key on the workers, who send it only if their --endpoint-keys names it; never one of their own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…)',
+    'environment variable that holds the key on the workers, who send it only if their --endpoint-keys names it; never one of their own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…) nor one that looks like a secret of the host (*PASSWORD*, *SECRET*, *TOKEN*, *_URL, NODE_OPTIONS, HF_…, …)',
   ),
   team: flag.text(
     '--team <name>',
@@ -134,7 +134,7 @@ export const ENDPOINT_ADD_FLAGS = {
   ),
   allowPrivate: flag.on(
     '--allow-private',
-    'allow a server on this machine or a private network (refused by default, by every address its name resolves to: metadata services live there); workers connect there only with --allow-private too',
+    'allow a server on this machine or a private network (refused by default, by every address its name resolves to: metadata services live there); workers connect there only with --allow-private too; a cloud\'s metadata or platform address (169.254.169.254, 168.63.129.16, fd00:ec2::254, …) and port 0 stay refused',
   ),
 } satisfies FlagTable;
 

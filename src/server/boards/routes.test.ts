@@ -261,7 +261,7 @@ describe.skipIf(!ROUTES_READY)(
         ]);
       });
 
-      it('limits reads of the API and the CSV per address, and says when to come back', async () => {
+      it('limits reads of the API, the CSV and the pages per address, and says when to come back', async () => {
         const limited = createApp({
           lb: new Leaderboard(t.lb.db, t.lb.scorer, { ...t.lb.options, apiPerMinute: 3 }),
           log: t.log,
@@ -285,9 +285,10 @@ describe.skipIf(!ROUTES_READY)(
           Number(refused.headers.get('retry-after')) > 0,
           ((await refused.json()) as Body).code,
           (await from('203.0.113.8', '/api/boards/public')).status,
-          // The pages themselves are not counted.
+          // The pages that draw charts are counted with them (issue #57); another address's count is its own.
           (await from('203.0.113.7', '/')).status,
-        ]).toEqual([[200, 200, 200, 429], 429, 429, true, 'RATE_LIMITED', 200, 200]);
+          (await from('203.0.113.8', '/')).status,
+        ]).toEqual([[200, 200, 200, 429], 429, 429, true, 'RATE_LIMITED', 200, 429, 200]);
       });
 
       it('shows an upload at once, another process’s upload once its cache is past, and a hidden entry no more', async () => {
