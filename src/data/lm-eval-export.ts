@@ -3,7 +3,7 @@
  * is scored by log-likelihood, a group `rumedbench` of them, and the helper module their `!function` entries name.
  * The data are the user's own files (`dataset_path: json` with `data_files` pointing at them; nothing is
  * downloaded); the prompts and candidates are ours byte for byte, since the helper renders each item from the pieces
- * our own renderer produces (found by rendering a record whose every field is a marker). Jinja alone cannot say it:
+ * our own renderer produces (found by rendering a record whose every field is a marker, a private-use character pair no definition writes). Jinja alone cannot say it:
  * RuMedTest's option fields are named "1" … "4", which a template cannot name, and JavaScript's way of printing a
  * list or a number is not Python's. RuMedNER is not exported: its answer is a JSON list of entities that our parser
  * aligns to the tokens as IOB2 tags, which lm-eval's generation tasks cannot score; `rumedbench llm` scores it.
@@ -33,14 +33,14 @@ export type TextPiece = string | { field: string };
 /** The pieces of a task's rendered item, found by rendering a record whose every field is a marker. */
 export function renderPieces(task: TaskDefinition): TextPiece[] {
   const fields = Object.keys(task.recordFields);
-  const marker = (i: number) => `\u0001${i}\u0002`;
+  const marker = (i: number) => `\uE000${i}\uE001`;
   const rendered = loglikContext(
     task,
     task.prompt.render(Object.fromEntries(fields.map((f, i) => [f, marker(i)]))),
   );
   const pieces: TextPiece[] = [];
   let last = 0;
-  for (const m of rendered.matchAll(/\u0001(\d+)\u0002/g)) {
+  for (const m of rendered.matchAll(/\uE000(\d+)\uE001/g)) {
     if (m.index > last) pieces.push(rendered.slice(last, m.index));
     pieces.push({ field: fields[Number(m[1])] as string });
     last = m.index + m[0].length;

@@ -101,9 +101,19 @@ async function readBody(req: IncomingMessage): Promise<string> {
  * " да" is one token and "да" another), a run of spaces one token; ids from a hash of the piece, BOS = 1.
  */
 export function fakeTokenize(text: string, special = false): number[] {
-  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => 100 + (fnvHash(m[0]) % 50_000));
+  const ids = [...text.matchAll(/ ?[^\s]+|\s+/gu)].map((m) => {
+    const id = 100 + (fnvHash(m[0]) % 50_000);
+    PIECES.set(id, m[0]);
+    return id;
+  });
   return special ? [1, ...ids] : ids;
 }
+
+/** id → piece of every token the fake tokenizer has made, for /detokenize (lm-evaluation-harness's remote tokenizer). */
+const PIECES = new Map<number, string>([
+  [1, '<s>'],
+  [2, '</s>'],
+]);
 
 /** The fake model's log-probability of a token after another: deterministic, between −1 and −10.6. */
 export const fakeLogprob = (prev: number, token: number): number =>
@@ -140,6 +150,11 @@ export async function startFakeOpenAI(options: {
   topLogprobs?: (prompt: string) => Record<string, number>;
   /** /tokenize exists (vLLM); true by default. */
   tokenize?: boolean;
+  /**
+   * Echoed prompt tokens carry their top-1 as vLLM's do (`{piece: log-probability}`), which lm-evaluation-harness reads
+   * for its is_greedy; null by default (our client does not read them).
+   */
+  echoTopLogprobs?: boolean;
   /** /v1/completions reads a list of texts as a list of prompts (as vLLM does); true by default. */
   textLists?: boolean;
   /** Delay of each /v1/completions answer, ms. */
@@ -318,6 +333,21 @@ export async function startFakeOpenAI(options: {
       largest = Math.max(largest, Buffer.byteLength(text));
       res.writeHead(status, { 'content-type': 'application/json' }).end(text);
     };
+    // vLLM's tokenizer endpoints that lm-evaluation-harness's remote tokenizer asks (`tokenizer_backend=remote`).
+    if (req.method === 'GET' && req.url === '/tokenizer_info' && options.tokenize !== false) {
+      json(200, {
+        bos_token: '<s>',
+        eos_token: '</s>',
+        pad_token: null,
+        model_max_length: options.maxModelLen ?? 8192,
+      });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/detokenize' && options.tokenize !== false) {
+      const body = JSON.parse(await readBody(req)) as { tokens: number[] };
+      json(200, { prompt: body.tokens.map((t) => PIECES.get(t) ?? '').join('') });
+      return;
+    }
     if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
       const body = JSON.parse(await readBody(req)) as {
         prompt?: string;
@@ -356,7 +386,9 @@ export async function startFakeOpenAI(options: {
           logprobs = {
             tokens: all.map((id) => `${id}${pad}`),
             token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
-            top_logprobs: all.map(() => null),
+            top_logprobs: all.map((id, i) =>
+              options.echoTopLogprobs && i > 0 ? { [`${id}${pad}`]: logprobAt(all, i) } : null,
+            ),
             text_offset: all.map((_, i) => i),
           };
         } else if (body.logprobs !== undefined && !body.echo && options.topLogprobs) {
