@@ -186,6 +186,36 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
     for (const t of tested) expect(theirs.tasks[t]?.metrics, t).toEqual(mine.tasks[t]?.metrics);
   });
 
+  it('becomes a run folder that says where it came from, which rank reads and submit takes', async () => {
+    const run = join(dir, 'imported');
+    await rumedbenchOk('eval', lmOut, '--data', data, '--bootstrap', '0', '--out', run);
+    const manifest = JSON.parse(readFileSync(join(run, 'manifest.json'), 'utf8'));
+    expect(manifest.provider).toBe('lm-eval');
+    expect(manifest.lm_eval.version).toBe('0.4.13');
+    expect(manifest.lm_eval.model_args).toMatchObject({ model: 'base-1', tokenizer_backend: 'remote' });
+    expect(manifest.lm_eval.tasks.rumedbench_rumeddanet).toMatchObject({
+      version: 1,
+      rumedbench_task: 'RuMedDaNet',
+      prompt_version: 'danet-v1',
+    });
+    expect(readdirSync(join(run, 'predictions')).sort()).toEqual([
+      'RuMedDaNet.jsonl',
+      'RuMedNLI.jsonl',
+      'RuMedSymptomRec.jsonl',
+      'RuMedTop3.jsonl',
+    ]);
+    expect(existsSync(join(run, 'submission.zip'))).toBe(true);
+    const ranked = JSON.parse(
+      (await rumedbenchOk('rank', run, join(dir, 'ours'), '--data', data, '--bootstrap', '0', '--json'))
+        .stdout,
+    );
+    expect(JSON.stringify(ranked)).toContain('imported');
+    // The output folder itself is not an upload: said, with the command that makes one.
+    const direct = await rumedbench('submit', lmOut, '--server', 'http://127.0.0.1:9');
+    expect(direct.code).toBe(2);
+    expect(direct.stderr).toContain(`rumedbench eval ${lmOut} --out RUN`);
+  });
+
   /** A copy of lm-eval's output folder, its RuMedDaNet samples passed through `edit`. */
   type Results = { configs: Record<string, { metadata?: unknown }> };
   const edited = (edit: (lines: string[]) => string[], results?: (r: Results) => void, rename?: string) => {
