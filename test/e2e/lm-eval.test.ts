@@ -9,7 +9,16 @@
  * RUMEDBENCH_REQUIRE_LMEVAL=1 (CI) makes that a failure.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -214,6 +223,80 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
     const direct = await rumedbench('submit', lmOut, '--server', 'http://127.0.0.1:9');
     expect(direct.code).toBe(2);
     expect(direct.stderr).toContain(`rumedbench eval ${lmOut} --out RUN`);
+  });
+
+  it('runs a task defined in a file (--tasks-dir) the same way', async () => {
+    const tasksDir = join(dir, 'user-tasks');
+    mkdirSync(join(tasksDir, 'data'), { recursive: true });
+    writeFileSync(
+      join(tasksDir, 'severity.yaml'),
+      [
+        'schema: rumedbench.task/1',
+        'name: Severity',
+        'description: Тяжесть состояния по описанию.',
+        'licence: CC BY 4.0',
+        'files: {test: data/test.jsonl}',
+        'id: id',
+        'inputs: [text, age]',
+        'gold: label',
+        'type: classification',
+        'labels: [лёгкая, средняя, тяжёлая]',
+        'metrics: [accuracy]',
+        'prompts: [{id: p1, version: severity-v1, instruction: Оцени тяжесть состояния., template: "Описание: {text} ({age} лет)"}]',
+        '',
+      ].join('\n'),
+    );
+    const labels = ['лёгкая', 'средняя', 'тяжёлая'];
+    writeFileSync(
+      join(tasksDir, 'data', 'test.jsonl'),
+      `${Array.from({ length: 9 }, (_, i) => JSON.stringify({ id: `s${i}`, text: `случай {{ ${i} }}`, age: String(30 + i), label: labels[i % 3] })).join('\n')}\n`,
+    );
+    const exported = join(dir, 'user-export');
+    await rumedbenchOk(
+      'tasks',
+      'export',
+      '--tasks-dir',
+      tasksDir,
+      '--tasks',
+      'Severity',
+      '--out',
+      exported,
+      '--data',
+      data,
+    );
+    const yaml = readFileSync(join(exported, 'rumedbench_severity.yaml'), 'utf8');
+    expect(yaml).toContain(`definition_file: ${JSON.stringify(join(tasksDir, 'severity.yaml'))}`);
+    const out = join(dir, 'user-lm-eval');
+    await run(
+      (found as { python: string }).python,
+      [
+        ...['-m', 'lm_eval', 'run', '--model', 'local-completions', '--tasks', 'rumedbench_severity'],
+        ...['--include_path', exported, '--output_path', out, '--log_samples'],
+        ...['--model_args', `model=base-1,base_url=${server.url}/completions,tokenizer_backend=remote`],
+      ],
+      {
+        ...process.env,
+        PYTHONPATH: join(REPO_ROOT, 'bench', 'lmeval'),
+        HF_DATASETS_OFFLINE: '1',
+        HF_HUB_OFFLINE: '1',
+      },
+    );
+    const mine = join(dir, 'user-ours');
+    await rumedbenchOk(
+      ...['llm', '--model', 'base-1', '--base-url', server.url, '--mode', 'loglik', '--tasks-dir', tasksDir],
+      ...['--tasks', 'Severity', '--data', data, '--out', mine, '--bootstrap', '0', '--no-progress'],
+    );
+    const ourSamples = readFileSync(join(mine, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as OurSample);
+    const read = await readLmEval(out, { dataDir: data });
+    expect(read.submission.issues).toEqual([]);
+    expect(read.samples.map((s) => [s.id, s.prompt, s.answer])).toEqual(
+      ourSamples.map((s) => [s.id, s.prompt, s.answer]),
+    );
+    // Jinja-looking text in the data is data: the prompt carries it as written.
+    expect(read.samples[0]?.prompt).toContain('Описание: случай {{ 0 }} (30 лет)');
   });
 
   /** A copy of lm-eval's output folder, its RuMedDaNet samples passed through `edit`. */
