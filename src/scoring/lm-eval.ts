@@ -32,10 +32,18 @@ function resultsFiles(path: string): string[] {
   const here = readdirSync(path).filter((f) => RESULTS.test(f));
   if (here.length > 0) return here.map((f) => join(path, f));
   // lm-eval writes OUT/<model name, sanitized>/results_<time>.json.
+  // A folder that cannot be listed is not an lm-eval run (what reads it next says why).
+  const list = (dir: string): string[] => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  };
   return readdirSync(path, { withFileTypes: true })
     .filter((d) => d.isDirectory())
     .flatMap((d) =>
-      readdirSync(join(path, d.name))
+      list(join(path, d.name))
         .filter((f) => RESULTS.test(f))
         .map((f) => join(path, d.name, f)),
     );
