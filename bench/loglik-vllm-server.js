@@ -3,8 +3,10 @@
 // /v1/completions with echo, as vLLM serves them, for a model without BOS (as Qwen's). A word with its leading space
 // is one token; a token's log-probability is a fixed function of the token and a hash of every token before it, so
 // the answer depends on the whole prompt and two harnesses that split tokens the same way get the same sums.
-// BENCH_LATENCY_MS adds a fixed delay to every answer (a real server's per-request cost); 0 by default.
-// Prints its port on stdout.
+// BENCH_LATENCY_MS adds a fixed delay to every /v1/completions answer (a real server's per-request cost: a forward
+// pass), never to /tokenize or /detokenize, which a real vLLM answers from its tokenizer at once; 0 by default.
+// The texts of every prompt scored are kept (token ids decoded), so that a bench compares what two harnesses sent
+// on the wire: GET /prompts returns them, POST /reset clears them. Prints its port on stdout.
 import { createServer } from 'node:http';
 
 const latency = Number(process.env.BENCH_LATENCY_MS ?? 0);
@@ -37,21 +39,29 @@ const logprobs = (ids) => {
   return out;
 };
 let requests = 0;
+/** The prompts scored since the last /reset, as texts. */
+let prompts = [];
 
 const server = createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
-    requests++;
+    // The bench's own questions are not the harnesses' requests.
+    if (!['/stats', '/prompts', '/reset'].includes(req.url)) requests++;
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
-    const json = (value) => {
+    const json = (value, delay = 0) => {
       const data = Buffer.from(JSON.stringify(value));
       const send = () =>
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': data.length }).end(data);
-      if (latency > 0) setTimeout(send, latency);
+      if (delay > 0) setTimeout(send, delay);
       else send();
     };
     if (req.url === '/stats') return json({ requests });
+    if (req.url === '/prompts') return json({ prompts });
+    if (req.url === '/reset') {
+      prompts = [];
+      return json({});
+    }
     if (req.url === '/tokenizer_info')
       return json({ eos_token: '</s>', bos_token: null, pad_token: null, model_max_length: 32768 });
     if (req.url === '/tokenize') {
@@ -68,6 +78,7 @@ const server = createServer((req, res) => {
       let promptTokens = 0;
       const choices = list.map((prompt, index) => {
         const ids = typeof prompt === 'string' ? tokenize(prompt) : prompt;
+        prompts.push(typeof prompt === 'string' ? prompt : prompt.map((t) => pieces.get(t) ?? '').join(''));
         promptTokens += ids.length;
         const all = [...ids, 2];
         const lp = logprobs(ids);
@@ -90,17 +101,20 @@ const server = createServer((req, res) => {
           finish_reason: 'length',
         };
       });
-      return json({
-        id: 'cmpl',
-        object: 'text_completion',
-        model: body.model,
-        choices,
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: list.length,
-          total_tokens: promptTokens + list.length,
+      return json(
+        {
+          id: 'cmpl',
+          object: 'text_completion',
+          model: body.model,
+          choices,
+          usage: {
+            prompt_tokens: promptTokens,
+            completion_tokens: list.length,
+            total_tokens: promptTokens + list.length,
+          },
         },
-      });
+        latency,
+      );
     }
     res.writeHead(404).end('{}');
   });

@@ -1,22 +1,16 @@
-// Benchmark (issue #47): a log-likelihood run of RuMedDaNet's test set (256 items) at concurrency 8 against one
+// Benchmark (issues #47, #62): a log-likelihood run of RuMedDaNet's test set (256 items) at concurrency 8 against one
 // loopback vLLM-like server (bench/loglik-vllm-server.js), by rumedbench (this build, and BENCH_BEFORE_CLI, another
-// build's dist/bin/rumedbench.js, where set) and by EleutherAI lm-evaluation-harness 0.4.13 (`local-completions`,
-// tokenized_requests=False, max_length=8192, the server's tokenizer), where LMEVAL_PYTHON names a Python with it
-// (bash bench/lmeval/setup.sh installs one). lm-eval reads a task file whose prompts and candidates are ours byte for
-// byte (written from our run's samples.jsonl). Each run is a fresh process, timed with /usr/bin/time (wall, peak
-// RSS); the systems take turns in each round; medians of BENCH_ROUNDS (3) rounds. The answers are compared item by
-// item, and our two builds' log-probabilities must be equal. Target: ≥ 5× faster than lm-eval.
-// BENCH_LATENCY_MS gives the server a fixed delay per answer (0 by default).
+// build's dist/bin/rumedbench.js, where set) and by EleutherAI lm-evaluation-harness 0.4.13 (`local-completions`, the
+// server's tokenizer, num_concurrent=8 as ours, every other model argument at lm-eval's default: tokenized_requests
+// True, max_length 2048), where LMEVAL_PYTHON names a Python with it (bash bench/lmeval/setup.sh installs one).
+// lm-eval runs the task `rumedbench tasks export --format lm-eval` writes, at its best batch size: each of
+// BENCH_LMEVAL_BATCH_SIZES (1,4,16,64) is timed once first, and the fastest is the one raced. The prompts are compared
+// on the wire: every text lm-eval's completions scored must be one ours scored, and the answers item by item.
+// Each run is a fresh process, timed with /usr/bin/time (wall, peak RSS); the systems take turns in each round;
+// medians of BENCH_ROUNDS (3) rounds. Our two builds' log-probabilities must be equal. Target: ≥ 5× faster.
+// BENCH_LATENCY_MS delays every /v1/completions answer (a forward pass), never the tokenizer's (0 by default).
 import { execFileSync, spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +32,19 @@ const server = spawn(process.execPath, [join(root, 'bench', 'loglik-vllm-server.
   env: process.env,
 });
 const port = await new Promise((r) => server.stdout.once('data', (d) => r(Number(String(d).trim()))));
-const stats = async () => (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()).requests;
+/**
+ * One question to the server. Asked again once where its kept-alive connection was closed under it: the runs are
+ * timed with execFileSync, which blocks this process for the whole run, so a connection can go stale in between.
+ */
+const ask = async (path, init) => {
+  const url = `http://127.0.0.1:${port}${path}`;
+  try {
+    return await (await fetch(url, init)).json();
+  } catch {
+    return await (await fetch(url, init)).json();
+  }
+};
+const stats = async () => (await ask('/stats')).requests;
 const work = mkdtempSync(join(tmpdir(), 'rmb-loglik-'));
 
 /** Runs a command under /usr/bin/time: wall seconds, peak RSS in MiB, and the server requests it made. */
@@ -73,42 +79,39 @@ const ours = (main) => async () => {
   return { ...r, samples };
 };
 
-// Our prompts and candidates, as lm-eval's task file reads them.
-const first = await ours(cli)();
-const items = first.samples.map((s) => ({
-  id: s.id,
-  context: s.prompt,
-  choices: s.candidates.map((c) => c.text),
-  gold: s.candidates.findIndex((c) => c.label === s.gold),
-}));
+// The task as lm-eval reads it: our export, over the same data file.
 const taskDir = join(work, 'task');
-mkdirSync(taskDir);
-writeFileSync(join(taskDir, 'items.jsonl'), `${items.map((x) => JSON.stringify(x)).join('\n')}\n`);
-writeFileSync(
-  join(taskDir, 'rumeddanet_bench.yaml'),
-  [
-    'task: rumeddanet_bench',
-    'dataset_path: json',
-    `dataset_kwargs: {data_files: {test: ${JSON.stringify(join(taskDir, 'items.jsonl'))}}}`,
-    'test_split: test',
-    'output_type: multiple_choice',
-    "doc_to_text: '{{context}}'",
-    "doc_to_choice: '{{choices}}'",
-    "doc_to_target: '{{gold}}'",
-    "target_delimiter: ''",
-    'metric_list: [{metric: acc}]',
-    '',
-  ].join('\n'),
-);
-const lmeval = async () => {
+execFileSync(process.execPath, [
+  cli,
+  'tasks',
+  'export',
+  '--format',
+  'lm-eval',
+  '--tasks',
+  'RuMedDaNet',
+  '--data',
+  dataDir,
+  '--out',
+  taskDir,
+  '--quiet',
+]);
+const lmArgs = `model=bench,base_url=http://127.0.0.1:${port}/v1/completions,num_concurrent=8,tokenizer_backend=remote`;
+const lmeval = (batchSize) => async () => {
   const out = mkdtempSync(join(work, 'lmeval-'));
   const r = await timed(
     python,
     [
-      ...['-m', 'lm_eval', 'run', '--model', 'local-completions', '--tasks', 'rumeddanet_bench'],
-      ...['--include_path', taskDir, '--output_path', out, '--log_samples'],
-      '--model_args',
-      `model=bench,base_url=http://127.0.0.1:${port}/v1/completions,num_concurrent=8,tokenized_requests=False,tokenizer_backend=remote,max_length=8192`,
+      ...['-m', 'lm_eval', 'run', '--model', 'local-completions', '--tasks', 'rumedbench_rumeddanet'],
+      ...[
+        '--include_path',
+        taskDir,
+        '--output_path',
+        out,
+        '--log_samples',
+        '--batch_size',
+        String(batchSize),
+      ],
+      ...['--model_args', lmArgs],
     ],
     {
       ...process.env,
@@ -123,7 +126,7 @@ const lmeval = async () => {
     for (const f of readdirSync(d)) {
       const p = join(d, f);
       if (statSync(p).isDirectory()) walk(p);
-      else if (/samples_rumeddanet_bench.*\.jsonl$/.test(f)) files.push(p);
+      else if (/samples_rumedbench_rumeddanet.*\.jsonl$/.test(f)) files.push(p);
     }
   };
   walk(out);
@@ -133,10 +136,29 @@ const lmeval = async () => {
     .map((l) => JSON.parse(l));
   return { ...r, samples };
 };
+/** The texts the server scored during a run. */
+const onWire = async (run) => {
+  await ask('/reset', { method: 'POST' });
+  const r = await run();
+  const { prompts } = await ask('/prompts');
+  return { ...r, wire: prompts };
+};
+
+const first = await onWire(ours(cli));
+let batchSize;
+const tried = [];
+if (python) {
+  for (const b of (process.env.BENCH_LMEVAL_BATCH_SIZES ?? '1,4,16,64').split(',').map(Number)) {
+    const r = await onWire(lmeval(b));
+    tried.push([b, r.seconds]);
+    if (!batchSize || r.seconds < tried.find(([x]) => x === batchSize)[1]) batchSize = b;
+    if (b === batchSize) first.lmeval = r;
+  }
+}
 
 const systems = [['ours', ours(cli)]];
 if (before) systems.unshift(['ours before', ours(before)]);
-if (python) systems.push(['lm-eval 0.4.13', lmeval]);
+if (python) systems.push(['lm-eval 0.4.13', lmeval(batchSize)]);
 else console.log('lm-eval: no LMEVAL_PYTHON (bash bench/lmeval/setup.sh installs one): ours only');
 const runs = Object.fromEntries(systems.map(([name]) => [name, []]));
 for (let i = 0; i < rounds; i++) for (const [name, run] of systems) runs[name].push(await run());
@@ -151,27 +173,27 @@ if (before)
     'ours before = ours, every log-probability',
     lpsOf(runs['ours before'][0].samples) === lpsOf(ref),
   ]);
+const items = ref.length;
 if (python) {
   const mine = answersOf(ref);
-  const theirs = runs['lm-eval 0.4.13'][0].samples;
+  const theirs = first.lmeval.samples;
   let same = 0;
-  let prompts = 0;
-  const byId = new Map(items.map((x) => [x.id, x]));
   for (const s of theirs) {
-    const item = byId.get(s.doc.id);
+    const id = String(s.doc.pairID);
     const lps = s.filtered_resps.map((r) => Number(r[0]));
     const best = lps.indexOf(Math.max(...lps));
-    if (item && ref.find((x) => x.id === item.id)?.candidates[best]?.label === mine.get(item.id)) same++;
-    const args = Object.values(s.arguments).map((a) => [a.arg_0, a.arg_1]);
-    if (
-      item &&
-      args.length === item.choices.length &&
-      args.every((a, k) => a[0] === item.context && a[1] === item.choices[k])
-    )
-      prompts++;
+    if (ref.find((x) => x.id === id)?.candidates[best]?.label === mine.get(id)) same++;
   }
-  checks.push([`lm-eval's answers equal ours: ${same}/${items.length}`, same === items.length]);
-  checks.push([`lm-eval's prompts byte-identical: ${prompts}/${items.length}`, prompts === items.length]);
+  checks.push([`lm-eval's answers equal ours: ${same}/${items}`, same === items && theirs.length === items]);
+  // On the wire: every context + candidate lm-eval scored is a text ours scored (ours also scores each context alone).
+  const ourTexts = new Set(first.wire);
+  const lmTexts = first.lmeval.wire;
+  const expected = ref.reduce((n, x) => n + x.candidates.length, 0);
+  const shared = lmTexts.filter((t) => ourTexts.has(t)).length;
+  checks.push([
+    `prompts on the wire: ${shared}/${lmTexts.length} of lm-eval's scored texts are ours byte for byte (${expected} expected)`,
+    shared === lmTexts.length && lmTexts.length === expected,
+  ]);
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -186,9 +208,16 @@ const m = Object.fromEntries(
   ]),
 );
 console.log(
-  `RuMedDaNet test (${items.length} items), log-likelihood, concurrency 8, one loopback vLLM-like server ` +
-    `(${Number(process.env.BENCH_LATENCY_MS ?? 0)} ms a request); medians of ${rounds} rounds, fresh processes`,
+  `RuMedDaNet test (${items} items), log-likelihood, concurrency 8, one loopback vLLM-like server ` +
+    `(${Number(process.env.BENCH_LATENCY_MS ?? 0)} ms per /v1/completions answer, none on /tokenize or /detokenize); ` +
+    `medians of ${rounds} rounds, fresh processes`,
 );
+console.log('  ours: llm --mode loglik --concurrency 8 (its defaults otherwise)');
+if (python)
+  console.log(
+    `  lm-eval 0.4.13: local-completions ${lmArgs.replace(/base_url=[^,]+,/, '')} (tokenized_requests and max_length at their defaults), ` +
+      `--batch_size ${batchSize}, the fastest of ${tried.map(([b, s]) => `${b}: ${s.toFixed(2)} s`).join(', ')}`,
+  );
 for (const [name, x] of Object.entries(m))
   console.log(
     `  ${name.padEnd(15)} ${x.seconds.toFixed(2).padStart(6)} s  ${x.mib.toFixed(0).padStart(5)} MiB peak  ${String(x.requests).padStart(5)} requests`,

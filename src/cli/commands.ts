@@ -391,4 +391,13 @@ export const COMMANDS: readonly CommandEntry[] = [
       return { flags: m.TASKS_CHECK_FLAGS, run: (a, f, io) => m.runTasksCheck(a, f, io) };
     },
   },
+  {
+    path: ['tasks', 'export'],
+    description:
+      'write the tasks for another harness: --format lm-eval, lm-evaluation-harness 0.4.x tasks that read your data folder',
+    load: async () => {
+      const m = await import('./tasks.js');
+      return { flags: m.TASKS_EXPORT_FLAGS, run: (_, f, io) => m.runTasksExport(f, io) };
+    },
+  },
 ];

@@ -1,5 +1,6 @@
 /** `rumedbench eval` and `rumedbench compare`: thin wrappers over evaluateSubmission / compareSubmissions. */
 
+import { UsageError } from '../errors.js';
 import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { evaluateSubmission } from '../scoring/score.js';
 import { OVERALL_TASKS } from '../tasks/registry.js';
@@ -27,6 +28,10 @@ export const EVAL_FLAGS = {
   ...SCORING_FLAGS,
   reference: flag.on('--reference', "show the paper's rows (Naive … Human) beside the result"),
   breakdown: flag.on('--breakdown', 'per-label and per-entity-type tables, confusion matrices'),
+  out: flag.text(
+    '--out <dir>',
+    'PATH is an lm-evaluation-harness output folder: also write it here as a run folder (predictions, samples, manifest, summary)',
+  ),
 } satisfies FlagTable;
 export const COMPARE_FLAGS = SCORING_FLAGS;
 export type EvalFlags = FlagsOf<typeof EVAL_FLAGS>;
@@ -60,6 +65,13 @@ function evaluateOptions(flags: CompareFlags) {
 }
 
 export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promise<number> {
+  if (flags.out !== undefined) {
+    const { isLmEvalOutput } = await import('../scoring/lm-eval.js');
+    if (!isLmEvalOutput(path))
+      throw new UsageError(
+        `--out: ${path} is not an lm-evaluation-harness output folder (results_<time>.json and samples_<task>_<time>.jsonl); only such a run is written as a run folder`,
+      );
+  }
   // A run folder, an empty folder, nothing scored: the library reads and judges them as the CLI shows them.
   const result = await evaluateSubmission(path, evaluateOptions(flags));
   // Nothing scored: the error says why; "RuMedTop3 is not in the submission" four more times adds nothing.
@@ -100,6 +112,15 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
     io.out(`${parts.join('\n\n')}\n`);
   }
   reportIssues(io, result.errors, flags.json ? [] : result.warnings, flags.maxIssues);
+  if (flags.out !== undefined && result.errors.length === 0) {
+    const { readLmEval, writeLmEvalRunFolder } = await import('../scoring/lm-eval.js');
+    await writeLmEvalRunFolder(
+      await readLmEval(path, flags.data !== undefined ? { dataDir: flags.data } : {}),
+      result,
+      flags.out,
+    );
+    io.log.info(`run folder written: ${flags.out} (rank, report and submit read it)`);
+  } else if (flags.out !== undefined) io.log.error(`${flags.out}: not written: the run has errors (above)`);
   return result.errors.length > 0 ? EXIT.submissionErrors : EXIT.ok;
 }
 

@@ -17,6 +17,7 @@ import {
   definitionFileOf,
   getTask,
   isTaskName,
+  parseTaskList,
   shippedFile,
   shippedTasks,
   TASKS,
@@ -29,6 +30,15 @@ import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
 export const TASKS_FLAGS = { json: flag.jsonFlag() } satisfies FlagTable;
+export const TASKS_EXPORT_FLAGS = {
+  format: flag.choice('--format <format>', 'what to write the tasks as', ['lm-eval'] as const, {
+    default: 'lm-eval',
+  }),
+  out: flag.text('--out <dir>', 'folder to write the task files to', { required: true }),
+  tasks: flag.tasksFlag(),
+  data: flag.dataFlag(),
+  json: flag.jsonFlag(),
+} satisfies FlagTable;
 export const TASKS_CHECK_FLAGS = {
   data: flag.dataFlag(),
   gold: flag.text(
@@ -214,4 +224,33 @@ export async function runTasksCheck(
       } else for (const p of r.problems) io.log.error(p);
     }
   return results.every((r) => r.ok) ? EXIT.ok : EXIT.submissionErrors;
+}
+
+/**
+ * `rumedbench tasks export --format lm-eval --out DIR`: the tasks as lm-evaluation-harness tasks that read the
+ * user's data folder (src/data/lm-eval-export.ts).
+ */
+export async function runTasksExport(flags: FlagsOf<typeof TASKS_EXPORT_FLAGS>, io: CliIo): Promise<number> {
+  const { exportLmEval } = await import('../data/lm-eval-export.js');
+  const result = await exportLmEval(parseTaskList(flags.tasks), {
+    out: flags.out,
+    dataDir: resolveDataDir(flags.data),
+  });
+  if (flags.json)
+    io.out(
+      `${JSON.stringify({
+        dir: result.dir,
+        tasks: result.tasks.map(({ yaml: _, ...t }) => t),
+        skipped: result.skipped,
+      })}\n`,
+    );
+  else {
+    for (const t of result.tasks)
+      io.out(`${t.task}: ${join(result.dir, `${t.lmEvalTask}.yaml`)} (${t.split}: ${t.dataFile})\n`);
+    io.out(
+      `lm_eval --include_path ${result.dir} --tasks rumedbench --log_samples --output_path OUT … ; then rumedbench eval OUT\n`,
+    );
+  }
+  for (const [task, why] of Object.entries(result.skipped)) io.log.warn(`${task}: not exported: ${why}`);
+  return EXIT.ok;
 }

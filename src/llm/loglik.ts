@@ -5,6 +5,7 @@
  * token trie that lets candidates with a shared prefix share their evaluation, and choosing the answer.
  */
 import type { Prediction } from '../metrics/item-stats.js';
+import { loglikContext } from '../tasks/loglik-prompt.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
 import type { Usage } from './usage.js';
 
@@ -64,7 +65,7 @@ export function loglikItem(
     return `${task.prompt.render(r.raw)}\nОтвет:${gold}\n\n`;
   };
   return {
-    context: `${task.prompt.system}\n\n${spec.instruction}\n\n${examples.map(shot).join('')}${task.prompt.render(record.raw)}\nОтвет:`,
+    context: loglikContext(task, task.prompt.render(record.raw), examples.map(shot).join('')),
     candidates,
   };
 }

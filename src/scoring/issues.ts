@@ -62,7 +62,13 @@ export type IssueCode =
   /** A platform evaluation over its team's daily quota of uploads on hidden gold: nothing on hidden gold released. */
   | 'CLOSED_QUOTA_USED'
   /** The ids answer another split of the task (dev predictions scored as test). */
-  | 'WRONG_SPLIT';
+  | 'WRONG_SPLIT'
+  /** An lm-eval output folder that cannot be read as one run (several runs in it, an unreadable results file). */
+  | 'LMEVAL_RUN'
+  /** An lm-eval task that asked the model otherwise than we ask (a task we did not export, an edited one). */
+  | 'LMEVAL_PROMPT_MISMATCH'
+  /** lm-eval answered a split other than test (RuMedTest's private test): not scored with the test splits. */
+  | 'LMEVAL_OTHER_SPLIT';
 
 export interface SubmissionIssue {
   severity: 'error' | 'warning';

@@ -347,6 +347,11 @@ const manifestShape = {
   ...llmSettings,
   /** `merge`: the shards' folders the run was joined from. */
   merged_from: z.array(z.object({ dir: z.string(), shard: shardSchema }).strict()).optional(),
+  /**
+   * A run made by lm-evaluation-harness and read here (`eval LMEVAL_OUT --out DIR`, scoring/lm-eval.ts): its version,
+   * model arguments, settings and task versions.
+   */
+  lm_eval: z.record(z.string(), z.unknown()).optional(),
   /** A cell a worker ran: its plan and cell in the queue. */
   plan_id: z.string().optional(),
   cell: z.string().optional(),

@@ -111,7 +111,13 @@ export async function validateSubmission(
   path: string,
   options: EvaluateOptions = {},
 ): Promise<ValidatedSubmission> {
-  return validateRead(await readSubmission(path, options.split), options);
+  return validateRead(
+    await readSubmission(path, {
+      ...(options.split !== undefined ? { split: options.split } : {}),
+      ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+    }),
+    options,
+  );
 }
 
 /** Validates a submission already read (a folder, a zip, or files uploaded to the server). */

@@ -11,6 +11,7 @@ import { decodeUtf8, encodingMessage, TextEncodingError } from '../data/text.js'
 import { didYouMean, isTaskName, TASKS } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
+import { isLmEvalOutput, readLmEval } from './lm-eval.js';
 
 export interface SubmissionFile {
   task: string;
@@ -197,12 +198,24 @@ function folderHint(path: string): string {
 }
 
 /**
- * Reads a submission: a folder, a zip, one `<Task>.jsonl`, or a run folder (read as its `predictions/`). Problems
+ * Reads a submission: a folder, a zip, one `<Task>.jsonl`, a run folder (read as its `predictions/`), or an
+ * lm-evaluation-harness output folder (src/scoring/lm-eval.ts). Problems
  * come back as issues, not exceptions; a path that holds no task file is one `NO_FILES` error.
  * @example const s = await readSubmission('runs/naive'); // runs/naive/predictions' files
  */
-export async function readSubmission(path: string, split?: Split): Promise<Submission> {
-  const read = await readPath(predictionsOf(path, split));
+export async function readSubmission(
+  path: string,
+  options: {
+    /** The split a run folder's predictions are of (a private test's `submission.zip`). */
+    split?: Split;
+    /** The data folder: where an lm-eval run of a task not exported by us finds a ranking task's train inventory. */
+    dataDir?: string;
+  } = {},
+): Promise<Submission> {
+  // An lm-evaluation-harness output folder: its samples, checked against our prompts, read as predictions.
+  const read = isLmEvalOutput(path)
+    ? (await readLmEval(path, options.dataDir !== undefined ? { dataDir: options.dataDir } : {})).submission
+    : await readPath(predictionsOf(path, options.split));
   // Nothing to score is a mistake (a wrong folder), never an empty result; other errors already say why.
   if (read.files.length === 0 && !read.issues.some((i) => i.severity === 'error')) {
     read.issues.push({

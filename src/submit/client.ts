@@ -14,6 +14,7 @@ import { type Answer, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactCredentials } from '../log.js';
 import type { SubmissionIssue } from '../scoring/issues.js';
+import { isLmEvalOutput } from '../scoring/lm-eval.js';
 import { readRunLog } from '../scoring/run-log.js';
 import { runUsageOf } from '../scoring/run-usage.js';
 import { readTrustFiles, summarizeTrust } from '../scoring/trust-files.js';
@@ -69,6 +70,11 @@ const KINDS: Record<string, string> = {
 /** What PATH holds: its files for the chosen board, and what its summary and manifest say of the run. */
 export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): Upload {
   if (!existsSync(path)) throw new UsageError(`${path} does not exist`);
+  // Its samples files are not predictions: the run folder `eval --out` makes of it is (scoring/lm-eval.ts).
+  if (isLmEvalOutput(path))
+    throw new UsageError(
+      `${path} is an lm-evaluation-harness output folder: make it a run folder first (rumedbench eval ${path} --out RUN), then submit RUN`,
+    );
   const board = o.board ?? 'auto';
   let files: Upload['files'];
   const found: Record<string, string> = {};

@@ -173,6 +173,11 @@ export async function startFakeOpenAI(options: {
   topLogprobs?: (prompt: string) => Record<string, number>;
   /** /tokenize exists (vLLM); true by default. */
   tokenize?: boolean;
+  /**
+   * Echoed prompt tokens carry their top-1 as vLLM's do (`{piece: log-probability}`), which lm-evaluation-harness reads
+   * for its is_greedy; null by default (our client does not read them).
+   */
+  echoTopLogprobs?: boolean;
   /** /v1/completions reads a list of texts as a list of prompts (as vLLM does); true by default. */
   textLists?: boolean;
   /** Delay of each /v1/completions answer, ms. */
@@ -365,6 +370,21 @@ export async function startFakeOpenAI(options: {
       largest = Math.max(largest, Buffer.byteLength(text));
       res.writeHead(status, { 'content-type': 'application/json' }).end(text);
     };
+    // vLLM's tokenizer endpoints that lm-evaluation-harness's remote tokenizer asks (`tokenizer_backend=remote`).
+    if (req.method === 'GET' && req.url === '/tokenizer_info' && options.tokenize !== false) {
+      json(200, {
+        bos_token: '<s>',
+        eos_token: '</s>',
+        pad_token: null,
+        model_max_length: options.maxModelLen ?? 8192,
+      });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/detokenize' && options.tokenize !== false) {
+      const body = JSON.parse(await readBody(req)) as { tokens: number[] };
+      json(200, { prompt: body.tokens.map(fakePiece).join('') });
+      return;
+    }
     if (req.method === 'POST' && req.url === '/tokenize' && options.tokenize !== false) {
       const body = JSON.parse(await readBody(req)) as {
         prompt?: string;
@@ -403,7 +423,13 @@ export async function startFakeOpenAI(options: {
           logprobs = {
             tokens: all.map(fakePiece),
             token_logprobs: all.map((_, i) => (i === 0 ? null : logprobAt(all, i))),
-            top_logprobs: all.map((id) => (pad ? { [`${fakePiece(id)}${pad}`]: -1 } : null)),
+            top_logprobs: all.map((id, i) =>
+              options.echoTopLogprobs && i > 0
+                ? { [`${fakePiece(id)}${pad}`]: logprobAt(all, i) }
+                : pad
+                  ? { [`${fakePiece(id)}${pad}`]: -1 }
+                  : null,
+            ),
             text_offset: all.map((_, i) => i),
           };
         } else if (body.logprobs !== undefined && !body.echo && options.topLogprobs) {

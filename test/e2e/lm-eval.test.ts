@@ -1,0 +1,411 @@
+/**
+ * The real EleutherAI lm-evaluation-harness 0.4.13 runs the tasks `rumedbench tasks export --format lm-eval` writes,
+ * against the same loopback vLLM-protocol server as `rumedbench llm --mode loglik`, and its output is read back
+ * (src/scoring/lm-eval.ts): the same answer on every item of every exported task, the same scores to the last digit,
+ * and its prompts and candidates, as its samples record what it sent, ours byte for byte.
+ *
+ * lm-eval is installed as bench/lmeval/setup.sh installs it (from the local package index, into a virtual
+ * environment outside the repository), or taken from LMEVAL_PYTHON. Where it cannot be, the suite skips saying why;
+ * RUMEDBENCH_REQUIRE_LMEVAL=1 (CI) makes that a failure.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readLmEval } from '../../src/scoring/lm-eval.js';
+import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { REPO_ROOT } from '../helpers/data.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { writeFixtureData } from '../helpers/fixture-data.js';
+
+const WHEEL = '/opt/pypi-more/files/lm_eval-0.4.13-py3-none-any.whl';
+const VENV = join(tmpdir(), 'rumedbench-lmeval-0.4.13');
+
+/** A Python with lm-eval 0.4.13, or why there is none. */
+function findLmEval(): { python: string } | { why: string } {
+  const given = process.env.LMEVAL_PYTHON;
+  const python = given ?? join(VENV, 'bin', 'python');
+  const works = () => {
+    try {
+      return execFileSync(python, ['-c', 'import lm_eval; print(lm_eval.__version__)'], {
+        encoding: 'utf8',
+      }).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  let version = existsSync(python) ? works() : undefined;
+  if (!version && !given) {
+    if (!existsSync(WHEEL))
+      return { why: `lm-eval's wheel is not here (${WHEEL}), and LMEVAL_PYTHON is not set` };
+    try {
+      execFileSync('bash', [join(REPO_ROOT, 'bench', 'lmeval', 'setup.sh'), VENV], { stdio: 'ignore' });
+    } catch (e) {
+      return { why: `bash bench/lmeval/setup.sh ${VENV} failed: ${(e as Error).message.split('\n')[0]}` };
+    }
+    version = works();
+  }
+  if (!version) return { why: `${python} cannot import lm_eval` };
+  if (version !== '0.4.13') return { why: `${python} has lm_eval ${version}, not 0.4.13` };
+  return { python };
+}
+
+const found = findLmEval();
+const required = process.env.RUMEDBENCH_REQUIRE_LMEVAL === '1';
+if ('why' in found && !required) console.warn(`lm-eval suite skipped: ${found.why}`);
+
+/** Runs a command without blocking this process (the fake server answers from it). */
+function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${file} exited ${code}:\n${out.slice(-4000)}`)),
+    );
+  });
+}
+
+interface OurSample {
+  task: string;
+  split: string;
+  id: string;
+  prompt: string;
+  answer: unknown;
+  candidates: { label: string; text: string; logprob: number | null }[];
+}
+
+describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on the exported tasks', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rumedbench-lmeval-'));
+  const data = writeFixtureData(join(dir, 'data'), { n: 8 });
+  let server: FakeOpenAI;
+  let ours: OurSample[];
+  let lmOut: string;
+  const TASKS = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedTest'];
+
+  beforeAll(async () => {
+    if ('why' in found) throw new Error(`RUMEDBENCH_REQUIRE_LMEVAL=1, and ${found.why}`);
+    server = await startFakeOpenAI({ reply: () => '[]', echoTopLogprobs: true });
+    const exported = join(dir, 'tasks');
+    await rumedbenchOk('tasks', 'export', '--format', 'lm-eval', '--out', exported, '--data', data);
+    lmOut = join(dir, 'lm-eval-out');
+    await run(
+      found.python,
+      [
+        ...['-m', 'lm_eval', 'run', '--model', 'local-completions', '--tasks', 'rumedbench'],
+        ...['--include_path', exported, '--output_path', lmOut, '--log_samples'],
+        ...['--model_args', `model=base-1,base_url=${server.url}/completions,tokenizer_backend=remote`],
+      ],
+      {
+        ...process.env,
+        // lm-eval imports pytablewriter only to print its table; the local index lacks it (bench/lmeval).
+        PYTHONPATH: join(REPO_ROOT, 'bench', 'lmeval'),
+        HF_DATASETS_OFFLINE: '1',
+        HF_HUB_OFFLINE: '1',
+        TOKENIZERS_PARALLELISM: 'false',
+      },
+    );
+    const mine = join(dir, 'ours');
+    await rumedbenchOk(
+      ...['llm', '--model', 'base-1', '--base-url', server.url, '--mode', 'loglik', '--split', 'both'],
+      ...['--tasks', TASKS.join(','), '--data', data, '--out', mine, '--bootstrap', '0', '--no-progress'],
+    );
+    ours = readFileSync(join(mine, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as OurSample);
+  }, 300_000);
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('chooses the same answer as llm --mode loglik on every item of every exported task', async () => {
+    const read = await readLmEval(lmOut, { dataDir: data });
+    expect(read.submission.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    expect(read.info?.lm_eval_version).toBe('0.4.13');
+    for (const task of TASKS) {
+      const theirs = read.samples.filter((s) => s.task === task);
+      const split = task === 'RuMedTest' ? 'private_test' : 'test';
+      const n = readFileSync(join(data, task, `${split}_v1.jsonl`), 'utf8')
+        .trim()
+        .split('\n').length;
+      expect(theirs.length, task).toBe(n);
+      const byId = new Map(ours.filter((s) => s.task === task && s.split === split).map((s) => [s.id, s]));
+      for (const s of theirs) {
+        const mine = byId.get(s.id);
+        expect(mine, `${task} ${s.id}`).toBeDefined();
+        expect(s.answer, `${task} ${s.id}`).toEqual(mine?.answer);
+        // The same sums, to the bit: the same tokens were scored.
+        expect(s.candidates.map((c) => c.logprob)).toEqual(mine?.candidates.map((c) => c.logprob));
+      }
+    }
+  });
+
+  it("sent our prompts and candidates byte for byte (read back from lm-eval's samples)", () => {
+    const folder = readdirSync(lmOut).map((d) => join(lmOut, d))[0] as string;
+    let checked = 0;
+    for (const file of readdirSync(folder).filter((f) => f.startsWith('samples_'))) {
+      for (const line of readFileSync(join(folder, file), 'utf8').trim().split('\n')) {
+        const s = JSON.parse(line) as {
+          doc: Record<string, unknown>;
+          arguments: Record<string, { arg_0: string; arg_1: string }>;
+        };
+        const id = String(s.doc.pairID ?? s.doc.idx);
+        const mine = ours.find(
+          (o) =>
+            o.id === id &&
+            file.includes(`_${o.task.toLowerCase()}_`) &&
+            o.split === (o.task === 'RuMedTest' ? 'private_test' : 'test'),
+        );
+        expect(mine, `${file} ${id}`).toBeDefined();
+        const args = Object.values(s.arguments);
+        expect(args.map((a) => a.arg_0)).toEqual(args.map(() => mine?.prompt));
+        expect(args.map((a) => a.arg_1)).toEqual(mine?.candidates.map((c) => c.text));
+        checked++;
+      }
+    }
+    expect(checked).toBe(8 * 5);
+  });
+
+  it('scores the imported run as ours, to the last digit, through eval', async () => {
+    const score = async (path: string) =>
+      JSON.parse((await rumedbenchOk('eval', path, '--data', data, '--bootstrap', '0', '--json')).stdout) as {
+        tasks: Record<string, { metrics: Record<string, number> }>;
+      };
+    const theirs = await score(lmOut);
+    const mine = await score(join(dir, 'ours', 'predictions'));
+    const tested = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI'];
+    expect(Object.keys(theirs.tasks).sort()).toEqual([...tested].sort());
+    for (const t of tested) expect(theirs.tasks[t]?.metrics, t).toEqual(mine.tasks[t]?.metrics);
+  });
+
+  it('becomes a run folder that says where it came from, which rank reads and submit takes', async () => {
+    const run = join(dir, 'imported');
+    await rumedbenchOk('eval', lmOut, '--data', data, '--bootstrap', '0', '--out', run);
+    const manifest = JSON.parse(readFileSync(join(run, 'manifest.json'), 'utf8'));
+    expect(manifest.provider).toBe('lm-eval');
+    expect(manifest.lm_eval.version).toBe('0.4.13');
+    expect(manifest.lm_eval.model_args).toMatchObject({ model: 'base-1', tokenizer_backend: 'remote' });
+    expect(manifest.lm_eval.tasks.rumedbench_rumeddanet).toMatchObject({
+      version: 1,
+      rumedbench_task: 'RuMedDaNet',
+      prompt_version: 'danet-v1',
+    });
+    expect(readdirSync(join(run, 'predictions')).sort()).toEqual([
+      'RuMedDaNet.jsonl',
+      'RuMedNLI.jsonl',
+      'RuMedSymptomRec.jsonl',
+      'RuMedTop3.jsonl',
+    ]);
+    expect(existsSync(join(run, 'submission.zip'))).toBe(true);
+    const ranked = JSON.parse(
+      (await rumedbenchOk('rank', run, join(dir, 'ours'), '--data', data, '--bootstrap', '0', '--json'))
+        .stdout,
+    );
+    expect(JSON.stringify(ranked)).toContain('imported');
+    // The output folder itself is not an upload: said, with the command that makes one.
+    const direct = await rumedbench('submit', lmOut, '--server', 'http://127.0.0.1:9');
+    expect(direct.code).toBe(2);
+    expect(direct.stderr).toContain(`rumedbench eval ${lmOut} --out RUN`);
+  });
+
+  it('runs a task defined in a file (--tasks-dir) the same way', async () => {
+    const tasksDir = join(dir, 'user-tasks');
+    mkdirSync(join(tasksDir, 'data'), { recursive: true });
+    writeFileSync(
+      join(tasksDir, 'severity.yaml'),
+      [
+        'schema: rumedbench.task/1',
+        'name: Severity',
+        'description: Тяжесть состояния по описанию.',
+        'licence: CC BY 4.0',
+        'files: {test: data/test.jsonl}',
+        'id: id',
+        'inputs: [text, age]',
+        'gold: label',
+        'type: classification',
+        'labels: [лёгкая, средняя, тяжёлая]',
+        'metrics: [accuracy]',
+        'prompts: [{id: p1, version: severity-v1, instruction: Оцени тяжесть состояния., template: "Описание: {text} ({age} лет)"}]',
+        '',
+      ].join('\n'),
+    );
+    const labels = ['лёгкая', 'средняя', 'тяжёлая'];
+    writeFileSync(
+      join(tasksDir, 'data', 'test.jsonl'),
+      `${Array.from({ length: 9 }, (_, i) => JSON.stringify({ id: `s${i}`, text: `случай {{ ${i} }}`, age: String(30 + i), label: labels[i % 3] })).join('\n')}\n`,
+    );
+    const exported = join(dir, 'user-export');
+    await rumedbenchOk(
+      'tasks',
+      'export',
+      '--tasks-dir',
+      tasksDir,
+      '--tasks',
+      'Severity',
+      '--out',
+      exported,
+      '--data',
+      data,
+    );
+    const yaml = readFileSync(join(exported, 'rumedbench_severity.yaml'), 'utf8');
+    expect(yaml).toContain(`definition_file: ${JSON.stringify(join(tasksDir, 'severity.yaml'))}`);
+    const out = join(dir, 'user-lm-eval');
+    await run(
+      (found as { python: string }).python,
+      [
+        ...['-m', 'lm_eval', 'run', '--model', 'local-completions', '--tasks', 'rumedbench_severity'],
+        ...['--include_path', exported, '--output_path', out, '--log_samples'],
+        ...['--model_args', `model=base-1,base_url=${server.url}/completions,tokenizer_backend=remote`],
+      ],
+      {
+        ...process.env,
+        PYTHONPATH: join(REPO_ROOT, 'bench', 'lmeval'),
+        HF_DATASETS_OFFLINE: '1',
+        HF_HUB_OFFLINE: '1',
+      },
+    );
+    const mine = join(dir, 'user-ours');
+    await rumedbenchOk(
+      ...['llm', '--model', 'base-1', '--base-url', server.url, '--mode', 'loglik', '--tasks-dir', tasksDir],
+      ...['--tasks', 'Severity', '--data', data, '--out', mine, '--bootstrap', '0', '--no-progress'],
+    );
+    const ourSamples = readFileSync(join(mine, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as OurSample);
+    const read = await readLmEval(out, { dataDir: data });
+    expect(read.submission.issues).toEqual([]);
+    expect(read.samples.map((s) => [s.id, s.prompt, s.answer])).toEqual(
+      ourSamples.map((s) => [s.id, s.prompt, s.answer]),
+    );
+    // Jinja-looking text in the data is data: the prompt carries it as written.
+    expect(read.samples[0]?.prompt).toContain('Описание: случай {{ 0 }} (30 лет)');
+  });
+
+  /** A copy of lm-eval's output folder, its RuMedDaNet samples passed through `edit`. */
+  type Results = { configs: Record<string, { metadata?: unknown }> };
+  const edited = (edit: (lines: string[]) => string[], results?: (r: Results) => void, rename?: string) => {
+    const copy = mkdtempSync(join(dir, 'edited-'));
+    cpSync(lmOut, copy, { recursive: true });
+    const folder = readdirSync(copy).map((d) => join(copy, d))[0] as string;
+    const file = readdirSync(folder).find((f) => f.startsWith('samples_rumedbench_rumeddanet_')) as string;
+    const lines = readFileSync(join(folder, file), 'utf8').trim().split('\n');
+    rmSync(join(folder, file));
+    const name = rename ? file.replace('rumedbench_rumeddanet', rename) : file;
+    writeFileSync(join(folder, name), `${edit(lines).join('\n')}\n`);
+    if (results) {
+      const r = readdirSync(folder).find((f) => f.startsWith('results_')) as string;
+      const value = JSON.parse(readFileSync(join(folder, r), 'utf8')) as Results;
+      results(value);
+      if (rename) {
+        value.configs[rename] = value.configs.rumedbench_rumeddanet as Results['configs'][string];
+        delete value.configs.rumedbench_rumeddanet;
+      }
+      writeFileSync(join(folder, r), JSON.stringify(value));
+    }
+    return { copy, file: join(folder, name) };
+  };
+  const evalJson = async (path: string) => {
+    const r = await rumedbench('eval', path, '--data', data, '--bootstrap', '0', '--json');
+    return {
+      code: r.code,
+      result: JSON.parse(r.stdout) as {
+        errors: { code: string; file: string; line?: number; id?: string; message: string }[];
+      },
+    };
+  };
+
+  it('names a missing, a duplicated and a foreign item by id, as for any predictions file', async () => {
+    const { copy } = edited((lines) => {
+      const foreign = JSON.parse(lines[1] as string);
+      foreign.doc.pairID = 'not-an-item';
+      // Items out of order: mapped by id, never by position.
+      return [
+        lines[3] as string,
+        lines[0] as string,
+        lines[3] as string,
+        JSON.stringify(foreign),
+        ...lines.slice(4),
+      ].reverse();
+    });
+    const { code, result } = await evalJson(copy);
+    expect(code).toBe(1);
+    const codes = result.errors
+      .filter((e) => e.file.includes('rumeddanet'))
+      .map((e) => `${e.code} ${e.id}`)
+      .sort();
+    const ids = readFileSync(join(data, 'RuMedDaNet', 'test_v1.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).pairID as string);
+    expect(codes).toEqual(
+      [
+        `DUPLICATE_ID ${ids[3]}`,
+        `MISSING_ITEM ${ids[1]}`,
+        `MISSING_ITEM ${ids[2]}`,
+        'UNKNOWN_ID not-an-item',
+      ].sort(),
+    );
+  });
+
+  it('refuses a sample whose prompt is not ours, showing the first difference', async () => {
+    const { copy, file } = edited((lines) =>
+      lines.map((l, i) => {
+        if (i !== 2) return l;
+        const s = JSON.parse(l);
+        for (const a of Object.values(s.arguments) as { arg_0: string }[])
+          a.arg_0 = a.arg_0.replace('Вопрос:', 'Question:');
+        return JSON.stringify(s);
+      }),
+    );
+    const { code, result } = await evalJson(copy);
+    expect(code).toBe(1);
+    const e = result.errors.find((x) => x.code === 'LMEVAL_PROMPT_MISMATCH');
+    expect(e?.file).toBe(file);
+    expect(e?.line).toBe(3);
+    expect(e?.message).toMatch(
+      /the prompt differs at character \d+: ours ".*Вопрос:.*", theirs ".*Question:.*"/,
+    );
+  });
+
+  it("reads lm-eval's own task (not exported by us) only where its prompts are ours", async () => {
+    // The same samples under another task name, with none of our export's metadata: read, its prompts being ours.
+    const strip = (r: Results) => {
+      for (const c of Object.values(r.configs) as { metadata?: unknown }[]) delete c.metadata;
+    };
+    const same = edited((lines) => lines, strip, 'my_ru_med_danet_ru');
+    const scored = await evalJson(same.copy);
+    expect(scored.result.errors).toEqual([]);
+    expect(scored.code).toBe(0);
+    const other = edited(
+      (lines) =>
+        lines.map((l) => {
+          const s = JSON.parse(l);
+          for (const a of Object.values(s.arguments) as { arg_0: string }[]) a.arg_0 = `Q: ${a.arg_0}`;
+          return JSON.stringify(s);
+        }),
+      strip,
+      'my_ru_med_danet_ru',
+    );
+    const refused = await evalJson(other.copy);
+    expect(refused.code).toBe(1);
+    expect(refused.result.errors.map((e) => e.code)).toEqual(['LMEVAL_PROMPT_MISMATCH']);
+  });
+});
