@@ -33,6 +33,7 @@ export { hasGold, ifPresent, type LoadOptions, loadSplit, readGoldLabels } from 
 export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export { backoffMs, retryAfterMs, send, TransportError } from './data/transport.js';
+export { runLlm } from './engine/loop.js';
 export { type RunContext, type RunOutcome, readRunSpec, runEvaluation } from './engine/run.js';
 export {
   type BaselineSpec,
@@ -58,13 +59,7 @@ export {
   requestKey,
 } from './llm/prompt.js';
 export type { ChatReply, Provider, SamplingParams, Usage } from './llm/provider.js';
-export {
-  type LlmRunOptions,
-  type LlmRunResult,
-  runLlm,
-  type SampleLog,
-  type SplitChoice,
-} from './llm/run.js';
+export type { LlmRunOptions, LlmRunResult, SampleLog, SplitChoice } from './llm/run.js';
 export { createLogger, type Logger, type LogLevel } from './log.js';
 export { bootstrapIntervals, type Delta, type Interval, pairedComparison } from './metrics/bootstrap.js';
 export {

@@ -18,7 +18,7 @@ import type { Perturbation } from '../llm/perturb.js';
 import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
 import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
 import type { Provider } from '../llm/provider.js';
-import { type LlmRunOptions, type LlmRunResult, runLlm } from '../llm/run.js';
+import type { LlmRunOptions, LlmRunResult } from '../llm/run.js';
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { withEngines } from '../optional-deps.js';
@@ -28,6 +28,7 @@ import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
 import { batchApiOf, llmCell, planLlmSpec } from './llm.js';
+import { runLlm } from './loop.js';
 import { openProvider } from './provider.js';
 import {
   type BaselineSpec,
@@ -151,10 +152,10 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
     };
     const result = await runLlm(options);
     const formulations =
-      spec.prompts.length > 0 ? await runPromptVariants(options, spec.prompts, log) : undefined;
+      spec.prompts.length > 0 ? await runPromptVariants(options, spec.prompts, log, runLlm) : undefined;
     const variants =
       spec.perturb.length > 0
-        ? await runPerturbations(options, spec.perturb as Perturbation[], log)
+        ? await runPerturbations(options, spec.perturb as Perturbation[], log, runLlm)
         : undefined;
     return {
       kind: 'llm',

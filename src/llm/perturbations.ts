@@ -11,7 +11,7 @@ import { type ComparisonResult, compareSubmissions } from '../scoring/compare.js
 import { writePerturbations } from '../scoring/trust-files.js';
 import { renderTable } from '../text-table.js';
 import { type Perturbation, perturbationName } from './perturb.js';
-import { type LlmRunOptions, runLlm } from './run.js';
+import type { LlmRunOptions, LlmRunResult } from './run.js';
 
 export interface PerturbationRuns {
   seed: number;
@@ -41,6 +41,8 @@ export async function runPerturbations(
   clean: LlmRunOptions,
   perturbations: readonly Perturbation[],
   log: Logger,
+  /** The engine's run loop (../engine/loop.ts `runLlm`), which runs each perturbed run. */
+  runLlm: (o: LlmRunOptions) => Promise<LlmRunResult>,
 ): Promise<PerturbationRuns> {
   const out: PerturbationRuns = { seed: clean.seed ?? 0, variants: {} };
   for (const p of perturbations) {

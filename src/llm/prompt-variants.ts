@@ -15,7 +15,7 @@ import { writePromptVariants } from '../scoring/trust-files.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { renderTable } from '../text-table.js';
 import { compareRunFolders } from './perturbations.js';
-import { type LlmRunOptions, runLlm } from './run.js';
+import type { LlmRunOptions } from './run.js';
 
 export interface PromptVariantRuns {
   variants: string[];
@@ -49,6 +49,8 @@ export async function runPromptVariants(
   base: LlmRunOptions,
   ids: readonly string[],
   log: Logger,
+  /** The engine's run loop (../engine/loop.ts `runLlm`), which runs each formulation. */
+  runLlm: (o: LlmRunOptions) => Promise<unknown>,
 ): Promise<PromptVariantRuns> {
   const dirs: Record<string, string> = { p1: base.outDir };
   for (const id of ids) {
