@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { type Logger, redactSecrets } from '../log.js';
 import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
@@ -414,7 +414,10 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
 }
 
 const appendRecord = (outDir: string, entry: Record<string, unknown>): void =>
-  appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+  appendFileSync(
+    join(outDir, LEDGER),
+    `${redactSecrets(JSON.stringify({ at: new Date().toISOString(), ...entry }))}\n`,
+  );
 
 /** What identifies a result's content: two lines for one request that differ here are two different answers. */
 const contentOf = (r: BatchResult): string =>

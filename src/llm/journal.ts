@@ -222,7 +222,11 @@ export class Journal {
       cutTornTail(this.file);
       this.repaired = true;
     }
-    appendFileSync(this.file, `${redactSecrets(JSON.stringify(entry))}\n`);
-    this.keep(entry);
+    const raw = JSON.stringify(entry);
+    const line = redactSecrets(raw);
+    appendFileSync(this.file, `${line}\n`);
+    // Kept as written: the run folder's other files (samples, predictions, summary) are made from these entries, so a
+    // key a server echoed in a reply reaches none of them.
+    this.keep(line === raw ? entry : (JSON.parse(line) as JournalEntry));
   }
 }
