@@ -200,3 +200,19 @@ describe('--resume with a setting that changes the requests', () => {
     expect(server.batchLines).toHaveLength(12);
   });
 });
+
+describe('a batch status in another provider’s words', () => {
+  for (const word of ['COMPLETED', 'succeeded'])
+    it(`${word}: read as done at once, not waited on until the deadline`, async () => {
+      const server = await startFakeOpenAI({
+        reply: () => 'Ответ: да',
+        statusWord: (s) => (s === 'completed' ? word : s),
+      });
+      track(server);
+      const out = mkdtempSync(join(tmpdir(), `rumedbench-status-${word}-`));
+      const r = await rumedbench(...args(server.url, out, '--batch-deadline', '0.001'));
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`batch batch_1: ${word}`);
+      expect(server.batchLines).toHaveLength(12);
+    });
+});
