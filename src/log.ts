@@ -54,26 +54,29 @@ export function rememberSecret(value: string | undefined): void {
   if (value !== undefined && value.length >= 6) SECRETS.add(value);
 }
 
-/** Text with every remembered secret value, and its JSON-escaped form, replaced by `***`. */
-/** The secrets registered so far, as the bytes a reply may carry them in (themselves, and JSON-escaped). */
-export function secretBytes(): Buffer[] {
-  const out: Buffer[] = [];
-  for (const secret of SECRETS) {
-    out.push(Buffer.from(secret, 'utf8'));
-    const escaped = JSON.stringify(secret).slice(1, -1);
-    if (escaped !== secret) out.push(Buffer.from(escaped, 'utf8'));
-  }
-  return out;
+/**
+ * The forms a secret travels in: itself, URL-encoded (a key with `/ + = &` in a query or a form: `%2F`, and `+` for a
+ * space in a form), and each of those JSON-escaped (inside a JSON string, as a file or a log line holds it).
+ */
+function secretForms(secret: string): string[] {
+  const url = encodeURIComponent(secret);
+  const form = new URLSearchParams({ k: secret }).toString().slice(2);
+  const plain = [...new Set([secret, url, form])];
+  return [...new Set([...plain, ...plain.map((f) => JSON.stringify(f).slice(1, -1))])].sort(
+    (a, b) => b.length - a.length,
+  );
 }
 
+/** The secrets registered so far, as the bytes a reply may carry them in (see secretForms). */
+export function secretBytes(): Buffer[] {
+  return [...SECRETS].flatMap((secret) => secretForms(secret).map((f) => Buffer.from(f, 'utf8')));
+}
+
+/** Text with every remembered secret value, in each of its forms (see secretForms), replaced by `***`. */
 export function redactSecrets(text: string): string {
   if (SECRETS.size === 0) return text;
   let out = text;
-  for (const secret of SECRETS) {
-    out = out.split(secret).join('***');
-    const escaped = JSON.stringify(secret).slice(1, -1);
-    if (escaped !== secret) out = out.split(escaped).join('***');
-  }
+  for (const secret of SECRETS) for (const form of secretForms(secret)) out = out.split(form).join('***');
   return out;
 }
 

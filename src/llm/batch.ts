@@ -32,8 +32,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
-import { RumedbenchError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { RumedbenchError, UsageError } from '../errors.js';
+import { type Logger, redactSecrets } from '../log.js';
 import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
@@ -414,7 +414,10 @@ export function readBatchLedger(outDir: string): RecordedBatch[] {
 }
 
 const appendRecord = (outDir: string, entry: Record<string, unknown>): void =>
-  appendFileSync(join(outDir, LEDGER), `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+  appendFileSync(
+    join(outDir, LEDGER),
+    `${redactSecrets(JSON.stringify({ at: new Date().toISOString(), ...entry }))}\n`,
+  );
 
 /** What identifies a result's content: two lines for one request that differ here are two different answers. */
 const contentOf = (r: BatchResult): string =>
@@ -606,8 +609,16 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
   const waiting = recorded.filter((b) => !b.collected);
   const known = new Set(recorded.map((b) => b.id));
   const ids = recorded.map((b) => b.id);
-  for (const b of waiting)
+  for (const b of waiting) {
+    // A batch of requests this run would not make (its settings changed since): collected, its answers would match
+    // nothing and be dropped, paid for.
+    const foreign = b.keys.filter((k) => !byKey.has(k)).length;
+    if (foreign > 0)
+      throw new UsageError(
+        `batch ${b.id} holds ${foreign} request(s) this run would not ask (a setting that changes a request differs from the run's that made it: --model, --temperature, --top-p, --seed, --max-tokens, the prompt or the system prompt): collecting it would drop its paid answers. Resume with the settings it was made with, or give a new --out`,
+      );
     o.log.info(`batch ${b.id}: submitted by an earlier run; collecting its ${b.keys.length} requests`);
+  }
   // An earlier run recorded that it was creating a batch and never learnt whether it did (killed, or its creating
   // call unanswered): the provider is asked before anything is created again.
   for (const intent of await ledger.intents()) {

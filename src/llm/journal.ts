@@ -210,6 +210,21 @@ export class Journal {
     return this.entries.size;
   }
 
+  /**
+   * Answers the journal holds for items of `jobs` under requests `jobs` does not make: the run's settings changed since
+   * they were asked (model, sampling, max tokens, prompt), and continuing would ask those items again, paid twice.
+   */
+  answersOfOtherRequests(
+    jobs: readonly { key: string; task: { name: string }; split: string; record: { id: string } }[],
+  ): number {
+    const keys = new Set(jobs.map((j) => j.key));
+    const items = new Set(jobs.map((j) => JSON.stringify([j.task.name, j.split, j.record.id])));
+    let n = 0;
+    for (const e of this.entries.values())
+      if (e.status === 'ok' && !keys.has(e.key) && items.has(JSON.stringify([e.task, e.split, e.id]))) n++;
+    return n;
+  }
+
   /** The tasks with an answer in the journal. */
   answeredTasks(): Set<string> {
     const out = new Set<string>();
@@ -222,7 +237,11 @@ export class Journal {
       cutTornTail(this.file);
       this.repaired = true;
     }
-    appendFileSync(this.file, `${redactSecrets(JSON.stringify(entry))}\n`);
-    this.keep(entry);
+    const raw = JSON.stringify(entry);
+    const line = redactSecrets(raw);
+    appendFileSync(this.file, `${line}\n`);
+    // Kept as written: the run folder's other files (samples, predictions, summary) are made from these entries, so a
+    // key a server echoed in a reply reaches none of them.
+    this.keep(line === raw ? entry : (JSON.parse(line) as JournalEntry));
   }
 }

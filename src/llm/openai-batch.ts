@@ -22,7 +22,11 @@ import type { CompletionBody, OpenAIProvider } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
 const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
-const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
+/**
+ * The statuses after which no more results come, read case-insensitively: OpenAI's, and the words other providers'
+ * OpenAI-compatible batch APIs use for done (`COMPLETED`, `succeeded`, `ended`, `canceled`).
+ */
+const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled', 'canceled', 'succeeded', 'ended']);
 
 interface BatchObject {
   id?: unknown;
@@ -164,12 +168,14 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       return {
         id,
         status,
-        ended: ENDED.has(status),
+        ended: ENDED.has(status.toLowerCase()),
         ...(c
           ? { counts: { total: whole(c.total), completed: whole(c.completed), failed: whole(c.failed) } }
           : {}),
         files,
-        ...(status === 'failed' && problems.length > 0 ? { failure: problems.slice(0, 3).join('; ') } : {}),
+        ...(status.toLowerCase() === 'failed' && problems.length > 0
+          ? { failure: problems.slice(0, 3).join('; ') }
+          : {}),
       };
     },
 

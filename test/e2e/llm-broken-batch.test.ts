@@ -164,3 +164,55 @@ describe('append-only files with a torn last line (a kill while a line was writt
     expect(server.batchLines).toHaveLength(12);
   });
 });
+
+describe('--resume with a setting that changes the requests', () => {
+  it('online: refuses in one line naming the settings, asking nothing, paying nothing twice', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-changed-online-'));
+    const online = (...more: string[]) =>
+      rumedbench(...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit: 5 }, ...more));
+    expect((await online()).code).toBe(0);
+    const changed = await online('--resume', '--temperature', '0.7');
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toMatch(
+      /journal\.jsonl holds 5 paid answer\(s\) for this run's items that these settings would not use .*--temperature.*--max-tokens.*: continuing would ask them again and pay twice\. Resume with the settings they were asked with, or give a new --out/,
+    );
+    expect(server.requests).toHaveLength(5);
+  });
+
+  it('batch: a waiting batch of other requests is refused before it is collected, its paid answers kept', async () => {
+    let hold = true;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', holdBatches: () => hold });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-changed-batch-'));
+    await killWhen(args(server.url, out), CLI_ENV, () => server.batchLooks() >= 3);
+    hold = false;
+    const changed = await rumedbench(...args(server.url, out, '--resume', '--max-tokens', '512'));
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toMatch(
+      /batch batch_1 holds 12 request\(s\) this run would not ask .*: collecting it would drop its paid answers\. Resume with the settings it was made with, or give a new --out/,
+    );
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
+    expect(server.batches()).toHaveLength(1);
+    const same = await rumedbench(...args(server.url, out, '--resume'));
+    expect(same.code, same.stderr).toBe(0);
+    expect(server.batchLines).toHaveLength(12);
+  });
+});
+
+describe('a batch status in another provider’s words', () => {
+  for (const word of ['COMPLETED', 'succeeded'])
+    it(`${word}: read as done at once, not waited on until the deadline`, async () => {
+      const server = await startFakeOpenAI({
+        reply: () => 'Ответ: да',
+        statusWord: (s) => (s === 'completed' ? word : s),
+      });
+      track(server);
+      const out = mkdtempSync(join(tmpdir(), `rumedbench-status-${word}-`));
+      const r = await rumedbench(...args(server.url, out, '--batch-deadline', '0.001'));
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`batch batch_1: ${word}`);
+      expect(server.batchLines).toHaveLength(12);
+    });
+});

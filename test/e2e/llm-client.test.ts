@@ -250,6 +250,32 @@ describe('no secret reaches the disk or the terminal', () => {
     },
   );
 
+  it('a key echoed in successful replies, as it is, URL-encoded, form-encoded and JSON-escaped, is in no file of the run (#59)', async () => {
+    // A key with the characters that encodings change: / + = & and a quote.
+    const key = 'sk-te/st+Kq9=x&y"z-secret';
+    const server = await start('echo-key-reply');
+    const out = tempDir('echo-key');
+    const r = await rumedbenchWith(
+      { RB_ODD_KEY: key },
+      'llm',
+      ...['--model', 'fake-1', '--base-url', server.url, '--out', out, '--data', DATA],
+      ...['--bootstrap', '0', '--no-progress', '--tasks', 'RuMedDaNet', '--limit', '4'],
+      ...['--api-key-env', 'RB_ODD_KEY', '--allow-failures', '4'],
+    );
+    expect(server.headers[0]?.authorization).toBe(`Bearer ${key}`);
+    expect(r.code, r.stderr).toBe(0);
+    const everything = `${r.stderr}${r.stdout}${folderText(out)}`;
+    const forms = {
+      raw: key,
+      json: JSON.stringify(key).slice(1, -1),
+      url: encodeURIComponent(key),
+      form: new URLSearchParams({ k: key }).toString().slice(2),
+      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
+    };
+    expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
+    expect(everything).toContain('***');
+  });
+
   it('refuses a key in the base URL’s query, and credential headers given as literal values, before sending', async () => {
     const server = await start('healthy');
     const out = tempDir('literal');

@@ -41,6 +41,7 @@ export type Misbehaviour =
   | 'tiny-logprobs'
   | 'drop-token'
   | 'huge-usage'
+  | 'echo-key-reply'
   | 'permuted-logprobs'
   | 'short-logprobs'
   | 'extra-logprob'
@@ -226,6 +227,14 @@ export async function startBrokenServer(
       case 'filtered':
         ok({ content: '' }, {}, 'content_filter');
         return;
+      case 'echo-key-reply': {
+        // A debug proxy that puts the request's key into a successful reply: as it is, URL-encoded, form-encoded.
+        const key = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+        ok({
+          content: `Ответ: да (${key} ${encodeURIComponent(key)} ${new URLSearchParams({ k: key }).toString()})`,
+        });
+        return;
+      }
       case 'huge-usage':
         ok(
           { content: 'да' },

@@ -228,6 +228,8 @@ export async function startFakeOpenAI(options: {
   resultsFault?: (n: number) => ResultsFault | undefined;
   /** While this says true, a completed batch names no output file (`output_file_id: null`) though its counts do. */
   nullOutput?: () => boolean;
+  /** The word a look at a batch gives for its status (another provider's: `COMPLETED`, `succeeded`). */
+  statusWord?: (status: string) => string;
 }): Promise<FakeOpenAI> {
   const N = 12;
   const memory = new Set<string>();
@@ -585,6 +587,10 @@ export async function startFakeOpenAI(options: {
       // validating, then in progress for as long as the test holds it, then done at the next look.
       if (batch.status === 'validating') batch.status = 'in_progress';
       else if (batch.status === 'in_progress' && !(options.holdBatches?.() ?? false)) runBatch(batch);
+      if (options.statusWord) {
+        json(200, { ...batch, status: options.statusWord(batch.status) });
+        return;
+      }
       if (options.nullOutput?.() && batch.status === 'completed') {
         json(200, { ...batch, output_file_id: null });
         return;
