@@ -92,6 +92,12 @@ export const SERVE_FLAGS = {
     '--public-url <url>',
     'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
   ),
+  logFormat: flag.choice(
+    '--log-format <format>',
+    'text: each line after its ISO 8601 time; json: one object a line (time, level, msg)',
+    ['text', 'json'],
+    { default: 'text' },
+  ),
   metricsPort: flag.count(
     '--metrics-port <n>',
     'serve Prometheus metrics (/metrics, with /healthz and /readyz) on this port of 127.0.0.1 (default: off)',
@@ -131,7 +137,12 @@ export const CAMPAIGN_EXPORT_FLAGS = {
 const dbTarget = async (flag: string | undefined): Promise<string> =>
   flag ?? (process.env.DATABASE_URL || undefined) ?? (await server()).defaultDbFile();
 
-export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
+export async function runServe(flags: ServeFlags, given: CliIo): Promise<number> {
+  // A server runs for days: every line says when, or is one JSON object.
+  const io: CliIo = {
+    ...given,
+    log: given.log.as?.(flags.logFormat === 'json' ? 'json' : 'time') ?? given.log,
+  };
   // The server's PostgreSQL connections (the board's and the queue's) name themselves in pg_stat_activity.
   process.env.PGAPPNAME ||= 'rumedbench-serve';
   const maxBodyBytes = flags.maxUploadMb * (1 << 20);
