@@ -11,7 +11,7 @@ import { boardRoutes } from './boards/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
-import { healthRoutes } from './health.js';
+import { healthRoutes } from './health/routes.js';
 import { type AppOptions, type Env, isApi, loggedPath, type RouteDeps, render } from './http.js';
 import { bodyCaps } from './middleware/body-limit.js';
 import { pageContext } from './middleware/context.js';

@@ -219,7 +219,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let metrics: ServerType | undefined;
   const metricsPort = options.metricsPort;
   if (metricsPort !== undefined) {
-    const { metricsApp } = await import('./health.js');
+    const { metricsApp } = await import('./health/routes.js');
     metrics = await new Promise<ServerType>((resolve, reject) => {
       const s = serve({ fetch: metricsApp(lb).fetch, hostname: '127.0.0.1', port: metricsPort }, () =>
         resolve(s),

@@ -5,10 +5,9 @@
  * uploads, the queue's depth, cells by state, requests in flight per endpoint, the workers' heartbeats.
  */
 import { Hono } from 'hono';
-import { sql } from 'kysely';
-import { SCHEMA } from '../workers/store.js';
-import { migrations } from './db/migrations.js';
-import type { Env, RouteDeps } from './http.js';
+import { migrations } from '../db/migrations.js';
+import type { Env, RouteDeps } from '../http.js';
+import { appliedMigrations, ping, queueFigures, submissionCounts } from './queries.js';
 
 /** How long a readiness check waits for the database: an orchestrator's probe times out in a few seconds. */
 const READY_TIMEOUT_MS = 2000;
@@ -30,15 +29,14 @@ export interface ReadyCheck {
 export async function readiness(lb: RouteDeps['lb']): Promise<ReadyCheck> {
   const checks = { database: 'not checked', migrations: 'not checked', gold: 'not checked' };
   try {
-    await within(sql`SELECT 1`.execute(lb.db.db), READY_TIMEOUT_MS, 'the database');
+    await within(ping(lb.db.db), READY_TIMEOUT_MS, 'the database');
     checks.database = 'ok';
   } catch (e) {
     checks.database = `unreachable (${(e as Error).message.split('\n')[0]})`;
     return { ready: false, checks };
   }
   try {
-    const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration`.execute(lb.db.db);
-    const applied = new Set(rows.map((r) => r.name));
+    const applied = await appliedMigrations(lb.db.db);
     const missing = Object.keys(migrations).filter((m) => !applied.has(m));
     checks.migrations =
       missing.length === 0
@@ -74,51 +72,34 @@ export async function metricsText(lb: RouteDeps['lb']): Promise<string> {
     [{}, ready.ready ? 1 : 0],
   ]);
   if (ready.checks.database !== 'ok') return `${out.join('\n')}\n`;
-  const uploads = await sql<{ board: string; status: string; n: number }>`
-    SELECT board, status, count(*) AS n FROM submissions GROUP BY board, status ORDER BY board, status`.execute(
-    lb.db.db,
-  );
+  const uploads = await submissionCounts(lb.db.db);
   gauge(
     'rumedbench_submissions',
     'Submissions stored, by board and status.',
-    uploads.rows.map((r) => [{ board: r.board, status: r.status }, Number(r.n)]),
+    uploads.map((r) => [{ board: r.board, status: r.status }, Number(r.n)]),
   );
   const queue = lb.runs.queue;
   if (queue) {
-    const q = async <R extends Record<string, unknown>>(text: string) =>
-      (await queue.pool.query<R>(text)).rows;
-    const cells = await q<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM ${SCHEMA}.cells GROUP BY status ORDER BY status`,
-    );
+    const f = await queueFigures(queue);
     gauge(
       'rumedbench_queue_cells',
       'Queued cells, by state.',
-      cells.map((r) => [{ state: r.status }, r.n]),
-    );
-    const jobs = await q<{ state: string; n: number }>(
-      `SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'rumedbench\\_%' GROUP BY state ORDER BY state`,
+      f.cells.map((r) => [{ state: r.status }, r.n]),
     );
     gauge(
       'rumedbench_queue_jobs',
       'Jobs in the queue, by pg-boss state (created: waiting).',
-      jobs.map((r) => [{ state: r.state }, r.n]),
-    );
-    const inFlight = await q<{ endpoint: string; n: number }>(
-      `SELECT endpoint, sum(in_flight)::int AS n FROM ${SCHEMA}.claims GROUP BY endpoint ORDER BY endpoint`,
+      f.jobs.map((r) => [{ state: r.state }, r.n]),
     );
     gauge(
       'rumedbench_endpoint_in_flight',
       "Requests the workers' claims hold of each endpoint's max_in_flight.",
-      inFlight.map((r) => [{ endpoint: r.endpoint }, r.n]),
-    );
-    const workers = await q<{ name: string; status: string; age: number }>(
-      `SELECT name, status, extract(epoch FROM now() - last_seen)::float AS age FROM ${SCHEMA}.workers
-       WHERE status = 'running' OR last_seen > now() - interval '1 hour' ORDER BY name`,
+      f.inFlight.map((r) => [{ endpoint: r.endpoint }, r.n]),
     );
     gauge(
       'rumedbench_worker_heartbeat_age_seconds',
       "Seconds since each worker's last heartbeat (lost past three beats).",
-      workers.map((r) => [{ worker: r.name, status: r.status }, Math.round(r.age * 10) / 10]),
+      f.workers.map((r) => [{ worker: r.name, status: r.status }, Math.round(r.age * 10) / 10]),
     );
   }
   return `${out.join('\n')}\n`;
