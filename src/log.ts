@@ -9,23 +9,51 @@ export interface Logger {
   info(message: string): void;
   warn(message: string): void;
   error(message: string): void;
+  /**
+   * The same logger (level, destination) writing each line in `format`: `time` puts its ISO 8601 time first, `json`
+   * writes one object a line ({time, level, msg}, with the worker, plan and cell the message names). Long-running
+   * processes (a worker, serve) log so; a one-shot command's lines stay short.
+   */
+  as?(format: LogFormat, fields?: { worker?: string }): Logger;
 }
 
+export type LogFormat = 'plain' | 'time' | 'json';
+
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3, silent: 4 };
+
+/** A queued plan's id (plans.ts makes them `p-` and 12 hex digits) and the cell after it, as messages name them. */
+const PLAN_CELL = /\b(p-[0-9a-f]{12})(?: ([^\s:#]+\/[^\s:#]+))?/;
 
 export function createLogger(
   level: LogLevel = 'info',
   write: (line: string) => void = (l) => process.stderr.write(l),
+  format: LogFormat = 'plain',
+  fields: { worker?: string } = {},
 ): Logger {
   // Every line passes one redaction: a database URL or an endpoint typed with credentials never reaches a log.
   const at = (l: Exclude<LogLevel, 'silent'>, prefix: string) => (message: string) => {
-    if (ORDER[l] >= ORDER[level]) write(`${prefix}${redactCredentials(message)}\n`);
+    if (ORDER[l] < ORDER[level]) return;
+    const text = redactCredentials(message);
+    if (format === 'json') {
+      const m = PLAN_CELL.exec(text);
+      write(
+        `${JSON.stringify({
+          time: new Date().toISOString(),
+          level: l,
+          ...(fields.worker ? { worker: fields.worker } : {}),
+          ...(m?.[1] ? { plan: m[1] } : {}),
+          ...(m?.[2] ? { cell: m[2] } : {}),
+          msg: text,
+        })}\n`,
+      );
+    } else write(`${format === 'time' ? `${new Date().toISOString()} ` : ''}${prefix}${text}\n`);
   };
   return {
     debug: at('debug', 'debug: '),
     info: at('info', ''),
     warn: at('warn', 'warning: '),
     error: at('error', 'error: '),
+    as: (f, more) => createLogger(level, write, f, more ?? fields),
   };
 }
 

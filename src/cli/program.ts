@@ -10,6 +10,7 @@ import { VERSION } from '../version.js';
 import { COMMANDS, type CommandEntry, type Loaded } from './commands.js';
 import { addFlags } from './flags.js';
 import { type CliIo, EXIT, exitCodeOf, writeRefusal } from './io.js';
+import { checkOutFolder } from './out-folder.js';
 
 const keyOf = (e: CommandEntry) => e.path.join(' ');
 
@@ -71,6 +72,9 @@ export function buildProgram(
     const n = e.args?.length ?? 0;
     addFlags(cmd, m.flags).action(async (...a: unknown[]) => {
       const args = a.slice(0, n).flatMap((x) => (Array.isArray(x) ? (x as string[]) : [x as string]));
+      // An --out that cannot be made is refused here, once for every command, before the command does anything.
+      const out = (a[n] as { out?: unknown } | undefined)?.out;
+      if (typeof out === 'string') checkOutFolder(e.path.join(' '), out);
       setExit((await m.run(args, a[n], io)) ?? EXIT.ok);
     });
   }

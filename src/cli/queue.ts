@@ -108,6 +108,12 @@ export const WORKER_FLAGS = {
     '--allow-private',
     "may connect to model servers on this machine or a private network (a plan's; an evaluation's only if its endpoint was added with --allow-private), never to a cloud's metadata or platform service; without it, every address is checked at connection",
   ),
+  logFormat: flag.choice(
+    '--log-format <format>',
+    'text: each line after its ISO 8601 time; json: one object a line (time, level, worker, plan, cell, msg)',
+    ['text', 'json'],
+    { default: 'text' },
+  ),
 } satisfies FlagTable;
 
 export const ENDPOINT_ADD_FLAGS = {
@@ -354,7 +360,13 @@ async function exportInto(
 /** A stopped worker is gone within this long whatever the database does (its jobs then come back by its lapse). */
 const STOP_DEADLINE_MS = 4500;
 
-export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo): Promise<number> {
+export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, given: CliIo): Promise<number> {
+  const name = flags.name ?? `${hostname()}-${process.pid}`;
+  // A worker runs for days: every line says when, or is one JSON object.
+  const io: CliIo = {
+    ...given,
+    log: given.log.as?.(flags.logFormat === 'json' ? 'json' : 'time', { worker: name }) ?? given.log,
+  };
   let signalled = false;
   // Before it opens the queue: a worker that could not finish what it takes never takes it.
   (await import('../workers/local-disk.js')).checkWorkerCanWork(
@@ -381,7 +393,7 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, io: CliIo):
         allowPrivate: flags.allowPrivate,
         endpointKeys: flags.endpointKeys,
         log: io.log,
-        ...(flags.name !== undefined ? { name: flags.name } : {}),
+        name,
         ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
       });
       process.off('SIGTERM', early);

@@ -103,6 +103,17 @@ export const SERVE_FLAGS = {
     '--public-url <url>',
     'the address browsers use (behind a proxy): only its Host is answered, forms must come from its origin',
   ),
+  logFormat: flag.choice(
+    '--log-format <format>',
+    'text: each line after its ISO 8601 time; json: one object a line (time, level, msg)',
+    ['text', 'json'],
+    { default: 'text' },
+  ),
+  metricsPort: flag.count(
+    '--metrics-port <n>',
+    'serve Prometheus metrics (/metrics, with /healthz and /readyz) on this port of 127.0.0.1 (default: off)',
+    { min: 0 },
+  ),
 } satisfies FlagTable;
 export type ServeFlags = FlagsOf<typeof SERVE_FLAGS>;
 
@@ -137,11 +148,16 @@ export const CAMPAIGN_EXPORT_FLAGS = {
 const dbTarget = async (flag: string | undefined): Promise<string> =>
   flag ?? (process.env.DATABASE_URL || undefined) ?? (await server()).defaultDbFile();
 
-export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
+export async function runServe(flags: ServeFlags, given: CliIo): Promise<number> {
+  // A server runs for days: every line says when, or is one JSON object.
+  const io: CliIo = {
+    ...given,
+    log: given.log.as?.(flags.logFormat === 'json' ? 'json' : 'time') ?? given.log,
+  };
   // The server's PostgreSQL connections (the board's and the queue's) name themselves in pg_stat_activity.
   process.env.PGAPPNAME ||= 'rumedbench-serve';
   const maxBodyBytes = flags.maxUploadMb * (1 << 20);
-  const { startServer, DEFAULT_LIMITS } = await server();
+  const { startServer, DEFAULT_LIMITS, SHUTDOWN_GRACE_MS } = await server();
   const running = await startServer({
     dataDir: resolveDataDir(flags.data),
     db: await dbTarget(flags.db),
@@ -170,14 +186,27 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
         : flags.trustedProxies,
     ...(flags.secureCookies ? { secureCookies: true } : {}),
     ...(flags.publicUrl ? { publicUrl: flags.publicUrl } : {}),
+    ...(flags.metricsPort !== undefined ? { metricsPort: flags.metricsPort } : {}),
   });
   await new Promise<void>((resolve) => {
+    let stopping = false;
+    // The first signal stops: new connections refused, idle ones closed, requests under way given the grace period,
+    // then cut; the database then closed, for a few seconds at most. A second signal exits at once.
     const stop = () => {
-      io.log.info('stopping…');
+      if (stopping) {
+        io.log.warn('second signal: exiting now');
+        process.exit(EXIT.ok);
+      }
+      stopping = true;
+      io.log.info(`stopping… (requests under way get ${SHUTDOWN_GRACE_MS / 1000} s)`);
+      setTimeout(() => {
+        io.log.warn('the database did not close in time; exiting');
+        process.exit(EXIT.ok);
+      }, SHUTDOWN_GRACE_MS + 5000).unref();
       running.close().then(resolve, resolve);
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
   });
   return EXIT.ok;
 }

@@ -6,10 +6,11 @@
  * At the end, `<out>/summary.json` has a row per cell, written by `writePlanSummary`, the one writer of that file.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../data/atomic-write.js';
 import { type RunSpec, specJson } from '../engine/spec.js';
-import { PlanError, type RumedbenchError, UsageError } from '../errors.js';
+import { PlanError, RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { readRunFolder } from '../scoring/run-folder.js';
 import type { Cell } from './cells.js';
@@ -101,9 +102,7 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
       throw new UsageError(
         `${o.outDir} already holds a plan run; --resume finishes it, or choose another --out`,
       );
-    const before = JSON.parse(readFileSync(stateFile, 'utf8')) as {
-      cells: { id: string; spec?: RunSpec; argv?: string[] }[];
-    };
+    const before = readState(stateFile, o.outDir);
     if (before.cells.some((c) => c.spec === undefined))
       throw new PlanError(o.plan.file, [
         `${o.outDir} was started by an older rumedbench (its cells are command lines, not run specs); run the plan into another --out`,
@@ -117,7 +116,7 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
       ]);
   }
   mkdirSync(o.outDir, { recursive: true });
-  writeFileSync(
+  writeFileAtomic(
     stateFile,
     `${JSON.stringify({ schema_version: PLAN_RUN_VERSION, name: o.plan.name, plan_file: o.plan.file, plan_sha256: planSha, cells: cellList }, null, 2)}\n`,
   );
@@ -284,7 +283,28 @@ export function rowOf(
   };
 }
 
-/** The one writer of a plan run's summary.json. */
+/** The one writer of a plan run's summary.json (atomically: a full disk leaves the old file or none). */
 export function writePlanSummary(dir: string, summary: PlanSummary): void {
-  writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileAtomic(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+}
+
+/**
+ * A plan run's plan.json, for `--resume`. Written atomically since this release; one an older release left empty or
+ * cut short (its disk full) is said in one line with the way on: the cells' own folders keep what they answered.
+ */
+function readState(
+  file: string,
+  outDir: string,
+): { cells: { id: string; spec?: RunSpec; argv?: string[] }[] } {
+  const text = readFileSync(file, 'utf8');
+  try {
+    const state = JSON.parse(text) as { cells?: unknown };
+    if (Array.isArray(state.cells)) return state as { cells: { id: string; spec?: RunSpec }[] };
+  } catch {
+    // Said below.
+  }
+  throw new RumedbenchError(
+    'STORAGE_REFUSED',
+    `${file} is ${text.length === 0 ? 'empty' : 'cut short or not a plan run state'} (a disk that filled up while an older rumedbench wrote it?): remove it and run the plan again with --out ${outDir} --resume; every cell's own folder keeps what it answered`,
+  );
 }

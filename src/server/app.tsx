@@ -11,6 +11,7 @@ import { boardRoutes } from './boards/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { ChartCache } from './charts.js';
 import { HttpError } from './errors.js';
+import { healthRoutes } from './health/routes.js';
 import { type AppOptions, type Env, isApi, loggedPath, type RouteDeps, render } from './http.js';
 import { bodyCaps } from './middleware/body-limit.js';
 import { pageContext } from './middleware/context.js';
@@ -54,7 +55,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.route('/', runRoutes(lb.runs, lb));
   // Browsers ask for it on every page; there is none, and saying so quietly keeps their consoles clean.
   app.get('/favicon.ico', (c) => c.body(null, 204));
-  app.get('/healthz', (c) => c.json({ ok: true, engine: lb.db.engine }));
+  app.route('/', healthRoutes(lb));
 
   app.notFound((c) => {
     if (isApi(c.req.path)) return c.json({ error: 'not found', code: 'NOT_FOUND' }, 404);

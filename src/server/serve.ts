@@ -37,6 +37,8 @@ export interface ServeOptions extends Partial<Omit<LeaderboardOptions, 'dataDir'
   /** The address browsers use (`https://board.example.org`): its Host alone is answered, forms come from its origin. */
   publicUrl?: string;
   adminToken?: string;
+  /** Serves /metrics (Prometheus text), /healthz and /readyz on this port of 127.0.0.1 (off when undefined). */
+  metricsPort?: number;
   /** How often finished platform evaluations are entered into their boards (PostgreSQL only). */
   importEveryMs?: number;
   log: Logger;
@@ -108,11 +110,15 @@ export async function openLeaderboard(
   return lb;
 }
 
+/** How long a stopping server lets the requests under way end before it closes their connections. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
 export interface RunningServer {
   lb: Leaderboard;
   server: ServerType;
   url: string;
-  close(): Promise<void>;
+  /** Stops: idle connections at once, requests under way after `graceMs` (default SHUTDOWN_GRACE_MS). */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
@@ -215,12 +221,56 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const hops = hopCountWarning(options.trustedProxies);
   if (hops) log.warn(hops);
   log.info(`rumedbench leaderboard on ${url} (${lb.db.engine}: ${lb.db.location})`);
+  let metrics: ServerType | undefined;
+  const metricsPort = options.metricsPort;
+  if (metricsPort !== undefined) {
+    const { metricsApp } = await import('./health/routes.js');
+    metrics = await new Promise<ServerType>((resolve, reject) => {
+      const s = serve({ fetch: metricsApp(lb).fetch, hostname: '127.0.0.1', port: metricsPort }, () =>
+        resolve(s),
+      );
+      s.once('error', (e: Error) =>
+        reject(
+          new RumedbenchError(
+            'SERVER_CONFIG',
+            `cannot serve metrics on 127.0.0.1:${options.metricsPort}: ${e.message}; give another --metrics-port`,
+          ),
+        ),
+      );
+    }).catch(async (e: unknown) => {
+      server.close();
+      clearInterval(importer);
+      await lb.close();
+      throw e;
+    });
+    const a = metrics.address();
+    log.info(
+      `metrics on http://127.0.0.1:${typeof a === 'object' && a ? a.port : options.metricsPort}/metrics`,
+    );
+  }
   return {
     lb,
     server,
     url,
-    close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+    close: async (graceMs = SHUTDOWN_GRACE_MS) => {
+      // New connections are refused at once and idle keep-alive ones closed; requests under way get `graceMs` to
+      // end, then every connection is cut: a slow upload (100 bytes a second) does not hold a stop for minutes.
+      const closed = Promise.all(
+        [server, metrics]
+          .filter((s): s is ServerType => s !== undefined)
+          .map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+      );
+      const http = [server, metrics].filter(
+        (s) => s !== undefined,
+      ) as unknown as import('node:http').Server[];
+      for (const s of http) s.closeIdleConnections?.();
+      const cut = setTimeout(() => {
+        log.warn(`requests still under way after ${graceMs / 1000} s: their connections are closed`);
+        for (const s of http) s.closeAllConnections?.();
+      }, graceMs);
+      cut.unref();
+      await closed;
+      clearTimeout(cut);
       clearInterval(importer);
       await lb.close();
     },

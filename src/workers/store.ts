@@ -336,6 +336,9 @@ export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<
     application_name,
   });
   pool.on('error', () => {});
+  // A checked-out client whose server goes away between two queries emits 'error' with no listener of the pool's:
+  // unheard, it would end the process with a stack. The next query on it fails, and is waited out, as any other.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const wait = new DbWait({
     waitS: o.connectWaitS ?? CONNECT_WAIT_S,
     log: o.log ?? createLogger('silent'),

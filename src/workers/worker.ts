@@ -34,7 +34,7 @@ import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
 import { pricesOf } from '../llm/run.js';
-import type { Logger } from '../log.js';
+import { type Logger, silentLogger } from '../log.js';
 import { AnswerWriter } from './answers.js';
 import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
@@ -216,7 +216,8 @@ export class Worker {
     });
     this.stopDbw = new DbWait({
       waitS: Math.min(STOP_DB_WAIT_S, o.dbWaitS ?? DEFAULT_DB_WAIT_S),
-      log: o.log,
+      // The stop says in its own one line what it could not hand back.
+      log: silentLogger,
       location: o.db.location,
       who: `worker ${this.name} (stopping)`,
       flag: '',

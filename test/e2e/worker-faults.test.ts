@@ -104,7 +104,7 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
 
   it('its temporary folder gone mid-plan: the cell is handed back, named, and another worker finishes it while the first lives', async () => {
     const db = await freshDatabase('postgres');
-    const s = await modelServer(20);
+    const s = await modelServer(50);
     // One job for the whole cell: the worker that takes it answers every request and then finishes the cell.
     const id = (
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
@@ -114,8 +114,13 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
     await until('the job claimed by bad', async () =>
       (await sql(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
     );
-    rmSync(tmp, { recursive: true, force: true });
     const good = spawnWorker(db, 'good');
+    await until('good registered', async () =>
+      (await sql(db, `SELECT id FROM rumedbench_runs.workers WHERE name = 'good'`)).length > 0
+        ? true
+        : undefined,
+    );
+    rmSync(tmp, { recursive: true, force: true });
     try {
       const t0 = Date.now();
       const done = await until(
@@ -138,12 +143,15 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
       expect(said, bad.log()).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^error: ${id} m/default: cannot finish it here \\(its temporary folder cannot take the cell's run folder \\(a folder on its path is missing: mkdtemp ${tmp}/rumedbench-cell-.*set TMPDIR`,
+            `^\\S+Z error: ${id} m/default: cannot finish it here \\(its temporary folder cannot take the cell's run folder \\(a folder on its path is missing: (mkdtemp|open|write) ${tmp}/rumedbench-cell-.*set TMPDIR`,
           ),
         ),
       ]);
       expect(stackLines(bad.log())).toEqual([]);
       console.log(`handed back and finished by another worker ${Date.now() - t0} ms after the folder went`);
+    } catch (e) {
+      console.log(`bad:\n${bad.log()}\ngood:\n${good.log()}`);
+      throw e;
     } finally {
       for (const w of [bad, good]) w.child.kill('SIGTERM');
       await Promise.all([bad.exited, good.exited]);
@@ -193,6 +201,37 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
     expect((await status(db, id)).cells.map((c) => [c.status, c.requests.done])).toEqual([['done', 120]]);
     expect(s.requests.length).toBe(120);
   }, 90_000);
+});
+
+describe.skipIf(!PG_URL)('what an operator sees (log lines)', () => {
+  it('every worker line starts with its ISO 8601 time; --log-format json: one object a line with time, level, worker, plan, cell', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(0);
+    const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
+    const text = spawnWorker(db, 't1', ['--exit-when-idle']);
+    expect((await text.exited).code).toBe(0);
+    const lines = text.log().trim().split('\n');
+    expect(lines.length).toBeGreaterThan(2);
+    for (const l of lines) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \S/);
+    await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
+    const json = spawnWorker(db, 'j1', ['--exit-when-idle', '--log-format', 'json']);
+    expect((await json.exited).code).toBe(0);
+    const objects = json
+      .log()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
+    for (const o of objects) {
+      expect(
+        Object.keys(o)
+          .filter((k) => ['time', 'level', 'worker', 'msg'].includes(k))
+          .sort(),
+      ).toEqual(['level', 'msg', 'time', 'worker']);
+      expect([o.worker, new Date(o.time as string).toISOString()]).toEqual(['j1', o.time]);
+    }
+    expect(objects.some((o) => o.cell === 'm/default' && /^p-[0-9a-f]{12}$/.test(o.plan ?? ''))).toBe(true);
+    expect(id).toMatch(/^p-/);
+  }, 60_000);
 });
 
 describe.skipIf(!PG_URL)('capacity given back (plan cancel)', () => {

@@ -1,0 +1,119 @@
+/**
+ * `serve` under an operator's faults (#60): a stop that stops (idle and slow connections closed after the grace
+ * period, a second signal at once), and the probes an orchestrator asks: /healthz (alive), /readyz (the database
+ * answers, migrations current, the held gold loaded) and the Prometheus metrics on their own loopback port.
+ */
+
+import { mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
+import { startServe } from '../helpers/server.js';
+
+const DATA = fixtureDataDir();
+const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
+
+describe('serve stops within its grace period', () => {
+  it('a slowloris upload (10 bytes a second) and an idle keep-alive connection: SIGTERM exits 0 within the 10 s grace, a second signal at once', async () => {
+    const board = await startServe(['--db', sqliteDb()], { RUMEDBENCH_DATA: DATA });
+    const { hostname, port } = new URL(board.url);
+    const open = (head: string) =>
+      new Promise<ReturnType<typeof connect>>((resolve) => {
+        const s = connect(Number(port), hostname, () => {
+          s.write(head);
+          resolve(s);
+        });
+        s.on('error', () => {});
+      });
+    const idle = await open(
+      `GET /healthz HTTP/1.1\r\nHost: ${board.url.slice(7)}\r\nConnection: keep-alive\r\n\r\n`,
+    );
+    const slow = await open(
+      `POST /api/submissions HTTP/1.1\r\nHost: ${board.url.slice(7)}\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n`,
+    );
+    const drip = setInterval(() => slow.write('xxxxxxxxxx'), 1000);
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      const exited = new Promise<number>((resolve) => board.child.once('exit', () => resolve(Date.now())));
+      const t0 = Date.now();
+      board.child.kill('SIGTERM');
+      const at = await Promise.race([exited, new Promise<number>((r) => setTimeout(() => r(0), 25_000))]);
+      expect(at === 0 ? 'alive after 25 s' : at - t0 < 13_000, board.log()).toBe(true);
+      expect(board.child.exitCode, board.log()).toBe(0);
+      expect(board.log()).toMatch(/requests still under way after 10 s: their connections are closed/);
+      expect(board.log()).not.toMatch(/^\s+at /m);
+    } finally {
+      clearInterval(drip);
+      idle.destroy();
+      slow.destroy();
+    }
+  }, 40_000);
+
+  it('a second signal exits at once, whatever is under way', async () => {
+    const board = await startServe(['--db', sqliteDb()], { RUMEDBENCH_DATA: DATA });
+    const { hostname, port } = new URL(board.url);
+    const slow = connect(Number(port), hostname, () =>
+      slow.write(
+        `POST /api/submissions HTTP/1.1\r\nHost: ${board.url.slice(7)}\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 100000\r\n\r\n`,
+      ),
+    );
+    slow.on('error', () => {});
+    await new Promise((r) => setTimeout(r, 500));
+    const exited = new Promise<number>((resolve) => board.child.once('exit', () => resolve(Date.now())));
+    board.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    board.child.kill('SIGTERM');
+    const at = await exited;
+    expect([at - t0 < 1000, board.child.exitCode]).toEqual([true, 0]);
+    slow.destroy();
+  }, 30_000);
+});
+
+describe.skipIf(NO_OWN_PG_REASON !== undefined)('probes and metrics (PostgreSQL of the test’s own)', () => {
+  it('/healthz alive, /readyz 503 naming the database while it is stopped and 200 once back; /metrics on its own loopback port', async () => {
+    const own = await startOwnPostgres();
+    const board = await startServe(['--db', own.url, '--metrics-port', '0'], { RUMEDBENCH_DATA: DATA });
+    try {
+      const ready = await fetch(`${board.url}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([
+        200,
+        { ready: true, checks: { database: 'ok', migrations: 'ok', gold: 'ok' } },
+      ]);
+      const m = /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(board.log());
+      expect(m, board.log()).not.toBeNull();
+      const text = await (await fetch(m?.[1] as string)).text();
+      expect(text).toMatch(/^# TYPE rumedbench_ready gauge\nrumedbench_ready 1$/m);
+      expect(text).toMatch(/^# TYPE rumedbench_queue_cells gauge$/m);
+      expect(text).toMatch(/^# TYPE rumedbench_endpoint_in_flight gauge$/m);
+      // Not on the board's port.
+      expect((await fetch(`${board.url}/metrics`)).status).toBe(404);
+      own.down();
+      const health = await fetch(`${board.url}/healthz`);
+      expect(health.status).toBe(200);
+      const down = await fetch(`${board.url}/readyz`);
+      const body = (await down.json()) as { ready: boolean; checks: { database: string } };
+      expect([down.status, body.ready, body.checks.database]).toEqual([
+        503,
+        false,
+        expect.stringMatching(/^unreachable \(/),
+      ]);
+      own.up();
+      const back = await (async () => {
+        for (let i = 0; i < 100; i++) {
+          const r = await fetch(`${board.url}/readyz`);
+          if (r.status === 200) return 200;
+          await new Promise((x) => setTimeout(x, 200));
+        }
+        return 503;
+      })();
+      expect(back).toBe(200);
+    } finally {
+      await board.stop();
+      own.stop();
+    }
+  }, 60_000);
+});
