@@ -106,7 +106,7 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
           {report.paperRows.map((p) => (
             <tr class="reference">
               <th scope="row">
-                {p.model} <span class="tag">{t.paper}</span>
+                {t.paperRowName(p.model)} <span class="tag">{t.paper}</span>
               </th>
               {OVERALL_TASKS.map((x) => (
                 <td class="num">{cell(p.tasks[x.name], x.metrics)}</td>
