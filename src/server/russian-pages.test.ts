@@ -60,6 +60,15 @@ function latinWords(html: string, allowed: ReadonlySet<string>): string[] {
   return [...out];
 }
 
+describe('the Russian words', () => {
+  it('name the board one way: доска, never лидерборд', () => {
+    const texts = ['server/i18n.ts', 'report/i18n.ts'].map((f) =>
+      readFileSync(join(import.meta.dirname, '..', f), 'utf8'),
+    );
+    expect(texts.filter((t) => /лидерборд/i.test(t))).toEqual([]);
+  });
+});
+
 describe.skipIf(!ROUTES_READY)(`Russian pages (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
   const t = useLeaderboardApp('sqlite');
   const { request } = t;
