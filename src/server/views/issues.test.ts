@@ -35,7 +35,7 @@ describe('IssueList', () => {
     );
     expect(lines).toEqual([
       'UNKNOWN_ID RuMedDaNet.jsonl (id x1): not an item of the split',
-      'MISSING_ITEM RuMedDaNet.jsonl × 256: no answer for this item — ids q0, q1, q2 and 253 more',
+      'MISSING_ITEM RuMedDaNet.jsonl × 256, the first (id q0): no answer for this item — ids q0, q1, q2 and 253 more',
     ]);
   });
 });

@@ -116,7 +116,9 @@ export const IssueList: FC<{ issues: readonly Issue[] }> = ({ issues }) => {
         const more = g.length - SHOWN;
         return (
           <li class={i.severity}>
-            <code>{i.code}</code> {i.file} × {g.length}: {i.message}
+            <code>{i.code}</code> {i.file} × {g.length}, the first
+            {i.line !== undefined ? ` (line ${i.line})` : ''}
+            {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
             {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
             {named.some((n) => n !== '')
               ? ` — ${ids ? 'ids' : 'lines'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`
