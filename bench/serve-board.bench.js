@@ -22,9 +22,26 @@ import SQLite from 'better-sqlite3';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = resolve(root, '..', 'shared', 'rumedbench');
 const dataDir = process.env.RUMEDBENCH_DATA || join(shared, 'data');
-const preds = join(shared, 'reference-predictions', 'linear_models');
-if (!existsSync(dataDir) || !existsSync(preds)) {
-  console.log(`skipped: RuMedBench data or reference predictions not found (${dataDir})`);
+// Upstream's prediction files, found as the tests find them: RUMEDBENCH_REFERENCE, else reference-predictions/ in or
+// beside the data folder, else in the workspace beside the repository.
+const referenceDir =
+  process.env.RUMEDBENCH_REFERENCE ||
+  [join(dataDir, 'reference-predictions'), join(dataDir, '..', 'reference-predictions')].find((d) =>
+    existsSync(d),
+  ) ||
+  join(shared, 'reference-predictions');
+const preds = join(referenceDir, 'linear_models');
+// Each thing missing is named, with the variable that points at it elsewhere.
+const missing = [
+  ...(existsSync(dataDir) ? [] : [`the data (${dataDir}; set RUMEDBENCH_DATA)`]),
+  ...(existsSync(preds)
+    ? []
+    : [
+        `upstream's Feature-based predictions (${preds}; set RUMEDBENCH_REFERENCE to the folder holding linear_models/)`,
+      ]),
+];
+if (missing.length > 0) {
+  console.log(`skipped: not found: ${missing.join('; ')}`);
   process.exit(0);
 }
 const { values: flags } = parseArgs({

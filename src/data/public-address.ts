@@ -360,7 +360,11 @@ export function publicOnlyLookup(resolve: Resolve = systemResolve, hint?: string
   };
 }
 
-type Dispatcher = NonNullable<RequestInit['dispatcher']>;
+/**
+ * fetch's `dispatcher` (Node's undici Agent), opaque to callers: a user's project whose `lib` has the DOM's fetch types
+ * (RequestInit without `dispatcher`) compiles these declarations as well (issue #63).
+ */
+type Dispatcher = object;
 type AgentClass = new (options: { connect: { lookup: ReturnType<typeof publicOnlyLookup> } }) => Dispatcher;
 
 let agentClass: Promise<AgentClass> | undefined;

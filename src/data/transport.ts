@@ -113,7 +113,8 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
         ...init(),
         redirect: 'manual',
         signal: AbortSignal.timeout(o.timeoutMs ?? 120_000),
-        ...(dispatcher ? { dispatcher } : {}),
+        // Node's fetch takes undici's dispatcher; the guard's type keeps it opaque (see public-address.ts).
+        ...(dispatcher ? ({ dispatcher } as RequestInit) : {}),
       });
     } catch (e) {
       const refused = privateAddressCause(e);

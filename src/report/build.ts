@@ -168,10 +168,10 @@ export function paperScore(row: PaperRow, task: string): number | undefined {
 }
 
 /** The paper's Naive and Human scores for a task (or the overall), drawn as reference lines. */
-export function levelsFor(task: string | 'overall', t: Pick<Strings, 'paper'>): Level[] {
+export function levelsFor(task: string | 'overall', t: Pick<Strings, 'paper' | 'paperRowName'>): Level[] {
   return PAPER_ROWS.filter((r) => r.model === 'Naive' || r.model === 'Human').flatMap((r) => {
     const value = task === 'overall' ? r.overall : paperScore(r, task);
-    return value === undefined ? [] : [{ name: `${r.model} (${t.paper})`, value }];
+    return value === undefined ? [] : [{ name: `${t.paperRowName(r.model)} (${t.paper})`, value }];
   });
 }
 

@@ -18,3 +18,18 @@ export const rankInterval = ([lo, hi]: readonly [number, number]): string =>
   lo === hi ? `${lo}` : `${lo}–${hi}`;
 
 export const pValue = (p: number): string => (p < 0.001 ? '<0.001' : p.toFixed(3));
+
+/**
+ * A moment as a page in `lang` writes it (Intl), in UTC to the minute: "7 декабря 2026 г., 02:17 UTC", not the ISO
+ * text the database keeps (which the page's `<time datetime>` carries).
+ */
+export function dateTime(iso: string, lang: 'en' | 'ru'): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const f = new Intl.DateTimeFormat(lang === 'ru' ? 'ru-RU' : 'en-GB', {
+    dateStyle: 'long',
+    timeStyle: 'short',
+    timeZone: 'UTC',
+  });
+  return `${f.format(d)} UTC`;
+}

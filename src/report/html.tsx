@@ -106,7 +106,7 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
           {report.paperRows.map((p) => (
             <tr class="reference">
               <th scope="row">
-                {p.model} <span class="tag">{t.paper}</span>
+                {t.paperRowName(p.model)} <span class="tag">{t.paper}</span>
               </th>
               {OVERALL_TASKS.map((x) => (
                 <td class="num">{cell(p.tasks[x.name], x.metrics)}</td>
@@ -603,7 +603,7 @@ const Provenance: FC<{ report: Report }> = ({ report }) => {
           [t.version, p.version],
           [t.date, p.date],
           ...(p.commandLine ? [[t.command, p.commandLine]] : []),
-          [t.split, report.split],
+          [t.split, t.splitName(report.split)],
           [t.data, p.dataDir],
           ['bootstrap', `${p.resamples} resamples, seed ${p.seed}`],
         ]}
@@ -675,7 +675,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
           <h1>{report.title}</h1>
           <p class="note">
             {t.generated} {report.provenance.date.slice(0, 10)} · rumedbench {report.provenance.version} ·{' '}
-            {t.split} {report.split} · {report.systems.map((s) => s.name).join(', ')}
+            {t.split} {t.splitName(report.split)} · {report.systems.map((s) => s.name).join(', ')}
           </p>
           <nav>
             <a href="#summary">{t.summary}</a>
@@ -736,7 +736,7 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
                   (s.baseline?.runs ?? []).map((r) => [
                     s.name,
                     r.task,
-                    r.trainedOn ? `${r.trainedOn.split} (${r.trainedOn.records})` : '–',
+                    r.trainedOn ? `${t.splitName(r.trainedOn.split)} (${r.trainedOn.records})` : '–',
                     r.seconds.toFixed(1),
                     r.skipped ?? '',
                   ]),

@@ -24,6 +24,12 @@ const en = {
   score: 'score',
   overall: 'Overall',
   paper: 'paper',
+  /** A paper row's name as the page's language writes it (model names stay as they are). */
+  paperRowName: (name: string): string => name,
+  /** A metric's name as a page writes it (the result files keep the metric's key). */
+  metricName: (m: string): string => m,
+  /** A split's name as a page writes it. */
+  splitName: (split: string): string => split,
   items: 'items',
   notScored: 'not scored',
   perTask: 'Per task',
@@ -189,12 +195,36 @@ const en = {
 
 export type Strings = typeof en;
 
+/** The paper's rows that are not models' names: said in Russian on Russian pages. */
+const PAPER_ROW_NAMES_RU: Readonly<Record<string, string>> = {
+  Naive: 'Наивное решение',
+  Human: 'Человек',
+  'Feature-based': 'На признаках',
+};
+
+const METRIC_NAMES_RU: Readonly<Record<string, string>> = {
+  accuracy: 'точность',
+  f1: 'F1',
+  macro_f1: 'макро-F1',
+  micro_f1: 'микро-F1',
+  token_accuracy: 'точность по токенам',
+  entity_f1: 'F1 по сущностям',
+  hit_at_3: 'попадание в тройку',
+};
+
+const SPLIT_NAMES_RU: Readonly<Record<string, string>> = {
+  train: 'обучающий',
+  dev: 'валидационный',
+  test: 'тестовый',
+  private_test: 'закрытый тестовый',
+};
+
 const ru: Strings = {
   title: 'Отчёт RuMedBench',
   generated: 'Создан',
   summary: 'Сводка',
   summaryNote:
-    'Результаты на тестовых наборах в форме статьи: accuracy/Hit@3 для RuMedTop3 и RuMedSymptomRec, accuracy/F1 по сущностям для RuMedNER, иначе accuracy. Общий балл — среднее баллов пяти открытых задач.',
+    'Результаты на тестовых наборах в форме статьи: точность/попадание в тройку для RuMedTop3 и RuMedSymptomRec, точность/F1 по сущностям для RuMedNER, иначе точность. Общий балл — среднее баллов пяти открытых задач.',
   scoresWithCi: 'Баллы задач с 95% доверительными интервалами',
   ciNote: 'Перцентильный бутстрэп по тестовым примерам; балл задачи — среднее её метрик.',
   model: 'Модель',
@@ -205,6 +235,10 @@ const ru: Strings = {
   score: 'балл',
   overall: 'Общий балл',
   paper: 'статья',
+  paperRowName: (name: string): string => PAPER_ROW_NAMES_RU[name] ?? name,
+  metricName: (m: string): string =>
+    METRIC_NAMES_RU[m] ?? (/^hit_at_(\d+)$/.test(m) ? `попадание в первые ${m.slice('hit_at_'.length)}` : m),
+  splitName: (split: string): string => SPLIT_NAMES_RU[split] ?? split,
   items: 'примеров',
   notScored: 'не оценено',
   perTask: 'По задачам',
@@ -212,8 +246,9 @@ const ru: Strings = {
   scoreAxis: 'балл, % (95% ДИ)',
   ci95: '95% ДИ',
   systemsCount: (n: number) => `систем: ${n}`,
-  levels: 'Линии: баллы Naive и Human из статьи.',
-  byLabel: (task: string, n: number) => `${task}: accuracy и Hit@3 для ${n} самых частых верных меток`,
+  levels: 'Линии: баллы наивного решения и человека из статьи.',
+  byLabel: (task: string, n: number) =>
+    `${task}: точность и попадание в тройку для ${n} самых частых верных меток`,
   confusion: (task: string) => `${task}: матрица ошибок (строки — верная метка, столбцы — предсказанная)`,
   gold: 'верная',
   predicted: 'предсказанная',

@@ -60,7 +60,11 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.notFound((c) => {
     if (isApi(c.req.path)) return c.json({ error: 'not found', code: 'NOT_FOUND' }, 404);
     const ctx = c.get('ctx');
-    return render(c, <ErrorPage ctx={ctx} title={ctx.t.notFound} message={c.req.path} />, 404);
+    return render(
+      c,
+      <ErrorPage ctx={ctx} title={ctx.t.notFound} message={ctx.t.noSuchPage(c.req.path)} />,
+      404,
+    );
   });
   app.onError((err, c) => {
     const ctx = c.get('ctx') as PageContext | undefined;
@@ -69,7 +73,8 @@ export function createApp(options: AppOptions): Hono<Env> {
         c.header('Retry-After', String(err.extra.retryAfter));
       if (isApi(c.req.path) || !ctx)
         return c.json({ error: err.message, code: err.code, ...err.extra }, err.status);
-      return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={err.message} />, err.status);
+      const message = ctx.t.httpError(err.code, err.status, err.message);
+      return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={message} />, err.status);
     }
     if (isConnectionError(err)) {
       // A restart or a failover of PostgreSQL: said once a request, without a stack; the client is told to come back.

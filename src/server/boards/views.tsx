@@ -314,7 +314,7 @@ export const BoardPage: FC<{
                 <tr class="reference">
                   <td class="num"></td>
                   <th scope="row">
-                    {row.p.model} <span class="tag">{ctx.t.reference}</span>
+                    {ctx.r.paperRowName(row.p.model)} <span class="tag">{ctx.t.reference}</span>
                   </th>
                   <td class="team">Blinov et al., 2022</td>
                   {tasks.map((t) => (

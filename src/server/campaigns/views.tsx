@@ -42,7 +42,7 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
                 <a href={href(ctx, `/admin/campaigns/${c.id}`)}>{c.name}</a>
               </th>
               <td>{c.task}</td>
-              <td>{c.split}</td>
+              <td>{ctx.r.splitName(c.split)}</td>
               <td class="num">{String((JSON.parse(c.items) as string[]).length)}</td>
               <td class="num">{String(c.overlap)}</td>
               <td>{ctx.t.adminWords.campaign[c.status] ?? c.status}</td>
@@ -159,7 +159,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
         ''
       )}
       <p class="note">
-        {c.task} · {c.split} ·{' '}
+        {c.task} · {ctx.r.splitName(c.split)} ·{' '}
         {ctx.t.campaigns.summary(
           d.items,
           c.overlap,

@@ -3,7 +3,7 @@ import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { formatUsd } from '../../llm/cost.js';
 import { deltaRows } from '../../report/build.js';
-import { pValue, signed } from '../../report/format.js';
+import { dateTime, pValue, signed } from '../../report/format.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { Entry } from '../boards/entries.js';
@@ -33,7 +33,9 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
       </tr>
       <tr>
         <th scope="row">{ctx.t.submitted}</th>
-        <td>{e.created_at}</td>
+        <td>
+          <time datetime={e.created_at}>{dateTime(e.created_at, ctx.lang)}</time>
+        </td>
       </tr>
       {e.link ? (
         <tr>
@@ -170,7 +172,7 @@ export const SubmissionPage: FC<{
       continue;
     }
     for (const m of getTask(task).metrics)
-      rows.push([task, String(c.n), m, f2(c.metrics[m]), ciText(c.ci[m]) || '–']);
+      rows.push([task, String(c.n), ctx.r.metricName(m), f2(c.metrics[m]), ciText(c.ci[m]) || '–']);
     if (getTask(task).metrics.length > 1)
       rows.push([task, String(c.n), ctx.r.score, f2(c.score), ciText(c.score_ci) || '–']);
   }

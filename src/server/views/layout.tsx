@@ -68,30 +68,67 @@ export const CsrfField: FC<{ ctx: PageContext }> = ({ ctx }) => (
   <input type="hidden" name="_csrf" value={ctx.csrf} />
 );
 
-export const IssueList: FC<{
-  issues: readonly {
-    severity: string;
-    code: string;
-    message: string;
-    file: string;
-    line?: number;
-    id?: string;
-    expected?: string;
-    found?: string;
-  }[];
-}> = ({ issues }) => (
-  <ul class="issues">
-    {issues.map((i) => (
-      <li class={i.severity}>
-        <code>{i.code}</code> {i.file}
-        {i.line !== undefined ? `:${i.line}` : ''}
-        {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
-        {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
-        {i.found !== undefined ? `; found ${i.found}` : ''}
-      </li>
-    ))}
-  </ul>
-);
+type Issue = {
+  severity: string;
+  code: string;
+  message: string;
+  file: string;
+  line?: number;
+  id?: string;
+  expected?: string;
+  found?: string;
+};
+
+/** Hints written for the command line (`--file-gold`): a page's reader has no flag to give, so a page leaves them out. */
+const CLI_ONLY = new Set(['DATA_VERSION_HINT']);
+/** Items of a kind of problem named on its line; the rest are counted. */
+const SHOWN = 3;
+
+/**
+ * An upload's problems, one line per kind (its code and file): one problem as it is; several counted, with the first
+ * one's words and the first few ids or lines (one wrong id is not 256 lines of MISSING_ITEM).
+ */
+export const IssueList: FC<{ issues: readonly Issue[] }> = ({ issues }) => {
+  const groups = new Map<string, Issue[]>();
+  for (const i of issues) {
+    if (CLI_ONLY.has(i.code)) continue;
+    const key = `${i.code}\u0000${i.file}`;
+    const g = groups.get(key);
+    if (g) g.push(i);
+    else groups.set(key, [i]);
+  }
+  return (
+    <ul class="issues">
+      {[...groups.values()].map((g) => {
+        const i = g[0] as Issue;
+        if (g.length === 1)
+          return (
+            <li class={i.severity}>
+              <code>{i.code}</code> {i.file}
+              {i.line !== undefined ? `:${i.line}` : ''}
+              {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
+              {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
+              {i.found !== undefined ? `; found ${i.found}` : ''}
+            </li>
+          );
+        const ids = g.every((x) => x.id !== undefined);
+        const named = g.slice(0, SHOWN).map((x) => (ids ? x.id : x.line !== undefined ? String(x.line) : ''));
+        const more = g.length - SHOWN;
+        return (
+          <li class={i.severity}>
+            <code>{i.code}</code> {i.file} × {g.length}, the first
+            {i.line !== undefined ? ` (line ${i.line})` : ''}
+            {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
+            {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
+            {named.some((n) => n !== '')
+              ? ` — ${ids ? 'ids' : 'lines'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`
+              : ''}
+          </li>
+        );
+      })}
+    </ul>
+  );
+};
 
 export const ErrorPage: FC<{ ctx: PageContext; title: string; message: string }> = ({
   ctx,

@@ -1,0 +1,112 @@
+/**
+ * Russian pages are Russian (docs/leaderboard.md: every word of a page in Russian): each page type, its error pages
+ * included, rendered with `?lang=ru`, has no Latin-script word outside an allow-list of names (models, tasks, the
+ * paper's authors, formats and units), and shows dates and numbers as the Russian locale writes them.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { NO_DATA_REASON } from '../../test/helpers/data.js';
+import { ROUTES_READY, ref, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
+import { TASKS } from '../tasks/registry.js';
+
+/** Names a Russian page may write in Latin script: tasks, the paper's rows and authors, formats, units, mechanisms. */
+const ALLOWED = new Set([
+  ...TASKS.map((t) => t.name),
+  'RuMedBench',
+  'MedBench',
+  'RuMedOverall',
+  'ECG2Pathology',
+  'RuPoolBERT',
+  'RuBERT',
+  'BiLSTM',
+  'TF-IDF',
+  'BERT',
+  'Blinov',
+  'et',
+  'al',
+  'Blum',
+  'Hardt',
+  'Ladder',
+  'LLM',
+  'CSV',
+  'JSON',
+  'API',
+  'USD',
+  'jsonl',
+  'zip',
+  'Task',
+  'McNemar',
+  'PostgreSQL',
+  'F1',
+  'UTC',
+  'medbench',
+  'ru',
+]);
+
+/** The Latin-script words of a page's visible text that are not allowed names, each once, in order. */
+function latinWords(html: string, allowed: ReadonlySet<string>): string[] {
+  const body = html.slice(html.indexOf('<main'), html.lastIndexOf('</main>'));
+  const text = (body || html)
+    .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&[a-z#0-9]+;/g, ' ');
+  const out = new Set<string>();
+  for (const m of text.matchAll(/[A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]|[A-Za-z]/g)) {
+    const w = m[0];
+    if (allowed.has(w) || w.length === 1) continue;
+    out.add(w);
+  }
+  return [...out];
+}
+
+describe('the Russian words', () => {
+  it('name the board one way: доска, never лидерборд', () => {
+    const texts = ['server/i18n.ts', 'report/i18n.ts'].map((f) =>
+      readFileSync(join(import.meta.dirname, '..', f), 'utf8'),
+    );
+    expect(texts.filter((t) => /лидерборд/i.test(t))).toEqual([]);
+  });
+});
+
+describe.skipIf(!ROUTES_READY)(`Russian pages (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
+  const t = useLeaderboardApp('sqlite');
+  const { request } = t;
+
+  it('says every error in Russian: a missing page, a missing submission, a bad sort', async () => {
+    const pages = {
+      missing: await request('/no/such/page?lang=ru'),
+      submission: await request('/submissions/00000000-0000-4000-8000-000000000000?lang=ru'),
+      sort: await request('/?sort=bogus&lang=ru'),
+    };
+    expect(Object.values(pages).map((r) => r.status)).toEqual([404, 404, 400]);
+    const words: Record<string, string[]> = {};
+    for (const [k, r] of Object.entries(pages)) words[k] = latinWords(await r.text(), ALLOWED);
+    expect(words).toEqual({ missing: [], submission: [], sort: [] });
+  });
+
+  it('writes the board, an entry and the upload form in Russian, models aside', async () => {
+    const { token } = await t.lb.admin.createToken('lab');
+    const up = await t.upload(
+      [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref('bilstm'), 'RuMedDaNet.jsonl')) }],
+      { model: 'my-model', kind: 'LLM' },
+      { authorization: `Bearer ${token}` },
+    );
+    expect(up.res.status).toBe(201);
+    const allowed = new Set([...ALLOWED, 'my-model', 'lab']);
+    const words: Record<string, string[]> = {};
+    for (const path of [
+      '/?lang=ru',
+      `/submissions/${up.body.id}?lang=ru`,
+      '/submit?lang=ru',
+      '/board/closed?lang=ru',
+    ])
+      words[path] = latinWords(await (await request(path)).text(), allowed);
+    expect(words).toEqual({
+      '/?lang=ru': [],
+      [`/submissions/${up.body.id}?lang=ru`]: [],
+      '/submit?lang=ru': [],
+      '/board/closed?lang=ru': [],
+    });
+  });
+});
