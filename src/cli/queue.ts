@@ -140,7 +140,7 @@ export const ENDPOINT_ADD_FLAGS = {
   ),
   allowPrivate: flag.on(
     '--allow-private',
-    'allow a server on this machine or a private network (refused by default, by every address its name resolves to: metadata services live there); workers connect there only with --allow-private too; a cloud\'s metadata or platform address (169.254.169.254, 168.63.129.16, fd00:ec2::254, …) and port 0 stay refused',
+    "allow a server on this machine or a private network (refused by default, by every address its name resolves to: metadata services live there); workers connect there only with --allow-private too; a cloud's metadata or platform address (169.254.169.254, 168.63.129.16, fd00:ec2::254, …) and port 0 stay refused",
   ),
 } satisfies FlagTable;
 
