@@ -113,7 +113,8 @@ export async function runEval(path: string, flags: EvalFlags, io: CliIo): Promis
   }
   reportIssues(io, result.errors, flags.json ? [] : result.warnings, flags.maxIssues);
   if (flags.out !== undefined && result.errors.length === 0) {
-    const { readLmEval, writeLmEvalRunFolder } = await import('../scoring/lm-eval.js');
+    const { readLmEval } = await import('../scoring/lm-eval.js');
+    const { writeLmEvalRunFolder } = await import('../scoring/lm-eval-run.js');
     await writeLmEvalRunFolder(
       await readLmEval(path, flags.data !== undefined ? { dataDir: flags.data } : {}),
       result,

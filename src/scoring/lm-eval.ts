@@ -7,20 +7,16 @@
  * or one whose YAML was edited, is refused at its first differing prompt. What is read becomes RuMedBench-format
  * lines, validated and scored as any predictions file is (missing, duplicated and foreign items named there).
  */
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type JsonlLine, parseJsonl, toJsonl } from '../data/jsonl.js';
+import { type JsonlLine, parseJsonl } from '../data/jsonl.js';
 import { ifPresent, readGoldLabels } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { loglikContext } from '../tasks/loglik-prompt.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
 import type { PromptContext, TaskDefinition } from '../tasks/types.js';
-import { VERSION } from '../version.js';
-import { RunFolderWriter } from './formats.js';
 import type { SubmissionIssue } from './issues.js';
-import { writeManifest, writeRunSummary } from './run-log.js';
-import type { EvaluationResult } from './score.js';
-import type { Submission, SubmissionFile } from './submission.js';
+import type { Submission, SubmissionFile } from './submission-types.js';
 
 const RESULTS = /^results_(.+)\.json$/;
 const SAMPLES = /^samples_(.+)_(\d{4}-\d{2}-\d{2}T[\d.-]+)\.jsonl$/;
@@ -316,69 +312,4 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
     files.push({ task: task.name, file, lines });
   }
   return { submission: { source: path, files, issues }, info, samples, privateAnswers };
-}
-
-/**
- * An lm-eval run as a run folder of ours (`eval LMEVAL_OUT --out DIR`): predictions/ (RuMedBench format) and
- * submission.zip (private tests), samples.jsonl (each item's prompt, candidates with their log-likelihoods, answer
- * and acc_norm's answer apart), manifest.json saying where it came from, and summary.json (the scorer's result).
- * lm-eval 0.4.13 records no token counts for log-likelihood requests, so the summary has no `usage`.
- */
-export async function writeLmEvalRunFolder(
-  read: LmEvalRead,
-  evaluation: EvaluationResult,
-  out: string,
-): Promise<void> {
-  const info = read.info as LmEvalRunInfo;
-  const writer = new RunFolderWriter(out);
-  const byTask = new Map<string, LmEvalSample[]>();
-  for (const s of read.samples) byTask.set(s.task, [...(byTask.get(s.task) ?? []), s]);
-  for (const [name, samples] of byTask) {
-    const task = getTask(name);
-    const items = samples.map((s) => ({ id: s.id, prediction: s.answer }));
-    if (read.privateAnswers[name]) writer.addPrivate(task, items);
-    else writer.writeTest(task, items);
-  }
-  writer.finish();
-  writeFileSync(join(out, 'samples.jsonl'), toJsonl(read.samples.map((s) => ({ ...s, mode: 'loglik' }))));
-  const args = info.model_args;
-  writeManifest(out, {
-    rumedbench_version: VERSION,
-    created: new Date().toISOString(),
-    provider: 'lm-eval',
-    ...(typeof info.model === 'string' ? { model: info.model } : {}),
-    mode: 'loglik',
-    limit: typeof info.settings.limit === 'number' ? info.settings.limit : null,
-    prompt_versions: Object.fromEntries(
-      Object.values(info.tasks).flatMap((t) =>
-        t.prompt_version ? [[t.rumedbench_task, t.prompt_version]] : [],
-      ),
-    ),
-    data_sha256: Object.fromEntries(
-      Object.values(info.tasks).flatMap((t) => (t.data_sha256 ? [[t.rumedbench_task, t.data_sha256]] : [])),
-    ),
-    lm_eval: {
-      version: info.lm_eval_version,
-      results_file: info.results_file,
-      model_args: args,
-      settings: info.settings,
-      tasks: info.tasks,
-    },
-  });
-  const tasks = Object.fromEntries(
-    [...byTask].map(([name, samples]) => {
-      const unanswered = samples.filter((s) => s.answer === null).length;
-      return [
-        name,
-        {
-          samples: samples.length,
-          unparsed: unanswered,
-          unparsed_rate: unanswered / samples.length,
-          failed: 0,
-          mode: 'loglik' as const,
-        },
-      ];
-    }),
-  );
-  writeRunSummary(out, { ...evaluation, kind: 'llm', llm: { mode: 'loglik', tasks } });
 }

@@ -13,18 +13,9 @@ import type { Split } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
 import { isLmEvalOutput, readLmEval } from './lm-eval.js';
 
-export interface SubmissionFile {
-  task: string;
-  /** How messages name the file. */
-  file: string;
-  lines: JsonlLine[];
-}
+import type { Submission, SubmissionFile } from './submission-types.js';
 
-export interface Submission {
-  source: string;
-  files: SubmissionFile[];
-  issues: SubmissionIssue[];
-}
+export type { Submission, SubmissionFile };
 
 // Archive tools add these; they carry no predictions.
 const ARCHIVE_JUNK = /(^|\/)(__MACOSX\/|\.DS_Store$)/;
