@@ -181,7 +181,7 @@ describe('plan (on fixture data the test writes)', () => {
     const plan = await rumedbench('plan', 'run', file, '--out', out);
     expect([plan.code, plan.stderr.trim().split('\n').at(-1)]).toEqual([
       2,
-      `error: cannot write ${out}: a part of the path is a file, not a folder; choose another --out, or make it writable`,
+      `error: plan run: cannot write into ${out} (a part of the path is a file, not a folder: ${blocker}); choose another --out, or make it writable`,
     ]);
     expect(plan.stderr).not.toMatch(/internal error|\n\s+at /);
     const llm = await rumedbench(
@@ -197,7 +197,7 @@ describe('plan (on fixture data the test writes)', () => {
     );
     expect([llm.code, llm.stderr.trim().split('\n').at(-1)]).toEqual([
       2,
-      `error: cannot write ${out}: a part of the path is a file, not a folder; choose another --out, or make it writable`,
+      `error: llm: cannot write into ${out} (a part of the path is a file, not a folder: ${blocker}); choose another --out, or make it writable`,
     ]);
     expect(s.requests).toHaveLength(0);
   });

@@ -205,7 +205,7 @@ describe('submit (on fixture data the test writes)', () => {
     const page = await (await fetch(`${board.url}/submissions/${cheap.id}`)).text();
     expect(page).toContain(`${cheap.llm.usage.prompt_tokens.toLocaleString('en-US')} prompt tokens`);
     let html = await (await fetch(`${board.url}/`)).text();
-    expect(html).toContain('>Cost</th>');
+    expect(html).toContain('>Cost</a></th>');
     // One priced entry: a column, no chart yet.
     expect(html).not.toContain('id="llm-cost"');
     const dear = await priced('dear-7b', '50');

@@ -1143,8 +1143,29 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
       ...['serve', 'endpoint', 'add', 'listed', '--db', db, '--base-url', listed.url, '--model', 'fake-l'],
       ...['--api-key-env', 'RB_WORKER_KEY', '--allow-private'],
     );
-    // Without --allow-private, this machine and the cloud's metadata service are refused in every spelling.
-    for (const url of [listed.url, 'http://2852039166/v1', 'http://0xA9FEA9FE/v1', 'http://[::1]:8000/v1']) {
+    // Without --allow-private, this machine is refused; the cloud's metadata service is refused in every spelling,
+    // with --allow-private or without (src/data/public-address.ts).
+    for (const url of ['http://2852039166/v1', 'http://0xA9FEA9FE/v1']) {
+      const r = await rumedbench(
+        'serve',
+        'endpoint',
+        'add',
+        'x',
+        '--db',
+        db,
+        '--base-url',
+        url,
+        '--model',
+        'x',
+      );
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        expect.stringMatching(
+          /^error: --base-url: 169\.254\.169\.254 is the instance metadata service .*never a model server\n$/,
+        ),
+      ]);
+    }
+    for (const url of [listed.url, 'http://[::1]:8000/v1']) {
       const r = await rumedbench(
         'serve',
         'endpoint',

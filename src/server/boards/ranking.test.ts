@@ -225,7 +225,7 @@ describe.skipIf(!ROUTES_READY)(`board ranking (${ROUTES_READY ? 'data found' : N
       const doc = parseHtml(await page.text());
       const tables = elements(doc, (e) => e.tagName === 'table' && attr(e, 'id') === 'board');
       expect(tables.map((e) => [attr(e, 'class'), attr(e, 'aria-describedby')])).toEqual([
-        ['sortable board provisional', 'ranking-status'],
+        ['board provisional', 'ranking-status'],
       ]);
       const ranks = elements(doc, (e) => e.tagName === 'td' && attr(e, 'class') === 'num rank');
       expect(ranks.map((e) => [textOf(e), attr(e, 'title')])).toEqual(
