@@ -26,7 +26,7 @@ import { REPO_ROOT } from '../helpers/data.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { writeFixtureData, writeFixturePredictions } from '../helpers/fixture-data.js';
-import { type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
+import { type ServerProcess, startServe, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
 
 const PG_ADMIN = 'k3Y-for-the-ladder-admin-7Rw2pQ9zX4mL';
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
@@ -340,6 +340,53 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
     // Every answer is "not improved", whatever the class's positives: what answering "no" blind gets.
     expect(told).toBe(probed.length - twoOrMore);
     expect(twoOrMore).toBeGreaterThan(2);
+  });
+
+  it('a deleted best keeps its ladder: each probe after the admin deletes the best is answered as before (yield: one RuMedDaNet answer each)', async () => {
+    const token = await tokenFor(join(dir, 'ladder.sqlite'), 'deleters');
+    const send = async (a: Answers) => {
+      const r = await uploadTo(
+        ladder.server.url,
+        filesOf(a),
+        { model: 'deleters probe', kind: 'LLM', board: 'closed' },
+        {
+          authorization: `Bearer ${token}`,
+        },
+      );
+      expect(r.status).toBe(201);
+      return { id: String(r.body.id), overall: r.body.overall as number };
+    };
+    const remove = async (id: string) =>
+      expect(
+        (
+          await fetch(`${ladder.server.url}/api/admin/submissions/${id}/delete`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+          })
+        ).status,
+      ).toBe(200);
+    const base = await send(naive());
+    // The attacker's rule: a probe released above the base holds the right answer, below it the wrong one.
+    let told = 0;
+    let right = 0;
+    let best = base.id;
+    const flips = Array.from({ length: 12 }, (_, k) => 20 + k * 7);
+    for (const i of flips) {
+      // The admin deletes the team's best (its own request, or a row it found wrong): the next upload is measured
+      // against what the ladder released, not started again.
+      await remove(best);
+      const a = naive();
+      a.RuMedDaNet[i] = 'нет';
+      const probe = await send(a);
+      best = probe.id;
+      if (probe.overall === base.overall) continue;
+      told += 1;
+      if (probe.overall > base.overall === (gold.RuMedDaNet[i] === 'нет')) right += 1;
+    }
+    console.info(
+      `[ladder attacks] deleted best: ${right} of ${flips.length} RuMedDaNet answers right of ${told} decided; a coin: ${flips.length / 2}`,
+    );
+    expect({ told, right }).toEqual({ told: 0, right: 0 });
   });
 
   it('has one ladder per uploader and board: a subset of the hidden tasks gets no score at all', async () => {

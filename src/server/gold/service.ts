@@ -18,6 +18,7 @@ import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
 import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { Split } from '../../tasks/types.js';
 import { summarize } from '../boards/entries.js';
+import type { StoredItemStats } from '../boards/ranking.js';
 import type { Boards } from '../boards/service.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HELD_TASKS, heldTasksOf, ladderItemsOf } from '../score-upload.js';
@@ -167,7 +168,18 @@ export class Gold {
     const updates: Parameters<typeof q.updateResults>[1][number][] = [];
     const ladders = new Map<string, LadderState>();
     // Each ladder's best after the climb again (null: none of its uploads is scored now).
-    const bests = new Map<string, string | null>();
+    const bests = new Map<string, q.LadderBest | null>();
+    // A ladder whose best the admin deleted climbs again from that best's stored state, not from nothing: otherwise
+    // its next row would be released as a first upload, exactly (issue #57).
+    const here = new Set(rows.map((r) => r.id));
+    const keys = [...new Set(rows.flatMap((r) => (r.ladder_key === null ? [] : [r.ladder_key])))];
+    for (const [key, best] of await q.ladderBests(this.db, keys)) {
+      if (best.id !== null && here.has(best.id)) continue;
+      const items = ladderItemsOf(board, JSON.parse(best.item_stats) as StoredItemStats);
+      if (!items) continue;
+      ladders.set(key, { released: best.released, items });
+      bests.set(key, best);
+    }
     for (const row of rows) {
       const stored = JSON.parse(row.result) as EvaluationResult;
       const { files, setAside } = scorableFiles(board, stored, await q.getSubmissionFiles(this.db, row.id));
@@ -199,7 +211,11 @@ export class Gold {
       if (release.kind === 'ladder' && key !== null) {
         if (release.step.improved) {
           ladders.set(key, { released: release.step.released, items: items as LadderItems });
-          bests.set(key, row.id);
+          bests.set(key, {
+            id: row.id,
+            released: release.step.released,
+            item_stats: JSON.stringify(outcome.itemStats),
+          });
         }
         released = release.step.released;
         improved = release.step.improved ? 1 : 0;
