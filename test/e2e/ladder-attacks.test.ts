@@ -663,6 +663,60 @@ describe('every score on hidden gold passes one release gate, whatever path made
       await server.stop();
     }
   });
+  it('1c: a restart without the task shows each entry on hidden gold as its ladder released it, on every surface (yield: one (record, class) pair each)', async () => {
+    const db = join(dir, 'restart-without-task.sqlite');
+    await importEcgGold(db);
+    let server = await startServe(unlimited(db), { RUMEDBENCH_DATA: data });
+    const token = await tokenFor(db, 'restarters');
+    const { base, probes } = labelProbes(12);
+    const sent: { id: string; inGold: boolean }[] = [];
+    let baseId = '';
+    let released = 0;
+    try {
+      for (const p of [{ labels: base, inGold: false }, ...probes]) {
+        const r = await uploadTo(
+          server.url,
+          [fileOf('ECG2Pathology', p.labels)],
+          { ...fields, board: 'public' },
+          { authorization: `Bearer ${token}` },
+        );
+        const ladder = r.body.ladder as { improved: boolean; released: number };
+        expect([r.status, ladder.improved]).toEqual([201, baseId === '']);
+        if (baseId === '') {
+          baseId = String(r.body.id);
+          released = ladder.released;
+        } else sent.push({ id: String(r.body.id), inGold: p.inGold });
+      }
+    } finally {
+      await server.stop();
+    }
+    // The admin restarts the board without `--tasks-dir`: this process does not hold ECG2Pathology, the rows still do.
+    server = await startServe(['--db', db, '--token-per-minute', '100000'], { RUMEDBENCH_DATA: data });
+    try {
+      const found = await attack(server.url, baseId, sent);
+      console.info(
+        `[ladder attacks] 1c, restarted without the task: ${found.right} of ${sent.length} (record, class) pairs right of ${found.told} decided; "not in the gold" said blind: ${sent.filter((s) => !s.inGold).length}`,
+      );
+      // Every probe shows the release of the base, which it did not improve on: the attacker's rule says "not in the
+      // gold" to all of them, what answering blind gets.
+      expect(found).toEqual({
+        told: sent.length,
+        right: sent.filter((s) => !s.inGold).length,
+        six: found.six,
+      });
+      for (const id of [baseId, ...sent.map((s) => s.id)])
+        expect((await shown(server.url, id)).ecg, id).toBe(released);
+      const board = (await (await fetch(`${server.url}/api/boards/public?limit=100`)).json()) as {
+        entries: { id: string; tasks: Record<string, { score: number }> }[];
+      };
+      const cells = board.entries
+        .filter((e) => e.tasks.ECG2Pathology !== undefined)
+        .map((e) => e.tasks.ECG2Pathology?.score);
+      expect(cells).toEqual(Array.from({ length: sent.length + 1 }, () => released));
+    } finally {
+      await server.stop();
+    }
+  });
 });
 
 /**

@@ -20,8 +20,9 @@ import type { LadderItems, LadderState, LadderStep } from '../../metrics/ladder.
 import { ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { EvaluationResult } from '../../scoring/score.js';
+import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { BoardName, SubmissionSource } from '../db/schema.js';
-import { HELD_TASKS, heldTasksOf } from '../score-upload.js';
+import { BOARD_SPLIT, HELD_TASKS, heldTasksOf } from '../score-upload.js';
 
 /** The sentence the module comment states, for the attack test to hold it to. */
 export const RELEASE_INVARIANT =
@@ -76,6 +77,17 @@ export async function releaseOnHeldGold(
 }
 
 /**
+ * The tasks of a stored row that were scored on gold only the host holds, decided from the row's own tasks and their
+ * definitions, never from the tasks this process loaded: a board restarted without `--tasks-dir` holds no
+ * ECG2Pathology, yet its rows keep their exact ECG2Pathology scores (issue #57). Every task of the closed board; on
+ * the public board a task whose test records only its host has, and any task this process does not know.
+ */
+export function rowHeldTasks(board: BoardName, tasks: readonly string[]): string[] {
+  if (board === 'closed') return [...tasks];
+  return tasks.filter((t) => !isTaskName(t) || heldByHost(getTask(t), BOARD_SPLIT.public));
+}
+
+/**
  * A stored row as a board shows it: its ladder's release where it has a ladder key, else (stored before the Ladder,
  * or migrated) nothing on hidden gold, unless the row is a campaign's human row or shows no task on hidden gold.
  */
@@ -84,8 +96,7 @@ export function shownRelease(
   shownTasks: readonly string[],
 ): 'as-computed' | { released: number | null } {
   if (row.ladder_key !== null) return { released: row.released === null ? null : Number(row.released) };
-  const held = HELD_TASKS[row.board];
-  if (row.source === 'campaign' || !shownTasks.some((t) => held.includes(t))) return 'as-computed';
+  if (row.source === 'campaign' || rowHeldTasks(row.board, shownTasks).length === 0) return 'as-computed';
   return { released: null };
 }
 
