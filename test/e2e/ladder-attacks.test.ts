@@ -21,7 +21,7 @@ import { openLeaderboard } from '../../src/server/serve.js';
 import { addEndpoint } from '../../src/workers/endpoints.js';
 import type { QueueDb } from '../../src/workers/store.js';
 import { Worker } from '../../src/workers/worker.js';
-import { rumedbenchOk, rumedbenchOkWith } from '../helpers/cli.js';
+import { rumedbenchOk, rumedbenchOkWith, rumedbenchProcessWith } from '../helpers/cli.js';
 import { REPO_ROOT } from '../helpers/data.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
@@ -715,6 +715,69 @@ describe('every score on hidden gold passes one release gate, whatever path made
       expect(cells).toEqual(Array.from({ length: sent.length + 1 }, () => released));
     } finally {
       await server.stop();
+    }
+  });
+
+  it('3: import-gold without a task the board’s rows were scored on is refused, and their ladders stand (yield: one RuMedDaNet answer)', async () => {
+    const db = join(dir, 'import-subset.sqlite');
+    const closedGold = join(dir, 'closed-gold-subset');
+    mkdirSync(closedGold, { recursive: true });
+    for (const t of Object.keys(FIELDS) as Task[])
+      writeFileSync(
+        join(closedGold, `${t}.jsonl`),
+        jsonl(
+          ids[t].map((id, i) => ({
+            [FIELDS[t][0]]: id,
+            [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
+          })),
+        ),
+      );
+    const withEcg = ['--tasks-dir', 'ECG2Pathology', '--db', db, '--data', data];
+    await rumedbenchOkWith({ RUMEDBENCH_DATA: data }, 'serve', 'import-gold', closedGold, ...withEcg);
+    let board = await start([], db);
+    const upload = await board.as('importers');
+    const first = await upload(filesOf(naive()));
+    expect(first.ladder).toEqual({ mechanism: 'ladder', improved: true });
+    await board.server.stop();
+    // The admin imports the closed gold again from a process that does not hold ECG2Pathology (its own process: the
+    // task registry of this one holds it already).
+    const three = join(dir, 'closed-gold-three');
+    mkdirSync(three, { recursive: true });
+    for (const t of ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'] as const)
+      writeFileSync(join(three, `${t}.jsonl`), readFileSync(join(closedGold, `${t}.jsonl`), 'utf8'));
+    const refused = await rumedbenchProcessWith(
+      { RUMEDBENCH_DATA: data },
+      'serve',
+      'import-gold',
+      three,
+      '--db',
+      db,
+      '--data',
+      data,
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/ECG2Pathology[^\n]*--tasks-dir|--tasks-dir[^\n]*ECG2Pathology/);
+    // The ladder stands where it was: a one-item probe from the team's best is answered as before, never exactly.
+    board = await start([], db);
+    try {
+      const upload = await board.as('importers');
+      let told = 0;
+      let right = 0;
+      for (const i of [3, 17, 31, 45, 59, 73]) {
+        const a = naive();
+        a.RuMedDaNet[i] = 'нет';
+        const probe = await upload(filesOf(a));
+        if (probe.overall === first.overall && probe.ladder !== undefined) continue;
+        told += 1;
+        if ((probe.overall as number) > (first.overall as number) === (gold.RuMedDaNet[i] === 'нет'))
+          right += 1;
+      }
+      console.info(
+        `[ladder attacks] 3, import-gold on fewer tasks: ${right} of 6 RuMedDaNet answers right of ${told} decided`,
+      );
+      expect({ told, right }).toEqual({ told: 0, right: 0 });
+    } finally {
+      await board.server.stop();
     }
   });
 });

@@ -7,8 +7,9 @@
  * - an upload (submissions/service.ts), on the ladder of its team (or, anonymous, of its address);
  * - a platform evaluation (the same path), on the ladder of the team whose endpoint it is, under that team's daily
  *   quota of uploads on hidden gold: over it, nothing on hidden gold is released;
- * - a re-score after `import-gold` (gold/service.ts), which climbs every ladder again in upload order. A rejected row
- *   stays rejected and is not scored; a file of a task the row was not on hidden gold for when it came (the board did
+ * - a re-score after `import-gold` (gold/service.ts), which climbs every ladder again in upload order (a ladder whose
+ *   best was deleted, from the best's state its ladders row keeps), and is refused where this process lacks a hidden
+ *   task the board's rows were scored on. A rejected row stays rejected and is not scored; a file of a task the row was not on hidden gold for when it came (the board did
  *   not hold the task then: `serve` without `--tasks-dir`) is set aside by `scorableFiles`, named, and never scored on
  *   the gold that came later: its owner uploads it again, under the quota;
  * - a row stored without a ladder key (before the Ladder, or migrated from an older version) is shown with nothing on

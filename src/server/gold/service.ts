@@ -25,7 +25,7 @@ import { HELD_TASKS, heldTasksOf, ladderItemsOf } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import * as q from './queries.js';
-import { type ClosedRelease, releaseOnHeldGold, scorableFiles } from './release.js';
+import { type ClosedRelease, releaseOnHeldGold, rowHeldTasks, scorableFiles } from './release.js';
 
 export interface GoldOptions {
   dataDir: string;
@@ -77,6 +77,7 @@ export class Gold {
     const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
     if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
     const held = HELD_TASKS[board];
+    await this.refuseFewerTasks(board, held);
     for (const name of names.sort()) {
       const taskName = name.slice(0, -'.jsonl'.length);
       const file = join(dir, name);
@@ -151,6 +152,27 @@ export class Gold {
       tasks: Object.fromEntries(imported.map((i) => [i.task, i.answers.length])),
       rescored,
     };
+  }
+
+  /**
+   * Refuses a re-score on fewer hidden tasks than the board's rows were scored with (this process started without the
+   * `--tasks-dir` that loaded one): it would release each row on a subset, one task's score to within a release
+   * step, and restart every ladder without that task's counts (issue #57). Nothing is imported.
+   */
+  private async refuseFewerTasks(board: BoardName, held: readonly string[]): Promise<void> {
+    const scored = new Set<string>();
+    for (const r of await q.submissionsOfBoard(this.db, board)) {
+      if (r.source === 'campaign' || r.status === 'rejected') continue;
+      const { tasks, unscored } = JSON.parse(r.result) as Partial<EvaluationResult>;
+      for (const t of rowHeldTasks(board, [...Object.keys(tasks ?? {}), ...Object.keys(unscored ?? {})]))
+        scored.add(t);
+    }
+    const missing = [...scored].filter((t) => !held.includes(t)).sort();
+    if (missing.length > 0)
+      throw new RumedbenchError(
+        'USAGE',
+        `the ${board} board's submissions were scored on hidden gold of ${missing.join(', ')}, which this run does not hold: run import-gold with the --tasks-dir that defines ${missing.length === 1 ? 'it' : 'them'} (--tasks-dir ECG2Pathology for MedBench's), or every ladder would be re-scored on fewer tasks`,
+      );
   }
 
   /**
