@@ -103,6 +103,20 @@ const copy = (a: Answers): Answers => ({
   RuMedTest: [...a.RuMedTest],
   ECG2Pathology: a.ECG2Pathology.map((l) => [...l]),
 });
+/** The made-up closed gold of the four hidden tasks, as `serve import-gold` takes it, in `folder`. */
+const writeClosedGold = (folder: string) => {
+  mkdirSync(folder, { recursive: true });
+  for (const t of Object.keys(FIELDS) as Task[])
+    writeFileSync(
+      join(folder, `${t}.jsonl`),
+      jsonl(
+        ids[t].map((id, i) => ({
+          [FIELDS[t][0]]: id,
+          [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
+        })),
+      ),
+    );
+};
 /** What an uploader who knows nothing sends first. */
 const naive = (): Answers => ({
   RuMedDaNet: ids.RuMedDaNet.map(() => 'да'),
@@ -186,18 +200,8 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
   beforeAll(async () => {
     const closedGold = join(dir, 'closed-gold');
     const publicGold = join(dir, 'public-gold');
-    mkdirSync(closedGold);
+    writeClosedGold(closedGold);
     mkdirSync(publicGold);
-    for (const t of Object.keys(FIELDS) as Task[])
-      writeFileSync(
-        join(closedGold, `${t}.jsonl`),
-        jsonl(
-          ids[t].map((id, i) => ({
-            [FIELDS[t][0]]: id,
-            [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
-          })),
-        ),
-      );
     writeFileSync(
       join(publicGold, 'ECG2Pathology.jsonl'),
       jsonl(ids.ECG2Pathology.map((id, i) => ({ record_name: id, labels: publicEcgGold[i] }))),
@@ -721,17 +725,7 @@ describe('every score on hidden gold passes one release gate, whatever path made
   it('3: import-gold without a task the board’s rows were scored on is refused, and their ladders stand (yield: one RuMedDaNet answer)', async () => {
     const db = join(dir, 'import-subset.sqlite');
     const closedGold = join(dir, 'closed-gold-subset');
-    mkdirSync(closedGold, { recursive: true });
-    for (const t of Object.keys(FIELDS) as Task[])
-      writeFileSync(
-        join(closedGold, `${t}.jsonl`),
-        jsonl(
-          ids[t].map((id, i) => ({
-            [FIELDS[t][0]]: id,
-            [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
-          })),
-        ),
-      );
+    writeClosedGold(closedGold);
     const withEcg = ['--tasks-dir', 'ECG2Pathology', '--db', db, '--data', data];
     await rumedbenchOkWith({ RUMEDBENCH_DATA: data }, 'serve', 'import-gold', closedGold, ...withEcg);
     let board = await start([], db);
