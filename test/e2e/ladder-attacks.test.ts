@@ -21,12 +21,12 @@ import { openLeaderboard } from '../../src/server/serve.js';
 import { addEndpoint } from '../../src/workers/endpoints.js';
 import type { QueueDb } from '../../src/workers/store.js';
 import { Worker } from '../../src/workers/worker.js';
-import { rumedbenchOk, rumedbenchOkWith } from '../helpers/cli.js';
+import { rumedbenchOk, rumedbenchOkWith, rumedbenchProcessWith } from '../helpers/cli.js';
 import { REPO_ROOT } from '../helpers/data.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { writeFixtureData, writeFixturePredictions } from '../helpers/fixture-data.js';
-import { type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
+import { type ServerProcess, startServe, TEST_ADMIN_TOKEN, uploadTo } from '../helpers/server.js';
 
 const PG_ADMIN = 'k3Y-for-the-ladder-admin-7Rw2pQ9zX4mL';
 const jsonl = (rows: readonly object[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
@@ -103,6 +103,20 @@ const copy = (a: Answers): Answers => ({
   RuMedTest: [...a.RuMedTest],
   ECG2Pathology: a.ECG2Pathology.map((l) => [...l]),
 });
+/** The made-up closed gold of the four hidden tasks, as `serve import-gold` takes it, in `folder`. */
+const writeClosedGold = (folder: string) => {
+  mkdirSync(folder, { recursive: true });
+  for (const t of Object.keys(FIELDS) as Task[])
+    writeFileSync(
+      join(folder, `${t}.jsonl`),
+      jsonl(
+        ids[t].map((id, i) => ({
+          [FIELDS[t][0]]: id,
+          [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
+        })),
+      ),
+    );
+};
 /** What an uploader who knows nothing sends first. */
 const naive = (): Answers => ({
   RuMedDaNet: ids.RuMedDaNet.map(() => 'да'),
@@ -186,18 +200,8 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
   beforeAll(async () => {
     const closedGold = join(dir, 'closed-gold');
     const publicGold = join(dir, 'public-gold');
-    mkdirSync(closedGold);
+    writeClosedGold(closedGold);
     mkdirSync(publicGold);
-    for (const t of Object.keys(FIELDS) as Task[])
-      writeFileSync(
-        join(closedGold, `${t}.jsonl`),
-        jsonl(
-          ids[t].map((id, i) => ({
-            [FIELDS[t][0]]: id,
-            [t === 'ECG2Pathology' ? 'labels' : 'answer']: gold[t][i],
-          })),
-        ),
-      );
     writeFileSync(
       join(publicGold, 'ECG2Pathology.jsonl'),
       jsonl(ids.ECG2Pathology.map((id, i) => ({ record_name: id, labels: publicEcgGold[i] }))),
@@ -340,6 +344,53 @@ describe('the Ladder under attack, against a real serve with made-up hidden gold
     // Every answer is "not improved", whatever the class's positives: what answering "no" blind gets.
     expect(told).toBe(probed.length - twoOrMore);
     expect(twoOrMore).toBeGreaterThan(2);
+  });
+
+  it('a deleted best keeps its ladder: each probe after the admin deletes the best is answered as before (yield: one RuMedDaNet answer each)', async () => {
+    const token = await tokenFor(join(dir, 'ladder.sqlite'), 'deleters');
+    const send = async (a: Answers) => {
+      const r = await uploadTo(
+        ladder.server.url,
+        filesOf(a),
+        { model: 'deleters probe', kind: 'LLM', board: 'closed' },
+        {
+          authorization: `Bearer ${token}`,
+        },
+      );
+      expect(r.status).toBe(201);
+      return { id: String(r.body.id), overall: r.body.overall as number };
+    };
+    const remove = async (id: string) =>
+      expect(
+        (
+          await fetch(`${ladder.server.url}/api/admin/submissions/${id}/delete`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+          })
+        ).status,
+      ).toBe(200);
+    const base = await send(naive());
+    // The attacker's rule: a probe released above the base holds the right answer, below it the wrong one.
+    let told = 0;
+    let right = 0;
+    let best = base.id;
+    const flips = Array.from({ length: 12 }, (_, k) => 20 + k * 7);
+    for (const i of flips) {
+      // The admin deletes the team's best (its own request, or a row it found wrong): the next upload is measured
+      // against what the ladder released, not started again.
+      await remove(best);
+      const a = naive();
+      a.RuMedDaNet[i] = 'нет';
+      const probe = await send(a);
+      best = probe.id;
+      if (probe.overall === base.overall) continue;
+      told += 1;
+      if (probe.overall > base.overall === (gold.RuMedDaNet[i] === 'нет')) right += 1;
+    }
+    console.info(
+      `[ladder attacks] deleted best: ${right} of ${flips.length} RuMedDaNet answers right of ${told} decided; a coin: ${flips.length / 2}`,
+    );
+    expect({ told, right }).toEqual({ told: 0, right: 0 });
   });
 
   it('has one ladder per uploader and board: a subset of the hidden tasks gets no score at all', async () => {
@@ -614,6 +665,113 @@ describe('every score on hidden gold passes one release gate, whatever path made
       ]);
     } finally {
       await server.stop();
+    }
+  });
+  it('1c: a restart without the task shows each entry on hidden gold as its ladder released it, on every surface (yield: one (record, class) pair each)', async () => {
+    const db = join(dir, 'restart-without-task.sqlite');
+    await importEcgGold(db);
+    let server = await startServe(unlimited(db), { RUMEDBENCH_DATA: data });
+    const token = await tokenFor(db, 'restarters');
+    const { base, probes } = labelProbes(12);
+    const sent: { id: string; inGold: boolean }[] = [];
+    let baseId = '';
+    let released = 0;
+    try {
+      for (const p of [{ labels: base, inGold: false }, ...probes]) {
+        const r = await uploadTo(
+          server.url,
+          [fileOf('ECG2Pathology', p.labels)],
+          { ...fields, board: 'public' },
+          { authorization: `Bearer ${token}` },
+        );
+        const ladder = r.body.ladder as { improved: boolean; released: number };
+        expect([r.status, ladder.improved]).toEqual([201, baseId === '']);
+        if (baseId === '') {
+          baseId = String(r.body.id);
+          released = ladder.released;
+        } else sent.push({ id: String(r.body.id), inGold: p.inGold });
+      }
+    } finally {
+      await server.stop();
+    }
+    // The admin restarts the board without `--tasks-dir`: this process does not hold ECG2Pathology, the rows still do.
+    server = await startServe(['--db', db, '--token-per-minute', '100000'], { RUMEDBENCH_DATA: data });
+    try {
+      const found = await attack(server.url, baseId, sent);
+      console.info(
+        `[ladder attacks] 1c, restarted without the task: ${found.right} of ${sent.length} (record, class) pairs right of ${found.told} decided; "not in the gold" said blind: ${sent.filter((s) => !s.inGold).length}`,
+      );
+      // Every probe shows the release of the base, which it did not improve on: the attacker's rule says "not in the
+      // gold" to all of them, what answering blind gets.
+      expect(found).toEqual({
+        told: sent.length,
+        right: sent.filter((s) => !s.inGold).length,
+        six: found.six,
+      });
+      for (const id of [baseId, ...sent.map((s) => s.id)])
+        expect((await shown(server.url, id)).ecg, id).toBe(released);
+      const board = (await (await fetch(`${server.url}/api/boards/public?limit=100`)).json()) as {
+        entries: { id: string; tasks: Record<string, { score: number }> }[];
+      };
+      const cells = board.entries
+        .filter((e) => e.tasks.ECG2Pathology !== undefined)
+        .map((e) => e.tasks.ECG2Pathology?.score);
+      expect(cells).toEqual(Array.from({ length: sent.length + 1 }, () => released));
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('3: import-gold without a task the board’s rows were scored on is refused, and their ladders stand (yield: one RuMedDaNet answer)', async () => {
+    const db = join(dir, 'import-subset.sqlite');
+    const closedGold = join(dir, 'closed-gold-subset');
+    writeClosedGold(closedGold);
+    const withEcg = ['--tasks-dir', 'ECG2Pathology', '--db', db, '--data', data];
+    await rumedbenchOkWith({ RUMEDBENCH_DATA: data }, 'serve', 'import-gold', closedGold, ...withEcg);
+    let board = await start([], db);
+    const upload = await board.as('importers');
+    const first = await upload(filesOf(naive()));
+    expect(first.ladder).toEqual({ mechanism: 'ladder', improved: true });
+    await board.server.stop();
+    // The admin imports the closed gold again from a process that does not hold ECG2Pathology (its own process: the
+    // task registry of this one holds it already).
+    const three = join(dir, 'closed-gold-three');
+    mkdirSync(three, { recursive: true });
+    for (const t of ['RuMedDaNet', 'RuMedNLI', 'RuMedTest'] as const)
+      writeFileSync(join(three, `${t}.jsonl`), readFileSync(join(closedGold, `${t}.jsonl`), 'utf8'));
+    const refused = await rumedbenchProcessWith(
+      { RUMEDBENCH_DATA: data },
+      'serve',
+      'import-gold',
+      three,
+      '--db',
+      db,
+      '--data',
+      data,
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/ECG2Pathology[^\n]*--tasks-dir|--tasks-dir[^\n]*ECG2Pathology/);
+    // The ladder stands where it was: a one-item probe from the team's best is answered as before, never exactly.
+    board = await start([], db);
+    try {
+      const upload = await board.as('importers');
+      let told = 0;
+      let right = 0;
+      for (const i of [3, 17, 31, 45, 59, 73]) {
+        const a = naive();
+        a.RuMedDaNet[i] = 'нет';
+        const probe = await upload(filesOf(a));
+        if (probe.overall === first.overall && probe.ladder !== undefined) continue;
+        told += 1;
+        if ((probe.overall as number) > (first.overall as number) === (gold.RuMedDaNet[i] === 'нет'))
+          right += 1;
+      }
+      console.info(
+        `[ladder attacks] 3, import-gold on fewer tasks: ${right} of 6 RuMedDaNet answers right of ${told} decided`,
+      );
+      expect({ told, right }).toEqual({ told: 0, right: 0 });
+    } finally {
+      await board.server.stop();
     }
   });
 });

@@ -6,8 +6,8 @@ import type { RunUsage } from '../../scoring/run-usage.js';
 import { type EvaluationResult, SIXTH_TASK } from '../../scoring/score.js';
 import type { TrustSummary } from '../../scoring/trust-files.js';
 import type { BoardName, ListedRow, SubmissionStatus, SubmissionsTable } from '../db/schema.js';
-import { shownRelease } from '../gold/release.js';
-import { HELD_TASKS, sixTaskOverall } from '../score-upload.js';
+import { rowHeldTasks, shownRelease } from '../gold/release.js';
+import { sixTaskOverall } from '../score-upload.js';
 import { compareKeys, orderKey } from './order.js';
 import type { RankCell } from './ranking.js';
 
@@ -139,8 +139,8 @@ export function toEntry(row: ListedRow, result?: EvaluationResult, options: { ex
   if (shown === 'as-computed') return entry;
   const { released } = shown;
   if (row.board === 'public') {
-    const onHiddenGold = HELD_TASKS.public;
-    const held = Object.keys(entry.tasks).filter((t) => onHiddenGold.includes(t));
+    // What the row itself was scored on hidden gold with, whatever this process loaded (gold/release.ts).
+    const held = rowHeldTasks('public', Object.keys(entry.tasks));
     const tasks: Entry['tasks'] = {};
     // One task on hidden gold: its cell is the released score. Several share one release, so none is shown alone.
     for (const [name, cell] of Object.entries(entry.tasks))

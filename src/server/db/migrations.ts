@@ -323,6 +323,19 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0017_ladder_best': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Each ladder keeps its best's release and per-item counts itself: read from the best's row, a ladder whose
+      // best the admin deleted started again and released the next upload exactly (issue #57).
+      await db.schema.alterTable('ladders').addColumn('best_released', 'double precision').execute();
+      await db.schema.alterTable('ladders').addColumn('best_items', 'text').execute();
+      await sql`update ladders set
+        best_released = (select s.released from submissions s where s.id = ladders.best_id and s.status = 'scored'),
+        best_items = (select s.item_stats from submissions s where s.id = ladders.best_id and s.status = 'scored')`.execute(
+        db,
+      );
+    },
+  },
 };
 
 export const MIGRATIONS: MigrationProvider = {

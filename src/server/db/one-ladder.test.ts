@@ -1,34 +1,41 @@
 /**
  * Migration 0011: a database from before "one ladder per uploader and board" keeps each team's best and release,
- * under the new key, and subset ladders stop counting.
+ * under the new key, and subset ladders stop counting. Migration 0017: each ladder keeps its best's state itself, so
+ * that deleting the best's row leaves the ladder where it stood.
  */
 import { describe, expect, it } from 'vitest';
 import { databaseBefore, ENGINES } from '../../../test/helpers/engines.js';
 import { ladderState } from '../submissions/queries.js';
 import { openDatabase } from './connect.js';
 
+/** A submission row as an older version stored it. */
+const stored = (id: string, board: string, key: string, released: number | null, at: string) => ({
+  id,
+  created_at: at,
+  board,
+  status: 'scored',
+  model: id,
+  team: 'A',
+  description: '',
+  kind: 'LLM',
+  open_weights: 0,
+  address: '127.0.0.1',
+  content_hash: id,
+  result: '{}',
+  summary: '{}',
+  response: '{}',
+  files: '[]',
+  ladder_key: key,
+  released,
+});
+
 describe('migration 0011: one ladder per uploader and board', () => {
   describe.each(ENGINES)('on %s', (engine) => {
     it('rewrites old keys, marks each ladder’s best, and leaves subset ladders out', async () => {
       const { target, db } = await databaseBefore(engine, '0011');
       const row = (id: string, board: string, key: string, released: number | null, at: string) => ({
-        id,
-        created_at: at,
-        board,
-        status: 'scored',
-        model: id,
+        ...stored(id, board, key, released, at),
         team: 'A|B',
-        description: '',
-        kind: 'LLM',
-        open_weights: 0,
-        address: '127.0.0.1',
-        content_hash: id,
-        result: '{}',
-        summary: '{}',
-        response: '{}',
-        files: '[]',
-        ladder_key: key,
-        released,
         item_scores: '{}',
         item_stats: '{}',
       });
@@ -68,6 +75,35 @@ describe('migration 0011: one ladder per uploader and board', () => {
         });
         expect(await ladderState(opened.db, 'team:A|B|public')).toMatchObject({ version: 1 });
         expect(await ladderState(opened.db, 'address:1.2.3.4|closed')).toEqual({ version: null });
+      } finally {
+        await opened.close();
+      }
+    });
+  });
+});
+
+describe('migration 0017: each ladder keeps its best’s state', () => {
+  describe.each(ENGINES)('on %s', (engine) => {
+    it('copies the best’s release and counts onto its ladder, which outlive the row', async () => {
+      const { target, db } = await databaseBefore(engine, '0017');
+      const row = (id: string, released: number, stats: string) => ({
+        ...stored(id, 'closed', 'team:A|closed', released, `2026-01-0${id.length}T00:00:00Z`),
+        item_stats: stats,
+      });
+      await db
+        .insertInto('submissions')
+        .values([row('best', 61.5, '{"RuMedDaNet":"b"}'), row('later', 58, '{"RuMedDaNet":"l"}')])
+        .execute();
+      await db.insertInto('ladders').values({ key: 'team:A|closed', best_id: 'best', version: 2 }).execute();
+      await db.destroy();
+
+      const opened = await openDatabase(target);
+      try {
+        await opened.db.deleteFrom('submissions').where('id', '=', 'best').execute();
+        expect(await ladderState(opened.db, 'team:A|closed')).toEqual({
+          version: 2,
+          best: { released: 61.5, item_stats: '{"RuMedDaNet":"b"}' },
+        });
       } finally {
         await opened.close();
       }

@@ -227,6 +227,13 @@ export interface LaddersTable {
   key: string;
   best_id: string | null;
   version: number;
+  /**
+   * The best's state as the Ladder needs it (its release, in percent, and its per-item counts, JSON of
+   * StoredItemStats), kept here rather than read from the best's row: the admin may delete or hide that row, and a
+   * ladder whose best vanished would otherwise start again and release the next upload exactly (issue #57).
+   */
+  best_released: Generated<number | null>;
+  best_items: Generated<string | null>;
 }
 
 export type SubmissionRow = Selectable<SubmissionsTable>;

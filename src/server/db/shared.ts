@@ -138,6 +138,11 @@ export async function insertSubmission(
   files: readonly { name: string; content: string }[],
   ladder?: { key: string; version: number | null; improved: boolean },
 ): Promise<void> {
+  // The best's state goes on the ladders row with its id: it outlives the row (ladders.best_items).
+  const bestOf = (improved: boolean) =>
+    improved
+      ? { best_id: row.id, best_released: row.released ?? null, best_items: row.item_stats ?? null }
+      : { best_id: null, best_released: null, best_items: null };
   await db.transaction().execute(async (tx) => {
     // The ladder first: on SQLite its write takes the database's write lock, on PostgreSQL the row's lock, so the
     // version read is the one the upload is measured against, or the step is computed again.
@@ -147,7 +152,7 @@ export async function insertSubmission(
           ? (
               await tx
                 .insertInto('ladders')
-                .values({ key: ladder.key, best_id: ladder.improved ? row.id : null, version: 1 })
+                .values({ key: ladder.key, version: 1, ...bestOf(ladder.improved) })
                 .onConflict((oc) => oc.column('key').doNothing())
                 .executeTakeFirst()
             ).numInsertedOrUpdatedRows
@@ -156,7 +161,7 @@ export async function insertSubmission(
                 .updateTable('ladders')
                 .set((eb) => ({
                   version: eb('version', '+', 1),
-                  ...(ladder.improved ? { best_id: row.id } : {}),
+                  ...(ladder.improved ? bestOf(true) : {}),
                 }))
                 .where('key', '=', ladder.key)
                 .where('version', '=', ladder.version)

@@ -57,19 +57,47 @@ export async function submissionsOfBoard(db: Q, board: BoardName): Promise<Submi
     .execute();
 }
 
+/** A ladder's best as the ladders row keeps it (it outlives the best's submission). */
+export interface LadderBest {
+  id: string | null;
+  released: number;
+  item_stats: string;
+}
+
+/** The stored best of each of these ladders that has one. */
+export async function ladderBests(db: Q, keys: readonly string[]): Promise<Map<string, LadderBest>> {
+  const out = new Map<string, LadderBest>();
+  await inChunks(keys, 500, async (chunk) => {
+    const rows = await db
+      .selectFrom('ladders')
+      .select(['key', 'best_id', 'best_released', 'best_items'])
+      .where('key', 'in', chunk)
+      .execute();
+    for (const r of rows)
+      if (r.best_released !== null && r.best_items !== null)
+        out.set(r.key, { id: r.best_id, released: Number(r.best_released), item_stats: r.best_items });
+  });
+  return out;
+}
+
 /** After a rescore: each ladder's best as climbed again (null: none), its version moved on. */
-export async function resetLadders(db: Q, bests: ReadonlyMap<string, string | null>): Promise<void> {
+export async function resetLadders(db: Q, bests: ReadonlyMap<string, LadderBest | null>): Promise<void> {
   for (const [key, best] of bests) {
+    const state = {
+      best_id: best?.id ?? null,
+      best_released: best?.released ?? null,
+      best_items: best?.item_stats ?? null,
+    };
     const r = await db
       .updateTable('ladders')
-      .set((eb) => ({ version: eb('version', '+', 1), best_id: best }))
+      .set((eb) => ({ version: eb('version', '+', 1), ...state }))
       .where('key', '=', key)
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0)
       await db
         .insertInto('ladders')
-        .values({ key, best_id: best, version: 1 })
-        .onConflict((oc) => oc.column('key').doUpdateSet({ best_id: best }))
+        .values({ key, version: 1, ...state })
+        .onConflict((oc) => oc.column('key').doUpdateSet(state))
         .execute();
   }
 }

@@ -7,8 +7,9 @@
  * - an upload (submissions/service.ts), on the ladder of its team (or, anonymous, of its address);
  * - a platform evaluation (the same path), on the ladder of the team whose endpoint it is, under that team's daily
  *   quota of uploads on hidden gold: over it, nothing on hidden gold is released;
- * - a re-score after `import-gold` (gold/service.ts), which climbs every ladder again in upload order. A rejected row
- *   stays rejected and is not scored; a file of a task the row was not on hidden gold for when it came (the board did
+ * - a re-score after `import-gold` (gold/service.ts), which climbs every ladder again in upload order (a ladder whose
+ *   best was deleted, from the best's state its ladders row keeps), and is refused where this process lacks a hidden
+ *   task the board's rows were scored on. A rejected row stays rejected and is not scored; a file of a task the row was not on hidden gold for when it came (the board did
  *   not hold the task then: `serve` without `--tasks-dir`) is set aside by `scorableFiles`, named, and never scored on
  *   the gold that came later: its owner uploads it again, under the quota;
  * - a row stored without a ladder key (before the Ladder, or migrated from an older version) is shown with nothing on
@@ -20,8 +21,9 @@ import type { LadderItems, LadderState, LadderStep } from '../../metrics/ladder.
 import { ladderStep } from '../../metrics/ladder.js';
 import type { SubmissionIssue } from '../../scoring/issues.js';
 import type { EvaluationResult } from '../../scoring/score.js';
+import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { BoardName, SubmissionSource } from '../db/schema.js';
-import { HELD_TASKS, heldTasksOf } from '../score-upload.js';
+import { BOARD_SPLIT, HELD_TASKS, heldTasksOf } from '../score-upload.js';
 
 /** The sentence the module comment states, for the attack test to hold it to. */
 export const RELEASE_INVARIANT =
@@ -76,6 +78,17 @@ export async function releaseOnHeldGold(
 }
 
 /**
+ * The tasks of a stored row that were scored on gold only the host holds, decided from the row's own tasks and their
+ * definitions, never from the tasks this process loaded: a board restarted without `--tasks-dir` holds no
+ * ECG2Pathology, yet its rows keep their exact ECG2Pathology scores (issue #57). Every task of the closed board; on
+ * the public board a task whose test records only its host has, and any task this process does not know.
+ */
+export function rowHeldTasks(board: BoardName, tasks: readonly string[]): string[] {
+  if (board === 'closed') return [...tasks];
+  return tasks.filter((t) => !isTaskName(t) || heldByHost(getTask(t), BOARD_SPLIT.public));
+}
+
+/**
  * A stored row as a board shows it: its ladder's release where it has a ladder key, else (stored before the Ladder,
  * or migrated) nothing on hidden gold, unless the row is a campaign's human row or shows no task on hidden gold.
  */
@@ -84,8 +97,7 @@ export function shownRelease(
   shownTasks: readonly string[],
 ): 'as-computed' | { released: number | null } {
   if (row.ladder_key !== null) return { released: row.released === null ? null : Number(row.released) };
-  const held = HELD_TASKS[row.board];
-  if (row.source === 'campaign' || !shownTasks.some((t) => held.includes(t))) return 'as-computed';
+  if (row.source === 'campaign' || rowHeldTasks(row.board, shownTasks).length === 0) return 'as-computed';
   return { released: null };
 }
 

@@ -18,13 +18,14 @@ import { canonicalAnswer, checkAnswer } from '../../scoring/validate.js';
 import { getTask, heldByHost, isTaskName } from '../../tasks/registry.js';
 import type { Split } from '../../tasks/types.js';
 import { summarize } from '../boards/entries.js';
+import type { StoredItemStats } from '../boards/ranking.js';
 import type { Boards } from '../boards/service.js';
 import type { BoardName, Database } from '../db/schema.js';
 import { HELD_TASKS, heldTasksOf, ladderItemsOf } from '../score-upload.js';
 import type { Scorer } from '../scorer.js';
 import type { UploadLimits } from '../upload.js';
 import * as q from './queries.js';
-import { type ClosedRelease, releaseOnHeldGold, scorableFiles } from './release.js';
+import { type ClosedRelease, releaseOnHeldGold, rowHeldTasks, scorableFiles } from './release.js';
 
 export interface GoldOptions {
   dataDir: string;
@@ -76,6 +77,7 @@ export class Gold {
     const names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
     if (names.length === 0) throw new RumedbenchError('USAGE', `${dir}: no <Task>.jsonl files`);
     const held = HELD_TASKS[board];
+    await this.refuseFewerTasks(board, held);
     for (const name of names.sort()) {
       const taskName = name.slice(0, -'.jsonl'.length);
       const file = join(dir, name);
@@ -153,6 +155,27 @@ export class Gold {
   }
 
   /**
+   * Refuses a re-score on fewer hidden tasks than the board's rows were scored with (this process started without the
+   * `--tasks-dir` that loaded one): it would release each row on a subset, one task's score to within a release
+   * step, and restart every ladder without that task's counts (issue #57). Nothing is imported.
+   */
+  private async refuseFewerTasks(board: BoardName, held: readonly string[]): Promise<void> {
+    const scored = new Set<string>();
+    for (const r of await q.submissionsOfBoard(this.db, board)) {
+      if (r.source === 'campaign' || r.status === 'rejected') continue;
+      const { tasks, unscored } = JSON.parse(r.result) as Partial<EvaluationResult>;
+      for (const t of rowHeldTasks(board, [...Object.keys(tasks ?? {}), ...Object.keys(unscored ?? {})]))
+        scored.add(t);
+    }
+    const missing = [...scored].filter((t) => !held.includes(t)).sort();
+    if (missing.length > 0)
+      throw new RumedbenchError(
+        'USAGE',
+        `the ${board} board's submissions were scored on hidden gold of ${missing.join(', ')}, which this run does not hold: run import-gold with the --tasks-dir that defines ${missing.length === 1 ? 'it' : 'them'} (--tasks-dir ECG2Pathology for MedBench's), or every ladder would be re-scored on fewer tasks`,
+      );
+  }
+
+  /**
    * Scores every submission of a board again from its stored files (after new gold), each released through the gate
    * (release.ts): uploads on hidden gold climb their Ladder again in upload order, as they would have with this gold
    * from the start. A rejected row stays as it is; a file of a task the row was not on hidden gold for when it came is
@@ -167,7 +190,18 @@ export class Gold {
     const updates: Parameters<typeof q.updateResults>[1][number][] = [];
     const ladders = new Map<string, LadderState>();
     // Each ladder's best after the climb again (null: none of its uploads is scored now).
-    const bests = new Map<string, string | null>();
+    const bests = new Map<string, q.LadderBest | null>();
+    // A ladder whose best the admin deleted climbs again from that best's stored state, not from nothing: otherwise
+    // its next row would be released as a first upload, exactly (issue #57).
+    const here = new Set(rows.map((r) => r.id));
+    const keys = [...new Set(rows.flatMap((r) => (r.ladder_key === null ? [] : [r.ladder_key])))];
+    for (const [key, best] of await q.ladderBests(this.db, keys)) {
+      if (best.id !== null && here.has(best.id)) continue;
+      const items = ladderItemsOf(board, JSON.parse(best.item_stats) as StoredItemStats);
+      if (!items) continue;
+      ladders.set(key, { released: best.released, items });
+      bests.set(key, best);
+    }
     for (const row of rows) {
       const stored = JSON.parse(row.result) as EvaluationResult;
       const { files, setAside } = scorableFiles(board, stored, await q.getSubmissionFiles(this.db, row.id));
@@ -199,7 +233,11 @@ export class Gold {
       if (release.kind === 'ladder' && key !== null) {
         if (release.step.improved) {
           ladders.set(key, { released: release.step.released, items: items as LadderItems });
-          bests.set(key, row.id);
+          bests.set(key, {
+            id: row.id,
+            released: release.step.released,
+            item_stats: JSON.stringify(outcome.itemStats),
+          });
         }
         released = release.step.released;
         improved = release.step.improved ? 1 : 0;

@@ -95,29 +95,24 @@ export async function quotaUsed(db: Q, slot: { key: string; scope: string; day: 
   return r ? Number(r.used) : 0;
 }
 
-/** A ladder's version and its best (the submission its margin is measured against), as stored now. */
+/**
+ * A ladder's version and its best (what its margin is measured against), as stored now: from the ladders row itself,
+ * so that deleting or hiding the best's submission leaves the ladder where it stood (issue #57).
+ */
 export async function ladderState(
   db: Q,
   ladderKey: string,
 ): Promise<{ version: number | null; best?: { released: number; item_stats: string } }> {
   const l = await db
     .selectFrom('ladders')
-    .select(['version', 'best_id'])
+    .select(['version', 'best_released', 'best_items'])
     .where('key', '=', ladderKey)
     .executeTakeFirst();
   if (!l) return { version: null };
-  const b = l.best_id
-    ? await db
-        .selectFrom('submissions')
-        .select(['released', 'item_stats'])
-        .where('id', '=', l.best_id)
-        .where('status', '=', 'scored')
-        .executeTakeFirst()
-    : undefined;
   return {
     version: Number(l.version),
-    ...(b && b.released !== null && b.item_stats !== null
-      ? { best: { released: Number(b.released), item_stats: b.item_stats } }
+    ...(l.best_released !== null && l.best_items !== null
+      ? { best: { released: Number(l.best_released), item_stats: l.best_items } }
       : {}),
   };
 }
