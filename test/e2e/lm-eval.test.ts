@@ -4,8 +4,8 @@
  * (src/scoring/lm-eval.ts): the same answer on every item of every exported task, the same scores to the last digit,
  * and its prompts and candidates, as its samples record what it sent, ours byte for byte.
  *
- * lm-eval is installed as bench/lmeval/setup.sh installs it (from the local package index, into a virtual
- * environment outside the repository), or taken from LMEVAL_PYTHON. Where it cannot be, the suite skips saying why;
+ * lm-eval is taken from LMEVAL_PYTHON, else from the virtual environment `bash bench/lmeval/setup.sh` makes (from the
+ * local package index, outside the repository; .ci/run makes one). Where there is none, the suite skips saying why;
  * RUMEDBENCH_REQUIRE_LMEVAL=1 (CI) makes that a failure.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -44,17 +44,12 @@ function findLmEval(): { python: string } | { why: string } {
       return undefined;
     }
   };
-  let version = existsSync(python) ? works() : undefined;
-  if (!version && !given) {
-    if (!existsSync(WHEEL))
-      return { why: `lm-eval's wheel is not here (${WHEEL}), and LMEVAL_PYTHON is not set` };
-    try {
-      execFileSync('bash', [join(REPO_ROOT, 'bench', 'lmeval', 'setup.sh'), VENV], { stdio: 'ignore' });
-    } catch (e) {
-      return { why: `bash bench/lmeval/setup.sh ${VENV} failed: ${(e as Error).message.split('\n')[0]}` };
-    }
-    version = works();
-  }
+  // Nothing is installed while the tests are collected: CI installs it first (.ci/run), a developer once by hand.
+  if (!existsSync(python))
+    return {
+      why: `no lm-eval at ${python}: bash bench/lmeval/setup.sh ${VENV} installs it${existsSync(WHEEL) ? '' : ` (its wheel ${WHEEL} is not here)`}, or set LMEVAL_PYTHON`,
+    };
+  const version = works();
   if (!version) return { why: `${python} cannot import lm_eval` };
   if (version !== '0.4.13') return { why: `${python} has lm_eval ${version}, not 0.4.13` };
   return { python };
