@@ -1145,7 +1145,15 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
     );
     // Without --allow-private, this machine is refused; the cloud's metadata service is refused in every spelling,
     // with --allow-private or without (src/data/public-address.ts).
-    for (const url of ['http://2852039166/v1', 'http://0xA9FEA9FE/v1']) {
+    const metadata =
+      /^error: --base-url: 169\.254\.169\.254 is the instance metadata service .*never a model server\n$/;
+    const local = /--base-url: .* address .*; pass --allow-private/;
+    for (const [url, refusal] of [
+      ['http://2852039166/v1', metadata],
+      ['http://0xA9FEA9FE/v1', metadata],
+      [listed.url, local],
+      ['http://[::1]:8000/v1', local],
+    ] as const) {
       const r = await rumedbench(
         'serve',
         'endpoint',
@@ -1158,30 +1166,7 @@ describe.skipIf(!PG_URL)('workers on PostgreSQL (a throwaway database per test)'
         '--model',
         'x',
       );
-      expect([r.code, r.stderr]).toEqual([
-        2,
-        expect.stringMatching(
-          /^error: --base-url: 169\.254\.169\.254 is the instance metadata service .*never a model server\n$/,
-        ),
-      ]);
-    }
-    for (const url of [listed.url, 'http://[::1]:8000/v1']) {
-      const r = await rumedbench(
-        'serve',
-        'endpoint',
-        'add',
-        'x',
-        '--db',
-        db,
-        '--base-url',
-        url,
-        '--model',
-        'x',
-      );
-      expect([r.code, r.stderr]).toEqual([
-        2,
-        expect.stringMatching(/--base-url: .* address .*; pass --allow-private/),
-      ]);
+      expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(refusal)]);
     }
     const refused = await rumedbench(
       'serve',
