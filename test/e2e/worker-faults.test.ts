@@ -18,7 +18,7 @@ import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
-import { spawnWorker, sql, until, type WorkerProcess } from '../helpers/worker-process.js';
+import { query, startWorker, type WorkerProcess, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const servers: FakeOpenAI[] = [];
@@ -91,14 +91,14 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
       ],
     ];
     for (const [args, env, said] of cases) {
-      const w = spawnWorker(db, 'bad', ['--exit-when-idle', ...args], env);
+      const w = startWorker(db, 'bad', ['--exit-when-idle', ...args], env);
       const exit = await w.exited;
       const lines = w.log().trim().split('\n');
       expect([exit.code, lines.length], w.log()).toEqual([1, 1]);
       expect(lines[0]).toMatch(said);
     }
-    expect(await sql(db, 'SELECT name FROM rumedbench_runs.workers')).toEqual([]);
-    expect(await sql(db, 'SELECT id FROM rumedbench_runs.claims')).toEqual([]);
+    expect(await query(db, 'SELECT name FROM rumedbench_runs.workers')).toEqual([]);
+    expect(await query(db, 'SELECT id FROM rumedbench_runs.claims')).toEqual([]);
     expect(s.requests.length).toBe(0);
   });
 
@@ -110,20 +110,20 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
     ).stdout.trim();
     const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-ftmp-'));
-    const bad = spawnWorker(db, 'bad', [], { TMPDIR: tmp });
-    await until('the job claimed by bad', async () =>
-      (await sql(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
+    const bad = startWorker(db, 'bad', [], { TMPDIR: tmp });
+    await waitFor('the job claimed by bad', async () =>
+      (await query(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
     );
-    const good = spawnWorker(db, 'good');
-    await until('good registered', async () =>
-      (await sql(db, `SELECT id FROM rumedbench_runs.workers WHERE name = 'good'`)).length > 0
+    const good = startWorker(db, 'good');
+    await waitFor('good registered', async () =>
+      (await query(db, `SELECT id FROM rumedbench_runs.workers WHERE name = 'good'`)).length > 0
         ? true
         : undefined,
     );
     rmSync(tmp, { recursive: true, force: true });
     try {
       const t0 = Date.now();
-      const done = await until(
+      const done = await waitFor(
         'the cell done',
         async () => {
           const st = await status(db, id);
@@ -165,18 +165,18 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
     ).stdout.trim();
     const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-ftmp-'));
-    const bad = spawnWorker(db, 'alone', [], { TMPDIR: tmp });
+    const bad = startWorker(db, 'alone', [], { TMPDIR: tmp });
     try {
-      await until('the job claimed', async () =>
-        (await sql(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
+      await waitFor('the job claimed', async () =>
+        (await query(db, 'SELECT id FROM rumedbench_runs.claims')).length > 0 ? true : undefined,
       );
       rmSync(tmp, { recursive: true, force: true });
-      await until('120 answers', async () => {
-        const [r] = await sql<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+      await waitFor('120 answers', async () => {
+        const [r] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
         return r?.n === 120 ? true : undefined;
       });
       const answeredAt = Date.now();
-      const failed = await until(
+      const failed = await waitFor(
         'the cell failed',
         async () => {
           const st = await status(db, id);
@@ -196,7 +196,7 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
       await bad.exited;
     }
     await rumedbenchOk('plan', 'retry', id, '--db', db);
-    const good = spawnWorker(db, 'good', ['--exit-when-idle']);
+    const good = startWorker(db, 'good', ['--exit-when-idle']);
     expect((await good.exited).code).toBe(0);
     expect((await status(db, id)).cells.map((c) => [c.status, c.requests.done])).toEqual([['done', 120]]);
     expect(s.requests.length).toBe(120);
@@ -208,13 +208,13 @@ describe.skipIf(!PG_URL)('what an operator sees (log lines)', () => {
     const db = await freshDatabase('postgres');
     const s = await modelServer(0);
     const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
-    const text = spawnWorker(db, 't1', ['--exit-when-idle']);
+    const text = startWorker(db, 't1', ['--exit-when-idle']);
     expect((await text.exited).code).toBe(0);
     const lines = text.log().trim().split('\n');
     expect(lines.length).toBeGreaterThan(2);
     for (const l of lines) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \S/);
     await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
-    const json = spawnWorker(db, 'j1', ['--exit-when-idle', '--log-format', 'json']);
+    const json = startWorker(db, 'j1', ['--exit-when-idle', '--log-format', 'json']);
     expect((await json.exited).code).toBe(0);
     const objects = json
       .log()
@@ -241,11 +241,11 @@ describe.skipIf(!PG_URL)('capacity given back (plan cancel)', () => {
     const id = (
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '60')
     ).stdout.trim();
-    const a = spawnWorker(db, 'L1', ['--concurrency', '4']);
-    const b = spawnWorker(db, 'L2', ['--concurrency', '4']);
+    const a = startWorker(db, 'L1', ['--concurrency', '4']);
+    const b = startWorker(db, 'L2', ['--concurrency', '4']);
     try {
-      await until('both workers holding a job', async () => {
-        const rows = await sql<{ n: number }>(
+      await waitFor('both workers holding a job', async () => {
+        const rows = await query<{ n: number }>(
           db,
           'SELECT count(DISTINCT worker_id)::int AS n FROM rumedbench_runs.claims',
         );
@@ -253,7 +253,7 @@ describe.skipIf(!PG_URL)('capacity given back (plan cancel)', () => {
       });
       await rumedbenchOk('plan', 'cancel', id, '--db', db);
       // At once: no claim of the plan left, nothing of the endpoint's budget held.
-      expect(await sql(db, 'SELECT worker_id FROM rumedbench_runs.claims')).toEqual([]);
+      expect(await query(db, 'SELECT worker_id FROM rumedbench_runs.claims')).toEqual([]);
       const st = await status(db, id);
       expect([st.status, st.cells.map((c) => c.status), st.workers]).toEqual([
         'cancelled',
@@ -302,10 +302,10 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database s
       const id = (
         await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '60')
       ).stdout.trim();
-      const busy = spawnWorker(db, 'busy', ['--concurrency', '4']);
-      const idle = spawnWorker(db, 'idle', ['--db-wait', '60', '--jobs', '1']);
-      await until('10 answers', async () => {
-        const [r] = await sql<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+      const busy = startWorker(db, 'busy', ['--concurrency', '4']);
+      const idle = startWorker(db, 'idle', ['--db-wait', '60', '--jobs', '1']);
+      await waitFor('10 answers', async () => {
+        const [r] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
         return (r?.n ?? 0) >= 10 ? true : undefined;
       });
       own.down();
@@ -316,7 +316,7 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database s
       console.log(`SIGTERM with the database stopped: busy ${tookBusy} ms, idle ${tookIdle} ms`);
       // Back up: a new worker takes the jobs over once the stopped ones' heartbeats lapse, and the plan ends.
       own.up();
-      const next = spawnWorker(db, 'next', ['--exit-when-idle']);
+      const next = startWorker(db, 'next', ['--exit-when-idle']);
       expect((await next.exited).code, next.log()).toBe(0);
       expect((await status(db, id)).cells.map((c) => [c.status, c.requests.done])).toEqual([['done', 120]]);
     } finally {
@@ -330,9 +330,9 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database s
       const db = own.url;
       const s = await modelServer(200);
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
-      const w = spawnWorker(db, 'twice', ['--db-wait', '60']);
-      await until('registered', async () =>
-        (await sql(db, 'SELECT id FROM rumedbench_runs.workers')).length > 0 ? true : undefined,
+      const w = startWorker(db, 'twice', ['--db-wait', '60']);
+      await waitFor('registered', async () =>
+        (await query(db, 'SELECT id FROM rumedbench_runs.workers')).length > 0 ? true : undefined,
       );
       own.down();
       w.child.kill('SIGTERM');

@@ -10,7 +10,8 @@ import { CLI } from './data.js';
 export interface WorkerProcess {
   child: ChildProcess;
   name: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** How it ended, and when (ms since the epoch). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
   log: () => string;
 }
 
@@ -43,8 +44,8 @@ export function startWorker(
   child.stderr?.on('data', (d: Buffer) => {
     log += d.toString();
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
   );
   return { child, name, exited, log: () => log };
 }
