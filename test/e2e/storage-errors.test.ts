@@ -4,7 +4,7 @@
  * folder and the fix, at once; a plan.json an older release left empty (its disk full) is said in one line with the
  * way on, and --resume works once it is removed; the plan run's state files are written whole or not at all.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -81,46 +81,21 @@ describe('plan run state files', () => {
         ].join('\n'),
       );
       const out = join(dir, 'out');
-      const first = await rumedbenchProcessFor(
-        60_000,
-        { RUMEDBENCH_DATA: DATA },
-        'plan',
-        'run',
-        plan,
-        '--out',
-        out,
-      );
+      const planRun = (...more: string[]) =>
+        rumedbenchProcessFor(60_000, { RUMEDBENCH_DATA: DATA }, 'plan', 'run', plan, '--out', out, ...more);
+      const first = await planRun();
       expect(first.code, first.stderr).toBe(0);
       const asked = s.requests.length;
       writeFileSync(join(out, 'plan.json'), '');
-      const r = await rumedbenchProcessFor(
-        60_000,
-        { RUMEDBENCH_DATA: DATA },
-        'plan',
-        'run',
-        plan,
-        '--out',
-        out,
-        '--resume',
-      );
+      const r = await planRun('--resume');
       expect([r.code, r.stderr.trim().split('\n')]).toEqual([
         1,
         [
           `error: ${join(out, 'plan.json')} is empty (a disk that filled up while an older rumedbench wrote it?): remove it and run the plan again with --out ${out} --resume; every cell's own folder keeps what it answered`,
         ],
       ]);
-      const { rmSync } = await import('node:fs');
       rmSync(join(out, 'plan.json'));
-      const again = await rumedbenchProcessFor(
-        60_000,
-        { RUMEDBENCH_DATA: DATA },
-        'plan',
-        'run',
-        plan,
-        '--out',
-        out,
-        '--resume',
-      );
+      const again = await planRun('--resume');
       expect(again.code, again.stderr).toBe(0);
       // Nothing asked again: the cell was done.
       expect(s.requests.length).toBe(asked);
