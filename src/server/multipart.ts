@@ -18,12 +18,22 @@ interface FormLimits {
   maxFieldBytes: number;
 }
 
+/**
+ * A field that must be the body's first part, checked before another byte is read: the browser's upload form puts
+ * its CSRF token there, so a forged post is refused (and admitted to nothing) at its first part. `check` gets the
+ * field's value, or `undefined` when the first part is anything else or there is none; it throws to refuse.
+ */
+export interface FirstField {
+  name: string;
+  check: (value: string | undefined) => Promise<void>;
+}
+
 interface ReadForm {
   files: UploadFile[];
   fields: Map<string, string>;
 }
 
-export async function readMultipart(req: Request, limits: FormLimits): Promise<ReadForm> {
+export async function readMultipart(req: Request, limits: FormLimits, first?: FirstField): Promise<ReadForm> {
   const type = req.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data/i.test(type) || !req.body) {
     throw new HttpError(
@@ -70,12 +80,23 @@ export async function readMultipart(req: Request, limits: FormLimits): Promise<R
     const fields = new Map<string, string>();
     const pending: Promise<void>[] = [];
     let failed = false;
-    const fail = (e: HttpError) => {
+    const fail = (e: unknown) => {
       if (failed) return;
       failed = true;
       source.unpipe(bb);
       source.destroy();
       reject(e);
+    };
+    // The first field's check runs with the body unpiped, so nothing more is pulled until it has answered.
+    let firstSeen = first === undefined;
+    const checkFirst = (value: string | undefined) => {
+      firstSeen = true;
+      source.unpipe(bb);
+      pending.push(
+        (first as FirstField).check(value).then(() => {
+          if (!failed) source.pipe(bb);
+        }, fail),
+      );
     };
     const tooMany = (what: string, n: number) => () =>
       fail(new HttpError(413, 'TOO_MANY_PARTS', `the form has more than ${n} ${what}`, { limit: n }));
@@ -93,6 +114,10 @@ export async function readMultipart(req: Request, limits: FormLimits): Promise<R
         );
         return;
       }
+      if (!firstSeen) {
+        checkFirst(name === first?.name ? value : undefined);
+        return;
+      }
       if (name === 'file') return; // a file input sent without a file
       if (fields.has(name)) {
         fail(new HttpError(400, 'INVALID_METADATA', `the field "${name}" is given twice`));
@@ -101,6 +126,11 @@ export async function readMultipart(req: Request, limits: FormLimits): Promise<R
       fields.set(name, value);
     });
     bb.on('file', (name, stream, info) => {
+      if (!firstSeen) {
+        stream.resume();
+        checkFirst(undefined);
+        return;
+      }
       if (name !== 'file') {
         stream.resume();
         fail(
@@ -142,6 +172,7 @@ export async function readMultipart(req: Request, limits: FormLimits): Promise<R
       fail(new HttpError(400, 'BAD_MULTIPART', `the multipart body could not be read: ${e.message}`)),
     );
     bb.on('close', () => {
+      if (!firstSeen) checkFirst(undefined); // a body without parts
       void Promise.all(pending).then(() => {
         if (!failed) resolve({ files, fields });
       });

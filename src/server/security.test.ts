@@ -282,6 +282,7 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         duplex: 'half',
       });
       expect([refused.status, stream.pulled()]).toEqual([401, 0]);
+      // The browser form's token is its body's first part: a body that starts otherwise is refused there.
       const noCsrf = countingBody(100, new TextEncoder().encode(part));
       const page = await app.request('/submit', {
         method: 'POST',
@@ -289,7 +290,60 @@ describe('leaderboard security (on fixture data the test writes)', () => {
         headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
         duplex: 'half',
       });
-      expect([page.status, noCsrf.pulled()]).toEqual([403, 0]);
+      expect(page.status).toBe(403);
+      expect(noCsrf.pulled()).toBeLessThan(4);
+    });
+
+    it("takes the upload form's CSRF token from the body's first part, and a forged post reserves no quota (issue #63)", async () => {
+      // One upload a day from this address: a forged post that took a unit would leave the real one none.
+      const once = variant({ quotaPerDay: 1 }, { trustedProxies: 1 });
+      const from = { 'x-forwarded-for': '198.51.100.63' };
+      const formPage = await once.request('/submit?lang=ru');
+      const cookie = (formPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
+      const html = await formPage.text();
+      const csrf = csrfOf(html);
+      // The page's form sends the token in its body, first, and never in its address.
+      const uploadForm = elements(
+        parseHtml(html),
+        (e) => e.tagName === 'form' && attr(e, 'class') === 'upload',
+      )[0];
+      const firstInput = uploadForm && elements(uploadForm, (e) => e.tagName === 'input')[0];
+      expect([attr(uploadForm as Element, 'action'), firstInput && attr(firstInput, 'name')]).toEqual([
+        '/submit?lang=ru',
+        '_csrf',
+      ]);
+      const file = { name: 'RuMedDaNet.jsonl', data: readFileSync(join(PREDICTIONS.a, 'RuMedDaNet.jsonl')) };
+      const post = async (parts: [string, string | typeof file][], query = '') => {
+        const fd = new FormData();
+        for (const [name, v] of parts)
+          typeof v === 'string' ? fd.append(name, v) : fd.append(name, new Blob([v.data]), v.name);
+        const res = await once.request(`/submit?lang=ru${query}`, {
+          method: 'POST',
+          body: fd,
+          headers: { cookie, ...from },
+        });
+        // An error page says its message in the paragraph under its heading.
+        const h1 = elements(parseHtml(await res.text()), (e) => e.tagName === 'h1')[0];
+        const p = h1 && elements(h1.parentNode as Element, (e) => e.tagName === 'p')[0];
+        return [res.status, res.status >= 400 && p ? textOf(p) : ''];
+      };
+      const meta: [string, string][] = [
+        ['model', 'forged'],
+        ['kind', 'LLM'],
+      ];
+      const forged = [
+        await post([['file', file], ...meta]), // no token (a cross-site form, its Origin withheld)
+        await post([['_csrf', 'forged-token'], ['file', file], ...meta]), // a wrong token
+        await post([['file', file], ['_csrf', csrf], ...meta]), // the right token after the file
+        await post([['file', file], ...meta], `&_csrf=${encodeURIComponent(csrf)}`), // the old address form
+      ];
+      const stale =
+        'Форма устарела (страница была открыта слишком давно или в другой вкладке); откройте её заново.';
+      expect(forged).toEqual(Array(4).fill([403, stale]));
+      // The quota is whole: the real form's post lands, and the next one finds the day's unit used.
+      const real = [['_csrf', csrf], ['file', file], ...meta] as [string, string | typeof file][];
+      expect(await post(real)).toEqual([303, '']);
+      expect(await post(real)).toEqual([429, 'Дневной лимит загрузок исчерпан; попробуйте завтра.']);
     });
 
     it('keeps a rejected upload small in the answer and the database, and rate-limits token uploads too (finding 5)', async () => {
@@ -334,9 +388,13 @@ describe('leaderboard security (on fixture data the test writes)', () => {
       const formPage = await app.request('/submit');
       const cookie = (formPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
       const csrf = csrfOf(await formPage.text());
-      const page = await app.request(`/submit?_csrf=${encodeURIComponent(csrf)}`, {
+      const fields = form([file], { model: 'long ids', kind: 'LLM', board: 'public' });
+      const withToken = new FormData();
+      withToken.append('_csrf', csrf);
+      for (const [k, v] of fields) withToken.append(k, v);
+      const page = await app.request('/submit', {
         method: 'POST',
-        body: form([file], { model: 'long ids', kind: 'LLM', board: 'public' }),
+        body: withToken,
         headers: { cookie },
       });
       const omitted = elements(parseHtml(await page.text()), (e) => attr(e, 'id') === 'upload-omitted')[0];

@@ -6,22 +6,28 @@ import type { Context } from 'hono';
 import { FIELD_LIMITS } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env } from '../http.js';
-import { readMultipart } from '../multipart.js';
+import { type FirstField, readMultipart } from '../multipart.js';
 import { UPLOAD_FIELDS } from '../submissions/metadata.js';
 import type { UploadLimits } from '../upload.js';
 
-/** The files and metadata of an upload, read as a stream with every cap checked as the bytes arrive. */
-export async function readUploadForm(c: Context<Env>, limits: UploadLimits, ignore: readonly string[] = []) {
-  const { files, fields } = await readMultipart(c.req.raw, {
-    maxBodyBytes: limits.maxBodyBytes,
-    maxFiles: limits.maxFiles,
-    maxFileBytes: limits.maxFileBytes,
-    maxFields: UPLOAD_FIELDS.length + ignore.length,
-    maxFieldBytes: 4 * FIELD_LIMITS.description,
-  });
+/**
+ * The files and metadata of an upload, read as a stream with every cap checked as the bytes arrive; `first`, a field
+ * that must come first and is checked before the rest is read (the browser form's CSRF token).
+ */
+export async function readUploadForm(c: Context<Env>, limits: UploadLimits, first?: FirstField) {
+  const { files, fields } = await readMultipart(
+    c.req.raw,
+    {
+      maxBodyBytes: limits.maxBodyBytes,
+      maxFiles: limits.maxFiles,
+      maxFileBytes: limits.maxFileBytes,
+      maxFields: UPLOAD_FIELDS.length + (first ? 1 : 0),
+      maxFieldBytes: 4 * FIELD_LIMITS.description,
+    },
+    first,
+  );
   const metadata: Record<string, string> = {};
   for (const [name, value] of fields) {
-    if (ignore.includes(name)) continue;
     if (!UPLOAD_FIELDS.includes(name)) {
       throw new HttpError(
         400,

@@ -7,7 +7,7 @@ import { publicEntry } from '../boards/present.js';
 import { comparisonCharts, entryCharts } from '../charts.js';
 import { HttpError } from '../errors.js';
 import { checkCsrf, type Env, limitAddress, limitReads, type RouteDeps, render } from '../http.js';
-import type { UploadAnswer } from '../leaderboard.js';
+import type { Quota, UploadAnswer } from '../leaderboard.js';
 import { readUploadForm } from '../middleware/forms.js';
 import { RateLimiter } from '../rate-limit.js';
 import { parseMetadata } from './metadata.js';
@@ -58,13 +58,20 @@ export function submissionRoutes({ lb, charts, reads }: RouteDeps): Hono<Env> {
   app.get('/api/submissions/:id', async (c) => c.json(publicEntry(await lb.boards.entry(c.req.param('id')))));
 
   app.get('/submit', (c) => render(c, <UploadPage ctx={c.get('ctx')} maxMb={maxMb} />));
-  // The browser's form carries its CSRF token in the action's query, so that it is checked before the body is read.
+  // The browser's form carries its CSRF token as the body's first part (the form's first field, and browsers send
+  // fields in the form's order): it is checked there, and only then is the uploader admitted (rate, quota) and the
+  // rest read. A forged post costs its uploader nothing, and the token stays out of the address bar and history.
   app.post('/submit', async (c) => {
     const ctx = c.get('ctx');
-    checkCsrf(c, { _csrf: c.req.query('_csrf') });
     const who = await lb.uploads.authenticate(undefined, c.get('address'));
-    const quota = await lb.uploads.admit(who);
-    const { files, metadata: meta } = await readUploadForm(c, limits, ['_csrf']);
+    let quota: Quota | null = null;
+    const { files, metadata: meta } = await readUploadForm(c, limits, {
+      name: '_csrf',
+      check: async (token) => {
+        checkCsrf(c, { _csrf: token });
+        quota = await lb.uploads.admit(who);
+      },
+    });
     const { status, body } = await lb.uploads.submit({
       files,
       metadata: parseMetadata(meta, who),

@@ -322,11 +322,12 @@ const UploadForm: FC<{ ctx: PageContext; maxMb: number; values?: Record<string, 
 }) => (
   <form
     method="post"
-    action={`${href(ctx, '/submit')}&_csrf=${encodeURIComponent(ctx.csrf)}`}
+    action={href(ctx, '/submit')}
     enctype="multipart/form-data"
     class="upload"
     data-max-bytes={String(maxMb * 1024 * 1024)}
   >
+    {/* First: the server checks the token at the body's first part, before it reads a file. */}
     <CsrfField ctx={ctx} />
     <label>
       {ctx.t.files}
