@@ -19,6 +19,10 @@ const en = {
   scoreWord: 'score',
   rankHint: `Beside each score: its rank with a 95% interval (“2–5”: on another sample of test items of this size it would place 2nd to 5th) and its group letters. Entries that share a letter are not distinguishable on this test set; the number under each task is the smallest difference in points this test set detects (80% power). Letters and that number are computed among the best ${TESTED_TOP} entries of each task and of the overall; the entries below them show their rank and interval only.`,
   rankWord: 'rank',
+  /** A rank interval that spans every ranked entry: the test set does not place this one at all. */
+  anyPlace: (n: string) => `any place of ${n}`,
+  anyPlaceTitle:
+    'The 95% interval of this rank covers every place: this test set does not tell this entry apart from the others (identical answers, or too few items).',
   definedTasks: (names: string) =>
     `${names}: defined by this leaderboard (not one of the paper’s tasks); shown beside the others, not part of the overall. Its score is its first metric.`,
   medbenchTasks: (names: string, six: boolean) =>
@@ -196,6 +200,8 @@ const en = {
   searchHint: 'search',
   sortLabel: 'Sort by',
   sortRank: 'rank',
+  /** The rank's sort under the Ladder, where no upload has a rank: the board's order, by released scores. */
+  sortLadderOrder: 'order of released scores',
   sortSubmitted: 'submitted',
   sortAsc: 'ascending',
   sortDesc: 'descending',
@@ -359,6 +365,9 @@ const ru: ServerStrings = {
   scoreWord: 'балл',
   rankHint: `Рядом с каждым баллом — место с 95% интервалом («2–5»: на другой выборке тестовых примеров того же размера запись заняла бы от 2-го до 5-го места) и буквы группы. Записи с общей буквой на этом тестовом наборе неразличимы; число под названием задачи — наименьшая разница в баллах, которую этот набор обнаруживает (мощность 80%). Буквы и это число считаются среди ${TESTED_TOP} лучших записей каждой задачи и общего зачёта; у записей ниже них — только место и интервал.`,
   rankWord: 'место',
+  anyPlace: (n: string) => `любое место из ${n}`,
+  anyPlaceTitle:
+    '95% интервал места охватывает все места: этот тестовый набор не отличает запись от остальных (одинаковые ответы или слишком мало примеров).',
   definedTasks: (names: string) =>
     `${names}: задачи этой доски (не из статьи); показаны рядом с остальными и в общий балл не входят. Балл такой задачи — её первая метрика.`,
   medbenchTasks: (names: string, six: boolean) =>
@@ -543,6 +552,7 @@ const ru: ServerStrings = {
   searchHint: 'поиск',
   sortLabel: 'Сортировка',
   sortRank: 'место',
+  sortLadderOrder: 'порядок опубликованных баллов',
   sortSubmitted: 'дата отправки',
   sortAsc: 'по возрастанию',
   sortDesc: 'по убыванию',

@@ -11,11 +11,120 @@ import { NO_DATA_REASON } from '../../../test/helpers/data.js';
 import { ENGINES } from '../../../test/helpers/engines.js';
 import { attr, elements, parseHtml, textOf } from '../../../test/helpers/html.js';
 import { type App, ROUTES_READY, ref, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
+import { STRINGS } from '../../report/i18n.js';
 import { createApp } from '../app.js';
 import { openDatabase } from '../db/connect.js';
+import { SERVER_STRINGS } from '../i18n.js';
 import { Leaderboard } from '../leaderboard.js';
+import type { PageContext } from '../views/layout.js';
+import type { Entry } from './entries.js';
+import { DEFAULT_VIEW } from './paging.js';
 import { boardCsv } from './present.js';
 import { Boards } from './service.js';
+import { BoardPage } from './views.js';
+
+describe('a board of thousands, drawn (issue #63)', () => {
+  /** 1,880 entries that a test set cannot tell apart (copies), and one it places 2nd to 5th on RuMedNLI. */
+  const N = 1880;
+  const everywhere = { rank: 1, rank_ci: [1, N] as [number, number], group: 'a' };
+  const cell = (place: typeof everywhere) => ({
+    n: 100,
+    metrics: { accuracy: 0.5 },
+    score: 50,
+    score_ci: null,
+    ci: {},
+    place,
+  });
+  const entries = Array.from(
+    { length: N },
+    (_, i): Entry =>
+      ({
+        id: `e${i}`,
+        model: `copy-${i}`,
+        overall: 50,
+        overall_ci: null,
+        overall_six: null,
+        tasks: {
+          RuMedDaNet: cell(everywhere),
+          RuMedNLI: cell(i === 0 ? { rank: 3, rank_ci: [1200, 1350], group: '' } : everywhere),
+        },
+        place: everywhere,
+        usage: i === 0 ? { prompt_tokens: 1_000_000, completion_tokens: 200_000 } : null,
+      }) as unknown as Entry,
+  );
+  const draw = async (lang: 'en' | 'ru', board: 'public' | 'closed' = 'public', ladder = false) => {
+    const ctx: PageContext = {
+      lang,
+      t: SERVER_STRINGS[lang],
+      r: STRINGS[lang],
+      path: '/',
+      csrf: 'x',
+      admin: false,
+    };
+    const all =
+      board === 'public'
+        ? entries
+        : entries.map(({ place: _, ...e }): Entry => ({ ...e, tasks: {}, ladder: true }));
+    const html = String(
+      await BoardPage({
+        ctx,
+        board,
+        all,
+        entries: all.slice(0, 100),
+        rankOf: (e) => Number(e.id.slice(1)) + 1,
+        paging: { view: DEFAULT_VIEW, pages: 19, start: 0, found: N },
+        paperRows: [],
+        ladder,
+        ranking: { ranking: null, current: true, computed_at: null, error: null },
+      }),
+    );
+    return parseHtml(html);
+  };
+  const firstRow = (doc: ReturnType<typeof parseHtml>) =>
+    elements(doc, (e) => e.tagName === 'tr' && attr(e, 'class') === 'entry')[0] as never;
+
+  it('says "any place" where a rank interval spans every entry, and writes ranks and counts as the language does', async () => {
+    const said = async (lang: 'en' | 'ru') => {
+      const row = firstRow(await draw(lang));
+      return [
+        ...elements(row, (e) => e.tagName === 'small' && /\bplace\b/.test(attr(e, 'class') ?? '')).map(
+          (e) => `${attr(e, 'class')}: ${textOf(e)}`,
+        ),
+        textOf(elements(row, (e) => e.tagName === 'td' && /usage/.test(attr(e, 'class') ?? ''))[0] as never),
+      ];
+    };
+    // Intl's Russian groups thousands with a no-break space.
+    expect(await said('en')).toEqual([
+      'place any: any place of 1,880 · a',
+      'place: 1,200–1,350',
+      'place any: any place of 1,880 · a',
+      'not priced1,200,000 tokens',
+    ]);
+    expect(await said('ru')).toEqual([
+      'place any: любое место из 1\u00a0880 · a',
+      'place: 1\u00a0200–1\u00a0350',
+      'place any: любое место из 1\u00a0880 · a',
+      'без цены1\u00a0200\u00a0000 токенов',
+    ]);
+  });
+
+  it('names the first sort "order of released scores" under the Ladder, where no upload has a rank', async () => {
+    const sortLabel = async (board: 'public' | 'closed', ladder: boolean, lang: 'en' | 'ru') => {
+      const select = elements(
+        await draw(lang, board, ladder),
+        (e) => e.tagName === 'select' && attr(e, 'name') === 'sort',
+      )[0];
+      return textOf(
+        elements(select as never, (o) => o.tagName === 'option' && attr(o, 'value') === 'rank')[0] as never,
+      );
+    };
+    expect([
+      await sortLabel('public', false, 'en'),
+      await sortLabel('closed', true, 'en'),
+      await sortLabel('closed', true, 'ru'),
+    ]).toEqual(['rank', 'order of released scores', 'порядок опубликованных баллов']);
+  });
+});
 
 describe.skipIf(!ROUTES_READY)(`board routes (${ROUTES_READY ? 'data found' : NO_DATA_REASON})`, () => {
   describe.each(ENGINES)('on %s', (engine) => {

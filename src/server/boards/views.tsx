@@ -3,14 +3,13 @@ import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { escapeToBuffer } from 'hono/utils/html';
 import { formatUsd } from '../../llm/cost.js';
-import { rankInterval } from '../../report/format.js';
 import type { PaperRow } from '../../report/paper.js';
 import type { RunUsage } from '../../scoring/run-usage.js';
 import { getTask, shippedFile } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import type { ChartBlock } from '../charts.js';
 import { BOARD_TASKS, HELD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
-import { ciText, f2, href, Layout, type PageContext } from '../views/layout.js';
+import { ciText, count, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
 import {
   type BoardView,
@@ -34,13 +33,22 @@ const escapeHtml = (text: string): string => {
   return out[0];
 };
 
-// An entry below the best TESTED_TOP of a task has no letters (../../metrics/ranking.ts): its interval alone.
-const place = (p: RankCell | undefined, ctx: PageContext, words = false) =>
-  p
-    ? raw(
-        `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${rankInterval(p.rank_ci)}${p.group ? ` · <b>${escapeHtml(p.group)}</b>` : ''}</small>`,
-      )
-    : '';
+// An entry below the best TESTED_TOP of a task has no letters (../../metrics/ranking.ts): its interval alone. An
+// interval over all `of` ranked entries places the entry nowhere, and says so in words: on a board of 1,880 copies,
+// "rank 1–1880 · a" read as a best. Ranks are counts, written the one way the page writes thousands.
+const place = (p: RankCell | undefined, ctx: PageContext, of: number, words = false) => {
+  if (!p) return '';
+  const [lo, hi] = p.rank_ci;
+  const group = p.group ? ` · <b>${escapeHtml(p.group)}</b>` : '';
+  if (of > 2 && lo === 1 && hi >= of)
+    return raw(
+      `<small class="place any" title="${escapeHtml(ctx.t.anyPlaceTitle)}">${escapeHtml(ctx.t.anyPlace(count(of, ctx.lang)))}${group}</small>`,
+    );
+  const interval = lo === hi ? count(lo, ctx.lang) : `${count(lo, ctx.lang)}–${count(hi, ctx.lang)}`;
+  return raw(
+    `<small class="place">${words ? `${escapeHtml(ctx.t.rankWord)} ` : ''}${escapeHtml(interval)}${group}</small>`,
+  );
+};
 
 /**
  * Words that stay on one line (non-breaking spaces): a two-metric cell's "score 61.25 [58.45, 63.99]" breaks only
@@ -89,22 +97,9 @@ export const Tags: FC<{ e: Entry; ctx: PageContext }> = ({ e, ctx }) => (
   </span>
 );
 
-/**
- * 1234567 → "1.2M" ("1.2 млн"): token counts as a column can hold them, in the page's language. The pages write a
- * decimal point in both languages, as the paper, the CSV and every score on the board do (docs/leaderboard.md).
- */
-export function shortCount(n: number, lang: string): string {
-  return new Intl.NumberFormat(lang === 'ru' ? 'ru-RU' : 'en-US', {
-    notation: n < 1000 ? 'standard' : 'compact',
-    maximumFractionDigits: 1,
-  })
-    .format(n)
-    .replace(',', '.');
-}
-
 /** Tokens in words: prompt, completion, of them reasoning, cached prompt. */
 export function usageWords(u: RunUsage, ctx: PageContext): string {
-  const n = (x: number) => x.toLocaleString(ctx.lang === 'ru' ? 'ru-RU' : 'en-US');
+  const n = (x: number) => count(x, ctx.lang);
   return [
     `${n(u.prompt_tokens)} ${ctx.t.promptTokens}`,
     `${n(u.completion_tokens)} ${ctx.t.completionTokens}`,
@@ -120,7 +115,7 @@ const UsageCell: FC<{ u: RunUsage | null; ctx: PageContext }> = ({ u, ctx }) =>
     <td class="num usage" title={usageWords(u, ctx)}>
       {u.cost_usd !== undefined ? formatUsd(u.cost_usd) : <span class="note">{ctx.t.notPriced}</span>}
       {u.batch ? <span class="tag">{ctx.t.batchTag}</span> : ''}
-      <small class="ci">{`${shortCount(u.prompt_tokens + u.completion_tokens, ctx.lang)} ${ctx.t.tokensWord}`}</small>
+      <small class="ci">{`${count(u.prompt_tokens + u.completion_tokens, ctx.lang)} ${ctx.t.tokensWord}`}</small>
     </td>
   ) : (
     <td class="num usage">–</td>
@@ -178,6 +173,11 @@ export const BoardPage: FC<{
   const ranksShown = all.some(
     (e) => e.place !== undefined || Object.values(e.tasks).some((c) => c?.place !== undefined),
   );
+  // How many entries each rank interval is among (the overall's, and each task's).
+  const placedOverall = all.filter((e) => e.place !== undefined).length;
+  const placed = Object.fromEntries(
+    tasks.map((t) => [t, all.filter((e) => e.tasks[t]?.place !== undefined).length]),
+  );
   // The column the board is sorted by says so (aria-sort); the others say nothing.
   const sortedBy = (key: SortKey) =>
     paging.view.sort === key ? { 'aria-sort': paging.view.dir === 'asc' ? 'ascending' : 'descending' } : {};
@@ -228,7 +228,16 @@ export const BoardPage: FC<{
       ) : (
         ''
       )}
-      {all.length > 0 ? <BoardFind ctx={ctx} board={board} paging={paging} /> : ''}
+      {all.length > 0 ? (
+        <BoardFind
+          ctx={ctx}
+          board={board}
+          paging={paging}
+          ladderOrder={board === 'closed' && !!ladder && !ranksShown}
+        />
+      ) : (
+        ''
+      )}
       {/*
        * On a phone the tasks' columns are hidden until asked for (pages.css): one switch, no script. Its words say
        * whether it is on; once on, the model's column stays at the left while the tasks scroll.
@@ -369,7 +378,7 @@ export const BoardPage: FC<{
                         ) : (
                           ''
                         )}
-                        {place(c?.place, ctx)}
+                        {place(c?.place, ctx, placed[t] ?? 0)}
                         {row.e.trust?.formulations?.[t] ? (
                           <small class="ci" title={ctx.t.formulationsHint}>
                             {`${row.e.trust.formulations[t].variants} ${ctx.t.wordings}: ${f2(row.e.trust.formulations[t].mean)} ± ${f2(row.e.trust.formulations[t].sd)}`}
@@ -383,7 +392,7 @@ export const BoardPage: FC<{
                   <td class="num">
                     <strong>{f2(row.e.overall)}</strong>
                     {row.e.overall_ci ? <small class="ci">{ciText(row.e.overall_ci)}</small> : ''}
-                    {place(row.e.place, ctx, true)}
+                    {place(row.e.place, ctx, placedOverall, true)}
                   </td>
                   {six ? <td class="num overall-six">{f2(row.e.overall_six)}</td> : ''}
                   {spent ? <UsageCell u={row.e.usage} ctx={ctx} /> : ''}
@@ -454,12 +463,22 @@ const SortLink: FC<{
   );
 };
 
-/** The search by model and team, and the sort by any column: a form sent with GET, answered by the server. */
-const BoardFind: FC<{ ctx: PageContext; board: BoardName; paging: Paging }> = ({ ctx, board, paging }) => {
+/**
+ * The search by model and team, and the sort by any column: a form sent with GET, answered by the server. Under the
+ * Ladder (`ladderOrder`) no upload has a rank: the first sort is the board's order by released scores, named so.
+ */
+const BoardFind: FC<{ ctx: PageContext; board: BoardName; paging: Paging; ladderOrder: boolean }> = ({
+  ctx,
+  board,
+  paging,
+  ladderOrder,
+}) => {
   const { view } = paging;
   const label = (k: SortKey): string =>
     k === 'rank'
-      ? ctx.t.sortRank
+      ? ladderOrder
+        ? ctx.t.sortLadderOrder
+        : ctx.t.sortRank
       : k === 'model'
         ? ctx.t.model
         : k === 'team'
@@ -508,7 +527,7 @@ const BoardPages: FC<{ ctx: PageContext; board: BoardName; paging: Paging }> = (
   const { view, pages, start, found } = paging;
   if (found === 0) return '';
   const to = (page: number) => viewHref(ctx, board, { ...view, page });
-  const n = (x: number) => x.toLocaleString(ctx.lang === 'ru' ? 'ru-RU' : 'en-US');
+  const n = (x: number) => count(x, ctx.lang);
   return (
     <nav class="board-pages" aria-label={ctx.t.pagesLabel}>
       {view.page > 1 ? (

@@ -19,6 +19,16 @@ export interface PageContext {
 
 export { ciText, f2 } from '../../report/format.js';
 
+const COUNTS: Record<Lang, Intl.NumberFormat> = {
+  en: new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }),
+  ru: new Intl.NumberFormat('ru-RU', { maximumFractionDigits: 0 }),
+};
+/**
+ * A count as the page's language writes it, the one way the pages write thousands: "1,200,000" and "1 200 000"
+ * (Intl; the Russian groups are parted by a no-break space, so a count never breaks across lines).
+ */
+export const count = (n: number, lang: Lang): string => COUNTS[lang].format(n);
+
 /** A link that keeps the page's language. */
 export const href = (ctx: PageContext, path: string): string =>
   `${path}${path.includes('?') ? '&' : '?'}lang=${ctx.lang}`;
