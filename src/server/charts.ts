@@ -83,7 +83,7 @@ export function boardCostChart(entries: readonly Entry[], r: Strings): Chart | n
 export function comparisonCharts(c: ComparisonResult, b: Entry, r: Strings): Chart[] {
   const rows: ForestRow[] = deltaRows(c).map((d) => ({
     system: b.model,
-    row: `${d.task} ${d.metric}`,
+    row: `${d.task === 'RuMedOverall' ? r.overall : d.task} ${d.metric === 'score' ? r.score : r.metricName(d.metric)}`,
     delta: d.delta.delta,
     ci: d.delta.ci,
     p: d.delta.p,

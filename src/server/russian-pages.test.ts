@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NO_DATA_REASON } from '../../test/helpers/data.js';
-import { ROUTES_READY, ref, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
+import { attr, type Element, elements, parseHtml } from '../../test/helpers/html.js';
+import { ADMIN, ROUTES_READY, ref, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
 import { TASKS } from '../tasks/registry.js';
 
 /** Names a Russian page may write in Latin script: tasks, the paper's rows and authors, formats, units, mechanisms. */
@@ -34,6 +35,9 @@ const ALLOWED = new Set([
   'API',
   'USD',
   'jsonl',
+  'JSONL',
+  'Enter',
+  'seqeval',
   'zip',
   'Task',
   'McNemar',
@@ -44,11 +48,15 @@ const ALLOWED = new Set([
   'ru',
 ]);
 
-/** The Latin-script words of a page's visible text that are not allowed names, each once, in order. */
+/**
+ * The Latin-script words of a page's visible text that are not allowed names, each once, in order. Code (`<code>`:
+ * commands, ids, a log's raw details) and addresses are not words of a language, and are left out.
+ */
 function latinWords(html: string, allowed: ReadonlySet<string>): string[] {
   const body = html.slice(html.indexOf('<main'), html.lastIndexOf('</main>'));
   const text = (body || html)
-    .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
+    .replace(/<(script|style|code)\b[\s\S]*?<\/\1>/g, ' ')
+    .replace(/https?:\/\/[^\s<]+/g, ' ')
     .replace(/<[^>]*>/g, ' ')
     .replace(/&[a-z#0-9]+;/g, ' ');
   const out = new Set<string>();
@@ -108,5 +116,76 @@ describe.skipIf(!ROUTES_READY)(`Russian pages (${ROUTES_READY ? 'data found' : N
       '/submit?lang=ru': [],
       '/board/closed?lang=ru': [],
     });
+  });
+
+  it('writes the admin, campaign, runs and compare pages in Russian, models aside', async () => {
+    const csrfOf = (html: string) =>
+      attr(
+        elements(parseHtml(html), (e) => e.tagName === 'input' && attr(e, 'name') === '_csrf')[0] as Element,
+        'value',
+      ) as string;
+    const loginPage = await request('/admin/login?lang=ru');
+    const nonce = (loginPage.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const loginHtml = await loginPage.text();
+    const signed = await request('/admin/login?lang=ru', {
+      method: 'POST',
+      body: new URLSearchParams({ _csrf: csrfOf(loginHtml), token: ADMIN }),
+      headers: { cookie: nonce },
+    });
+    expect(signed.status).toBe(303);
+    const cookie = `${nonce}; ${(signed.headers.get('set-cookie') ?? '').split(';')[0]}`;
+    const asAdmin = async (path: string, body?: Record<string, string>) =>
+      request(path, {
+        headers: { cookie },
+        ...(body ? { method: 'POST', body: new URLSearchParams(body) } : {}),
+      });
+    const csrf = csrfOf(await (await asAdmin('/admin?lang=ru')).text());
+    const { token } = await t.lb.admin.createToken('lab2');
+    const ids: string[] = [];
+    for (const [model, dir] of [
+      ['model-a', 'bilstm'],
+      ['model-b', 'linear_models'],
+    ] as const) {
+      const up = await t.upload(
+        [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(ref(dir), 'RuMedDaNet.jsonl')) }],
+        { model, kind: 'LLM' },
+        { authorization: `Bearer ${token}` },
+      );
+      expect(up.res.status).toBe(201);
+      ids.push(up.body.id as string);
+    }
+    const created = await asAdmin('/admin/campaigns?lang=ru', {
+      _csrf: csrf,
+      task_split: 'RuMedDaNet/test',
+      annotators: '2',
+      overlap: '2',
+      items: '4',
+      seed: '0',
+      base_url: 'https://annotate.example.org',
+    });
+    const createdHtml = await created.text();
+    const campaign = /\/admin\/campaigns\/([0-9a-f-]{36})/.exec(createdHtml)?.[1] as string;
+    const link = /\/annotate\/(rmb_[\w-]+)/.exec(createdHtml)?.[1] as string;
+    expect([created.status, campaign?.length, (link ?? '').length > 0]).toEqual([200, 36, true]);
+    // (my-model and lab: the entry of the test above, on the admin's list too)
+    const allowed = new Set([...ALLOWED, 'model-a', 'model-b', 'lab2', 'my-model', 'lab']);
+    const pages: Record<string, string> = {
+      login: loginHtml,
+      created: createdHtml,
+    };
+    for (const path of [
+      '/admin?lang=ru',
+      `/admin/submissions/${ids[0]}?lang=ru`,
+      '/admin/campaigns?lang=ru',
+      `/admin/campaigns/${campaign}?lang=ru`,
+      `/annotate/${link}?lang=ru`,
+      '/runs?lang=ru',
+      `/compare?a=${ids[0]}&b=${ids[1]}&lang=ru`,
+    ])
+      pages[path] = await (await asAdmin(path)).text();
+    const words = Object.fromEntries(
+      Object.entries(pages).map(([k, html]) => [k, latinWords(html, allowed)]),
+    );
+    expect(words).toEqual(Object.fromEntries(Object.keys(pages).map((k) => [k, []])));
   });
 });

@@ -1,7 +1,7 @@
 /** The admin's pages: sign-in, every submission (rejected and hidden ones too) with its actions, tokens, the log. */
 import type { FC } from 'hono/jsx';
 import { SubmissionFields } from '../submissions/views.js';
-import { CsrfField, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import { CsrfField, f2, href, IssueList, Layout, type PageContext, When } from '../views/layout.js';
 import type { AdminListedSubmission, AdminOverview, AdminSubmission } from './service.js';
 
 export const LoginPage: FC<{ ctx: PageContext; failed?: boolean }> = ({ ctx, failed }) => (
@@ -36,11 +36,18 @@ const ACTIONS: [string, (r: AdminListedSubmission) => boolean][] = [
 ];
 
 /** An audit actor (`admin`, `platform`, `token:ID`, `address:IP`) in the page's language, its id as stored. */
-function actorText(ctx: PageContext, actor: string): string {
+function actorText(ctx: PageContext, actor: string) {
   const at = actor.indexOf(':');
   const kind = at < 0 ? actor : actor.slice(0, at);
   const word = ctx.t.adminWords.actors[kind];
-  return word === undefined ? actor : `${word}${at < 0 ? '' : ` ${actor.slice(at + 1)}`}`;
+  if (word === undefined) return <code>{actor}</code>;
+  return at < 0 ? (
+    word
+  ) : (
+    <>
+      {word} <code>{actor.slice(at + 1)}</code>
+    </>
+  );
 }
 
 export const AdminPage: FC<
@@ -78,7 +85,9 @@ export const AdminPage: FC<
         <tbody>
           {rows.map((r) => (
             <tr data-id={r.id}>
-              <td>{r.created_at.slice(0, 19).replace('T', ' ')}</td>
+              <td>
+                <When ctx={ctx} iso={r.created_at} />
+              </td>
               <td>{ctx.t.adminWords.board[r.board] ?? r.board}</td>
               <td>
                 {ctx.t.adminWords.status[r.status] ?? r.status}
@@ -91,7 +100,15 @@ export const AdminPage: FC<
               </th>
               <td>{r.team}</td>
               <td class="num">{f2(r.overall === null ? null : Number(r.overall))}</td>
-              <td>{r.token_id ? `${ctx.t.adminWords.token} ${r.token_id.slice(0, 8)}` : r.address}</td>
+              <td>
+                {r.token_id ? (
+                  <>
+                    {ctx.t.adminWords.token} <code>{r.token_id.slice(0, 8)}</code>
+                  </>
+                ) : (
+                  <code>{r.address}</code>
+                )}
+              </td>
               <td class="actions">
                 {ACTIONS.filter(([, when]) => when(r)).map(([action]) => (
                   <form method="post" action={`/admin/submissions/${r.id}/${action}`} class="inline">
@@ -112,12 +129,14 @@ export const AdminPage: FC<
       </table>
     </div>
     <h2>{ctx.t.tokens}</h2>
-    <p class="note">rumedbench serve token create --team NAME · rumedbench serve token revoke ID</p>
+    <p class="note">
+      <code>rumedbench serve token create --team NAME</code> · <code>rumedbench serve token revoke ID</code>
+    </p>
     <div class="table-wrap">
       <table>
         <thead>
           <tr>
-            <th scope="col">id</th>
+            <th scope="col">{ctx.t.tokenId}</th>
             <th scope="col">{ctx.t.team}</th>
             <th scope="col">{ctx.t.created}</th>
             <th scope="col">{ctx.t.revoked}</th>
@@ -139,8 +158,10 @@ export const AdminPage: FC<
                 <code>{t.id}</code>
               </td>
               <td>{t.team}</td>
-              <td>{t.created_at}</td>
-              <td>{t.revoked_at ?? ''}</td>
+              <td>
+                <When ctx={ctx} iso={t.created_at} />
+              </td>
+              <td>{t.revoked_at ? <When ctx={ctx} iso={t.revoked_at} /> : ''}</td>
             </tr>
           ))}
         </tbody>
@@ -152,10 +173,12 @@ export const AdminPage: FC<
         <tbody>
           {audit.map((a) => (
             <tr>
-              <td>{a.at}</td>
+              <td>
+                <When ctx={ctx} iso={a.at} />
+              </td>
               <td>{actorText(ctx, a.actor)}</td>
               <td data-action={a.action}>{ctx.t.adminWords.log[a.action] ?? a.action}</td>
-              <td>{a.submission_id ?? ''}</td>
+              <td>{a.submission_id ? <code>{a.submission_id}</code> : ''}</td>
               <td>
                 <code>{a.detail}</code>
               </td>
@@ -176,9 +199,9 @@ export const AdminSubmissionPage: FC<{ ctx: PageContext } & AdminSubmission> = (
   <Layout ctx={ctx} title={`${ctx.t.admin}: ${row.model}`}>
     <h1>{row.model}</h1>
     <p class="note">
-      {row.id} · {ctx.t.adminWords.status[row.status] ?? row.status} ·{' '}
-      {ctx.t.adminWords.board[row.board] ?? row.board} · {row.created_at} · sha256{' '}
-      {row.content_hash.slice(0, 16)}…
+      <code>{row.id}</code> · {ctx.t.adminWords.status[row.status] ?? row.status} ·{' '}
+      {ctx.t.adminWords.board[row.board] ?? row.board} · <When ctx={ctx} iso={row.created_at} /> ·{' '}
+      <code>sha256 {row.content_hash.slice(0, 16)}…</code>
     </p>
     {entry.result?.errors.length ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
     <p class="note">{files.map((f) => ctx.t.adminWords.characters(f.name, f.chars)).join(', ')}</p>

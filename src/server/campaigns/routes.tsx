@@ -29,7 +29,10 @@ const campaignForm = z.object({
       const [task = '', split = ''] = v.split('/');
       return { task, split: split as 'test' | 'private_test' };
     }),
-  items: z.union([z.literal('all'), whole('items', 1)]).default('all'),
+  // "все" is the Russian form's word for every item.
+  items: z
+    .union([z.literal('all'), z.literal('все').transform((): 'all' => 'all'), whole('items', 1)])
+    .default('all'),
   overlap: whole('overlap', 1),
   annotators: whole('annotators', 1),
   seed: whole('seed', 0).default(0),
@@ -90,6 +93,11 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
     const body = await form(c);
     checkCsrf(c, body);
     const f = parseForm(campaignForm, body);
+    // A campaign left unnamed is named in the form's language ("RuMedDaNet, тестовый, 2026-12-07"): it is shown so.
+    const ctx = c.get('ctx');
+    const name =
+      f.name ||
+      `${f.task_split.task}, ${ctx.r.splitName(f.task_split.split)}, ${new Date().toISOString().slice(0, 10)}`;
     const { campaign, invitations } = await campaigns.create({
       task: f.task_split.task,
       split: f.task_split.split,
@@ -97,7 +105,7 @@ export function campaignRoutes(campaigns: Campaigns): Hono<Env> {
       overlap: f.overlap,
       annotators: f.annotators,
       seed: f.seed,
-      ...(f.name ? { name: f.name } : {}),
+      name,
       ...(f.guidelines ? { guidelines: f.guidelines } : {}),
     });
     const base = f.base_url;

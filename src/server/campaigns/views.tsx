@@ -4,7 +4,7 @@ import { raw } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
 import type { AnnotateData } from '../../browser/annotate-data.js';
 import { TASKS } from '../../tasks/registry.js';
-import { CsrfField, f2, href, Layout, type PageContext } from '../views/layout.js';
+import { CsrfField, f2, href, Layout, type PageContext, When } from '../views/layout.js';
 import type { AnnotatorView, Campaign, CampaignDetail, Invitation } from './service.js';
 
 /** Every task and split a campaign can annotate: the test sets and the closed tests. */
@@ -13,6 +13,12 @@ const KINDS_OF_SPLIT = TASKS.flatMap((t) =>
     .filter((s) => (t.splits as readonly string[]).includes(s))
     .map((s) => [t.name, s] as const),
 );
+
+/** An annotator's label in the page's language: the service stores "annotator N" where the admin gave none. */
+const annotatorLabel = (ctx: PageContext, label: string): string => {
+  const n = /^annotator (\d+)$/.exec(label)?.[1];
+  return n === undefined ? label : ctx.t.campaigns.annotatorN(n);
+};
 
 const pct = (x: number | null | undefined): string =>
   x === null || x === undefined ? '–' : (100 * x).toFixed(1);
@@ -46,7 +52,9 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
               <td class="num">{String((JSON.parse(c.items) as string[]).length)}</td>
               <td class="num">{String(c.overlap)}</td>
               <td>{ctx.t.adminWords.campaign[c.status] ?? c.status}</td>
-              <td>{c.created_at.slice(0, 16).replace('T', ' ')}</td>
+              <td>
+                <When ctx={ctx} iso={c.created_at} />
+              </td>
               <td>
                 {c.submission_id ? (
                   <a href={href(ctx, `/submissions/${c.submission_id}`)}>{ctx.t.campaigns.published}</a>
@@ -71,14 +79,19 @@ export const CampaignsPage: FC<{ ctx: PageContext; campaigns: Campaign[]; origin
         <select name="task_split" required>
           {KINDS_OF_SPLIT.map(([task, split]) => (
             <option value={`${task}/${split}`}>
-              {task} — {split}
+              {task} — {ctx.r.splitName(split)}
             </option>
           ))}
         </select>
       </label>
       <label>
         {ctx.t.campaigns.items}
-        <input name="items" value="all" required pattern="all|[1-9][0-9]*" />
+        <input
+          name="items"
+          value={ctx.t.campaigns.allItems}
+          required
+          pattern={`all|${ctx.t.campaigns.allItems}|[1-9][0-9]*`}
+        />
       </label>
       <label>
         {ctx.t.campaigns.annotators}
@@ -119,7 +132,7 @@ export const InvitationsPage: FC<{
       <tbody>
         {links.map((l) => (
           <tr>
-            <th scope="row">{l.label}</th>
+            <th scope="row">{annotatorLabel(ctx, l.label)}</th>
             <td>
               <code>{l.url}</code>
             </td>
@@ -147,7 +160,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
 }) => {
   const c = d.campaign;
   const a = d.agreement;
-  const labelOf = (i: number) => d.annotators[i]?.label ?? String(i + 1);
+  const labelOf = (i: number) => annotatorLabel(ctx, d.annotators[i]?.label ?? String(i + 1));
   return (
     <Layout ctx={ctx} title={c.name}>
       <h1>{c.name}</h1>
@@ -215,7 +228,7 @@ export const CampaignPage: FC<{ ctx: PageContext; d: CampaignDetail; notice?: st
             <tbody>
               {d.annotators.map((p) => (
                 <tr>
-                  <th scope="row">{p.label}</th>
+                  <th scope="row">{annotatorLabel(ctx, p.label)}</th>
                   <td class="num">{String(p.assigned)}</td>
                   <td class="num">{String(p.answered)}</td>
                   <td class="num">{String(p.skipped)}</td>

@@ -3,7 +3,7 @@ import type { FC } from 'hono/jsx';
 import type { Endpoint } from '../../workers/endpoints.js';
 import type { ListedPlan as Listed, PlanStatus } from '../../workers/plans.js';
 import type { BoardName } from '../db/schema.js';
-import { CsrfField, href, Layout, type PageContext } from '../views/layout.js';
+import { CsrfField, href, Layout, type PageContext, When } from '../views/layout.js';
 import { reasonOf } from './reasons.js';
 
 const pct = (done: number, total: number) =>
@@ -46,7 +46,9 @@ export const RunsPage: FC<{
       <h1>{t.heading}</h1>
       <p class="note">{t.note}</p>
       {runs === undefined ? (
-        <p class="note">{t.unavailable}</p>
+        <p class="note">
+          {t.unavailable} <code>serve --db postgres://…</code>
+        </p>
       ) : runs.length === 0 ? (
         <p>{t.none}</p>
       ) : (
@@ -70,7 +72,9 @@ export const RunsPage: FC<{
                     <Status ctx={ctx} status={r.status} />
                   </td>
                   <td>{pct(r.done, r.total)}</td>
-                  <td>{r.created_at.slice(0, 16).replace('T', ' ')}</td>
+                  <td>
+                    <When ctx={ctx} iso={r.created_at} />
+                  </td>
                   <td class="problem">{problem(ctx, r.error)}</td>
                 </tr>
               ))}
@@ -127,7 +131,7 @@ export const RunPage: FC<{
       <h1>{shownName(ctx, run)}</h1>
       <p>
         <Status ctx={ctx} status={run.status} /> {t.kinds[run.kind] ?? run.kind} ·{' '}
-        {run.created_at.slice(0, 16).replace('T', ' ')} · <code>{run.id}</code>
+        <When ctx={ctx} iso={run.created_at} /> · <code>{run.id}</code>
       </p>
       {ctx.admin && request ? (
         <p class="request">{`${t.requestedBy}: ${request.requested_by}; ${t.creditedTo}: ${request.credited_to}`}</p>

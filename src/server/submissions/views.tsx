@@ -257,8 +257,8 @@ export const ComparePage: FC<{
   if (comparison) {
     for (const d of deltaRows(comparison)) {
       rows.push([
-        d.task === 'RuMedOverall' ? 'Overall' : d.task,
-        d.metric === 'score' ? ctx.r.score : d.metric,
+        d.task === 'RuMedOverall' ? ctx.t.overall : d.task,
+        d.metric === 'score' ? ctx.r.score : ctx.r.metricName(d.metric),
         f2(d.a),
         f2(d.b),
         signed(d.delta.delta),

@@ -17,7 +17,14 @@ export interface PageContext {
   admin: boolean;
 }
 
+import { dateTime } from '../../report/format.js';
+
 export { ciText, f2 } from '../../report/format.js';
+
+/** A stored moment (ISO text) as the page's language writes it, the ISO text in `datetime` for machines. */
+export const When: FC<{ ctx: PageContext; iso: string }> = ({ ctx, iso }) => (
+  <time datetime={iso}>{dateTime(iso, ctx.lang)}</time>
+);
 
 const COUNTS: Record<Lang, Intl.NumberFormat> = {
   en: new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }),
