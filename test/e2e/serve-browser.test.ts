@@ -178,6 +178,54 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     );
   });
 
+  it('shows an entry’s scores on a phone’s first screen, and says where a chart scrolls sideways (issue #63)', async () => {
+    const board = (await (await fetch(`${server.url}/api/boards/public`)).json()) as {
+      entries: { id: string; model: string }[];
+    };
+    const entry = board.entries.find((e) => e.model === 'BiLSTM (upstream)')?.id as string;
+    for (const lang of ['en-US', 'ru-RU']) {
+      const phone = await open(`/submissions/${entry}`, { phone: true, lang });
+      // The first score (RuMedTop3's first metric) stands whole on the first screen (390 × 844); it stood at ~944 px,
+      // and then half cut at the screen's right edge.
+      await phone.screenshot({ path: artifactPath('serve', `entry-phone-${lang}-first-screen.png`) });
+      const table = phone.locator('table.metrics');
+      const first = await table.locator('tbody tr').first().locator('td.num').nth(1).boundingBox();
+      expect(first?.y ?? 9999).toBeLessThan(844 - (first?.height ?? 0));
+      expect((first?.x ?? 9999) + (first?.width ?? 0)).toBeLessThanOrEqual(390);
+      const [scrolled, shown] = await table.evaluate((t) => {
+        const wrap = t.parentElement as HTMLElement;
+        return [wrap.scrollWidth, wrap.clientWidth];
+      });
+      expect(scrolled).toBeLessThanOrEqual(shown);
+      expect((await phone.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(
+        390,
+      );
+      // Each chart fits its box, or its box scrolls sideways and the hint above it says so.
+      const figures = await phone.locator('figure').evaluateAll((figs) =>
+        figs.map((f) => {
+          const box = f.querySelector('.chart') as HTMLElement;
+          const hint = f.querySelector('.scroll-hint') as HTMLElement | null;
+          return {
+            id: f.id,
+            fits: box.scrollWidth <= box.clientWidth,
+            hint: hint !== null && getComputedStyle(hint).display !== 'none' && hint.offsetHeight > 0,
+          };
+        }),
+      );
+      expect(figures.length).toBeGreaterThan(3);
+      expect(figures.filter((f) => !f.fits && !f.hint)).toEqual([]);
+      expect(figures.filter((f) => f.fits && f.hint)).toEqual([]);
+      await shot(phone, `entry-phone-${lang}`);
+      await phone
+        .locator('figure')
+        .first()
+        .screenshot({ path: artifactPath('serve', `entry-phone-${lang}-chart.png`) });
+    }
+    // On a wide screen no hint shows.
+    const wide = await open(`/submissions/${entry}`);
+    await expect(wide.locator('.scroll-hint:visible').count()).resolves.toBe(0);
+  });
+
   it('renders the closed board, a comparison, the admin pages and Russian, light and dark', async () => {
     errors.length = 0; // the rejected upload above answered 422 on purpose
     const chatgpt = join(PLATFORM_SUBMISSIONS as string, 'chatgpt');

@@ -9,7 +9,7 @@ import { getTask, shippedFile } from '../../tasks/registry.js';
 import type { MetricName } from '../../tasks/types.js';
 import type { ChartBlock } from '../charts.js';
 import { BOARD_TASKS, HELD_TASKS, SIX_TASK_OVERALL } from '../score-upload.js';
-import { ciText, count, f2, href, Layout, type PageContext } from '../views/layout.js';
+import { ciText, count, Figure, f2, href, Layout, type PageContext } from '../views/layout.js';
 import type { BoardName, Entry } from './entries.js';
 import {
   type BoardView,
@@ -120,13 +120,6 @@ const UsageCell: FC<{ u: RunUsage | null; ctx: PageContext }> = ({ u, ctx }) =>
   ) : (
     <td class="num usage">–</td>
   );
-
-const Figure: FC<{ chart: ChartBlock }> = ({ chart }) => (
-  <figure id={chart.id}>
-    <div class="chart">{raw(chart.svg)}</div>
-    {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
-  </figure>
-);
 
 export const BoardPage: FC<{
   ctx: PageContext;
@@ -414,7 +407,7 @@ export const BoardPage: FC<{
         <section class="cost">
           <h2>{ctx.r.costChart}</h2>
           <p class="note">{ctx.t.costChartNote}</p>
-          <Figure chart={costChart} />
+          <Figure ctx={ctx} chart={costChart} />
         </section>
       ) : (
         ''

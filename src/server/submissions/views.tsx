@@ -1,5 +1,4 @@
 /** A submission's page, the comparison of two, the upload form and its answer. */
-import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import { formatUsd } from '../../llm/cost.js';
 import { deltaRows } from '../../report/build.js';
@@ -11,7 +10,7 @@ import { shownDescription, shownTeam, Tags, usageWords } from '../boards/views.j
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS, HELD_TASKS } from '../score-upload.js';
-import { CsrfField, ciText, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import { CsrfField, ciText, Figure, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
 import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from './metadata.js';
 
 const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
@@ -147,13 +146,10 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
   </table>
 );
 
-const Charts: FC<{ charts: ChartBlock[] }> = ({ charts }) => (
+const Charts: FC<{ ctx: PageContext; charts: ChartBlock[] }> = ({ ctx, charts }) => (
   <>
     {charts.map((c) => (
-      <figure id={c.id}>
-        <div class="chart">{raw(c.svg)}</div>
-        {c.description.length <= 400 ? <figcaption>{c.description}</figcaption> : ''}
-      </figure>
+      <Figure ctx={ctx} chart={c} />
     ))}
   </>
 );
@@ -183,28 +179,21 @@ export const SubmissionPage: FC<{
   return (
     <Layout ctx={ctx} title={e.model}>
       <h1>{e.model}</h1>
-      {e.description ? <p class="description">{shownDescription(ctx, e)}</p> : ''}
-      <MetaTable ctx={ctx} e={e} />
+      {/* The scores first: a phone's first screen shows them; the notes, the description and the metadata follow. */}
       <h2>{ctx.t.metrics}</h2>
-      {e.ladder && e.board === 'closed' ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
-      {e.board === 'public' && held.length > 0 ? (
-        <p class="note ladder">{ctx.t.heldNote(held.join(', '))}</p>
-      ) : (
-        ''
-      )}
       <div class="table-wrap">
-        <table class="sortable">
+        <table class="sortable metrics">
           <thead>
             <tr>
               <th scope="col">{ctx.r.task}</th>
-              <th scope="col" class="num">
+              <th scope="col" class="num n">
                 n
               </th>
               <th scope="col">{ctx.r.metric}</th>
               <th scope="col" class="num">
                 {ctx.r.value}
               </th>
-              <th scope="col" class="num">
+              <th scope="col" class="num ci">
                 {ctx.r.ci95}
               </th>
             </tr>
@@ -213,15 +202,27 @@ export const SubmissionPage: FC<{
             {rows.map((r) => (
               <tr>
                 <th scope="row">{r[0]}</th>
-                <td class="num">{r[1]}</td>
+                <td class="num n">{r[1]}</td>
                 <td>{r[2]}</td>
-                <td class="num">{r[3]}</td>
-                <td class="num">{r[4]}</td>
+                <td class="num">
+                  {r[3]}
+                  {/* On a phone the interval stands under its value, and its own column gives way. */}
+                  <small class="ci under">{r[4]}</small>
+                </td>
+                <td class="num ci">{r[4]}</td>
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      {e.ladder && e.board === 'closed' ? <p class="note ladder">{ctx.t.ladderNote}</p> : ''}
+      {e.board === 'public' && held.length > 0 ? (
+        <p class="note ladder">{ctx.t.heldNote(held.join(', '))}</p>
+      ) : (
+        ''
+      )}
+      {e.description ? <p class="description">{shownDescription(ctx, e)}</p> : ''}
+      <MetaTable ctx={ctx} e={e} />
       {others.length > 0 ? (
         <form method="get" action="/compare" class="inline">
           <input type="hidden" name="a" value={e.id} />
@@ -241,7 +242,7 @@ export const SubmissionPage: FC<{
       ) : (
         ''
       )}
-      <Charts charts={charts} />
+      <Charts ctx={ctx} charts={charts} />
     </Layout>
   );
 };
@@ -309,7 +310,7 @@ export const ComparePage: FC<{
           </tbody>
         </table>
       </div>
-      <Charts charts={charts} />
+      <Charts ctx={ctx} charts={charts} />
     </Layout>
   );
 };

@@ -17,9 +17,29 @@ export interface PageContext {
   admin: boolean;
 }
 
+import { raw } from 'hono/html';
 import { dateTime } from '../../report/format.js';
+import type { ChartBlock } from '../charts.js';
 
 export { ciText, f2 } from '../../report/format.js';
+
+/** The widest chart a phone's page (390 px, less its margins) shows whole. */
+const PHONE_CHART_PX = 366;
+
+/**
+ * A drawn chart in its figure. A chart wider than a phone's page scrolls sideways in its box there, and says so
+ * above it (only on a phone): the report's charts are drawn at one size, and shrunk to a phone they would be unread.
+ */
+export const Figure: FC<{ ctx: PageContext; chart: ChartBlock }> = ({ ctx, chart }) => {
+  const width = Number(/^<svg[^>]*?\swidth="([\d.]+)"/.exec(chart.svg)?.[1] ?? 0);
+  return (
+    <figure id={chart.id}>
+      {width > PHONE_CHART_PX ? <p class="scroll-hint">{ctx.t.scrollHint}</p> : ''}
+      <div class="chart">{raw(chart.svg)}</div>
+      {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
+    </figure>
+  );
+};
 
 /** A stored moment (ISO text) as the page's language writes it, the ISO text in `datetime` for machines. */
 export const When: FC<{ ctx: PageContext; iso: string }> = ({ ctx, iso }) => (
