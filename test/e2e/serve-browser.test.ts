@@ -193,8 +193,8 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
       expect(first?.y ?? 9999).toBeLessThan(844 - (first?.height ?? 0));
       expect((first?.x ?? 9999) + (first?.width ?? 0)).toBeLessThanOrEqual(390);
       const [scrolled, shown] = await table.evaluate((t) => {
-        const wrap = t.parentElement as HTMLElement;
-        return [wrap.scrollWidth, wrap.clientWidth];
+        const wrap = t.parentElement;
+        return [wrap?.scrollWidth ?? 9999, wrap?.clientWidth ?? 0];
       });
       expect(scrolled).toBeLessThanOrEqual(shown);
       expect((await phone.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(
@@ -203,12 +203,13 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
       // Each chart fits its box, or its box scrolls sideways and the hint above it says so.
       const figures = await phone.locator('figure').evaluateAll((figs) =>
         figs.map((f) => {
-          const box = f.querySelector('.chart') as HTMLElement;
-          const hint = f.querySelector('.scroll-hint') as HTMLElement | null;
+          const box = f.querySelector('.chart');
+          // A hint hidden by the stylesheet (display: none) has no boxes.
+          const hint = f.querySelector('.scroll-hint');
           return {
             id: f.id,
-            fits: box.scrollWidth <= box.clientWidth,
-            hint: hint !== null && getComputedStyle(hint).display !== 'none' && hint.offsetHeight > 0,
+            fits: box !== null && box.scrollWidth <= box.clientWidth,
+            hint: (hint?.getClientRects().length ?? 0) > 0,
           };
         }),
       );
