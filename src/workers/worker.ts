@@ -213,6 +213,8 @@ export class Worker {
       log: o.log,
       location: o.db.location,
       who: `worker ${this.name}`,
+      // Who migrates (docs/operators.md): never a worker under way, whose plans went with the old database.
+      emptyAdvice: `a worker never migrates it: restore it from a backup, or run \`rumedbench plan migrate --db …\` to start an empty queue`,
     });
     this.stopDbw = new DbWait({
       waitS: Math.min(STOP_DB_WAIT_S, o.dbWaitS ?? DEFAULT_DB_WAIT_S),
@@ -386,9 +388,17 @@ export class Worker {
     this.lost = true;
     for (const a of this.active.values()) a.abort.abort();
     this.wake?.();
-    this.o.log.warn(
-      `worker ${this.name}: another worker declared this worker lost (no heartbeat for ${silentS.toFixed(0)} s: was the process stopped or cut off?); its ${this.active.size} job(s) went back to the queue for others: stopping them here without asking more, then registering again`,
-    );
+    const recreated =
+      (this.dbw.lastAbsence === 'dropped' || this.dbw.lastAbsence === 'empty') &&
+      Date.now() - this.dbw.backAt < 60_000;
+    if (recreated)
+      this.o.log.warn(
+        `worker ${this.name}: the queue's database was ${this.dbw.lastAbsence === 'empty' ? 'created again' : 'dropped'} while this worker waited and no longer knows it: its ${this.active.size} job(s) are stopped here, then it registers again`,
+      );
+    else
+      this.o.log.warn(
+        `worker ${this.name}: another worker declared this worker lost (no heartbeat for ${silentS.toFixed(0)} s: was the process stopped or cut off?); its ${this.active.size} job(s) went back to the queue for others: stopping them here without asking more, then registering again`,
+      );
   }
 
   /** Back from being declared lost: once its stopped jobs have settled, the worker registers again and goes on. */
@@ -396,10 +406,12 @@ export class Worker {
     await Promise.all([...this.active.values()].map((a) => a.done));
     const sentAt = performance.now();
     // Its requests have landed or ended by now: what they held of the budgets is free again.
+    // An upsert: a queue created again empty (restored, or `plan migrate`) no longer knows this worker.
     await this.q(
       `WITH back AS (DELETE FROM ${SCHEMA}.lingering WHERE worker_id = $1)
-       UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`,
-      [this.id],
+       INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')
+       ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen = now()`,
+      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
     );
     this.beatSentAt = sentAt;
     this.lost = false;

@@ -9,9 +9,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
 import { startServe } from '../helpers/server.js';
+import { query } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
@@ -117,3 +119,94 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('probes and metrics (PostgreSQL 
     }
   }, 60_000);
 });
+
+describe.skipIf(!PG_URL)(
+  'a database that goes away under serve (dropped, created again empty, restored)',
+  () => {
+    it('pages held in memory keep being served, the rest is 503 in one line, /readyz names how; an empty one is not migrated; a restored one is served again', async () => {
+      const db = await freshDatabase('postgres');
+      const name = new URL(db).pathname.slice(1);
+      const admin = (text: string) => query(PG_URL as string, text);
+      // A backup: the migrated database, copied while nothing is connected to it.
+      const first = await startServe(['--db', db], { RUMEDBENCH_DATA: DATA });
+      await first.stop();
+      await admin(`CREATE DATABASE ${name}_bak TEMPLATE ${name}`);
+      const board = await startServe(['--db', db], { RUMEDBENCH_DATA: DATA });
+      const get = async (path: string) => {
+        const r = await fetch(`${board.url}${path}`);
+        return [r.status, path === '/readyz' ? await r.json() : (await r.text()).length > 0] as const;
+      };
+      try {
+        expect((await get('/'))[0]).toBe(200);
+        expect((await get('/api/boards/public'))[0]).toBe(200);
+        await admin(`DROP DATABASE ${name} WITH (FORCE)`);
+        // Held in memory: still served. Read from the database: 503, said as such.
+        expect((await get('/'))[0]).toBe(200);
+        expect((await get('/api/boards/public'))[0]).toBe(200);
+        const entry = await fetch(`${board.url}/api/submissions/x`);
+        expect([
+          entry.status,
+          entry.headers.get('retry-after'),
+          ((await entry.json()) as { code: string }).code,
+        ]).toEqual([503, '5', 'DATABASE_UNAVAILABLE']);
+        expect(await get('/readyz')).toEqual([
+          503,
+          {
+            ready: false,
+            checks: {
+              database: `missing (database "${name}" does not exist)`,
+              migrations: 'not checked',
+              gold: 'not checked',
+            },
+          },
+        ]);
+        await admin(`CREATE DATABASE ${name}`);
+        expect((await get('/'))[0]).toBe(200);
+        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(503);
+        const empty = await get('/readyz');
+        expect(empty).toEqual([
+          503,
+          {
+            ready: false,
+            checks: {
+              database: 'ok',
+              migrations:
+                'missing (relation "kysely_migration" does not exist): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one',
+              gold: expect.stringMatching(/^not loaded \(relation "\w+" does not exist\)$/),
+            },
+          },
+        ]);
+        // Serve never migrates the empty database it runs on: an empty platform does not silently replace the lost one.
+        await new Promise((r) => setTimeout(r, 2500));
+        expect(await query(db, `SELECT to_regclass('public.kysely_migration') AS t`)).toEqual([{ t: null }]);
+        // Restored from the backup: ready again, and every page answers from the database.
+        await admin(`DROP DATABASE ${name} WITH (FORCE)`);
+        await admin(`CREATE DATABASE ${name} TEMPLATE ${name}_bak`);
+        expect(await get('/readyz')).toEqual([
+          200,
+          { ready: true, checks: { database: 'ok', migrations: 'ok', gold: 'ok' } },
+        ]);
+        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(404);
+        const lines = board.log().split('\n');
+        expect(
+          lines.filter((l) => /^\s+at |INTERNAL|internal error/.test(l)),
+          board.log(),
+        ).toEqual([]);
+        expect(
+          lines.filter((l) => /GET \/api\/submissions\/x: the database/.test(l)),
+          board.log(),
+        ).toEqual([
+          expect.stringMatching(
+            /: the database does not exist \(dropped\?\): restore it \(database "\w+" does not exist\)$/,
+          ),
+          expect.stringMatching(
+            /: the database has no rumedbench tables \(dropped and created again empty\?\): restore it from a backup; serve migrates only when it starts \(relation "\w+" does not exist\)$/,
+          ),
+        ]);
+      } finally {
+        await board.stop();
+        await admin(`DROP DATABASE IF EXISTS ${name}_bak`);
+      }
+    }, 90_000);
+  },
+);

@@ -347,3 +347,71 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database s
     }
   }, 60_000);
 });
+
+/** Drops the database of `url` under its users (their connections cut), or creates it again empty. */
+async function adminOn(url: string, what: 'drop' | 'create'): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  await query(
+    PG_URL as string,
+    what === 'drop' ? `DROP DATABASE ${name} WITH (FORCE)` : `CREATE DATABASE ${name}`,
+  );
+}
+
+describe.skipIf(!PG_URL)('a database that goes away (dropped, then created again empty)', () => {
+  it('a worker mid-plan says so in one line for each, waits, never migrates the empty one itself, and works on once it is migrated', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(20);
+    await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
+    const w = startWorker(db, 'stays');
+    try {
+      await waitFor('answers written', async () => {
+        const [r] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+        return (r?.n ?? 0) > 10 ? true : undefined;
+      });
+      await adminOn(db, 'drop');
+      await waitFor('the drop said', async () =>
+        /does not exist \(dropped\?\)/.test(w.log()) ? true : undefined,
+      );
+      await adminOn(db, 'create');
+      await waitFor('the empty database said', async () =>
+        /no rumedbench tables/.test(w.log()) ? true : undefined,
+      );
+      // Several beats later the worker lives and the database is still empty: no worker migrates under way.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(w.child.exitCode, w.log()).toBeNull();
+      expect(await query(db, `SELECT to_regclass('rumedbench_runs.cells') AS t`)).toEqual([{ t: null }]);
+      // The operator's choice: a new, empty queue. A plan submitted to it is run by the same worker process.
+      await rumedbenchOk('plan', 'migrate', '--db', db);
+      const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
+      const done = await waitFor(
+        'the new plan done',
+        async () => {
+          const st = await status(db, id);
+          return st.status === 'done' ? st : undefined;
+        },
+        60_000,
+      );
+      expect(done.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
+        ['done', 120, 120],
+      ]);
+      const lines = w.log().split('\n');
+      expect(
+        lines.filter((l) => /does not exist|no rumedbench tables|is back after/.test(l)),
+        w.log(),
+      ).toEqual([
+        expect.stringMatching(
+          /^\S+Z warning: worker stays: the database at postgres:\/\/\S+ does not exist \(dropped\?\) \(database "\w+" does not exist\); waiting for it to be restored, up to 300 s \(--db-wait\)$/,
+        ),
+        expect.stringMatching(
+          /^\S+Z warning: worker stays: the database at \S+ has no rumedbench tables \(dropped and created again empty\?\) \(.*does not exist\); a worker never migrates it: restore it from a backup, or run `rumedbench plan migrate --db …` to start an empty queue; waiting, up to 300 s \(--db-wait\)$/,
+        ),
+        expect.stringMatching(/^\S+Z warning: worker stays: the database at \S+ is back after \d+\.\d s$/),
+      ]);
+      expect(stackLines(w.log())).toEqual([]);
+    } finally {
+      w.child.kill('SIGTERM');
+      const exit = await w.exited;
+      expect(exit.code, w.log()).toBe(0);
+    }
+  }, 120_000);
+});
