@@ -4,16 +4,16 @@
  * answers, migrations current, the held gold loaded) and the Prometheus metrics on their own loopback port.
  */
 
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
-import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
-import { startServe } from '../helpers/server.js';
-import { query } from '../helpers/workers.js';
+import { startServe, uploadTo } from '../helpers/server.js';
+import { query, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
@@ -210,3 +210,48 @@ describe.skipIf(!PG_URL)(
     }, 90_000);
   },
 );
+
+describe('the scoring time in /metrics', () => {
+  it('each scored upload is counted in rumedbench_scoring_seconds (a Prometheus histogram), its seconds summed', async () => {
+    const board = await startServe(['--db', sqliteDb(), '--metrics-port', '0'], { RUMEDBENCH_DATA: DATA });
+    try {
+      // Said on its own line, once its port is open (perhaps after the board's).
+      const url = await waitFor(
+        'the metrics port',
+        async () => /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(board.log())?.[1],
+      );
+      const scoring = async () =>
+        (await (await fetch(url)).text())
+          .split('\n')
+          .filter((l) => l.startsWith('rumedbench_scoring_seconds'));
+      expect(await scoring()).toEqual([
+        ...['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '+Inf'].map(
+          (le) => `rumedbench_scoring_seconds_bucket{le="${le}"} 0`,
+        ),
+        'rumedbench_scoring_seconds_sum 0',
+        'rumedbench_scoring_seconds_count 0',
+      ]);
+      const predictions = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-sops-p-')));
+      for (const model of ['a', 'b']) {
+        const r = await uploadTo(
+          board.url,
+          [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(predictions, 'RuMedDaNet.jsonl')) }],
+          { model, kind: 'LLM' },
+        );
+        expect([r.status, r.body.status]).toEqual([201, 'scored']);
+      }
+      const after = await scoring();
+      expect(after.slice(-3)).toEqual([
+        'rumedbench_scoring_seconds_bucket{le="+Inf"} 2',
+        expect.stringMatching(/^rumedbench_scoring_seconds_sum (0\.\d+|[1-9][\d.]*)$/),
+        'rumedbench_scoring_seconds_count 2',
+      ]);
+      // Cumulative: no bucket counts more than the next one up.
+      const counts = after.slice(0, 10).map((l) => Number(l.split(' ')[1]));
+      expect(counts).toEqual([...counts].sort((x, y) => x - y));
+      expect(Number(after.at(-2)?.split(' ')[1])).toBeGreaterThan(0);
+    } finally {
+      await board.stop();
+    }
+  }, 60_000);
+});

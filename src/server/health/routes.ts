@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { absence } from '../../workers/db-wait.js';
 import { migrations } from '../db/migrations.js';
 import type { Env, RouteDeps } from '../http.js';
+import { ScoringTimes } from '../scorer.js';
 import { appliedMigrations, ping, queueFigures, submissionCounts } from './queries.js';
 
 /** How long a readiness check waits for the database: an orchestrator's probe times out in a few seconds. */
@@ -79,6 +80,17 @@ export async function metricsText(lb: RouteDeps['lb']): Promise<string> {
   gauge('rumedbench_ready', 'Whether /readyz says ready (database, migrations, held gold).', [
     [{}, ready.ready ? 1 : 0],
   ]);
+
+  // Counted in this process, so it is there with the database away too.
+  const t = lb.scorer.scoring;
+  out.push(
+    '# HELP rumedbench_scoring_seconds Seconds a submission took to score in this server process (uploads and re-scores; waiting for a scoring thread included).',
+    '# TYPE rumedbench_scoring_seconds histogram',
+    ...ScoringTimes.BOUNDS.map((b, i) => `rumedbench_scoring_seconds_bucket{le="${b}"} ${t.counts[i]}`),
+    `rumedbench_scoring_seconds_bucket{le="+Inf"} ${t.count}`,
+    `rumedbench_scoring_seconds_sum ${t.sum}`,
+    `rumedbench_scoring_seconds_count ${t.count}`,
+  );
   if (ready.checks.database !== 'ok') return `${out.join('\n')}\n`;
   const uploads = await submissionCounts(lb.db.db);
   gauge(
