@@ -506,8 +506,11 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, given: CliI
       }
       const q = worker.queueMs;
       const middle = median(q);
+      const slot = median(worker.slotWaitMs);
+      const slots = [...worker.slotWaitMs].sort((x, y) => x - y);
+      const p90 = slots[Math.floor(slots.length * 0.9)];
       io.log.info(
-        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
+        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${slot === null ? '' : `; wait for a request slot: median ${slot.toFixed(1)} ms, 90th percentile ${(p90 ?? slot).toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
       );
       return EXIT.ok;
     },

@@ -183,6 +183,12 @@ export class Worker {
   answered = 0;
   /** Per job, milliseconds spent on the queue (claiming, reading its keys, recording it done), not on requests. */
   readonly queueMs: number[] = [];
+  /**
+   * Per request, milliseconds from being asked to going out: the wait for one of the worker's request slots and for
+   * room among its unwritten answers (bench:workers reads the median from the closing line). The first 100,000 only:
+   * a worker that runs for weeks keeps a bounded sample.
+   */
+  readonly slotWaitMs: number[] = [];
   /** Every connection this worker makes to a model server goes to a checked public address, unless allowed. */
   private readonly guard: ConnectGuard;
   private readonly privateGuard: ConnectGuard;
@@ -873,12 +879,15 @@ export class Worker {
       while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
     };
     const gated = Object.create(provider) as Provider;
-    gated.chat = (...args) =>
-      this.gate(async () => {
+    gated.chat = (...args) => {
+      const asked = performance.now();
+      return this.gate(async () => {
         await room();
         await this.fence(a);
+        if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
         return provider.chat(...args);
       });
+    };
     if (provider.loglik) {
       const loglik = provider.loglik.bind(provider);
       gated.loglik = (r) =>
