@@ -1,9 +1,19 @@
-// Benchmark (issue #16): one plan run by 1, 2 and 4 worker processes (`rumedbench worker`, each with 8 requests in
-// flight) against a loopback OpenAI-compatible server that answers in 50 ms, on PostgreSQL. Reports requests per
+// Benchmark (issues #16, #64): one plan run by 1, 2 and 4 worker processes (`rumedbench worker`, each with 8 requests
+// in flight) against a loopback OpenAI-compatible server that answers in 50 ms, on PostgreSQL. Reports requests per
 // second of each (answers over the span from the first to the last, from the database's own timestamps, and over
 // the wall time of the workers' processes), the speed-up from 1 to 4 workers (target: ≥ 3.5×), and the queue's
 // time per job as the workers measure it (claim, reads, completion; target: < 20 ms). Every command is the built
-// CLI in its own process; one run, side by side.
+// CLI in its own process.
+//
+// The profile (#64): where a worker's time goes. CPU ms per answered request of each worker process (its own
+// getrusage at exit, through bench/worker-probe.mjs), of PostgreSQL's backends serving the plan's database (their
+// /proc/PID/stat, sampled while the workers run; the server's background processes are not counted), and of the
+// model server (its /proc/PID/stat before and after); round trips to the database per request and per job (every
+// query of the workers' pg clients, counted in the process); the time a request waits for one of its worker's slots
+// (the workers' closing line). PostgreSQL must run on this machine for its CPU to be read (else it reads n/a).
+//
+// `--runs N` (default 3) runs the worker counts N times, alternating their order (1, 2, 4 then 4, 2, 1, …), prints
+// the load average at the start of each, and reports medians only: a shared machine's noise moves single runs.
 //
 // Before/after: `node bench/workers.bench.js --before OTHER/dist/bin/rumedbench.js --runs 5` runs that build and this one
 // alternately (the order flips every run), the same plan on a fresh database each time, and prints the medians.
@@ -26,7 +36,7 @@ const builds = [
   ...(flag('--before') ? [{ label: 'before', cli: resolve(flag('--before')) }] : []),
   { label: flag('--before') ? 'after' : 'this', cli: join(root, 'dist', 'bin', 'rumedbench.js') },
 ];
-const runs = Math.max(1, Number(flag('--runs') ?? 1));
+const runs = Math.max(1, Number(flag('--runs') ?? 3));
 // The shape of the run: each worker's --jobs and --concurrency, the plan's max_in_flight, how many workers.
 const jobs = flag('--jobs') ?? '2';
 const concurrency = flag('--concurrency') ?? '8';
@@ -77,11 +87,61 @@ writeFileSync(
   ].join('\n'),
 );
 
+const PROBE = join(root, 'bench', 'worker-probe.mjs');
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim() || 100);
+
+/** A process's CPU time so far (user + system), in ms, from /proc; undefined once it is gone or not ours to read. */
+function cpuMs(pid) {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const after = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1).split(' ');
+    return (Number(after[11]) + Number(after[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * PostgreSQL's backends serving `db` (their CPU, sampled every 200 ms while they live: a backend ends with its
+ * connection). `stop()` answers the total in ms, or undefined when no backend could be read (a remote server).
+ */
+function watchBackends(db) {
+  const name = new URL(db).pathname.slice(1);
+  const seen = new Map();
+  const c = new pg.Client({ connectionString: base });
+  let timer;
+  let reading = Promise.resolve();
+  const sample = async () => {
+    const { rows } = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+    for (const { pid } of rows) {
+      const ms = cpuMs(pid);
+      if (ms !== undefined) seen.set(pid, Math.max(seen.get(pid) ?? 0, ms));
+    }
+  };
+  const started = c.connect().then(() => {
+    timer = setInterval(() => {
+      reading = reading.then(sample).catch(() => {});
+    }, 200);
+  });
+  return {
+    async stop() {
+      await started;
+      clearInterval(timer);
+      await reading;
+      await sample().catch(() => {});
+      await c.end();
+      return seen.size === 0 ? undefined : [...seen.values()].reduce((a, b) => a + b, 0);
+    },
+  };
+}
+
 function worker(cli, db, name) {
   const child = spawn(
     process.execPath,
     // --allow-private: the model server listens on loopback.
     [
+      '--import',
+      PROBE,
       cli,
       'worker',
       '--db',
@@ -121,9 +181,14 @@ async function once(cli, n) {
   ])
     .toString()
     .trim();
+  const load = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  const serverBefore = cpuMs(server.pid);
+  const backends = watchBackends(db);
   const t0 = performance.now();
   const logs = await Promise.all(Array.from({ length: n }, (_, i) => worker(cli, db, `w${i + 1}`)));
   const wall = (performance.now() - t0) / 1000;
+  const pgMs = await backends.stop();
+  const serverMs = cpuMs(server.pid) - serverBefore;
   const c = new pg.Client({ connectionString: db });
   await c.connect();
   const { rows: r } = await c.query(
@@ -135,43 +200,70 @@ async function once(cli, n) {
     .map((l) => /queue time per job: median ([\d.]+) ms/.exec(l)?.[1])
     .filter(Boolean)
     .map(Number);
+  // Each worker's closing line (requests, jobs, slot wait) and its probe's (CPU, queries).
+  const each = logs.map((l) => {
+    const end = /stopped after (\d+) request\(s\) in (\d+) job\(s\)/.exec(l);
+    const probe = JSON.parse(/bench-probe (\{.*\})/.exec(l)?.[1] ?? 'null');
+    return {
+      requests: Number(end?.[1] ?? 0),
+      jobs: Number(end?.[2] ?? 0),
+      slot: Number(/wait for a request slot: median ([\d.]+) ms/.exec(l)?.[1] ?? Number.NaN),
+      slot90: Number(/wait for a request slot: .*90th percentile ([\d.]+) ms/.exec(l)?.[1] ?? Number.NaN),
+      cpu: probe ? probe.user_ms + probe.system_ms : Number.NaN,
+      queries: probe?.queries ?? Number.NaN,
+    };
+  });
+  const sum = (k) => each.reduce((a, w) => a + w[k], 0);
+  const requests = r[0].n;
   return {
     workers: n,
-    requests: r[0].n,
+    load,
+    requests,
     span_s: r[0].span,
-    rps: r[0].n / r[0].span,
+    rps: requests / r[0].span,
     wall_s: wall,
-    wall_rps: r[0].n / wall,
+    wall_rps: requests / wall,
     queue_ms: perJob,
+    // Per answered request: each worker's own (the median of the workers), the workers' together, PostgreSQL's, the
+    // model server's.
+    worker_cpu_ms: median(each.filter((w) => w.requests > 0).map((w) => w.cpu / w.requests)),
+    workers_cpu_ms: sum('cpu') / requests,
+    pg_cpu_ms: pgMs === undefined ? Number.NaN : pgMs / requests,
+    server_cpu_ms: serverMs / requests,
+    queries_per_request: sum('queries') / requests,
+    queries_per_job: sum('queries') / sum('jobs'),
+    slot_ms: median(each.map((w) => w.slot).filter((x) => !Number.isNaN(x))),
+    slot90_ms: median(each.map((w) => w.slot90).filter((x) => !Number.isNaN(x))),
   };
 }
 
-const median = (xs) => {
+function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+}
 const loads = [];
 /** results[label][n]: one row per run. */
 const results = Object.fromEntries(
   builds.map((b) => [b.label, Object.fromEntries(counts.map((n) => [n, []]))]),
 );
 for (let run = 0; run < runs; run++) {
-  loads.push(Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]));
   const order = run % 2 ? [...builds].reverse() : builds;
-  for (const n of counts)
+  // The worker counts alternate too: 1, 2, 4 then 4, 2, 1: a load that drifts during a run weighs on each alike.
+  for (const n of run % 2 ? [...counts].reverse() : counts)
     for (const b of order) {
       const row = await once(b.cli, n);
+      loads.push(`${n}w ${row.load.toFixed(1)}`);
       results[b.label][n].push(row);
       console.error(
-        `run ${run + 1}/${runs} ${b.label} ${n} worker(s): ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}`,
+        `run ${run + 1}/${runs} ${b.label} ${n} worker(s), load ${row.load.toFixed(1)}: ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}; CPU ms/request: worker ${row.worker_cpu_ms.toFixed(2)}, PostgreSQL ${row.pg_cpu_ms.toFixed(2)}, model server ${row.server_cpu_ms.toFixed(2)}; queries ${row.queries_per_request.toFixed(2)}/request, ${row.queries_per_job.toFixed(1)}/job; slot wait ${row.slot_ms.toFixed(1)} ms (90th percentile ${row.slot90_ms.toFixed(1)})`,
       );
     }
 }
 server.kill();
 
 console.log(
-  `${runs} run(s), alternating; each worker --jobs ${jobs} --concurrency ${concurrency}, max_in_flight ${maxInFlight}; load average (1 min) at the start of each run: ${loads.map((l) => l.toFixed(1)).join(', ')}`,
+  `${runs} run(s), alternating; each worker --jobs ${jobs} --concurrency ${concurrency}, max_in_flight ${maxInFlight}; load average (1 min) at the start of each: ${loads.join(', ')}`,
 );
 console.log(
   'build   workers  requests  span s  req/s (span)  wall s  req/s (wall)  queue ms per job (worst worker median)',
@@ -189,6 +281,19 @@ for (const b of builds) {
     };
     console.log(
       `${b.label.padEnd(6)}  ${String(n).padStart(7)}  ${String(rs[0].requests).padStart(8)}  ${m[n].span.toFixed(2).padStart(6)}  ${m[n].rps.toFixed(1).padStart(12)}  ${m[n].wall.toFixed(2).padStart(6)}  ${m[n].wall_rps.toFixed(1).padStart(12)}  ${m[n].queue.toFixed(1)}`,
+    );
+  }
+  console.log(
+    `${b.label}: the profile, medians of ${runs} run(s): CPU ms per answered request (one worker process / all workers / PostgreSQL's backends / model server), database round trips per request and per job, a request's wait for a slot`,
+  );
+  console.log(
+    'workers  worker CPU  workers CPU  PostgreSQL CPU  server CPU  queries/req  queries/job  slot wait ms  p90 ms',
+  );
+  for (const n of counts) {
+    const rs = results[b.label][n];
+    const md = (k, d = 2) => median(rs.map((r) => r[k])).toFixed(d);
+    console.log(
+      `${String(n).padStart(7)}  ${md('worker_cpu_ms').padStart(10)}  ${md('workers_cpu_ms').padStart(11)}  ${md('pg_cpu_ms').padStart(14)}  ${md('server_cpu_ms').padStart(10)}  ${md('queries_per_request').padStart(11)}  ${md('queries_per_job', 1).padStart(11)}  ${md('slot_ms', 1).padStart(12)}  ${md('slot90_ms', 1).padStart(6)}`,
     );
   }
   // The ratio of each run's most workers to the same run's fewest, then the median: a run's load is shared by both.

@@ -41,6 +41,10 @@ export const PLAN_SUBMIT_FLAGS = {
 export const PLAN_STATUS_FLAGS = {
   db: dbFlag(),
   json: flag.jsonFlag('print the status as one JSON object'),
+  watch: flag.on(
+    '--watch',
+    'refresh every 2 s until the plan ends (exit 0 done, 1 failed, 3 cancelled); not on a terminal, print only what changed',
+  ),
 } satisfies FlagTable;
 
 export const PLAN_CANCEL_FLAGS = { db: dbFlag() } satisfies FlagTable;
@@ -240,9 +244,72 @@ export async function runPlanStatus(
   flags: FlagsOf<typeof PLAN_STATUS_FLAGS>,
   io: CliIo,
 ): Promise<number> {
+  if (flags.watch) return watchStatus(id, flags, io);
   const s = await withQueue(flags.db, async (db) => (await queue()).planStatus(db, id), { log: io.log });
   io.out(flags.json ? `${JSON.stringify(s)}\n` : `${renderStatus(s)}\n`);
   return EXIT.ok;
+}
+
+/** How often `plan status --watch` reads the plan again. */
+export const WATCH_EVERY_MS = 2000;
+
+/** What a watch compares between two reads: the states and counts, not the rate and time left (they move always). */
+const watchKey = (s: PlanStatus) =>
+  JSON.stringify([s.status, s.cells.map((c) => [c.cell, c.status, c.requests, c.error])]);
+
+/** One line per cell that changed since `before` (all of them the first time), and the plan's when it changed. */
+function changedLines(s: PlanStatus, before: PlanStatus | undefined): string[] {
+  const time = new Date().toISOString();
+  const was = new Map(before?.cells.map((c) => [c.cell, c]));
+  const lines = s.cells
+    .filter((c) => {
+      const b = was.get(c.cell);
+      return (
+        !b ||
+        b.status !== c.status ||
+        b.requests.done !== c.requests.done ||
+        b.requests.failed !== c.requests.failed
+      );
+    })
+    .map(
+      (c) =>
+        `${time} ${c.cell}: ${c.status} ${c.requests.done}/${c.requests.total}${c.requests.failed > 0 ? `, ${c.requests.failed} failed` : ''}${c.error ? ` (${c.error})` : ''}`,
+    );
+  if (before?.status !== s.status) lines.push(`${time} plan ${s.name} (${s.id}): ${s.status}`);
+  return lines;
+}
+
+/**
+ * `plan status --watch`: reads the plan every WATCH_EVERY_MS until it ends. On a terminal the table is drawn again in
+ * place; elsewhere (a log, a CI job) only what changed is printed, a line each, so the output is a history. A database
+ * outage is waited out (said once), as a worker does.
+ */
+async function watchStatus(id: string, flags: FlagsOf<typeof PLAN_STATUS_FLAGS>, io: CliIo): Promise<number> {
+  const tty = process.stdout.isTTY === true && !flags.json;
+  const { DbWait } = await import('../workers/db-wait.js');
+  return withQueue(
+    flags.db,
+    async (db) => {
+      const { planStatus } = await queue();
+      const location = db.location;
+      const wait = new DbWait({ waitS: 300, log: io.log, location, who: 'plan status --watch', flag: '' });
+      let before: PlanStatus | undefined;
+      for (;;) {
+        const s = await wait.retry(() => planStatus(db, id));
+        if (tty) io.out(`\x1b[H\x1b[2J${renderStatus(s)}\n`);
+        else if (before === undefined || watchKey(s) !== watchKey(before)) {
+          if (flags.json) io.out(`${JSON.stringify(s)}\n`);
+          else for (const l of changedLines(s, before)) io.out(`${l}\n`);
+        }
+        before = s;
+        if (s.status === 'done') return EXIT.ok;
+        if (s.status === 'failed') return EXIT.submissionErrors;
+        if (s.status === 'cancelled') return EXIT.incomplete;
+        await new Promise((r) => setTimeout(r, WATCH_EVERY_MS));
+      }
+    },
+    { log: io.log },
+  );
 }
 
 export async function runPlanCancel(
@@ -352,9 +419,20 @@ async function exportInto(
         2,
       )}\n`,
     );
-  const failed = summary.cells.length - done.length;
-  if (failed > 0) io.log.warn(`${failed} of ${summary.cells.length} cell(s) not done: see plan status ${id}`);
-  return failed === 0 ? EXIT.ok : done.length === 0 ? EXIT.submissionErrors : EXIT.incomplete;
+  const unfinished = summary.cells.filter((c) => c.status !== 'done' && c.status !== 'failed');
+  const failed = summary.cells.filter((c) => c.status === 'failed');
+  if (unfinished.length > 0)
+    io.log.warn(
+      `${unfinished.length} of ${summary.cells.length} cell(s) not finished yet, not exported: ${unfinished.map((c) => `${c.cell} (${c.status})`).join(', ')}; export again once \`plan status ${id}\` says done`,
+    );
+  if (failed.length > 0)
+    io.log.warn(`${failed.length} of ${summary.cells.length} cell(s) failed: see plan status ${id}`);
+  // Still under way: incomplete (3), what is finished is there. Failed with nothing done: 1.
+  return done.length === summary.cells.length
+    ? EXIT.ok
+    : done.length === 0 && unfinished.length === 0
+      ? EXIT.submissionErrors
+      : EXIT.incomplete;
 }
 
 /** A stopped worker is gone within this long whatever the database does (its jobs then come back by its lapse). */
@@ -428,8 +506,11 @@ export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, given: CliI
       }
       const q = worker.queueMs;
       const middle = median(q);
+      const slot = median(worker.slotWaitMs);
+      const slots = [...worker.slotWaitMs].sort((x, y) => x - y);
+      const p90 = slots[Math.floor(slots.length * 0.9)];
       io.log.info(
-        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
+        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${slot === null ? '' : `; wait for a request slot: median ${slot.toFixed(1)} ms, 90th percentile ${(p90 ?? slot).toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
       );
       return EXIT.ok;
     },

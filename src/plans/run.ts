@@ -57,6 +57,9 @@ export interface PlanRunOptions {
   onProgress?(p: PlanProgress): void;
 }
 
+/** A queued cell's states before it ends (`plan export` of a plan under way), and `cancelled`. */
+export type UnfinishedState = 'queued' | 'running' | 'finishing' | 'cancelled';
+
 export interface PlanRow {
   cell: string;
   model: string;
@@ -64,7 +67,11 @@ export interface PlanRow {
   axes: Record<string, unknown>;
   settings: Record<string, unknown>;
   dir: string;
-  status: 'done' | 'failed';
+  /**
+   * `done` or `failed`; an export of a plan still under way (`plan export`) gives its unfinished cells the queue's
+   * own state: they are neither done nor failed yet.
+   */
+  status: 'done' | 'failed' | UnfinishedState;
   error?: string;
   overall: number | null;
   overall_ci: [number, number] | null;

@@ -5,7 +5,7 @@
  * /api and as a page elsewhere; a crash answers a generic 500 and is logged.
  */
 import { Hono } from 'hono';
-import { isConnectionError } from '../workers/db-wait.js';
+import { absence, awayInWords } from '../workers/db-wait.js';
 import { adminRoutes } from './admin/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
@@ -76,10 +76,12 @@ export function createApp(options: AppOptions): Hono<Env> {
       const message = ctx.t.httpError(err.code, err.status, err.message);
       return render(c, <ErrorPage ctx={ctx} title={`${err.status}`} message={message} />, err.status);
     }
-    if (isConnectionError(err)) {
-      // A restart or a failover of PostgreSQL: said once a request, without a stack; the client is told to come back.
+    const away = absence(err);
+    if (away) {
+      // A restart or a failover of PostgreSQL, or a database dropped or created again empty: said once a request,
+      // without a stack; the client is told to come back.
       log.warn(
-        `${c.req.method} ${loggedPath(c.req.path)}: the database is unreachable (${(err as Error).message})`,
+        `${c.req.method} ${loggedPath(c.req.path)}: the database ${awayInWords(away)} (${(err as Error).message})`,
       );
       c.header('Retry-After', String(DB_RETRY_AFTER_S));
       const message =

@@ -48,7 +48,27 @@ export class ChartsBusyError extends Error {
   }
 }
 
+/**
+ * Seconds an upload's scoring took in this process (queue wait for a scoring thread included: what an uploader waits),
+ * as a Prometheus histogram: cumulative counts at each bound, their sum and count.
+ */
+export class ScoringTimes {
+  static readonly BOUNDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+  readonly counts: number[] = ScoringTimes.BOUNDS.map(() => 0);
+  count = 0;
+  sum = 0;
+  observe(seconds: number): void {
+    this.count++;
+    this.sum += seconds;
+    ScoringTimes.BOUNDS.forEach((b, i) => {
+      if (seconds <= b) this.counts[i] = (this.counts[i] ?? 0) + 1;
+    });
+  }
+}
+
 export class Scorer {
+  /** Every upload's scoring time, for `/metrics`. */
+  readonly scoring = new ScoringTimes();
   private pool: Piscina;
   /**
    * Boards' rankings run in a pool of their own, at the lowest priority: a recomputation (seconds, for hundreds of
@@ -121,11 +141,16 @@ export class Scorer {
   }
 
   /** Scores an upload; its file buffers are moved to the worker, not copied (the caller must not reuse them). */
-  score(job: ScoreJob): Promise<ScoreOutcome> {
+  async score(job: ScoreJob): Promise<ScoreOutcome> {
     const transferList = [...new Set(job.files.map((f) => f.data.buffer))].filter(
       (b): b is ArrayBuffer => b instanceof ArrayBuffer,
     );
-    return this.pool.run(job, { name: 'default', transferList }) as Promise<ScoreOutcome>;
+    const t0 = performance.now();
+    try {
+      return (await this.pool.run(job, { name: 'default', transferList })) as ScoreOutcome;
+    } finally {
+      this.scoring.observe((performance.now() - t0) / 1000);
+    }
   }
 
   subset(job: SubsetJob): Promise<{ result: EvaluationResult; overall: number | null }> {

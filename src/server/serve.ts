@@ -12,7 +12,7 @@ import { splitPath } from '../data/paths.js';
 import { RumedbenchError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { heldByHost, TASKS } from '../tasks/registry.js';
-import { isConnectionError } from '../workers/db-wait.js';
+import { absence, awayInWords } from '../workers/db-wait.js';
 import type { QueueDb } from '../workers/store.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
@@ -157,8 +157,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let importer: NodeJS.Timeout | undefined;
   if (runs.queue) {
     let busy = false;
-    // While the database is away (a restart), said once when it goes and once when it is back, not every tick.
-    let away = false;
+    // While the database is away (a restart, a drop), said once when it goes (and when how changes) and once when it
+    // is back, not every tick.
+    let away: ReturnType<typeof absence>;
     importer = setInterval(() => {
       if (busy) return;
       busy = true;
@@ -166,12 +167,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         .importFinished()
         .then(() => {
           if (away) log.warn('the database is back: finished runs are imported again');
-          away = false;
+          away = undefined;
         })
         .catch((e: unknown) => {
-          if (!isConnectionError(e)) return log.warn(`importing finished runs: ${(e as Error).message}`);
-          if (!away) log.warn(`the database is unreachable (${(e as Error).message}); waiting for it`);
-          away = true;
+          const now = absence(e);
+          if (!now) return log.warn(`importing finished runs: ${(e as Error).message}`);
+          if (now !== away)
+            log.warn(`the database ${awayInWords(now)} (${(e as Error).message}); waiting for it`);
+          away = now;
         })
         .finally(() => {
           busy = false;

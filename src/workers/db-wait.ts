@@ -42,6 +42,36 @@ export const isServerFull = (e: unknown): boolean => {
   return err?.code === '53300' || /too many (clients|connections)/i.test(String(err?.message ?? ''));
 };
 
+/**
+ * How the database is away: `unreachable` (stopped, restarting, cut off), `full` (no free connection), `dropped`
+ * (SQLSTATE 3D000: the server answers, the database is not there), `empty` (42P01, 3F000: it is there without our
+ * tables: dropped and created again empty). Undefined for an error that is the query's own.
+ */
+export type Absence = 'unreachable' | 'full' | 'dropped' | 'empty';
+
+export function absence(e: unknown): Absence | undefined {
+  if (isServerFull(e)) return 'full';
+  if (isConnectionError(e)) return 'unreachable';
+  const code = (e as { code?: unknown } | undefined)?.code;
+  if (code === '3D000') return 'dropped';
+  if (code === '42P01' || code === '3F000') return 'empty';
+  return undefined;
+}
+
+/** The database gone in any way `absence` names: waited out, answered 503, never a stack trace. */
+export const isDatabaseAway = (e: unknown): boolean => absence(e) !== undefined;
+
+/** "is unreachable", "does not exist (dropped?)", …: how a server's lines name an absence. */
+export function awayInWords(kind: Absence): string {
+  return {
+    unreachable: 'is unreachable',
+    full: 'has no free connection',
+    dropped: 'does not exist (dropped?): restore it',
+    empty:
+      'has no rumedbench tables (dropped and created again empty?): restore it from a backup; serve migrates only when it starts',
+  }[kind];
+}
+
 /** Thrown by `DbWait.retry` once `abandon()` was called (a stop): the caller stops instead of waiting on. */
 export class DbWaitAbandoned extends Error {
   constructor(who: string) {
@@ -49,11 +79,20 @@ export class DbWaitAbandoned extends Error {
   }
 }
 
+const GONE_FOR: Record<Absence, string> = {
+  unreachable: 'has been unreachable',
+  full: 'has had no free connection',
+  dropped: 'has not existed',
+  empty: 'has had no rumedbench tables',
+};
+
 export class DbWait {
   private downSince: number | undefined;
   private readonly waitMs: number;
   /** When the last outage ended (0: none yet). */
   backAt = 0;
+  /** How the database was away in the last outage (undefined: none yet). */
+  lastAbsence: Absence | undefined;
   /** Set by abandon(): every wait ends at once, with it. */
   private abandoned: DbWaitAbandoned | undefined;
   /** Wakes the waits sleeping between two tries. */
@@ -70,8 +109,10 @@ export class DbWait {
       who: string;
       /** The option that sets the bound, as messages name it (default `--db-wait`; none for a fixed bound). */
       flag?: string;
-      /** Which errors are waited out (default: isConnectionError). */
+      /** Which errors are waited out (default: isDatabaseAway). */
       retryIf?: (e: unknown) => boolean;
+      /** What the operator does when the database is there without our tables (`empty`): who migrates it. */
+      emptyAdvice?: string;
     },
   ) {
     this.waitMs = o.waitS * 1000;
@@ -108,16 +149,14 @@ export class DbWait {
         this.back();
         return out;
       } catch (e) {
-        if (!(this.o.retryIf ?? isConnectionError)(e)) throw e;
+        if (!(this.o.retryIf ?? isDatabaseAway)(e)) throw e;
         if (this.abandoned) throw this.abandoned;
         const since = this.noteDown(e);
         const waited = Date.now() - since;
         if (waited >= this.waitMs)
           throw new RumedbenchError(
             'DATABASE_FAILED',
-            isServerFull(e)
-              ? `${this.o.who}: the database at ${this.o.location} has had no free connection for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message}); ${fullAdvice((e as Error).message)}`
-              : `${this.o.who}: the database at ${this.o.location} has been unreachable for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message})`,
+            `${this.o.who}: the database at ${this.o.location} ${GONE_FOR[absence(e) ?? 'unreachable']} for ${Math.round(waited / 1000)} s, longer than ${this.bound()} (${(e as Error).message})${isServerFull(e) ? `; ${fullAdvice((e as Error).message)}` : ''}`,
             { cause: e },
           );
         const backoff = Math.min(MAX_DB_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));
@@ -138,12 +177,20 @@ export class DbWait {
   }
 
   private noteDown(e: unknown): number {
-    if (this.downSince === undefined) {
-      this.downSince = Date.now();
+    const kind = absence(e) ?? 'unreachable';
+    // A new kind of absence (dropped, then created again empty) is said too: the fix differs.
+    if (this.downSince === undefined || kind !== this.lastAbsence) {
+      this.downSince ??= Date.now();
+      this.lastAbsence = kind;
+      const message = (e as Error).message;
       this.o.log.warn(
-        isServerFull(e)
-          ? `${this.o.who}: the database at ${this.o.location} has no free connection (${(e as Error).message}); waiting for one, up to ${this.upTo()}`
-          : `${this.o.who}: the database at ${this.o.location} is unreachable (${(e as Error).message}); waiting for it, up to ${this.upTo()}`,
+        kind === 'full'
+          ? `${this.o.who}: the database at ${this.o.location} has no free connection (${message}); waiting for one, up to ${this.upTo()}`
+          : kind === 'dropped'
+            ? `${this.o.who}: the database at ${this.o.location} does not exist (dropped?) (${message}); waiting for it to be restored, up to ${this.upTo()}`
+            : kind === 'empty'
+              ? `${this.o.who}: the database at ${this.o.location} has no rumedbench tables (dropped and created again empty?) (${message}); ${this.o.emptyAdvice ?? 'restore it'}; waiting, up to ${this.upTo()}`
+              : `${this.o.who}: the database at ${this.o.location} is unreachable (${message}); waiting for it, up to ${this.upTo()}`,
       );
     }
     return this.downSince;

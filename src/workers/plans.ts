@@ -7,7 +7,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { RumedbenchError } from '../errors.js';
-import { PLAN_RUN_VERSION, type PlanRow, type PlanSummary, rowOf, writePlanSummary } from '../plans/run.js';
+import {
+  PLAN_RUN_VERSION,
+  type PlanRow,
+  type PlanSummary,
+  rowOf,
+  type UnfinishedState,
+  writePlanSummary,
+} from '../plans/run.js';
 import { type RunSummaryInput, writeRunSummary } from '../scoring/run-log.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
@@ -390,12 +397,14 @@ export async function exportPlan(db: QueueDb, id: string, outDir: string): Promi
         else writeFileSync(target, f.content);
       }
     }
+    const row = rowOf(cell, dir, {
+      code: c.status === 'done' ? 0 : 1,
+      ...(c.status !== 'done' && c.error ? { error: c.error } : {}),
+      wall_s: c.wall,
+    });
+    // A cell still under way (or cancelled) is not a failure: it keeps the queue's state, to export again later.
     rows.push(
-      rowOf(cell, dir, {
-        code: c.status === 'done' ? 0 : 1,
-        ...(c.status !== 'done' ? { error: c.error ?? `not finished (${c.status})` } : {}),
-        wall_s: c.wall,
-      }),
+      c.status === 'done' || c.status === 'failed' ? row : { ...row, status: c.status as UnfinishedState },
     );
   }
   mkdirSync(root, { recursive: true });

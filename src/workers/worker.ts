@@ -183,6 +183,12 @@ export class Worker {
   answered = 0;
   /** Per job, milliseconds spent on the queue (claiming, reading its keys, recording it done), not on requests. */
   readonly queueMs: number[] = [];
+  /**
+   * Per request, milliseconds from being asked to going out: the wait for one of the worker's request slots and for
+   * room among its unwritten answers (bench:workers reads the median from the closing line). The first 100,000 only:
+   * a worker that runs for weeks keeps a bounded sample.
+   */
+  readonly slotWaitMs: number[] = [];
   /** Every connection this worker makes to a model server goes to a checked public address, unless allowed. */
   private readonly guard: ConnectGuard;
   private readonly privateGuard: ConnectGuard;
@@ -213,6 +219,8 @@ export class Worker {
       log: o.log,
       location: o.db.location,
       who: `worker ${this.name}`,
+      // Who migrates (docs/operators.md): never a worker under way, whose plans went with the old database.
+      emptyAdvice: `a worker never migrates it: restore it from a backup, or run \`rumedbench plan migrate --db …\` to start an empty queue`,
     });
     this.stopDbw = new DbWait({
       waitS: Math.min(STOP_DB_WAIT_S, o.dbWaitS ?? DEFAULT_DB_WAIT_S),
@@ -234,10 +242,17 @@ export class Worker {
 
   /** Runs until `stop()`, or (with `exitWhenIdle`) until no plan has work left. */
   async run(): Promise<void> {
-    await this.q(
-      `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
-      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
-    );
+    try {
+      await this.q(
+        `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
+        [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
+      );
+    } catch (e) {
+      // Stopped while its registration waited for the database (a SIGTERM during an outage, just after the start): it
+      // holds nothing yet, so it just ends; uncaught, this was an internal error (seen once in worker-faults.test.ts).
+      if (e instanceof DbWaitAbandoned) return;
+      throw e;
+    }
     this.o.log.info(
       `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
     );
@@ -386,9 +401,17 @@ export class Worker {
     this.lost = true;
     for (const a of this.active.values()) a.abort.abort();
     this.wake?.();
-    this.o.log.warn(
-      `worker ${this.name}: another worker declared this worker lost (no heartbeat for ${silentS.toFixed(0)} s: was the process stopped or cut off?); its ${this.active.size} job(s) went back to the queue for others: stopping them here without asking more, then registering again`,
-    );
+    const recreated =
+      (this.dbw.lastAbsence === 'dropped' || this.dbw.lastAbsence === 'empty') &&
+      Date.now() - this.dbw.backAt < 60_000;
+    if (recreated)
+      this.o.log.warn(
+        `worker ${this.name}: the queue's database was ${this.dbw.lastAbsence === 'empty' ? 'created again' : 'dropped'} while this worker waited and no longer knows it: its ${this.active.size} job(s) are stopped here, then it registers again`,
+      );
+    else
+      this.o.log.warn(
+        `worker ${this.name}: another worker declared this worker lost (no heartbeat for ${silentS.toFixed(0)} s: was the process stopped or cut off?); its ${this.active.size} job(s) went back to the queue for others: stopping them here without asking more, then registering again`,
+      );
   }
 
   /** Back from being declared lost: once its stopped jobs have settled, the worker registers again and goes on. */
@@ -396,10 +419,12 @@ export class Worker {
     await Promise.all([...this.active.values()].map((a) => a.done));
     const sentAt = performance.now();
     // Its requests have landed or ended by now: what they held of the budgets is free again.
+    // An upsert: a queue created again empty (restored, or `plan migrate`) no longer knows this worker.
     await this.q(
       `WITH back AS (DELETE FROM ${SCHEMA}.lingering WHERE worker_id = $1)
-       UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`,
-      [this.id],
+       INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')
+       ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen = now()`,
+      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
     );
     this.beatSentAt = sentAt;
     this.lost = false;
@@ -861,12 +886,15 @@ export class Worker {
       while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
     };
     const gated = Object.create(provider) as Provider;
-    gated.chat = (...args) =>
-      this.gate(async () => {
+    gated.chat = (...args) => {
+      const asked = performance.now();
+      return this.gate(async () => {
         await room();
         await this.fence(a);
+        if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
         return provider.chat(...args);
       });
+    };
     if (provider.loglik) {
       const loglik = provider.loglik.bind(provider);
       gated.loglik = (r) =>

@@ -4,14 +4,16 @@
  * answers, migrations current, the held gold loaded) and the Prometheus metrics on their own loopback port.
  */
 
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { freshDatabase, PG_URL } from '../helpers/engines.js';
+import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
-import { startServe } from '../helpers/server.js';
+import { startServe, uploadTo } from '../helpers/server.js';
+import { query, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
@@ -114,6 +116,142 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('probes and metrics (PostgreSQL 
     } finally {
       await board.stop();
       own.stop();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!PG_URL)(
+  'a database that goes away under serve (dropped, created again empty, restored)',
+  () => {
+    it('pages held in memory keep being served, the rest is 503 in one line, /readyz names how; an empty one is not migrated; a restored one is served again', async () => {
+      const db = await freshDatabase('postgres');
+      const name = new URL(db).pathname.slice(1);
+      const admin = (text: string) => query(PG_URL as string, text);
+      // A backup: the migrated database, copied while nothing is connected to it.
+      const first = await startServe(['--db', db], { RUMEDBENCH_DATA: DATA });
+      await first.stop();
+      await admin(`CREATE DATABASE ${name}_bak TEMPLATE ${name}`);
+      const board = await startServe(['--db', db], { RUMEDBENCH_DATA: DATA });
+      const get = async (path: string) => {
+        const r = await fetch(`${board.url}${path}`);
+        return [r.status, path === '/readyz' ? await r.json() : (await r.text()).length > 0] as const;
+      };
+      try {
+        expect((await get('/'))[0]).toBe(200);
+        expect((await get('/api/boards/public'))[0]).toBe(200);
+        await admin(`DROP DATABASE ${name} WITH (FORCE)`);
+        // Held in memory: still served. Read from the database: 503, said as such.
+        expect((await get('/'))[0]).toBe(200);
+        expect((await get('/api/boards/public'))[0]).toBe(200);
+        const entry = await fetch(`${board.url}/api/submissions/x`);
+        expect([
+          entry.status,
+          entry.headers.get('retry-after'),
+          ((await entry.json()) as { code: string }).code,
+        ]).toEqual([503, '5', 'DATABASE_UNAVAILABLE']);
+        expect(await get('/readyz')).toEqual([
+          503,
+          {
+            ready: false,
+            checks: {
+              database: `missing (database "${name}" does not exist)`,
+              migrations: 'not checked',
+              gold: 'not checked',
+            },
+          },
+        ]);
+        await admin(`CREATE DATABASE ${name}`);
+        expect((await get('/'))[0]).toBe(200);
+        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(503);
+        const empty = await get('/readyz');
+        expect(empty).toEqual([
+          503,
+          {
+            ready: false,
+            checks: {
+              database: 'ok',
+              migrations:
+                'missing (relation "kysely_migration" does not exist): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one',
+              gold: expect.stringMatching(/^not loaded \(relation "\w+" does not exist\)$/),
+            },
+          },
+        ]);
+        // Serve never migrates the empty database it runs on: an empty platform does not silently replace the lost one.
+        await new Promise((r) => setTimeout(r, 2500));
+        expect(await query(db, `SELECT to_regclass('public.kysely_migration') AS t`)).toEqual([{ t: null }]);
+        // Restored from the backup: ready again, and every page answers from the database.
+        await admin(`DROP DATABASE ${name} WITH (FORCE)`);
+        await admin(`CREATE DATABASE ${name} TEMPLATE ${name}_bak`);
+        expect(await get('/readyz')).toEqual([
+          200,
+          { ready: true, checks: { database: 'ok', migrations: 'ok', gold: 'ok' } },
+        ]);
+        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(404);
+        const lines = board.log().split('\n');
+        expect(
+          lines.filter((l) => /^\s+at |INTERNAL|internal error/.test(l)),
+          board.log(),
+        ).toEqual([]);
+        expect(
+          lines.filter((l) => /GET \/api\/submissions\/x: the database/.test(l)),
+          board.log(),
+        ).toEqual([
+          expect.stringMatching(
+            /: the database does not exist \(dropped\?\): restore it \(database "\w+" does not exist\)$/,
+          ),
+          expect.stringMatching(
+            /: the database has no rumedbench tables \(dropped and created again empty\?\): restore it from a backup; serve migrates only when it starts \(relation "\w+" does not exist\)$/,
+          ),
+        ]);
+      } finally {
+        await board.stop();
+        await admin(`DROP DATABASE IF EXISTS ${name}_bak`);
+      }
+    }, 90_000);
+  },
+);
+
+describe('the scoring time in /metrics', () => {
+  it('each scored upload is counted in rumedbench_scoring_seconds (a Prometheus histogram), its seconds summed', async () => {
+    const board = await startServe(['--db', sqliteDb(), '--metrics-port', '0'], { RUMEDBENCH_DATA: DATA });
+    try {
+      // Said on its own line, once its port is open (perhaps after the board's).
+      const url = await waitFor(
+        'the metrics port',
+        async () => /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(board.log())?.[1],
+      );
+      const scoring = async () =>
+        (await (await fetch(url)).text())
+          .split('\n')
+          .filter((l) => l.startsWith('rumedbench_scoring_seconds'));
+      expect(await scoring()).toEqual([
+        ...['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '30', '+Inf'].map(
+          (le) => `rumedbench_scoring_seconds_bucket{le="${le}"} 0`,
+        ),
+        'rumedbench_scoring_seconds_sum 0',
+        'rumedbench_scoring_seconds_count 0',
+      ]);
+      const predictions = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-sops-p-')));
+      for (const model of ['a', 'b']) {
+        const r = await uploadTo(
+          board.url,
+          [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(predictions, 'RuMedDaNet.jsonl')) }],
+          { model, kind: 'LLM' },
+        );
+        expect([r.status, r.body.status]).toEqual([201, 'scored']);
+      }
+      const after = await scoring();
+      expect(after.slice(-3)).toEqual([
+        'rumedbench_scoring_seconds_bucket{le="+Inf"} 2',
+        expect.stringMatching(/^rumedbench_scoring_seconds_sum (0\.\d+|[1-9][\d.]*)$/),
+        'rumedbench_scoring_seconds_count 2',
+      ]);
+      // Cumulative: no bucket counts more than the next one up.
+      const counts = after.slice(0, 10).map((l) => Number(l.split(' ')[1]));
+      expect(counts).toEqual([...counts].sort((x, y) => x - y));
+      expect(Number(after.at(-2)?.split(' ')[1])).toBeGreaterThan(0);
+    } finally {
+      await board.stop();
     }
   }, 60_000);
 });

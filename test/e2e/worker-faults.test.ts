@@ -8,12 +8,15 @@
  * - Capacity given back: `plan cancel` frees its claims at once; its cells read `cancelled`; a worker that stopped
  *   cleanly is never called lost.
  */
+
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rumedbenchOk } from '../helpers/cli.js';
+import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
+import { CLI } from '../helpers/data.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
@@ -346,4 +349,164 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('stops that stop (the database s
       own.stop();
     }
   }, 60_000);
+});
+
+/** Drops the database of `url` under its users (their connections cut), or creates it again empty. */
+async function adminOn(url: string, what: 'drop' | 'create'): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  await query(
+    PG_URL as string,
+    what === 'drop' ? `DROP DATABASE ${name} WITH (FORCE)` : `CREATE DATABASE ${name}`,
+  );
+}
+
+describe.skipIf(!PG_URL)('a database that goes away (dropped, then created again empty)', () => {
+  it('a worker mid-plan says so in one line for each, waits, never migrates the empty one itself, and works on once it is migrated', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(20);
+    await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
+    const w = startWorker(db, 'stays');
+    try {
+      await waitFor('answers written', async () => {
+        const [r] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
+        return (r?.n ?? 0) > 10 ? true : undefined;
+      });
+      await adminOn(db, 'drop');
+      await waitFor('the drop said', async () =>
+        /does not exist \(dropped\?\)/.test(w.log()) ? true : undefined,
+      );
+      await adminOn(db, 'create');
+      await waitFor('the empty database said', async () =>
+        /no rumedbench tables/.test(w.log()) ? true : undefined,
+      );
+      // Several beats later the worker lives and the database is still empty: no worker migrates under way.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(w.child.exitCode, w.log()).toBeNull();
+      expect(await query(db, `SELECT to_regclass('rumedbench_runs.cells') AS t`)).toEqual([{ t: null }]);
+      // The operator's choice: a new, empty queue. A plan submitted to it is run by the same worker process.
+      await rumedbenchOk('plan', 'migrate', '--db', db);
+      const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
+      const done = await waitFor(
+        'the new plan done',
+        async () => {
+          const st = await status(db, id);
+          return st.status === 'done' ? st : undefined;
+        },
+        60_000,
+      );
+      expect(done.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
+        ['done', 120, 120],
+      ]);
+      const lines = w.log().split('\n');
+      expect(
+        lines.filter((l) => /does not exist|no rumedbench tables|is back after/.test(l)),
+        w.log(),
+      ).toEqual([
+        expect.stringMatching(
+          /^\S+Z warning: worker stays: the database at postgres:\/\/\S+ does not exist \(dropped\?\) \(database "\w+" does not exist\); waiting for it to be restored, up to 300 s \(--db-wait\)$/,
+        ),
+        expect.stringMatching(
+          /^\S+Z warning: worker stays: the database at \S+ has no rumedbench tables \(dropped and created again empty\?\) \(.*does not exist\); a worker never migrates it: restore it from a backup, or run `rumedbench plan migrate --db …` to start an empty queue; waiting, up to 300 s \(--db-wait\)$/,
+        ),
+        expect.stringMatching(/^\S+Z warning: worker stays: the database at \S+ is back after \d+\.\d s$/),
+      ]);
+      expect(stackLines(w.log())).toEqual([]);
+    } finally {
+      w.child.kill('SIGTERM');
+      const exit = await w.exited;
+      expect(exit.code, w.log()).toBe(0);
+    }
+  }, 120_000);
+});
+
+/** `plan status --watch` in its own process (the tests' in-process CLI runs one command at a time), off a terminal. */
+function watchPlan(db: string, id: string) {
+  const child = spawn(process.execPath, [CLI, 'plan', 'status', id, '--db', db, '--watch'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  return { child, exited, out: () => out };
+}
+
+describe.skipIf(!PG_URL)('what an operator sees of a plan under way', () => {
+  it('plan status --watch off a terminal prints only changes and exits 0 when done; plan export mid-plan exports the finished cell and names the running one (exit 3), never "failed"', async () => {
+    const db = await freshDatabase('postgres');
+    const fast = await modelServer(60);
+    const slow = await modelServer(120);
+    const file = onePlan(fast);
+    // A second model: each cell's 120 requests, 4 at a time, take 2 s and more; whichever the worker takes first, the
+    // other is still to do for seconds once it is done.
+    writeFileSync(
+      file,
+      `${readFileSync(file, 'utf8')}  - {name: slow, provider: openai, base_url: "${slow.url}", model: fake-s}\n`,
+    );
+    const id = (await rumedbenchOk('plan', 'submit', file, '--db', db, '--job-size', '500')).stdout.trim();
+    const watch = watchPlan(db, id);
+    const w = startWorker(db, 'both', ['--jobs', '2']);
+    try {
+      const mid = await waitFor(
+        'one cell done, the other not yet',
+        async () => {
+          const st = await status(db, id);
+          const states = st.cells.map((c) => c.status);
+          return states.includes('done') && states.some((x) => x !== 'done') ? st : undefined;
+        },
+        60_000,
+      );
+      const [done, other] = mid.cells[0]?.status === 'done' ? mid.cells : [...mid.cells].reverse();
+      const out = join(mkdtempSync(join(tmpdir(), 'rumedbench-fexp-')), 'x');
+      const exported = await rumedbench('plan', 'export', id, '--db', db, '--out', out, '--json');
+      expect(exported.code, exported.stderr).toBe(3);
+      const summary = JSON.parse(exported.stdout) as {
+        cells: { cell: string; status: string; error?: string }[];
+      };
+      const byCell = new Map(summary.cells.map((c) => [c.cell, [c.status, c.error]]));
+      expect(byCell.get(done?.cell as string)).toEqual(['done', undefined]);
+      // Still under way when exported (running, or finishing by now): never failed, no error.
+      const [state, error] = byCell.get(other?.cell as string) ?? [];
+      expect([['queued', 'running', 'finishing'].includes(state as string), error]).toEqual([
+        true,
+        undefined,
+      ]);
+      expect(existsSync(join(out, done?.cell as string, 'summary.json'))).toBe(true);
+      expect(existsSync(join(out, other?.cell as string, 'summary.json'))).toBe(false);
+      expect(exported.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `warning: 1 of 2 cell\\(s\\) not finished yet, not exported: ${other?.cell} \\(${state}\\); export again once \`plan status ${id}\` says done$`,
+          ),
+        ),
+      ]);
+      expect(await watch.exited).toBe(0);
+      const lines = watch.out().trim().split('\n');
+      // No line twice: only changes are printed. The first read names both cells; the last says the plan is done.
+      expect(new Set(lines.map((l) => l.replace(/^\S+ /, ''))).size).toBe(lines.length);
+      expect(lines.at(-1)).toMatch(new RegExp(`^\\S+Z plan faults \\(${id}\\): done$`));
+      expect(lines).toContainEqual(expect.stringMatching(/^\S+Z slow\/default: done 120\/120$/));
+      expect(lines.filter((l) => /m\/default: done 120\/120$/.test(l))).toHaveLength(1);
+      const again = await rumedbench('plan', 'export', id, '--db', db, '--out', out, '--overwrite');
+      expect(again.code, again.stderr).toBe(0);
+    } finally {
+      watch.child.kill();
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
+  }, 120_000);
+
+  it('plan status --watch exits 3 when the plan is cancelled', async () => {
+    const db = await freshDatabase('postgres');
+    const s = await modelServer(0);
+    const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
+    const watch = watchPlan(db, id);
+    await new Promise((r) => setTimeout(r, 1500));
+    await rumedbenchOk('plan', 'cancel', id, '--db', db);
+    expect([await watch.exited, watch.out().trim().split('\n').at(-1)]).toEqual([
+      3,
+      expect.stringMatching(new RegExp(`^\\S+Z plan faults \\(${id}\\): cancelled$`)),
+    ]);
+  }, 30_000);
 });

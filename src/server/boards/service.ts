@@ -11,7 +11,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from '../../log.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import type { EvaluationResult } from '../../scoring/score.js';
-import { isConnectionError } from '../../workers/db-wait.js';
+import { isDatabaseAway } from '../../workers/db-wait.js';
 import type { BoardName, Database, ListedRow } from '../db/schema.js';
 import { HttpError } from '../errors.js';
 import { BOARD_SPLIT, BOARD_TASKS, HELD_TASKS, OVERALL_TASKS } from '../score-upload.js';
@@ -198,9 +198,9 @@ export class Boards {
             version = await this.version();
             rows = await q.listBoard(this.db, board);
           } catch (e) {
-            // The database away for a moment (a restart): the board as last read, rather than no board.
+            // The database away (a restart, or dropped): the board as last read, rather than no board.
             const last = this.lastEntries.get(board);
-            if (last && isConnectionError(e)) return last;
+            if (last && isDatabaseAway(e)) return last;
             throw e;
           }
           // Changed while it was read (an admin's action, new gold): read again.

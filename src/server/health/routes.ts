@@ -5,8 +5,10 @@
  * uploads, the queue's depth, cells by state, requests in flight per endpoint, the workers' heartbeats.
  */
 import { Hono } from 'hono';
+import { absence } from '../../workers/db-wait.js';
 import { migrations } from '../db/migrations.js';
 import type { Env, RouteDeps } from '../http.js';
+import { ScoringTimes } from '../scorer.js';
 import { appliedMigrations, ping, queueFigures, submissionCounts } from './queries.js';
 
 /** How long a readiness check waits for the database: an orchestrator's probe times out in a few seconds. */
@@ -32,7 +34,9 @@ export async function readiness(lb: RouteDeps['lb']): Promise<ReadyCheck> {
     await within(ping(lb.db.db), READY_TIMEOUT_MS, 'the database');
     checks.database = 'ok';
   } catch (e) {
-    checks.database = `unreachable (${(e as Error).message.split('\n')[0]})`;
+    const kind = absence(e);
+    // Dropped: said as such (restore it); unreachable (stopped, cut off, no answer in time) otherwise.
+    checks.database = `${kind === 'dropped' ? 'missing' : 'unreachable'} (${(e as Error).message.split('\n')[0]})`;
     return { ready: false, checks };
   }
   try {
@@ -43,7 +47,12 @@ export async function readiness(lb: RouteDeps['lb']): Promise<ReadyCheck> {
         ? 'ok'
         : `${missing.length} not applied (${missing[0]}…): restart serve to migrate`;
   } catch (e) {
-    checks.migrations = `unreadable (${(e as Error).message.split('\n')[0]}): restart serve to migrate`;
+    // No migrations table: the database was created again empty. Serve migrates only at its start, on purpose: an
+    // empty platform (no boards, no admin) is not put up in place of the lost one without an operator's restart.
+    checks.migrations =
+      absence(e) === 'empty'
+        ? `missing (${(e as Error).message.split('\n')[0]}): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one`
+        : `unreadable (${(e as Error).message.split('\n')[0]}): restart serve to migrate`;
   }
   try {
     await within(lb.gold.sync(), READY_TIMEOUT_MS, 'the held gold');
@@ -71,6 +80,17 @@ export async function metricsText(lb: RouteDeps['lb']): Promise<string> {
   gauge('rumedbench_ready', 'Whether /readyz says ready (database, migrations, held gold).', [
     [{}, ready.ready ? 1 : 0],
   ]);
+
+  // Counted in this process, so it is there with the database away too.
+  const t = lb.scorer.scoring;
+  out.push(
+    '# HELP rumedbench_scoring_seconds Seconds a submission took to score in this server process (uploads and re-scores; waiting for a scoring thread included).',
+    '# TYPE rumedbench_scoring_seconds histogram',
+    ...ScoringTimes.BOUNDS.map((b, i) => `rumedbench_scoring_seconds_bucket{le="${b}"} ${t.counts[i]}`),
+    `rumedbench_scoring_seconds_bucket{le="+Inf"} ${t.count}`,
+    `rumedbench_scoring_seconds_sum ${t.sum}`,
+    `rumedbench_scoring_seconds_count ${t.count}`,
+  );
   if (ready.checks.database !== 'ok') return `${out.join('\n')}\n`;
   const uploads = await submissionCounts(lb.db.db);
   gauge(
