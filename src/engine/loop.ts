@@ -16,6 +16,7 @@ import { executeRequests, type RequestExecutor } from '../llm/execute.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import { isCorrect, readAnswer } from '../llm/outputs.js';
 import type { LlmRequest } from '../llm/requests.js';
+import { checkResumeSettings, recordSettings, requestSettingsOf } from '../llm/resume-settings.js';
 import {
   checkLoglikTasks,
   finishRun,
@@ -90,12 +91,21 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       `shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.requests.length} requests`,
     );
   if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
-  // Paid answers are never dropped in silence: a resume whose settings change the requests is refused (journal.ts).
-  const orphaned = resuming ? journal.answersOfOtherRequests(jobs) : 0;
-  if (orphaned > 0)
-    throw new UsageError(
-      `${journalFile} holds ${orphaned} paid answer(s) for this run's items that these settings would not use (a setting that changes a request differs from the run's: --model, --temperature, --top-p, --seed, --max-tokens, the prompt or the system prompt): continuing would ask them again and pay twice. Resume with the settings they were asked with, or give a new --out`,
-    );
+  // Paid answers are never dropped in silence: a resume whose settings change the requests is refused, naming what
+  // changed, or with --reask asks those items again (../llm/resume-settings.ts).
+  const settings = requestSettingsOf(options, model.model, plan.dataFiles);
+  if (resuming)
+    checkResumeSettings({
+      outDir: options.outDir,
+      journalFile,
+      journal,
+      jobs,
+      settings,
+      waiting: readBatchLedger(options.outDir).filter((b) => !b.collected),
+      reask: options.reask ?? false,
+      log,
+    });
+  recordSettings(options.outDir, settings);
 
   // A run folder holds one way of asking: a batch it recorded and never collected is collected (with --batch) before
   // anything is sent online, or its answers would later replace these, each request paid twice.

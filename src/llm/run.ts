@@ -68,6 +68,8 @@ export interface LlmRunOptions {
   resume?: boolean;
   /** Continue the run, sending only the requests whose last attempt failed. */
   retryErrors?: boolean;
+  /** With `resume`: the items answered under other settings (./resume-settings.ts) are asked again, paid again. */
+  reask?: boolean;
   /** The reply cap the provider reads with (`--max-reply-bytes`): a journaled reply over it is asked again. */
   maxReplyBytes?: number;
   /**

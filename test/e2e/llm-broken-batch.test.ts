@@ -166,7 +166,7 @@ describe('append-only files with a torn last line (a kill while a line was writt
 });
 
 describe('--resume with a setting that changes the requests', () => {
-  it('online: refuses in one line naming the settings, asking nothing, paying nothing twice', async () => {
+  it('online: refuses in one line naming which setting changed, old → new, asking nothing, paying nothing twice', async () => {
     const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
     track(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-changed-online-'));
@@ -176,9 +176,58 @@ describe('--resume with a setting that changes the requests', () => {
     const changed = await online('--resume', '--temperature', '0.7');
     expect(changed.code).toBe(2);
     expect(changed.stderr).toMatch(
-      /journal\.jsonl holds 5 paid answer\(s\) for this run's items that these settings would not use .*--temperature.*--max-tokens.*: continuing would ask them again and pay twice\. Resume with the settings they were asked with, or give a new --out/,
+      /journal\.jsonl holds 5 paid answer\(s\) for 5 of this run's items that these settings would not use \(changed since they were asked: --temperature 0 → 0\.7\): continuing would ask them again and pay twice\. Resume with the settings they were asked with, give a new --out, or add --reask/,
+    );
+    expect(changed.stderr).not.toContain('--max-tokens');
+    const two = await online('--resume', '--max-tokens', '512', '--system', 'Отвечай кратко.');
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain(
+      '(changed since they were asked: --max-tokens 1024 → 512, --system null → "Отвечай кратко.")',
     );
     expect(server.requests).toHaveLength(5);
+  });
+
+  it('online --reask: says what it asks again, asks only the changed items, keeps the paid answers; then resumes quietly', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-reask-'));
+    const online = (limit: number, ...more: string[]) =>
+      rumedbench(...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit }, ...more));
+    expect((await online(3)).code).toBe(0);
+    const journal = () => readFileSync(join(out, 'journal.jsonl'), 'utf8').trim().split('\n');
+    const paid = journal();
+    expect(paid).toHaveLength(3);
+    // Two more items at the new temperature: the three old ones are asked again, the two new ones once.
+    const reask = await online(5, '--resume', '--reask', '--temperature', '0.7');
+    expect(reask.code, reask.stderr).toBe(0);
+    expect(reask.stderr).toContain(
+      '--reask: 3 item(s) answered under other settings (--temperature 0 → 0.7) are asked again and paid again; their 3 old answer(s) stay in',
+    );
+    expect(server.requests).toHaveLength(8);
+    expect(server.requests.slice(3).every((r) => r.body.temperature === 0.7)).toBe(true);
+    expect(journal().slice(0, 3)).toEqual(paid);
+    expect(journal()).toHaveLength(8);
+    // Whole under the new settings: a plain --resume asks nothing and refuses nothing.
+    const again = await online(5, '--resume', '--temperature', '0.7');
+    expect(again.code, again.stderr).toBe(0);
+    expect(server.requests).toHaveLength(8);
+    expect(readFileSync(join(out, 'settings.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+  });
+
+  it('--reask without --resume is refused', async () => {
+    const r = await rumedbench(
+      ...llmArgs(
+        {
+          url: 'http://127.0.0.1:9',
+          out: mkdtempSync(join(tmpdir(), 'rumedbench-reask-alone-')),
+          data: DATA,
+          tasks: 'RuMedDaNet',
+          limit: 1,
+        },
+        '--reask',
+      ),
+    );
+    expect([r.code, r.stderr.trim()]).toEqual([2, expect.stringContaining('--reask goes with --resume')]);
   });
 
   it('batch: a waiting batch of other requests is refused before it is collected, its paid answers kept', async () => {
@@ -191,7 +240,7 @@ describe('--resume with a setting that changes the requests', () => {
     const changed = await rumedbench(...args(server.url, out, '--resume', '--max-tokens', '512'));
     expect(changed.code).toBe(2);
     expect(changed.stderr).toMatch(
-      /batch batch_1 holds 12 request\(s\) this run would not ask .*: collecting it would drop its paid answers\. Resume with the settings it was made with, or give a new --out/,
+      /batch batch_1 holds 12 request\(s\) this run would not ask \(changed since they were asked: --max-tokens 1024 → 512\): collecting it would drop its paid answers\. Resume with the settings it was made with \(they collect it\), or give a new --out/,
     );
     expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
     expect(server.batches()).toHaveLength(1);
