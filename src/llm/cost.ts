@@ -14,7 +14,7 @@
  * (https://platform.openai.com/docs/guides/prompt-caching, https://openai.com/api/pricing/), and reports no cache writes.
  */
 import pLimit from 'p-limit';
-import type { JournalEntry } from './journal.js';
+import type { Bought, JournalEntry } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -82,11 +82,38 @@ const ceilingPrices = (p: Prices): Prices => ({
   completion: p.completion,
 });
 
-/** What the answered entries cost, from the token counts their servers reported. */
-export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices): number {
+/**
+ * What the answered entries cost, from the token counts their servers reported, each at the rate it was bought at
+ * (`bought`: online at `prices`, a batch's at its discount off them). An entry that does not say (a journal of an
+ * older version, a queue cell's) is priced at `unsaid`, the discount of the run reading it (0 online).
+ */
+export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices, unsaid = 0): number {
   let usd = 0;
-  for (const e of entries) if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage);
+  for (const e of entries)
+    if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage) * (1 - discountOf(e, unsaid));
   return usd;
+}
+
+/** The share of the list prices an answer saved: its batch's discount, 0 online, `unsaid` where it does not say. */
+export const discountOf = (e: JournalEntry, unsaid: number): number =>
+  e.bought ? (e.bought.discount ?? 0) : unsaid;
+
+/** The answers and what they cost, by how they were bought: the summary's `llm.online` and `llm.batch` parts. */
+export function spentByWay(
+  entries: readonly JournalEntry[],
+  prices: Prices | undefined,
+  unsaid: { via: Bought['via']; discount: number },
+): Partial<Record<Bought['via'], { answers: number; cost?: number }>> {
+  const out: Partial<Record<Bought['via'], { answers: number; cost?: number }>> = {};
+  for (const e of entries) {
+    if (e.status !== 'ok') continue;
+    const via = e.bought?.via ?? unsaid.via;
+    const part = out[via] ?? { answers: 0, ...(prices ? { cost: 0 } : {}) };
+    out[via] = part;
+    part.answers++;
+    if (prices && e.usage) part.cost = (part.cost ?? 0) + spentOn([e], prices, unsaid.discount);
+  }
+  return out;
 }
 
 /** The tokens a chat template adds around each message (role markers, separators), at most: a ceiling. */

@@ -265,3 +265,59 @@ describe('a batch status in another provider’s words', () => {
       expect(server.batchLines).toHaveLength(12);
     });
 });
+
+describe('costs at the rate paid (#59 item 5)', () => {
+  it('45 answers online, then 15 by --resume --batch: llm.cost, its parts and --max-cost count each at its own rate', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-rate-paid-'));
+    const prices = ['--price-prompt', '10', '--price-completion', '30'];
+    const run = (limit: number, ...more: string[]) =>
+      rumedbench(
+        ...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit }, ...prices, ...more),
+      );
+    expect((await run(45)).code).toBe(0);
+    const batched = await run(60, '--resume', '--batch', '--batch-poll', '0.01');
+    expect(batched.code, batched.stderr).toBe(0);
+    expect(server.requests).toHaveLength(45);
+    expect(server.batchLines).toHaveLength(15);
+    // What was paid, by hand from the journal's token counts: online at the list prices, the batch's at half.
+    type Line = {
+      status: string;
+      usage: { promptTokens: number; completionTokens: number };
+      bought?: { via: string };
+    };
+    const lines = readFileSync(join(out, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
+    const list = (l: Line) => (l.usage.promptTokens * 10 + l.usage.completionTokens * 30) / 1e6;
+    const online = lines.filter((l) => l.bought?.via === 'online');
+    const batch = lines.filter((l) => l.bought?.via === 'batch');
+    expect([online.length, batch.length]).toEqual([45, 15]);
+    const onlineUsd = online.reduce((a, l) => a + list(l), 0);
+    const batchUsd = batch.reduce((a, l) => a + list(l), 0) / 2;
+    const summary = () => JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    const parts = {
+      cost: expect.closeTo(onlineUsd + batchUsd, 12),
+      online: { answers: 45, cost: expect.closeTo(onlineUsd, 12) },
+      batch: {
+        provider: 'openai',
+        batches: ['batch_1'],
+        discount: 0.5,
+        answers: 15,
+        cost: expect.closeTo(batchUsd, 12),
+      },
+    };
+    expect(summary().llm).toMatchObject(parts);
+    // Before: the whole run at the batch discount, and the batch part gone after an online resume.
+    expect(summary().llm.cost).toBeGreaterThan((onlineUsd + 2 * batchUsd) / 2 + 1e-9);
+    // An online resume keeps both parts; its budget counts the past at what was paid.
+    const usd = (x: number) => `$${x >= 1 ? x.toFixed(2) : String(Number(x.toPrecision(3)))}`;
+    const resumed = await run(60, '--resume', '--max-cost', '100');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`after ${usd(onlineUsd + batchUsd)} spent; --max-cost $100.00`);
+    expect(summary().llm).toMatchObject(parts);
+    expect(server.requests).toHaveLength(45);
+  });
+});
