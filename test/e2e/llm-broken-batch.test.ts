@@ -321,3 +321,74 @@ describe('costs at the rate paid (#59 item 5)', () => {
     expect(server.requests).toHaveLength(45);
   });
 });
+
+describe('downloads and waits (#59 item 6)', () => {
+  it('a results file slower than --timeout-ms is downloaded once, on a deadline that grows with the batch', async () => {
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      resultsFault: () => 'slow',
+      slowResultsMs: 2500,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-slow-results-'));
+    const r = await rumedbench(...args(server.url, out, '--timeout-ms', '1500'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.downloads()).toBe(1);
+    expect(server.batchLines).toHaveLength(12);
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+  });
+
+  it('a 429 on creating is waited out as its Retry-After asks, then created once, never looked up first', async () => {
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      createFault: (n) => (n === 0 ? '429' : undefined),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-429-'));
+    const t0 = Date.now();
+    const r = await rumedbench(...args(server.url, out, '--timeout-ms', '1000'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
+    expect(r.stderr).toContain('creating a batch of 12 requests was refused for now (http://127.0.0.1');
+    expect(r.stderr).toContain('creating it again in 2.0 s, as the provider asks (Retry-After)');
+    expect([server.createCalls(), server.batches().length, server.batchLines.length]).toEqual([2, 1, 12]);
+    // The one look at the list is the one after the batch ended (for a late second batch), not a lookup before.
+    expect(server.listCalls()).toBe(1);
+  });
+
+  it('a provider without the list of batches: the completed batch is collected, warned once', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', noList: true });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-no-list-'));
+    const r = await rumedbench(...args(server.url, out));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.match(/the provider has no list of batches/g)).toHaveLength(1);
+    expect(ledgerEvents(out).at(-1)).toBe('collected');
+    expect(server.batchLines).toHaveLength(12);
+    expect(existsSync(join(out, 'summary.json'))).toBe(true);
+  });
+
+  it('500s from the status endpoint are backed off; past the patience the run stops with --resume, which collects', async () => {
+    let failing: (n: number) => boolean = (n) => n < 3;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', statusFault: (n) => failing(n) });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-status-500-'));
+    // Patience: five creating windows of two --timeout-ms each (10 s here, 2 s below).
+    const passing = await rumedbench(...args(server.url, out, '--max-retries', '0', '--timeout-ms', '1000'));
+    expect(passing.code, passing.stderr).toBe(0);
+    expect(passing.stderr).toContain('looking at batch batch_1 failed (');
+    const out2 = mkdtempSync(join(tmpdir(), 'rumedbench-status-500-stuck-'));
+    failing = () => true;
+    const stuck = await rumedbench(...args(server.url, out2, '--max-retries', '0', '--timeout-ms', '200'));
+    expect(stuck.code).toBe(3);
+    expect(stuck.stderr).toMatch(
+      /looking at batch batch_2 failed again and again for [\d.]+ s \(the last: .*HTTP 500.*\); the batch is recorded and waits at the provider: continue with the same command and --resume, which collects it/,
+    );
+    expect(ledgerEvents(out2)).toEqual(['creating', 'submitted']);
+    failing = () => false;
+    const resumed = await rumedbench(...args(server.url, out2, '--resume'));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(server.batchLines).toHaveLength(24);
+    expect(server.batches()).toHaveLength(2);
+  });
+});
