@@ -6,12 +6,20 @@
  * again and the requests are paid once.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CLI_ENV, rumedbench } from '../helpers/cli.js';
+import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
@@ -390,5 +398,38 @@ describe('downloads and waits (#59 item 6)', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(server.batchLines).toHaveLength(24);
     expect(server.batches()).toHaveLength(2);
+  });
+});
+
+describe('keys in batch ids (#59 item 8)', () => {
+  it('a batch id that carries the key, as it is or encoded, reaches no file of the run and not the terminal', async () => {
+    // A key with the characters that encodings change: / + = & and a quote.
+    const key = 'sk-te/st+Kq9=x&y"z-secret';
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      batchIdOf: (n) => `batch_${key}_${n + 1}`,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-key-batch-id-'));
+    const r = await rumedbenchWith(
+      { RB_BATCH_KEY: key },
+      ...args(server.url, out, '--api-key-env', 'RB_BATCH_KEY'),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.batches().map((b) => b.id)).toEqual([`batch_${key}_1`]);
+    const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
+      .map((f) => join(out, f))
+      .filter((f) => statSync(f).isFile());
+    expect(files.map((f) => f.slice(out.length + 1))).toContain('batches.jsonl');
+    const everything = `${r.stderr}${r.stdout}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
+    const forms = {
+      raw: key,
+      json: JSON.stringify(key).slice(1, -1),
+      url: encodeURIComponent(key),
+      form: new URLSearchParams({ k: key }).toString().slice(2),
+      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
+    };
+    expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
+    expect(readFileSync(join(out, 'batches.jsonl'), 'utf8')).toContain('batch_***_1');
   });
 });

@@ -243,6 +243,8 @@ export async function startFakeOpenAI(options: {
   statusFault?: (n: number) => boolean;
   /** While this says true, a completed batch names no output file (`output_file_id: null`) though its counts do. */
   nullOutput?: () => boolean;
+  /** The id of the n-th batch made (0-based); `batch_<n+1>` by default (a provider may put anything in an id). */
+  batchIdOf?: (n: number) => string;
   /** The word a look at a batch gives for its status (another provider's: `COMPLETED`, `succeeded`). */
   statusWord?: (status: string) => string;
 }): Promise<FakeOpenAI> {
@@ -548,20 +550,18 @@ export async function startFakeOpenAI(options: {
         return;
       }
       if (fault === '429') {
-        res
-          .writeHead(429, { 'content-type': 'application/json', 'retry-after': '2' })
-          .end(
-            JSON.stringify({
-              error: { message: 'Rate limit reached for batches', type: 'rate_limit_error' },
-            }),
-          );
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '2' }).end(
+          JSON.stringify({
+            error: { message: 'Rate limit reached for batches', type: 'rate_limit_error' },
+          }),
+        );
         return;
       }
       if (fault === 'late') {
         json(504, { error: { message: 'Gateway Timeout', type: 'server_error' } });
         await new Promise((r) => setTimeout(r, options.lateMs ?? 1500));
       }
-      const id = `batch_${batches.size + 1}`;
+      const id = options.batchIdOf?.(batches.size) ?? `batch_${batches.size + 1}`;
       const lines = (files.get(body.input_file_id)?.text ?? '')
         .split('\n')
         .filter((l) => l.trim() !== '').length;
