@@ -34,6 +34,7 @@ import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactSecrets } from '../log.js';
+import { estimatedUsage } from './cost.js';
 import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
@@ -485,7 +486,11 @@ export async function journalResults(
             status: 'ok',
             reply: r.reply.text,
             ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
-            ...(r.reply.usage ? { usage: r.reply.usage } : {}),
+            ...(r.reply.usage
+              ? { usage: r.reply.usage }
+              : r.reply.usageProblem && job.kind === 'chat'
+                ? { usage: estimatedUsage(job.messages, r.reply) }
+                : {}),
             ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
             ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
             ...(r.reply.model ? { model: r.reply.model } : {}),

@@ -122,6 +122,23 @@ const TEMPLATE_TOKENS_PER_MESSAGE = 16;
 const bytesOf = (messages: readonly ChatMessage[]): number =>
   messages.reduce((n, m) => n + Buffer.byteLength(m.content, 'utf8') + TEMPLATE_TOKENS_PER_MESSAGE, 0);
 
+/**
+ * Token counts for a reply whose server gave none readable (strings, negative, above 10⁷): the prompt bounded by its
+ * bytes and a chat template's tokens per message, the completion by the bytes of the reply (and its reasoning), as the
+ * estimate above bounds them. A ceiling, so that `--max-cost` and the cost never count such a reply as free; the entry
+ * keeps `usageProblem`, which flags it (#59 item 10).
+ */
+export function estimatedUsage(
+  messages: readonly ChatMessage[],
+  reply: { text: string; reasoning?: string | undefined },
+): { promptTokens: number; completionTokens: number } {
+  return {
+    promptTokens: bytesOf(messages),
+    completionTokens:
+      Buffer.byteLength(reply.text, 'utf8') + Buffer.byteLength(reply.reasoning ?? '', 'utf8'),
+  };
+}
+
 export interface CostEstimate {
   usd: number;
   requests: number;

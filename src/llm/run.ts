@@ -241,7 +241,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
   if (usageProblems.length > 0)
     log.warn(
-      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); they count for nothing in the tokens and the cost`,
+      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); their tokens are estimated from the request's and the reply's bytes (a ceiling), and counted so in the tokens, the cost and --max-cost`,
     );
   const served: Record<string, number> = {};
   for (const e of ok) if (e.model !== undefined) served[e.model] = (served[e.model] ?? 0) + 1;
