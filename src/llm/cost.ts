@@ -116,6 +116,9 @@ export function spentByWay(
   return out;
 }
 
+/** The tokens a model puts before each prompt it scores (its BOS), at most. */
+const LOGLIK_BOS_TOKENS = 1;
+
 /** The tokens a chat template adds around each message (role markers, separators), at most: a ceiling. */
 const TEMPLATE_TOKENS_PER_MESSAGE = 16;
 
@@ -162,11 +165,17 @@ export async function estimateCost(
   const prompts = await Promise.all(
     requests.map(async (job) => {
       if (job.kind === 'loglik') {
-        // Each candidate is scored as a continuation of the context: the context and the candidate, per candidate.
+        // Each candidate is scored as a continuation of the context (the context and the candidate, per candidate),
+        // and a method may send the context alone too (where the candidate's tokens begin); every prompt starts with
+        // the model's BOS token. Left out, the estimate fell half short of the bill on RuMedDaNet (#59 item 10).
         byBytes++;
-        return job.item.candidates.reduce(
-          (n, c) => n + Buffer.byteLength(job.item.context + c.text, 'utf8'),
-          0,
+        return (
+          Buffer.byteLength(job.item.context, 'utf8') +
+          LOGLIK_BOS_TOKENS +
+          job.item.candidates.reduce(
+            (n, c) => n + Buffer.byteLength(job.item.context + c.text, 'utf8') + LOGLIK_BOS_TOKENS,
+            0,
+          )
         );
       }
       const key = JSON.stringify(job.messages);
