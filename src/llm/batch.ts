@@ -291,6 +291,13 @@ export interface BatchLedger {
   creating(i: BatchIntent): Promise<void>;
   /** An intent the provider never acted on (looked up, not found): its requests are sent again under a new one. */
   abandoned(tag: string): Promise<void>;
+  /**
+   * The intents given up whose batch may still appear (a run folder's: ./batch.ts readAbandoned), looked up again on
+   * every later run, a late batch cancelled; absent where the ledger does not keep them.
+   */
+  abandonedIntents?(): Promise<BatchIntent[]>;
+  /** A late batch of an abandoned intent, cancelled. */
+  lateCancelled?(tag: string, id: string): Promise<void>;
   submitted(b: {
     id: string;
     provider: string;
@@ -329,6 +336,8 @@ export function folderLedger(outDir: string): BatchLedger {
         at: i.at,
       }),
     abandoned: async (tag) => record(outDir, { event: 'abandoned', tag }),
+    abandonedIntents: async () => readAbandoned(outDir),
+    lateCancelled: async (tag, id) => record(outDir, { event: 'late-cancelled', tag, id }),
     submitted: async (b) =>
       record(outDir, {
         event: 'submitted',
@@ -400,6 +409,29 @@ export function readIntents(outDir: string): BatchIntent[] {
   }
   return [...open.values()];
 }
+
+/**
+ * The intents of a run folder given up (looked up, not found, their requests sent again under another), within the
+ * providers' window in which a creating call that was still under way may yet make their batch (#59 item 6).
+ */
+export function readAbandoned(outDir: string, now = Date.now()): BatchIntent[] {
+  const made = new Map<string, BatchIntent>();
+  const given = new Set<string>();
+  for (const e of ledgerLines(outDir)) {
+    if (typeof e.tag !== 'string') continue;
+    if (e.event === 'creating' && typeof e.at === 'string')
+      made.set(e.tag, { tag: e.tag, provider: String(e.provider), keys: stringsOf(e.keys), at: e.at });
+    else if (e.event === 'abandoned') given.add(e.tag);
+    // One creating call makes one batch at most: once its late batch is cancelled, the tag is settled.
+    else if (e.event === 'late-cancelled') made.delete(e.tag);
+  }
+  return [...given]
+    .map((t) => made.get(t))
+    .filter((i): i is BatchIntent => i !== undefined && now - Date.parse(i.at) < LATE_WINDOW_MS);
+}
+
+/** How long after its creating call a batch may still appear: the providers' 24-hour window and an hour. */
+const LATE_WINDOW_MS = 25 * 3_600_000;
 
 /** The batches a run folder records: each submitted one, and whether its results were collected. */
 export function readBatchLedger(outDir: string): RecordedBatch[] {
@@ -545,6 +577,34 @@ async function lookUp(
     if (found.length > 0) return keepOne(api, intent, found, log);
     if (Date.now() >= until) return undefined;
     await sleep(Math.min(waitMs, Math.max(0, until - Date.now())));
+  }
+}
+
+/**
+ * A creating call given up on (its intent abandoned, its requests sent under another) may still make its batch later,
+ * behind a gateway that answered for it: every later run looks the abandoned tags up again and cancels what it finds,
+ * named, so that those requests are not paid twice. A provider without the list of batches cannot be asked: skipped.
+ */
+async function cancelLate(
+  api: BatchApi,
+  ledger: BatchLedger,
+  known: ReadonlySet<string>,
+  log: Logger,
+): Promise<void> {
+  if (!api.tagged || !ledger.abandonedIntents) return;
+  for (const intent of await ledger.abandonedIntents()) {
+    if (intent.provider !== api.name) continue;
+    const found = await api.find(intent, known).catch((e: unknown) => {
+      if ((e as { status?: unknown }).status === 404) return [];
+      throw e;
+    });
+    for (const id of found) {
+      await api.cancel(id);
+      await ledger.lateCancelled?.(intent.tag, id);
+      log.warn(
+        `batch ${id}: made late by a creating call an earlier run gave up on (tag ${intent.tag}), after its ${intent.keys.length} requests were sent again: cancelled, so they are not paid twice`,
+      );
+    }
   }
 }
 
@@ -699,6 +759,7 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
       `batch ${id}: created by an earlier run that never got the answer; found at the provider, collecting its ${intent.keys.length} requests`,
     );
   }
+  await cancelLate(o.api, ledger, known, o.log);
   const inFlight = new Set(waiting.flatMap((b) => b.keys));
 
   const toSend = o.pending.filter((j) => !inFlight.has(j.key));
