@@ -131,14 +131,20 @@ describe('one batch per set of requests (OpenAI Batch API)', () => {
   });
 });
 
+/** A provider whose first creating call gets a gateway's 504 while the batch is made `lateMs` later behind it. */
+async function lateServer(lateMs: number): Promise<FakeOpenAI> {
+  const server = await startFakeOpenAI({
+    reply: naiveModel(),
+    createFault: (n) => (n === 0 ? 'late' : undefined),
+    lateMs,
+  });
+  track(server);
+  return server;
+}
+
 describe('one batch per set of requests, against what a red team found', () => {
   it('a gateway that answers 504 while the batch is made behind it: looked for as long as the call could run', async () => {
-    const server = await startFakeOpenAI({
-      reply: naiveModel(),
-      createFault: (n) => (n === 0 ? 'late' : undefined),
-      lateMs: 1200,
-    });
-    track(server);
+    const server = await lateServer(1200);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-late-'));
     // --timeout-ms 1000: the batch is looked for up to 2 s (twice the timeout) before another is made.
     const r = await rumedbench(...openaiArgs(server.url, out), '--timeout-ms', '1000');
@@ -172,12 +178,7 @@ describe('one batch per set of requests, against what a red team found', () => {
   });
 
   it('a batch made late behind an intent a resume gave up on is cancelled by the next resume, named: paid once', async () => {
-    const server = await startFakeOpenAI({
-      reply: naiveModel(),
-      createFault: (n) => (n === 0 ? 'late' : undefined),
-      lateMs: 6000,
-    });
-    track(server);
+    const server = await lateServer(6000);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-abandoned-'));
     const argv = openaiArgs(server.url, out);
     await killWhen(argv, CLI_ENV, () => server.createCalls() >= 1);
