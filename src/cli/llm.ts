@@ -175,6 +175,10 @@ export const LLM_FLAGS = {
     '--retry-errors',
     'continue the run in --out, re-asking only the requests that failed',
   ),
+  reask: flag.on(
+    '--reask',
+    'with --resume: ask again, and pay again, the items answered under other settings (the old answers are kept)',
+  ),
   pricePrompt: flag.decimal('--price-prompt <usd>', 'price per million prompt tokens'),
   priceCompletion: flag.decimal('--price-completion <usd>', 'price per million completion tokens'),
   priceCached: flag.decimal(
@@ -329,6 +333,8 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     throw new UsageError(
       '--batch sends chat requests; a log-likelihood run is sent online (--mode generate with --batch)',
     );
+  if (flags.reask && !flags.resume && !flags.retryErrors)
+    throw new UsageError('--reask goes with --resume (or --retry-errors): it continues a run in --out');
   if (
     !flags.batch &&
     (flags.batchPoll !== undefined || flags.batchDiscount !== undefined || flags.batchDeadline !== undefined)
@@ -426,6 +432,7 @@ export async function runLlmCommand(flags: LlmFlags, io: CliIo): Promise<number>
     log: io.log,
     ...(flags.resume ? { resume: true } : {}),
     ...(flags.retryErrors ? { retryErrors: true } : {}),
+    ...(flags.reask ? { reask: true } : {}),
     ...progressOf(io, flags.progress),
   });
   if (outcome.kind === 'llm') printOutcome(outcome, flags.json, io);

@@ -31,6 +31,8 @@ export interface LlmContext {
   dataDir?: string;
   resume?: boolean;
   retryErrors?: boolean;
+  /** With `resume`: items answered under other settings are asked again (../llm/resume-settings.ts). */
+  reask?: boolean;
   onProgress?: (p: RunProgress, final: boolean) => void;
   /** The manifest's extra fields (the spec itself, for `rumedbench run`). */
   manifest?: Record<string, unknown>;
@@ -67,6 +69,7 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
     ...(spec.repeats > 1 ? { repeats: spec.repeats } : {}),
     ...(c.resume ? { resume: true } : {}),
     ...(c.retryErrors ? { retryErrors: true } : {}),
+    ...(c.reask ? { reask: true } : {}),
     ...(spec.allow_failures ? { allowFailures: spec.allow_failures } : {}),
     ...(spec.provider.name !== 'llama' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
     ...(spec.system !== undefined ? { system: spec.system } : {}),

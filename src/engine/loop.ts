@@ -9,13 +9,14 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
-import { readBatchLedger, readIntents } from '../llm/batch.js';
+import { BATCH_DEFAULTS, readBatchLedger, readIntents } from '../llm/batch.js';
 import { type Budget, memoryMoney, openBudget } from '../llm/budget.js';
-import { describeEstimate, estimateCost, formatUsd, spentOn } from '../llm/cost.js';
+import { describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from '../llm/cost.js';
 import { executeRequests, type RequestExecutor } from '../llm/execute.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import { isCorrect, readAnswer } from '../llm/outputs.js';
 import type { LlmRequest } from '../llm/requests.js';
+import { checkResumeSettings, recordSettings, requestSettingsOf } from '../llm/resume-settings.js';
 import {
   checkLoglikTasks,
   finishRun,
@@ -90,12 +91,21 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       `shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.requests.length} requests`,
     );
   if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
-  // Paid answers are never dropped in silence: a resume whose settings change the requests is refused (journal.ts).
-  const orphaned = resuming ? journal.answersOfOtherRequests(jobs) : 0;
-  if (orphaned > 0)
-    throw new UsageError(
-      `${journalFile} holds ${orphaned} paid answer(s) for this run's items that these settings would not use (a setting that changes a request differs from the run's: --model, --temperature, --top-p, --seed, --max-tokens, the prompt or the system prompt): continuing would ask them again and pay twice. Resume with the settings they were asked with, or give a new --out`,
-    );
+  // Paid answers are never dropped in silence: a resume whose settings change the requests is refused, naming what
+  // changed, or with --reask asks those items again (../llm/resume-settings.ts).
+  const settings = requestSettingsOf(options, model.model, plan.dataFiles);
+  if (resuming)
+    checkResumeSettings({
+      outDir: options.outDir,
+      journalFile,
+      journal,
+      jobs,
+      settings,
+      waiting: readBatchLedger(options.outDir).filter((b) => !b.collected),
+      reask: options.reask ?? false,
+      log,
+    });
+  recordSettings(options.outDir, settings);
 
   // A run folder holds one way of asking: a batch it recorded and never collected is collected (with --batch) before
   // anything is sent online, or its answers would later replace these, each request paid twice.
@@ -124,7 +134,17 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const prices = pricesOf(options);
   const budget =
     options.maxCost !== undefined
-      ? await checkBudget({ ...options, ...(prices ? { prices } : {}) }, jobs, pending, journal, log)
+      ? await checkBudget(
+          {
+            ...options,
+            ...(prices ? { prices } : {}),
+            ...(options.prices ? { listPrices: options.prices } : {}),
+          },
+          jobs,
+          pending,
+          journal,
+          log,
+        )
       : undefined;
   const bar = newProgress(pending.length);
   const batch = options.batch;
@@ -166,6 +186,10 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
             }
           },
         };
+  // Each answer is journaled with the rate it is bought at, so that the folder is priced at what was paid (../llm/cost.ts).
+  journal.buyingAs(
+    given ? { via: 'results-file' } : batch ? { via: 'batch', discount: batch.discount } : { via: 'online' },
+  );
   const sending = executeRequests(pending, executor, options.params);
   const { wallS, ids: batchIds } = await sending.catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
@@ -215,8 +239,31 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     log,
     ...(batch && batchIds
       ? { batch: { ids: batchIds, discount: batch.discount, provider: batch.api.name } }
-      : {}),
+      : earlierBatches(options.outDir, jobs, journal)),
   });
+}
+
+/**
+ * The batches an earlier run of this folder bought answers in, for the summary of a run that sends none (an online
+ * `--retry-errors` after a batch run): its `llm.batch` part is kept, its answers priced at their own discount.
+ */
+function earlierBatches(
+  outDir: string,
+  jobs: readonly LlmRequest[],
+  journal: Journal,
+): { batch?: { ids: string[]; discount: number; provider: string; ran: false } } {
+  const recorded = readBatchLedger(outDir);
+  const bought = jobs.map((j) => journal.get(j.key)?.bought).find((b) => b?.via === 'batch');
+  const first = recorded[0];
+  if (!first) return {};
+  return {
+    batch: {
+      ids: recorded.map((b) => b.id),
+      discount: bought?.discount ?? BATCH_DEFAULTS.discount,
+      provider: first.provider,
+      ran: false,
+    },
+  };
 }
 
 /**
@@ -224,7 +271,8 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
  * the one budget rule (./budget.ts), its money kept in this process.
  */
 async function checkBudget(
-  options: LlmRunOptions,
+  /** `prices` this run pays (a batch's discounted), `listPrices` the prices given. */
+  options: LlmRunOptions & { listPrices?: Prices },
   jobs: readonly LlmRequest[],
   pending: readonly LlmRequest[],
   journal: Journal,
@@ -232,9 +280,12 @@ async function checkBudget(
 ): Promise<Budget> {
   const prices = options.prices;
   if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
+  // What was spent, each answer at the rate it was bought at (list prices; a batch's at its discount), whatever this
+  // run's way of sending; an answer that does not say is priced as this run buys.
   const spent = spentOn(
     jobs.map((j) => journal.get(j.key)),
-    prices,
+    options.listPrices ?? prices,
+    options.batch?.discount ?? 0,
   );
   const estimate = await estimateCost(pending, {
     provider: options.provider,

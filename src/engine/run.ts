@@ -47,6 +47,8 @@ export interface RunContext {
   resume?: boolean;
   /** Continue the run in `out`: only the requests that failed are asked again. */
   retryErrors?: boolean;
+  /** With `resume`: items answered under other settings are asked again, paid again. */
+  reask?: boolean;
   /** This machine's data folder, in place of the spec's. */
   dataDir?: string;
   log?: Logger;
@@ -147,6 +149,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
         ...(ctx.dataDir !== undefined ? { dataDir: ctx.dataDir } : {}),
         ...(ctx.resume ? { resume: true } : {}),
         ...(ctx.retryErrors ? { retryErrors: true } : {}),
+        ...(ctx.reask ? { reask: true } : {}),
         ...(ctx.onProgress ? { onProgress: ctx.onProgress } : {}),
       }).options,
     };

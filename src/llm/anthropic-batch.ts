@@ -15,6 +15,7 @@ import {
   type BatchState,
   CLOCK_MARGIN_S,
   checkedResults,
+  downloadDeadlineMs,
   MAX_LIST_PAGES,
   resultLines,
   resultsCap,
@@ -160,6 +161,7 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
               method: 'GET',
               saveTo: saved,
               maxReplyBytes: cap.bytes,
+              timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
               capIs: cap.says,
             });
           } catch (e) {

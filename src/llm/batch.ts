@@ -34,6 +34,7 @@ import { finished } from 'node:stream/promises';
 import { readUtf8LineBatches } from '../data/text.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactSecrets } from '../log.js';
+import { estimatedUsage } from './cost.js';
 import { cutTornTail, type JournalEntry, salvageGlued } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, SamplingParams } from './provider.js';
@@ -119,6 +120,15 @@ export function resultsCap(replyCap: number, requests: number): { bytes: number;
     says: `the batch's ${requests} requests can take (${requests} × (--max-reply-bytes ${replyCap} + ${LINE_SLACK} for the line around a reply)): continue with --resume, which collects the batch again, after raising --max-reply-bytes if the replies are that long`,
   };
 }
+
+/**
+ * How long a batch's results may take to download: `--timeout-ms` (one request's deadline), and a fifth of a second
+ * more per request the batch holds by our record (10 KB/s for honest 2 KB lines). A results file of 20,000 lines is
+ * no reply to be had within one request's timeout; held to it, it could never be collected (#59 item 7).
+ */
+export const downloadDeadlineMs = (timeoutMs: number, requests: number): number =>
+  timeoutMs + Math.max(1, requests) * DOWNLOAD_MS_PER_REQUEST;
+const DOWNLOAD_MS_PER_REQUEST = 200;
 
 /** A results line longer than this many bytes past the reply cap is no reply: passed over, its request failed. */
 const LINE_SLACK = 64 << 10;
@@ -281,6 +291,13 @@ export interface BatchLedger {
   creating(i: BatchIntent): Promise<void>;
   /** An intent the provider never acted on (looked up, not found): its requests are sent again under a new one. */
   abandoned(tag: string): Promise<void>;
+  /**
+   * The intents given up whose batch may still appear (a run folder's: ./batch.ts readAbandoned), looked up again on
+   * every later run, a late batch cancelled; absent where the ledger does not keep them.
+   */
+  abandonedIntents?(): Promise<BatchIntent[]>;
+  /** A late batch of an abandoned intent, cancelled. */
+  lateCancelled?(tag: string, id: string): Promise<void>;
   submitted(b: {
     id: string;
     provider: string;
@@ -319,6 +336,8 @@ export function folderLedger(outDir: string): BatchLedger {
         at: i.at,
       }),
     abandoned: async (tag) => record(outDir, { event: 'abandoned', tag }),
+    abandonedIntents: async () => readAbandoned(outDir),
+    lateCancelled: async (tag, id) => record(outDir, { event: 'late-cancelled', tag, id }),
     submitted: async (b) =>
       record(outDir, {
         event: 'submitted',
@@ -390,6 +409,29 @@ export function readIntents(outDir: string): BatchIntent[] {
   }
   return [...open.values()];
 }
+
+/**
+ * The intents of a run folder given up (looked up, not found, their requests sent again under another), within the
+ * providers' window in which a creating call that was still under way may yet make their batch (#59 item 6).
+ */
+export function readAbandoned(outDir: string, now = Date.now()): BatchIntent[] {
+  const made = new Map<string, BatchIntent>();
+  const given = new Set<string>();
+  for (const e of ledgerLines(outDir)) {
+    if (typeof e.tag !== 'string') continue;
+    if (e.event === 'creating' && typeof e.at === 'string')
+      made.set(e.tag, { tag: e.tag, provider: String(e.provider), keys: stringsOf(e.keys), at: e.at });
+    else if (e.event === 'abandoned') given.add(e.tag);
+    // One creating call makes one batch at most: once its late batch is cancelled, the tag is settled.
+    else if (e.event === 'late-cancelled') made.delete(e.tag);
+  }
+  return [...given]
+    .map((t) => made.get(t))
+    .filter((i): i is BatchIntent => i !== undefined && now - Date.parse(i.at) < LATE_WINDOW_MS);
+}
+
+/** How long after its creating call a batch may still appear: the providers' 24-hour window and an hour. */
+const LATE_WINDOW_MS = 25 * 3_600_000;
 
 /** The batches a run folder records: each submitted one, and whether its results were collected. */
 export function readBatchLedger(outDir: string): RecordedBatch[] {
@@ -476,7 +518,11 @@ export async function journalResults(
             status: 'ok',
             reply: r.reply.text,
             ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
-            ...(r.reply.usage ? { usage: r.reply.usage } : {}),
+            ...(r.reply.usage
+              ? { usage: r.reply.usage }
+              : r.reply.usageProblem && job.kind === 'chat'
+                ? { usage: estimatedUsage(job.messages, r.reply) }
+                : {}),
             ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
             ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
             ...(r.reply.model ? { model: r.reply.model } : {}),
@@ -502,6 +548,10 @@ const formatWait = (ms: number): string =>
 
 /** Creating calls at most, for one batch, before the run stops (each after looking the batch up). */
 const CREATE_TRIES = 5;
+/** The longest a refused creating call (429) is waited out before the run stops with `--resume`. */
+const MAX_CREATE_WAIT_MS = 10 * 60_000;
+/** Failed looks at a batch are tried again for this many creating windows (`settleMs`, two --timeout-ms each). */
+const STATUS_PATIENCE = 5;
 
 /**
  * The batch of an intent at the provider, looked for until `until` (ms): a creation still under way behind a call
@@ -516,10 +566,45 @@ async function lookUp(
   until: number,
 ): Promise<string | undefined> {
   for (let waitMs = 500; ; waitMs = Math.min(waitMs * 2, 30_000)) {
-    const found = await api.find(intent, known);
+    const found = await api.find(intent, known).catch((e: unknown) => {
+      if ((e as { status?: unknown }).status !== 404) throw e;
+      throw new RumedbenchError(
+        'RUN_INCOMPLETE',
+        `a batch of ${intent.keys.length} requests was being created when the last call got no answer, and the provider has no list of batches to look it up in (${(e as Error).message}): nothing is created blindly. Look at the provider's batches (tag ${intent.tag}), then continue with the same command and --resume`,
+        { cause: e },
+      );
+    });
     if (found.length > 0) return keepOne(api, intent, found, log);
     if (Date.now() >= until) return undefined;
     await sleep(Math.min(waitMs, Math.max(0, until - Date.now())));
+  }
+}
+
+/**
+ * A creating call given up on (its intent abandoned, its requests sent under another) may still make its batch later,
+ * behind a gateway that answered for it: every later run looks the abandoned tags up again and cancels what it finds,
+ * named, so that those requests are not paid twice. A provider without the list of batches cannot be asked: skipped.
+ */
+async function cancelLate(
+  api: BatchApi,
+  ledger: BatchLedger,
+  known: ReadonlySet<string>,
+  log: Logger,
+): Promise<void> {
+  if (!api.tagged || !ledger.abandonedIntents) return;
+  for (const intent of await ledger.abandonedIntents()) {
+    if (intent.provider !== api.name) continue;
+    const found = await api.find(intent, known).catch((e: unknown) => {
+      if ((e as { status?: unknown }).status === 404) return [];
+      throw e;
+    });
+    for (const id of found) {
+      await api.cancel(id);
+      await ledger.lateCancelled?.(intent.tag, id);
+      log.warn(
+        `batch ${id}: made late by a creating call an earlier run gave up on (tag ${intent.tag}), after its ${intent.keys.length} requests were sent again: cancelled, so they are not paid twice`,
+      );
+    }
   }
 }
 
@@ -557,7 +642,29 @@ async function createOnce(
     try {
       return await api.submit(file, intent.tag);
     } catch (e) {
-      const err = e as Error & { retryable?: unknown; fatal?: unknown };
+      const err = e as Error & {
+        retryable?: unknown;
+        fatal?: unknown;
+        status?: unknown;
+        retryAfter?: unknown;
+      };
+      // A 429 is an answer: the call was refused and made no batch. It is made again once the wait the provider
+      // asks for (Retry-After) is over, without looking the batch up.
+      if (err.status === 429 && err.fatal !== true && attempt < CREATE_TRIES) {
+        const hinted = typeof err.retryAfter === 'number' ? err.retryAfter : undefined;
+        const wait = hinted ?? Math.min(1000 * 2 ** attempt, MAX_CREATE_WAIT_MS);
+        if (wait > MAX_CREATE_WAIT_MS)
+          throw new RumedbenchError(
+            'RUN_INCOMPLETE',
+            `creating a batch of ${intent.keys.length} requests was refused for now (${err.message}), and the provider asks to wait ${formatWait(wait)} (Retry-After), longer than ${formatWait(MAX_CREATE_WAIT_MS)}: continue with the same command and --resume later`,
+            { cause: e },
+          );
+        log.warn(
+          `creating a batch of ${intent.keys.length} requests was refused for now (${err.message}); creating it again in ${formatWait(wait)}${hinted !== undefined ? ', as the provider asks (Retry-After)' : ''}`,
+        );
+        await sleep(wait);
+        continue;
+      }
       if (err.retryable !== true || err.fatal === true || attempt >= CREATE_TRIES)
         throw new RumedbenchError(
           'RUN_INCOMPLETE',
@@ -652,6 +759,7 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
       `batch ${id}: created by an earlier run that never got the answer; found at the provider, collecting its ${intent.keys.length} requests`,
     );
   }
+  await cancelLate(o.api, ledger, known, o.log);
   const inFlight = new Set(waiting.flatMap((b) => b.keys));
 
   const toSend = o.pending.filter((j) => !inFlight.has(j.key));
@@ -729,14 +837,36 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
   // requests fail, named, and --retry-errors asks them again; it never blocks the run folder.
   // One 404 is not taken as the end (a provider's replica behind, a moment's confusion): three in a row, a second and
   // two apart, are.
+  // A look that fails otherwise (5xx, no answer) is tried again, backing off, for STATUS_PATIENCE creating windows
+  // (each two --timeout-ms); then the run stops with --resume, the batch waiting in the ledger.
   const look = async (id: string): Promise<BatchState> => {
-    for (let tries = 1; ; tries++) {
+    let failingSince: number | undefined;
+    let backoff = 1000;
+    for (let tries = 1; ; ) {
       try {
         return await o.api.state(id);
       } catch (e) {
-        if ((e as { status?: unknown }).status !== 404) throw e;
+        const err = e as Error & { status?: unknown; retryable?: unknown; fatal?: unknown };
+        if (err.status !== 404) {
+          failingSince ??= Date.now();
+          const patience = STATUS_PATIENCE * o.api.settleMs;
+          if (err.retryable !== true || err.fatal === true) throw e;
+          if (Date.now() - failingSince >= patience)
+            throw new RumedbenchError(
+              'RUN_INCOMPLETE',
+              `looking at batch ${id} failed again and again for ${formatWait(Date.now() - failingSince)} (the last: ${err.message}); the batch is recorded and waits at the provider: continue with the same command and --resume, which collects it`,
+              { cause: e },
+            );
+          o.log.warn(
+            `looking at batch ${id} failed (${err.message}); looking again in ${formatWait(backoff)}`,
+          );
+          await sleep(backoff);
+          backoff = Math.min(backoff * 2, MAX_POLL_MS);
+          continue;
+        }
         if (tries < 3) {
           await sleep(1000 * tries);
+          tries++;
           continue;
         }
         return {
@@ -748,6 +878,7 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
       }
     }
   };
+  let noList = false;
   for (const b of [...waiting, ...fresh]) {
     let state = await look(b.id);
     let waitMs = o.pollS * 1000;
@@ -791,7 +922,17 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
         keys: b.keys,
         at: b.at ?? new Date(started).toISOString(),
       };
-      const found = await o.api.find(intent, new Set());
+      const found = await o.api.find(intent, new Set()).catch((e: unknown) => {
+        // A provider without the list (an OpenAI-compatible server answering 404): the ledger's batch is collected,
+        // never dropped for a look that cannot be made.
+        if ((e as { status?: unknown }).status !== 404) throw e;
+        if (!noList)
+          o.log.warn(
+            `the provider has no list of batches (${(e as Error).message}): a second batch a creating call may have made cannot be looked for; the batches the ledger holds are collected`,
+          );
+        noList = true;
+        return [];
+      });
       if (found.length > 1) await keepOne(o.api, intent, found, o.log, b.id);
     }
     let read: Awaited<ReturnType<typeof journalResults>>;

@@ -155,6 +155,8 @@ export interface RequestOptions {
   saveTo?: string;
   /** What `maxReplyBytes` is, for the message when an answer passes it (default: the reply cap). */
   capIs?: string;
+  /** The whole request's deadline, where it is not `--timeout-ms` (a batch's results: ./batch.ts downloadDeadlineMs). */
+  timeoutMs?: number;
 }
 
 interface Breaker {
@@ -438,7 +440,7 @@ export class ResilientClient {
         }),
         {
           maxBytes: cap,
-          timeoutMs: this.timeoutMs,
+          timeoutMs: options.timeoutMs ?? this.timeoutMs,
           retry: { retries: 0 },
           ...(options.saveTo ? { saveTo: options.saveTo } : {}),
           ...(this.options.guard ? { guard: this.options.guard } : {}),
@@ -456,7 +458,7 @@ export class ResilientClient {
       if (e.phase === 'read') {
         const cause = e.cause as Error | undefined;
         throw new LlmRequestError(
-          `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? 'timed out' : (cause?.message ?? e.message)})`,
+          `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? `timed out after ${Math.round((options.timeoutMs ?? this.timeoutMs) / 1000)} s` : (cause?.message ?? e.message)})`,
           e.status,
           true,
           { cause: e, unreachable: true },
@@ -465,7 +467,7 @@ export class ResilientClient {
       const why = connectionProblem(url, e.cause);
       const timeout = why === 'timed out';
       throw new LlmRequestError(
-        `${url}: ${timeout ? `timed out after ${Math.round(this.timeoutMs / 1000)} s` : why}`,
+        `${url}: ${timeout ? `timed out after ${Math.round((options.timeoutMs ?? this.timeoutMs) / 1000)} s` : why}`,
         undefined,
         true,
         { cause: e, unreachable: true },

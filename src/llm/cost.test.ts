@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { costOf, pricesFor } from './cost.js';
+import { costOf, estimateCost, pricesFor } from './cost.js';
+import type { Provider } from './provider.js';
+import type { LlmRequest } from './requests.js';
 
 describe('costOf: cached prompt tokens at their own prices', () => {
   it("prices issue #43's Anthropic example by hand: cache reads at 0.1×, cache writes at 1.25× of the input price", () => {
@@ -42,5 +44,23 @@ describe('costOf: cached prompt tokens at their own prices', () => {
       3e-6,
       15,
     );
+  });
+});
+
+describe('estimateCost: a log-likelihood item', () => {
+  it('counts every prompt a method may send: the context alone and each candidate after it, each with its BOS', async () => {
+    // "Вопрос" is 12 bytes, " да" 5, " нет" 7: (12 + 1) + (12 + 5 + 1) + (12 + 7 + 1) = 51 prompt tokens at most.
+    const job = {
+      kind: 'loglik',
+      key: 'k',
+      item: { context: 'Вопрос', candidates: [{ text: ' да' }, { text: ' нет' }] },
+    } as unknown as LlmRequest;
+    const e = await estimateCost([job], {
+      provider: {} as Provider,
+      params: { temperature: 0, maxTokens: 1 },
+      prices: { prompt: 1e6, completion: 0 },
+      concurrency: 1,
+    });
+    expect([e.promptTokens, e.completionTokens, e.usd, e.counted]).toEqual([51, 0, 51, 'bytes']);
   });
 });

@@ -14,7 +14,7 @@
  * (https://platform.openai.com/docs/guides/prompt-caching, https://openai.com/api/pricing/), and reports no cache writes.
  */
 import pLimit from 'p-limit';
-import type { JournalEntry } from './journal.js';
+import type { Bought, JournalEntry } from './journal.js';
 import type { ChatMessage } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -82,18 +82,65 @@ const ceilingPrices = (p: Prices): Prices => ({
   completion: p.completion,
 });
 
-/** What the answered entries cost, from the token counts their servers reported. */
-export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices): number {
+/**
+ * What the answered entries cost, from the token counts their servers reported, each at the rate it was bought at
+ * (`bought`: online at `prices`, a batch's at its discount off them). An entry that does not say (a journal of an
+ * older version, a queue cell's) is priced at `unsaid`, the discount of the run reading it (0 online).
+ */
+export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices, unsaid = 0): number {
   let usd = 0;
-  for (const e of entries) if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage);
+  for (const e of entries)
+    if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage) * (1 - discountOf(e, unsaid));
   return usd;
 }
+
+/** The share of the list prices an answer saved: its batch's discount, 0 online, `unsaid` where it does not say. */
+export const discountOf = (e: JournalEntry, unsaid: number): number =>
+  e.bought ? (e.bought.discount ?? 0) : unsaid;
+
+/** The answers and what they cost, by how they were bought: the summary's `llm.online` and `llm.batch` parts. */
+export function spentByWay(
+  entries: readonly JournalEntry[],
+  prices: Prices | undefined,
+  unsaid: { via: Bought['via']; discount: number },
+): Partial<Record<Bought['via'], { answers: number; cost?: number }>> {
+  const out: Partial<Record<Bought['via'], { answers: number; cost?: number }>> = {};
+  for (const e of entries) {
+    if (e.status !== 'ok') continue;
+    const via = e.bought?.via ?? unsaid.via;
+    const part = out[via] ?? { answers: 0, ...(prices ? { cost: 0 } : {}) };
+    out[via] = part;
+    part.answers++;
+    if (prices && e.usage) part.cost = (part.cost ?? 0) + spentOn([e], prices, unsaid.discount);
+  }
+  return out;
+}
+
+/** The tokens a model puts before each prompt it scores (its BOS), at most. */
+const LOGLIK_BOS_TOKENS = 1;
 
 /** The tokens a chat template adds around each message (role markers, separators), at most: a ceiling. */
 const TEMPLATE_TOKENS_PER_MESSAGE = 16;
 
 const bytesOf = (messages: readonly ChatMessage[]): number =>
   messages.reduce((n, m) => n + Buffer.byteLength(m.content, 'utf8') + TEMPLATE_TOKENS_PER_MESSAGE, 0);
+
+/**
+ * Token counts for a reply whose server gave none readable (strings, negative, above 10⁷): the prompt bounded by its
+ * bytes and a chat template's tokens per message, the completion by the bytes of the reply (and its reasoning), as the
+ * estimate above bounds them. A ceiling, so that `--max-cost` and the cost never count such a reply as free; the entry
+ * keeps `usageProblem`, which flags it (#59 item 10).
+ */
+export function estimatedUsage(
+  messages: readonly ChatMessage[],
+  reply: { text: string; reasoning?: string | undefined },
+): { promptTokens: number; completionTokens: number } {
+  return {
+    promptTokens: bytesOf(messages),
+    completionTokens:
+      Buffer.byteLength(reply.text, 'utf8') + Buffer.byteLength(reply.reasoning ?? '', 'utf8'),
+  };
+}
 
 export interface CostEstimate {
   usd: number;
@@ -118,11 +165,17 @@ export async function estimateCost(
   const prompts = await Promise.all(
     requests.map(async (job) => {
       if (job.kind === 'loglik') {
-        // Each candidate is scored as a continuation of the context: the context and the candidate, per candidate.
+        // Each candidate is scored as a continuation of the context (the context and the candidate, per candidate),
+        // and a method may send the context alone too (where the candidate's tokens begin); every prompt starts with
+        // the model's BOS token. Left out, the estimate fell half short of the bill on RuMedDaNet (#59 item 10).
         byBytes++;
-        return job.item.candidates.reduce(
-          (n, c) => n + Buffer.byteLength(job.item.context + c.text, 'utf8'),
-          0,
+        return (
+          Buffer.byteLength(job.item.context, 'utf8') +
+          LOGLIK_BOS_TOKENS +
+          job.item.candidates.reduce(
+            (n, c) => n + Buffer.byteLength(job.item.context + c.text, 'utf8') + LOGLIK_BOS_TOKENS,
+            0,
+          )
         );
       }
       const key = JSON.stringify(job.messages);

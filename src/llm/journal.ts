@@ -20,6 +20,16 @@ import {
 import { redactSecrets } from '../log.js';
 import type { Usage } from './provider.js';
 
+/**
+ * How an answer was bought, so that it is priced at what was paid for it however the run folder goes on: online at the
+ * list prices, in a batch at its discount (the share of the prices it saves), or read from a results file (a batch
+ * run elsewhere, priced at the list prices: what it cost is not known here, and a budget may not count less).
+ */
+export interface Bought {
+  via: 'online' | 'batch' | 'results-file';
+  discount?: number;
+}
+
 export interface JournalEntry {
   key: string;
   task: string;
@@ -45,6 +55,8 @@ export interface JournalEntry {
   positions?: number;
   /** A failure that takes the place of an answer journaled before: its results disagreed (a batch's duplicates). */
   conflict?: true;
+  /** How the answer was bought (absent in journals of older versions and in a queue cell's). */
+  bought?: Bought;
 }
 
 /** Lines longer than this are not read (a capped reply, JSON-escaped, is far below it). */
@@ -154,6 +166,8 @@ export class Journal {
   oversized = 0;
   /** Whether a torn last line was looked for (and cut) before this journal's first append. */
   private repaired = false;
+  /** How the answers this process appends are bought (`buyingAs`). */
+  private buying: Bought | undefined;
 
   private constructor(private readonly file: string) {}
 
@@ -210,19 +224,9 @@ export class Journal {
     return this.entries.size;
   }
 
-  /**
-   * Answers the journal holds for items of `jobs` under requests `jobs` does not make: the run's settings changed since
-   * they were asked (model, sampling, max tokens, prompt), and continuing would ask those items again, paid twice.
-   */
-  answersOfOtherRequests(
-    jobs: readonly { key: string; task: { name: string }; split: string; record: { id: string } }[],
-  ): number {
-    const keys = new Set(jobs.map((j) => j.key));
-    const items = new Set(jobs.map((j) => JSON.stringify([j.task.name, j.split, j.record.id])));
-    let n = 0;
-    for (const e of this.entries.values())
-      if (e.status === 'ok' && !keys.has(e.key) && items.has(JSON.stringify([e.task, e.split, e.id]))) n++;
-    return n;
+  /** Every entry, the latest per key. */
+  all(): JournalEntry[] {
+    return [...this.entries.values()];
   }
 
   /** The tasks with an answer in the journal. */
@@ -232,7 +236,16 @@ export class Journal {
     return out;
   }
 
-  append(entry: JournalEntry): void {
+  /** Answers appended from now on are recorded as bought so (the run's way of sending: online, a batch, a file). */
+  buyingAs(b: Bought): void {
+    this.buying = b;
+  }
+
+  append(given: JournalEntry): void {
+    const entry =
+      this.buying && given.status === 'ok' && given.bought === undefined
+        ? { ...given, bought: this.buying }
+        : given;
     if (!this.repaired) {
       cutTornTail(this.file);
       this.repaired = true;

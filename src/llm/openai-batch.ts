@@ -13,6 +13,7 @@ import {
   type BatchState,
   CLOCK_MARGIN_S,
   checkedResults,
+  downloadDeadlineMs,
   MAX_LIST_PAGES,
   resultLines,
   resultsCap,
@@ -124,7 +125,8 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
         const { json } = await p.call<BatchList>(
           `${base}/batches?limit=100${after ? `&after=${encodeURIComponent(after)}` : ''}`,
           undefined,
-          { method: 'GET' },
+          // A server without the list answers 404: the caller decides what that means (./batch.ts).
+          { method: 'GET', notFoundIsFatal: false },
         );
         const data = Array.isArray(json?.data) ? json.data : [];
         for (const b of data)
@@ -201,6 +203,7 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
                 method: 'GET',
                 saveTo: to,
                 maxReplyBytes: cap.bytes,
+                timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
                 capIs: cap.says,
               });
             }

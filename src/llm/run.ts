@@ -23,7 +23,7 @@ import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import type { BatchApi, BatchResult } from './batch.js';
-import { costOf, type Prices } from './cost.js';
+import { type Prices, spentByWay, spentOn } from './cost.js';
 import type { Journal, JournalEntry } from './journal.js';
 import {
   collectSamples,
@@ -68,6 +68,8 @@ export interface LlmRunOptions {
   resume?: boolean;
   /** Continue the run, sending only the requests whose last attempt failed. */
   retryErrors?: boolean;
+  /** With `resume`: the items answered under other settings (./resume-settings.ts) are asked again, paid again. */
+  reask?: boolean;
   /** The reply cap the provider reads with (`--max-reply-bytes`): a journaled reply over it is asked again. */
   maxReplyBytes?: number;
   /**
@@ -189,8 +191,11 @@ export interface FinishInput {
   log: Logger;
   /** The manifest's extra fields (a merge names its shards; a worker, its plan and cell). */
   extra?: Pick<ManifestInput, 'merged_from' | 'plan_id' | 'cell'>;
-  /** A batch run: its batches, and the discount its cost was priced at. */
-  batch?: { ids: string[]; discount: number; provider: string };
+  /**
+   * The folder's batches, and the discount they were bought at; `ran: false` where this run sent none (an online
+   * resume of a folder with batches), so that answers that do not say how they were bought are priced online.
+   */
+  batch?: { ids: string[]; discount: number; provider: string; ran?: false };
 }
 
 /**
@@ -232,13 +237,11 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const perTask = taskFigures(options.tasks, samples);
   const ok = jobs.map((j) => journal.get(j.key)).filter((e): e is JournalEntry => e?.status === 'ok');
   const ledger = usageLedger(ok);
-  const promptTokens = ledger.prompt_tokens;
-  const completionTokens = ledger.completion_tokens;
   const latencies = ok.map((e) => e.latencyMs);
   const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
   if (usageProblems.length > 0)
     log.warn(
-      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); they count for nothing in the tokens and the cost`,
+      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); their tokens are estimated from the request's and the reply's bytes (a ceiling), and counted so in the tokens, the cost and --max-cost`,
     );
   const served: Record<string, number> = {};
   for (const e of ok) if (e.model !== undefined) served[e.model] = (served[e.model] ?? 0) + 1;
@@ -247,6 +250,13 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     log.warn(
       `the server says another model answered: ${others.map(([m, n]) => `"${m}" (${n} replies)`).join(', ')}; asked for "${String(model.model)}"`,
     );
+  // Answers whose journal line does not say how they were bought (older versions, a queue cell's) are priced as this
+  // run buys: a batch run's at its discount.
+  const unsaid =
+    f.batch?.ran === false || !f.batch
+      ? { via: 'online' as const, discount: 0 }
+      : { via: 'batch' as const, discount: f.batch.discount };
+  const byWay = spentByWay(ok, options.prices, unsaid);
   const summary = {
     ...evaluation,
     llm: {
@@ -278,19 +288,19 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       ...(repeats > 1 ? { repeats: repeatFigures(options.tasks, samples, seed) } : {}),
       ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.requests.length } } : {}),
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
-      ...(options.prices
-        ? {
-            // The ledger's sums priced: costOf is linear, so this is the sum of the replies' costs.
-            cost: costOf(pricesOf({ prices: options.prices, batch: f.batch }) as Prices, {
-              promptTokens,
-              completionTokens,
-              cachedPromptTokens: ledger.cached_prompt_tokens,
-              cacheWriteTokens: ledger.cache_write_tokens,
-            }),
-          }
-        : {}),
+      // Each answer at the rate it was bought at (./cost.ts): online and batch answers of one folder each at theirs.
+      ...(options.prices ? { cost: spentOn(ok, options.prices, unsaid.discount) } : {}),
+      // Online answers beside batch ones (a resume or a retry that changed the way): each part with its own cost.
+      ...(byWay.online && (f.batch || byWay.batch) ? { online: byWay.online } : {}),
       ...(f.batch
-        ? { batch: { provider: f.batch.provider, batches: f.batch.ids, discount: f.batch.discount } }
+        ? {
+            batch: {
+              provider: f.batch.provider,
+              batches: f.batch.ids,
+              discount: f.batch.discount,
+              ...(byWay.batch ?? { answers: 0, ...(options.prices ? { cost: 0 } : {}) }),
+            },
+          }
         : {}),
     },
   };

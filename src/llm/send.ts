@@ -4,6 +4,7 @@
  */
 import { RumedbenchError } from '../errors.js';
 import { redactSecrets } from '../log.js';
+import { estimatedUsage } from './cost.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { Provider, SamplingParams } from './provider.js';
 import type { LlmRequest } from './requests.js';
@@ -56,7 +57,11 @@ async function ask(
   return {
     reply: reply.text,
     ...(reply.reasoning !== undefined ? { reasoning: reply.reasoning } : {}),
-    ...(reply.usage ? { usage: reply.usage } : {}),
+    ...(reply.usage
+      ? { usage: reply.usage }
+      : reply.usageProblem
+        ? { usage: estimatedUsage(job.messages, reply) }
+        : {}),
     ...(reply.usageProblem ? { usageProblem: reply.usageProblem } : {}),
     ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
     ...(reply.model ? { model: reply.model } : {}),

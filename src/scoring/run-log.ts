@@ -155,11 +155,22 @@ const llmDetailsSchema = z
       .optional(),
     latency_ms: z.object({ median: z.number().nullable(), p95: z.number().nullable() }).optional(),
     cost: z.number().optional(),
-    /** A batch run: the provider's batches, and the discount its cost was priced at. */
+    /**
+     * A run with answers bought in batches: the provider's batches, the discount they were priced at, and (written
+     * since #59) how many of the run's answers they bought and what those cost.
+     */
     batch: z
-      .object({ provider: z.string(), batches: z.array(z.string()), discount: z.number() })
+      .object({
+        provider: z.string(),
+        batches: z.array(z.string()),
+        discount: z.number(),
+        answers: z.number().optional(),
+        cost: z.number().optional(),
+      })
       .passthrough()
       .optional(),
+    /** The answers bought online (at the list prices), and what they cost: kept beside `batch` through resumes. */
+    online: z.object({ answers: z.number(), cost: z.number().optional() }).passthrough().optional(),
     served_models: z.record(z.string(), z.number()).optional(),
     /** Replies per finish_reason the server gave (stop, length, content_filter, …). */
     finish_reasons: z.record(z.string(), z.number()).optional(),

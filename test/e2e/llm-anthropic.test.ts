@@ -131,6 +131,8 @@ describe('llm --provider anthropic (fixture data)', () => {
       provider: 'anthropic',
       batches: ['msgbatch_1', 'msgbatch_2'],
       discount: 0.5,
+      answers: summary.llm.requests.total,
+      cost: summary.llm.cost,
     });
     expect(summary.llm.usage.prompt_tokens).toBe(onlineSummary.llm.usage.prompt_tokens);
     expect(summary.llm.cost).toBeCloseTo(onlineSummary.llm.cost / 2, 12);

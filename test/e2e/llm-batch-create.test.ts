@@ -122,22 +122,29 @@ describe('one batch per set of requests (OpenAI Batch API)', () => {
         : 'an earlier run was creating a batch of 8 requests when it stopped; the provider has none by its tag, so its requests are sent now',
     );
     expect(predictions(out, ['RuMedDaNet', 'RuMedNLI'])).toEqual(clean);
-    // A second resume finds the intent settled: it asks the provider nothing more and creates nothing.
+    // A second resume creates nothing; an intent given up is looked up once more (a late batch of it would be
+    // cancelled: below), one found is settled and asks the provider nothing.
     const lists = server.listCalls();
     const again = await rumedbench(...argv, '--resume');
     expect(again.code, again.stderr).toBe(0);
-    expect([server.batches().length, server.listCalls()]).toEqual([1, lists]);
+    expect([server.batches().length, server.listCalls() - lists]).toEqual([1, made === 1 ? 0 : 1]);
   });
 });
 
+/** A provider whose first creating call gets a gateway's 504 while the batch is made `lateMs` later behind it. */
+async function lateServer(lateMs: number): Promise<FakeOpenAI> {
+  const server = await startFakeOpenAI({
+    reply: naiveModel(),
+    createFault: (n) => (n === 0 ? 'late' : undefined),
+    lateMs,
+  });
+  track(server);
+  return server;
+}
+
 describe('one batch per set of requests, against what a red team found', () => {
   it('a gateway that answers 504 while the batch is made behind it: looked for as long as the call could run', async () => {
-    const server = await startFakeOpenAI({
-      reply: naiveModel(),
-      createFault: (n) => (n === 0 ? 'late' : undefined),
-      lateMs: 1200,
-    });
-    track(server);
+    const server = await lateServer(1200);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-late-'));
     // --timeout-ms 1000: the batch is looked for up to 2 s (twice the timeout) before another is made.
     const r = await rumedbench(...openaiArgs(server.url, out), '--timeout-ms', '1000');
@@ -168,6 +175,31 @@ describe('one batch per set of requests, against what a red team found', () => {
       /batch batch_2: a second batch of the same 8 requests \(tag rumedbench-[0-9a-f-]+\), made by a creating call that got no answer in time: cancelled, batch batch_1 is this run's/,
     );
     expect(predictions(out, ['RuMedDaNet', 'RuMedNLI'])).toEqual(clean);
+  });
+
+  it('a batch made late behind an intent a resume gave up on is cancelled by the next resume, named: paid once', async () => {
+    const server = await lateServer(6000);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-abandoned-'));
+    const argv = openaiArgs(server.url, out);
+    await killWhen(argv, CLI_ENV, () => server.createCalls() >= 1);
+    const resumed = await rumedbench(...argv, '--resume');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain('the provider has none by its tag, so its requests are sent now');
+    expect(server.batches().map((b) => b.id)).toEqual(['batch_1']);
+    while (server.batches().length < 2) await new Promise((r) => setTimeout(r, 50));
+    const again = await rumedbench(...argv, '--resume');
+    expect(again.code, again.stderr).toBe(0);
+    expect(server.batches().map((b) => [b.id, b.status])).toEqual([
+      ['batch_1', 'completed'],
+      ['batch_2', 'cancelled'],
+    ]);
+    expect(again.stderr).toMatch(
+      /batch batch_2: made late by a creating call an earlier run gave up on \(tag rumedbench-[0-9a-f-]+\), after its 8 requests were sent again: cancelled, so they are not paid twice/,
+    );
+    // Settled: a later resume asks the provider nothing about it.
+    const lists = server.listCalls();
+    const third = await rumedbench(...argv, '--resume');
+    expect([third.code, server.listCalls() - lists]).toEqual([0, 0]);
   });
 
   it('a folder whose batch was being created sends nothing online: resumed without --batch it refuses, naming the command', async () => {

@@ -66,7 +66,13 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     expect(batched.batchLines.map((l) => JSON.stringify(l)).sort()).toEqual(
       online.requests.map((r) => JSON.stringify(r.body)).sort(),
     );
-    expect(batchRun.llm.batch).toEqual({ provider: 'openai', batches: ['batch_1'], discount: 0.5 });
+    expect(batchRun.llm.batch).toEqual({
+      provider: 'openai',
+      batches: ['batch_1'],
+      discount: 0.5,
+      answers: 12,
+      cost: batchRun.llm.cost,
+    });
     expect(batchRun.llm.usage.prompt_tokens).toBe(onlineRun.llm.usage.prompt_tokens);
     expect(batchRun.llm.cost).toBeCloseTo(onlineRun.llm.cost / 2, 12);
     expect(batchRun.tasks.RuMedNLI.metrics).toEqual(onlineRun.tasks.RuMedNLI.metrics);

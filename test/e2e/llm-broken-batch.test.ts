@@ -6,12 +6,20 @@
  * again and the requests are paid once.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CLI_ENV, rumedbench } from '../helpers/cli.js';
+import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
@@ -166,7 +174,7 @@ describe('append-only files with a torn last line (a kill while a line was writt
 });
 
 describe('--resume with a setting that changes the requests', () => {
-  it('online: refuses in one line naming the settings, asking nothing, paying nothing twice', async () => {
+  it('online: refuses in one line naming which setting changed, old → new, asking nothing, paying nothing twice', async () => {
     const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
     track(server);
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-changed-online-'));
@@ -176,9 +184,58 @@ describe('--resume with a setting that changes the requests', () => {
     const changed = await online('--resume', '--temperature', '0.7');
     expect(changed.code).toBe(2);
     expect(changed.stderr).toMatch(
-      /journal\.jsonl holds 5 paid answer\(s\) for this run's items that these settings would not use .*--temperature.*--max-tokens.*: continuing would ask them again and pay twice\. Resume with the settings they were asked with, or give a new --out/,
+      /journal\.jsonl holds 5 paid answer\(s\) for 5 of this run's items that these settings would not use \(changed since they were asked: --temperature 0 → 0\.7\): continuing would ask them again and pay twice\. Resume with the settings they were asked with, give a new --out, or add --reask/,
+    );
+    expect(changed.stderr).not.toContain('--max-tokens');
+    const two = await online('--resume', '--max-tokens', '512', '--system', 'Отвечай кратко.');
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain(
+      '(changed since they were asked: --max-tokens 1024 → 512, --system null → "Отвечай кратко.")',
     );
     expect(server.requests).toHaveLength(5);
+  });
+
+  it('online --reask: says what it asks again, asks only the changed items, keeps the paid answers; then resumes quietly', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-reask-'));
+    const online = (limit: number, ...more: string[]) =>
+      rumedbench(...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit }, ...more));
+    expect((await online(3)).code).toBe(0);
+    const journal = () => readFileSync(join(out, 'journal.jsonl'), 'utf8').trim().split('\n');
+    const paid = journal();
+    expect(paid).toHaveLength(3);
+    // Two more items at the new temperature: the three old ones are asked again, the two new ones once.
+    const reask = await online(5, '--resume', '--reask', '--temperature', '0.7');
+    expect(reask.code, reask.stderr).toBe(0);
+    expect(reask.stderr).toContain(
+      '--reask: 3 item(s) answered under other settings (--temperature 0 → 0.7) are asked again and paid again; their 3 old answer(s) stay in',
+    );
+    expect(server.requests).toHaveLength(8);
+    expect(server.requests.slice(3).every((r) => r.body.temperature === 0.7)).toBe(true);
+    expect(journal().slice(0, 3)).toEqual(paid);
+    expect(journal()).toHaveLength(8);
+    // Whole under the new settings: a plain --resume asks nothing and refuses nothing.
+    const again = await online(5, '--resume', '--temperature', '0.7');
+    expect(again.code, again.stderr).toBe(0);
+    expect(server.requests).toHaveLength(8);
+    expect(readFileSync(join(out, 'settings.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+  });
+
+  it('--reask without --resume is refused', async () => {
+    const r = await rumedbench(
+      ...llmArgs(
+        {
+          url: 'http://127.0.0.1:9',
+          out: mkdtempSync(join(tmpdir(), 'rumedbench-reask-alone-')),
+          data: DATA,
+          tasks: 'RuMedDaNet',
+          limit: 1,
+        },
+        '--reask',
+      ),
+    );
+    expect([r.code, r.stderr.trim()]).toEqual([2, expect.stringContaining('--reask goes with --resume')]);
   });
 
   it('batch: a waiting batch of other requests is refused before it is collected, its paid answers kept', async () => {
@@ -191,7 +248,7 @@ describe('--resume with a setting that changes the requests', () => {
     const changed = await rumedbench(...args(server.url, out, '--resume', '--max-tokens', '512'));
     expect(changed.code).toBe(2);
     expect(changed.stderr).toMatch(
-      /batch batch_1 holds 12 request\(s\) this run would not ask .*: collecting it would drop its paid answers\. Resume with the settings it was made with, or give a new --out/,
+      /batch batch_1 holds 12 request\(s\) this run would not ask \(changed since they were asked: --max-tokens 1024 → 512\): collecting it would drop its paid answers\. Resume with the settings it was made with \(they collect it\), or give a new --out/,
     );
     expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
     expect(server.batches()).toHaveLength(1);
@@ -215,4 +272,164 @@ describe('a batch status in another provider’s words', () => {
       expect(r.stderr).toContain(`batch batch_1: ${word}`);
       expect(server.batchLines).toHaveLength(12);
     });
+});
+
+describe('costs at the rate paid (#59 item 5)', () => {
+  it('45 answers online, then 15 by --resume --batch: llm.cost, its parts and --max-cost count each at its own rate', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-rate-paid-'));
+    const prices = ['--price-prompt', '10', '--price-completion', '30'];
+    const run = (limit: number, ...more: string[]) =>
+      rumedbench(
+        ...llmArgs({ url: server.url, out, data: DATA, tasks: 'RuMedDaNet', limit }, ...prices, ...more),
+      );
+    expect((await run(45)).code).toBe(0);
+    const batched = await run(60, '--resume', '--batch', '--batch-poll', '0.01');
+    expect(batched.code, batched.stderr).toBe(0);
+    expect(server.requests).toHaveLength(45);
+    expect(server.batchLines).toHaveLength(15);
+    // What was paid, by hand from the journal's token counts: online at the list prices, the batch's at half.
+    type Line = {
+      status: string;
+      usage: { promptTokens: number; completionTokens: number };
+      bought?: { via: string };
+    };
+    const lines = readFileSync(join(out, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
+    const list = (l: Line) => (l.usage.promptTokens * 10 + l.usage.completionTokens * 30) / 1e6;
+    const online = lines.filter((l) => l.bought?.via === 'online');
+    const batch = lines.filter((l) => l.bought?.via === 'batch');
+    expect([online.length, batch.length]).toEqual([45, 15]);
+    const onlineUsd = online.reduce((a, l) => a + list(l), 0);
+    const batchUsd = batch.reduce((a, l) => a + list(l), 0) / 2;
+    const summary = () => JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    const parts = {
+      cost: expect.closeTo(onlineUsd + batchUsd, 12),
+      online: { answers: 45, cost: expect.closeTo(onlineUsd, 12) },
+      batch: {
+        provider: 'openai',
+        batches: ['batch_1'],
+        discount: 0.5,
+        answers: 15,
+        cost: expect.closeTo(batchUsd, 12),
+      },
+    };
+    expect(summary().llm).toMatchObject(parts);
+    // Before: the whole run at the batch discount, and the batch part gone after an online resume.
+    expect(summary().llm.cost).toBeGreaterThan((onlineUsd + 2 * batchUsd) / 2 + 1e-9);
+    // An online resume keeps both parts; its budget counts the past at what was paid.
+    const usd = (x: number) => `$${x >= 1 ? x.toFixed(2) : String(Number(x.toPrecision(3)))}`;
+    const resumed = await run(60, '--resume', '--max-cost', '100');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`after ${usd(onlineUsd + batchUsd)} spent; --max-cost $100.00`);
+    expect(summary().llm).toMatchObject(parts);
+    expect(server.requests).toHaveLength(45);
+  });
+});
+
+describe('downloads and waits (#59 item 6)', () => {
+  it('a results file slower than --timeout-ms is downloaded once, on a deadline that grows with the batch', async () => {
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      resultsFault: () => 'slow',
+      slowResultsMs: 2500,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-slow-results-'));
+    const r = await rumedbench(...args(server.url, out, '--timeout-ms', '1500'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.downloads()).toBe(1);
+    expect(server.batchLines).toHaveLength(12);
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+  });
+
+  it('a 429 on creating is waited out as its Retry-After asks, then created once, never looked up first', async () => {
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      createFault: (n) => (n === 0 ? '429' : undefined),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-create-429-'));
+    const t0 = Date.now();
+    const r = await rumedbench(...args(server.url, out, '--timeout-ms', '1000'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
+    expect(r.stderr).toContain('creating a batch of 12 requests was refused for now (http://127.0.0.1');
+    expect(r.stderr).toContain('creating it again in 2.0 s, as the provider asks (Retry-After)');
+    expect([server.createCalls(), server.batches().length, server.batchLines.length]).toEqual([2, 1, 12]);
+    // The one look at the list is the one after the batch ended (for a late second batch), not a lookup before.
+    expect(server.listCalls()).toBe(1);
+  });
+
+  it('a provider without the list of batches: the completed batch is collected, warned once', async () => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', noList: true });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-no-list-'));
+    const r = await rumedbench(...args(server.url, out));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.match(/the provider has no list of batches/g)).toHaveLength(1);
+    expect(ledgerEvents(out).at(-1)).toBe('collected');
+    expect(server.batchLines).toHaveLength(12);
+    expect(existsSync(join(out, 'summary.json'))).toBe(true);
+  });
+
+  it('500s from the status endpoint are backed off; past the patience the run stops with --resume, which collects', async () => {
+    let failing: (n: number) => boolean = (n) => n < 3;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', statusFault: (n) => failing(n) });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-status-500-'));
+    // Patience: five creating windows of two --timeout-ms each (10 s here, 2 s below).
+    const passing = await rumedbench(...args(server.url, out, '--max-retries', '0', '--timeout-ms', '1000'));
+    expect(passing.code, passing.stderr).toBe(0);
+    expect(passing.stderr).toContain('looking at batch batch_1 failed (');
+    const out2 = mkdtempSync(join(tmpdir(), 'rumedbench-status-500-stuck-'));
+    failing = () => true;
+    const stuck = await rumedbench(...args(server.url, out2, '--max-retries', '0', '--timeout-ms', '200'));
+    expect(stuck.code).toBe(3);
+    expect(stuck.stderr).toMatch(
+      /looking at batch batch_2 failed again and again for [\d.]+ s \(the last: .*HTTP 500.*\); the batch is recorded and waits at the provider: continue with the same command and --resume, which collects it/,
+    );
+    expect(ledgerEvents(out2)).toEqual(['creating', 'submitted']);
+    failing = () => false;
+    const resumed = await rumedbench(...args(server.url, out2, '--resume'));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(server.batchLines).toHaveLength(24);
+    expect(server.batches()).toHaveLength(2);
+  });
+});
+
+describe('keys in batch ids (#59 item 8)', () => {
+  it('a batch id that carries the key, as it is or encoded, reaches no file of the run and not the terminal', async () => {
+    // A key with the characters that encodings change: / + = & and a quote.
+    const key = 'sk-te/st+Kq9=x&y"z-secret';
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      batchIdOf: (n) => `batch_${key}_${n + 1}`,
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-key-batch-id-'));
+    const r = await rumedbenchWith(
+      { RB_BATCH_KEY: key },
+      ...args(server.url, out, '--api-key-env', 'RB_BATCH_KEY'),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(server.batches().map((b) => b.id)).toEqual([`batch_${key}_1`]);
+    const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
+      .map((f) => join(out, f))
+      .filter((f) => statSync(f).isFile());
+    expect(files.map((f) => f.slice(out.length + 1))).toContain('batches.jsonl');
+    const everything = `${r.stderr}${r.stdout}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
+    const forms = {
+      raw: key,
+      json: JSON.stringify(key).slice(1, -1),
+      url: encodeURIComponent(key),
+      form: new URLSearchParams({ k: key }).toString().slice(2),
+      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
+    };
+    expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
+    expect(readFileSync(join(out, 'batches.jsonl'), 'utf8')).toContain('batch_***_1');
+  });
 });

@@ -212,7 +212,7 @@ const ROWS: Row[] = [
     run: 'generate',
     code: 0,
     stderr:
-      /4 replies gave token counts that cannot be right \(e\.g\. token counts that are not whole numbers ≥ 0: \{"prompt_tokens":-5,"completion_tokens":"many"\}\)/,
+      /4 replies gave token counts that cannot be right \(e\.g\. token counts that are not whole numbers ≥ 0: \{"prompt_tokens":-5,"completion_tokens":"many"\}\); their tokens are estimated from the request's and the reply's bytes \(a ceiling\), and counted so in the tokens, the cost and --max-cost/,
     next: 'nothing',
   },
   {

@@ -391,7 +391,7 @@ describe('log-probabilities are checked as a whole', () => {
 });
 
 describe('usage figures', () => {
-  it('2^53−1 tokens per reply count for nothing, and say so', async () => {
+  it('2^53−1 tokens per reply are not taken: estimated from the bytes sent and received (a ceiling), and said so', async () => {
     const server = await start('huge-usage');
     const out = tempDir('usage');
     const r = await llm(
@@ -412,12 +412,24 @@ describe('usage figures', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/4 replies gave token counts that cannot be right/);
     const summary = JSON.parse(r.stdout);
-    expect(summary.llm.usage).toMatchObject({
-      prompt_tokens: 0,
-      completion_tokens: 0,
-      replies_with_invalid_counts: 4,
-    });
-    expect(summary.llm.cost).toBe(0);
+    expect(r.stderr).toContain(
+      "their tokens are estimated from the request's and the reply's bytes (a ceiling)",
+    );
+    // Each reply "да" is 4 bytes: 4 completion tokens at most; each prompt at most its bytes and 16 per message.
+    expect(summary.llm.usage).toMatchObject({ completion_tokens: 16, replies_with_invalid_counts: 4 });
+    const prompt = summary.llm.usage.prompt_tokens;
+    expect(prompt).toBeGreaterThan(4 * 100);
+    expect(summary.llm.cost).toBeCloseTo((prompt * 1 + 16 * 2) / 1e6, 12);
+    // --max-cost counts them: a resume says what they cost, not nothing.
+    const resumed = await llm(
+      server.url,
+      out,
+      ...['--tasks', 'RuMedDaNet', '--limit', '4', '--price-prompt', '1', '--price-completion', '2'],
+      ...['--resume', '--max-cost', '1'],
+    );
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const usd = summary.llm.cost as number;
+    expect(resumed.stderr).toContain(`after $${Number(usd.toPrecision(3))} spent; --max-cost $1.00`);
   });
 });
 

@@ -52,12 +52,20 @@ export interface BatchObject {
 
 /**
  * What a batch-creating call meets (the n-th, 0-based): no answer ever (the batch made first, or not), a connection
- * dropped (after making it, or before), a 500 after making it (a provider that lies about its own outcome), or a
- * gateway's 504 at once while the batch is made `lateMs` later behind it.
+ * dropped (after making it, or before), a 500 after making it (a provider that lies about its own outcome), a
+ * gateway's 504 at once while the batch is made `lateMs` later behind it, or a 429 with `Retry-After: 2` (no batch
+ * made: the provider's rate limit on creating).
  */
-export type CreateFault = 'hang-after' | 'hang-before' | 'drop-after' | 'drop-before' | '500-after' | 'late';
+export type CreateFault =
+  | 'hang-after'
+  | 'hang-before'
+  | 'drop-after'
+  | 'drop-before'
+  | '500-after'
+  | 'late'
+  | '429';
 
-export type ResultsFault = 'gzip-plain' | 'gzip-cut' | 'short' | 'cut-line';
+export type ResultsFault = 'gzip-plain' | 'gzip-cut' | 'short' | 'cut-line' | 'slow';
 
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
@@ -223,11 +231,20 @@ export async function startFakeOpenAI(options: {
   /**
    * How the n-th download of a results file (0-based) lies: `gzip-plain` declares `Content-Encoding: gzip` over a
    * plain body (a misconfigured proxy), `gzip-cut` sends a real gzip stream cut half-way, `short` ends the body at
-   * half its length (a Content-Length half the body), `cut-line` ends the body ten bytes short, in its last line.
+   * half its length (a Content-Length half the body), `cut-line` ends the body ten bytes short, in its last line,
+   * `slow` sends the whole body in ten pieces over `slowResultsMs` (a large file on a slow link).
    */
   resultsFault?: (n: number) => ResultsFault | undefined;
+  /** How long a `slow` results download takes, ms (3,000 by default). */
+  slowResultsMs?: number;
+  /** The list of batches (GET /v1/batches) is not offered: 404, as OpenAI-compatible servers without it answer. */
+  noList?: boolean;
+  /** The n-th look at a batch (0-based, counting these answers) answered 500 where this says true. */
+  statusFault?: (n: number) => boolean;
   /** While this says true, a completed batch names no output file (`output_file_id: null`) though its counts do. */
   nullOutput?: () => boolean;
+  /** The id of the n-th batch made (0-based); `batch_<n+1>` by default (a provider may put anything in an id). */
+  batchIdOf?: (n: number) => string;
   /** The word a look at a batch gives for its status (another provider's: `COMPLETED`, `succeeded`). */
   statusWord?: (status: string) => string;
 }): Promise<FakeOpenAI> {
@@ -300,6 +317,7 @@ export async function startFakeOpenAI(options: {
   let creates = 0;
   let lists = 0;
   let looks404 = 0;
+  let looks500 = 0;
   let downloads = 0;
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
@@ -491,6 +509,10 @@ export async function startFakeOpenAI(options: {
     if (req.method === 'GET' && /^\/v1\/batches(\?|$)/.test(req.url ?? '')) {
       // Newest first, `limit` a page, `after` the id the page follows, as OpenAI lists batches.
       lists++;
+      if (options.noList) {
+        json(404, { error: { message: 'Not found', type: 'invalid_request_error' } });
+        return;
+      }
       const q = new URL(req.url ?? '', 'http://x').searchParams;
       const limit = Math.min(100, Math.max(1, Number(q.get('limit') ?? 20)));
       const all = [...batches.values()].reverse();
@@ -527,11 +549,19 @@ export async function startFakeOpenAI(options: {
         json(400, { error: { message: 'invalid batch', type: 'invalid_request_error' } });
         return;
       }
+      if (fault === '429') {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '2' }).end(
+          JSON.stringify({
+            error: { message: 'Rate limit reached for batches', type: 'rate_limit_error' },
+          }),
+        );
+        return;
+      }
       if (fault === 'late') {
         json(504, { error: { message: 'Gateway Timeout', type: 'server_error' } });
         await new Promise((r) => setTimeout(r, options.lateMs ?? 1500));
       }
-      const id = `batch_${batches.size + 1}`;
+      const id = options.batchIdOf?.(batches.size) ?? `batch_${batches.size + 1}`;
       const lines = (files.get(body.input_file_id)?.text ?? '')
         .split('\n')
         .filter((l) => l.trim() !== '').length;
@@ -579,6 +609,12 @@ export async function startFakeOpenAI(options: {
     const batchPath = /^\/v1\/batches\/([^/]+)$/.exec(req.url ?? '');
     if (req.method === 'GET' && batchPath) {
       const batch = batches.get(decodeURIComponent(batchPath[1] as string));
+      if (options.statusFault?.(looks500++)) {
+        json(500, {
+          error: { message: 'The server had an error while processing your request', type: 'server_error' },
+        });
+        return;
+      }
       if (!batch || options.forgetBatch?.(batch.id) || options.notFoundOnce?.(looks404++)) {
         json(404, { error: { message: 'No batch found', type: 'invalid_request_error' } });
         return;
@@ -644,6 +680,20 @@ export async function startFakeOpenAI(options: {
             'content-length': String(cut.length),
           })
           .end(cut);
+        return;
+      }
+      if (fault === 'slow') {
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': String(body.length),
+        });
+        const piece = Math.ceil(body.length / 10);
+        for (let at = 0; at < body.length; at += piece) {
+          if (res.destroyed) return;
+          res.write(body.subarray(at, at + piece));
+          await new Promise((r) => setTimeout(r, (options.slowResultsMs ?? 3000) / 10));
+        }
+        res.end();
         return;
       }
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(file.text);
