@@ -33,6 +33,7 @@ const bundle = await rolldown({
     rumedbench: join(root, 'dist/cli/main.js'),
     'score-worker': join(root, 'dist/server/score-worker.js'),
     'ovr-worker': join(root, 'dist/ml/ovr-worker.js'),
+    'lstm-worker': join(root, 'dist/ml/lstm-worker.js'),
     'tokenize-worker': join(root, 'dist/encoders/tokenize-worker.js'),
   },
   platform: 'node',

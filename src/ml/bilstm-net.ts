@@ -6,15 +6,8 @@
  * (initialisation, dropout) comes from the caller's seeded generator (src/metrics/rng.ts).
  */
 import type { Rng } from '../metrics/rng.js';
-import {
-  gemmABt,
-  type LstmCell,
-  type LstmTape,
-  lstmBackward,
-  lstmCell,
-  lstmForward,
-  transpose,
-} from './lstm.js';
+import { gemmABt, type LstmCell, type LstmTape, lstmCell, sharedFloats, transpose } from './lstm.js';
+import { type LayerRunner, LocalLayers, ThreadedLayers } from './lstm-threads.js';
 
 export interface BiLstmConfig {
   vocab: number;
@@ -72,7 +65,7 @@ function dropoutMask(n: number, p: number, rng: Rng): Float32Array {
 
 function applyMask(x: Float32Array, mask: Float32Array | undefined): Float32Array {
   if (!mask) return x;
-  const y = new Float32Array(x.length);
+  const y = sharedFloats(x.length);
   for (let i = 0; i < x.length; i++) y[i] = (x[i] as number) * (mask[i] as number);
   return y;
 }
@@ -83,6 +76,8 @@ export class BiLstmNet {
   readonly cells: LstmCell[] = [];
   readonly headWeight: Param;
   readonly headBias: Param;
+  /** Who runs a layer's two directions: this thread alone until {@link setThreads}. */
+  private runner: LayerRunner = new LocalLayers();
 
   constructor(readonly config: BiLstmConfig) {
     const { vocab, embedding, hidden, layers, outputs } = config;
@@ -144,6 +139,20 @@ export class BiLstmNet {
     }
   }
 
+  /**
+   * Runs each layer's backward direction on a second thread (2) or both here (1). The results are the same bits
+   * either way (./lstm-threads.ts). {@link close} ends the second thread.
+   */
+  setThreads(threads: 1 | 2): void {
+    this.runner.close();
+    this.runner = threads === 2 ? new ThreadedLayers() : new LocalLayers();
+  }
+
+  close(): void {
+    this.runner.close();
+    this.runner = new LocalLayers();
+  }
+
   zeroGrad(): void {
     for (const p of this.params()) p.grad.fill(0);
   }
@@ -156,7 +165,7 @@ export class BiLstmNet {
     const { embedding: E, hidden: H, layers, outputs: C, head } = this.config;
     const drop = rng ? (this.config.dropout ?? {}) : {};
     const rows = steps * batch;
-    const emb = new Float32Array(rows * E);
+    const emb = sharedFloats(rows * E);
     const table = this.embedding.value;
     for (let b = 0; b < batch; b++)
       for (let t = 0; t < steps; t++) {
@@ -172,19 +181,18 @@ export class BiLstmNet {
     const tapes: LstmTape[] = [];
     for (let l = 0; l < layers; l++) {
       const x = inputs[l] as Float32Array;
-      const out = new Float32Array(rows * 2 * H);
-      tapes.push(
-        lstmForward(this.cells[2 * l] as LstmCell, x, steps, batch, false, {
-          data: out,
-          col: 0,
-          stride: 2 * H,
-        }),
-        lstmForward(this.cells[2 * l + 1] as LstmCell, x, steps, batch, true, {
-          data: out,
-          col: H,
-          stride: 2 * H,
-        }),
-      );
+      const out = sharedFloats(rows * 2 * H);
+      const job = (dir: number) =>
+        ({
+          op: 'forward',
+          cell: this.cells[2 * l + dir] as LstmCell,
+          x,
+          steps,
+          batch,
+          reverse: dir === 1,
+          out: { data: out, col: dir * H, stride: 2 * H },
+        }) as const;
+      tapes.push(...(this.runner.run([job(0), job(1)]) as [LstmTape, LstmTape]));
       outputs.push(out);
       if (l + 1 < layers) {
         // PyTorch's `nn.LSTM(dropout=p)`: dropout on every layer's output but the last.
@@ -248,27 +256,34 @@ export class BiLstmNet {
     dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
     let dOut: Float32Array;
     if (head === 'final-states') {
-      dOut = new Float32Array(rows * D);
+      dOut = sharedFloats(rows * D);
       for (let b = 0; b < batch; b++) {
         dOut.set(dFeatures.subarray(b * D, b * D + H), ((steps - 1) * batch + b) * D);
         dOut.set(dFeatures.subarray(b * D + H, b * D + D), b * D + H);
       }
-    } else dOut = dFeatures;
+    } else {
+      dOut = sharedFloats(rows * D);
+      dOut.set(dFeatures);
+    }
     for (let l = layers - 1; l >= 0; l--) {
       const x = inputs[l] as Float32Array;
       const width = l === 0 ? E : D;
-      const dx = new Float32Array(rows * width);
       const out = outputs[l] as Float32Array;
-      for (const dir of [0, 1]) {
-        lstmBackward(
-          this.cells[2 * l + dir] as LstmCell,
-          tapes[2 * l + dir] as LstmTape,
+      // Each direction's dLoss/dx apart, summed below in one order whichever thread made each.
+      const dxs = [sharedFloats(rows * width), sharedFloats(rows * width)] as const;
+      const job = (dir: 0 | 1) =>
+        ({
+          op: 'backward',
+          cell: this.cells[2 * l + dir] as LstmCell,
+          tape: tapes[2 * l + dir] as LstmTape,
           x,
-          { data: out, col: dir * H, stride: D },
-          { data: dOut, col: dir * H, stride: D },
-          dx,
-        );
-      }
+          out: { data: out, col: dir * H, stride: D },
+          dOut: { data: dOut, col: dir * H, stride: D },
+          dx: dxs[dir],
+        }) as const;
+      this.runner.run([job(0), job(1)]);
+      const [dx, dx1] = dxs;
+      for (let i = 0; i < dx.length; i++) dx[i] = (dx[i] as number) + (dx1[i] as number);
       dOut = applyMask(dx, masks[l]);
     }
     // dOut is now dLoss/d(embedding rows), time-major: scatter it into the table's gradient.
