@@ -82,9 +82,9 @@ describe('baseline bilstm', () => {
     expect(r.stderr).toContain('--epochs: only for baseline bilstm');
   });
 
-  it('refuses --threads above 1 rather than ignore it: it trains on one thread so far', async () => {
-    const r = await rumedbenchWith({}, 'baseline', 'bilstm', '--threads', '2');
+  it('refuses --threads above 2 rather than ignore it: one thread per direction', async () => {
+    const r = await rumedbenchWith({}, 'baseline', 'bilstm', '--threads', '3');
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('method bilstm trains on one thread so far');
+    expect(r.stderr).toContain('method bilstm runs at most 2 threads, one per direction of each layer');
   });
 });
