@@ -193,7 +193,8 @@ export interface LstmTape {
 /**
  * Runs one direction of a layer over `x` (`[T·B, In]`, time-major) from zero states, writing h_t into `out`
  * (the states of a reversed direction are written at their own step t, as PyTorch's bidirectional output is).
- * The input projection of all steps is one product; only the recurrent product is per step.
+ * The input projection of all steps is one product; only the recurrent product is per step. The tape goes
+ * `into` the arrays given (`[T·B, 4H]` and `[T·B, H]`, every element overwritten), or new ones.
  */
 export function lstmForward(
   gemm: Gemm,
@@ -203,17 +204,18 @@ export function lstmForward(
   batch: number,
   reverse: boolean,
   out: Slot,
+  into?: { gates: Float32Array; cells: Float32Array },
 ): LstmTape {
   const H = cell.hidden;
   const G = 4 * H;
   const rows = steps * batch;
-  const gates = sharedFloats(rows * G);
+  const gates = into?.gates ?? sharedFloats(rows * G);
   for (let r = 0; r < rows; r++) {
     const o = r * G;
     for (let j = 0; j < G; j++) gates[o + j] = (cell.bIh[j] as number) + (cell.bHh[j] as number);
   }
   gemm.abt(rows, G, cell.input, x, 0, cell.input, cell.wIh, 0, cell.input, gates, 0, G);
-  const cells = sharedFloats(rows * H);
+  const cells = into?.cells ?? sharedFloats(rows * H);
   gemm.pin(G, H, cell.wHh, 0, H);
   const { data: hs, col, stride } = out;
   for (let s = 0; s < steps; s++) {
