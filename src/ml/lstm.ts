@@ -102,9 +102,19 @@ export function gemmABt(
   }
 }
 
-/** The transpose of the m×n block at `off` (row stride `ld`) of `a`, as a new contiguous n×m array. */
-export function transpose(m: number, n: number, a: Float32Array, off: number, ld: number): Float32Array {
-  const t = new Float32Array(n * m);
+/**
+ * The transpose of the m×n block at `off` (row stride `ld`) of `a`, as a contiguous n×m array: the start of `into`
+ * where given (at least n·m long), a new array otherwise.
+ */
+export function transpose(
+  m: number,
+  n: number,
+  a: Float32Array,
+  off: number,
+  ld: number,
+  into?: Float32Array,
+): Float32Array {
+  const t = into ?? new Float32Array(n * m);
   // Tiles of 32×32 keep both sides of the copy in cache.
   for (let i0 = 0; i0 < m; i0 += 32)
     for (let j0 = 0; j0 < n; j0 += 32) {
@@ -302,11 +312,17 @@ export function lstmBackward(
   // slice is the products' own k slice (./lstm-gemm.ts), so the bits are those of one product over all rows.
   const In = cell.input;
   const bias = new Float64Array(G);
+  // One set of slice buffers for all slices: fresh ones per slice were ~200 MiB of garbage per batch.
+  const slice = Math.min(ROW_SLICE, rows);
+  const dGT = new Float32Array(G * slice);
+  const xT = new Float32Array(In * slice);
+  const hPrevT = new Float32Array(H * slice);
   for (let r0 = 0; r0 < rows; r0 += ROW_SLICE) {
     const len = Math.min(ROW_SLICE, rows - r0);
-    const dGT = transpose(len, G, gates, r0 * G, G);
-    gemm.abt(G, In, len, dGT, 0, len, transpose(len, In, x, r0 * In, In), 0, len, cell.gWIh, 0, In);
-    const hPrevT = new Float32Array(H * len);
+    transpose(len, G, gates, r0 * G, G, dGT);
+    transpose(len, In, x, r0 * In, In, xT);
+    gemm.abt(G, In, len, dGT, 0, len, xT, 0, len, cell.gWIh, 0, In);
+    hPrevT.fill(0);
     for (let r = r0; r < r0 + len; r++) {
       const t = Math.floor(r / batch);
       const b = r - t * batch;
