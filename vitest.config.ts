@@ -1,11 +1,14 @@
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { watPlugin } from './scripts/wat.js';
 import { unitTestsNeedingBuild } from './test/needs-build.js';
 
 const built = unitTestsNeedingBuild(dirname(fileURLToPath(import.meta.url)));
 
 export default defineConfig({
+  // A module's `./NAME.wat.js` (a WebAssembly kernel) assembled from NAME.wat in memory: no build needed.
+  plugins: [watPlugin()],
   test: {
     // e2e tests spawn the built CLI; give them room on a shared 2-core machine.
     testTimeout: 60_000,

@@ -1,11 +1,11 @@
 // One side of `npm run bench:bilstm`, ours: train the BiLSTM classifier of ../src/baselines/bilstm.ts on a task's
 // train split (its first LIMIT records, all where 0), with the dev split's first LIMIT for early stopping, for at
 // most EPOCHS epochs. Prints one JSON line per epoch (as the reference script does) and one with the peak RSS.
-// Usage: node bilstm-task.js DATA TASK LIMIT EPOCHS
+// Usage: node bilstm-task.js DATA TASK LIMIT EPOCHS [THREADS]
 import { trainBilstm } from '../dist/baselines/bilstm.js';
 import { getTask, loadSplit } from '../dist/index.js';
 
-const [dataDir, name, limitArg = '0', epochsArg = '50'] = process.argv.slice(2);
+const [dataDir, name, limitArg = '0', epochsArg = '50', threadsArg = '2'] = process.argv.slice(2);
 const limit = Number(limitArg) || undefined;
 const task = getTask(name);
 const cut = (rows) => (limit ? rows.slice(0, limit) : rows);
@@ -19,6 +19,7 @@ const model = trainBilstm(task, train, {
   seed: 0,
   dev,
   epochs: Number(epochsArg),
+  threads: Number(threadsArg),
   progress: (l) => {
     if (/: epoch \d+\//.test(l)) {
       const u = process.cpuUsage(mark);

@@ -13,6 +13,7 @@ const dataDir = process.env.RUMEDBENCH_DATA ?? join(root, 'data');
 const task = process.env.BENCH_BILSTM_TASK ?? 'RuMedDaNet';
 const limit = process.env.BENCH_BILSTM_LIMIT ?? '0';
 const epochs = process.env.BENCH_BILSTM_EPOCHS ?? '50';
+// Both sides run this many threads (ours: 1 or 2).
 const threads = process.env.BENCH_BILSTM_THREADS ?? '2';
 
 function findTorch() {
@@ -48,7 +49,14 @@ function run(cmd, args) {
 
 const py = findTorch();
 if (!py) console.log('PyTorch side skipped: no python with torch (set BENCH_TORCH_PYTHON)');
-const ours = run(process.execPath, [join(root, 'bench', 'bilstm-task.js'), dataDir, task, limit, epochs]);
+const ours = run(process.execPath, [
+  join(root, 'bench', 'bilstm-task.js'),
+  dataDir,
+  task,
+  limit,
+  epochs,
+  threads,
+]);
 const theirs = py
   ? run(py, [
       join(root, 'bench', 'bilstm_reference.py'),
@@ -70,7 +78,7 @@ console.log(
 console.log('| side | vocabulary | epochs | wall s/epoch | CPU s/epoch | peak RSS MB | dev loss per epoch |');
 console.log('|---|---|---|---|---|---|---|');
 for (const [name, r] of [
-  ['rumedbench (TypeScript, 1 thread)', ours],
+  [`rumedbench ${threads} thread${threads === '1' ? '' : 's'}`, ours],
   [`PyTorch ${threads} threads`, theirs],
 ])
   if (r)

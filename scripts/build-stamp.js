@@ -7,7 +7,14 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'scripts/build.js'];
+const INPUTS = [
+  'src',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'scripts/build.js',
+  'scripts/wat.js',
+];
 
 /** The digest of the build's inputs under `root`: their paths and contents, in a stable order. */
 export function sourceDigest(root) {

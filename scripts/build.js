@@ -4,16 +4,24 @@
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rolldown } from 'rolldown';
 import { STAMP, sourceDigest } from './build-stamp.js';
+import { watFiles, watModuleSource } from './wat.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const digest = sourceDigest(root);
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 for (const project of ['tsconfig.build.json', 'src/browser/tsconfig.json'])
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: root, stdio: 'inherit' });
+// The WebAssembly kernels: src/<room>/NAME.wat assembled (wabt, from node_modules: no network) into the module
+// dist/<room>/NAME.wat.js that dist/<room>/*.js imports, before the bundle below takes them in.
+for (const wat of watFiles(join(root, 'src'))) {
+  const to = join(root, 'dist', `${relative(join(root, 'src'), wat)}.js`);
+  mkdirSync(dirname(to), { recursive: true });
+  writeFileSync(to, await watModuleSource(wat));
+}
 const out = join(root, 'dist/browser');
 mkdirSync(out, { recursive: true });
 for (const f of readdirSync(join(root, 'src/browser')).filter((f) => f.endsWith('.css')))
@@ -33,6 +41,7 @@ const bundle = await rolldown({
     rumedbench: join(root, 'dist/cli/main.js'),
     'score-worker': join(root, 'dist/server/score-worker.js'),
     'ovr-worker': join(root, 'dist/ml/ovr-worker.js'),
+    'lstm-worker': join(root, 'dist/ml/lstm-worker.js'),
     'tokenize-worker': join(root, 'dist/encoders/tokenize-worker.js'),
   },
   platform: 'node',

@@ -64,7 +64,9 @@ export type ErrorCode =
   /** The queue's database holds a schema of another version than this process knows. */
   | 'QUEUE_SCHEMA_MISMATCH'
   /** A folder a command writes (an --out, a worker's temporary folder) cannot be written: named, with the fix. */
-  | 'STORAGE_REFUSED';
+  | 'STORAGE_REFUSED'
+  /** A WebAssembly kernel (its .wat named) that this Node.js cannot compile: one without the features it needs. */
+  | 'WASM_KERNEL';
 
 export class RumedbenchError extends Error {
   readonly code: ErrorCode;

@@ -12,6 +12,7 @@ import { REPO_ROOT } from './helpers/data.js';
 const LEVEL: Record<string, number> = {
   '(root)': 0,
   tasks: 1,
+  wasm: 1,
   metrics: 2,
   data: 3,
   ml: 3,

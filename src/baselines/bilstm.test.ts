@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
-import { bilstmWords, earlyStopping, trainBilstm } from './bilstm.js';
+import { bilstmThreads, bilstmWords, earlyStopping, trainBilstm } from './bilstm.js';
 import { loadModel, saveModel } from './model-io.js';
 
 describe('bilstm: early stopping as upstream counts it', () => {
@@ -102,5 +102,25 @@ describe('bilstm: a small network learns, repeats itself given a seed, and comes
     expect(manifest.method).toBe('bilstm');
     expect(back.rank?.(dev, 2)).toEqual(model.rank?.(dev, 2));
     expect(back.predict(dev)).toEqual(model.predict(dev));
+  });
+});
+
+describe('bilstm: threads', () => {
+  it('runs 2 where the machine has 2 cores, 1 on one core; refuses more than 2, or more than the cores', () => {
+    expect(bilstmThreads(undefined, 2)).toBe(2);
+    expect(bilstmThreads(undefined, 16)).toBe(2);
+    expect(bilstmThreads(undefined, 1)).toBe(1);
+    expect(bilstmThreads(1, 1)).toBe(1);
+    expect(bilstmThreads(2, 8)).toBe(2);
+    expect(() => bilstmThreads(3, 16)).toThrow('--threads 3: the BiLSTM runs at most 2 threads');
+    expect(() => bilstmThreads(2, 1)).toThrow('--threads 2: this machine has 1 core');
+  });
+
+  it('trains the same weights on 1 thread and on 2', () => {
+    const task = getTask('RuMedDaNet');
+    const options = { seed: 3, size: { embedding: 8, hidden: 6 }, epochs: 2 };
+    const one = trainBilstm(task, pairs(16), { ...options, threads: 1 }).serialize().arrays;
+    const two = trainBilstm(task, pairs(16), { ...options, threads: 2 }).serialize().arrays;
+    expect(two).toEqual(one);
   });
 });

@@ -14,6 +14,8 @@
  *   token; weights N(0, 0.1); AdamW (lr 0.0015, weight decay 0.01); batches of 32 padded to their longest sentence;
  *   20 epochs.
  */
+import { availableParallelism } from 'node:os';
+import { UsageError } from '../errors.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { createRng, type Rng } from '../metrics/rng.js';
 import { Adam, type BiLstmConfig, BiLstmNet, crossEntropy } from '../ml/bilstm-net.js';
@@ -55,6 +57,11 @@ export interface BilstmOptions extends TrainOptions {
   patience?: number;
   /** The dev split, for early stopping and the per-epoch dev loss. */
   dev?: readonly TaskRecord[];
+  /**
+   * Threads: 2 runs each layer's two directions at once, 1 one after the other (default: 2 where the machine has
+   * 2 cores). The trained weights are the same bits either way; more than 2, or more than the cores, is refused.
+   */
+  threads?: number;
   /** Embedding and hidden sizes other than upstream's 300 and 256: for tests and experiments, not the paper's row. */
   size?: { embedding: number; hidden: number };
 }
@@ -300,8 +307,40 @@ export function trainBilstm(
           outputs: labels.length,
           head: 'final-states',
         };
+  const threads = bilstmThreads(options.threads);
   const net = new BiLstmNet(config);
   net.init(rng, kind === 'tagger' ? { kind: 'normal', std: BILSTM_TAGGER.initStd } : { kind: 'pytorch' });
+  net.setThreads(threads);
+  try {
+    return trainNet(task, kind, net, rng, vocabulary, labels, train, options);
+  } finally {
+    // The trained model predicts on this thread alone: the second thread ends with training.
+    net.close();
+  }
+}
+
+/** The threads a BiLSTM trains on, given those asked for: refused above 2 (its two directions) or the cores. */
+export function bilstmThreads(asked: number | undefined, cores = availableParallelism()): 1 | 2 {
+  if (asked === undefined) return cores >= 2 ? 2 : 1;
+  if (asked > 2)
+    throw new UsageError(
+      `--threads ${asked}: the BiLSTM runs at most 2 threads, one per direction of each layer`,
+    );
+  if (asked > cores)
+    throw new UsageError(`--threads ${asked}: this machine has ${cores} core${cores === 1 ? '' : 's'}`);
+  return asked === 2 ? 2 : 1;
+}
+
+function trainNet(
+  task: TaskDefinition,
+  kind: Kind,
+  net: BiLstmNet,
+  rng: Rng,
+  vocabulary: string[],
+  labels: string[],
+  train: readonly TaskRecord[],
+  options: BilstmOptions,
+): BaselineModel {
   const history: BilstmModel['history'] = [];
   const model = new BilstmModel(task, kind, net, vocabulary, labels, history);
   const adam = new Adam(

@@ -48,7 +48,11 @@ export const BASELINE_FLAGS = {
     default: 'train',
   }),
   seed: flag.seedFlag('seed'),
-  threads: flag.count('--threads <n>', 'training threads (default: all cores)', { min: 1 }),
+  threads: flag.count(
+    '--threads <n>',
+    'training threads (default: all cores; bilstm: 1 or 2, default 2 on 2 cores or more)',
+    { min: 1 },
+  ),
   epochs: flag.count(
     '--epochs <n>',
     'bilstm: epochs at most (default: 50 for classifiers, 20 for the tagger)',

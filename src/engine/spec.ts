@@ -373,8 +373,12 @@ const baselineSpec = baselineFields.superRefine((s, ctx) => {
   for (const k of ['epochs', 'patience'] as const)
     if (s[k] !== undefined && s.method !== 'bilstm')
       ctx.addIssue({ code: 'custom', path: [k], message: 'only for method bilstm' });
-  if (s.method === 'bilstm' && s.threads !== undefined && s.threads > 1)
-    ctx.addIssue({ code: 'custom', path: ['threads'], message: 'method bilstm trains on one thread so far' });
+  if (s.method === 'bilstm' && s.threads !== undefined && s.threads > 2)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['threads'],
+      message: 'method bilstm runs at most 2 threads, one per direction of each layer',
+    });
   if ((s.method === 'encoder') !== (s.encoder !== undefined))
     ctx.addIssue({
       code: 'custom',

@@ -1,5 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createResampler } from './draws-wasm.js';
 import { sumRows } from './item-stats.js';
@@ -25,12 +23,5 @@ describe('the WebAssembly resampler', () => {
         expect([...sums]).toEqual([...sumRows(stats, width, rows)]);
       }
     }
-  });
-
-  it('holds the bytes scripts/draws-wasm.js assembles', () => {
-    const script = new URL('../../scripts/draws-wasm.js', import.meta.url);
-    const b64 = execFileSync(process.execPath, [script.pathname], { encoding: 'utf8' }).trim();
-    const source = readFileSync(new URL('./draws-wasm.ts', import.meta.url), 'utf8');
-    expect(source).toContain(`'${b64}'`);
   });
 });

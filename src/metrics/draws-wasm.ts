@@ -5,32 +5,26 @@
  * The rows are the very rows `Rng.fillInts` draws from the same state (row = floor(u32 / 2^32 · n), the products
  * exact), which a test checks draw for draw; the sums are of integer counts, exact in any order.
  *
- * The bytes are assembled by `scripts/draws-wasm.js` (the binary format written out by hand: no toolchain).
+ * The kernel is ./draws.wat (the WebAssembly text format), loaded through src/wasm/kernel.ts.
  */
+import { ensureMemory, type WasmGlobal, type WasmMemory, wasmKernel } from '../wasm/kernel.js';
+import drawsWat from './draws.wat.js';
 import type { RngState } from './rng.js';
 
-const BYTES =
-  'AGFzbQEAAAABCAFgBH9/f38AAwIBAAUDAQABBhUEfwFBAAt/AUEAC38BQQALfwFBAAsHKgYJcmVwbGljYXRlAAAGbWVtb3J5AgACczADAAJzMQMBAnMyAwICczMDAwrFBAHCBAILfwJ8IwAhBSMBIQYjAiEHIwMhCCABQQFGBEBBACEEAkADQCAEIAJODQEgBkEFbCEJIAlBB3dBCWwhCiAGQQl0IQsgByAFcyEHIAggBnMhCCAGIAdzIQYgBSAIcyEFIAcgC3MhByAIQQt3IQggCrhEAAAAAAAA8D2iIAK3opyrQQN0IABqIQwgDyAMKwMAoCEPIARBAWohBAwACwsgAyADKwMAIA+gOQMAIAUkACAGJAEgByQCIAgkAw8LIAFBAkYEQEEAIQQCQANAIAQgAk4NASAGQQVsIQkgCUEHd0EJbCEKIAZBCXQhCyAHIAVzIQcgCCAGcyEIIAYgB3MhBiAFIAhzIQUgByALcyEHIAhBC3chCCAKuEQAAAAAAADwPaIgAreinKtBAXRBA3QgAGohDCAPIAwrAwCgIQ8gECAMKwMIoCEQIARBAWohBAwACwsgAyADKwMAIA+gOQMAIAMgAysDCCAQoDkDCCAFJAAgBiQBIAckAiAIJAMPC0EAIQQCQANAIAQgAk4NASAGQQVsIQkgCUEHd0EJbCEKIAZBCXQhCyAHIAVzIQcgCCAGcyEIIAYgB3MhBiAFIAhzIQUgByALcyEHIAhBC3chCCAKuEQAAAAAAADwPaIgAreinKsgAWxBA3QgAGohDEEAIQ0CQANAIA0gAU4NASANQQN0IANqIQ4gDiAOKwMAIA1BA3QgDGorAwCgOQMAIA1BAWohDQwACwsgBEEBaiEEDAALCyAFJAAgBiQBIAckAiAIJAML';
-
-/** What this module uses of WebAssembly (the project's types are Node's, without the DOM's WebAssembly). */
+/** What ./draws.wat exports. */
 interface Exports {
   replicate(stats: number, width: number, n: number, sums: number): void;
-  memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
-  s0: { value: number };
-  s1: { value: number };
-  s2: { value: number };
-  s3: { value: number };
+  memory: WasmMemory;
+  s0: WasmGlobal;
+  s1: WasmGlobal;
+  s2: WasmGlobal;
+  s3: WasmGlobal;
 }
-const { WebAssembly: wasm } = globalThis as unknown as {
-  WebAssembly: {
-    Module: new (bytes: Uint8Array) => object;
-    Instance: new (module: object) => { exports: unknown };
-  };
-};
 
+const draws = wasmKernel<Exports>(drawsWat);
 let instance: Exports | undefined;
 function exportsOf(): Exports {
-  instance ??= new wasm.Instance(new wasm.Module(Buffer.from(BYTES, 'base64'))).exports as Exports;
+  instance ??= draws.instantiate();
   return instance;
 }
 
@@ -48,8 +42,7 @@ export function createResampler(
   // Layout: the sums at 0, the matrix after them.
   const statsAt = width * 8;
   const bytes = statsAt + stats.length * 8;
-  const have = ex.memory.buffer.byteLength;
-  if (bytes > have) ex.memory.grow(Math.ceil((bytes - have) / 65536));
+  ensureMemory(ex.memory, bytes);
   const memory = new Float64Array(ex.memory.buffer);
   memory.set(stats, width);
   // The globals are i32: the same bits, signed.

@@ -6,15 +6,8 @@
  * (initialisation, dropout) comes from the caller's seeded generator (src/metrics/rng.ts).
  */
 import type { Rng } from '../metrics/rng.js';
-import {
-  gemmABt,
-  type LstmCell,
-  type LstmTape,
-  lstmBackward,
-  lstmCell,
-  lstmForward,
-  transpose,
-} from './lstm.js';
+import { gemmABt, type LstmCell, type LstmTape, lstmCell, sharedFloats, transpose } from './lstm.js';
+import { type LayerRunner, LocalLayers, ThreadedLayers } from './lstm-threads.js';
 
 export interface BiLstmConfig {
   vocab: number;
@@ -70,9 +63,14 @@ function dropoutMask(n: number, p: number, rng: Rng): Float32Array {
   return m;
 }
 
-function applyMask(x: Float32Array, mask: Float32Array | undefined): Float32Array {
+/** x ⊙ mask into the array `into` makes (a new one by default), or x itself where there is no mask. */
+function applyMask(
+  x: Float32Array,
+  mask: Float32Array | undefined,
+  into: () => Float32Array = () => sharedFloats(x.length),
+): Float32Array {
   if (!mask) return x;
-  const y = new Float32Array(x.length);
+  const y = into();
   for (let i = 0; i < x.length; i++) y[i] = (x[i] as number) * (mask[i] as number);
   return y;
 }
@@ -83,6 +81,27 @@ export class BiLstmNet {
   readonly cells: LstmCell[] = [];
   readonly headWeight: Param;
   readonly headBias: Param;
+  /** Who runs a layer's two directions: this thread alone until {@link setThreads}. */
+  private runner: LayerRunner = new LocalLayers();
+  /**
+   * The batch-sized arrays of a pass, by role, reused by the next pass: a training batch of RuMedDaNet holds some
+   * 280 MiB of them, and allocated afresh they stayed alive, garbage, until a collection came (measured: peak RSS
+   * 650 MiB on one batch of 64, 0.59x PyTorch's). A tape is therefore valid until the next forward pass.
+   */
+  private readonly pool = new Map<string, Float32Array>();
+
+  /** The pooled array of `role`, `n` long (zeroed where `zero`). */
+  private buffer(role: string, n: number, zero = false): Float32Array {
+    let b = this.pool.get(role);
+    if (!b || b.buffer.byteLength < 4 * n) {
+      b = sharedFloats(n);
+      this.pool.set(role, b);
+      return b;
+    }
+    const view = new Float32Array(b.buffer, 0, n);
+    if (zero) view.fill(0);
+    return view;
+  }
 
   constructor(readonly config: BiLstmConfig) {
     const { vocab, embedding, hidden, layers, outputs } = config;
@@ -144,6 +163,20 @@ export class BiLstmNet {
     }
   }
 
+  /**
+   * Runs each layer's backward direction on a second thread (2) or both here (1). The results are the same bits
+   * either way (./lstm-threads.ts). {@link close} ends the second thread.
+   */
+  setThreads(threads: 1 | 2): void {
+    this.runner.close();
+    this.runner = threads === 2 ? new ThreadedLayers() : new LocalLayers();
+  }
+
+  close(): void {
+    this.runner.close();
+    this.runner = new LocalLayers();
+  }
+
   zeroGrad(): void {
     for (const p of this.params()) p.grad.fill(0);
   }
@@ -156,7 +189,7 @@ export class BiLstmNet {
     const { embedding: E, hidden: H, layers, outputs: C, head } = this.config;
     const drop = rng ? (this.config.dropout ?? {}) : {};
     const rows = steps * batch;
-    const emb = new Float32Array(rows * E);
+    const emb = this.buffer('emb', rows * E);
     const table = this.embedding.value;
     for (let b = 0; b < batch; b++)
       for (let t = 0; t < steps; t++) {
@@ -167,29 +200,32 @@ export class BiLstmNet {
     const maskOf = (n: number, p: number | undefined) =>
       rng && p !== undefined && p > 0 ? dropoutMask(n, p, rng) : undefined;
     masks.push(maskOf(emb.length, drop.embedding));
-    const inputs: Float32Array[] = [applyMask(emb, masks[0])];
+    const inputs: Float32Array[] = [applyMask(emb, masks[0], () => this.buffer('in0', rows * E))];
     const outputs: Float32Array[] = [];
     const tapes: LstmTape[] = [];
     for (let l = 0; l < layers; l++) {
       const x = inputs[l] as Float32Array;
-      const out = new Float32Array(rows * 2 * H);
-      tapes.push(
-        lstmForward(this.cells[2 * l] as LstmCell, x, steps, batch, false, {
-          data: out,
-          col: 0,
-          stride: 2 * H,
-        }),
-        lstmForward(this.cells[2 * l + 1] as LstmCell, x, steps, batch, true, {
-          data: out,
-          col: H,
-          stride: 2 * H,
-        }),
-      );
+      const out = this.buffer(`out${l}`, rows * 2 * H);
+      const job = (dir: number) =>
+        ({
+          op: 'forward',
+          cell: this.cells[2 * l + dir] as LstmCell,
+          x,
+          steps,
+          batch,
+          reverse: dir === 1,
+          out: { data: out, col: dir * H, stride: 2 * H },
+          into: {
+            gates: this.buffer(`gates${l}.${dir}`, rows * 4 * H),
+            cells: this.buffer(`cells${l}.${dir}`, rows * H),
+          },
+        }) as const;
+      tapes.push(...(this.runner.run([job(0), job(1)]) as [LstmTape, LstmTape]));
       outputs.push(out);
       if (l + 1 < layers) {
         // PyTorch's `nn.LSTM(dropout=p)`: dropout on every layer's output but the last.
         masks.push(maskOf(out.length, drop.between));
-        inputs.push(applyMask(out, masks[l + 1]));
+        inputs.push(applyMask(out, masks[l + 1], () => this.buffer(`in${l + 1}`, out.length)));
       }
     }
     let features: Float32Array;
@@ -248,28 +284,38 @@ export class BiLstmNet {
     dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
     let dOut: Float32Array;
     if (head === 'final-states') {
-      dOut = new Float32Array(rows * D);
+      dOut = this.buffer('dOut', rows * D, true);
       for (let b = 0; b < batch; b++) {
         dOut.set(dFeatures.subarray(b * D, b * D + H), ((steps - 1) * batch + b) * D);
         dOut.set(dFeatures.subarray(b * D + H, b * D + D), b * D + H);
       }
-    } else dOut = dFeatures;
+    } else {
+      dOut = this.buffer('dOut', rows * D);
+      dOut.set(dFeatures);
+    }
     for (let l = layers - 1; l >= 0; l--) {
       const x = inputs[l] as Float32Array;
       const width = l === 0 ? E : D;
-      const dx = new Float32Array(rows * width);
       const out = outputs[l] as Float32Array;
-      for (const dir of [0, 1]) {
-        lstmBackward(
-          this.cells[2 * l + dir] as LstmCell,
-          tapes[2 * l + dir] as LstmTape,
+      // Each direction's dLoss/dx apart, summed below in one order whichever thread made each.
+      const dxs = [
+        this.buffer(`dx${l}.0`, rows * width, true),
+        this.buffer(`dx${l}.1`, rows * width, true),
+      ] as const;
+      const job = (dir: 0 | 1) =>
+        ({
+          op: 'backward',
+          cell: this.cells[2 * l + dir] as LstmCell,
+          tape: tapes[2 * l + dir] as LstmTape,
           x,
-          { data: out, col: dir * H, stride: D },
-          { data: dOut, col: dir * H, stride: D },
-          dx,
-        );
-      }
-      dOut = applyMask(dx, masks[l]);
+          out: { data: out, col: dir * H, stride: D },
+          dOut: { data: dOut, col: dir * H, stride: D },
+          dx: dxs[dir],
+        }) as const;
+      this.runner.run([job(0), job(1)]);
+      const [dx, dx1] = dxs;
+      for (let i = 0; i < dx.length; i++) dx[i] = (dx[i] as number) + (dx1[i] as number);
+      dOut = applyMask(dx, masks[l], () => this.buffer(`dIn${l}`, dx.length));
     }
     // dOut is now dLoss/d(embedding rows), time-major: scatter it into the table's gradient.
     const g = this.embedding.grad;

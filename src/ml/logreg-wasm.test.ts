@@ -1,5 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../metrics/rng.js';
 import { createKWideArena } from './logreg-wasm.js';
@@ -43,12 +41,5 @@ describe("the logistic regression's WebAssembly loops", () => {
       arena.axpy(from, to, width);
       expect(Array.from(arena.weights)).toEqual(Array.from(expectedW));
     }
-  });
-
-  it('holds the bytes scripts/logreg-wasm.js assembles', () => {
-    const script = new URL('../../scripts/logreg-wasm.js', import.meta.url);
-    const b64 = execFileSync(process.execPath, [script.pathname], { encoding: 'utf8' }).trim();
-    const source = readFileSync(new URL('./logreg-wasm.ts', import.meta.url), 'utf8');
-    expect(source).toContain(`'${b64}'`);
   });
 });

@@ -6,13 +6,12 @@
  * operation (f32 weights widened to f64, no fused multiply-add, each new weight rounded to f32), so the weights are
  * the scalar loops' bit for bit (a test checks it).
  *
- * The bytes are assembled by `scripts/logreg-wasm.js` (the binary format written out by hand: no toolchain).
+ * The kernel is ./logreg.wat (the WebAssembly text format), loaded through src/wasm/kernel.ts.
  */
+import { ensureMemory, type WasmMemory, wasmKernel } from '../wasm/kernel.js';
+import logregWat from './logreg.wat.js';
 
-const BYTES =
-  'AGFzbQEAAAABCwFgB39/f39/f38AAwMCAAAFAwEAAQcXAwNkb3QAAARheHB5AAEGbWVtb3J5AgAKoAMCygECBH8CeyABQQJ0IQogBCEHAkADQCAHIAVODQEgB0EDdCADaisDAP0UIQsgB0ECdCACaigCACAKbCAAaiEIQQAhCQJAA0AgCSAKTg0BIAggCWr9AAQAIQwgCUEBdCAGaiAJQQF0IAZq/QAEACALIAz9X/3yAf3wAf0LBAAgCUEBdCAGaiAJQQF0IAZq/QAEECALIAwgDP0NCAkKCwwNDg8ICQoLDA0OD/1f/fIB/fAB/QsEECAJQRBqIQkMAAsLIAdBAWohBwwACwsL0QECBH8CeyABQQJ0IQogBCEHAkADQCAHIAVODQEgB0EDdCADaisDAP0UIQsgB0ECdCACaigCACAKbCAAaiEIQQAhCQJAA0AgCSAKTg0BIAggCWogCCAJav0ABAAhDCAM/V8gCyAJQQF0IAZq/QAEAP3yAf3wAf1eIAwgDP0NCAkKCwwNDg8ICQoLDA0OD/1fIAsgCUEBdCAGav0ABBD98gH98AH9Xv0NAAECAwQFBgcQERITFBUWF/0LBAAgCUEQaiEJDAALCyAHQQFqIQcMAAsLCw==';
-
-/** What this module uses of WebAssembly (the project's types are Node's, without the DOM's WebAssembly). */
+/** What ./logreg.wat exports. */
 interface Exports {
   /** dots[c] += data[k] · w[indices[k] · stride + c] for k in [from, to), c < stride; byte offsets. */
   dot(w: number, stride: number, indices: number, data: number, from: number, to: number, dots: number): void;
@@ -26,16 +25,10 @@ interface Exports {
     to: number,
     deltas: number,
   ): void;
-  memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  memory: WasmMemory;
 }
-const { WebAssembly: wasm } = globalThis as unknown as {
-  WebAssembly: {
-    Module: new (bytes: Uint8Array) => object;
-    Instance: new (module: object) => { exports: unknown };
-  };
-};
 
-let compiled: object | undefined;
+const logreg = wasmKernel<Exports>(logregWat);
 
 /** The arrays one training run keeps in the module's memory, and the two loops over them. */
 export interface KWideArena {
@@ -63,8 +56,7 @@ const align8 = (n: number) => Math.ceil(n / 8) * 8;
  * `spare` extra columns.
  */
 export function createKWideArena(nnz: number, cols: number, K: number, spare = 0): KWideArena {
-  compiled ??= new wasm.Module(Buffer.from(BYTES, 'base64'));
-  const ex = new wasm.Instance(compiled).exports as Exports;
+  const ex = logreg.instantiate();
   const stride = Math.ceil(K / 4) * 4;
   const dotsAt = 0;
   const deltasAt = dotsAt + 8 * stride;
@@ -72,8 +64,7 @@ export function createKWideArena(nnz: number, cols: number, K: number, spare = 0
   const dataAt = align8(indicesAt + 4 * nnz);
   const weightsAt = dataAt + 8 * nnz;
   const bytes = weightsAt + 4 * (cols + 1) * (stride + spare);
-  const have = ex.memory.buffer.byteLength;
-  if (bytes > have) ex.memory.grow(Math.ceil((bytes - have) / 65536));
+  ensureMemory(ex.memory, bytes);
   const buffer = ex.memory.buffer;
   return {
     stride,

@@ -11,6 +11,7 @@
  * with `weight_ih` `[4H, In]` and `weight_hh` `[4H, H]` stacked in the order i, f, g, o, so that weights move
  * between PyTorch and us unchanged.
  */
+import { type Gemm, K_SLICE } from './lstm-gemm.js';
 
 /**
  * C[m×n] += A[m×k] · B[n×k]ᵀ: dot products of rows, both operands read contiguously. Every product of the network,
@@ -101,9 +102,19 @@ export function gemmABt(
   }
 }
 
-/** The transpose of the m×n block at `off` (row stride `ld`) of `a`, as a new contiguous n×m array. */
-export function transpose(m: number, n: number, a: Float32Array, off: number, ld: number): Float32Array {
-  const t = new Float32Array(n * m);
+/**
+ * The transpose of the m×n block at `off` (row stride `ld`) of `a`, as a contiguous n×m array: the start of `into`
+ * where given (at least n·m long), a new array otherwise.
+ */
+export function transpose(
+  m: number,
+  n: number,
+  a: Float32Array,
+  off: number,
+  ld: number,
+  into?: Float32Array,
+): Float32Array {
+  const t = into ?? new Float32Array(n * m);
   // Tiles of 32×32 keep both sides of the copy in cache.
   for (let i0 = 0; i0 < m; i0 += 32)
     for (let j0 = 0; j0 < n; j0 += 32) {
@@ -118,6 +129,26 @@ export function transpose(m: number, n: number, a: Float32Array, off: number, ld
 }
 
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+
+/**
+ * Zero for |x| < 1e-30, x otherwise. Backpropagated through hundreds of steps, a gradient shrinks geometrically
+ * into float32's subnormal range (below 1.2e-38), where every x86 multiply and add on it takes some hundred cycles
+ * (WebAssembly cannot switch on flush-to-zero): measured, RuMedDaNet's first batch took 4.2x the CPU time without this. Values
+ * this far below any gradient that moves a weight (Adam's steps are ~1e-3 of it, eps 1e-8) change nothing.
+ */
+const TINY = 1e-30;
+
+/** Rows per slice of the weight gradients' products: {@link Gemm.abt}'s k slice. */
+const ROW_SLICE = K_SLICE;
+const flush = (x: number): number => (x < TINY && x > -TINY ? 0 : x);
+
+/**
+ * A zeroed Float32Array on a SharedArrayBuffer: every array a direction reads or writes (weights, gradients,
+ * inputs, outputs, tapes) is one, so that either thread of ./lstm-threads.ts can run either direction in place.
+ */
+export function sharedFloats(n: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(4 * n));
+}
 
 /** One direction of one LSTM layer: PyTorch's four tensors, with their gradients beside them. */
 export interface LstmCell {
@@ -140,14 +171,14 @@ export function lstmCell(input: number, hidden: number): LstmCell {
   return {
     input,
     hidden,
-    wIh: new Float32Array(g * input),
-    wHh: new Float32Array(g * hidden),
-    bIh: new Float32Array(g),
-    bHh: new Float32Array(g),
-    gWIh: new Float32Array(g * input),
-    gWHh: new Float32Array(g * hidden),
-    gBIh: new Float32Array(g),
-    gBHh: new Float32Array(g),
+    wIh: sharedFloats(g * input),
+    wHh: sharedFloats(g * hidden),
+    bIh: sharedFloats(g),
+    bHh: sharedFloats(g),
+    gWIh: sharedFloats(g * input),
+    gWHh: sharedFloats(g * hidden),
+    gBIh: sharedFloats(g),
+    gBHh: sharedFloats(g),
   };
 }
 
@@ -172,32 +203,35 @@ export interface LstmTape {
 /**
  * Runs one direction of a layer over `x` (`[T·B, In]`, time-major) from zero states, writing h_t into `out`
  * (the states of a reversed direction are written at their own step t, as PyTorch's bidirectional output is).
- * The input projection of all steps is one product; only the recurrent product is per step.
+ * The input projection of all steps is one product; only the recurrent product is per step. The tape goes
+ * `into` the arrays given (`[T·B, 4H]` and `[T·B, H]`, every element overwritten), or new ones.
  */
 export function lstmForward(
+  gemm: Gemm,
   cell: LstmCell,
   x: Float32Array,
   steps: number,
   batch: number,
   reverse: boolean,
   out: Slot,
+  into?: { gates: Float32Array; cells: Float32Array },
 ): LstmTape {
   const H = cell.hidden;
   const G = 4 * H;
   const rows = steps * batch;
-  const gates = new Float32Array(rows * G);
+  const gates = into?.gates ?? sharedFloats(rows * G);
   for (let r = 0; r < rows; r++) {
     const o = r * G;
     for (let j = 0; j < G; j++) gates[o + j] = (cell.bIh[j] as number) + (cell.bHh[j] as number);
   }
-  gemmABt(rows, G, cell.input, x, 0, cell.input, cell.wIh, 0, cell.input, gates, 0, G);
-  const cells = new Float32Array(rows * H);
+  gemm.abt(rows, G, cell.input, x, 0, cell.input, cell.wIh, 0, cell.input, gates, 0, G);
+  const cells = into?.cells ?? sharedFloats(rows * H);
+  gemm.pin(G, H, cell.wHh, 0, H);
   const { data: hs, col, stride } = out;
   for (let s = 0; s < steps; s++) {
     const t = reverse ? steps - 1 - s : s;
     const prev = reverse ? t + 1 : t - 1;
-    if (s > 0)
-      gemmABt(batch, G, H, hs, prev * batch * stride + col, stride, cell.wHh, 0, H, gates, t * batch * G, G);
+    if (s > 0) gemm.abtPinned(batch, hs, prev * batch * stride + col, stride, gates, t * batch * G, G);
     for (let b = 0; b < batch; b++) {
       const g0 = (t * batch + b) * G;
       const c0 = (t * batch + b) * H;
@@ -227,6 +261,7 @@ export function lstmForward(
  * gradient arrays and dLoss/dx into `dx` (`[T·B, In]`) where given. `out` is the forward pass's output slot (h_{t-1}).
  */
 export function lstmBackward(
+  gemm: Gemm,
   cell: LstmCell,
   tape: LstmTape,
   x: Float32Array,
@@ -240,7 +275,7 @@ export function lstmBackward(
   const rows = steps * batch;
   const dhNext = new Float32Array(batch * H);
   const dcNext = new Float32Array(batch * H);
-  const whhT = transpose(G, H, cell.wHh, 0, H);
+  gemm.pin(H, G, transpose(G, H, cell.wHh, 0, H), 0, G);
   for (let s = steps - 1; s >= 0; s--) {
     const t = reverse ? steps - 1 - s : s;
     const prev = reverse ? t + 1 : t - 1;
@@ -260,53 +295,54 @@ export function lstmBackward(
         const dh = (dOut.data[d0 + j] as number) + (dhNext[n0 + j] as number);
         const dc = (dcNext[n0 + j] as number) + dh * o * (1 - tc * tc);
         const cPrev = s > 0 ? (cells[cp + j] as number) : 0;
-        gates[g0 + j] = dc * g * i * (1 - i);
-        gates[g0 + H + j] = dc * cPrev * f * (1 - f);
-        gates[g0 + 2 * H + j] = dc * i * (1 - g * g);
-        gates[g0 + 3 * H + j] = dh * tc * o * (1 - o);
-        dcNext[n0 + j] = dc * f;
+        gates[g0 + j] = flush(dc * g * i * (1 - i));
+        gates[g0 + H + j] = flush(dc * cPrev * f * (1 - f));
+        gates[g0 + 2 * H + j] = flush(dc * i * (1 - g * g));
+        gates[g0 + 3 * H + j] = flush(dh * tc * o * (1 - o));
+        dcNext[n0 + j] = flush(dc * f);
       }
     }
     dhNext.fill(0);
     // dh_{t-1} = dgates_t · W_hh
-    if (s > 0) gemmABt(batch, H, G, gates, t * batch * G, G, whhT, 0, G, dhNext, 0, H);
+    if (s > 0) gemm.abtPinned(batch, gates, t * batch * G, G, dhNext, 0, H);
   }
   // The gates now hold dLoss/d(pre-activation) of every step, and every weight gradient is one product over all
-  // steps: dW_ih = dGᵀ·X, dW_hh = dGᵀ·H_prev (h_{t-1} beside step t, zero before the first), db = Σ dG.
-  const dGT = transpose(rows, G, gates, 0, G);
-  gemmABt(
-    G,
-    cell.input,
-    rows,
-    dGT,
-    0,
-    rows,
-    transpose(rows, cell.input, x, 0, cell.input),
-    0,
-    rows,
-    cell.gWIh,
-    0,
-    cell.input,
-  );
-  const hPrevT = new Float32Array(H * rows);
-  for (let s = 1; s < steps; s++) {
-    const t = reverse ? steps - 1 - s : s;
-    const prev = reverse ? t + 1 : t - 1;
-    for (let b = 0; b < batch; b++) {
-      const src = (prev * batch + b) * out.stride + out.col;
-      const col = t * batch + b;
-      for (let j = 0; j < H; j++) hPrevT[j * rows + col] = out.data[src + j] as number;
+  // steps: dW_ih = dGᵀ·X, dW_hh = dGᵀ·H_prev (h_{t-1} beside step t, zero before the first), db = Σ dG. They run
+  // over slices of the rows, each transposed apart, so that no transposed copy of a whole batch is ever held; a
+  // slice is the products' own k slice (./lstm-gemm.ts), so the bits are those of one product over all rows.
+  const In = cell.input;
+  const bias = new Float64Array(G);
+  // One set of slice buffers for all slices: fresh ones per slice were ~200 MiB of garbage per batch.
+  const slice = Math.min(ROW_SLICE, rows);
+  const dGT = new Float32Array(G * slice);
+  const xT = new Float32Array(In * slice);
+  const hPrevT = new Float32Array(H * slice);
+  for (let r0 = 0; r0 < rows; r0 += ROW_SLICE) {
+    const len = Math.min(ROW_SLICE, rows - r0);
+    transpose(len, G, gates, r0 * G, G, dGT);
+    transpose(len, In, x, r0 * In, In, xT);
+    gemm.abt(G, In, len, dGT, 0, len, xT, 0, len, cell.gWIh, 0, In);
+    hPrevT.fill(0);
+    for (let r = r0; r < r0 + len; r++) {
+      const t = Math.floor(r / batch);
+      const b = r - t * batch;
+      if (t === (reverse ? steps - 1 : 0)) continue;
+      const src = ((reverse ? t + 1 : t - 1) * batch + b) * out.stride + out.col;
+      for (let j = 0; j < H; j++) hPrevT[j * len + r - r0] = out.data[src + j] as number;
+    }
+    gemm.abt(G, H, len, dGT, 0, len, hPrevT, 0, len, cell.gWHh, 0, H);
+    for (let j = 0; j < G; j++) {
+      let sum = bias[j] as number;
+      for (let r = 0; r < len; r++) sum += dGT[j * len + r] as number;
+      bias[j] = sum;
     }
   }
-  gemmABt(G, H, rows, dGT, 0, rows, hPrevT, 0, rows, cell.gWHh, 0, H);
   for (let j = 0; j < G; j++) {
-    let sum = 0;
-    for (let r = 0; r < rows; r++) sum += dGT[j * rows + r] as number;
-    cell.gBIh[j] = (cell.gBIh[j] as number) + sum;
-    cell.gBHh[j] = (cell.gBHh[j] as number) + sum;
+    cell.gBIh[j] = (cell.gBIh[j] as number) + (bias[j] as number);
+    cell.gBHh[j] = (cell.gBHh[j] as number) + (bias[j] as number);
   }
   if (dx)
-    gemmABt(
+    gemm.abt(
       rows,
       cell.input,
       G,

@@ -7,7 +7,7 @@ import { rumedbenchWith } from '../helpers/cli.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';
 
 describe('baseline bilstm', () => {
-  it('trains the tagger, says in one line why RuMedNLI and RuMedTest are not trained, writes a run folder eval reads, and saves a model predict uses', {
+  it('trains the tagger, says in one line why RuMedNLI and RuMedTest are not trained, writes a run folder eval, rank and report read, and saves a model predict uses', {
     timeout: 300_000,
   }, async () => {
     const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
@@ -62,6 +62,27 @@ describe('baseline bilstm', () => {
     const ev = await rumedbenchWith(env, 'eval', out, '--bootstrap', '0', '--json');
     expect(ev.code, ev.stderr).toBe(0);
     expect(Object.keys(JSON.parse(ev.stdout).tasks)).toEqual(['RuMedNER']);
+    // rank (beside the naive baseline's run) and report read the BiLSTM's run folder as any other run.
+    const naive = mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-naive-'));
+    const nv = await rumedbenchWith(
+      env,
+      'baseline',
+      'naive',
+      '--tasks',
+      'RuMedNER',
+      '--out',
+      naive,
+      '--bootstrap',
+      '0',
+    );
+    expect(nv.code, nv.stderr).toBe(0);
+    const ranked = await rumedbenchWith(env, 'rank', out, naive, '--bootstrap', '0', '--json');
+    expect(ranked.code, ranked.stderr).toBe(0);
+    expect(ranked.stdout).toContain('RuMedNER');
+    const report = join(out, 'report.html');
+    const rep = await rumedbenchWith(env, 'report', out, '--out', report);
+    expect(rep.code, rep.stderr).toBe(0);
+    expect(readFileSync(report, 'utf8')).toContain('RuMedNER');
 
     expect(existsSync(join(out, 'models', 'RuMedNER', 'model.json'))).toBe(true);
     const p = await rumedbenchWith(
@@ -82,9 +103,9 @@ describe('baseline bilstm', () => {
     expect(r.stderr).toContain('--epochs: only for baseline bilstm');
   });
 
-  it('refuses --threads above 1 rather than ignore it: it trains on one thread so far', async () => {
-    const r = await rumedbenchWith({}, 'baseline', 'bilstm', '--threads', '2');
+  it('refuses --threads above 2 rather than ignore it: one thread per direction', async () => {
+    const r = await rumedbenchWith({}, 'baseline', 'bilstm', '--threads', '3');
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('method bilstm trains on one thread so far');
+    expect(r.stderr).toContain('method bilstm runs at most 2 threads, one per direction of each layer');
   });
 });
