@@ -3,9 +3,9 @@
  * out to the engine, side by side; nothing here reads a plan's settings.
  */
 import { resolve } from 'node:path';
+import { commandLineOf } from '../engine/command-line.js';
 import { runEvaluation } from '../engine/run.js';
 import { parseShard, resolveShard } from '../engine/short-forms.js';
-import { commandLineOf } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { type CellCheck, checkCell, totalCost } from '../plans/check.js';

@@ -12,7 +12,7 @@ import { writeFileAtomic } from '../data/atomic-write.js';
 import { type RunSpec, specJson } from '../engine/spec.js';
 import { PlanError, RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { readRunLog } from '../scoring/run-log.js';
 import type { Cell } from './cells.js';
 import type { Plan } from './file.js';
 
@@ -245,9 +245,9 @@ export function rowOf(
   };
   if (outcome?.code !== 0)
     return { ...base, ...empty, status: 'failed', ...(outcome?.error ? { error: outcome.error } : {}) };
-  let folder: ReturnType<typeof readRunFolder>;
+  let folder: ReturnType<typeof readRunLog>;
   try {
-    folder = readRunFolder(dir);
+    folder = readRunLog(dir);
   } catch (e) {
     return { ...base, ...empty, status: 'failed', error: (e as RumedbenchError).message };
   }
