@@ -20,11 +20,12 @@ const LOCAL = { providers: ['llama'] } as const;
 
 /**
  * `"Name: value"` texts as a record of headers. A literal `--header` that carries a credential is refused here, by
- * name, not echoed: what was typed may be a key.
+ * name, not echoed: what was typed may be a key (a plan's reader names it at its line itself: `refuseSecrets` false).
  */
 export function headerRecord(
   list: readonly string[],
   name: '--header' | '--header-env',
+  refuseSecrets = true,
 ): Record<string, string> {
   const literal = name === '--header';
   return Object.fromEntries(
@@ -35,7 +36,7 @@ export function headerRecord(
           `${name} must look like "Name: ${literal ? 'value' : 'VAR'}" (a name, a colon, then the ${literal ? 'value' : 'variable'})`,
         );
       const header = h.slice(0, at).trim();
-      const problem = literal ? secretHeaderProblem(header) : undefined;
+      const problem = literal && refuseSecrets ? secretHeaderProblem(header) : undefined;
       if (problem) throw new UsageError(`--header: ${problem}`);
       return [header, h.slice(at + 1).trim()];
     }),

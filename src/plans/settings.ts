@@ -90,10 +90,11 @@ export function specValueOf(key: string, v: unknown, planFile: string): unknown 
       return typeof v === 'number' ? { count: v } : planValueOf(LLM_FLAGS, key, v);
     case 'headers':
     case 'header_env':
-      // A list of "Name: value" texts, as the flag given several times.
-      return Array.isArray(v) && v.every((h) => typeof h === 'string')
-        ? headerRecord(v, key === 'headers' ? '--header' : '--header-env')
-        : planValueOf(LLM_FLAGS, `provider.${key}`, v);
+      // One "Name: value" text, or a list of them as the flag given several times; a credential in one is named at
+      // its line by the plan's reader (src/plans/file.ts), so it is not refused here.
+      return typeof v === 'string' || (Array.isArray(v) && v.every((h) => typeof h === 'string'))
+        ? headerRecord([v].flat(), key === 'headers' ? '--header' : '--header-env', false)
+        : v;
     case 'templates':
       return typeof v === 'string'
         ? readTemplates(/^\.\.?(\/|$)/.test(v) ? resolve(dirname(planFile), v) : v)
