@@ -3,10 +3,10 @@
  * out to the engine, side by side; nothing here reads a plan's settings.
  */
 import { resolve } from 'node:path';
+import { commandLineOf } from '../engine/command-line.js';
 import { runEvaluation } from '../engine/run.js';
 import { parseShard, resolveShard } from '../engine/short-forms.js';
-import { commandLineOf } from '../engine/spec.js';
-import { RumedbenchError } from '../errors.js';
+import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { type CellCheck, checkCell, totalCost } from '../plans/check.js';
 import { loadPlan } from '../plans/file.js';
@@ -26,7 +26,9 @@ export const PLAN_RUN_FLAGS = {
     required: true,
   }),
   resume: flag.on('--resume', 'finish a plan run in --out: done cells are kept, journaled ones continue'),
-  jobs: flag.count('--jobs <n>', 'cells run at once', { min: 1, default: 4 }),
+  cellsAtOnce: flag.count('--cells-at-once <n>', 'cells run at once', { min: 1, default: 4 }),
+  // The old name, kept so that scripts keep working: "job" is a queue chunk now (docs/development.md's words).
+  jobs: flag.count('--jobs <n>', 'deprecated: the old name of --cells-at-once', { min: 1 }),
   maxInFlight: flag.count(
     '--max-in-flight <n>',
     "requests in flight per endpoint across its cells (default: the plan's max_in_flight, else 32)",
@@ -151,6 +153,15 @@ export async function submitCell(
 
 const f2 = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(2));
 
+/** `--cells-at-once`, or the deprecated `--jobs` it replaced (said once on stderr); both given is a mistake. */
+export function cellsAtOnceOf(flags: FlagsOf<typeof PLAN_RUN_FLAGS>, io: Pick<CliIo, 'log'>): number {
+  if (flags.jobs === undefined) return flags.cellsAtOnce;
+  if (flags.cellsAtOnce !== PLAN_RUN_FLAGS.cellsAtOnce.default)
+    throw new UsageError('--jobs is the old name of --cells-at-once: give only --cells-at-once');
+  io.log.warn('--jobs is deprecated: it is --cells-at-once now (a job is a queue chunk); --jobs still works');
+  return flags.jobs;
+}
+
 export async function runPlanRun(
   file: string,
   flags: FlagsOf<typeof PLAN_RUN_FLAGS>,
@@ -181,7 +192,7 @@ export async function runPlanRun(
     plan,
     cells,
     outDir: resolve(flags.out),
-    jobs: flags.jobs,
+    cellsAtOnce: cellsAtOnceOf(flags, io),
     log: io.log,
     ...(flags.resume ? { resume: true } : {}),
     ...(flags.maxInFlight !== undefined ? { maxInFlight: flags.maxInFlight } : {}),

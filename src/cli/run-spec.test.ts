@@ -1,8 +1,14 @@
 /** The run spec a command line makes, and the command line a manifest records for it, agree. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { commandLineOf, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
-import { PLAN_PROVIDERS } from '../plans/settings.js';
+import { commandLineOf } from '../engine/command-line.js';
+import { boundFlags, flagNameOf } from '../engine/flag-table.js';
+import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
+import { loadPlan } from '../plans/file.js';
+import { PLAN_PROVIDERS, RENAMED } from '../plans/settings.js';
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
 import { CONTAMINATION_FLAGS, type ContaminationFlags, contaminationSpecOf } from './contamination.js';
 import { addFlags } from './flags.js';
@@ -144,5 +150,169 @@ describe('run specs and the command line', () => {
     expect(() =>
       llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, ['--model', 'm', '--out', 'x', '--price-cached', '1'])),
     ).toThrow(/--price-cached and --price-cache-write go with the prices/);
+  });
+});
+
+/**
+ * One value other than the default for every flag of `llm` that fills a spec field, as typed on a command line
+ * (with the flags it needs beside it). A flag added to the table without one fails the walk below.
+ */
+const TEMPLATES = join(mkdtempSync(join(tmpdir(), 'rumedbench-flags-')), 'templates.json');
+writeFileSync(TEMPLATES, JSON.stringify({ RuMedDaNet: { system: 'Отвечай да или нет.' } }));
+const PRICES = ['--price-prompt', '0.5', '--price-completion', '1.5'];
+const LOCAL = ['--provider', 'llama'];
+const EXAMPLES: Record<string, string[]> = {
+  provider: ['--provider', 'anthropic', '--api-key-env', 'KEY'],
+  model: ['--model', 'other-model'],
+  baseUrl: ['--base-url', 'http://10.0.0.1:9/v1'],
+  apiKeyEnv: ['--api-key-env', 'MY_KEY'],
+  header: ['--header', 'X-Team: a b', '--header', 'X-Other: c'],
+  headerEnv: ['--header-env', 'Authorization: MY_TOKEN'],
+  downAfter: ['--down-after', '0'],
+  timeoutMs: ['--timeout-ms', '5000'],
+  maxRetries: ['--max-retries', '2'],
+  maxWait: ['--max-wait', '9'],
+  maxReplyBytes: ['--max-reply-bytes', '2048'],
+  contextSize: [...LOCAL, '--context-size', '512'],
+  gpu: [...LOCAL, '--gpu'],
+  threads: [...LOCAL, '--threads', '3'],
+  mode: ['--mode', 'loglik'],
+  labelWords: ['--label-words'],
+  tasks: ['--tasks', 'RuMedDaNet,RuMedNLI'],
+  split: ['--split', 'both'],
+  data: ['--data', '/data/rumed'],
+  gold: ['--gold', '/data/gold'],
+  shots: ['--shots', '2'],
+  seed: ['--seed', '7'],
+  temperature: ['--temperature', '0.5'],
+  maxTokens: ['--max-tokens', '64'],
+  stop: ['--stop', "it's", '--stop', '###'],
+  reasoningEffort: ['--reasoning-effort', 'low'],
+  thinkingBudget: ['--thinking-budget', '256'],
+  system: ['--system', "Ты — врач. Отвечай 'кратко'."],
+  template: ['--template', TEMPLATES],
+  concurrency: ['--concurrency', '3'],
+  allowFailures: ['--allow-failures', '2.5%'],
+  limit: ['--limit', '5'],
+  prompts: ['--tasks', 'RuMedDaNet', '--prompts', 'p2'],
+  perturb: ['--perturb', 'typos=0.05,yo'],
+  repeats: ['--repeats', '3'],
+  shard: ['--shard', '2/4'],
+  pricePrompt: PRICES,
+  priceCompletion: ['--price-prompt', '0', '--price-completion', '8'],
+  priceCached: [...PRICES, '--price-cached', '0.1'],
+  priceCacheWrite: [...PRICES, '--price-cache-write', '0'],
+  batch: ['--batch'],
+  batchPoll: ['--batch', '--batch-poll', '30'],
+  batchDiscount: ['--batch', '--batch-discount', '0.4'],
+  batchDeadline: ['--batch', '--batch-deadline', '48'],
+  batchResults: ['--batch-results', '/runs/results.jsonl'],
+  maxCost: [...PRICES, '--max-cost', '12.5'],
+  bootstrap: ['--bootstrap', '0'],
+};
+
+const at = (o: unknown, path: string): unknown =>
+  path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], o);
+/** The spec `llm` makes of a command line: a model server's, or a local model's where the line names one. */
+const specOfLine = (args: string[]) =>
+  llmSpecOf(
+    flagsOf<LlmFlags>(LLM_FLAGS, [
+      ...(args.includes('llama')
+        ? ['--model', '/models/m.gguf']
+        : ['--model', 'm', '--base-url', openai.base_url]),
+      ...args,
+      '--out',
+      'x',
+    ]),
+  );
+
+describe('the table from flags to spec fields (src/engine/llm-flags.ts)', () => {
+  const bound = boundFlags(LLM_FLAGS);
+
+  it('has an example for every flag that fills a field, and each example changes its field', () => {
+    expect(bound.map(([k]) => k).filter((k) => !(k in EXAMPLES))).toEqual([]);
+    expect(Object.keys(EXAMPLES).filter((k) => !bound.some(([b]) => b === k))).toEqual([]);
+    for (const [key, f] of bound) {
+      const args = EXAMPLES[key] as string[];
+      const before = specOfLine(args.includes('llama') ? LOCAL : []);
+      expect([key, at(specOfLine(args), f.field.path)]).not.toEqual([key, at(before, f.field.path)]);
+    }
+  });
+
+  it("round-trips the manifest's command line for every field: the line reads back into the same spec", () => {
+    for (const [key, f] of bound) {
+      const spec = specOfLine(EXAMPLES[key] as string[]);
+      const line = commandLineOf(spec);
+      if (f.field.notWritten !== undefined) {
+        // A file read into the spec (--template): the line names the spec, which holds what the file held.
+        expect([key, line]).toEqual([
+          key,
+          expect.stringContaining(`${flagNameOf(f)} '${f.field.notWritten}'`),
+        ]);
+        continue;
+      }
+      const back = llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x']));
+      expect([key, back]).toEqual([key, spec]);
+    }
+  });
+
+  it('takes in a plan every value the flag takes: the same text in a plan makes the same spec', () => {
+    const NOT_IN_PLANS = ['provider', 'batchResults'];
+    const taken: string[] = [];
+    for (const [key, f] of bound) {
+      const args = EXAMPLES[key] as string[];
+      const spec = specOfLine(args);
+      const name = flagNameOf(f);
+      const setting = f.field.path.replace(/^provider\./, '');
+      const provider = PLAN_PROVIDERS[spec.provider.name];
+      if (!provider?.settings.has(setting) && !provider?.settings.has(RENAMED[setting] ?? setting)) continue;
+      taken.push(key);
+      // The other fields as a plan holds them (the spec's own form); this one as the command line gave it.
+      const { schema: _s, kind: _k, provider: p, task_files: _t, ...run } = spec;
+      const { name: pname, ...own } = p as Record<string, unknown>;
+      const texts = args.flatMap((w, i) => (w === name ? [args[i + 1] as string] : []));
+      const typed = !f.flag.includes('<') ? true : Array.isArray(f.default) ? texts : texts.at(-1);
+      const entry: Record<string, unknown> = { name: 'm', provider: pname, ...own, ...run };
+      delete entry[setting];
+      // A price given alone stands beside the others, each by its own key (`prices.prompt`).
+      if (setting.startsWith('prices.')) {
+        for (const [k, v] of Object.entries(entry.prices as object)) entry[`prices.${k}`] = v;
+        delete entry.prices;
+      }
+      entry[setting] = typed;
+      const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-plan-form-')), 'plan.yaml');
+      writeFileSync(file, `name: forms\nmodels:\n  - ${JSON.stringify(entry)}\n`);
+      const { cells } = loadPlan(file);
+      expect([key, typed, cells[0]?.spec]).toEqual([key, typed, spec]);
+    }
+    expect(bound.map(([k]) => k).filter((k) => !taken.includes(k))).toEqual(NOT_IN_PLANS);
+  });
+
+  it("says the spec's problems in the flags' words: each field named becomes its flag", () => {
+    expect(() => specOfLine(['--max-cost', '3'])).toThrow(
+      '--max-cost: needs prices (USD per million tokens)',
+    );
+    expect(() => specOfLine(['--batch-poll', '3'])).toThrow(
+      '--batch-poll, --batch-discount, --batch-deadline: go with batch: true',
+    );
+    expect(() =>
+      specOfLine(['--provider', 'anthropic', '--api-key-env', 'K', '--thinking-budget', '9']),
+    ).toThrow(
+      '--thinking-budget: Anthropic takes at least 1024 tokens, and fewer than --max-tokens (1024), which the thinking counts against; got 9',
+    );
+  });
+
+  it('derives the old plan keys from the flags whose names are not their fields', () => {
+    expect(RENAMED).toEqual({
+      max_wait: 'max_wait_s',
+      header: 'headers',
+      template: 'templates',
+      price_prompt: 'prices.prompt',
+      price_completion: 'prices.completion',
+      price_cached: 'prices.cached',
+      price_cache_write: 'prices.cache_write',
+      batch_poll: 'batch_poll_s',
+      batch_deadline: 'batch_deadline_h',
+    });
   });
 });

@@ -23,8 +23,9 @@ import { writeManifest } from '../scoring/run-log.js';
 import { writeContamination } from '../scoring/trust-files.js';
 import { getTask, isChoiceTask } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
+import { commandLineOf } from './command-line.js';
 import { openProvider } from './provider.js';
-import { type ContaminationSpec, commandLineOf, LLM_DEFAULTS } from './spec.js';
+import { type ContaminationSpec, LLM_DEFAULTS } from './spec.js';
 
 const JOURNAL = 'contamination.journal.jsonl';
 

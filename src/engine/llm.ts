@@ -21,8 +21,9 @@ import {
 import type { RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
+import { commandLineOf } from './command-line.js';
 import { type OpenProviderOptions, openProvider } from './provider.js';
-import { batchSettingsOf, commandLineOf, type LlmSpec } from './spec.js';
+import { batchSettingsOf, type LlmSpec } from './spec.js';
 
 export interface LlmContext {
   outDir: string;

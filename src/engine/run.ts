@@ -26,6 +26,7 @@ import { writeManifest } from '../scoring/run-log.js';
 import { getTask } from '../tasks/registry.js';
 import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
+import { commandLineOf } from './command-line.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
 import { batchApiOf, llmCell, planLlmSpec } from './llm.js';
 import { runLlm } from './loop.js';
@@ -34,7 +35,6 @@ import {
   type BaselineSpec,
   batchSettingsOf,
   type ContaminationSpec,
-  commandLineOf,
   type LlmSpec,
   makeRunSpec,
   type RunSpec,

@@ -247,8 +247,9 @@ const llmFields = z
   .strict();
 
 /**
- * What no single field can say: settings a provider or a mode does not take, and settings that need another. The
- * CLI's flags say the same in their own words first; a plan's cells and a spec file meet these.
+ * What no single field can say: settings a provider or a mode does not take, and settings that need another. Every
+ * door meets these: a plan's cells and a spec file in the fields' words, the CLI's flags in theirs (each field named
+ * becomes its flag, `inFlagWords`), so a problem is written once, here, with its field first.
  */
 function llmProblems(s: z.output<typeof llmFields>): string[] {
   const out: string[] = [];
@@ -288,7 +289,7 @@ function llmProblems(s: z.output<typeof llmFields>): string[] {
     const budget = s.thinking_budget;
     if (budget !== undefined && (budget < MIN_THINKING_BUDGET || budget >= s.max_tokens))
       out.push(
-        `thinking_budget: Anthropic takes at least ${MIN_THINKING_BUDGET} tokens, and fewer than max_tokens (${s.max_tokens}), which the thinking counts against`,
+        `thinking_budget: Anthropic takes at least ${MIN_THINKING_BUDGET} tokens, and fewer than max_tokens (${s.max_tokens}), which the thinking counts against; got ${budget}`,
       );
   }
   return out;
@@ -511,126 +512,4 @@ export function makeRunSpec(input: unknown, where = 'run spec'): RunSpec {
 /** Keys in a stable order, so that the same spec is the same text (plan state, manifests, comparisons). */
 export function specJson(spec: RunSpec): string {
   return JSON.stringify(canonical(spec));
-}
-
-const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
-/**
- * The command line that makes the same run, for people to read (a manifest records it beside the spec); nothing
- * parses it back. Templates and other values with no flag of their own are named by the spec file.
- */
-export function commandLineOf(spec: RunSpec): string {
-  const a: string[] = ['rumedbench'];
-  const push = (flag: string, v: unknown) => {
-    if (v === undefined || v === false) return;
-    if (v === true) a.push(flag);
-    else a.push(flag, quote(String(v)));
-  };
-  const provider = (p: ProviderSpec) => {
-    push('--provider', p.name);
-    push('--model', p.model);
-    if (p.name === 'openai' || p.name === 'anthropic') {
-      push('--base-url', p.base_url);
-      push('--api-key-env', p.api_key_env);
-      for (const [k, v] of Object.entries(p.headers)) push('--header', `${k}: ${v}`);
-      for (const [k, v] of Object.entries(p.header_env)) push('--header-env', `${k}: ${v}`);
-      if (p.down_after !== LLM_DEFAULTS.downAfter) push('--down-after', p.down_after);
-      if (p.timeout_ms !== LLM_DEFAULTS.timeoutMs) push('--timeout-ms', p.timeout_ms);
-      if (p.max_retries !== LLM_DEFAULTS.maxRetries) push('--max-retries', p.max_retries);
-      if (p.max_wait_s !== LLM_DEFAULTS.maxWaitS) push('--max-wait', p.max_wait_s);
-      if (p.max_reply_bytes !== LLM_DEFAULTS.maxReplyBytes) push('--max-reply-bytes', p.max_reply_bytes);
-    } else {
-      if (p.context_size !== LLM_DEFAULTS.contextSize) push('--context-size', p.context_size);
-      push('--gpu', p.gpu);
-      push('--threads', p.threads);
-    }
-  };
-  if (spec.kind === 'contamination') {
-    a.push('contamination');
-    provider(spec.provider);
-    push('--concurrency', spec.concurrency);
-    push('--tasks', spec.tasks.join(','));
-    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
-    push('--data', spec.data);
-    push('--split', spec.split);
-    push('--probes', spec.probes.join(','));
-    push('--shards', spec.shards);
-    push('--permutations', spec.permutations);
-    push('--items', spec.items);
-    push('--alpha', spec.alpha);
-    push('--seed', spec.seed);
-  } else if (spec.kind === 'llm') {
-    a.push('llm');
-    provider(spec.provider);
-    push('--tasks', spec.tasks.join(','));
-    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
-    push('--split', spec.split);
-    push('--data', spec.data);
-    push('--gold', spec.gold);
-    push('--mode', spec.mode);
-    push('--label-words', spec.label_words);
-    push('--shots', spec.shots);
-    push('--seed', spec.seed);
-    push('--temperature', spec.temperature);
-    push('--max-tokens', spec.max_tokens);
-    for (const s of spec.stop) push('--stop', s);
-    push('--reasoning-effort', spec.reasoning_effort);
-    push('--thinking-budget', spec.thinking_budget);
-    push('--system', spec.system);
-    if (spec.templates) a.push('--template', '<templates in the spec>');
-    push('--concurrency', spec.concurrency);
-    push('--limit', spec.limit);
-    if (spec.prompts.length > 0) push('--prompts', spec.prompts.join(','));
-    if (spec.perturb.length > 0)
-      push('--perturb', spec.perturb.map((p) => (p.kind === 'typos' ? `typos=${p.rate}` : p.kind)).join(','));
-    if (spec.repeats > 1) push('--repeats', spec.repeats);
-    if (spec.shard) push('--shard', `${spec.shard.index}/${spec.shard.count}`);
-    if (spec.allow_failures)
-      push(
-        '--allow-failures',
-        'count' in spec.allow_failures ? spec.allow_failures.count : `${spec.allow_failures.percent}%`,
-      );
-    if (spec.prices) {
-      push('--price-prompt', spec.prices.prompt);
-      push('--price-completion', spec.prices.completion);
-      push('--price-cached', spec.prices.cached);
-      push('--price-cache-write', spec.prices.cache_write);
-    }
-    push('--max-cost', spec.max_cost);
-    push('--batch', spec.batch);
-    push('--batch-poll', spec.batch_poll_s);
-    push('--batch-discount', spec.batch_discount);
-    push('--batch-deadline', spec.batch_deadline_h);
-    push('--batch-results', spec.batch_results);
-    push('--bootstrap', spec.bootstrap);
-  } else {
-    a.push('baseline', spec.method);
-    const e = spec.encoder;
-    if (e) {
-      push('--model', e.model);
-      push('--endpoint', e.endpoint);
-      push('--api-key-env', e.api_key_env);
-      push('--pooling', e.pooling);
-      push('--dtype', e.dtype);
-      push('--max-length', e.max_length);
-      push('--batch-size', e.batch_size);
-      push('--max-dimensions', e.max_dimensions);
-      push('--C', e.C);
-      if (e.cache === false) a.push('--no-cache');
-      else push('--cache', e.cache);
-      if (!e.download) a.push('--no-download');
-    }
-    push('--tasks', spec.tasks.join(','));
-    for (const f of spec.task_files ?? []) push('--tasks-dir', f);
-    push('--data', spec.data);
-    push('--gold', spec.gold);
-    push('--train-split', spec.train_split);
-    push('--seed', spec.seed);
-    push('--epochs', spec.epochs);
-    push('--patience', spec.patience);
-    push('--threads', spec.threads);
-    push('--bootstrap', spec.bootstrap);
-    push('--save', spec.save);
-  }
-  return a.join(' ');
 }

@@ -8,16 +8,11 @@
 
 import { UsageError } from '../errors.js';
 import type { ProviderInfo } from '../scoring/run-log.js';
-import {
-  type ClientOptions,
-  LlmRequestError,
-  type RequestOptions,
-  ResilientClient,
-  snippet,
-} from './client.js';
+import { type ClientOptions, LlmRequestError, snippet } from './client.js';
 import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams } from './provider.js';
+import { ServerProvider } from './server-provider.js';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 /** The API version the requests are written for (Anthropic's header; the current one since 2023). */
@@ -63,59 +58,13 @@ function splitSystem(messages: readonly ChatMessage[]): { system?: string; messa
 const tokens = (v: unknown): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 1e7 ? (v as number) : undefined;
 
-export class AnthropicProvider implements Provider {
-  private readonly url: string;
-  /** How requests reach the API and survive it (shared with Message Batches, ./anthropic-batch.ts). */
-  readonly client: ResilientClient;
-
+export class AnthropicProvider extends ServerProvider implements Provider {
   constructor(private readonly options: ClientOptions & { model: string }) {
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/messages`;
     // The key travels as `x-api-key`, with the API version the requests are written for.
-    this.client = new ResilientClient(
-      options,
-      () => ({
-        'anthropic-version': ANTHROPIC_VERSION,
-        ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
-      }),
-      this.url,
-    );
-  }
-
-  /** The base URL, without a trailing slash. */
-  get base(): string {
-    return this.client.base;
-  }
-
-  /** The reply cap of one request (`--max-reply-bytes`). */
-  get replyCap(): number {
-    return this.client.replyCap;
-  }
-
-  /** One attempt's time limit (`--timeout-ms`). */
-  get timeoutMs(): number {
-    return this.client.timeoutMs;
-  }
-
-  /** One request with the client's retries, breaker and caps (Message Batches' calls). */
-  async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
-    return this.client.call<T>(url, body, options);
-  }
-
-  /** One request, one attempt: creating a batch, looked up before it is tried again (./batch.ts). */
-  async callOnce<T>(url: string, body: unknown, options: RequestOptions = {}) {
-    return this.client.callOnce<T>(url, body, options);
-  }
-
-  limitInFlight(n: number): void {
-    this.client.limitInFlight(n);
-  }
-
-  checkBeforeRetry(check: () => Promise<void>): void {
-    this.client.checkBeforeRetry(check);
-  }
-
-  breakerWaitMs(): number {
-    return this.client.breakerWaitMs();
+    super(`${options.baseUrl.replace(/\/+$/, '')}/messages`, options, () => ({
+      'anthropic-version': ANTHROPIC_VERSION,
+      ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}),
+    }));
   }
 
   describe(): ProviderInfo {

@@ -7,17 +7,11 @@
 
 import { RumedbenchError } from '../errors.js';
 import type { ProviderInfo } from '../scoring/run-log.js';
-import {
-  type ClientOptions,
-  DEFAULT_MAX_REPLY_BYTES,
-  LlmRequestError,
-  type RequestOptions,
-  ResilientClient,
-  snippet,
-} from './client.js';
+import { type ClientOptions, DEFAULT_MAX_REPLY_BYTES, LlmRequestError, snippet } from './client.js';
 import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByCount } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams, Usage } from './provider.js';
+import { ServerProvider } from './server-provider.js';
 
 export interface OpenAIOptions extends ClientOptions {
   model: string;
@@ -85,56 +79,12 @@ export interface CompletionBody {
   };
 }
 
-export class OpenAIProvider implements Provider {
-  protected url: string;
-  /** How requests reach the server and survive it (shared with the batch API's calls, ./openai-batch.ts). */
-  readonly client: ResilientClient;
-
+export class OpenAIProvider extends ServerProvider implements Provider {
   constructor(protected readonly options: OpenAIOptions) {
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
     // How the key travels: OpenAI's bearer token.
-    this.client = new ResilientClient(
-      options,
-      () => (options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-      this.url,
+    super(`${options.baseUrl.replace(/\/+$/, '')}/chat/completions`, options, () =>
+      options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
     );
-  }
-
-  /** The base URL, without a trailing slash. */
-  get base(): string {
-    return this.client.base;
-  }
-
-  /** The reply cap of one request (`--max-reply-bytes`). */
-  get replyCap(): number {
-    return this.client.replyCap;
-  }
-
-  /** One attempt's time limit (`--timeout-ms`). */
-  get timeoutMs(): number {
-    return this.client.timeoutMs;
-  }
-
-  /** One request with the client's retries, breaker and caps: the batch API's calls (./openai-batch.ts). */
-  async call<T>(url: string, body: unknown, options: RequestOptions = {}) {
-    return this.client.call<T>(url, body, options);
-  }
-
-  /** One request, one attempt: creating a batch, looked up before it is tried again (./batch.ts). */
-  async callOnce<T>(url: string, body: unknown, options: RequestOptions = {}) {
-    return this.client.callOnce<T>(url, body, options);
-  }
-
-  limitInFlight(n: number): void {
-    this.client.limitInFlight(n);
-  }
-
-  checkBeforeRetry(check: () => Promise<void>): void {
-    this.client.checkBeforeRetry(check);
-  }
-
-  breakerWaitMs(): number {
-    return this.client.breakerWaitMs();
   }
 
   describe(): ProviderInfo {

@@ -139,7 +139,7 @@ describe('plans', () => {
       }
       return { code: 0 };
     };
-    const first = await runPlan({ plan, cells, outDir: out, jobs: 2, runCell, log: silentLogger });
+    const first = await runPlan({ plan, cells, outDir: out, cellsAtOnce: 2, runCell, log: silentLogger });
     expect(first.cells.map((c) => [c.cell, c.status])).toEqual([
       ['a/shots=0', 'failed'],
       ['a/shots=1', 'failed'],

@@ -1,5 +1,5 @@
 /**
- * Runs a plan's cells side by side: at most `jobs` cells at once, and on each endpoint no more requests in flight
+ * Runs a plan's cells side by side: at most `cellsAtOnce` cells at once, and on each endpoint no more requests in flight
  * than its budget (cells of a local model, which hold the machine, one at a time). Each cell's spec is run by the
  * caller's `runCell` (the CLI hands it to the engine), into its own run folder. Killed at any point, the plan
  * resumes: a cell with a summary is done, a cell with a journal continues from it (`resume`), others start.
@@ -12,7 +12,7 @@ import { writeFileAtomic } from '../data/atomic-write.js';
 import { type RunSpec, specJson } from '../engine/spec.js';
 import { PlanError, RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readRunFolder } from '../scoring/run-folder.js';
+import { readRunLog } from '../scoring/run-log.js';
 import type { Cell } from './cells.js';
 import type { Plan } from './file.js';
 
@@ -44,7 +44,7 @@ export interface PlanRunOptions {
   outDir: string;
   resume?: boolean;
   /** Cells at once (default 4). */
-  jobs?: number;
+  cellsAtOnce?: number;
   /** Requests in flight per endpoint, across its cells (default: the plan's max_in_flight, else 32). */
   maxInFlight?: number;
   /** Runs one cell's spec into `out` (continuing its journal where `resume`). */
@@ -98,7 +98,7 @@ export interface PlanSummary {
 const DEFAULT_MAX_IN_FLIGHT = 32;
 
 export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
-  const jobs = Math.max(1, o.jobs ?? 4);
+  const cellsAtOnce = Math.max(1, o.cellsAtOnce ?? 4);
   const budget = o.maxInFlight ?? o.plan.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   const planText = readFileSync(o.plan.file);
   const planSha = createHash('sha256').update(planText).digest('hex');
@@ -165,7 +165,7 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
 
   await new Promise<void>((resolve) => {
     const pump = () => {
-      for (let i = 0; i < pending.length && running.size < jobs; ) {
+      for (let i = 0; i < pending.length && running.size < cellsAtOnce; ) {
         const cell = pending[i] as Cell;
         if (!fits(cell)) {
           i++;
@@ -252,9 +252,9 @@ export function rowOf(
   };
   if (outcome?.code !== 0)
     return { ...base, ...empty, status: 'failed', ...(outcome?.error ? { error: outcome.error } : {}) };
-  let folder: ReturnType<typeof readRunFolder>;
+  let folder: ReturnType<typeof readRunLog>;
   try {
-    folder = readRunFolder(dir);
+    folder = readRunLog(dir);
   } catch (e) {
     return { ...base, ...empty, status: 'failed', error: (e as RumedbenchError).message };
   }

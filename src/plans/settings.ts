@@ -8,9 +8,9 @@
  */
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { allowanceForm, resolveShard, shardForm } from '../engine/short-forms.js';
+import { boundFlags, flagNameOf, flagOfField, planValueOf } from '../engine/flag-table.js';
+import { headerRecord, LLM_FLAGS } from '../engine/llm-flags.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec, SPEC_FIELDS } from '../engine/spec.js';
-import { parsePerturbations } from '../llm/perturb.js';
 import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants } from '../llm/prompt-variants.js';
 import { getTask } from '../tasks/registry.js';
@@ -53,65 +53,54 @@ const fieldsOf = (shape: object, drop: readonly string[] = []) =>
 const PRICE_KEYS = ['prices.prompt', 'prices.completion', 'prices.cached', 'prices.cache_write'];
 const price = z.number().min(0);
 
-/** Old plan keys (the flags' names) → the spec's field they stand for. */
-export const RENAMED: Readonly<Record<string, string>> = {
-  max_wait: 'max_wait_s',
-  batch_poll: 'batch_poll_s',
-  batch_deadline: 'batch_deadline_h',
-  header: 'headers',
-  template: 'templates',
-  price_prompt: 'prices.prompt',
-  price_completion: 'prices.completion',
-  price_cached: 'prices.cached',
-  price_cache_write: 'prices.cache_write',
-};
+/** A flag's name as a plan key: `--max-wait` → `max_wait`. */
+const keyOfFlag = (f: string) => f.slice(2).replaceAll('-', '_');
+/** A plan key's field in the spec: its own, or its provider's (`base_url` → `provider.base_url`). */
+const fieldPathOf = (key: string) =>
+  flagOfField(LLM_FLAGS, key) === undefined && flagOfField(LLM_FLAGS, `provider.${key}`) !== undefined
+    ? `provider.${key}`
+    : key;
+
+/**
+ * Old plan keys (the flags' names) → the spec's field they stand for: every flag of `llm` whose name is not its
+ * field's (`max_wait` → `max_wait_s`, `price_prompt` → `prices.prompt`), read from the flags' table.
+ */
+export const RENAMED: Readonly<Record<string, string>> = Object.fromEntries(
+  boundFlags(LLM_FLAGS)
+    .map(([, f]) => [keyOfFlag(flagNameOf(f)), f.field.path.replace(/^provider\./, '')] as const)
+    // `provider` names the provider in a plan as on the command line.
+    .filter(([from, to]) => from !== to && from !== 'provider'),
+);
 
 /** How an old key's new field is written, for its warning. */
 export const renamedAs = (to: string) =>
   to.startsWith('prices.') ? `prices: {${to.slice('prices.'.length)}: …}` : to;
 
-/** `"Name: value"` texts (one or a list) as a record of headers; a record is taken as it is. */
-function headerRecord(v: unknown): unknown {
-  if (typeof v !== 'string' && !Array.isArray(v)) return v;
-  const out: Record<string, unknown> = {};
-  for (const h of [v].flat()) {
-    const colon = typeof h === 'string' ? h.indexOf(':') : -1;
-    if (typeof h !== 'string' || colon <= 0) throw new Error(`"Name: value", got ${JSON.stringify(h)}`);
-    out[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
-  }
-  return out;
-}
-
 /**
- * A value in the spec's form: the short forms the command line takes are read here, once, and the rest is left to
- * the spec's schema. `planFile` places a relative `templates` file (an old `template`) beside the plan.
+ * A value in the spec's form. Text is read as its flag reads it (src/engine/llm-flags.ts), so that a plan takes
+ * every short form the command line takes (`shard: auto/8`, `allow_failures: 2.5%`, `perturb: typos=0.05,yo`,
+ * `tasks: A,B`, `"Name: VAR"`); other values are the field's form already, left to the spec's schema. `planFile`
+ * places a relative `templates` file (an old `template`) beside the plan; `prompts: all` waits for the cell's tasks.
  */
 export function specValueOf(key: string, v: unknown, planFile: string): unknown {
   switch (key) {
-    case 'tasks':
-    case 'stop':
-      return typeof v === 'string' ? (key === 'tasks' ? v.split(',').map((s) => s.trim()) : [v]) : v;
     case 'prompts':
       return typeof v === 'string' && v.trim() !== 'all' ? v.split(',').map((s) => s.trim()) : v;
-    case 'perturb':
-      return typeof v === 'string' ? parsePerturbations(v) : v;
     case 'allow_failures':
-      if (typeof v === 'number') return { count: v };
-      return (typeof v === 'string' && allowanceForm(v)) || v;
-    case 'shard': {
-      // `auto/N` as `--shard auto/N` reads it: the index from the array job this machine runs in.
-      const s = typeof v === 'string' ? shardForm(v) : undefined;
-      return s ? resolveShard(s) : v;
-    }
+      return typeof v === 'number' ? { count: v } : planValueOf(LLM_FLAGS, key, v);
     case 'headers':
     case 'header_env':
-      return headerRecord(v);
+      // One "Name: value" text, or a list of them as the flag given several times; a credential in one is named at
+      // its line by the plan's reader (src/plans/file.ts), so it is not refused here.
+      return typeof v === 'string' || (Array.isArray(v) && v.every((h) => typeof h === 'string'))
+        ? headerRecord([v].flat(), key === 'headers' ? '--header' : '--header-env', false)
+        : v;
     case 'templates':
       return typeof v === 'string'
         ? readTemplates(/^\.\.?(\/|$)/.test(v) ? resolve(dirname(planFile), v) : v)
         : v;
     default:
-      return v;
+      return planValueOf(LLM_FLAGS, fieldPathOf(key), v);
   }
 }
 

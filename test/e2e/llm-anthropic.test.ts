@@ -176,13 +176,15 @@ describe('llm --provider anthropic (fixture data)', () => {
       ...llm(server.url, out, '--mode', 'loglik'),
     );
     expect(loglik.code).toBe(2);
-    expect(loglik.stderr).toContain('the Messages API returns no log-probabilities; use --mode generate');
+    expect(loglik.stderr).toContain('--mode: the Messages API returns no log-probabilities; use generate');
     const budget = await rumedbenchWith(
       { ANTHROPIC_TEST_KEY: KEY },
       ...llm(server.url, out, '--thinking-budget', '512'),
     );
     expect(budget.code).toBe(2);
-    expect(budget.stderr).toContain('--thinking-budget 512: Anthropic takes at least 1024 tokens');
+    expect(budget.stderr).toContain(
+      '--thinking-budget: Anthropic takes at least 1024 tokens, and fewer than --max-tokens (1024), which the thinking counts against; got 512',
+    );
     const effort = await rumedbenchWith(
       { ANTHROPIC_TEST_KEY: KEY },
       ...llm(server.url, out, '--reasoning-effort', 'high'),

@@ -384,7 +384,7 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-batch-no-'));
     const loglik = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--mode', 'loglik'));
     expect(loglik.code).toBe(2);
-    expect(loglik.stderr).toContain('--batch sends chat requests');
+    expect(loglik.stderr).toContain('--batch: sends chat requests');
     const local = await rumedbench(...args('http://127.0.0.1:9/v1', out, '--batch', '--provider', 'llama'));
     expect(local.code).toBe(2);
     expect(local.stderr).toContain('a local model has none');

@@ -301,6 +301,32 @@ describe('plan (on fixture data the test writes)', () => {
     expect(s.requests).toHaveLength(0);
   });
 
+  it('takes --jobs as the old name of --cells-at-once, saying so once on stderr; both at once is exit 2', async () => {
+    const s = await serve();
+    const file = writePlan(
+      [
+        'name: alias',
+        'tasks: [RuMedDaNet]',
+        `data: ${DATA}`,
+        'defaults: {limit: 2, bootstrap: 0}',
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${s.url}", model: fake}`,
+        'matrix: {shots: [0, 1]}',
+      ].join('\n'),
+    );
+    const old = await rumedbenchOk('plan', 'run', file, '--out', tmp(), '--jobs', '2');
+    const notes = old.stderr.split('\n').filter((l) => l.includes('--jobs'));
+    expect(notes).toEqual([
+      'warning: --jobs is deprecated: it is --cells-at-once now (a job is a queue chunk); --jobs still works',
+    ]);
+    expect(s.requests).toHaveLength(4);
+    const now = await rumedbenchOk('plan', 'run', file, '--out', tmp(), '--cells-at-once', '2');
+    expect(now.stderr).not.toContain('--jobs');
+    const both = await rumedbench('plan', 'run', file, '--out', tmp(), '--jobs', '2', '--cells-at-once', '3');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--jobs is the old name of --cells-at-once: give only --cells-at-once');
+  });
+
   it('resumes a plan run killed with SIGKILL, re-asking at most the requests that were in flight', async () => {
     const s = await serve({ behaviour: () => ({ kind: 'ok', delayMs: 25 }) });
     const file = writePlan(
@@ -315,7 +341,7 @@ describe('plan (on fixture data the test writes)', () => {
       ].join('\n'),
     );
     const out = tmp();
-    const args = ['plan', 'run', file, '--out', out, '--jobs', '3'];
+    const args = ['plan', 'run', file, '--out', out, '--cells-at-once', '3'];
     const child: ChildProcess = spawn(process.execPath, [CLI, ...args], { env: CLI_ENV, stdio: 'ignore' });
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
