@@ -219,6 +219,7 @@ export const LLM_FLAGS = {
   }),
   progress: flag.on('--no-progress', 'no progress bar'),
   json: flag.on('--json', 'print summary.json on stdout'),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 export type LlmFlags = FlagsOf<typeof LLM_FLAGS>;
 

@@ -26,6 +26,7 @@ export const SUBMIT_FLAGS = {
   }),
   maxIssues: flag.count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
   json: flag.jsonFlag("print the server's answer as one JSON object"),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 export type SubmitFlags = FlagsOf<typeof SUBMIT_FLAGS>;
 

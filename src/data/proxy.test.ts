@@ -32,7 +32,7 @@ async function modelBehindProxy(
 const once = { maxBytes: 1024, retry: { retries: 0 }, timeoutMs: 10_000 };
 
 describe('proxy settings: read as curl reads them', () => {
-  it('takes the lower-case form first, per scheme, with no fallback; an empty value unsets', () => {
+  it('takes the lower-case form first, per scheme, with no fallback; an empty value is unset', () => {
     expect(
       proxySettings({
         HTTPS_PROXY: 'http://upper:1',
@@ -40,7 +40,10 @@ describe('proxy settings: read as curl reads them', () => {
         HTTP_PROXY: 'http://h:3',
       }),
     ).toEqual({ httpsProxy: 'http://lower:2', httpProxy: 'http://h:3', noProxy: undefined });
-    expect(proxySettings({ https_proxy: '', HTTPS_PROXY: 'http://upper:1' }).httpsProxy).toBeUndefined();
+    expect(proxySettings({ https_proxy: '', HTTPS_PROXY: 'http://upper:1' }).httpsProxy).toBe(
+      'http://upper:1',
+    );
+    expect(proxySettings({ https_proxy: ' ', HTTPS_PROXY: '' }).httpsProxy).toBeUndefined();
     const s = proxySettings({ HTTP_PROXY: 'http://only-http:3128' });
     expect(proxyFor('https://api.example/v1', s)).toBeUndefined();
     expect(proxyFor('http://api.example/v1', s)?.href).toBe('http://only-http:3128/');

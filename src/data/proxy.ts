@@ -1,7 +1,7 @@
 /**
  * Which outbound requests go through a proxy, read from the environment as curl, wget and Python's requests read it:
  * `https_proxy`/`HTTPS_PROXY` for https:// targets, `http_proxy`/`HTTP_PROXY` for http:// ones (the lower-case form
- * first; no fallback from one scheme to the other, as in curl), and `no_proxy`/`NO_PROXY` naming hosts reached
+ * first, an empty one as unset; no fallback from one scheme to the other, as in curl), and `no_proxy`/`NO_PROXY` naming hosts reached
  * directly. Node 20's fetch reads none of them (issue #63): the one transport (./transport.ts) asks `proxyFor` and
  * hands fetch undici's ProxyAgent, which tunnels every request through the proxy with CONNECT.
  *
@@ -21,11 +21,11 @@ export interface ProxySettings {
   noProxy?: string | undefined;
 }
 
-const pick = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
-  // An empty value unsets, as in curl: `HTTPS_PROXY= rumedbench …` goes direct.
-  const v = env[name.toLowerCase()] ?? env[name.toUpperCase()];
-  return v === undefined || v.trim() === '' ? undefined : v.trim();
-};
+/** The first of the lower-case and the upper-case form that is set and not empty (empty means unset). */
+const pick = (env: NodeJS.ProcessEnv, name: string): string | undefined =>
+  [env[name.toLowerCase()], env[name.toUpperCase()]]
+    .map((v) => v?.trim())
+    .find((v) => v !== undefined && v !== '');
 
 /** The proxy settings in an environment (this process's by default). */
 export function proxySettings(env: NodeJS.ProcessEnv = process.env): ProxySettings {
@@ -68,6 +68,12 @@ export function proxyUrl(value: string, setting: string): URL {
     );
   if (url.hostname === '') throw new ProxyInvalidError(setting, value, 'it names no host');
   return url;
+}
+
+/** Throws the ProxyInvalidError of the first setting that cannot be used: a command checks them before it starts. */
+export function checkProxySettings(settings: ProxySettings = proxySettings()): void {
+  if (settings.httpsProxy !== undefined) proxyUrl(settings.httpsProxy, 'HTTPS_PROXY');
+  if (settings.httpProxy !== undefined) proxyUrl(settings.httpProxy, 'HTTP_PROXY');
 }
 
 const defaultPort = (protocol: string) => (protocol === 'https:' ? '443' : '80');
