@@ -19,6 +19,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -214,10 +216,31 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
         .stdout,
     );
     expect(JSON.stringify(ranked)).toContain('imported');
-    // The output folder itself is not an upload: said, with the command that makes one.
-    const direct = await rumedbench('submit', lmOut, '--server', 'http://127.0.0.1:9');
-    expect(direct.code).toBe(2);
-    expect(direct.stderr).toContain(`rumedbench eval ${lmOut} --out RUN`);
+    // `submit` takes the output folder itself, converted as `eval --out` converts it: the board gets the same upload
+    // (the Idempotency-Key is a hash of every file and every metadata field), with the run's files in it.
+    const uploads: { key: string; body: string }[] = [];
+    const board = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        uploads.push({
+          key: String(req.headers['idempotency-key']),
+          body: Buffer.concat(chunks).toString('latin1'),
+        });
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":"e1","status":"scored"}');
+      });
+    });
+    await new Promise<void>((r) => board.listen(0, '127.0.0.1', r));
+    const server = `http://127.0.0.1:${(board.address() as AddressInfo).port}`;
+    try {
+      for (const what of [run, lmOut]) await rumedbenchOk('submit', what, '--server', server, '--data', data);
+    } finally {
+      board.close();
+    }
+    expect(uploads).toHaveLength(2);
+    expect(uploads[1]?.key).toBe(uploads[0]?.key);
+    for (const f of ['RuMedDaNet.jsonl', 'RuMedNLI.jsonl', 'RuMedSymptomRec.jsonl', 'RuMedTop3.jsonl'])
+      expect(uploads[1]?.body).toContain(`filename="${f}"`);
   });
 
   it('runs a task defined in a file (--tasks-dir) the same way', async () => {
