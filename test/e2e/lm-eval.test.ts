@@ -243,6 +243,60 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
       expect(uploads[1]?.body).toContain(`filename="${f}"`);
   });
 
+  it('sends our generation prompts byte for byte (on the wire), and its generation samples are refused by name', async () => {
+    const chat = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    try {
+      const exported = join(dir, 'tasks');
+      const genOut = join(dir, 'lm-eval-gen-out');
+      await run(
+        (found as { python: string }).python,
+        [
+          ...['-m', 'lm_eval', 'run', '--model', 'local-chat-completions', '--tasks', 'rumedbench_gen'],
+          ...['--include_path', exported, '--output_path', genOut, '--log_samples', '--apply_chat_template'],
+          ...['--model_args', `model=chat-1,base_url=${chat.url}/chat/completions`],
+        ],
+        {
+          ...process.env,
+          PYTHONPATH: join(REPO_ROOT, 'bench', 'lmeval'),
+          HF_DATASETS_OFFLINE: '1',
+          HF_HUB_OFFLINE: '1',
+          TOKENIZERS_PARALLELISM: 'false',
+        },
+      );
+      const theirs = chat.requests.map((r) => JSON.stringify(r.body.messages));
+      chat.requests.length = 0;
+      await rumedbenchOk(
+        ...[
+          'llm',
+          '--model',
+          'chat-1',
+          '--base-url',
+          chat.url,
+          '--split',
+          'both',
+          '--tasks',
+          TASKS.join(','),
+        ],
+        ...['--data', data, '--out', join(dir, 'ours-gen'), '--bootstrap', '0', '--no-progress'],
+      );
+      const mine = new Set(chat.requests.map((r) => JSON.stringify(r.body.messages)));
+      // One request per exported item (8 fixture records in each task's test split), each one of ours exactly.
+      expect(theirs).toHaveLength(8 * TASKS.length);
+      expect(theirs.filter((m) => !mine.has(m))).toEqual([]);
+      expect(JSON.parse(theirs[0] as string).map((m: { role: string }) => m.role)).toEqual([
+        'system',
+        'user',
+      ]);
+      const refused = await rumedbench('eval', genOut, '--data', data, '--json');
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stdout).errors.map((e: { code: string }) => e.code)).toEqual(
+        TASKS.map(() => 'LMEVAL_GENERATION_UNREAD'),
+      );
+    } finally {
+      await chat.close();
+    }
+  }, 300_000);
+
   it('runs a task defined in a file (--tasks-dir) the same way', async () => {
     const tasksDir = join(dir, 'user-tasks');
     mkdirSync(join(tasksDir, 'data'), { recursive: true });
