@@ -10,7 +10,8 @@
  * a private model server is a real need, a request to the machine's metadata service is only ever an attack on it.
  *
  * Invariant: a connection made through `publicOnly` goes only to an address `addressProblem` passes, or, with
- * `allowPrivate`, to one `platformAddressProblem` passes.
+ * `allowPrivate`, to one `platformAddressProblem` passes. Behind the operator's proxy (./proxy.ts), the proxy is asked
+ * for a tunnel only to a host every address of which passes here (the proxy resolves it again: see `publicOnly`).
  */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
