@@ -55,6 +55,8 @@ export type ErrorCode =
    * public addresses are connected to (the platform's workers without `--allow-private`).
    */
   | 'PRIVATE_ADDRESS'
+  /** A proxy setting (HTTPS_PROXY, HTTP_PROXY, `--proxy`) that is not an http:// or https:// URL. */
+  | 'PROXY_INVALID'
   /** A key or header variable a worker will not send: one of its own secrets, or one not named by `--endpoint-keys`. */
   | 'ENDPOINT_KEY_REFUSED'
   /** A task definition file that does not fit `rumedbench.task/1` (its file, line and column named). */

@@ -15,6 +15,7 @@ export const DOWNLOAD_FLAGS = {
     'mirror to fetch from (default: $RUMEDBENCH_DATA_URL, else upstream)',
   ),
   tasks: flag.tasksFlag(),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 export type DownloadFlags = FlagsOf<typeof DOWNLOAD_FLAGS>;
 

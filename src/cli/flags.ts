@@ -23,6 +23,7 @@ export {
   type Maybe,
   many,
   on,
+  proxyFlag,
   seedFlag,
   tasksFlag,
   text,

@@ -24,7 +24,7 @@ export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refus
 
 /** The exit code of an error a user can cause (see EXIT); undefined for a bug. */
 export function exitCodeOf(e: RumedbenchError): number {
-  if (e.code === 'USAGE' || e.code === 'RUN_SPEC_INVALID') return EXIT.usage;
+  if (e.code === 'USAGE' || e.code === 'RUN_SPEC_INVALID' || e.code === 'PROXY_INVALID') return EXIT.usage;
   if (
     e.code === 'RUN_INCOMPLETE' ||
     e.code === 'REPLIES_UNUSABLE' ||

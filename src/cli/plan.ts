@@ -45,6 +45,7 @@ export const PLAN_RUN_FLAGS = {
   ),
   progress: flag.on('--no-progress', 'no progress line'),
   json: flag.jsonFlag('print the plan summary as one JSON object'),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 
 export async function runPlanCheck(

@@ -4,6 +4,7 @@
  * failing submission).
  */
 import { Command, CommanderError } from 'commander';
+import { checkProxySettings, proxyUrl } from '../data/proxy.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { VERSION } from '../version.js';
@@ -11,6 +12,28 @@ import { COMMANDS, type CommandEntry, type Loaded } from './commands.js';
 import { addFlags } from './flags.js';
 import { type CliIo, EXIT, exitCodeOf, writeRefusal } from './io.js';
 import { checkOutFolder } from './out-folder.js';
+
+const PROXY_VARIABLES = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'] as const;
+let savedProxy: Record<string, string | undefined> | undefined;
+
+/**
+ * `--proxy URL`: this command's requests through it, as if HTTPS_PROXY and HTTP_PROXY were set (in the environment, so
+ * that the worker threads and processes the command starts see it too); undone when the command ends, for the
+ * in-process callers of runCli. A URL the transport could not use is refused here, before anything is sent.
+ */
+function useProxy(url: string): void {
+  proxyUrl(url, '--proxy');
+  savedProxy ??= Object.fromEntries(PROXY_VARIABLES.map((k) => [k, process.env[k]]));
+  for (const k of PROXY_VARIABLES) process.env[k] = url;
+}
+
+function restoreProxy(): void {
+  if (!savedProxy) return;
+  for (const [k, v] of Object.entries(savedProxy))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  savedProxy = undefined;
+}
 
 const keyOf = (e: CommandEntry) => e.path.join(' ');
 
@@ -54,6 +77,11 @@ export function buildProgram(
       io.quiet = true;
       io.log = { ...io.log, info: () => {}, debug: () => {} };
     }
+    const proxy = action.getOptionValue('proxy') as string | undefined;
+    if (proxy !== undefined) useProxy(proxy);
+    // In the commands that send requests (those with --proxy), before anything is sent: a setting nothing can use
+    // would otherwise fail each request, retried. The others never read it.
+    if (action.options.some((o) => o.long === '--proxy')) checkProxySettings();
     const dirs = (action.getOptionValue('tasksDir') as string[] | undefined) ?? [];
     // Loaded only where asked for: the YAML reader is not part of every command's start.
     if (dirs.length > 0 || process.env.RUMEDBENCH_TASKS) {
@@ -125,6 +153,8 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
       return refused.full ? EXIT.submissionErrors : EXIT.usage;
     }
     throw e;
+  } finally {
+    restoreProxy();
   }
   return code;
 }

@@ -118,6 +118,7 @@ export const WORKER_FLAGS = {
     ['text', 'json'],
     { default: 'text' },
   ),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 
 export const ENDPOINT_ADD_FLAGS = {

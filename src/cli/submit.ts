@@ -26,6 +26,8 @@ export const SUBMIT_FLAGS = {
   }),
   maxIssues: flag.count('--max-issues <n>', 'problems printed per kind', { min: 0, default: 20 }),
   json: flag.jsonFlag("print the server's answer as one JSON object"),
+  data: flag.dataFlag(),
+  proxy: flag.proxyFlag(),
 } satisfies FlagTable;
 export type SubmitFlags = FlagsOf<typeof SUBMIT_FLAGS>;
 
@@ -49,6 +51,7 @@ export async function runSubmit(path: string, flags: SubmitFlags, io: CliIo): Pr
       ...(flags.team !== undefined ? { team: flags.team } : {}),
       ...(flags.description !== undefined ? { description: flags.description } : {}),
       ...(flags.link !== undefined ? { link: flags.link } : {}),
+      ...(flags.data !== undefined ? { dataDir: flags.data } : {}),
     });
   } catch (e) {
     if (!(e instanceof SubmitUnreachableError)) throw e;

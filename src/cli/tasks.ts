@@ -248,7 +248,8 @@ export async function runTasksExport(flags: FlagsOf<typeof TASKS_EXPORT_FLAGS>, 
     for (const t of result.tasks)
       io.out(`${t.task}: ${join(result.dir, `${t.lmEvalTask}.yaml`)} (${t.split}: ${t.dataFile})\n`);
     io.out(
-      `lm_eval --include_path ${result.dir} --tasks rumedbench --log_samples --output_path OUT … ; then rumedbench eval OUT\n`,
+      `lm_eval --include_path ${result.dir} --tasks rumedbench --log_samples --output_path OUT … ; then rumedbench eval OUT\n` +
+        '(the generation prompts: --tasks rumedbench_gen --apply_chat_template, with a chat endpoint)\n',
     );
   }
   for (const [task, why] of Object.entries(result.skipped)) io.log.warn(`${task}: not exported: ${why}`);

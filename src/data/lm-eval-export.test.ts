@@ -19,7 +19,8 @@ describe('tasks export --format lm-eval', () => {
   it("writes every log-likelihood task with our prompts, candidates and the user's data file", async () => {
     const out = mkdtempSync(join(tmpdir(), 'rumedbench-lmeval-export-'));
     const result = await exportLmEval(TASKS, { out, dataDir: data });
-    expect(result.tasks.map((t) => t.task)).toEqual([
+    const loglik = result.tasks.filter((t) => t.mode === 'loglik');
+    expect(loglik.map((t) => t.task)).toEqual([
       'RuMedTop3',
       'RuMedSymptomRec',
       'RuMedDaNet',
@@ -31,7 +32,7 @@ describe('tasks export --format lm-eval', () => {
       string,
       { task: string; pieces: TextPiece[]; labels: string[] }
     >;
-    for (const t of result.tasks) {
+    for (const t of loglik) {
       const task = getTask(t.task);
       const yaml = readFileSync(join(out, `${t.lmEvalTask}.yaml`), 'utf8');
       const file = join(data, t.task, `${t.split}_v1.jsonl`);
@@ -49,5 +50,53 @@ describe('tasks export --format lm-eval', () => {
       }
     }
     expect(readFileSync(join(out, 'rumedbench.yaml'), 'utf8')).toContain('# RuMedNER: not exported:');
+  });
+
+  it('writes every generation prompt (system, instruction, item) as llm sends it zero-shot, and says why not RuMedNER', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-lmeval-export-'));
+    const result = await exportLmEval(TASKS, { out, dataDir: data });
+    const gen = result.tasks.filter((t) => t.mode === 'generate');
+    expect(gen.map((t) => t.lmEvalTask)).toEqual([
+      'rumedbench_rumedtop3_gen',
+      'rumedbench_rumedsymptomrec_gen',
+      'rumedbench_rumeddanet_gen',
+      'rumedbench_rumednli_gen',
+      'rumedbench_rumedtest_gen',
+    ]);
+    const specs = JSON.parse(readFileSync(join(out, `${LMEVAL_HELPER}.json`), 'utf8')) as Record<
+      string,
+      { pieces: TextPiece[] }
+    >;
+    for (const t of gen) {
+      const task = getTask(t.task);
+      const yaml = readFileSync(join(out, `${t.lmEvalTask}.yaml`), 'utf8');
+      expect(yaml).toContain('output_type: generate_until');
+      expect(yaml).toContain(`description: ${JSON.stringify(task.prompt.system)}`);
+      expect(yaml).toContain(`filter_fn: !function ${LMEVAL_HELPER}.answer_filter`);
+      // A ranking task's instruction lists the train inventory, sorted, as llm's does.
+      const labels =
+        task.kind === 'ranking'
+          ? [
+              ...new Set(
+                readFileSync(join(data, t.task, 'train_v1.jsonl'), 'utf8')
+                  .trim()
+                  .split('\n')
+                  .map((l) => String(JSON.parse(l)[task.goldField])),
+              ),
+            ].sort()
+          : undefined;
+      const instruction = task.prompt.instruction(labels ? { labels } : {});
+      const file = join(data, t.task, `${t.split}_v1.jsonl`);
+      for (const line of readFileSync(file, 'utf8').trim().split('\n')) {
+        const raw = JSON.parse(line) as Record<string, unknown>;
+        const joined = (specs[t.lmEvalTask]?.pieces ?? [])
+          .map((p) => (typeof p === 'string' ? p : String(raw[p.field] ?? '')))
+          .join('');
+        expect(joined).toBe(`${instruction}\n\n${task.prompt.render(raw)}`);
+      }
+    }
+    expect(readFileSync(join(out, 'rumedbench_gen.yaml'), 'utf8')).toContain(
+      '# RuMedNER: not exported: its answer is a JSON list of entities',
+    );
   });
 });

@@ -1,6 +1,8 @@
 /**
  * The tasks as EleutherAI lm-evaluation-harness 0.4.x tasks (`lm_eval --include_path DIR`): one YAML per task that
- * is scored by log-likelihood, a group `rumedbench` of them, and the helper module their `!function` entries name.
+ * is scored by log-likelihood (group `rumedbench`), one per task with its generation prompt (`<task>_gen`, group
+ * `rumedbench_gen`: the system prompt and the user message `llm` sends zero-shot, and a filter that takes the answer
+ * as rumedbench reads it before its parser), and the helper module their `!function` entries name.
  * The data are the user's own files (`dataset_path: json` with `data_files` pointing at them; nothing is
  * downloaded); the prompts and candidates are ours byte for byte, since the helper renders each item from the pieces
  * our own renderer produces (found by rendering a record whose every field is a marker, a private-use character pair no definition writes). Jinja alone cannot say it:
@@ -22,6 +24,10 @@ import { splitPath } from './paths.js';
 /** The helper module's name: `!function rumedbench_prompts.<task>_text`. */
 export const LMEVAL_HELPER = 'rumedbench_prompts';
 export const LMEVAL_GROUP = 'rumedbench';
+/** The group of the generation tasks (`<task>_gen`). */
+export const LMEVAL_GEN_GROUP = 'rumedbench_gen';
+/** `llm`'s default --max-tokens (src/engine/spec.ts, LLM_DEFAULTS), which the data layer does not import. */
+const GEN_MAX_TOKENS = 1024;
 
 /** The lm-eval task name of one of ours: `rumedbench_rumeddanet`. */
 export const lmEvalTaskName = (task: string): string =>
@@ -30,14 +36,17 @@ export const lmEvalTaskName = (task: string): string =>
 /** One item's text as pieces: literal text and the fields put between it (what the helper joins). */
 export type TextPiece = string | { field: string };
 
-/** The pieces of a task's rendered item, found by rendering a record whose every field is a marker. */
-export function renderPieces(task: TaskDefinition): TextPiece[] {
+/**
+ * The pieces of a task's item text, found by rendering a record whose every field is a marker: the log-likelihood
+ * context by default, or what `wrap` makes of the rendered item (the generation prompt's instruction before it).
+ */
+export function renderPieces(
+  task: TaskDefinition,
+  wrap: (rendered: string) => string = (r) => loglikContext(task, r),
+): TextPiece[] {
   const fields = Object.keys(task.recordFields);
   const marker = (i: number) => `\uE000${i}\uE001`;
-  const rendered = loglikContext(
-    task,
-    task.prompt.render(Object.fromEntries(fields.map((f, i) => [f, marker(i)]))),
-  );
+  const rendered = wrap(task.prompt.render(Object.fromEntries(fields.map((f, i) => [f, marker(i)]))));
   const pieces: TextPiece[] = [];
   let last = 0;
   for (const m of rendered.matchAll(/\uE000(\d+)\uE001/g)) {
@@ -55,6 +64,8 @@ export interface ExportedTask {
   split: Split;
   dataFile: string;
   yaml: string;
+  /** Scored by log-likelihood (`multiple_choice`), or the generation prompt (`generate_until`). */
+  mode: 'loglik' | 'generate';
 }
 
 export interface LmEvalExport {
@@ -78,6 +89,7 @@ rumedbench renders it, byte for byte. Do not edit: export again instead.
 import json
 import math
 import os
+import re
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "${LMEVAL_HELPER}.json"), encoding="utf-8") as f:
     SPECS = json.load(f)
@@ -107,6 +119,41 @@ def _target(task, doc):
     # No gold (a private test), or one outside the candidates: -1, which lm-eval's acc counts as wrong (rumedbench
     # scores the answers itself, on its own gold).
     return labels.index(_show(gold)) if gold is not None and _show(gold) in labels else -1
+
+
+def _gen_target(task, doc):
+    gold = doc.get(SPECS[task]["gold_field"])
+    if gold is None:
+        return ""
+    return ", ".join(_show(g) for g in gold) if isinstance(gold, (list, tuple)) else _show(gold)
+
+
+# The answer as rumedbench reads it before its parser: reasoning blocks removed, the text after the last answer marker
+# ("Ответ:", "Итоговый ответ:", "Answer:", …), else the whole reply (src/tasks/parse.ts, finalAnswer; its markdown
+# stripping is not repeated here). rumedbench's parsers then read synonyms, option numbers and codes in it; lm-eval's
+# exact_match against the gold label is stricter.
+_THINK = re.compile(r"<(think|thinking|reasoning)>[\\s\\S]*?</\\1>", re.I)
+_UNCLOSED = re.compile(r"<(think|thinking|reasoning)>[\\s\\S]*$", re.I)
+_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+_MARKER = re.compile(
+    r"(?:итоговый\\s+ответ|окончательный\\s+ответ|правильный\\s+ответ|final\\s+answer|ответ|answer)\\s*[:：—-]\\s*", re.I
+)
+
+
+def _final_answer(reply):
+    t = _THINK.sub(" ", reply)
+    close = _CLOSE.search(t)
+    if close:
+        t = t[t.index(">", close.start()) + 1 :]
+    t = _UNCLOSED.sub(" ", t)
+    last = None
+    for m in _MARKER.finditer(t):
+        last = m.end()
+    return (t[last:] if last is not None else t).strip()
+
+
+def answer_filter(resps, docs):
+    return [[_final_answer(r) for r in rs] for rs in resps]
 `;
 
 /**
@@ -124,11 +171,9 @@ export async function exportLmEval(
   const exported: ExportedTask[] = [];
   const helpers: string[] = [];
   for (const task of tasks) {
-    if (!task.prompt.loglik) {
+    if (task.kind === 'tagging') {
       skipped[task.name] =
-        task.kind === 'tagging'
-          ? 'its answer is a JSON list of entities that rumedbench aligns to the tokens as IOB2 tags, which lm-eval cannot score: run `rumedbench llm` for it'
-          : `a ${task.kind} task is not scored by log-likelihood`;
+        'its answer is a JSON list of entities that rumedbench aligns to the tokens as IOB2 tags, which lm-eval cannot score: run `rumedbench llm` for it';
       continue;
     }
     // The test split, or the only one there is (RuMedTest's private test).
@@ -141,62 +186,111 @@ export async function exportLmEval(
       skipped[task.name] = split ? `${dataFile} is missing` : 'it has no test split';
       continue;
     }
+    // A ranking task's candidates (and its generation prompt's list) are the train inventory, as `llm` reads it.
     let ctx: PromptContext = {};
+    let noInventory: string | undefined;
     if (task.kind === 'ranking') {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir }));
-      if (!labels && !task.labels) {
-        skipped[task.name] =
-          `its candidates are the train inventory, and ${splitPath(dataDir, task, 'train')} is missing`;
-        continue;
-      }
-      ctx = labels ? { labels: [...labels].sort() } : {};
+      if (labels) ctx = { labels: [...labels].sort() };
+      else if (!task.labels)
+        noInventory = `its candidates are the train inventory, and ${splitPath(dataDir, task, 'train')} is missing`;
     }
-    const candidates = task.prompt.loglik.candidates({}, ctx, {});
-    const name = lmEvalTaskName(task.name);
-    specs[name] = {
-      task: task.name,
-      pieces: renderPieces(task),
-      labels: candidates.map((c) => c.label),
-      gold_field: task.goldField,
-    };
-    helpers.push(
-      `\n\ndef ${name}_text(doc):\n    return _text(${q(name)}, doc)\n\n\ndef ${name}_target(doc):\n    return _target(${q(name)}, doc)\n`,
-    );
     const definition = definitionFileOf(task);
     const definitionSha = definition ? (await sha256File(definition)).sha256 : undefined;
-    const yaml = [
-      `# ${task.name} (${task.title}) for lm-evaluation-harness 0.4.x, written by rumedbench ${VERSION}.`,
-      `# The prompt and candidates are rumedbench's (llm --mode loglik), byte for byte; do not edit, export again.`,
-      `task: ${name}`,
-      `tag: [${LMEVAL_GROUP}_tasks]`,
-      'dataset_path: json',
-      `dataset_kwargs: {data_files: {${split}: ${q(dataFile)}}}`,
-      `test_split: ${split}`,
-      'output_type: multiple_choice',
-      `doc_to_text: !function ${LMEVAL_HELPER}.${name}_text`,
-      `doc_to_target: !function ${LMEVAL_HELPER}.${name}_target`,
-      `doc_to_choice: [${candidates.map((c) => q(c.text)).join(', ')}]`,
-      // The candidates carry their leading space: nothing goes between the context and them.
-      `target_delimiter: ""`,
-      'metric_list:',
-      '  - {metric: acc, aggregation: mean, higher_is_better: true}',
-      '  - {metric: acc_norm, aggregation: mean, higher_is_better: true}',
+    const metadata = (mode: string, labels?: readonly string[]) => [
       'metadata:',
       '  version: 1.0',
       `  rumedbench_task: ${q(task.name)}`,
       `  rumedbench_version: ${q(VERSION)}`,
+      `  mode: ${mode}`,
       `  prompt_version: ${q(task.prompt.version)}`,
       `  id_field: ${q(task.idField)}`,
       `  split: ${split}`,
-      `  labels: [${candidates.map((c) => q(c.label)).join(', ')}]`,
+      ...(labels ? [`  labels: [${labels.map(q).join(', ')}]`] : []),
       `  data_file: ${q(dataFile)}`,
       `  data_sha256: ${q(data.sha256)}`,
       ...(definition
         ? [`  definition_file: ${q(definition)}`, `  definition_sha256: ${q(definitionSha ?? '')}`]
         : []),
       '',
+    ];
+    const head = (name: string, what: string) => [
+      `# ${task.name} (${task.title}) for lm-evaluation-harness 0.4.x, written by rumedbench ${VERSION}.`,
+      `# ${what}; do not edit, export again.`,
+      `task: ${name}`,
+    ];
+    const dataset = [
+      'dataset_path: json',
+      `dataset_kwargs: {data_files: {${split}: ${q(dataFile)}}}`,
+      `test_split: ${split}`,
+    ];
+    if (task.prompt.loglik && noInventory) skipped[`${task.name} (log-likelihood)`] = noInventory;
+    else if (task.prompt.loglik) {
+      const candidates = task.prompt.loglik.candidates({}, ctx, {});
+      const name = lmEvalTaskName(task.name);
+      specs[name] = {
+        task: task.name,
+        pieces: renderPieces(task),
+        labels: candidates.map((c) => c.label),
+        gold_field: task.goldField,
+      };
+      helpers.push(
+        `\n\ndef ${name}_text(doc):\n    return _text(${q(name)}, doc)\n\n\ndef ${name}_target(doc):\n    return _target(${q(name)}, doc)\n`,
+      );
+      const yaml = [
+        ...head(name, "The prompt and candidates are rumedbench's (llm --mode loglik), byte for byte"),
+        `tag: [${LMEVAL_GROUP}_tasks]`,
+        ...dataset,
+        'output_type: multiple_choice',
+        `doc_to_text: !function ${LMEVAL_HELPER}.${name}_text`,
+        `doc_to_target: !function ${LMEVAL_HELPER}.${name}_target`,
+        `doc_to_choice: [${candidates.map((c) => q(c.text)).join(', ')}]`,
+        // The candidates carry their leading space: nothing goes between the context and them.
+        `target_delimiter: ""`,
+        'metric_list:',
+        '  - {metric: acc, aggregation: mean, higher_is_better: true}',
+        '  - {metric: acc_norm, aggregation: mean, higher_is_better: true}',
+        ...metadata(
+          'loglik',
+          candidates.map((c) => c.label),
+        ),
+      ].join('\n');
+      exported.push({ task: task.name, lmEvalTask: name, split, dataFile, yaml, mode: 'loglik' });
+    }
+    // The generation prompt, as `llm` sends it zero-shot: the system prompt (lm-eval's `description`, which its chat
+    // template sends as the system message) and one user message, the instruction, a blank line, the item.
+    const gen = `${lmEvalTaskName(task.name)}_gen`;
+    const instruction = task.prompt.instruction(ctx);
+    specs[gen] = {
+      task: task.name,
+      pieces: renderPieces(task, (r) => `${instruction}\n\n${r}`),
+      labels: [],
+      gold_field: task.goldField,
+    };
+    helpers.push(
+      `\n\ndef ${gen}_text(doc):\n    return _text(${q(gen)}, doc)\n\n\ndef ${gen}_target(doc):\n    return _gen_target(${q(gen)}, doc)\n`,
+    );
+    const genYaml = [
+      ...head(gen, "The prompt is rumedbench's (llm, zero-shot), byte for byte with --apply_chat_template"),
+      `tag: [${LMEVAL_GEN_GROUP}_tasks]`,
+      ...dataset,
+      'output_type: generate_until',
+      `description: ${q(task.prompt.system)}`,
+      `doc_to_text: !function ${LMEVAL_HELPER}.${gen}_text`,
+      `doc_to_target: !function ${LMEVAL_HELPER}.${gen}_target`,
+      `generation_kwargs: {until: [], max_gen_toks: ${GEN_MAX_TOKENS}, do_sample: false, temperature: 0}`,
+      // The answer as rumedbench reads it before its parser (see the helper); exact_match against the gold label
+      // is lm-eval's own, stricter reading: rumedbench's parser reads synonyms, option numbers and codes in text.
+      'filter_list:',
+      '  - name: rumedbench_answer',
+      '    filter:',
+      `      - {function: custom, filter_fn: !function ${LMEVAL_HELPER}.answer_filter}`,
+      '      - {function: take_first}',
+      'metric_list:',
+      '  - {metric: exact_match, aggregation: mean, higher_is_better: true, ignore_case: true, ignore_punctuation: true}',
+      ...metadata('generate'),
     ].join('\n');
-    exported.push({ task: task.name, lmEvalTask: name, split, dataFile, yaml });
+    exported.push({ task: task.name, lmEvalTask: gen, split, dataFile, yaml: genYaml, mode: 'generate' });
   }
   if (exported.length === 0)
     throw new UsageError(
@@ -208,19 +302,27 @@ export async function exportLmEval(
   for (const e of exported) writeFileSync(join(dir, `${e.lmEvalTask}.yaml`), e.yaml);
   writeFileSync(join(dir, `${LMEVAL_HELPER}.json`), `${JSON.stringify(specs, null, 2)}\n`);
   writeFileSync(join(dir, `${LMEVAL_HELPER}.py`), `${HELPER_PY}${helpers.join('')}`);
-  writeFileSync(
-    join(dir, `${LMEVAL_GROUP}.yaml`),
-    [
-      `# RuMedBench's tasks scored by log-likelihood, written by rumedbench ${VERSION}.`,
-      ...Object.entries(skipped).map(([t, why]) => `# ${t}: not exported: ${why}.`),
-      `group: ${LMEVAL_GROUP}`,
-      'task:',
-      ...exported.map((e) => `  - ${e.lmEvalTask}`),
-      'metadata:',
-      '  version: 1.0',
-      `  rumedbench_version: ${q(VERSION)}`,
-      '',
-    ].join('\n'),
+  const group = (name: string, what: string, mode: ExportedTask['mode']) =>
+    writeFileSync(
+      join(dir, `${name}.yaml`),
+      [
+        `# ${what}, written by rumedbench ${VERSION}.`,
+        ...Object.entries(skipped).map(([t, why]) => `# ${t}: not exported: ${why}.`),
+        `group: ${name}`,
+        'task:',
+        ...exported.filter((e) => e.mode === mode).map((e) => `  - ${e.lmEvalTask}`),
+        'metadata:',
+        '  version: 1.0',
+        `  rumedbench_version: ${q(VERSION)}`,
+        '',
+      ].join('\n'),
+    );
+  if (exported.some((e) => e.mode === 'loglik'))
+    group(LMEVAL_GROUP, "RuMedBench's tasks scored by log-likelihood", 'loglik');
+  group(
+    LMEVAL_GEN_GROUP,
+    "RuMedBench's tasks with the generation prompt (run with --apply_chat_template; rumedbench's parsers score the replies, not lm-eval's exact_match)",
+    'generate',
   );
   return { dir, tasks: exported, skipped };
 }

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { resolver } from '../../test/helpers/resolver.js';
 import {
   addressProblem,
   hostNameProblem,
@@ -8,7 +9,6 @@ import {
   platformAddressProblem,
   publicOnly,
   publicOnlyLookup,
-  type Resolve,
   resolvedHostProblem,
 } from './public-address.js';
 import { send } from './transport.js';
@@ -151,14 +151,6 @@ describe('hostNameProblem: a host by its text', () => {
     ]);
   });
 });
-
-const resolver =
-  (table: Record<string, string[]>): Resolve =>
-  async (host) => {
-    const list = table[host];
-    if (!list) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return list.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
 
 describe('resolvedHostProblem: a name is judged by every address it resolves to', () => {
   it('refuses a name with one refused address among public ones, and a name that does not resolve', async () => {

@@ -10,12 +10,15 @@
  * a private model server is a real need, a request to the machine's metadata service is only ever an attack on it.
  *
  * Invariant: a connection made through `publicOnly` goes only to an address `addressProblem` passes, or, with
- * `allowPrivate`, to one `platformAddressProblem` passes.
+ * `allowPrivate`, to one `platformAddressProblem` passes. Behind the operator's proxy (./proxy.ts), the proxy is asked
+ * for a tunnel only to a host every address of which passes here (the proxy resolves it again: see `publicOnly`).
  */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
+import { Agent } from 'undici';
 import { RumedbenchError } from '../errors.js';
+import { type ProxySettings, proxyAgent, proxyFor, proxySettings } from './proxy.js';
 
 /** What each refused range is, in words a person can act on. */
 const RANGE_WORDS: Record<string, string> = {
@@ -361,40 +364,20 @@ export function publicOnlyLookup(resolve: Resolve = systemResolve, hint?: string
 }
 
 /**
- * fetch's `dispatcher` (Node's undici Agent), opaque to callers: a user's project whose `lib` has the DOM's fetch types
- * (RequestInit without `dispatcher`) compiles these declarations as well (issue #63).
+ * fetch's `dispatcher` (an undici Dispatcher), opaque to callers: a user's project whose `lib` has the DOM's fetch
+ * types (RequestInit without `dispatcher`) compiles these declarations as well (issue #63).
  */
 type Dispatcher = object;
-type AgentClass = new (options: { connect: { lookup: ReturnType<typeof publicOnlyLookup> } }) => Dispatcher;
-
-let agentClass: Promise<AgentClass> | undefined;
-
-/**
- * Node's own undici Agent. Node's fetch is a copy of undici that Node does not export; its global dispatcher, made
- * when fetch first loads (a `data:` URL loads it without a connection), is an instance of that Agent, so that a
- * dispatcher made from its class always speaks the version of the fetch that uses it (the npm package would not).
- */
-function nodeAgent(): Promise<AgentClass> {
-  agentClass ??= (async () => {
-    await (await fetch('data:,')).arrayBuffer();
-    const global = (globalThis as Record<symbol, unknown>)[Symbol.for('undici.globalDispatcher.1')];
-    const C = (global as { constructor?: unknown } | undefined)?.constructor;
-    if (typeof C !== 'function' || C.name !== 'Agent')
-      throw new RumedbenchError(
-        'PRIVATE_ADDRESS',
-        `cannot check the model server's addresses: fetch's dispatcher is ${typeof C === 'function' ? `a ${C.name}` : 'unknown'}, not Node's Agent (a proxy set for fetch?)`,
-      );
-    return C as AgentClass;
-  })();
-  return agentClass;
-}
 
 /** Connections to public addresses only (see `publicOnly`). */
 export interface ConnectGuard {
   /** Throws a PrivateAddressError when the URL's host is refused by its text (a literal address is never resolved). */
   check(url: string | URL): void;
-  /** The dispatcher for fetch: its every connection resolves the host and checks each address first. */
-  dispatcher(): Promise<Dispatcher>;
+  /**
+   * The dispatcher for a request to this URL, for undici's fetch (./transport.ts): its every connection resolves the
+   * host and checks each address first, whether it goes directly or through the proxy the environment names.
+   */
+  dispatcher(url: string | URL): Dispatcher;
 }
 
 /**
@@ -403,13 +386,24 @@ export interface ConnectGuard {
  * person may do about it). With `allowPrivate`, private addresses pass and metadata and platform addresses are
  * still refused; port 0 always is.
  *
+ * Behind a proxy (`proxy`, the environment's HTTPS_PROXY/HTTP_PROXY/NO_PROXY by default; ./proxy.ts) the proxy's own
+ * address is not checked: it is the operator's setting, and usually private. The target is: before each tunnel is
+ * opened its name is resolved here and every address checked, as for a direct connection, so a proxy is no way
+ * around the guard. The proxy resolves the name again to connect, by name, as proxies that allow domains by name
+ * need; a name whose DNS changes between the two lookups is the proxy's to refuse (docs/operators.md says so).
+ *
  * @example
  * const guard = publicOnly({ hint: 'start the worker with --allow-private if the server really is there' });
  * guard.check(url);
- * await fetch(url, { dispatcher: await guard.dispatcher() });
+ * await fetch(url, { dispatcher: guard.dispatcher(url) }); // undici's fetch
  */
-export function publicOnly(o: { resolve?: Resolve; hint?: string } & AllowPrivate = {}): ConnectGuard {
-  let made: Promise<Dispatcher> | undefined;
+export function publicOnly(
+  o: { resolve?: Resolve; hint?: string; proxy?: ProxySettings } & AllowPrivate = {},
+): ConnectGuard {
+  const settings = o.proxy ?? proxySettings();
+  const allow = { allowPrivate: o.allowPrivate ?? false };
+  let direct: Dispatcher | undefined;
+  const proxied = new Map<string, Dispatcher>();
   return {
     check(url) {
       const host = hostOf(url);
@@ -418,16 +412,30 @@ export function publicOnly(o: { resolve?: Resolve; hint?: string } & AllowPrivat
       const why = o.allowPrivate ? undefined : hostNameProblem(host);
       if (why) throw new PrivateAddressError(host, why, o.hint);
     },
-    dispatcher() {
-      made ??= nodeAgent().then(
-        (Agent) =>
-          new Agent({
-            connect: {
-              lookup: publicOnlyLookup(o.resolve, o.hint, { allowPrivate: o.allowPrivate ?? false }),
-            },
-          }),
-      );
-      return made;
+    dispatcher(url) {
+      const proxy = proxyFor(url, settings);
+      if (!proxy) {
+        direct ??= new Agent({ connect: { lookup: publicOnlyLookup(o.resolve, o.hint, allow) } });
+        return direct;
+      }
+      let agent = proxied.get(proxy.href);
+      if (!agent) {
+        agent = proxyAgent(proxy, async (host) => {
+          try {
+            await publicAddresses(host, o.resolve, o.hint, allow);
+          } catch (e) {
+            if (e instanceof PrivateAddressError) throw e;
+            // The proxy might resolve it, but what it resolves to could not be checked here: not asked.
+            const code = (e as { code?: unknown }).code;
+            throw new PrivateAddressError(
+              host,
+              `${host} does not resolve on this machine${typeof code === 'string' ? ` (${code})` : ''}: its addresses cannot be checked, so the proxy is not asked to connect to it`,
+            );
+          }
+        });
+        proxied.set(proxy.href, agent);
+      }
+      return agent;
     },
   };
 }

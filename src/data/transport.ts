@@ -3,6 +3,13 @@
  * attempt, a capped body, redirects never followed, and retries that honour Retry-After and otherwise wait with
  * exponential backoff and jitter. Callers say what they send and how to read the answer, not how to retry.
  */
+import {
+  type Dispatcher,
+  FormData as UndiciFormData,
+  type RequestInit as UndiciInit,
+  fetch as undiciFetch,
+} from 'undici';
+import { type ProxySettings, plainDispatcher, proxySettings } from './proxy.js';
 import { type ConnectGuard, privateAddressCause } from './public-address.js';
 import { readCapped, saveCapped } from './read-capped.js';
 
@@ -63,6 +70,11 @@ export interface SendOptions {
    * registered. A refused host throws its PrivateAddressError at once, never retried: no later attempt can pass.
    */
   guard?: ConnectGuard;
+  /**
+   * Which requests go through a proxy (./proxy.ts): the environment's HTTPS_PROXY/HTTP_PROXY/NO_PROXY by default.
+   * A guard applies its own (it checks the target before each tunnel).
+   */
+  proxy?: ProxySettings;
 }
 
 export interface Answer {
@@ -97,6 +109,20 @@ const reasonOf = (e: unknown): string => {
 };
 
 /**
+ * The request for undici's fetch. Node's global FormData is its own undici's class, which the package's fetch does
+ * not recognise (it would send "[object FormData]"): a form is copied into the package's FormData, files and all.
+ */
+function ownForm(init: RequestInit): UndiciInit {
+  const body = init.body;
+  if (!(body instanceof FormData)) return init as unknown as UndiciInit;
+  const form = new UndiciFormData();
+  for (const [name, value] of body.entries())
+    if (typeof value === 'string') form.append(name, value);
+    else form.append(name, value, value.name);
+  return { ...(init as unknown as UndiciInit), body: form };
+}
+
+/**
  * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses
  * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came, or the
  * guard's PrivateAddressError when the host is refused.
@@ -105,17 +131,18 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
   const retryOn = o.retryOn ?? TRANSIENT;
   const sleep = o.sleep ?? wait;
   o.guard?.check(url);
-  const dispatcher = await o.guard?.dispatcher();
+  const dispatcher = o.guard ? o.guard.dispatcher(url) : plainDispatcher(url, o.proxy ?? proxySettings());
   for (let attempt = 0; ; attempt++) {
     let res: Response;
     try {
-      res = await fetch(url, {
-        ...init(),
+      // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
+      res = (await undiciFetch(url, {
+        ...ownForm(init()),
         redirect: 'manual',
         signal: AbortSignal.timeout(o.timeoutMs ?? 120_000),
-        // Node's fetch takes undici's dispatcher; the guard's type keeps it opaque (see public-address.ts).
-        ...(dispatcher ? ({ dispatcher } as RequestInit) : {}),
-      });
+        // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
+        dispatcher: dispatcher as Dispatcher,
+      })) as unknown as Response;
     } catch (e) {
       const refused = privateAddressCause(e);
       if (refused) throw refused;

@@ -168,6 +168,12 @@ export function custom<T>(
 // Flags several commands share, each a new spec (commander keeps state on its options).
 export const dataFlag = () =>
   text('--data <dir>', 'data folder (default: $RUMEDBENCH_DATA, else the user cache folder)');
+/** Read by the program's hook (program.ts): this command's requests through this proxy. */
+export const proxyFlag = () =>
+  text(
+    '--proxy <url>',
+    "the proxy for this command's requests, http:// and https:// alike (instead of HTTPS_PROXY/HTTP_PROXY; NO_PROXY still applies)",
+  );
 export const tasksFlag = () => text('--tasks <list>', 'comma-separated task names (default: all)');
 export const bootstrapFlag = (what = 'bootstrap resamples, 0 for none') =>
   count('--bootstrap <n>', what, { min: 0, default: 1000 });

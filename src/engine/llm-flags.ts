@@ -393,5 +393,6 @@ export const LLM_FLAGS = {
   ),
   progress: flag.on('--no-progress', 'no progress bar'),
   json: flag.on('--json', 'print summary.json on stdout'),
+  proxy: flag.proxyFlag(),
 } satisfies flag.FlagTable;
 export type LlmFlags = flag.FlagsOf<typeof LLM_FLAGS>;

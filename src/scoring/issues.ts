@@ -67,6 +67,8 @@ export type IssueCode =
   | 'LMEVAL_RUN'
   /** An lm-eval task that asked the model otherwise than we ask (a task we did not export, an edited one). */
   | 'LMEVAL_PROMPT_MISMATCH'
+  /** lm-eval samples of a generation task (`<task>_gen`): not read here; `rumedbench llm` scores that prompt. */
+  | 'LMEVAL_GENERATION_UNREAD'
   /** lm-eval answered a split other than test (RuMedTest's private test): not scored with the test splits. */
   | 'LMEVAL_OTHER_SPLIT';
 

@@ -85,6 +85,7 @@ export interface LmEvalRead {
 
 interface TaskConfig {
   test_split?: string;
+  output_type?: string;
   num_fewshot?: number;
   metadata?: Record<string, unknown>;
 }
@@ -192,6 +193,18 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
     const file = join(folder, name);
     const cfg = configs[lmTask] ?? {};
     const task = taskFor(lmTask, cfg);
+    // Generation samples: their replies would need our parsers on lm-eval's raw replies, not done yet; refused by
+    // name rather than checked as log-likelihood requests (which they are not).
+    if (task && (cfg.output_type === 'generate_until' || cfg.metadata?.mode === 'generate')) {
+      issues.push({
+        severity: 'error',
+        code: 'LMEVAL_GENERATION_UNREAD',
+        file,
+        task: task.name,
+        message: `lm-eval task "${lmTask}" is ${task.name}'s generation prompt, whose samples rumedbench does not read yet: run \`rumedbench llm\` for it, or run the log-likelihood tasks (group rumedbench) to bring results here`,
+      });
+      continue;
+    }
     if (!task?.prompt.loglik) {
       issues.push({
         severity: 'error',

@@ -7,13 +7,14 @@
  */
 
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { printable, printableDeep } from '../data/clean-text.js';
 import { type Answer, send, TransportError } from '../data/transport.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { type Logger, redactCredentials } from '../log.js';
-import type { SubmissionIssue } from '../scoring/issues.js';
+import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { isLmEvalOutput } from '../scoring/lm-eval.js';
 import { readRunLog } from '../scoring/run-log.js';
 import { runUsageOf } from '../scoring/run-usage.js';
@@ -35,6 +36,8 @@ export interface SubmitOptions {
   /** Longest wait honoured from a Retry-After, seconds (default 120). */
   maxWaitS?: number;
   log?: Logger;
+  /** The data folder an lm-evaluation-harness output folder is checked against (default: RUMEDBENCH_DATA's). */
+  dataDir?: string;
 }
 
 export interface SubmitAnswer {
@@ -70,10 +73,10 @@ const KINDS: Record<string, string> = {
 /** What PATH holds: its files for the chosen board, and what its summary and manifest say of the run. */
 export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): Upload {
   if (!existsSync(path)) throw new UsageError(`${path} does not exist`);
-  // Its samples files are not predictions: the run folder `eval --out` makes of it is (scoring/lm-eval.ts).
+  // Its samples files are not predictions: the run folder `eval --out` makes of it is (submitRun converts it).
   if (isLmEvalOutput(path))
     throw new UsageError(
-      `${path} is an lm-evaluation-harness output folder: make it a run folder first (rumedbench eval ${path} --out RUN), then submit RUN`,
+      `${path} is an lm-evaluation-harness output folder: submitRun converts it (or: rumedbench eval ${path} --out RUN)`,
     );
   const board = o.board ?? 'auto';
   let files: Upload['files'];
@@ -162,8 +165,37 @@ export function idempotencyKey(upload: Upload): string {
   return `rmb-${h.digest('hex').slice(0, 40)}`;
 }
 
+/**
+ * An lm-evaluation-harness output folder's upload: the run folder `eval PATH --out RUN` writes (the same reader and
+ * writer, in a temporary folder removed at once), so that the board gets what it would get from RUN. A run with
+ * problems (a missing, duplicated or foreign item, a prompt not ours) is refused with the first of them, as `eval`
+ * names them.
+ */
+async function lmEvalUpload(path: string, o: Omit<SubmitOptions, 'server'>): Promise<Upload> {
+  const [{ evaluateSubmission }, { readLmEval }, { writeLmEvalRunFolder }] = await Promise.all([
+    import('../scoring/score.js'),
+    import('../scoring/lm-eval.js'),
+    import('../scoring/lm-eval-run.js'),
+  ]);
+  const data = o.dataDir !== undefined ? { dataDir: o.dataDir } : {};
+  const result = await evaluateSubmission(path, { ...data, bootstrap: 0 });
+  const first = result.errors[0];
+  if (first)
+    throw new RumedbenchError(
+      'SUBMISSION_INVALID',
+      `${path}: ${result.errors.length} problem${result.errors.length === 1 ? '' : 's'} in this lm-evaluation-harness run, the first: ${formatIssue(first)}; \`rumedbench eval ${path}\` lists them`,
+    );
+  const run = mkdtempSync(join(tmpdir(), 'rumedbench-lmeval-upload-'));
+  try {
+    await writeLmEvalRunFolder(await readLmEval(path, data), result, run);
+    return collectUpload(run, o);
+  } finally {
+    rmSync(run, { recursive: true, force: true });
+  }
+}
+
 export async function submitRun(path: string, o: SubmitOptions): Promise<SubmitAnswer> {
-  const upload = collectUpload(path, o);
+  const upload = isLmEvalOutput(path) ? await lmEvalUpload(path, o) : collectUpload(path, o);
   if (upload.metadata.kind === 'unknown' && o.kind === undefined)
     o.log?.warn(
       `${path}: no run summary says what kind of system made these predictions: the board shows "unknown" (--kind LLM, encoder, feature-based or baseline says it)`,

@@ -19,6 +19,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -214,11 +216,86 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
         .stdout,
     );
     expect(JSON.stringify(ranked)).toContain('imported');
-    // The output folder itself is not an upload: said, with the command that makes one.
-    const direct = await rumedbench('submit', lmOut, '--server', 'http://127.0.0.1:9');
-    expect(direct.code).toBe(2);
-    expect(direct.stderr).toContain(`rumedbench eval ${lmOut} --out RUN`);
+    // `submit` takes the output folder itself, converted as `eval --out` converts it: the board gets the same upload
+    // (the Idempotency-Key is a hash of every file and every metadata field), with the run's files in it.
+    const uploads: { key: string; body: string }[] = [];
+    const board = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        uploads.push({
+          key: String(req.headers['idempotency-key']),
+          body: Buffer.concat(chunks).toString('latin1'),
+        });
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":"e1","status":"scored"}');
+      });
+    });
+    await new Promise<void>((r) => board.listen(0, '127.0.0.1', r));
+    const server = `http://127.0.0.1:${(board.address() as AddressInfo).port}`;
+    try {
+      for (const what of [run, lmOut]) await rumedbenchOk('submit', what, '--server', server, '--data', data);
+    } finally {
+      board.close();
+    }
+    expect(uploads).toHaveLength(2);
+    expect(uploads[1]?.key).toBe(uploads[0]?.key);
+    for (const f of ['RuMedDaNet.jsonl', 'RuMedNLI.jsonl', 'RuMedSymptomRec.jsonl', 'RuMedTop3.jsonl'])
+      expect(uploads[1]?.body).toContain(`filename="${f}"`);
   });
+
+  it('sends our generation prompts byte for byte (on the wire), and its generation samples are refused by name', async () => {
+    const chat = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    try {
+      const exported = join(dir, 'tasks');
+      const genOut = join(dir, 'lm-eval-gen-out');
+      await run(
+        (found as { python: string }).python,
+        [
+          ...['-m', 'lm_eval', 'run', '--model', 'local-chat-completions', '--tasks', 'rumedbench_gen'],
+          ...['--include_path', exported, '--output_path', genOut, '--log_samples', '--apply_chat_template'],
+          ...['--model_args', `model=chat-1,base_url=${chat.url}/chat/completions`],
+        ],
+        {
+          ...process.env,
+          PYTHONPATH: join(REPO_ROOT, 'bench', 'lmeval'),
+          HF_DATASETS_OFFLINE: '1',
+          HF_HUB_OFFLINE: '1',
+          TOKENIZERS_PARALLELISM: 'false',
+        },
+      );
+      const theirs = chat.requests.map((r) => JSON.stringify(r.body.messages));
+      chat.requests.length = 0;
+      await rumedbenchOk(
+        ...[
+          'llm',
+          '--model',
+          'chat-1',
+          '--base-url',
+          chat.url,
+          '--split',
+          'both',
+          '--tasks',
+          TASKS.join(','),
+        ],
+        ...['--data', data, '--out', join(dir, 'ours-gen'), '--bootstrap', '0', '--no-progress'],
+      );
+      const mine = new Set(chat.requests.map((r) => JSON.stringify(r.body.messages)));
+      // One request per exported item (8 fixture records in each task's test split), each one of ours exactly.
+      expect(theirs).toHaveLength(8 * TASKS.length);
+      expect(theirs.filter((m) => !mine.has(m))).toEqual([]);
+      expect(JSON.parse(theirs[0] as string).map((m: { role: string }) => m.role)).toEqual([
+        'system',
+        'user',
+      ]);
+      const refused = await rumedbench('eval', genOut, '--data', data, '--json');
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stdout).errors.map((e: { code: string }) => e.code)).toEqual(
+        TASKS.map(() => 'LMEVAL_GENERATION_UNREAD'),
+      );
+    } finally {
+      await chat.close();
+    }
+  }, 300_000);
 
   it('runs a task defined in a file (--tasks-dir) the same way', async () => {
     const tasksDir = join(dir, 'user-tasks');
