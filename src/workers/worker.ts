@@ -1,21 +1,3 @@
-/**
- * `rumedbench worker`: takes jobs from the queue and runs them through the engine's phases of an LLM run
- * (`llmCell`: `plan()`, `execute(requests, executor)` in process or as batches, `finish(run)`), the ones `llm` runs,
- * writing every answer to the database the moment it arrives.
- *
- * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
- *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
- * - Each worker beats every `heartbeatS`; a worker silent for three beats is lost: any worker then releases its
- *   claimed jobs to the queue, and whoever takes one over asks only what has no answer yet.
- * - `stop()` (SIGTERM) releases this worker's jobs at once, lets the requests in flight land for a moment
- *   (STOP_GRACE_MS), and returns: a hung request does not hold the process.
- * - A worker that learns it was declared lost (frozen with SIGSTOP, cut off) stops its jobs, says so in one line and
- *   registers again. It never sends a request while it might have been declared lost without knowing it: past two
- *   beats without a heartbeat that landed, it beats first (a lapse is three).
- * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
- *   one (`finish`), stored in the database for `plan export`.
- */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,11 +7,10 @@ import type { QueryResult, QueryResultRow } from 'pg';
 import type PgBoss from 'pg-boss';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { type LlmCell, llmCell } from '../engine/llm.js';
+import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
+import { sendRun } from '../engine/loop.js';
 import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { type Budget, openBudget } from '../llm/budget.js';
-import { estimateCost, formatUsd } from '../llm/cost.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
@@ -40,8 +21,8 @@ import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from '.
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
 import { cellTempDir, localFault } from './local-disk.js';
-import { type CellStore, cellStore } from './queue-store.js';
-import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import { type CellStore, cellStore, queueRunStore } from './queue-store.js';
+import { type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
 export type CellRunner = LlmCell;
@@ -738,19 +719,11 @@ export class Worker {
     const { plan, cell, chunk } = a.data;
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
-    const store = cellStore(this.db, this.q.bind(this), plan, cell);
+    const store = this.cellOf(plan, cell);
     const row = await store.jobRow(stored ?? []);
     // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
     const done = async (chunkDone = false) => {
-      // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
-      const mine = await this.q<{ mine: number }>(
-        `WITH d AS (UPDATE ${SCHEMA}.chunks SET done = true WHERE $4 AND plan_id = $2 AND cell_id = $3 AND chunk = $5),
-              mine AS (DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id)
-         SELECT count(*)::int AS mine FROM mine`,
-        [a.claim, plan, cell, chunkDone, chunk],
-      );
-      if (!mine.rows[0]?.mine) return;
-      await this.dbw.retry(() => this.db.boss.complete(a.queue, a.jobId)).catch(() => {});
+      await store.jobEnded({ claim: a.claim, chunk, queue: a.queue, id: a.jobId }, chunkDone);
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
       return done();
@@ -794,11 +767,7 @@ export class Worker {
     const keys = stored ?? prepared.plan.requests.map((j) => j.key);
     let answered = new Set(row.answered);
     if (stored === null) {
-      await this.q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
-        plan,
-        cell,
-        new Set(keys).size,
-      ]);
+      await store.total(new Set(keys).size);
       answered = await store.okKeys(keys);
     }
     const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
@@ -817,40 +786,7 @@ export class Worker {
       await store.started(provider.describe());
     const before = performance.now() - t0;
     this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
-    // max_cost: what is left of the cell must fit what its workers have not spent, and each request reserves its
-    // ceiling in the cell's row before it is sent (the rule `llm` spends by, ../llm/budget.ts).
-    let budget: Budget | undefined;
-    try {
-      budget = await this.budgetOf(prepared, provider, store, cell);
-    } catch (e) {
-      await this.failCell(plan, cell, e);
-      return done();
-    }
-    if (prepared.runner.spec.batch) {
-      await this.batchJob(a, prepared, provider, pending as LlmRequest[], store);
-      if (a.abort.signal.aborted) return;
-      // A batch reports its spending once it is read: past the budget, the cell ends as an online one stopped by it.
-      if (budget) {
-        const answers = await store.answers();
-        await budget.settleAll(
-          pending.map((j) => {
-            const e = j && answers.get(j.key);
-            return e === undefined ? undefined : (JSON.parse(e) as JournalEntry);
-          }),
-        );
-        if (budget.stop.signal.aborted) {
-          await this.failCell(
-            plan,
-            cell,
-            budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number, true),
-          );
-          return done(true);
-        }
-      }
-      await done(true);
-      await this.finish(plan, cell);
-      return;
-    }
+    const batch = batchSettingsOf(prepared.runner.spec);
     // Each answer is written as it arrives (in the writer's next batch), without holding its request slot: the next
     // request goes out while the row is written. The job is done only once every write has landed. No request goes
     // out while as many of this worker's writes as request slots are pending, over all its jobs, so a worker killed
@@ -860,31 +796,17 @@ export class Worker {
     const room = async () => {
       while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
     };
-    const gated = Object.create(provider) as Provider;
-    gated.chat = (...args) =>
-      this.gate(async () => {
-        await room();
-        await this.fence(a);
-        return provider.chat(...args);
-      });
-    if (provider.loglik) {
-      const loglik = provider.loglik.bind(provider);
-      gated.loglik = (r) =>
-        this.gate(async () => {
-          await room();
-          await this.fence(a);
-          return loglik(r);
-        });
+    if (!batch) {
+      provider.limitInFlight?.(this.concurrency);
+      // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
+      // before a timed-out request of a job no longer its own goes out again.
+      provider.checkBeforeRetry?.(() => this.fence());
+      // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
+      // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
+      // `plan retry` made once the cause was fixed, without a request sent.
+      const cool = provider.breakerWaitMs?.() ?? 0;
+      if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
     }
-    provider.limitInFlight?.(this.concurrency);
-    // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
-    // before a timed-out request of a job no longer its own goes out again.
-    provider.checkBeforeRetry?.(() => this.fence());
-    // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
-    // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
-    // `plan retry` made once the cause was fixed, without a request sent.
-    const cool = provider.breakerWaitMs?.() ?? 0;
-    if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
@@ -913,140 +835,104 @@ export class Worker {
       writes.add(w);
       this.unwritten.add(w);
     };
+    // A batch's answers are written before it is marked collected: one that cannot be written fails the job, and the
+    // batch is collected again by whoever takes it.
+    const writeBatch = (entry: JournalEntry) => {
+      this.answered++;
+      return this.answers.write({ plan, cell, entry, worker });
+    };
+    // A batch job's files live in a folder of its own; its batches are recorded in the cell's rows the moment the
+    // provider names them, so that whoever takes the job over collects them instead of sending them again.
+    const scratch = batch ? mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-')) : tmpdir();
+    const run = queueRunStore(store, {
+      plan,
+      cell,
+      all: prepared.plan.requests,
+      ceilings: prepared,
+      maxTokens: prepared.runner.options.params.maxTokens,
+      answers: { append: batch ? writeBatch : write },
+      scratch,
+      ...(batch
+        ? {}
+        : {
+            fence: () => this.fence(a),
+            slot: <T>(send: () => Promise<T>) =>
+              this.gate(async () => {
+                await room();
+                return send();
+              }),
+          }),
+    });
+    const { maxCost, params } = prepared.runner.options;
+    // A batch cell pays the batch price, as `llm --batch` reckons it.
+    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
     try {
-      await prepared.runner.execute(pending as LlmRequest[], {
-        kind: 'in-process',
-        provider: gated,
-        concurrency: Math.min(inFlight, row.in_flight),
-        signal: budget ? AbortSignal.any([a.abort.signal, budget.stop.signal]) : a.abort.signal,
-        journal: { append: write },
-        ...(budget
+      await sendRun({
+        store: run,
+        provider,
+        all: prepared.plan.requests,
+        pending: pending as LlmRequest[],
+        params,
+        concurrency: batch ? prepared.runner.options.concurrency : Math.min(inFlight, row.in_flight),
+        ...(maxCost !== undefined ? { maxCost } : {}),
+        ...(prices ? { prices } : {}),
+        way: batch
           ? {
-              admit: (job: LlmRequest) => (budget as Budget).admit(job),
-              settle: (job: LlmRequest, entry: JournalEntry) => (budget as Budget).settle(job, entry.usage),
+              kind: 'batch',
+              api: batchApiOf(provider),
+              pollS: batch.pollS,
+              ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
             }
-          : {}),
+          : { kind: 'online' },
+        signal: a.abort.signal,
+        log: this.o.log,
       });
     } catch (e) {
       await Promise.all(writes);
+      // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays (a batch goes to
+      // whoever takes the job).
       if (a.abort.signal.aborted) return;
+      const code = e instanceof RumedbenchError ? e.code : undefined;
+      if (code === 'COST_LIMIT' && writeError !== undefined) return this.unwrittenAnswers(a, writeError);
       // The model server is down (the client's circuit breaker): what this job did not answer goes back to the queue,
       // for a later round, while the plan has rounds left.
-      if (e instanceof RumedbenchError && e.code === 'LLM_ENDPOINT_DOWN' && !a.abort.signal.aborted) {
+      if (code === 'LLM_ENDPOINT_DOWN' && !batch) {
         // The provider's breaker stays open: the next job of this cell here starts with a fresh one.
         if (prepared.provider === provider) prepared.provider = undefined;
         const ok = await store.okKeys(keys);
         const left = keys.filter((k) => !ok.has(k));
-        if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string))
+        if (await this.requeue(plan, cell, left, round + 1, (e as Error).message.split('\n')[0] as string))
           return done(true);
       }
-      // A server that refuses what no retry fixes (a key, a model name), or down past the plan's rounds: the cell
-      // fails with its reason.
+      // A server that refuses what no retry fixes (a key, a model name), a budget reached, or a server down past the
+      // plan's rounds: the cell fails with its reason. A batch's other failures end the job (start()'s catch).
+      if (batch && code !== 'COST_LIMIT') throw e;
       await this.failCell(plan, cell, e);
-      return done();
+      return done(batch !== undefined);
+    } finally {
+      if (batch) rmSync(scratch, { recursive: true, force: true });
     }
     await Promise.all(writes);
-    if (writeError !== undefined) {
-      // Answers that could not be written are not answers: the job goes back to the queue for them.
-      this.o.log.error(`${plan} ${cell} #${chunk}: answers not written: ${(writeError as Error).message}`);
-      await this.release([a], `worker ${this.name} could not write its answers`);
-      return;
-    }
+    if (writeError !== undefined) return this.unwrittenAnswers(a, writeError);
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
-    if (budget?.stop.signal.aborted) {
-      await this.failCell(
-        plan,
-        cell,
-        budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number),
-      );
-      return done();
-    }
     t0 = performance.now();
     await done(true);
     this.queueMs.push(claimMs + before + (performance.now() - t0));
     await this.finish(plan, cell);
   }
 
-  /**
-   * A batch cell's job: its pending requests sent as the provider's batches (./llm/batch.ts), each batch recorded in
-   * the queue's database the moment the provider names it, so that whoever takes the job over after this worker is
-   * stopped or lost collects it instead of sending it again; results are written as answers, as online ones are.
-   */
-  private async batchJob(
-    a: Active,
-    prepared: Prepared,
-    provider: Provider,
-    pending: readonly LlmRequest[],
-    store: CellStore,
-  ): Promise<void> {
-    const { plan, cell } = a.data;
-    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-'));
-    try {
-      await prepared.runner.execute(pending, {
-        kind: 'batch',
-        provider,
-        all: prepared.plan.requests,
-        journal: {
-          append: (entry) => {
-            this.answered++;
-            return this.answers.write({ plan, cell, entry, worker: this.name });
-          },
-        },
-        outDir: dir,
-        ledger: store.batches,
-        log: this.o.log,
-        signal: a.abort.signal,
-      });
-    } catch (e) {
-      // Stopped (SIGTERM) while a batch waits: the job goes back to the queue, the batch to whoever takes it.
-      if (a.abort.signal.aborted) return;
-      throw e;
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  /** Answers that could not be written are not answers: the job goes back to the queue for them. */
+  private async unwrittenAnswers(a: Active, e: unknown): Promise<void> {
+    this.o.log.error(
+      `${a.data.plan} ${a.data.cell} #${a.data.chunk}: answers not written: ${(e as Error).message}`,
+    );
+    await this.release([a], `worker ${this.name} could not write its answers`);
   }
 
-  /**
-   * A cell's budget for one job, or none without max_cost: the ceilings of the cell's requests counted once per
-   * worker (the model server's tokenizer where it has one), what is left of the cell checked against what its workers
-   * have spent, the cell's money kept in its row.
-   */
-  private async budgetOf(
-    prepared: Prepared,
-    provider: Provider,
-    store: CellStore,
-    cell: string,
-  ): Promise<Budget | undefined> {
-    const { maxCost, params, concurrency } = prepared.runner.options;
-    if (maxCost === undefined) return undefined;
-    // A batch cell pays the batch price, as `llm --batch` reckons it.
-    const batch = batchSettingsOf(prepared.runner.spec);
-    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
-    if (!prices) throw new RumedbenchError('COST_LIMIT', `${cell}: max_cost needs prices`);
-    const all = prepared.plan.requests;
-    prepared.ceilings ??= estimateCost(all, { provider, params, prices, concurrency }).then(
-      (e) => new Map(all.map((j, i) => [j.key, e.each[i] ?? 0])),
-    );
-    const ceilings = await prepared.ceilings;
-    const ok = await store.okKeys(all.map((j) => j.key));
-    const left = [...new Set(all.map((j) => j.key).filter((k) => !ok.has(k)))];
-    const usd = left.reduce((n, k) => n + (ceilings.get(k) ?? 0), 0);
-    return openBudget({
-      max: maxCost,
-      prices,
-      left: {
-        usd,
-        said: `up to ${formatUsd(usd)} for the ${left.length} request(s) of ${cell} not answered yet (every reply at max_tokens ${params.maxTokens})`,
-      },
-      ceilings,
-      money: store.money,
-      flag: 'max_cost',
-      what: cell,
-      spentBy: `the cell's workers have spent`,
-      advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
-      log: this.o.log,
-    });
+  /** The queue's store of a cell: its cell work (answers, failure, rounds, finishing) goes through it. */
+  private cellOf(plan: string, cell: string): CellStore {
+    return cellStore(this.db, this.q.bind(this), plan, cell, (call) => this.dbw.retry(call));
   }
 
   /**
@@ -1061,56 +947,10 @@ export class Worker {
     why: string,
   ): Promise<boolean> {
     if (keys.length === 0) return true;
-    const settings = await this.q<{ retry_rounds: number; retry_delay_s: number; job_size: number }>(
-      `SELECT retry_rounds, retry_delay_s, coalesce(job_size, $2)::int AS job_size FROM ${SCHEMA}.plans
-       WHERE id = $1 AND status IN ('queued', 'running')`,
-      [plan, DEFAULT_JOB_SIZE],
-    );
-    const p = settings.rows[0];
-    if (!p || round > p.retry_rounds) return false;
-    const delayS = p.retry_delay_s * 2 ** (round - 1);
-    await this.dbw.retry(() =>
-      inTransaction(this.db, async (client) => {
-        // One chunk number per cell at a time: several workers may put back chunks of one cell at once.
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${plan}\n${cell}`]);
-        const { rows } = await client.query<{ next: number; queue: string; in_flight: number }>(
-          `SELECT (SELECT coalesce(max(chunk), -1) + 1 FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2)::int AS next,
-             queue, in_flight FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
-          [plan, cell],
-        );
-        const next = rows[0]?.next ?? 0;
-        // Cut to the plan's job size: what a finishing cell puts back may be many jobs' worth, for every worker.
-        const jobs = jobsOf(keys, p.job_size, rows[0]?.in_flight ?? 1).map((part, i) => ({
-          part,
-          chunk: next + i,
-          jobId: randomUUID(),
-        }));
-        for (const j of jobs)
-          await client.query(
-            `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
-            [plan, cell, j.chunk, JSON.stringify(j.part), j.jobId, round],
-          );
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL
-           WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running', 'finishing')`,
-          [plan, cell],
-        );
-        const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-        const startAfter = new Date(Date.now() + delayS * 1000);
-        await this.db.boss.insert(
-          jobs.map((j) => ({
-            id: j.jobId,
-            name: rows[0]?.queue as string,
-            data: { plan, cell, chunk: j.chunk },
-            startAfter,
-            ...QUEUE_OPTIONS,
-          })),
-          { db: tx },
-        );
-      }),
-    );
+    const back = await this.cellOf(plan, cell).requeue(keys, round);
+    if (!back) return false;
     this.o.log.warn(
-      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${p.retry_rounds}, in ${delayS} s (${why})`,
+      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${back.rounds}, in ${back.delayS} s (${why})`,
     );
     return true;
   }
@@ -1119,28 +959,7 @@ export class Worker {
     // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
     const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
     this.o.log.error(`${plan} ${cell}: ${message}`);
-    // The failure and the jobs it cancels are read under the plan's lock, which `plan retry` takes too: a retry made
-    // the moment the cell shows failed must not have its new jobs cancelled here (its cell would wait for good).
-    const rows = await this.dbw.retry(() =>
-      inTransaction(this.db, async (client) => {
-        await client.query(`SELECT 1 FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`, [plan]);
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
-           WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed', 'cancelled')`,
-          [plan, cell, message],
-        );
-        const { rows } = await client.query<{ job_id: string; queue: string }>(
-          `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
-           WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
-          [plan, cell],
-        );
-        return rows;
-      }),
-    );
-    const byQueue = new Map<string, string[]>();
-    for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
-    for (const [q, ids] of byQueue) await this.dbw.retry(() => this.db.boss.cancel(q, ids)).catch(() => {});
-    await this.closePlan(plan);
+    await this.cellOf(plan, cell).fail(message);
   }
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
@@ -1169,19 +988,8 @@ export class Worker {
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
   private async finish(plan: string, cell: string): Promise<void> {
     if (this.handedBack.has(`${plan}\n${cell}`)) return;
-    const { rows } = await this.q<{
-      spec: string | null;
-      data_sha256: string;
-      described: string | null;
-      wall: number;
-    }>(
-      `UPDATE ${SCHEMA}.cells SET status = 'finishing', finisher = $3
-       WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done)
-       RETURNING spec, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
-      [plan, cell, this.id],
-    );
-    const row = rows[0];
+    const store = this.cellOf(plan, cell);
+    const row = await store.finishing(this.id);
     if (!row) return;
     let dir: string | undefined;
     try {
@@ -1193,7 +1001,6 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const store = cellStore(this.db, this.q.bind(this), plan, cell);
       const byKey = await store.answers();
       // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
       // another round, while the plan has rounds left; the cell is finished once they are answered.
@@ -1210,14 +1017,8 @@ export class Worker {
         ),
       ];
       if (transient.length > 0) {
-        // Rounds count from the cell's last round-0 chunk: `plan retry` gives a retried cell the plan's rounds anew.
-        const { rows: r } = await this.q<{ round: number }>(
-          `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2
-             AND chunk > (SELECT max(chunk) FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND round = 0)`,
-          [plan, cell],
-        );
         const why = `${transient.length} failed: ${(JSON.parse(byKey.get(transient[0] as string) ?? '{}') as { error?: string }).error ?? 'not sent'}`;
-        if (await this.requeue(plan, cell, transient, (r[0]?.round ?? 0) + 1, why.slice(0, 300))) return;
+        if (await this.requeue(plan, cell, transient, (await store.round()) + 1, why.slice(0, 300))) return;
       }
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
@@ -1229,6 +1030,8 @@ export class Worker {
           .join(''),
       );
       const journal = await Journal.open(journalFile);
+      const batch = batchSettingsOf(prepared.runner.spec);
+      const batches = batch ? await store.batchIds() : [];
       const result = await prepared.runner.finish({
         outDir: dir,
         jobs: prepared.plan.requests,
@@ -1239,7 +1042,16 @@ export class Worker {
         sent: byKey.size,
         wallS: row.wall,
         extra: { plan_id: plan, cell: cell },
-        ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
+        // A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount.
+        ...(batch
+          ? {
+              batch: {
+                ids: batches.map((b) => b.id),
+                discount: batch.discount,
+                provider: batches[0]?.provider ?? prepared.runner.spec.provider.name,
+              },
+            }
+          : {}),
       });
       const runDir = dir;
       await this.dbw.retry(() => store.done(runDir, result.summary));
@@ -1249,7 +1061,7 @@ export class Worker {
     } finally {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     }
-    await this.closePlan(plan);
+    await store.closePlan();
   }
 
   /**
@@ -1260,16 +1072,10 @@ export class Worker {
    */
   private async finishFailed(plan: string, cell: string, e: unknown): Promise<void> {
     const local = localFault(e);
+    const store = this.cellOf(plan, cell);
     try {
       if (local !== undefined) {
-        const { rows } = await this.q<{ handed: boolean }>(
-          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL, error = $4
-           WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3 AND error IS NULL
-             AND EXISTS (SELECT 1 FROM ${SCHEMA}.workers w WHERE w.status = 'running' AND w.id <> $3)
-           RETURNING true AS handed`,
-          [plan, cell, this.id, cleanText(`worker ${this.name} could not finish it: ${local}`, 4000)],
-        );
-        if (rows[0]?.handed) {
+        if (await store.handBack(this.id, `worker ${this.name} could not finish it: ${local}`)) {
           this.handedBack.add(`${plan}\n${cell}`);
           this.o.log.error(
             `${plan} ${cell}: cannot finish it here (${local}); handed back to another worker`,
@@ -1288,24 +1094,8 @@ export class Worker {
       await this.failCell(plan, cell, e);
     } catch (again) {
       if (this.giveUp(again)) return;
-      await this.q(
-        `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3`,
-        [plan, cell, this.id],
-      ).catch(() => {});
+      await store.unfinish(this.id).catch(() => {});
     }
-  }
-
-  /** A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount. */
-  private async batchesOf(plan: string, cell: string, prepared: Prepared) {
-    const { rows } = await this.q<{ id: string; provider: string }>(
-      `SELECT id, provider FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
-      [plan, cell],
-    );
-    return {
-      ids: rows.map((r) => r.id),
-      discount: batchSettingsOf(prepared.runner.spec)?.discount ?? 0,
-      provider: rows[0]?.provider ?? prepared.runner.spec.provider.name,
-    };
   }
 
   /** What a failure says, with the advice of the queue (`plan retry`), not of a local run's journal. */
@@ -1323,17 +1113,6 @@ export class Worker {
           `Once the cause is fixed, ask the failed requests again: rumedbench plan retry ${plan} --cells ${cell}`,
         ].join('\n')
       : lines.join('\n');
-  }
-
-  /** A plan whose cells are all done or failed is over. */
-  private async closePlan(plan: string): Promise<void> {
-    await this.q(
-      `UPDATE ${SCHEMA}.plans p SET finished_at = now(),
-         status = CASE WHEN EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status = 'failed') THEN 'failed' ELSE 'done' END
-       WHERE p.id = $1 AND p.status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status NOT IN ('done', 'failed'))`,
-      [plan],
-    );
   }
 }
 
@@ -1382,22 +1161,4 @@ function specOfRow(stored: string | null, where: string): LlmSpec {
 function refusedData(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   return typeof code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
-}
-
-/** What a cell stopped by its budget says: its name, what its workers have spent, and the ceiling it reached. */
-function budgetReached(
-  plan: string,
-  cell: string,
-  budget: Budget,
-  max: number,
-  batch = false,
-): RumedbenchError {
-  const why =
-    budget.unexplained() > 0
-      ? `; ${budget.unexplained()} repl(ies) here reported more tokens than their request can explain`
-      : '';
-  return new RumedbenchError(
-    'COST_LIMIT',
-    `${cell} has cost ${formatUsd(budget.spent())} by ${batch ? "its batch replies'" : "the server's"} token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
-  );
 }
