@@ -1,15 +1,32 @@
+/**
+ * `rumedbench worker`: claims jobs from the queue and runs each through the engine's one loop (../engine/loop.ts
+ * `sendRun`, the one `llm` runs) with the queue's store of its cell (./queue-store.ts: its answers, batches, money and
+ * the rest of a cell's work, with their SQL), writing every answer to the database the moment it arrives. This module
+ * keeps what is the worker's own: when to claim, beat and fence (their SQL in ./claims.ts).
+ *
+ * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
+ *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
+ * - Each worker beats every `heartbeatS`; a worker silent for three beats is lost: any worker then releases its
+ *   claimed jobs to the queue, and whoever takes one over asks only what has no answer yet.
+ * - `stop()` (SIGTERM) releases this worker's jobs at once, lets the requests in flight land for a moment
+ *   (STOP_GRACE_MS), and returns: a hung request does not hold the process.
+ * - A worker that learns it was declared lost (frozen with SIGSTOP, cut off) stops its jobs, says so in one line and
+ *   registers again. It never sends a request while it might have been declared lost without knowing it: past two
+ *   beats without a heartbeat that landed, it beats first (a lapse is three).
+ * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
+ *   one (`finish`), stored in the database for `plan export`.
+ */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
-import type PgBoss from 'pg-boss';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
 import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
 import { sendRun } from '../engine/loop.js';
-import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
+import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
@@ -17,12 +34,21 @@ import type { LlmRequest } from '../llm/requests.js';
 import { pricesOf } from '../llm/run.js';
 import { type Logger, silentLogger } from '../log.js';
 import { AnswerWriter } from './answers.js';
+import {
+  type JobData,
+  type QueueRow,
+  releaseLost,
+  type Taken,
+  takeJobs,
+  type WorkerRows,
+  workerRows,
+} from './claims.js';
 import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
 import { cellTempDir, localFault } from './local-disk.js';
 import { type CellStore, cellStore, queueRunStore } from './queue-store.js';
-import { type QueueDb, SCHEMA } from './store.js';
+import type { QueueDb } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
 export type CellRunner = LlmCell;
@@ -62,40 +88,8 @@ export interface WorkerOptions {
   log: Logger;
 }
 
-/** A queue with jobs waiting, its endpoint and the in-flight budget of its plans. */
-interface QueueRow {
-  queue: string;
-  endpoint: string;
-  budget: number;
-}
-
-/** A job taken with its claim, and its chunk's keys and round. */
-interface Taken {
-  claim: string;
-  job: PgBoss.Job<JobData>;
-  inFlight: number;
-  keys: string | null;
-  round: number;
-}
-
-/** Whether a process of this machine is still there (stopped or not): signal 0 checks without sending anything. */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** How long the list of queues with work is used before it is read again (sooner once a queue gives no job). */
 const QUEUES_TTL_MS = 2000;
-
-interface JobData {
-  plan: string;
-  cell: string;
-  chunk: number;
-}
 
 interface Active {
   claim: string;
@@ -151,6 +145,8 @@ export class Worker {
   private gaveUp: RumedbenchError | undefined;
   /** Answers that arrived but were never written (the database gone for good, or after stop()'s grace). */
   dropped = 0;
+  /** This worker's rows of the queue (./claims.ts), read and written through `q`. */
+  private readonly rows: WorkerRows;
   /** Every call to the queue goes through it: a database outage is waited out, not a reason to exit. */
   private readonly dbw: DbWait;
   /** The calls of a stop (releasing its jobs, its last status): bounded by STOP_DB_WAIT_S whatever --db-wait says. */
@@ -188,6 +184,7 @@ export class Worker {
       allowPrivate: true,
     });
     this.keysEnv = keysEnv(o.endpointKeys ?? []);
+    this.rows = workerRows((text, values) => this.q(text, values), this.id);
     this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
     this.dbw = new DbWait({
       waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
@@ -215,10 +212,7 @@ export class Worker {
 
   /** Runs until `stop()`, or (with `exitWhenIdle`) until no plan has work left. */
   async run(): Promise<void> {
-    await this.q(
-      `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
-      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
-    );
+    await this.rows.register(this.name, 3 * this.heartbeatS);
     this.o.log.info(
       `worker ${this.name}: ${this.jobs} job(s) at once, ${this.concurrency} request(s) in flight, on ${this.db.location}`,
     );
@@ -267,12 +261,7 @@ export class Worker {
       this.stopping = true;
       // Bounded: a stop during an outage leaves the registration to the lost-worker rule.
       await this.stopDbw
-        .retry(() =>
-          this.db.pool.query(
-            `UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`,
-            [this.id],
-          ),
-        )
+        .retry(() => workerRows((text, values) => this.db.pool.query(text, values), this.id).stopped())
         .catch(() => {});
       for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
     }
@@ -329,9 +318,9 @@ export class Worker {
     let n = 0;
     for (const a of list) {
       const gone = await dbw.retry(() =>
-        this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]),
+        workerRows((text, values) => this.db.pool.query(text, values), this.id).unclaim(a.claim),
       );
-      if (gone.rowCount === 0) continue;
+      if (!gone) continue;
       await dbw.retry(() => this.db.boss.fail(a.queue, a.jobId, { reason }));
       n++;
     }
@@ -377,11 +366,7 @@ export class Worker {
     await Promise.all([...this.active.values()].map((a) => a.done));
     const sentAt = performance.now();
     // Its requests have landed or ended by now: what they held of the budgets is free again.
-    await this.q(
-      `WITH back AS (DELETE FROM ${SCHEMA}.lingering WHERE worker_id = $1)
-       UPDATE ${SCHEMA}.workers SET status = 'running', last_seen = now() WHERE id = $1`,
-      [this.id],
-    );
+    await this.rows.rejoin();
     this.beatSentAt = sentAt;
     this.lost = false;
   }
@@ -389,11 +374,7 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     if (this.stopping || this.lost) return;
     const sentAt = performance.now();
-    const alive = await this.q(
-      `UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running' RETURNING id`,
-      [this.id],
-    );
-    if (alive.rowCount === 0) {
+    if (!(await this.rows.beat())) {
       // Its own stop wrote 'stopped' while this beat was on its way: not lost.
       if (this.stopping) return;
       this.declaredLost((sentAt - this.beatSentAt) / 1000);
@@ -403,79 +384,8 @@ export class Worker {
     // Just after an outage every worker's last beat is old, and another worker may still be in a wait of its own
     // before it beats again: nobody is taken for lost until all have had time to.
     if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000 + 2 * MAX_DB_BACKOFF_MS) return;
-    // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
-    // their jobs released to the queue.
-    //
-    // A lost worker may only be frozen or cut off, its requests still running at the model server: the share of the
-    // endpoint's budget its claims held stays held (lingering) until those requests must have ended (the worker's
-    // lapse, within which it sent the last of them, plus one attempt's timeout), or until it comes back and they have
-    // landed. Where the lost worker ran on this machine and its process is gone, its sockets closed with it: nothing
-    // lingers.
-    const lost = await this.q<{
-      job_id: string | null;
-      queue: string;
-      name: string;
-      worker_id: string;
-      host: string | null;
-      pid: number | null;
-      lost: boolean;
-    }>(
-      `WITH gone AS (
-         UPDATE ${SCHEMA}.workers SET status = 'lost'
-         WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s)
-           -- A database just restarted left every worker's last beat old: none is lost for that.
-           AND pg_postmaster_start_time() < now() - make_interval(secs => 2 * lapse_s + 10)
-         RETURNING id, name, host, pid),
-       released AS (
-         DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
-         WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
-         RETURNING c.job_id, c.queue, c.endpoint, c.in_flight, c.plan_id, c.cell_id, w.id AS worker_id, w.name,
-           w.last_seen, w.lapse_s),
-       held AS (
-         INSERT INTO ${SCHEMA}.lingering (worker_id, endpoint, in_flight, until)
-         SELECT r.worker_id, r.endpoint, r.in_flight, r.last_seen + make_interval(secs => r.lapse_s
-           + coalesce((cl.spec::jsonb #>> '{provider,timeout_ms}')::float8 / 1000, ${LLM_DEFAULTS.timeoutMs / 1000}))
-         FROM released r LEFT JOIN ${SCHEMA}.cells cl ON cl.plan_id = r.plan_id AND cl.cell_id = r.cell_id
-         WHERE r.in_flight > 0 AND r.endpoint <> 'this machine' AND r.worker_id IN (SELECT id FROM gone)),
-       ended AS (DELETE FROM ${SCHEMA}.lingering WHERE until <= now())
-       SELECT r.job_id, r.queue, r.name, r.worker_id, g.host, g.pid, g.id IS NOT NULL AS lost
-       FROM released r LEFT JOIN gone g ON g.id = r.worker_id`,
-    );
-    const here = hostname();
-    const dead = new Set<string>();
-    for (const r of lost.rows)
-      if (r.host === here && r.pid !== null && !processAlive(r.pid)) dead.add(r.worker_id);
-    if (dead.size > 0)
-      await this.q(`DELETE FROM ${SCHEMA}.lingering WHERE worker_id = ANY($1::text[])`, [[...dead]]);
-    for (const r of lost.rows) {
-      const job = r.job_id;
-      if (!job) continue;
-      await this.dbw.retry(() =>
-        this.db.boss.fail(r.queue, job, {
-          reason: r.lost ? `worker ${r.name} lost (no heartbeat)` : `worker ${r.name} stopped`,
-        }),
-      );
-      // A worker that stopped (its status written) but left a claim is not lost: said as it is.
-      this.o.log.warn(
-        r.lost
-          ? `worker ${r.name} is lost: its job went back to the queue`
-          : `worker ${r.name} stopped holding a job: it went back to the queue`,
-      );
-    }
-    // A job taken but never claimed (its worker died between the two) is released after a minute.
-    const orphans = await this.q<{ id: string; name: string }>(
-      `SELECT j.id, j.name FROM pgboss.job j
-       WHERE j.name LIKE 'rumedbench\\_%' AND j.state = 'active' AND j.started_on < now() - interval '60 seconds'
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.claims c WHERE c.job_id = j.id)`,
-    );
-    for (const r of orphans.rows)
-      await this.dbw.retry(() => this.db.boss.fail(r.name, r.id, { reason: 'taken but never claimed' }));
-    // A cell whose finisher was lost is finished by another.
-    await this.q(
-      `UPDATE ${SCHEMA}.cells c SET status = 'running', finisher = NULL
-       WHERE c.status = 'finishing' AND NOT EXISTS (
-         SELECT 1 FROM ${SCHEMA}.workers w WHERE w.id = c.finisher AND w.status = 'running')`,
-    );
+    // Lost workers' jobs back to the queue, and what they held of the budgets let go once it must have ended.
+    await releaseLost(this.db, this.q.bind(this), (call) => this.dbw.retry(call), this.o.log);
     await this.dropCancelled();
   }
 
@@ -486,11 +396,7 @@ export class Worker {
   private async dropCancelled(): Promise<void> {
     const plans = [...new Set([...this.active.values()].map((a) => a.data.plan))];
     if (plans.length === 0) return;
-    const cancelled = await this.q<{ id: string }>(
-      `SELECT id FROM ${SCHEMA}.plans WHERE id = ANY($1::text[]) AND status = 'cancelled'`,
-      [plans],
-    );
-    const ids = new Set(cancelled.rows.map((r) => r.id));
+    const ids = await this.rows.cancelled(plans);
     for (const a of this.active.values())
       if (ids.has(a.data.plan) && !a.abort.signal.aborted) {
         a.abort.abort();
@@ -505,14 +411,7 @@ export class Worker {
   private async claim(): Promise<boolean> {
     const now = performance.now();
     if (!this.queues || now - this.queues.at > QUEUES_TTL_MS) {
-      const { rows } = await this.q<QueueRow>(
-        `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
-         FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-         WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
-           AND EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
-         GROUP BY c.queue, c.endpoint`,
-      );
-      this.queues = { at: now, rows };
+      this.queues = { at: now, rows: await this.rows.queues() };
     }
     for (const q of [...this.queues.rows].sort(() => Math.random() - 0.5)) {
       const local = q.endpoint === 'this machine';
@@ -591,98 +490,9 @@ export class Worker {
     this.active.set(job.id, a);
   }
 
-  /**
-   * Up to `slots` jobs of a queue with room on its endpoint, counted over every live worker's claims: on a model
-   * server `want` requests shared among the jobs taken (at least one each), else `want` each (one on this machine's
-   * model, none for a batch job). The budget's check, the fetch and the claims are one transaction,
-   * so a worker that dies at any point holds either claimed jobs (released when its heartbeat lapses) or none.
-   */
-  private async take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
-    return this.dbw.retry(async () => {
-      const client = await this.db.pool.connect();
-      let broken: Error | undefined;
-      try {
-        // One round trip, three statements (each reads what was committed before it began): the transaction, the
-        // endpoint's lock, and, once it is held, the budget used: every registered worker's claims (a silent one's
-        // too: its requests may still be at the server, and once it is declared lost they linger), and what lost
-        // workers left lingering. Only a worker still registered takes a job; the
-        // claim counts as a beat (a worker declared lost meanwhile waits for this transaction, and then finds the
-        // beat fresh).
-        const me = client.escapeLiteral(this.id);
-        const endpoint = client.escapeLiteral(q.endpoint);
-        const results = (await client.query(
-          `BEGIN; SELECT pg_advisory_xact_lock(hashtext(${endpoint}));
-           WITH me AS (UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = ${me} AND status = 'running' RETURNING id)
-           SELECT (SELECT count(*) FROM me)::int AS me,
-             (SELECT coalesce(sum(c.in_flight), 0) FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
-              WHERE c.endpoint = ${endpoint} AND w.status = 'running')::int
-             + (SELECT coalesce(sum(l.in_flight), 0) FROM ${SCHEMA}.lingering l
-                WHERE l.endpoint = ${endpoint} AND l.until > now())::int AS used`,
-        )) as unknown as QueryResult<{ me: number; used: number }>[];
-        const rows = results[2]?.rows ?? [];
-        if (!rows[0]?.me) {
-          await client.query('ROLLBACK');
-          return 'lost' as const;
-        }
-        // On a model server, `want` is what the worker has free over the jobs it takes, shared out evenly among the
-        // jobs the queue gives (one job taken alone holds all of it); elsewhere it is each job's own.
-        const remote = q.endpoint !== 'this machine' && want > 0;
-        const total = remote ? Math.min(want, q.budget - rows[0].used) : want;
-        const count = remote ? Math.max(0, Math.min(slots, total)) : slots;
-        const jobs =
-          count === 0
-            ? []
-            : await this.db.boss.fetch<JobData>(q.queue, {
-                batchSize: count,
-                db: { executeSql: (text, values) => client.query(text, values) },
-              });
-        const rooms = jobs.map((_, i) =>
-          remote ? Math.floor(total / jobs.length) + (i < total % jobs.length ? 1 : 0) : want,
-        );
-        const claims =
-          jobs.length === 0
-            ? []
-            : (
-                await client.query<{ id: string; job_id: string; keys: string | null; round: number | null }>(
-                  `WITH claimed AS (
-                     INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight, job_id, plan_id, cell_id, chunk)
-                     SELECT $1, $2, $3, * FROM unnest($4::int[], $5::uuid[], $6::text[], $7::text[], $8::int[])
-                     RETURNING id, job_id, plan_id, cell_id, chunk)
-                   SELECT c.id, c.job_id, k.keys, k.round FROM claimed c
-                     LEFT JOIN ${SCHEMA}.chunks k ON k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND k.chunk = c.chunk`,
-                  [
-                    this.id,
-                    q.endpoint,
-                    q.queue,
-                    jobs.map((_, i) => rooms[i]),
-                    jobs.map((j) => j.id),
-                    jobs.map((j) => j.data.plan),
-                    jobs.map((j) => j.data.cell),
-                    jobs.map((j) => j.data.chunk),
-                  ],
-                )
-              ).rows;
-        await client.query('COMMIT');
-        const byJob = new Map(claims.map((c) => [c.job_id, c]));
-        return jobs.map((job, i) => {
-          const c = byJob.get(job.id);
-          // A chunk that is not there (its plan deleted) has nothing to ask.
-          return {
-            claim: String(c?.id),
-            job,
-            inFlight: rooms[i] as number,
-            keys: c ? c.keys : '[]',
-            round: c?.round ?? 0,
-          };
-        });
-      } catch (e) {
-        broken = e as Error;
-        await client.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        client.release(broken);
-      }
-    });
+  /** Up to `slots` jobs of a queue with room on its endpoint (./claims.ts `takeJobs`), claimed by this worker. */
+  private take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
+    return this.dbw.retry(() => takeJobs(this.db, this.id, q, want, slots));
   }
 
   /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
@@ -964,25 +774,12 @@ export class Worker {
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
   private async finishReady(): Promise<void> {
-    const { rows } = await this.q<{ plan_id: string; cell_id: string }>(
-      `SELECT c.plan_id, c.cell_id FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
-         AND NOT (c.plan_id || E'\n' || c.cell_id = ANY($1::text[]))
-       LIMIT 4`,
-      [[...this.handedBack]],
-    );
-    for (const r of rows) await this.finish(r.plan_id, r.cell_id);
+    for (const r of await this.rows.unfinished(this.handedBack)) await this.finish(r.plan_id, r.cell_id);
   }
 
   /** Whether a plan has work left: none, only cells being finished, or more. */
-  private async workLeft(): Promise<'none' | 'finishing' | 'more'> {
-    const { rows } = await this.q<{ more: boolean | null }>(
-      `SELECT bool_or(c.status <> 'finishing') AS more FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed')`,
-    );
-    const more = rows[0]?.more;
-    return more === null || more === undefined ? 'none' : more ? 'more' : 'finishing';
+  private workLeft(): Promise<'none' | 'finishing' | 'more'> {
+    return this.rows.workLeft();
   }
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
