@@ -5,12 +5,10 @@ import { UsageError } from '../errors.js';
 import { AnthropicProvider } from '../llm/anthropic.js';
 import { anthropicBatches } from '../llm/anthropic-batch.js';
 import type { BatchApi } from '../llm/batch.js';
-import { type Executed, executeRequests, type RequestExecutor } from '../llm/execute.js';
 import { OpenAIProvider } from '../llm/openai.js';
 import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
-import type { LlmRequest } from '../llm/requests.js';
 import {
   type FinishInput,
   finishRun,
@@ -97,20 +95,9 @@ export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
 }
 
 /**
- * Where a cell's requests are asked (`execute`): ../llm/execute.ts's executors, a batch one given the provider (its
- * batch API and the spec's batch settings are found here). A worker takes its requests from the queue and asks them
- * through one of these; `runLlm` asks a whole run's through the same function.
- */
-export type Executor =
-  | Extract<RequestExecutor, { kind: 'in-process' }>
-  | (Omit<Extract<RequestExecutor, { kind: 'batch' }>, 'api' | 'pollS' | 'deadlineH'> & {
-      provider: Provider;
-    });
-
-/**
- * An LLM spec as its phases: `plan()` → its requests, `execute(requests, executor)` → their answers, `finish(run)` →
- * the run folder (lm-evaluation-harness's Instance → LM split). The settings each phase needs come from the spec
- * here, once; a worker runs a queued cell with these, job by job.
+ * An LLM spec as its phases: `plan()` → its requests, then the engine's one loop (./loop.ts `sendRun`) asks them into
+ * a store, then `finish(run)` → the run folder (lm-evaluation-harness's Instance → LM split). The settings each phase
+ * needs come from the spec here, once; a worker runs a queued cell with these, job by job.
  */
 export interface LlmCell {
   spec: LlmSpec;
@@ -121,8 +108,6 @@ export interface LlmCell {
   provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
   /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
   plan(log?: Logger): ReturnType<typeof requestsOfRun>;
-  /** Asks `requests` through `executor`; resolves with the seconds it took, or the batches' ids. */
-  execute(requests: readonly LlmRequest[], executor: Executor): Promise<Executed>;
   /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
   finish(run: Omit<FinishInput, 'options' | 'log'> & { outDir: string }): Promise<LlmRunResult>;
 }
@@ -159,17 +144,6 @@ export function llmCell(
       return p;
     },
     plan: (log) => requestsOfRun(options, model, log),
-    execute(requests, x) {
-      if (x.kind === 'in-process') return executeRequests(requests, x, options.params);
-      const batch = batchSettingsOf(spec);
-      if (!batch) throw new UsageError('a batch executor for a spec sent online: give it batch: true');
-      const { provider, ...rest } = x;
-      return executeRequests(
-        requests,
-        { ...rest, api: batchApiOf(provider), pollS: batch.pollS, deadlineH: batch.deadlineH },
-        options.params,
-      );
-    },
     finish: ({ outDir, ...run }) => finishRun({ ...run, options: { ...options, outDir }, log: o.log }),
   };
 }

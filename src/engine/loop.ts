@@ -1,20 +1,38 @@
 /**
- * The run loop of an LLM run into a run folder, the engine's: the folder locked, the journal opened (a run continued
- * with `--resume` or `--retry-errors`), the requests planned (this shard's), what is waiting in the batch ledger
- * collected first, `--max-cost` checked and watched (../llm/budget.ts, the rule every door spends by), the requests
- * sent (online, as batches, or read from a results file: ../llm/execute.ts), then the run folder written and scored
- * (../llm/run.ts `finishRun`). `llm`, `run`, `plan run`, the server's runs and the library reach it through
- * `runEvaluation`; a queue worker runs the same phases job by job, its money kept in the queue (../workers/queue-store.ts).
+ * The engine's run loop of an LLM run, written once. `sendRun` is the loop every door sends through: the budget
+ * checked and watched (../llm/budget.ts), the requests asked (online, as batches, or read from a results file:
+ * ../llm/execute.ts), each answer handed to a store as it lands, a run the budget stopped ended with COST_LIMIT. What
+ * differs between a run folder and the queue is the store (`RunStore`): the folder's here (`folderStore`), the
+ * queue's in ../workers/queue-store.ts. `runLlm` runs a run folder around it: the folder locked, the journal opened
+ * (`--resume`, `--retry-errors`), the requests planned (this shard's), then the run folder written and scored
+ * (../llm/run.ts `finishRun`); `llm`, `run`, `plan run`, the server's runs and the library reach it through
+ * `runEvaluation`. A queue worker calls `sendRun` for each job it claims, with the cell's store.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
-import { BATCH_DEFAULTS, readBatchLedger, readIntents } from '../llm/batch.js';
-import { type Budget, memoryMoney, openBudget } from '../llm/budget.js';
-import { describeEstimate, estimateCost, formatUsd, type Prices, spentOn } from '../llm/cost.js';
-import { executeRequests, type RequestExecutor } from '../llm/execute.js';
+import {
+  type BatchApi,
+  type BatchLedger,
+  type BatchResult,
+  BATCH_DEFAULTS,
+  folderLedger,
+  readBatchLedger,
+  readIntents,
+} from '../llm/batch.js';
+import { type Budget, type BudgetOptions, type MoneyStore, memoryMoney, openBudget } from '../llm/budget.js';
+import {
+  type CostEstimate,
+  describeEstimate,
+  estimateCost,
+  formatUsd,
+  type Prices,
+  spentOn,
+} from '../llm/cost.js';
+import { type AnswerSink, type Executed, executeRequests, type RequestExecutor } from '../llm/execute.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import { isCorrect, readAnswer } from '../llm/outputs.js';
+import type { Provider, SamplingParams } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
 import { checkResumeSettings, recordSettings, requestSettingsOf } from '../llm/resume-settings.js';
 import {
@@ -27,7 +45,7 @@ import {
   shardOf,
 } from '../llm/run.js';
 import { lockRunFolder } from '../llm/run-lock.js';
-import { newProgress } from '../llm/send.js';
+import { newProgress, type RunProgress } from '../llm/send.js';
 import { type Logger, silentLogger } from '../log.js';
 
 export async function runLlm(options: LlmRunOptions): Promise<LlmRunResult> {
@@ -132,66 +150,52 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     `${jobs.length} requests in the run, ${jobs.length - pending.length} already answered, ${pending.length} to send`,
   );
   const prices = pricesOf(options);
-  const budget =
-    options.maxCost !== undefined
-      ? await checkBudget(
-          {
-            ...options,
-            ...(prices ? { prices } : {}),
-            ...(options.prices ? { listPrices: options.prices } : {}),
-          },
-          jobs,
-          pending,
-          journal,
-          log,
-        )
-      : undefined;
+  const store = folderStore(options, journal, jobs, prices, journalFile);
+  // Each answer is journaled with the rate it is bought at, so that the folder is priced at what was paid (../llm/cost.ts).
+  journal.buyingAs(
+    options.batchResults
+      ? { via: 'results-file' }
+      : options.batch
+        ? { via: 'batch', discount: options.batch.discount }
+        : { via: 'online' },
+  );
   const bar = newProgress(pending.length);
   const batch = options.batch;
   const given = options.batchResults;
-  const executor: RequestExecutor = given
-    ? { kind: 'results-file', file: given.file, results: given.results, journal, all: jobs, log }
-    : batch
-      ? {
-          kind: 'batch',
-          api: batch.api,
-          journal,
-          all: jobs,
-          outDir: options.outDir,
-          pollS: batch.pollS,
-          ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
-          log,
-        }
-      : {
-          kind: 'in-process',
-          provider: options.provider,
-          journal,
-          concurrency: options.concurrency,
-          progress: bar,
-          ...(budget
-            ? {
-                signal: budget.stop.signal,
-                admit: (job: LlmRequest) => budget.admit(job),
-                settle: (job: LlmRequest, entry: JournalEntry) => budget.settle(job, entry.usage),
+  const { wallS, ids: batchIds } = await sendRun({
+    store,
+    provider: options.provider,
+    all: jobs,
+    pending,
+    params: options.params,
+    concurrency: options.concurrency,
+    ...(options.maxCost !== undefined ? { maxCost: options.maxCost } : {}),
+    ...(prices ? { prices } : {}),
+    way: given
+      ? { kind: 'results-file', file: given.file, results: given.results }
+      : batch
+        ? {
+            kind: 'batch',
+            api: batch.api,
+            pollS: batch.pollS,
+            ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
+          }
+        : {
+            kind: 'online',
+            progress: bar,
+            ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+            onAnswer: (job, entry) => {
+              bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
+              const r = readAnswer(job, entry);
+              if (r.status === 'unparsed') bar.unparsed++;
+              else if (job.record.gold !== undefined && r.answer !== null) {
+                bar.graded++;
+                if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
               }
-            : {}),
-          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-          onAnswer: (job, entry) => {
-            bar.tokens += (entry.usage?.promptTokens ?? 0) + (entry.usage?.completionTokens ?? 0);
-            const r = readAnswer(job, entry);
-            if (r.status === 'unparsed') bar.unparsed++;
-            else if (job.record.gold !== undefined && r.answer !== null) {
-              bar.graded++;
-              if (isCorrect(job.task, job.record.gold, r.answer)) bar.correct++;
-            }
+            },
           },
-        };
-  // Each answer is journaled with the rate it is bought at, so that the folder is priced at what was paid (../llm/cost.ts).
-  journal.buyingAs(
-    given ? { via: 'results-file' } : batch ? { via: 'batch', discount: batch.discount } : { via: 'online' },
-  );
-  const sending = executeRequests(pending, executor, options.params);
-  const { wallS, ids: batchIds } = await sending.catch((e: unknown) => {
+    log,
+  }).catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
@@ -209,23 +213,6 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       );
     throw e;
   });
-  // A batch (or a results file) reports its spending only once it is read: past the ceiling, the run ends as an
-  // online run stopped by it does, with what was reported.
-  if (budget && (batch || given)) await budget.settleAll(jobs.map((j) => journal.get(j.key)));
-  if (budget?.stop.signal.aborted) {
-    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
-    const offline = batch !== undefined || given !== undefined;
-    const why =
-      budget.unexplained() > 0
-        ? `; ${budget.unexplained()} repl(ies) report more tokens than their request can explain (a prompt over its counted ceiling, a completion over --max-tokens)`
-        : '';
-    throw new RumedbenchError(
-      'COST_LIMIT',
-      offline
-        ? `the run has cost ${formatUsd(budget.spent())} by its batch replies' token counts, past --max-cost ${formatUsd(options.maxCost as number)} (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; what was spent is spent: check the provider's bill, then continue with the same command, --resume and a larger --max-cost`
-        : `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
-    );
-  }
   return finishRun({
     options,
     jobs,
@@ -241,6 +228,130 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       ? { batch: { ids: batchIds, discount: batch.discount, provider: batch.api.name } }
       : earlierBatches(options.outDir, jobs, journal)),
   });
+}
+
+/**
+ * What the one loop (`sendRun`) keeps where: the port whose two implementations are a run folder's (`folderStore`:
+ * journal.jsonl, batches.jsonl, the folder's lock held for the whole run, its money in memory) and a queued cell's
+ * (../workers/queue-store.ts: the cell's rows, a job's claim checked before each request, its money in the cell's row).
+ */
+export interface RunStore {
+  /** Where each answer goes the moment it lands. */
+  answers: AnswerSink;
+  /** The batches of the run, recorded the moment the provider names them. */
+  batches: BatchLedger;
+  /** The run's money: spent, and reserved by the requests in flight. */
+  money: MoneyStore;
+  /** The entries kept for `keys`, in their order (a batch's replies, priced once they are read). */
+  kept(keys: readonly string[]): Promise<(JournalEntry | undefined)[]>;
+  /**
+   * What must fit the budget before anything is sent: each request's ceiling by key and the sum of those not answered
+   * yet, in words. `count` counts the ceilings of the requests given (../llm/cost.ts).
+   */
+  left(
+    pending: readonly LlmRequest[],
+    count: (requests: readonly LlmRequest[]) => Promise<CostEstimate>,
+  ): Promise<{ ceilings: ReadonlyMap<string, number>; usd: number; said: string }>;
+  /** Where a batch's files are written while it runs. */
+  scratch: string;
+  /** Before each request goes out: throws once this run may send no more (a queue job's claim taken away). */
+  fence?(): Promise<void>;
+  /** Holds a request slot around each request (a worker's, shared by its jobs). */
+  slot?<T>(send: () => Promise<T>): Promise<T>;
+  /** What the budget's refusal calls things, and how it says to go on once the budget stopped the run. */
+  words: Pick<BudgetOptions, 'flag' | 'what' | 'spentBy' | 'advice'> & {
+    stopped(offline: boolean): Promise<string>;
+  };
+}
+
+/** How the requests are asked: sent from here, as the provider's batches, or read from a batch's results file. */
+export type SendWay =
+  | {
+      kind: 'online';
+      progress?: RunProgress;
+      onProgress?: (p: RunProgress, final: boolean) => void;
+      onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
+    }
+  | { kind: 'batch'; api: BatchApi; pollS: number; deadlineH?: number }
+  | { kind: 'results-file'; file: string; results: AsyncIterable<BatchResult> | Iterable<BatchResult> };
+
+export interface SendInput {
+  store: RunStore;
+  provider: Provider;
+  /** Every request of the run (a batch recorded earlier is matched against them). */
+  all: readonly LlmRequest[];
+  /** What to ask now. */
+  pending: readonly LlmRequest[];
+  params: SamplingParams;
+  /** Requests in flight at once (online), and the ceilings counted at once. */
+  concurrency: number;
+  /** `max_cost` (`--max-cost`), USD; checked against `prices` (a batch's, at its discount). */
+  maxCost?: number;
+  prices?: Prices;
+  way: SendWay;
+  /** Once aborted, nothing more is sent (a job stopped). */
+  signal?: AbortSignal;
+  log: Logger;
+}
+
+/**
+ * The one loop of an LLM run's requests, whatever keeps them: the budget checked (what is spent and what is left
+ * must fit), the requests asked (online through the store's slot and fence, each reserving its ceiling first; as
+ * batches recorded in the store's ledger; or read from a results file), each answer handed to the store as it lands,
+ * and a run the budget stopped ended with COST_LIMIT naming what it spent. `runLlm` and the queue's worker both call
+ * it; what differs is the store.
+ */
+export async function sendRun(i: SendInput): Promise<Executed> {
+  const { store, way } = i;
+  const budget = i.maxCost !== undefined ? await budgetOf(i, i.maxCost) : undefined;
+  const signals = [i.signal, budget?.stop.signal].filter((s): s is AbortSignal => s !== undefined);
+  const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+  const executor: RequestExecutor =
+    way.kind === 'results-file'
+      ? { ...way, journal: store.answers, all: i.all, log: i.log }
+      : way.kind === 'batch'
+        ? {
+            ...way,
+            journal: store.answers,
+            all: i.all,
+            outDir: store.scratch,
+            ledger: store.batches,
+            log: i.log,
+            ...(i.signal ? { signal: i.signal } : {}),
+          }
+        : {
+            kind: 'in-process',
+            provider: guarded(i.provider, store),
+            journal: store.answers,
+            concurrency: i.concurrency,
+            ...(way.progress ? { progress: way.progress } : {}),
+            ...(way.onProgress ? { onProgress: way.onProgress } : {}),
+            ...(way.onAnswer ? { onAnswer: way.onAnswer } : {}),
+            ...(signal ? { signal } : {}),
+            ...(budget
+              ? {
+                  admit: (job: LlmRequest) => budget.admit(job),
+                  settle: (job: LlmRequest, entry: JournalEntry) => budget.settle(job, entry.usage),
+                }
+              : {}),
+          };
+  const executed = await executeRequests(i.pending, executor, i.params);
+  if (!budget) return executed;
+  const offline = way.kind !== 'online';
+  // A batch (or a results file) reports its spending only once it is read: past the budget, the run ends as an
+  // online run stopped by it does, with what was reported.
+  if (offline) await budget.settleAll(await store.kept(i.pending.map((j) => j.key)));
+  if (!budget.stop.signal.aborted) return executed;
+  const why =
+    budget.unexplained() > 0
+      ? `; ${budget.unexplained()} repl(ies) report more tokens than their request can explain (a prompt over its counted ceiling, a completion over its max tokens)`
+      : '';
+  const { what, flag } = store.words;
+  const max = formatUsd(i.maxCost as number);
+  throw new RumedbenchError(
+    'COST_LIMIT',
+    `${what} has cost ${formatUsd(budget.spent())} by ${offline ? `its batch replies' token counts, past ${flag} ${max}` : `the server's token counts, reaching ${flag} ${max}: nothing more was sent`} (${budget.tokens()}${why}). ${await store.words.stopped(offline)}`,
+  );
 }
 
 /**
@@ -266,43 +377,88 @@ function earlierBatches(
   };
 }
 
-/**
- * `--max-cost` on a run folder: what its journal has spent, and the estimate of what is left, checked and watched by
- * the one budget rule (./budget.ts), its money kept in this process.
- */
-async function checkBudget(
-  /** `prices` this run pays (a batch's discounted), `listPrices` the prices given. */
-  options: LlmRunOptions & { listPrices?: Prices },
-  jobs: readonly LlmRequest[],
-  pending: readonly LlmRequest[],
-  journal: Journal,
-  log: Logger,
-): Promise<Budget> {
-  const prices = options.prices;
-  if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
-  // What was spent, each answer at the rate it was bought at (list prices; a batch's at its discount), whatever this
-  // run's way of sending; an answer that does not say is priced as this run buys.
-  const spent = spentOn(
-    jobs.map((j) => journal.get(j.key)),
-    options.listPrices ?? prices,
-    options.batch?.discount ?? 0,
+/** The run's budget: what the store says is left, checked against what its money says was spent. */
+async function budgetOf(i: SendInput, max: number): Promise<Budget> {
+  const prices = i.prices;
+  if (!prices)
+    throw new UsageError(`${i.store.words.flag} needs the prices: --price-prompt and --price-completion`);
+  const left = await i.store.left(i.pending, (requests) =>
+    estimateCost(requests, { provider: i.provider, params: i.params, prices, concurrency: i.concurrency }),
   );
-  const estimate = await estimateCost(pending, {
-    provider: options.provider,
-    params: options.params,
-    prices,
-    concurrency: options.concurrency,
-  });
   return openBudget({
-    max: options.maxCost as number,
+    ...i.store.words,
+    max,
     prices,
-    left: { usd: estimate.usd, said: describeEstimate(estimate, options.params.maxTokens) },
-    ceilings: new Map(pending.map((j, i) => [j.key, estimate.each[i] ?? 0])),
-    money: memoryMoney(spent),
-    flag: '--max-cost',
-    what: 'the run',
-    spentBy: 'its journal has spent',
-    advice: 'Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).',
-    log,
+    left: { usd: left.usd, said: left.said },
+    ceilings: left.ceilings,
+    money: i.store.money,
+    log: i.log,
   });
+}
+
+/** The provider as the store lets it send: each request in the store's slot, past its fence. */
+function guarded(provider: Provider, store: RunStore): Provider {
+  if (!store.fence && !store.slot) return provider;
+  const through = <T>(send: () => Promise<T>): Promise<T> => {
+    const fenced = async () => {
+      await store.fence?.();
+      return send();
+    };
+    return store.slot ? store.slot(fenced) : fenced();
+  };
+  const g = Object.create(provider) as Provider;
+  g.chat = (...args) => through(() => provider.chat(...args));
+  const loglik = provider.loglik?.bind(provider);
+  if (loglik) g.loglik = (r) => through(() => loglik(r));
+  return g;
+}
+
+/**
+ * A locked run folder as the loop's store: answers in journal.jsonl, batches in batches.jsonl, its money in this
+ * process (the lock makes it the folder's only spender; the journal says what was spent before).
+ */
+function folderStore(
+  options: LlmRunOptions,
+  journal: Journal,
+  jobs: readonly LlmRequest[],
+  prices: Prices | undefined,
+  journalFile: string,
+): RunStore {
+  const kept = () =>
+    `${jobs.filter((j) => journal.get(j.key)?.status === 'ok').length} of ${jobs.length} requests are answered in ${journalFile}`;
+  return {
+    answers: journal,
+    batches: folderLedger(options.outDir),
+    // What was spent, each answer at the rate it was bought at (list prices; a batch's at its discount), whatever this
+    // run's way of sending; an answer that does not say is priced as this run buys.
+    money: memoryMoney(
+      prices
+        ? spentOn(
+            jobs.map((j) => journal.get(j.key)),
+            options.prices ?? prices,
+            options.batch?.discount ?? 0,
+          )
+        : 0,
+    ),
+    kept: async (keys) => keys.map((k) => journal.get(k)),
+    async left(pending, count) {
+      const estimate = await count(pending);
+      return {
+        ceilings: new Map(pending.map((j, n) => [j.key, estimate.each[n] ?? 0])),
+        usd: estimate.usd,
+        said: describeEstimate(estimate, options.params.maxTokens),
+      };
+    },
+    scratch: options.outDir,
+    words: {
+      flag: '--max-cost',
+      what: 'the run',
+      spentBy: 'its journal has spent',
+      advice: 'Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).',
+      stopped: async (offline) =>
+        offline
+          ? `${kept()}; what was spent is spent: check the provider's bill, then continue with the same command, --resume and a larger --max-cost`
+          : `${kept()}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
+    },
+  };
 }

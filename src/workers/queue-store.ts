@@ -1,21 +1,28 @@
 /**
  * A queued cell's run as the queue's database keeps it: what a run folder keeps in files (its answers, its batch
  * ledger, the money it spent and reserved), here rows of the cell, for every worker of the cell at once. A worker
- * opens one per job it processes and hands its parts to the engine's phases; the SQL of a cell's run lives here, not
- * in `Worker`.
+ * opens one per job it processes and hands it to the engine's loop as its `RunStore` (`queueRunStore`); the SQL of a
+ * cell's work (its answers, failing it, putting requests back for another round, finishing it) lives here, not in
+ * `Worker`.
  *
  * Money: a cell's `spent_usd` and `reserved_usd` (queue schema version 10). A reservation is one conditional UPDATE of
  * the cell's row, so that workers racing for the last dollars of a budget are ordered by the row's lock, and together
  * never reserve past it. A worker killed with requests in flight leaves their reservations counted: those requests
  * may well have been billed, and no one can learn what they cost.
  */
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanText } from '../data/clean-text.js';
+import type { RunStore } from '../engine/loop.js';
 import type { BatchLedger } from '../llm/batch.js';
 import type { MoneyStore } from '../llm/budget.js';
-import { inTransaction, type QueueDb, SCHEMA } from './store.js';
+import { formatUsd } from '../llm/cost.js';
+import type { AnswerSink } from '../llm/execute.js';
+import type { JournalEntry } from '../llm/journal.js';
+import type { LlmRequest } from '../llm/requests.js';
+import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** How the store queries: the worker's, which waits out an outage of the database. */
 export type Query = <R extends QueryResultRow = QueryResultRow>(
@@ -41,6 +48,45 @@ export interface CellStore {
   answers(): Promise<Map<string, string>>;
   /** The cell done: its run folder's files (finished in `dir`) stored for `plan export`, its summary kept. */
   done(dir: string, summary: unknown): Promise<void>;
+  /** The cell's count of requests, once a worker planned them (a chunk queued without its keys). */
+  total(n: number): Promise<void>;
+  /**
+   * A job ended: its claim deleted and, with `chunkDone`, its chunk marked done in the same statement (whoever holds
+   * the job now finds it answered), then the job completed; false (nothing done) when the claim was taken away.
+   */
+  jobEnded(
+    job: { claim: string; chunk: number; queue: string; id: string },
+    chunkDone: boolean,
+  ): Promise<boolean>;
+  /** The cell failed with `message`: its jobs left cancelled, its plan closed if that was its last cell. */
+  fail(message: string): Promise<void>;
+  /**
+   * Requests put back on the queue as a new chunk of round `round`, taken after the plan's delay (doubled each
+   * round); undefined when the plan's rounds are spent (or it is over).
+   */
+  requeue(keys: readonly string[], round: number): Promise<{ rounds: number; delayS: number } | undefined>;
+  /** The round of the cell's latest chunk, counted from its last round-0 chunk (`plan retry` starts rounds anew). */
+  round(): Promise<number>;
+  /** The cell taken to finish by `worker`, if its jobs are all done and no one else is finishing it. */
+  finishing(worker: string): Promise<FinishRow | undefined>;
+  /**
+   * `worker` could not finish the cell for a fault of its machine (`why`): handed back for another live worker to
+   * finish, once (the cell's error says it); false where no other worker runs or it was handed back before.
+   */
+  handBack(worker: string, why: string): Promise<boolean>;
+  /** `worker`'s finish abandoned (the database away): the cell waits for another finisher. */
+  unfinish(worker: string): Promise<void>;
+  /** The cell's batches, in the order submitted. */
+  batchIds(): Promise<{ id: string; provider: string }[]>;
+  /** The cell's plan over once its cells are all done or failed. */
+  closePlan(): Promise<void>;
+}
+
+export interface FinishRow {
+  spec: string | null;
+  data_sha256: string;
+  described: string | null;
+  wall: number;
 }
 
 export interface JobRow {
@@ -54,8 +100,26 @@ export interface JobRow {
   answered: string[];
 }
 
-/** The store of cell `cell` of plan `plan`, read and written through `q`. */
-export function cellStore(db: QueueDb, q: Query, plan: string, cell: string): CellStore {
+/**
+ * The store of cell `cell` of plan `plan`, read and written through `q`; `retry` waits out an outage of the database
+ * for the calls that do not go through `q` (transactions, the queue's jobs).
+ */
+export function cellStore(
+  db: QueueDb,
+  q: Query,
+  plan: string,
+  cell: string,
+  retry: <T>(call: () => Promise<T>) => Promise<T> = (call) => call(),
+): CellStore {
+  const closePlan = async () => {
+    await q(
+      `UPDATE ${SCHEMA}.plans p SET finished_at = now(),
+         status = CASE WHEN EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status = 'failed') THEN 'failed' ELSE 'done' END
+       WHERE p.id = $1 AND p.status IN ('queued', 'running')
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status NOT IN ('done', 'failed'))`,
+      [plan],
+    );
+  };
   const money: MoneyStore = {
     async spent() {
       const { rows } = await q<{ spent: number }>(
@@ -146,6 +210,138 @@ export function cellStore(db: QueueDb, q: Query, plan: string, cell: string): Ce
   return {
     money,
     batches,
+    closePlan,
+    async total(n) {
+      await q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [plan, cell, n]);
+    },
+    async jobEnded(job, chunkDone) {
+      // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
+      const mine = await q<{ mine: number }>(
+        `WITH d AS (UPDATE ${SCHEMA}.chunks SET done = true WHERE $4 AND plan_id = $2 AND cell_id = $3 AND chunk = $5),
+              mine AS (DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id)
+         SELECT count(*)::int AS mine FROM mine`,
+        [job.claim, plan, cell, chunkDone, job.chunk],
+      );
+      if (!mine.rows[0]?.mine) return false;
+      await retry(() => db.boss.complete(job.queue, job.id)).catch(() => {});
+      return true;
+    },
+    async fail(message) {
+      // The failure and the jobs it cancels are read under the plan's lock, which `plan retry` takes too: a retry
+      // made the moment the cell shows failed must not have its new jobs cancelled here (its cell would wait for good).
+      const rows = await retry(() =>
+        inTransaction(db, async (client) => {
+          await client.query(`SELECT 1 FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`, [plan]);
+          await client.query(
+            `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
+             WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed', 'cancelled')`,
+            [plan, cell, message],
+          );
+          const { rows } = await client.query<{ job_id: string; queue: string }>(
+            `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
+             WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
+            [plan, cell],
+          );
+          return rows;
+        }),
+      );
+      const byQueue = new Map<string, string[]>();
+      for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
+      for (const [queue, ids] of byQueue) await retry(() => db.boss.cancel(queue, ids)).catch(() => {});
+      await closePlan();
+    },
+    async requeue(keys, round) {
+      const settings = await q<{ retry_rounds: number; retry_delay_s: number; job_size: number }>(
+        `SELECT retry_rounds, retry_delay_s, coalesce(job_size, $2)::int AS job_size FROM ${SCHEMA}.plans
+         WHERE id = $1 AND status IN ('queued', 'running')`,
+        [plan, DEFAULT_JOB_SIZE],
+      );
+      const p = settings.rows[0];
+      if (!p || round > p.retry_rounds) return undefined;
+      const delayS = p.retry_delay_s * 2 ** (round - 1);
+      await retry(() =>
+        inTransaction(db, async (client) => {
+          // One chunk number per cell at a time: several workers may put back chunks of one cell at once.
+          await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${plan}\n${cell}`]);
+          const { rows } = await client.query<{ next: number; queue: string; in_flight: number }>(
+            `SELECT (SELECT coalesce(max(chunk), -1) + 1 FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2)::int AS next,
+               queue, in_flight FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
+            [plan, cell],
+          );
+          const next = rows[0]?.next ?? 0;
+          // Cut to the plan's job size: what a finishing cell puts back may be many jobs' worth, for every worker.
+          const jobs = jobsOf(keys, p.job_size, rows[0]?.in_flight ?? 1).map((part, i) => ({
+            part,
+            chunk: next + i,
+            jobId: randomUUID(),
+          }));
+          for (const j of jobs)
+            await client.query(
+              `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
+              [plan, cell, j.chunk, JSON.stringify(j.part), j.jobId, round],
+            );
+          await client.query(
+            `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL
+             WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running', 'finishing')`,
+            [plan, cell],
+          );
+          const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
+          const startAfter = new Date(Date.now() + delayS * 1000);
+          await db.boss.insert(
+            jobs.map((j) => ({
+              id: j.jobId,
+              name: rows[0]?.queue as string,
+              data: { plan, cell, chunk: j.chunk },
+              startAfter,
+              ...QUEUE_OPTIONS,
+            })),
+            { db: tx },
+          );
+        }),
+      );
+      return { rounds: p.retry_rounds, delayS };
+    },
+    async round() {
+      const { rows } = await q<{ round: number }>(
+        `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2
+           AND chunk > (SELECT max(chunk) FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND round = 0)`,
+        [plan, cell],
+      );
+      return rows[0]?.round ?? 0;
+    },
+    async finishing(worker) {
+      const { rows } = await q<FinishRow>(
+        `UPDATE ${SCHEMA}.cells SET status = 'finishing', finisher = $3
+         WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running')
+           AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done)
+         RETURNING spec, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
+        [plan, cell, worker],
+      );
+      return rows[0];
+    },
+    async handBack(worker, why) {
+      const { rows } = await q<{ handed: boolean }>(
+        `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL, error = $4
+         WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3 AND error IS NULL
+           AND EXISTS (SELECT 1 FROM ${SCHEMA}.workers w WHERE w.status = 'running' AND w.id <> $3)
+         RETURNING true AS handed`,
+        [plan, cell, worker, cleanText(why, 4000)],
+      );
+      return rows[0]?.handed === true;
+    },
+    async unfinish(worker) {
+      await q(
+        `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3`,
+        [plan, cell, worker],
+      );
+    },
+    async batchIds() {
+      const { rows } = await q<{ id: string; provider: string }>(
+        `SELECT id, provider FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
+        [plan, cell],
+      );
+      return rows;
+    },
     async jobRow(keys) {
       const { rows } = await q<JobRow>(
         `SELECT c.spec, c.status, c.in_flight, c.data_sha256, c.described IS NULL AS undescribed, p.status AS plan_status,
@@ -205,4 +401,66 @@ function walk(dir: string): string[] {
     else out.push(p);
   }
   return out;
+}
+
+/** What a queued cell's job gives the engine's loop beside the cell's rows. */
+export interface JobRun {
+  plan: string;
+  cell: string;
+  /** Every request of the cell, in its order. */
+  all: readonly LlmRequest[];
+  /** The ceilings of the cell's requests, counted once per worker and cell (the holder keeps them). */
+  ceilings: { ceilings?: Promise<Map<string, number>> };
+  maxTokens: number;
+  /** Where the job's answers go: the worker's writer. */
+  answers: AnswerSink;
+  scratch: string;
+  /** The job's claim, checked before each request (../workers/worker.ts `fence`). */
+  fence?(): Promise<void>;
+  /** The worker's request slot, shared by its jobs. */
+  slot?<T>(send: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * A queued cell as the engine's loop keeps it (../engine/loop.ts `RunStore`): its answers and batches in its rows, its
+ * money in its row for every worker at once, and what must fit its budget the whole cell's requests not answered yet
+ * (another worker's job may be sending the rest), each at the ceiling counted once per worker.
+ */
+export function queueRunStore(store: CellStore, j: JobRun): RunStore {
+  const { plan, cell, all } = j;
+  return {
+    answers: j.answers,
+    batches: store.batches,
+    money: store.money,
+    async kept(keys) {
+      const answers = await store.answers();
+      return keys.map((k) => {
+        const e = answers.get(k);
+        return e === undefined ? undefined : (JSON.parse(e) as JournalEntry);
+      });
+    },
+    async left(_pending, count) {
+      j.ceilings.ceilings ??= count(all).then((e) => new Map(all.map((r, i) => [r.key, e.each[i] ?? 0])));
+      const ceilings = await j.ceilings.ceilings;
+      const ok = await store.okKeys(all.map((r) => r.key));
+      const left = [...new Set(all.map((r) => r.key).filter((k) => !ok.has(k)))];
+      const usd = left.reduce((n, k) => n + (ceilings.get(k) ?? 0), 0);
+      return {
+        ceilings,
+        usd,
+        said: `up to ${formatUsd(usd)} for the ${left.length} request(s) of ${cell} not answered yet (every reply at max_tokens ${j.maxTokens})`,
+      };
+    },
+    scratch: j.scratch,
+    ...(j.fence ? { fence: j.fence } : {}),
+    ...(j.slot ? { slot: j.slot } : {}),
+    words: {
+      flag: 'max_cost',
+      what: cell,
+      spentBy: `the cell's workers have spent`,
+      advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
+      stopped: async () =>
+        `What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
+    },
+  };
 }

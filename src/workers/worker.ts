@@ -1,7 +1,8 @@
 /**
- * `rumedbench worker`: takes jobs from the queue and runs them through the engine's phases of an LLM run
- * (`llmCell`: `plan()`, `execute(requests, executor)` in process or as batches, `finish(run)`), the ones `llm` runs,
- * writing every answer to the database the moment it arrives.
+ * `rumedbench worker`: claims jobs from the queue and runs each through the engine's one loop (../engine/loop.ts
+ * `sendRun`, the one `llm` runs) with the queue's store of its cell (./queue-store.ts: its answers, batches, money and
+ * the rest of a cell's work, with their SQL), writing every answer to the database the moment it arrives. This module
+ * keeps what is the worker's own: when to claim, beat and fence (their SQL in ./claims.ts).
  *
  * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
  *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
@@ -15,33 +16,39 @@
  * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
  *   one (`finish`), stored in the database for `plan export`.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
-import type PgBoss from 'pg-boss';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { type LlmCell, llmCell } from '../engine/llm.js';
-import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
+import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
+import { sendRun } from '../engine/loop.js';
+import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { type Budget, openBudget } from '../llm/budget.js';
-import { estimateCost, formatUsd } from '../llm/cost.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
 import { pricesOf } from '../llm/run.js';
 import { type Logger, silentLogger } from '../log.js';
 import { AnswerWriter } from './answers.js';
+import {
+  type JobData,
+  type QueueRow,
+  releaseLost,
+  type Taken,
+  takeJobs,
+  type WorkerRows,
+  workerRows,
+} from './claims.js';
 import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
 import { checkAllowed } from './endpoints.js';
 import { keysEnv, keysProblem } from './keys.js';
 import { cellTempDir, localFault } from './local-disk.js';
-import { type CellStore, cellStore } from './queue-store.js';
-import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import { type CellStore, cellStore, queueRunStore } from './queue-store.js';
+import type { QueueDb } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
 export type CellRunner = LlmCell;
@@ -81,40 +88,8 @@ export interface WorkerOptions {
   log: Logger;
 }
 
-/** A queue with jobs waiting, its endpoint and the in-flight budget of its plans. */
-interface QueueRow {
-  queue: string;
-  endpoint: string;
-  budget: number;
-}
-
-/** A job taken with its claim, and its chunk's keys and round. */
-interface Taken {
-  claim: string;
-  job: PgBoss.Job<JobData>;
-  inFlight: number;
-  keys: string | null;
-  round: number;
-}
-
-/** Whether a process of this machine is still there (stopped or not): signal 0 checks without sending anything. */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** How long the list of queues with work is used before it is read again (sooner once a queue gives no job). */
 const QUEUES_TTL_MS = 2000;
-
-interface JobData {
-  plan: string;
-  cell: string;
-  chunk: number;
-}
 
 interface Active {
   claim: string;
@@ -170,6 +145,8 @@ export class Worker {
   private gaveUp: RumedbenchError | undefined;
   /** Answers that arrived but were never written (the database gone for good, or after stop()'s grace). */
   dropped = 0;
+  /** This worker's rows of the queue (./claims.ts), read and written through `q`. */
+  private readonly rows: WorkerRows;
   /** Every call to the queue goes through it: a database outage is waited out, not a reason to exit. */
   private readonly dbw: DbWait;
   /** The calls of a stop (releasing its jobs, its last status): bounded by STOP_DB_WAIT_S whatever --db-wait says. */
@@ -213,6 +190,7 @@ export class Worker {
       allowPrivate: true,
     });
     this.keysEnv = keysEnv(o.endpointKeys ?? []);
+    this.rows = workerRows((text, values) => this.q(text, values), this.id);
     this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
     this.dbw = new DbWait({
       waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
@@ -243,10 +221,7 @@ export class Worker {
   /** Runs until `stop()`, or (with `exitWhenIdle`) until no plan has work left. */
   async run(): Promise<void> {
     try {
-      await this.q(
-        `INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')`,
-        [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
-      );
+      await this.rows.register(this.name, 3 * this.heartbeatS);
     } catch (e) {
       // Stopped while its registration waited for the database (a SIGTERM during an outage, just after the start): it
       // holds nothing yet, so it just ends; uncaught, this was an internal error (seen once in worker-faults.test.ts).
@@ -301,12 +276,7 @@ export class Worker {
       this.stopping = true;
       // Bounded: a stop during an outage leaves the registration to the lost-worker rule.
       await this.stopDbw
-        .retry(() =>
-          this.db.pool.query(
-            `UPDATE ${SCHEMA}.workers SET status = 'stopped', last_seen = now() WHERE id = $1`,
-            [this.id],
-          ),
-        )
+        .retry(() => workerRows((text, values) => this.db.pool.query(text, values), this.id).stopped())
         .catch(() => {});
       for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
     }
@@ -363,9 +333,9 @@ export class Worker {
     let n = 0;
     for (const a of list) {
       const gone = await dbw.retry(() =>
-        this.db.pool.query(`DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id`, [a.claim]),
+        workerRows((text, values) => this.db.pool.query(text, values), this.id).unclaim(a.claim),
       );
-      if (gone.rowCount === 0) continue;
+      if (!gone) continue;
       await dbw.retry(() => this.db.boss.fail(a.queue, a.jobId, { reason }));
       n++;
     }
@@ -419,13 +389,7 @@ export class Worker {
     await Promise.all([...this.active.values()].map((a) => a.done));
     const sentAt = performance.now();
     // Its requests have landed or ended by now: what they held of the budgets is free again.
-    // An upsert: a queue created again empty (restored, or `plan migrate`) no longer knows this worker.
-    await this.q(
-      `WITH back AS (DELETE FROM ${SCHEMA}.lingering WHERE worker_id = $1)
-       INSERT INTO ${SCHEMA}.workers (id, name, host, pid, lapse_s, status) VALUES ($1, $2, $3, $4, $5, 'running')
-       ON CONFLICT (id) DO UPDATE SET status = 'running', last_seen = now()`,
-      [this.id, this.name, hostname(), process.pid, 3 * this.heartbeatS],
-    );
+    await this.rows.rejoin(this.name, 3 * this.heartbeatS);
     this.beatSentAt = sentAt;
     this.lost = false;
   }
@@ -433,11 +397,7 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     if (this.stopping || this.lost) return;
     const sentAt = performance.now();
-    const alive = await this.q(
-      `UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = $1 AND status = 'running' RETURNING id`,
-      [this.id],
-    );
-    if (alive.rowCount === 0) {
+    if (!(await this.rows.beat())) {
       // Its own stop wrote 'stopped' while this beat was on its way: not lost.
       if (this.stopping) return;
       this.declaredLost((sentAt - this.beatSentAt) / 1000);
@@ -447,79 +407,8 @@ export class Worker {
     // Just after an outage every worker's last beat is old, and another worker may still be in a wait of its own
     // before it beats again: nobody is taken for lost until all have had time to.
     if (Date.now() - this.dbw.backAt < 3 * this.heartbeatS * 1000 + 2 * MAX_DB_BACKOFF_MS) return;
-    // Lost workers: their claims are deleted by whoever sees it first (DELETE … RETURNING gives each to one), and
-    // their jobs released to the queue.
-    //
-    // A lost worker may only be frozen or cut off, its requests still running at the model server: the share of the
-    // endpoint's budget its claims held stays held (lingering) until those requests must have ended (the worker's
-    // lapse, within which it sent the last of them, plus one attempt's timeout), or until it comes back and they have
-    // landed. Where the lost worker ran on this machine and its process is gone, its sockets closed with it: nothing
-    // lingers.
-    const lost = await this.q<{
-      job_id: string | null;
-      queue: string;
-      name: string;
-      worker_id: string;
-      host: string | null;
-      pid: number | null;
-      lost: boolean;
-    }>(
-      `WITH gone AS (
-         UPDATE ${SCHEMA}.workers SET status = 'lost'
-         WHERE status = 'running' AND last_seen < now() - make_interval(secs => lapse_s)
-           -- A database just restarted left every worker's last beat old: none is lost for that.
-           AND pg_postmaster_start_time() < now() - make_interval(secs => 2 * lapse_s + 10)
-         RETURNING id, name, host, pid),
-       released AS (
-         DELETE FROM ${SCHEMA}.claims c USING ${SCHEMA}.workers w
-         WHERE c.worker_id = w.id AND (w.status <> 'running' OR w.id IN (SELECT id FROM gone))
-         RETURNING c.job_id, c.queue, c.endpoint, c.in_flight, c.plan_id, c.cell_id, w.id AS worker_id, w.name,
-           w.last_seen, w.lapse_s),
-       held AS (
-         INSERT INTO ${SCHEMA}.lingering (worker_id, endpoint, in_flight, until)
-         SELECT r.worker_id, r.endpoint, r.in_flight, r.last_seen + make_interval(secs => r.lapse_s
-           + coalesce((cl.spec::jsonb #>> '{provider,timeout_ms}')::float8 / 1000, ${LLM_DEFAULTS.timeoutMs / 1000}))
-         FROM released r LEFT JOIN ${SCHEMA}.cells cl ON cl.plan_id = r.plan_id AND cl.cell_id = r.cell_id
-         WHERE r.in_flight > 0 AND r.endpoint <> 'this machine' AND r.worker_id IN (SELECT id FROM gone)),
-       ended AS (DELETE FROM ${SCHEMA}.lingering WHERE until <= now())
-       SELECT r.job_id, r.queue, r.name, r.worker_id, g.host, g.pid, g.id IS NOT NULL AS lost
-       FROM released r LEFT JOIN gone g ON g.id = r.worker_id`,
-    );
-    const here = hostname();
-    const dead = new Set<string>();
-    for (const r of lost.rows)
-      if (r.host === here && r.pid !== null && !processAlive(r.pid)) dead.add(r.worker_id);
-    if (dead.size > 0)
-      await this.q(`DELETE FROM ${SCHEMA}.lingering WHERE worker_id = ANY($1::text[])`, [[...dead]]);
-    for (const r of lost.rows) {
-      const job = r.job_id;
-      if (!job) continue;
-      await this.dbw.retry(() =>
-        this.db.boss.fail(r.queue, job, {
-          reason: r.lost ? `worker ${r.name} lost (no heartbeat)` : `worker ${r.name} stopped`,
-        }),
-      );
-      // A worker that stopped (its status written) but left a claim is not lost: said as it is.
-      this.o.log.warn(
-        r.lost
-          ? `worker ${r.name} is lost: its job went back to the queue`
-          : `worker ${r.name} stopped holding a job: it went back to the queue`,
-      );
-    }
-    // A job taken but never claimed (its worker died between the two) is released after a minute.
-    const orphans = await this.q<{ id: string; name: string }>(
-      `SELECT j.id, j.name FROM pgboss.job j
-       WHERE j.name LIKE 'rumedbench\\_%' AND j.state = 'active' AND j.started_on < now() - interval '60 seconds'
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.claims c WHERE c.job_id = j.id)`,
-    );
-    for (const r of orphans.rows)
-      await this.dbw.retry(() => this.db.boss.fail(r.name, r.id, { reason: 'taken but never claimed' }));
-    // A cell whose finisher was lost is finished by another.
-    await this.q(
-      `UPDATE ${SCHEMA}.cells c SET status = 'running', finisher = NULL
-       WHERE c.status = 'finishing' AND NOT EXISTS (
-         SELECT 1 FROM ${SCHEMA}.workers w WHERE w.id = c.finisher AND w.status = 'running')`,
-    );
+    // Lost workers' jobs back to the queue, and what they held of the budgets let go once it must have ended.
+    await releaseLost(this.db, this.q.bind(this), (call) => this.dbw.retry(call), this.o.log);
     await this.dropCancelled();
   }
 
@@ -530,11 +419,7 @@ export class Worker {
   private async dropCancelled(): Promise<void> {
     const plans = [...new Set([...this.active.values()].map((a) => a.data.plan))];
     if (plans.length === 0) return;
-    const cancelled = await this.q<{ id: string }>(
-      `SELECT id FROM ${SCHEMA}.plans WHERE id = ANY($1::text[]) AND status = 'cancelled'`,
-      [plans],
-    );
-    const ids = new Set(cancelled.rows.map((r) => r.id));
+    const ids = await this.rows.cancelled(plans);
     for (const a of this.active.values())
       if (ids.has(a.data.plan) && !a.abort.signal.aborted) {
         a.abort.abort();
@@ -549,14 +434,7 @@ export class Worker {
   private async claim(): Promise<boolean> {
     const now = performance.now();
     if (!this.queues || now - this.queues.at > QUEUES_TTL_MS) {
-      const { rows } = await this.q<QueueRow>(
-        `SELECT c.queue, c.endpoint, max(p.max_in_flight)::int AS budget
-         FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-         WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
-           AND EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
-         GROUP BY c.queue, c.endpoint`,
-      );
-      this.queues = { at: now, rows };
+      this.queues = { at: now, rows: await this.rows.queues() };
     }
     for (const q of [...this.queues.rows].sort(() => Math.random() - 0.5)) {
       const local = q.endpoint === 'this machine';
@@ -635,98 +513,9 @@ export class Worker {
     this.active.set(job.id, a);
   }
 
-  /**
-   * Up to `slots` jobs of a queue with room on its endpoint, counted over every live worker's claims: on a model
-   * server `want` requests shared among the jobs taken (at least one each), else `want` each (one on this machine's
-   * model, none for a batch job). The budget's check, the fetch and the claims are one transaction,
-   * so a worker that dies at any point holds either claimed jobs (released when its heartbeat lapses) or none.
-   */
-  private async take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
-    return this.dbw.retry(async () => {
-      const client = await this.db.pool.connect();
-      let broken: Error | undefined;
-      try {
-        // One round trip, three statements (each reads what was committed before it began): the transaction, the
-        // endpoint's lock, and, once it is held, the budget used: every registered worker's claims (a silent one's
-        // too: its requests may still be at the server, and once it is declared lost they linger), and what lost
-        // workers left lingering. Only a worker still registered takes a job; the
-        // claim counts as a beat (a worker declared lost meanwhile waits for this transaction, and then finds the
-        // beat fresh).
-        const me = client.escapeLiteral(this.id);
-        const endpoint = client.escapeLiteral(q.endpoint);
-        const results = (await client.query(
-          `BEGIN; SELECT pg_advisory_xact_lock(hashtext(${endpoint}));
-           WITH me AS (UPDATE ${SCHEMA}.workers SET last_seen = now() WHERE id = ${me} AND status = 'running' RETURNING id)
-           SELECT (SELECT count(*) FROM me)::int AS me,
-             (SELECT coalesce(sum(c.in_flight), 0) FROM ${SCHEMA}.claims c JOIN ${SCHEMA}.workers w ON w.id = c.worker_id
-              WHERE c.endpoint = ${endpoint} AND w.status = 'running')::int
-             + (SELECT coalesce(sum(l.in_flight), 0) FROM ${SCHEMA}.lingering l
-                WHERE l.endpoint = ${endpoint} AND l.until > now())::int AS used`,
-        )) as unknown as QueryResult<{ me: number; used: number }>[];
-        const rows = results[2]?.rows ?? [];
-        if (!rows[0]?.me) {
-          await client.query('ROLLBACK');
-          return 'lost' as const;
-        }
-        // On a model server, `want` is what the worker has free over the jobs it takes, shared out evenly among the
-        // jobs the queue gives (one job taken alone holds all of it); elsewhere it is each job's own.
-        const remote = q.endpoint !== 'this machine' && want > 0;
-        const total = remote ? Math.min(want, q.budget - rows[0].used) : want;
-        const count = remote ? Math.max(0, Math.min(slots, total)) : slots;
-        const jobs =
-          count === 0
-            ? []
-            : await this.db.boss.fetch<JobData>(q.queue, {
-                batchSize: count,
-                db: { executeSql: (text, values) => client.query(text, values) },
-              });
-        const rooms = jobs.map((_, i) =>
-          remote ? Math.floor(total / jobs.length) + (i < total % jobs.length ? 1 : 0) : want,
-        );
-        const claims =
-          jobs.length === 0
-            ? []
-            : (
-                await client.query<{ id: string; job_id: string; keys: string | null; round: number | null }>(
-                  `WITH claimed AS (
-                     INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight, job_id, plan_id, cell_id, chunk)
-                     SELECT $1, $2, $3, * FROM unnest($4::int[], $5::uuid[], $6::text[], $7::text[], $8::int[])
-                     RETURNING id, job_id, plan_id, cell_id, chunk)
-                   SELECT c.id, c.job_id, k.keys, k.round FROM claimed c
-                     LEFT JOIN ${SCHEMA}.chunks k ON k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND k.chunk = c.chunk`,
-                  [
-                    this.id,
-                    q.endpoint,
-                    q.queue,
-                    jobs.map((_, i) => rooms[i]),
-                    jobs.map((j) => j.id),
-                    jobs.map((j) => j.data.plan),
-                    jobs.map((j) => j.data.cell),
-                    jobs.map((j) => j.data.chunk),
-                  ],
-                )
-              ).rows;
-        await client.query('COMMIT');
-        const byJob = new Map(claims.map((c) => [c.job_id, c]));
-        return jobs.map((job, i) => {
-          const c = byJob.get(job.id);
-          // A chunk that is not there (its plan deleted) has nothing to ask.
-          return {
-            claim: String(c?.id),
-            job,
-            inFlight: rooms[i] as number,
-            keys: c ? c.keys : '[]',
-            round: c?.round ?? 0,
-          };
-        });
-      } catch (e) {
-        broken = e as Error;
-        await client.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        client.release(broken);
-      }
-    });
+  /** Up to `slots` jobs of a queue with room on its endpoint (./claims.ts `takeJobs`), claimed by this worker. */
+  private take(q: QueueRow, want: number, slots: number): Promise<Taken[] | 'lost'> {
+    return this.dbw.retry(() => takeJobs(this.db, this.id, q, want, slots));
   }
 
   /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
@@ -763,19 +552,11 @@ export class Worker {
     const { plan, cell, chunk } = a.data;
     // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
     const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
-    const store = cellStore(this.db, this.q.bind(this), plan, cell);
+    const store = this.cellOf(plan, cell);
     const row = await store.jobRow(stored ?? []);
     // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
     const done = async (chunkDone = false) => {
-      // A claim taken away (this worker declared lost) leaves the job to whoever has it now.
-      const mine = await this.q<{ mine: number }>(
-        `WITH d AS (UPDATE ${SCHEMA}.chunks SET done = true WHERE $4 AND plan_id = $2 AND cell_id = $3 AND chunk = $5),
-              mine AS (DELETE FROM ${SCHEMA}.claims WHERE id = $1 RETURNING id)
-         SELECT count(*)::int AS mine FROM mine`,
-        [a.claim, plan, cell, chunkDone, chunk],
-      );
-      if (!mine.rows[0]?.mine) return;
-      await this.dbw.retry(() => this.db.boss.complete(a.queue, a.jobId)).catch(() => {});
+      await store.jobEnded({ claim: a.claim, chunk, queue: a.queue, id: a.jobId }, chunkDone);
     };
     if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
       return done();
@@ -819,11 +600,7 @@ export class Worker {
     const keys = stored ?? prepared.plan.requests.map((j) => j.key);
     let answered = new Set(row.answered);
     if (stored === null) {
-      await this.q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
-        plan,
-        cell,
-        new Set(keys).size,
-      ]);
+      await store.total(new Set(keys).size);
       answered = await store.okKeys(keys);
     }
     const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
@@ -842,40 +619,7 @@ export class Worker {
       await store.started(provider.describe());
     const before = performance.now() - t0;
     this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
-    // max_cost: what is left of the cell must fit what its workers have not spent, and each request reserves its
-    // ceiling in the cell's row before it is sent (the rule `llm` spends by, ../llm/budget.ts).
-    let budget: Budget | undefined;
-    try {
-      budget = await this.budgetOf(prepared, provider, store, cell);
-    } catch (e) {
-      await this.failCell(plan, cell, e);
-      return done();
-    }
-    if (prepared.runner.spec.batch) {
-      await this.batchJob(a, prepared, provider, pending as LlmRequest[], store);
-      if (a.abort.signal.aborted) return;
-      // A batch reports its spending once it is read: past the budget, the cell ends as an online one stopped by it.
-      if (budget) {
-        const answers = await store.answers();
-        await budget.settleAll(
-          pending.map((j) => {
-            const e = j && answers.get(j.key);
-            return e === undefined ? undefined : (JSON.parse(e) as JournalEntry);
-          }),
-        );
-        if (budget.stop.signal.aborted) {
-          await this.failCell(
-            plan,
-            cell,
-            budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number, true),
-          );
-          return done(true);
-        }
-      }
-      await done(true);
-      await this.finish(plan, cell);
-      return;
-    }
+    const batch = batchSettingsOf(prepared.runner.spec);
     // Each answer is written as it arrives (in the writer's next batch), without holding its request slot: the next
     // request goes out while the row is written. The job is done only once every write has landed. No request goes
     // out while as many of this worker's writes as request slots are pending, over all its jobs, so a worker killed
@@ -885,34 +629,17 @@ export class Worker {
     const room = async () => {
       while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
     };
-    const gated = Object.create(provider) as Provider;
-    gated.chat = (...args) => {
-      const asked = performance.now();
-      return this.gate(async () => {
-        await room();
-        await this.fence(a);
-        if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
-        return provider.chat(...args);
-      });
-    };
-    if (provider.loglik) {
-      const loglik = provider.loglik.bind(provider);
-      gated.loglik = (r) =>
-        this.gate(async () => {
-          await room();
-          await this.fence(a);
-          return loglik(r);
-        });
+    if (!batch) {
+      provider.limitInFlight?.(this.concurrency);
+      // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
+      // before a timed-out request of a job no longer its own goes out again.
+      provider.checkBeforeRetry?.(() => this.fence());
+      // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
+      // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
+      // `plan retry` made once the cause was fixed, without a request sent.
+      const cool = provider.breakerWaitMs?.() ?? 0;
+      if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
     }
-    provider.limitInFlight?.(this.concurrency);
-    // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
-    // before a timed-out request of a job no longer its own goes out again.
-    provider.checkBeforeRetry?.(() => this.fence());
-    // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
-    // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
-    // `plan retry` made once the cause was fixed, without a request sent.
-    const cool = provider.breakerWaitMs?.() ?? 0;
-    if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
     const worker = this.name;
     let writeError: unknown;
     const write = (entry: JournalEntry) => {
@@ -941,140 +668,107 @@ export class Worker {
       writes.add(w);
       this.unwritten.add(w);
     };
+    // A batch's answers are written before it is marked collected: one that cannot be written fails the job, and the
+    // batch is collected again by whoever takes it.
+    const writeBatch = (entry: JournalEntry) => {
+      this.answered++;
+      return this.answers.write({ plan, cell, entry, worker });
+    };
+    // A batch job's files live in a folder of its own; its batches are recorded in the cell's rows the moment the
+    // provider names them, so that whoever takes the job over collects them instead of sending them again.
+    const scratch = batch ? mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-')) : tmpdir();
+    const run = queueRunStore(store, {
+      plan,
+      cell,
+      all: prepared.plan.requests,
+      ceilings: prepared,
+      maxTokens: prepared.runner.options.params.maxTokens,
+      answers: { append: batch ? writeBatch : write },
+      scratch,
+      ...(batch
+        ? {}
+        : {
+            fence: () => this.fence(a),
+            slot: <T>(send: () => Promise<T>) => {
+              const asked = performance.now();
+              return this.gate(async () => {
+                await room();
+                if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
+                return send();
+              });
+            },
+          }),
+    });
+    const { maxCost, params } = prepared.runner.options;
+    // A batch cell pays the batch price, as `llm --batch` reckons it.
+    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
     try {
-      await prepared.runner.execute(pending as LlmRequest[], {
-        kind: 'in-process',
-        provider: gated,
-        concurrency: Math.min(inFlight, row.in_flight),
-        signal: budget ? AbortSignal.any([a.abort.signal, budget.stop.signal]) : a.abort.signal,
-        journal: { append: write },
-        ...(budget
+      await sendRun({
+        store: run,
+        provider,
+        all: prepared.plan.requests,
+        pending: pending as LlmRequest[],
+        params,
+        concurrency: batch ? prepared.runner.options.concurrency : Math.min(inFlight, row.in_flight),
+        ...(maxCost !== undefined ? { maxCost } : {}),
+        ...(prices ? { prices } : {}),
+        way: batch
           ? {
-              admit: (job: LlmRequest) => (budget as Budget).admit(job),
-              settle: (job: LlmRequest, entry: JournalEntry) => (budget as Budget).settle(job, entry.usage),
+              kind: 'batch',
+              api: batchApiOf(provider),
+              pollS: batch.pollS,
+              ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
             }
-          : {}),
+          : { kind: 'online' },
+        signal: a.abort.signal,
+        log: this.o.log,
       });
     } catch (e) {
       await Promise.all(writes);
+      // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays (a batch goes to
+      // whoever takes the job).
       if (a.abort.signal.aborted) return;
+      const code = e instanceof RumedbenchError ? e.code : undefined;
+      if (code === 'COST_LIMIT' && writeError !== undefined) return this.unwrittenAnswers(a, writeError);
       // The model server is down (the client's circuit breaker): what this job did not answer goes back to the queue,
       // for a later round, while the plan has rounds left.
-      if (e instanceof RumedbenchError && e.code === 'LLM_ENDPOINT_DOWN' && !a.abort.signal.aborted) {
+      if (code === 'LLM_ENDPOINT_DOWN' && !batch) {
         // The provider's breaker stays open: the next job of this cell here starts with a fresh one.
         if (prepared.provider === provider) prepared.provider = undefined;
         const ok = await store.okKeys(keys);
         const left = keys.filter((k) => !ok.has(k));
-        if (await this.requeue(plan, cell, left, round + 1, e.message.split('\n')[0] as string))
+        if (await this.requeue(plan, cell, left, round + 1, (e as Error).message.split('\n')[0] as string))
           return done(true);
       }
-      // A server that refuses what no retry fixes (a key, a model name), or down past the plan's rounds: the cell
-      // fails with its reason.
+      // A server that refuses what no retry fixes (a key, a model name), a budget reached, or a server down past the
+      // plan's rounds: the cell fails with its reason. A batch's other failures end the job (start()'s catch).
+      if (batch && code !== 'COST_LIMIT') throw e;
       await this.failCell(plan, cell, e);
-      return done();
+      return done(batch !== undefined);
+    } finally {
+      if (batch) rmSync(scratch, { recursive: true, force: true });
     }
     await Promise.all(writes);
-    if (writeError !== undefined) {
-      // Answers that could not be written are not answers: the job goes back to the queue for them.
-      this.o.log.error(`${plan} ${cell} #${chunk}: answers not written: ${(writeError as Error).message}`);
-      await this.release([a], `worker ${this.name} could not write its answers`);
-      return;
-    }
+    if (writeError !== undefined) return this.unwrittenAnswers(a, writeError);
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
     if (a.abort.signal.aborted) return;
-    if (budget?.stop.signal.aborted) {
-      await this.failCell(
-        plan,
-        cell,
-        budgetReached(plan, cell, budget, prepared.runner.options.maxCost as number),
-      );
-      return done();
-    }
     t0 = performance.now();
     await done(true);
     this.queueMs.push(claimMs + before + (performance.now() - t0));
     await this.finish(plan, cell);
   }
 
-  /**
-   * A batch cell's job: its pending requests sent as the provider's batches (./llm/batch.ts), each batch recorded in
-   * the queue's database the moment the provider names it, so that whoever takes the job over after this worker is
-   * stopped or lost collects it instead of sending it again; results are written as answers, as online ones are.
-   */
-  private async batchJob(
-    a: Active,
-    prepared: Prepared,
-    provider: Provider,
-    pending: readonly LlmRequest[],
-    store: CellStore,
-  ): Promise<void> {
-    const { plan, cell } = a.data;
-    const dir = mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-'));
-    try {
-      await prepared.runner.execute(pending, {
-        kind: 'batch',
-        provider,
-        all: prepared.plan.requests,
-        journal: {
-          append: (entry) => {
-            this.answered++;
-            return this.answers.write({ plan, cell, entry, worker: this.name });
-          },
-        },
-        outDir: dir,
-        ledger: store.batches,
-        log: this.o.log,
-        signal: a.abort.signal,
-      });
-    } catch (e) {
-      // Stopped (SIGTERM) while a batch waits: the job goes back to the queue, the batch to whoever takes it.
-      if (a.abort.signal.aborted) return;
-      throw e;
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  /** Answers that could not be written are not answers: the job goes back to the queue for them. */
+  private async unwrittenAnswers(a: Active, e: unknown): Promise<void> {
+    this.o.log.error(
+      `${a.data.plan} ${a.data.cell} #${a.data.chunk}: answers not written: ${(e as Error).message}`,
+    );
+    await this.release([a], `worker ${this.name} could not write its answers`);
   }
 
-  /**
-   * A cell's budget for one job, or none without max_cost: the ceilings of the cell's requests counted once per
-   * worker (the model server's tokenizer where it has one), what is left of the cell checked against what its workers
-   * have spent, the cell's money kept in its row.
-   */
-  private async budgetOf(
-    prepared: Prepared,
-    provider: Provider,
-    store: CellStore,
-    cell: string,
-  ): Promise<Budget | undefined> {
-    const { maxCost, params, concurrency } = prepared.runner.options;
-    if (maxCost === undefined) return undefined;
-    // A batch cell pays the batch price, as `llm --batch` reckons it.
-    const batch = batchSettingsOf(prepared.runner.spec);
-    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
-    if (!prices) throw new RumedbenchError('COST_LIMIT', `${cell}: max_cost needs prices`);
-    const all = prepared.plan.requests;
-    prepared.ceilings ??= estimateCost(all, { provider, params, prices, concurrency }).then(
-      (e) => new Map(all.map((j, i) => [j.key, e.each[i] ?? 0])),
-    );
-    const ceilings = await prepared.ceilings;
-    const ok = await store.okKeys(all.map((j) => j.key));
-    const left = [...new Set(all.map((j) => j.key).filter((k) => !ok.has(k)))];
-    const usd = left.reduce((n, k) => n + (ceilings.get(k) ?? 0), 0);
-    return openBudget({
-      max: maxCost,
-      prices,
-      left: {
-        usd,
-        said: `up to ${formatUsd(usd)} for the ${left.length} request(s) of ${cell} not answered yet (every reply at max_tokens ${params.maxTokens})`,
-      },
-      ceilings,
-      money: store.money,
-      flag: 'max_cost',
-      what: cell,
-      spentBy: `the cell's workers have spent`,
-      advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
-      log: this.o.log,
-    });
+  /** The queue's store of a cell: its cell work (answers, failure, rounds, finishing) goes through it. */
+  private cellOf(plan: string, cell: string): CellStore {
+    return cellStore(this.db, this.q.bind(this), plan, cell, (call) => this.dbw.retry(call));
   }
 
   /**
@@ -1089,56 +783,10 @@ export class Worker {
     why: string,
   ): Promise<boolean> {
     if (keys.length === 0) return true;
-    const settings = await this.q<{ retry_rounds: number; retry_delay_s: number; job_size: number }>(
-      `SELECT retry_rounds, retry_delay_s, coalesce(job_size, $2)::int AS job_size FROM ${SCHEMA}.plans
-       WHERE id = $1 AND status IN ('queued', 'running')`,
-      [plan, DEFAULT_JOB_SIZE],
-    );
-    const p = settings.rows[0];
-    if (!p || round > p.retry_rounds) return false;
-    const delayS = p.retry_delay_s * 2 ** (round - 1);
-    await this.dbw.retry(() =>
-      inTransaction(this.db, async (client) => {
-        // One chunk number per cell at a time: several workers may put back chunks of one cell at once.
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${plan}\n${cell}`]);
-        const { rows } = await client.query<{ next: number; queue: string; in_flight: number }>(
-          `SELECT (SELECT coalesce(max(chunk), -1) + 1 FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2)::int AS next,
-             queue, in_flight FROM ${SCHEMA}.cells WHERE plan_id = $1 AND cell_id = $2`,
-          [plan, cell],
-        );
-        const next = rows[0]?.next ?? 0;
-        // Cut to the plan's job size: what a finishing cell puts back may be many jobs' worth, for every worker.
-        const jobs = jobsOf(keys, p.job_size, rows[0]?.in_flight ?? 1).map((part, i) => ({
-          part,
-          chunk: next + i,
-          jobId: randomUUID(),
-        }));
-        for (const j of jobs)
-          await client.query(
-            `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id, round) VALUES ($1, $2, $3, $4, $5, $6)`,
-            [plan, cell, j.chunk, JSON.stringify(j.part), j.jobId, round],
-          );
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL
-           WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running', 'finishing')`,
-          [plan, cell],
-        );
-        const tx = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
-        const startAfter = new Date(Date.now() + delayS * 1000);
-        await this.db.boss.insert(
-          jobs.map((j) => ({
-            id: j.jobId,
-            name: rows[0]?.queue as string,
-            data: { plan, cell, chunk: j.chunk },
-            startAfter,
-            ...QUEUE_OPTIONS,
-          })),
-          { db: tx },
-        );
-      }),
-    );
+    const back = await this.cellOf(plan, cell).requeue(keys, round);
+    if (!back) return false;
     this.o.log.warn(
-      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${p.retry_rounds}, in ${delayS} s (${why})`,
+      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${back.rounds}, in ${back.delayS} s (${why})`,
     );
     return true;
   }
@@ -1147,69 +795,24 @@ export class Worker {
     // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
     const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
     this.o.log.error(`${plan} ${cell}: ${message}`);
-    // The failure and the jobs it cancels are read under the plan's lock, which `plan retry` takes too: a retry made
-    // the moment the cell shows failed must not have its new jobs cancelled here (its cell would wait for good).
-    const rows = await this.dbw.retry(() =>
-      inTransaction(this.db, async (client) => {
-        await client.query(`SELECT 1 FROM ${SCHEMA}.plans WHERE id = $1 FOR UPDATE`, [plan]);
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'failed', error = $3, finished_at = now()
-           WHERE plan_id = $1 AND cell_id = $2 AND status NOT IN ('done', 'failed', 'cancelled')`,
-          [plan, cell, message],
-        );
-        const { rows } = await client.query<{ job_id: string; queue: string }>(
-          `SELECT k.job_id, c.queue FROM ${SCHEMA}.chunks k JOIN ${SCHEMA}.cells c USING (plan_id, cell_id)
-           WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done`,
-          [plan, cell],
-        );
-        return rows;
-      }),
-    );
-    const byQueue = new Map<string, string[]>();
-    for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r.job_id]);
-    for (const [q, ids] of byQueue) await this.dbw.retry(() => this.db.boss.cancel(q, ids)).catch(() => {});
-    await this.closePlan(plan);
+    await this.cellOf(plan, cell).fail(message);
   }
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
   private async finishReady(): Promise<void> {
-    const { rows } = await this.q<{ plan_id: string; cell_id: string }>(
-      `SELECT c.plan_id, c.cell_id FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND NOT k.done)
-         AND NOT (c.plan_id || E'\n' || c.cell_id = ANY($1::text[]))
-       LIMIT 4`,
-      [[...this.handedBack]],
-    );
-    for (const r of rows) await this.finish(r.plan_id, r.cell_id);
+    for (const r of await this.rows.unfinished(this.handedBack)) await this.finish(r.plan_id, r.cell_id);
   }
 
   /** Whether a plan has work left: none, only cells being finished, or more. */
-  private async workLeft(): Promise<'none' | 'finishing' | 'more'> {
-    const { rows } = await this.q<{ more: boolean | null }>(
-      `SELECT bool_or(c.status <> 'finishing') AS more FROM ${SCHEMA}.cells c JOIN ${SCHEMA}.plans p ON p.id = c.plan_id
-       WHERE p.status IN ('queued', 'running') AND c.status NOT IN ('done', 'failed')`,
-    );
-    const more = rows[0]?.more;
-    return more === null || more === undefined ? 'none' : more ? 'more' : 'finishing';
+  private workLeft(): Promise<'none' | 'finishing' | 'more'> {
+    return this.rows.workLeft();
   }
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
   private async finish(plan: string, cell: string): Promise<void> {
     if (this.handedBack.has(`${plan}\n${cell}`)) return;
-    const { rows } = await this.q<{
-      spec: string | null;
-      data_sha256: string;
-      described: string | null;
-      wall: number;
-    }>(
-      `UPDATE ${SCHEMA}.cells SET status = 'finishing', finisher = $3
-       WHERE plan_id = $1 AND cell_id = $2 AND status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.chunks k WHERE k.plan_id = $1 AND k.cell_id = $2 AND NOT k.done)
-       RETURNING spec, data_sha256, described, extract(epoch FROM now() - coalesce(started_at, now()))::float AS wall`,
-      [plan, cell, this.id],
-    );
-    const row = rows[0];
+    const store = this.cellOf(plan, cell);
+    const row = await store.finishing(this.id);
     if (!row) return;
     let dir: string | undefined;
     try {
@@ -1221,7 +824,6 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const store = cellStore(this.db, this.q.bind(this), plan, cell);
       const byKey = await store.answers();
       // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
       // another round, while the plan has rounds left; the cell is finished once they are answered.
@@ -1238,14 +840,8 @@ export class Worker {
         ),
       ];
       if (transient.length > 0) {
-        // Rounds count from the cell's last round-0 chunk: `plan retry` gives a retried cell the plan's rounds anew.
-        const { rows: r } = await this.q<{ round: number }>(
-          `SELECT coalesce(max(round), 0)::int AS round FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2
-             AND chunk > (SELECT max(chunk) FROM ${SCHEMA}.chunks WHERE plan_id = $1 AND cell_id = $2 AND round = 0)`,
-          [plan, cell],
-        );
         const why = `${transient.length} failed: ${(JSON.parse(byKey.get(transient[0] as string) ?? '{}') as { error?: string }).error ?? 'not sent'}`;
-        if (await this.requeue(plan, cell, transient, (r[0]?.round ?? 0) + 1, why.slice(0, 300))) return;
+        if (await this.requeue(plan, cell, transient, (await store.round()) + 1, why.slice(0, 300))) return;
       }
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
@@ -1257,6 +853,8 @@ export class Worker {
           .join(''),
       );
       const journal = await Journal.open(journalFile);
+      const batch = batchSettingsOf(prepared.runner.spec);
+      const batches = batch ? await store.batchIds() : [];
       const result = await prepared.runner.finish({
         outDir: dir,
         jobs: prepared.plan.requests,
@@ -1267,7 +865,16 @@ export class Worker {
         sent: byKey.size,
         wallS: row.wall,
         extra: { plan_id: plan, cell: cell },
-        ...(prepared.runner.spec.batch ? { batch: await this.batchesOf(plan, cell, prepared) } : {}),
+        // A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount.
+        ...(batch
+          ? {
+              batch: {
+                ids: batches.map((b) => b.id),
+                discount: batch.discount,
+                provider: batches[0]?.provider ?? prepared.runner.spec.provider.name,
+              },
+            }
+          : {}),
       });
       const runDir = dir;
       await this.dbw.retry(() => store.done(runDir, result.summary));
@@ -1277,7 +884,7 @@ export class Worker {
     } finally {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     }
-    await this.closePlan(plan);
+    await store.closePlan();
   }
 
   /**
@@ -1288,16 +895,10 @@ export class Worker {
    */
   private async finishFailed(plan: string, cell: string, e: unknown): Promise<void> {
     const local = localFault(e);
+    const store = this.cellOf(plan, cell);
     try {
       if (local !== undefined) {
-        const { rows } = await this.q<{ handed: boolean }>(
-          `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL, error = $4
-           WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3 AND error IS NULL
-             AND EXISTS (SELECT 1 FROM ${SCHEMA}.workers w WHERE w.status = 'running' AND w.id <> $3)
-           RETURNING true AS handed`,
-          [plan, cell, this.id, cleanText(`worker ${this.name} could not finish it: ${local}`, 4000)],
-        );
-        if (rows[0]?.handed) {
+        if (await store.handBack(this.id, `worker ${this.name} could not finish it: ${local}`)) {
           this.handedBack.add(`${plan}\n${cell}`);
           this.o.log.error(
             `${plan} ${cell}: cannot finish it here (${local}); handed back to another worker`,
@@ -1316,24 +917,8 @@ export class Worker {
       await this.failCell(plan, cell, e);
     } catch (again) {
       if (this.giveUp(again)) return;
-      await this.q(
-        `UPDATE ${SCHEMA}.cells SET status = 'running', finisher = NULL WHERE plan_id = $1 AND cell_id = $2 AND finisher = $3`,
-        [plan, cell, this.id],
-      ).catch(() => {});
+      await store.unfinish(this.id).catch(() => {});
     }
-  }
-
-  /** A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount. */
-  private async batchesOf(plan: string, cell: string, prepared: Prepared) {
-    const { rows } = await this.q<{ id: string; provider: string }>(
-      `SELECT id, provider FROM ${SCHEMA}.batches WHERE plan_id = $1 AND cell_id = $2 ORDER BY submitted_at`,
-      [plan, cell],
-    );
-    return {
-      ids: rows.map((r) => r.id),
-      discount: batchSettingsOf(prepared.runner.spec)?.discount ?? 0,
-      provider: rows[0]?.provider ?? prepared.runner.spec.provider.name,
-    };
   }
 
   /** What a failure says, with the advice of the queue (`plan retry`), not of a local run's journal. */
@@ -1351,17 +936,6 @@ export class Worker {
           `Once the cause is fixed, ask the failed requests again: rumedbench plan retry ${plan} --cells ${cell}`,
         ].join('\n')
       : lines.join('\n');
-  }
-
-  /** A plan whose cells are all done or failed is over. */
-  private async closePlan(plan: string): Promise<void> {
-    await this.q(
-      `UPDATE ${SCHEMA}.plans p SET finished_at = now(),
-         status = CASE WHEN EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status = 'failed') THEN 'failed' ELSE 'done' END
-       WHERE p.id = $1 AND p.status IN ('queued', 'running')
-         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.cells c WHERE c.plan_id = p.id AND c.status NOT IN ('done', 'failed'))`,
-      [plan],
-    );
   }
 }
 
@@ -1410,22 +984,4 @@ function specOfRow(stored: string | null, where: string): LlmSpec {
 function refusedData(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   return typeof code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
-}
-
-/** What a cell stopped by its budget says: its name, what its workers have spent, and the ceiling it reached. */
-function budgetReached(
-  plan: string,
-  cell: string,
-  budget: Budget,
-  max: number,
-  batch = false,
-): RumedbenchError {
-  const why =
-    budget.unexplained() > 0
-      ? `; ${budget.unexplained()} repl(ies) here reported more tokens than their request can explain`
-      : '';
-  return new RumedbenchError(
-    'COST_LIMIT',
-    `${cell} has cost ${formatUsd(budget.spent())} by ${batch ? "its batch replies'" : "the server's"} token counts, reaching max_cost ${formatUsd(max)}: nothing more was sent (this worker's replies: ${budget.tokens()}${why}). What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,
-  );
 }

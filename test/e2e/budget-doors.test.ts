@@ -60,6 +60,15 @@ function writePlan(url: string, maxCost: number, extra = ''): string {
   return file;
 }
 
+/**
+ * What every door says once the budget stopped a run: the engine's one loop (src/engine/loop.ts), in its store's words
+ * (the run and `--max-cost` for a folder, the cell and `max_cost` for the queue).
+ */
+const stoppedBy = (what: string, flag: string, max: string) =>
+  new RegExp(
+    `${what} has cost \\$[\\d.]+ by the server's token counts, reaching ${flag} \\$${max}: nothing more was sent \\(\\d+ prompt \\+ \\d+ completion tokens`,
+  );
+
 describe('max_cost on the doors of one process (fixture data)', () => {
   it('llm, run and plan run each stop at the budget, the server billing at most the budget and what was in flight', async () => {
     const max = 1;
@@ -82,9 +91,7 @@ describe('max_cost on the doors of one process (fixture data)', () => {
       ],
     );
     expect(llm.code, llm.stderr).toBe(3);
-    expect(llm.stderr).toMatch(
-      /the run has cost \$[\d.]+ by the server's token counts, reaching --max-cost \$1/,
-    );
+    expect(llm.stderr).toMatch(stoppedBy('the run', '--max-cost', '1\\.00'));
     expect(a.billed()).toBeGreaterThanOrEqual(max);
     expect(a.billed()).toBeLessThanOrEqual(max + 2 * dearest(a));
     expect(a.requests.length).toBeLessThan(120);
@@ -170,7 +177,7 @@ describe.skipIf(!PG_URL)('max_cost on queue workers (PostgreSQL)', () => {
     expect(status.cells.map((c) => [c.cell, c.status])).toEqual([['m/default', 'failed']]);
     // Stopped as a request's reservation was refused, or as a job found the rest could not fit what was left.
     expect(status.cells[0]?.error).toMatch(
-      /^m\/default (has cost \$[\d.]+ by the server's token counts, reaching max_cost \$2\.00|would cost up to \$[\d.]+ for the \d+ request\(s\) of m\/default not answered yet .*, after the \$[\d.]+ the cell's workers have spent: more than max_cost \$2\.00)/,
+      /^m\/default (has cost \$[\d.]+ by the server's token counts, reaching max_cost \$2\.00: nothing more was sent \(\d+ prompt \+ \d+ completion tokens|would cost up to \$[\d.]+ for the \d+ request\(s\) of m\/default not answered yet .*, after the \$[\d.]+ the cell's workers have spent: more than max_cost \$2\.00)/,
     );
     // The queue's ledger says what the server billed, less what the killed worker had in flight.
     const [money] = await query<{ spent: number }>(
@@ -198,7 +205,7 @@ describe.skipIf(!PG_URL)('max_cost on a batch cell run by a worker (PostgreSQL)'
     };
     expect(status.cells.map((c) => [c.cell, c.status])).toEqual([['m/default', 'failed']]);
     expect(status.cells[0]?.error).toMatch(
-      /^m\/default has cost \$[\d.]+ by its batch replies' token counts, reaching max_cost \$1\.00/,
+      /^m\/default has cost \$[\d.]+ by its batch replies' token counts, past max_cost \$1\.00/,
     );
     const [money] = await query<{ spent: number }>(
       db,
