@@ -10,8 +10,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { transform } from 'rolldown/experimental';
 import { watModuleSource, watOfModule } from '../scripts/wat.js';
+
+// Loaded when first needed: most test processes start no worker thread, and do not pay for it.
+const oxc = () => import('rolldown/experimental');
 
 const TS = /\.tsx?$/;
 
@@ -44,7 +46,7 @@ export async function load(url, context, next) {
   if (wat && !existsSync(path))
     return { format: 'module', source: await watModuleSource(wat), shortCircuit: true };
   if (!TS.test(path)) return next(url, context);
-  const out = await transform(path, readFileSync(path, 'utf8'), {
+  const out = await (await oxc()).transform(path, readFileSync(path, 'utf8'), {
     jsx: { runtime: 'automatic', importSource: 'hono/jsx' },
     sourcemap: true,
   });
