@@ -13,7 +13,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import initWabt from 'wabt';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -44,12 +43,12 @@ export const WAT_FEATURES = Object.freeze({
   code_metadata: false,
 });
 
-/** @type {Promise<import('wabt').WabtModule> | undefined} */
+/** wabt, loaded on first use (the test processes that import this module mostly assemble nothing). */
 let wabt;
 
 /** The binary module of the text file at `file` (wabt: parsed, names resolved, validated; no name section). */
 export async function assembleWat(file) {
-  wabt ??= initWabt();
+  wabt ??= import('wabt').then((m) => m.default());
   const w = await wabt;
   const shown = relative(ROOT, file).split('\\').join('/');
   // wabt's messages name the file (as given here), the line and the column.

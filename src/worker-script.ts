@@ -1,12 +1,16 @@
-/** Where a worker thread's script is: beside the module that starts it, or, run from TypeScript sources (tests), its build in dist/. */
+/**
+ * Where a worker thread's script is: beside the module that starts it. Built (dist/), that is `NAME.js`; run from the
+ * TypeScript sources (the tests), `NAME.ts`, which the process that starts it must be able to load: vitest's test
+ * processes register test/source-hooks.js for that, and their worker threads inherit it. Never a build of other
+ * sources: a stale dist/ cannot stand in for the sources under test.
+ */
 import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 export function workerScript(name: string, moduleUrl: string): URL {
   const here = new URL(`./${name}`, moduleUrl);
-  const path = fileURLToPath(here);
-  if (existsSync(path)) return here;
-  const built = path.replace(/([/\\])src([/\\])(?!.*[/\\]src[/\\])/, '$1dist$2');
-  if (built !== path && existsSync(built)) return pathToFileURL(built);
-  throw new Error(`worker script not found at ${path}; run \`npm run build\` first`);
+  if (existsSync(fileURLToPath(here))) return here;
+  const source = new URL(`./${name.replace(/\.js$/, '.ts')}`, moduleUrl);
+  if (moduleUrl.endsWith('.ts') && existsSync(fileURLToPath(source))) return source;
+  throw new Error(`worker script not found at ${fileURLToPath(here)}; run \`npm run build\` first`);
 }

@@ -1,13 +1,16 @@
 /**
- * The unit tests (src/**\/*.test.ts) that need dist/: those that reach, through their imports, a worker thread's
- * script (src/worker-script.ts finds it built in dist/ when run from the sources) or the built CLI
- * (test/helpers/cli.ts). vitest.config.ts puts them with the end-to-end tests, whose project builds dist/ first; the
- * rest run without a build. Found from the imports, so that a new test lands on the right side by itself.
+ * The unit tests (src/**\/*.test.ts) that need dist/: those that reach, through their imports, the built CLI, that is
+ * a module that imports its path, `CLI` of test/helpers/data.ts (test/helpers/cli-process.ts, the helpers that start
+ * workers or servers as processes). vitest.config.ts puts them with the end-to-end tests, whose project builds dist/
+ * first; the rest run without a build: the CLI in process (test/helpers/cli.ts), worker threads from the sources
+ * (test/source-hooks.js) and the browser's files from src/browser/ (src/report/assets.ts). Found from the imports, so
+ * that a new test lands on the right side by itself.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-const NEEDS = [/[/\\]src[/\\]worker-script\.ts$/, /[/\\]test[/\\]helpers[/\\]cli\.ts$/];
+/** An import of the built CLI's path from test/helpers/data.ts. */
+const IMPORTS_CLI = /\bimport\s*\{[^}]*\bCLI\b[^}]*\}\s*from\s*['"][^'"]*\/data\.js['"]/;
 
 function relativeImports(file: string): string[] {
   const out: string[] = [];
@@ -35,7 +38,7 @@ export function unitTestsNeedingBuild(root: string): string[] {
     const known = memo.get(file);
     if (known !== undefined) return known;
     memo.set(file, false); // an import cycle ends here
-    const answer = NEEDS.some((re) => re.test(file)) || relativeImports(file).some(needs);
+    const answer = IMPORTS_CLI.test(readFileSync(file, 'utf8')) || relativeImports(file).some(needs);
     memo.set(file, answer);
     return answer;
   };

@@ -1,6 +1,7 @@
 /**
  * The pool of scoring workers. Gold lives in the workers; when the gold the host holds changes, the pool is replaced
- * (the old one finishes what it has). From TypeScript sources (tests) the worker is the build in dist/.
+ * (the old one finishes what it has). From the TypeScript sources (tests) the worker is score-worker.ts itself
+ * (src/worker-script.ts).
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VERSION } from '../../src/version.js';
-import { rumedbench, rumedbenchProcess } from '../helpers/cli.js';
+import { rumedbench } from '../helpers/cli.js';
+import { rumedbenchProcess } from '../helpers/cli-process.js';
 import {
   DATA_DIR,
   NO_DATA_REASON,

@@ -16,7 +16,8 @@ import {
   launchBrowser,
   NO_BROWSER_REASON,
 } from '../helpers/browser.js';
-import { rumedbenchOk, rumedbenchProcessFor } from '../helpers/cli.js';
+import { rumedbenchOk } from '../helpers/cli.js';
+import { rumedbenchProcessFor } from '../helpers/cli-process.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../helpers/engines.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../src/data/atomic-write.js';
-import { rumedbenchProcessFor } from '../helpers/cli.js';
+import { rumedbenchProcessFor } from '../helpers/cli-process.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 

@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rumedbench, rumedbenchProcess, rumedbenchProcessOk, rumedbenchWith } from '../helpers/cli.js';
+import { rumedbench, rumedbenchWith } from '../helpers/cli.js';
+import { rumedbenchProcess, rumedbenchProcessOk } from '../helpers/cli-process.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { tinyBert } from '../helpers/tiny-bert.js';
 

@@ -1,15 +1,11 @@
 /**
- * Runs `rumedbench` for the tests. Most tests call the CLI in process (`runCli`, its stdout, log and stderr
- * captured; the environment overlaid for the call), which is quick and shares the test's debugger; the tests that
- * kill the command, measure its memory or check the installed binary spawn the built CLI as a user does.
+ * Runs `rumedbench` for the tests, in process (`runCli`, its stdout, log and stderr captured; the environment
+ * overlaid for the call), which is quick, shares the test's debugger and needs no build. The tests that kill the
+ * command, measure its memory or check the installed binary spawn the built CLI as a user does: ./cli-process.ts.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { runCli } from '../../src/cli/main.js';
 import { createLogger } from '../../src/log.js';
-import { CLI, DATA_DIR } from './data.js';
-
-const exec = promisify(execFile);
+import { DATA_DIR } from './data.js';
 
 export const CLI_ENV: NodeJS.ProcessEnv = { ...process.env, RUMEDBENCH_DATA: DATA_DIR ?? '' };
 
@@ -72,43 +68,7 @@ export async function rumedbenchOkWith(env: NodeJS.ProcessEnv, ...args: string[]
   return ok(args, await rumedbenchWith(env, ...args));
 }
 
-/** The built binary as a child process, as a user runs it. */
-export async function rumedbenchProcess(...args: string[]): Promise<CliResult> {
-  return rumedbenchProcessWith({}, ...args);
-}
-
-export async function rumedbenchProcessWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
-  return rumedbenchProcessFor(0, env, ...args);
-}
-
-/**
- * The built CLI in a child process, killed after `timeoutMs` (0: never): a process that hangs then fails its test
- * with what it printed, instead of running into the test's own timeout and saying nothing.
- */
-export async function rumedbenchProcessFor(
-  timeoutMs: number,
-  env: NodeJS.ProcessEnv,
-  ...args: string[]
-): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], {
-      env: { ...CLI_ENV, ...env },
-      maxBuffer: 64 << 20,
-      timeout: timeoutMs,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number | null; signal?: string; stdout: string; stderr: string };
-    const killed = err.code === null ? `\n(killed by ${err.signal} after ${timeoutMs} ms)` : '';
-    return { code: err.code ?? 124, stdout: err.stdout, stderr: `${err.stderr}${killed}` };
-  }
-}
-
-export async function rumedbenchProcessOk(...args: string[]): Promise<CliResult> {
-  return ok(args, await rumedbenchProcess(...args));
-}
-
-function ok(args: string[], r: CliResult): CliResult {
+export function ok(args: string[], r: CliResult): CliResult {
   if (r.code !== 0) throw new Error(`rumedbench ${args.join(' ')} exited ${r.code}:\n${r.stderr}`);
   return r;
 }
