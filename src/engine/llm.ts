@@ -90,7 +90,7 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
 
 /** Every request of a spec's run, in the run's order (`plan check`, `plan submit`, `llm --batch-file`). */
 export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
-  return llmCell(spec, { log }).plan(log);
+  return llmRunPhases(spec, { log }).requests(log);
 }
 
 /**
@@ -105,11 +105,11 @@ export type Executor =
     });
 
 /**
- * An LLM spec as its phases: `plan()` → its requests, `execute(requests, executor)` → their answers, `finish(run)` →
+ * An LLM spec as its phases: `requests()` → its requests, `execute(requests, executor)` → their answers, `finish(run)` →
  * the run folder (lm-evaluation-harness's Instance → LM split). The settings each phase needs come from the spec
  * here, once; a worker runs a queued cell with these, job by job.
  */
-export interface LlmCell {
+export interface LlmRunPhases {
   spec: LlmSpec;
   options: Omit<LlmRunOptions, 'provider'>;
   /** The model as the request keys name it. */
@@ -117,7 +117,7 @@ export interface LlmCell {
   /** Opens the provider; a worker gives the environment its keys come from and, for public servers only, a guard. */
   provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
   /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
-  plan(log?: Logger): ReturnType<typeof requestsOfRun>;
+  requests(log?: Logger): ReturnType<typeof requestsOfRun>;
   /** Asks `requests` through `executor`; resolves with the seconds it took, or the batches' ids. */
   execute(requests: readonly LlmRequest[], executor: Executor): Promise<Executed>;
   /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
@@ -135,10 +135,10 @@ export function batchApiOf(provider: Provider): BatchApi {
  * A spec's run, its options made once for every door: `runEvaluation` gives the run folder and how to continue it; a
  * worker, its data folder (it finishes each cell in a folder of its own).
  */
-export function llmCell(
+export function llmRunPhases(
   spec: LlmSpec,
   o: Omit<LlmContext, 'outDir' | 'manifest'> & { outDir?: string },
-): LlmCell {
+): LlmRunPhases {
   const { outDir = '.', ...context } = o;
   const options = llmRunOptionsOf(spec, {
     ...context,
@@ -155,7 +155,7 @@ export function llmCell(
       if (spec.mode === 'loglik') await p.checkLoglik?.();
       return p;
     },
-    plan: (log) => requestsOfRun(options, model, log),
+    requests: (log) => requestsOfRun(options, model, log),
     execute(requests, x) {
       if (x.kind === 'in-process') return executeRequests(requests, x, options.params);
       const batch = batchSettingsOf(spec);

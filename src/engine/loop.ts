@@ -80,18 +80,18 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const model = options.provider.describe();
 
   // 1. Plan.
-  const plan = await requestsOfRun(options, model.model, log);
+  const planned = await requestsOfRun(options, model.model, log);
   const shard = options.shard;
-  const jobs = shard
-    ? plan.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
-    : plan.requests;
+  const requests = shard
+    ? planned.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
+    : planned.requests;
   if (shard)
     log.info(
-      `shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.requests.length} requests`,
+      `shard ${shard.index}/${shard.count}: ${requests.length} of the run's ${planned.requests.length} requests`,
     );
-  if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
+  if (mode === 'loglik') await checkLoglikTasks(options.provider, requests);
   // Paid answers are never dropped in silence: a resume whose settings change the requests is refused (journal.ts).
-  const orphaned = resuming ? journal.answersOfOtherRequests(jobs) : 0;
+  const orphaned = resuming ? journal.answersOfOtherRequests(requests) : 0;
   if (orphaned > 0)
     throw new UsageError(
       `${journalFile} holds ${orphaned} paid answer(s) for this run's items that these settings would not use (a setting that changes a request differs from the run's: --model, --temperature, --top-p, --seed, --max-tokens, the prompt or the system prompt): continuing would ask them again and pay twice. Resume with the settings they were asked with, or give a new --out`,
@@ -114,29 +114,29 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   }
 
   // 2. Send what the journal does not answer yet.
-  const pending = jobs.filter((j) => {
+  const pending = requests.filter((j) => {
     const e = journal.get(j.key);
     return options.retryErrors ? e?.status === 'error' : e?.status !== 'ok';
   });
   log.info(
-    `${jobs.length} requests in the run, ${jobs.length - pending.length} already answered, ${pending.length} to send`,
+    `${requests.length} requests in the run, ${requests.length - pending.length} already answered, ${pending.length} to send`,
   );
   const prices = pricesOf(options);
   const budget =
     options.maxCost !== undefined
-      ? await checkBudget({ ...options, ...(prices ? { prices } : {}) }, jobs, pending, journal, log)
+      ? await checkBudget({ ...options, ...(prices ? { prices } : {}) }, requests, pending, journal, log)
       : undefined;
   const bar = newProgress(pending.length);
   const batch = options.batch;
   const given = options.batchResults;
   const executor: RequestExecutor = given
-    ? { kind: 'results-file', file: given.file, results: given.results, journal, all: jobs, log }
+    ? { kind: 'results-file', file: given.file, results: given.results, journal, all: requests, log }
     : batch
       ? {
           kind: 'batch',
           api: batch.api,
           journal,
-          all: jobs,
+          all: requests,
           outDir: options.outDir,
           pollS: batch.pollS,
           ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
@@ -169,8 +169,8 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const sending = executeRequests(pending, executor, options.params);
   const { wallS, ids: batchIds } = await sending.catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
-    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
-    const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
+    const answered = requests.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    const kept = `${answered} of ${requests.length} requests are answered in ${journalFile}`;
     if (e.code === 'LLM_SERVER_REFUSED')
       throw new RumedbenchError(
         'LLM_SERVER_REFUSED',
@@ -187,9 +187,9 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   });
   // A batch (or a results file) reports its spending only once it is read: past the ceiling, the run ends as an
   // online run stopped by it does, with what was reported.
-  if (budget && (batch || given)) await budget.settleAll(jobs.map((j) => journal.get(j.key)));
+  if (budget && (batch || given)) await budget.settleAll(requests.map((j) => journal.get(j.key)));
   if (budget?.stop.signal.aborted) {
-    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    const answered = requests.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const offline = batch !== undefined || given !== undefined;
     const why =
       budget.unexplained() > 0
@@ -198,14 +198,14 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     throw new RumedbenchError(
       'COST_LIMIT',
       offline
-        ? `the run has cost ${formatUsd(budget.spent())} by its batch replies' token counts, past --max-cost ${formatUsd(options.maxCost as number)} (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; what was spent is spent: check the provider's bill, then continue with the same command, --resume and a larger --max-cost`
-        : `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent (${budget.tokens()}${why}). ${answered} of ${jobs.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
+        ? `the run has cost ${formatUsd(budget.spent())} by its batch replies' token counts, past --max-cost ${formatUsd(options.maxCost as number)} (${budget.tokens()}${why}). ${answered} of ${requests.length} requests are answered in ${journalFile}; what was spent is spent: check the provider's bill, then continue with the same command, --resume and a larger --max-cost`
+        : `the run has cost ${formatUsd(budget.spent())} by the server's token counts, reaching --max-cost ${formatUsd(options.maxCost as number)}: nothing more was sent (${budget.tokens()}${why}). ${answered} of ${requests.length} requests are answered in ${journalFile}; continue with the same command, --resume and a larger --max-cost (nothing answered is asked again).`,
     );
   }
   return finishRun({
     options,
-    jobs,
-    plan,
+    requests,
+    planned,
     journal,
     journalFile,
     model,
@@ -225,7 +225,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
  */
 async function checkBudget(
   options: LlmRunOptions,
-  jobs: readonly LlmRequest[],
+  requests: readonly LlmRequest[],
   pending: readonly LlmRequest[],
   journal: Journal,
   log: Logger,
@@ -233,7 +233,7 @@ async function checkBudget(
   const prices = options.prices;
   if (!prices) throw new UsageError('--max-cost needs the prices: --price-prompt and --price-completion');
   const spent = spentOn(
-    jobs.map((j) => journal.get(j.key)),
+    requests.map((j) => journal.get(j.key)),
     prices,
   );
   const estimate = await estimateCost(pending, {

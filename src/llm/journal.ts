@@ -211,14 +211,14 @@ export class Journal {
   }
 
   /**
-   * Answers the journal holds for items of `jobs` under requests `jobs` does not make: the run's settings changed since
+   * Answers the journal holds for the items of `requests` under requests not among them: the run's settings changed since
    * they were asked (model, sampling, max tokens, prompt), and continuing would ask those items again, paid twice.
    */
   answersOfOtherRequests(
-    jobs: readonly { key: string; task: { name: string }; split: string; record: { id: string } }[],
+    requests: readonly { key: string; task: { name: string }; split: string; record: { id: string } }[],
   ): number {
-    const keys = new Set(jobs.map((j) => j.key));
-    const items = new Set(jobs.map((j) => JSON.stringify([j.task.name, j.split, j.record.id])));
+    const keys = new Set(requests.map((j) => j.key));
+    const items = new Set(requests.map((j) => JSON.stringify([j.task.name, j.split, j.record.id])));
     let n = 0;
     for (const e of this.entries.values())
       if (e.status === 'ok' && !keys.has(e.key) && items.has(JSON.stringify([e.task, e.split, e.id]))) n++;

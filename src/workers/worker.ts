@@ -1,6 +1,6 @@
 /**
  * `rumedbench worker`: takes jobs from the queue and runs them through the engine's phases of an LLM run
- * (`llmCell`: `plan()`, `execute(requests, executor)` in process or as batches, `finish(run)`), the ones `llm` runs,
+ * (`llmRunPhases`: `requests()`, `execute(requests, executor)` in process or as batches, `finish(run)`), the ones `llm` runs,
  * writing every answer to the database the moment it arrives.
  *
  * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
@@ -25,7 +25,7 @@ import type { QueryResult, QueryResultRow } from 'pg';
 import type PgBoss from 'pg-boss';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { type LlmCell, llmCell } from '../engine/llm.js';
+import { type LlmRunPhases, llmRunPhases } from '../engine/llm.js';
 import { batchSettingsOf, LLM_DEFAULTS, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import { type Budget, openBudget } from '../llm/budget.js';
@@ -44,7 +44,7 @@ import { type CellStore, cellStore } from './queue-store.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
-export type CellRunner = LlmCell;
+export type CellRunner = LlmRunPhases;
 
 export interface WorkerOptions {
   db: QueueDb;
@@ -132,7 +132,7 @@ interface Active {
 
 interface Prepared {
   runner: CellRunner;
-  plan: Awaited<ReturnType<CellRunner['plan']>>;
+  planned: Awaited<ReturnType<CellRunner['requests']>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
@@ -713,18 +713,18 @@ export class Worker {
         const spec = specOfRow(stored, `${plan}/${cell}`);
         const runner = this.o.prepare
           ? await this.o.prepare(spec)
-          : llmCell(spec, {
+          : llmRunPhases(spec, {
               log: this.o.log,
               ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
             });
-        const planned = await runner.plan();
+        const planned = await runner.requests();
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
           throw new RumedbenchError(
             'DATA_INVALID',
             `worker ${this.name}: its data differ from those the plan was queued with (${differ.map(([f]) => f).join(', ')}; data folder ${runner.options.dataDir}); give the worker the same files (--data)`,
           );
-        return { runner, plan: planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
+        return { runner, planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
       })();
       this.cells.set(key, p);
       p.catch(() => this.cells.delete(key));
@@ -791,7 +791,7 @@ export class Worker {
     }
     t0 += performance.now() - planning;
     const round = a.round;
-    const keys = stored ?? prepared.plan.requests.map((j) => j.key);
+    const keys = stored ?? prepared.planned.requests.map((j) => j.key);
     let answered = new Set(row.answered);
     if (stored === null) {
       await this.q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [
@@ -986,7 +986,7 @@ export class Worker {
       await prepared.runner.execute(pending, {
         kind: 'batch',
         provider,
-        all: prepared.plan.requests,
+        all: prepared.planned.requests,
         journal: {
           append: (entry) => {
             this.answered++;
@@ -1024,7 +1024,7 @@ export class Worker {
     const batch = batchSettingsOf(prepared.runner.spec);
     const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
     if (!prices) throw new RumedbenchError('COST_LIMIT', `${cell}: max_cost needs prices`);
-    const all = prepared.plan.requests;
+    const all = prepared.planned.requests;
     prepared.ceilings ??= estimateCost(all, { provider, params, prices, concurrency }).then(
       (e) => new Map(all.map((j, i) => [j.key, e.each[i] ?? 0])),
     );
@@ -1199,7 +1199,7 @@ export class Worker {
       // another round, while the plan has rounds left; the cell is finished once they are answered.
       const transient = [
         ...new Set(
-          prepared.plan.requests
+          prepared.planned.requests
             .map((j) => j.key)
             .filter((k) => {
               const entry = byKey.get(k);
@@ -1222,7 +1222,7 @@ export class Worker {
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
         journalFile,
-        prepared.plan.requests
+        prepared.planned.requests
           .map((j) => byKey.get(j.key))
           .filter((e): e is string => e !== undefined)
           .map((e) => `${e}\n`)
@@ -1231,8 +1231,8 @@ export class Worker {
       const journal = await Journal.open(journalFile);
       const result = await prepared.runner.finish({
         outDir: dir,
-        jobs: prepared.plan.requests,
-        plan: prepared.plan,
+        requests: prepared.planned.requests,
+        planned: prepared.planned,
         journal,
         journalFile,
         model: row.described ? (JSON.parse(row.described) as Record<string, unknown>) : {},
