@@ -21,7 +21,7 @@ import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
 import { commandLineOf } from './command-line.js';
 import { type OpenProviderOptions, openProvider } from './provider.js';
-import { batchSettingsOf, type LlmSpec } from './spec.js';
+import type { LlmSpec } from './spec.js';
 
 export interface LlmContext {
   outDir: string;
@@ -91,15 +91,15 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
 
 /** Every request of a spec's run, in the run's order (`plan check`, `plan submit`, `llm --batch-file`). */
 export function planLlmSpec(spec: LlmSpec, log: Logger = silentLogger) {
-  return llmCell(spec, { log }).plan(log);
+  return llmRunPhases(spec, { log }).requests(log);
 }
 
 /**
- * An LLM spec as its phases: `plan()` → its requests, then the engine's one loop (./loop.ts `sendRun`) asks them into
+ * An LLM spec as its phases: `requests()` → its requests, then the engine's one loop (./loop.ts `sendRun`) asks them into
  * a store, then `finish(run)` → the run folder (lm-evaluation-harness's Instance → LM split). The settings each phase
  * needs come from the spec here, once; a worker runs a queued cell with these, job by job.
  */
-export interface LlmCell {
+export interface LlmRunPhases {
   spec: LlmSpec;
   options: Omit<LlmRunOptions, 'provider'>;
   /** The model as the request keys name it. */
@@ -107,7 +107,7 @@ export interface LlmCell {
   /** Opens the provider; a worker gives the environment its keys come from and, for public servers only, a guard. */
   provider(o?: Pick<OpenProviderOptions, 'env' | 'guard'>): Promise<Provider>;
   /** Every request of the run, in its order, with the data files they were read from; `log` hears what is left out. */
-  plan(log?: Logger): ReturnType<typeof requestsOfRun>;
+  requests(log?: Logger): ReturnType<typeof requestsOfRun>;
   /** The run folder in `outDir` from a journal of the run's answers: samples, predictions, summary, manifest. */
   finish(run: Omit<FinishInput, 'options' | 'log'> & { outDir: string }): Promise<LlmRunResult>;
 }
@@ -123,10 +123,10 @@ export function batchApiOf(provider: Provider): BatchApi {
  * A spec's run, its options made once for every door: `runEvaluation` gives the run folder and how to continue it; a
  * worker, its data folder (it finishes each cell in a folder of its own).
  */
-export function llmCell(
+export function llmRunPhases(
   spec: LlmSpec,
   o: Omit<LlmContext, 'outDir' | 'manifest'> & { outDir?: string },
-): LlmCell {
+): LlmRunPhases {
   const { outDir = '.', ...context } = o;
   const options = llmRunOptionsOf(spec, {
     ...context,
@@ -143,7 +143,7 @@ export function llmCell(
       if (spec.mode === 'loglik') await p.checkLoglik?.();
       return p;
     },
-    plan: (log) => requestsOfRun(options, model, log),
+    requests: (log) => requestsOfRun(options, model, log),
     finish: ({ outDir, ...run }) => finishRun({ ...run, options: { ...options, outDir }, log: o.log }),
   };
 }

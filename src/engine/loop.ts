@@ -12,10 +12,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RumedbenchError, UsageError } from '../errors.js';
 import {
+  BATCH_DEFAULTS,
   type BatchApi,
   type BatchLedger,
   type BatchResult,
-  BATCH_DEFAULTS,
   folderLedger,
   readBatchLedger,
   readIntents,
@@ -99,25 +99,25 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const model = options.provider.describe();
 
   // 1. Plan.
-  const plan = await requestsOfRun(options, model.model, log);
+  const planned = await requestsOfRun(options, model.model, log);
   const shard = options.shard;
-  const jobs = shard
-    ? plan.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
-    : plan.requests;
+  const requests = shard
+    ? planned.requests.filter((j) => shardOf(j.key, shard.count) === shard.index)
+    : planned.requests;
   if (shard)
     log.info(
-      `shard ${shard.index}/${shard.count}: ${jobs.length} of the run's ${plan.requests.length} requests`,
+      `shard ${shard.index}/${shard.count}: ${requests.length} of the run's ${planned.requests.length} requests`,
     );
-  if (mode === 'loglik') await checkLoglikTasks(options.provider, jobs);
+  if (mode === 'loglik') await checkLoglikTasks(options.provider, requests);
   // Paid answers are never dropped in silence: a resume whose settings change the requests is refused, naming what
   // changed, or with --reask asks those items again (../llm/resume-settings.ts).
-  const settings = requestSettingsOf(options, model.model, plan.dataFiles);
+  const settings = requestSettingsOf(options, model.model, planned.dataFiles);
   if (resuming)
     checkResumeSettings({
       outDir: options.outDir,
       journalFile,
       journal,
-      jobs,
+      requests,
       settings,
       waiting: readBatchLedger(options.outDir).filter((b) => !b.collected),
       reask: options.reask ?? false,
@@ -142,15 +142,15 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   }
 
   // 2. Send what the journal does not answer yet.
-  const pending = jobs.filter((j) => {
+  const pending = requests.filter((j) => {
     const e = journal.get(j.key);
     return options.retryErrors ? e?.status === 'error' : e?.status !== 'ok';
   });
   log.info(
-    `${jobs.length} requests in the run, ${jobs.length - pending.length} already answered, ${pending.length} to send`,
+    `${requests.length} requests in the run, ${requests.length - pending.length} already answered, ${pending.length} to send`,
   );
   const prices = pricesOf(options);
-  const store = folderStore(options, journal, jobs, prices, journalFile);
+  const store = folderStore(options, journal, requests, prices, journalFile);
   // Each answer is journaled with the rate it is bought at, so that the folder is priced at what was paid (../llm/cost.ts).
   journal.buyingAs(
     options.batchResults
@@ -165,7 +165,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   const { wallS, ids: batchIds } = await sendRun({
     store,
     provider: options.provider,
-    all: jobs,
+    all: requests,
     pending,
     params: options.params,
     concurrency: options.concurrency,
@@ -197,8 +197,8 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     log,
   }).catch((e: unknown) => {
     if (!(e instanceof RumedbenchError)) throw e;
-    const answered = jobs.filter((j) => journal.get(j.key)?.status === 'ok').length;
-    const kept = `${answered} of ${jobs.length} requests are answered in ${journalFile}`;
+    const answered = requests.filter((j) => journal.get(j.key)?.status === 'ok').length;
+    const kept = `${answered} of ${requests.length} requests are answered in ${journalFile}`;
     if (e.code === 'LLM_SERVER_REFUSED')
       throw new RumedbenchError(
         'LLM_SERVER_REFUSED',
@@ -215,8 +215,8 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   });
   return finishRun({
     options,
-    jobs,
-    plan,
+    requests,
+    planned,
     journal,
     journalFile,
     model,
@@ -226,7 +226,7 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     log,
     ...(batch && batchIds
       ? { batch: { ids: batchIds, discount: batch.discount, provider: batch.api.name } }
-      : earlierBatches(options.outDir, jobs, journal)),
+      : earlierBatches(options.outDir, requests, journal)),
   });
 }
 
@@ -256,7 +256,7 @@ export interface RunStore {
   scratch: string;
   /** Before each request goes out: throws once this run may send no more (a queue job's claim taken away). */
   fence?(): Promise<void>;
-  /** Holds a request slot around each request (a worker's, shared by its jobs). */
+  /** Holds a request slot around each request (a worker's, shared by its requests). */
   slot?<T>(send: () => Promise<T>): Promise<T>;
   /** What the budget's refusal calls things, and how it says to go on once the budget stopped the run. */
   words: Pick<BudgetOptions, 'flag' | 'what' | 'spentBy' | 'advice'> & {
@@ -360,11 +360,11 @@ export async function sendRun(i: SendInput): Promise<Executed> {
  */
 function earlierBatches(
   outDir: string,
-  jobs: readonly LlmRequest[],
+  requests: readonly LlmRequest[],
   journal: Journal,
 ): { batch?: { ids: string[]; discount: number; provider: string; ran: false } } {
   const recorded = readBatchLedger(outDir);
-  const bought = jobs.map((j) => journal.get(j.key)?.bought).find((b) => b?.via === 'batch');
+  const bought = requests.map((j) => journal.get(j.key)?.bought).find((b) => b?.via === 'batch');
   const first = recorded[0];
   if (!first) return {};
   return {
@@ -420,12 +420,12 @@ function guarded(provider: Provider, store: RunStore): Provider {
 function folderStore(
   options: LlmRunOptions,
   journal: Journal,
-  jobs: readonly LlmRequest[],
+  requests: readonly LlmRequest[],
   prices: Prices | undefined,
   journalFile: string,
 ): RunStore {
   const kept = () =>
-    `${jobs.filter((j) => journal.get(j.key)?.status === 'ok').length} of ${jobs.length} requests are answered in ${journalFile}`;
+    `${requests.filter((j) => journal.get(j.key)?.status === 'ok').length} of ${requests.length} requests are answered in ${journalFile}`;
   return {
     answers: journal,
     batches: folderLedger(options.outDir),
@@ -434,7 +434,7 @@ function folderStore(
     money: memoryMoney(
       prices
         ? spentOn(
-            jobs.map((j) => journal.get(j.key)),
+            requests.map((j) => journal.get(j.key)),
             options.prices ?? prices,
             options.batch?.discount ?? 0,
           )

@@ -28,7 +28,7 @@ import type { Split } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import { commandLineOf } from './command-line.js';
 import { type ContaminationResult, runContaminationSpec } from './contamination.js';
-import { batchApiOf, llmCell, planLlmSpec } from './llm.js';
+import { batchApiOf, llmRunPhases, planLlmSpec } from './llm.js';
 import { runLlm } from './loop.js';
 import { openProvider } from './provider.js';
 import {
@@ -102,7 +102,7 @@ export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger):
     new OpenAIProvider({ baseUrl: spec.provider.base_url, model: spec.provider.model }),
   );
   const { requests } = await planLlmSpec(spec, log);
-  const { params } = llmCell(spec, { log }).options;
+  const { params } = llmRunPhases(spec, { log }).options;
   mkdirSync(dirname(file), { recursive: true });
   // Written as the lines are made: tens of thousands of requests are never one string.
   const out = createWriteStream(file);
@@ -143,7 +143,7 @@ async function runLlmSpec(spec: LlmSpec, ctx: RunContext & { out: string }): Pro
           }
         : {}),
       ...(batch ? { batch: { api: batchApiOf(provider), ...batch } } : {}),
-      ...llmCell(spec, {
+      ...llmRunPhases(spec, {
         outDir: ctx.out,
         log,
         ...(ctx.dataDir !== undefined ? { dataDir: ctx.dataDir } : {}),

@@ -493,10 +493,17 @@ export async function journalResults(
   let lines = 0;
   for await (const r of results) {
     lines++;
-    const job = o.byKey.get(r.key);
+    const request = o.byKey.get(r.key);
     // A line for a request the batch did not hold (another run's, or a provider's mistake) is not an answer here.
-    if (!job || !o.keys.has(r.key) || conflicted.has(r.key)) continue;
-    const base = { key: r.key, task: job.task.name, split: job.split, id: job.record.id, latencyMs: 0, at };
+    if (!request || !o.keys.has(r.key) || conflicted.has(r.key)) continue;
+    const base = {
+      key: r.key,
+      task: request.task.name,
+      split: request.split,
+      id: request.record.id,
+      latencyMs: 0,
+      at,
+    };
     const digest = contentOf(r);
     const seenAs = first.get(r.key);
     if (seenAs !== undefined) {
@@ -520,8 +527,8 @@ export async function journalResults(
             ...(r.reply.reasoning !== undefined ? { reasoning: r.reply.reasoning } : {}),
             ...(r.reply.usage
               ? { usage: r.reply.usage }
-              : r.reply.usageProblem && job.kind === 'chat'
-                ? { usage: estimatedUsage(job.messages, r.reply) }
+              : r.reply.usageProblem && request.kind === 'chat'
+                ? { usage: estimatedUsage(request.messages, r.reply) }
                 : {}),
             ...(r.reply.usageProblem ? { usageProblem: r.reply.usageProblem } : {}),
             ...(r.reply.finishReason ? { finishReason: r.reply.finishReason } : {}),
@@ -688,7 +695,7 @@ async function createOnce(
 export interface RunBatchesOptions {
   api: BatchApi;
   /** Every request of the run (the ledger's uncollected batches are matched against them). */
-  jobs: readonly LlmRequest[];
+  requests: readonly LlmRequest[];
   /** What to send now: the requests without an answer (or, with --retry-errors, with a failed one). */
   pending: readonly LlmRequest[];
   params: SamplingParams;
@@ -710,7 +717,7 @@ export interface RunBatchesOptions {
  */
 export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[]; wallS: number }> {
   const started = Date.now();
-  const byKey = new Map(o.jobs.map((j) => [j.key, j]));
+  const byKey = new Map(o.requests.map((j) => [j.key, j]));
   const ledger = o.ledger ?? folderLedger(o.outDir);
   const recorded = await ledger.read();
   const waiting = recorded.filter((b) => !b.collected);
@@ -960,13 +967,13 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
     const at = new Date().toISOString();
     for (const key of b.keys) {
       if (seen.has(key)) continue;
-      const job = byKey.get(key);
-      if (!job) continue;
+      const request = byKey.get(key);
+      if (!request) continue;
       await o.journal.append({
         key,
-        task: job.task.name,
-        split: job.split,
-        id: job.record.id,
+        task: request.task.name,
+        split: request.split,
+        id: request.record.id,
         status: 'error',
         error: `batch ${b.id} ended${state.status === 'ended' ? '' : ` ${state.status}`}${state.failure ? ` (${state.failure})` : ''} without an answer to this request (none came, or one longer than --max-reply-bytes allows, which is not read)`,
         latencyMs: 0,

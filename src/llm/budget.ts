@@ -51,8 +51,8 @@ export function memoryMoney(spent = 0): MoneyStore {
 export interface Budget {
   /** Aborted once nothing more may be sent. */
   stop: AbortController;
-  admit(job: LlmRequest): Promise<boolean>;
-  settle(job: LlmRequest, u: Usage | undefined): Promise<void>;
+  admit(request: LlmRequest): Promise<boolean>;
+  settle(request: LlmRequest, u: Usage | undefined): Promise<void>;
   /** A batch's (or a results file's) answers, priced once they are read. */
   settleAll(entries: readonly (JournalEntry | undefined)[]): Promise<void>;
   /** The run's spending as last seen (every spender's, for the queue). */
@@ -113,15 +113,15 @@ export async function openBudget(o: BudgetOptions): Promise<Budget> {
   };
   return {
     stop,
-    async admit(job) {
+    async admit(request) {
       if (stop.signal.aborted) return false;
-      if (await o.money.reserve(ceiling.get(job.key) ?? 0, max)) return true;
+      if (await o.money.reserve(ceiling.get(request.key) ?? 0, max)) return true;
       spent = await o.money.spent();
       stop.abort();
       return false;
     },
-    async settle(job, u) {
-      spent = await o.money.settle(ceiling.get(job.key) ?? 0, priced(job.key, u));
+    async settle(request, u) {
+      spent = await o.money.settle(ceiling.get(request.key) ?? 0, priced(request.key, u));
       if (spent >= max) stop.abort();
     },
     async settleAll(entries) {

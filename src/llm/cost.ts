@@ -163,44 +163,44 @@ export async function estimateCost(
   let byServer = 0;
   let byBytes = 0;
   const prompts = await Promise.all(
-    requests.map(async (job) => {
-      if (job.kind === 'loglik') {
+    requests.map(async (request) => {
+      if (request.kind === 'loglik') {
         // Each candidate is scored as a continuation of the context (the context and the candidate, per candidate),
         // and a method may send the context alone too (where the candidate's tokens begin); every prompt starts with
         // the model's BOS token. Left out, the estimate fell half short of the bill on RuMedDaNet (#59 item 10).
         byBytes++;
         return (
-          Buffer.byteLength(job.item.context, 'utf8') +
+          Buffer.byteLength(request.item.context, 'utf8') +
           LOGLIK_BOS_TOKENS +
-          job.item.candidates.reduce(
-            (n, c) => n + Buffer.byteLength(job.item.context + c.text, 'utf8') + LOGLIK_BOS_TOKENS,
+          request.item.candidates.reduce(
+            (n, c) => n + Buffer.byteLength(request.item.context + c.text, 'utf8') + LOGLIK_BOS_TOKENS,
             0,
           )
         );
       }
-      const key = JSON.stringify(job.messages);
+      const key = JSON.stringify(request.messages);
       let counted = counts.get(key);
       if (!counted) {
         const count = o.provider.countChatTokens?.bind(o.provider);
-        counted = count ? limit(() => count(job.messages)) : Promise.resolve(undefined);
+        counted = count ? limit(() => count(request.messages)) : Promise.resolve(undefined);
         counts.set(key, counted);
       }
       const n = await counted;
       if (n === undefined) byBytes++;
       else byServer++;
-      return n ?? bytesOf(job.messages);
+      return n ?? bytesOf(request.messages);
     }),
   );
   const promptTokens = prompts.reduce((a, b) => a + b, 0);
   const completionTokens = requests.reduce(
-    (n, job) => n + (job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0),
+    (n, request) => n + (request.kind === 'chat' ? (request.params ?? o.params).maxTokens : 0),
     0,
   );
   const ceiling = ceilingPrices(o.prices);
-  const each = requests.map((job, i) =>
+  const each = requests.map((request, i) =>
     costOf(ceiling, {
       promptTokens: prompts[i] as number,
-      completionTokens: job.kind === 'chat' ? (job.params ?? o.params).maxTokens : 0,
+      completionTokens: request.kind === 'chat' ? (request.params ?? o.params).maxTokens : 0,
     }),
   );
   return {

@@ -1,7 +1,7 @@
 /**
  * The `execute` phase of an LLM run, the one place its requests are asked whoever runs it: `rumedbench llm` (and
  * `run`, plans run in one process, the server's runs) through `runLlm`, and a queue worker through the engine's
- * `llmCell`, job by job. Each answer is handed to `journal` the moment it lands: a run folder's journal, or a worker's
+ * `llmRunPhases`, job by job. Each answer is handed to `journal` the moment it lands: a run folder's journal, or a worker's
  * database. The three ways (executors):
  *
  * - `in-process`: sent from here, `concurrency` requests in flight;
@@ -30,16 +30,16 @@ export type RequestExecutor =
       signal?: AbortSignal;
       progress?: RunProgress;
       onProgress?: (p: RunProgress, final: boolean) => void;
-      onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
+      onAnswer?: (request: LlmRequest, entry: JournalEntry) => void;
       /** `--max-cost`: asked before each request is sent; `settle` hears each entry journaled. */
-      admit?: (job: LlmRequest) => boolean | Promise<boolean>;
-      settle?: (job: LlmRequest, entry: JournalEntry) => void | Promise<void>;
+      admit?: (request: LlmRequest) => boolean | Promise<boolean>;
+      settle?: (request: LlmRequest, entry: JournalEntry) => void | Promise<void>;
     }
   | ({
       kind: 'batch';
       /** Every request of the run: a batch recorded earlier is matched against them. */
       all: readonly LlmRequest[];
-    } & Omit<RunBatchesOptions, 'jobs' | 'pending' | 'params'>)
+    } & Omit<RunBatchesOptions, 'requests' | 'pending' | 'params'>)
   | {
       kind: 'results-file';
       /** The file's name, for what is said of it. */
@@ -81,7 +81,7 @@ export async function executeRequests(
     }
     case 'batch': {
       const { kind: _, all, ...rest } = x;
-      return runBatches({ ...rest, jobs: all, pending: requests, params });
+      return runBatches({ ...rest, requests: all, pending: requests, params });
     }
     case 'results-file': {
       const { seen, lines, conflicts } = await journalResults(x.results, {

@@ -97,7 +97,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
       `shard(s) ${missing.map((i) => `${i}/${count}`).join(', ')} missing: every shard of the run is needed`,
     );
 
-  // The run's plan, from the settings the shards recorded.
+  // The run's requests, planned from the settings the shards recorded.
   const m = first.manifest;
   if (!m.params)
     throw new UsageError(`${first.dir}: its manifest.json records no sampling parameters (params)`);
@@ -132,9 +132,9 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
         }
       : {}),
   };
-  const plan = await planRequests({ ...options, model: m.model, log });
+  const planned = await planRequests({ ...options, model: m.model, log });
   const hashes = m.data_sha256 ?? {};
-  const changed = Object.keys(plan.dataFiles).filter((k) => plan.dataFiles[k] !== hashes[k]);
+  const changed = Object.keys(planned.dataFiles).filter((k) => planned.dataFiles[k] !== hashes[k]);
   if (changed.length > 0)
     throw new UsageError(
       `the data in ${o.dataDir} differ from the shards' (${changed.join(', ')}): give the same --data`,
@@ -146,17 +146,17 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   );
   const problems: string[] = [];
   let unanswered = 0;
-  for (const job of plan.requests) {
-    const by = journals.filter(({ j }) => j.get(job.key)?.status === 'ok');
+  for (const request of planned.requests) {
+    const by = journals.filter(({ j }) => j.get(request.key)?.status === 'ok');
     if (by.length === 0) unanswered++;
     if (by.length > 1)
       problems.push(
-        `request ${job.key} (${job.task.name} ${job.record.id}) answered by ${by.map((b) => b.s.dir).join(' and ')}`,
+        `request ${request.key} (${request.task.name} ${request.record.id}) answered by ${by.map((b) => b.s.dir).join(' and ')}`,
       );
-    const home = shardOf(job.key, count);
+    const home = shardOf(request.key, count);
     for (const b of by)
       if (b.s.shard.index !== home)
-        problems.push(`${b.s.dir} answers request ${job.key}, which belongs to shard ${home}/${count}`);
+        problems.push(`${b.s.dir} answers request ${request.key}, which belongs to shard ${home}/${count}`);
   }
   if (problems.length > 0)
     throw new RumedbenchError(
@@ -166,7 +166,7 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   if (unanswered > 0)
     throw new RumedbenchError(
       'RUN_INCOMPLETE',
-      `${unanswered} of ${plan.requests.length} requests are answered by no shard; finish the shards (--resume, --retry-errors), then merge`,
+      `${unanswered} of ${planned.requests.length} requests are answered by no shard; finish the shards (--resume, --retry-errors), then merge`,
     );
 
   mkdirSync(o.outDir, { recursive: true });
@@ -176,8 +176,8 @@ export async function mergeRuns(dirs: readonly string[], o: MergeOptions): Promi
   const wall = shards.map((s) => s.wallS ?? 0);
   return finishRun({
     options,
-    jobs: plan.requests,
-    plan,
+    requests: planned.requests,
+    planned,
     journal,
     journalFile,
     model: providerInfoOf(m),

@@ -1,5 +1,5 @@
 /**
- * Stage three of an LLM run: every job's answer read from the journal (a reply parsed by the task's parser, or the
+ * Stage three of an LLM run: every request's answer read from the journal (a reply parsed by the task's parser, or the
  * candidates' scores turned into an answer), then the run folder: samples.jsonl, predictions/ (RuMedBench format,
  * test sets), submission.zip (MedBench platform format, private tests), and the usage figures of the summary.
  */
@@ -115,9 +115,9 @@ export function isCorrect(task: TaskDefinition, gold: Prediction, answer: Predic
   return JSON.stringify(gold) === JSON.stringify(answer);
 }
 
-/** The answer of a finished job, and how it was read. */
+/** The answer of a finished request, and how it was read. */
 export function readAnswer(
-  job: LlmRequest,
+  request: LlmRequest,
   e: JournalEntry,
   by: Normalization = 'sum',
 ): {
@@ -129,20 +129,20 @@ export function readAnswer(
 } {
   // Shuffled options: the label the model chose, read back as the option's original label.
   const back = (a: Prediction | null): Prediction | null =>
-    job.answerMap && typeof a === 'string' ? (job.answerMap[a] ?? a) : a;
-  if (job.kind === 'loglik') {
-    const answer = back(chooseAnswer(job.task, job.item.candidates, e.logprobs ?? [], by));
+    request.answerMap && typeof a === 'string' ? (request.answerMap[a] ?? a) : a;
+  if (request.kind === 'loglik') {
+    const answer = back(chooseAnswer(request.task, request.item.candidates, e.logprobs ?? [], by));
     return answer === null
       ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
       : { answer, status: 'parsed' };
   }
   const reply = splitReply(e.reply ?? '', e.reasoning);
-  const flag = judgeReply(reply, e.finishReason, job.messages);
+  const flag = judgeReply(reply, e.finishReason, request.messages);
   // An echo, a filtered or empty reply, or one cut off inside its reasoning is never read as an answer.
   if (flag !== undefined && flag !== 'truncated')
     return { answer: null, status: 'unparsed', reason: flagReason(flag, e.finishReason), flag };
   // The parser reads the answer alone: a reasoning that weighs «Ответ: да» against «нет» is not the answer.
-  const p = job.task.prompt.parse(reply.answer, (job.shown ?? job.record).raw, job.ctx);
+  const p = request.task.prompt.parse(reply.answer, (request.shown ?? request.record).raw, request.ctx);
   const flagged = flag ? { flag } : {};
   return p.status === 'parsed'
     ? { answer: back(p.answer), status: 'parsed', notes: p.notes, ...flagged }
@@ -154,17 +154,17 @@ export function readAnswer(
       };
 }
 
-export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): SampleLog[] {
-  return jobs.map((job): SampleLog => {
-    const e = journal.get(job.key);
-    const gold = job.record.gold as Prediction | undefined;
+export function collectSamples(requests: readonly LlmRequest[], journal: Journal): SampleLog[] {
+  return requests.map((request): SampleLog => {
+    const e = journal.get(request.key);
+    const gold = request.record.gold as Prediction | undefined;
     const base = {
-      task: job.task.name,
-      split: job.split,
-      id: job.record.id,
-      ...(job.repeat !== undefined ? { repeat: job.repeat } : {}),
-      mode: job.kind === 'chat' ? ('generate' as const) : ('loglik' as const),
-      ...(job.kind === 'chat' ? { messages: job.messages } : { prompt: job.item.context }),
+      task: request.task.name,
+      split: request.split,
+      id: request.record.id,
+      ...(request.repeat !== undefined ? { repeat: request.repeat } : {}),
+      mode: request.kind === 'chat' ? ('generate' as const) : ('loglik' as const),
+      ...(request.kind === 'chat' ? { messages: request.messages } : { prompt: request.item.context }),
     };
     if (e?.status !== 'ok') {
       return {
@@ -176,32 +176,35 @@ export function collectSamples(jobs: readonly LlmRequest[], journal: Journal): S
         ...(gold !== undefined ? { gold, correct: false } : {}),
       };
     }
-    const r = readAnswer(job, e);
+    const r = readAnswer(request, e);
     const loglik =
-      job.kind === 'loglik'
+      request.kind === 'loglik'
         ? {
-            candidates: job.item.candidates.map((c, i) => ({
+            candidates: request.item.candidates.map((c, i) => ({
               ...c,
               logprob: e.logprobs?.[i] ?? null,
               tokens: e.tokens?.[i] ?? 0,
             })),
-            answer_norm: { char: readAnswer(job, e, 'char').answer, byte: readAnswer(job, e, 'byte').answer },
+            answer_norm: {
+              char: readAnswer(request, e, 'char').answer,
+              byte: readAnswer(request, e, 'byte').answer,
+            },
           }
         : {};
-    const split = job.kind === 'chat' ? splitReply(e.reply ?? '', e.reasoning) : undefined;
+    const split = request.kind === 'chat' ? splitReply(e.reply ?? '', e.reasoning) : undefined;
     return {
       ...base,
       reply: split ? split.answer : null,
       ...(split?.reasoning !== undefined ? { reasoning: split.reasoning } : {}),
       ...(e.usage ? { usage: sampleUsage(e.usage) } : {}),
-      ...(job.kind === 'chat' && e.finishReason !== undefined ? { finish_reason: e.finishReason } : {}),
+      ...(request.kind === 'chat' && e.finishReason !== undefined ? { finish_reason: e.finishReason } : {}),
       ...(r.flag ? { flag: r.flag } : {}),
       status: r.status,
       answer: r.answer,
       ...loglik,
       ...(r.status === 'parsed' ? { notes: r.notes ?? [] } : { reason: r.reason ?? 'unparsed' }),
       ...(gold !== undefined
-        ? { gold, correct: r.answer !== null && isCorrect(job.task, gold, r.answer) }
+        ? { gold, correct: r.answer !== null && isCorrect(request.task, gold, r.answer) }
         : {}),
       latency_ms: e.latencyMs,
     };

@@ -74,7 +74,7 @@ export interface Plan {
 const sha256 = async (file: string): Promise<string> => (await sha256File(file)).sha256;
 
 export async function planRequests(o: PlanOptions): Promise<Plan> {
-  const jobs: LlmRequest[] = [];
+  const requests: LlmRequest[] = [];
   const dataFiles: Record<string, string> = {};
   const skipped: Record<string, string> = {};
   const labelSpace: Record<string, number> = {};
@@ -164,7 +164,7 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
             )
             .digest('hex')
             .slice(0, 32);
-          jobs.push({ kind: 'loglik', task, split, record, item, key, ctx, ...perturbed });
+          requests.push({ kind: 'loglik', task, split, record, item, key, ctx, ...perturbed });
           continue;
         }
         const messages = buildMessages(task, asked, examples, {
@@ -177,7 +177,7 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
         });
         const repeats = o.repeats ?? 1;
         if (repeats === 1) {
-          jobs.push({
+          requests.push({
             kind: 'chat',
             task,
             split,
@@ -193,7 +193,7 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
         for (let r = 0; r < repeats; r++) {
           const params = { ...o.params, seed: (o.params.seed ?? o.seed) + r };
           const key = requestKey(messages, { ...keyParams, ...params });
-          jobs.push({
+          requests.push({
             kind: 'chat',
             task,
             split,
@@ -209,5 +209,5 @@ export async function planRequests(o: PlanOptions): Promise<Plan> {
       }
     }
   }
-  return { requests: jobs, dataFiles, skipped, labelSpace };
+  return { requests, dataFiles, skipped, labelSpace };
 }

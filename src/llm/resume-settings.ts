@@ -101,11 +101,11 @@ export function recordSettings(outDir: string, settings: RequestSettings): void 
  * Paid answers the journal holds for this run's items under requests the run does not make, counted only where the
  * item's own request is not answered yet (after `--reask`, an item answered under the new settings is whole).
  */
-export function answersOfOtherRequests(journal: Journal, jobs: readonly LlmRequest[]): JournalEntry[] {
+export function answersOfOtherRequests(journal: Journal, requests: readonly LlmRequest[]): JournalEntry[] {
   const itemOf = (task: string, split: string, id: string) => JSON.stringify([task, split, id]);
-  const keys = new Set(jobs.map((j) => j.key));
+  const keys = new Set(requests.map((j) => j.key));
   const open = new Set(
-    jobs
+    requests
       .filter((j) => journal.get(j.key)?.status !== 'ok')
       .map((j) => itemOf(j.task.name, j.split, j.record.id)),
   );
@@ -136,7 +136,7 @@ export function checkResumeSettings(o: {
   outDir: string;
   journalFile: string;
   journal: Journal;
-  jobs: readonly LlmRequest[];
+  requests: readonly LlmRequest[];
   settings: RequestSettings;
   waiting: readonly RecordedBatch[];
   reask: boolean;
@@ -144,7 +144,7 @@ export function checkResumeSettings(o: {
 }): void {
   const changed = changesSince(o.outDir, o.settings);
   const which = changed !== undefined ? `changed since they were asked: ${changed}` : GENERAL;
-  const keys = new Set(o.jobs.map((j) => j.key));
+  const keys = new Set(o.requests.map((j) => j.key));
   for (const b of o.waiting) {
     const foreign = b.keys.filter((k) => !keys.has(k)).length;
     if (foreign > 0)
@@ -152,7 +152,7 @@ export function checkResumeSettings(o: {
         `batch ${b.id} holds ${foreign} request(s) this run would not ask (${which}): collecting it would drop its paid answers. Resume with the settings it was made with (they collect it), or give a new --out`,
       );
   }
-  const orphaned = answersOfOtherRequests(o.journal, o.jobs);
+  const orphaned = answersOfOtherRequests(o.journal, o.requests);
   if (orphaned.length === 0) return;
   const items = new Set(orphaned.map((e) => `${e.task}\n${e.split}\n${e.id}`)).size;
   if (!o.reask)

@@ -177,11 +177,11 @@ export function pricesOf(options: {
   };
 }
 
-/** What the last stages need: the run's options, its jobs (this shard's) and their answers. */
+/** What the last stages need: the run's options, its requests (this shard's) and their answers. */
 export interface FinishInput {
   options: LlmRunOptions | Omit<LlmRunOptions, 'provider'>;
-  jobs: readonly LlmRequest[];
-  plan: Awaited<ReturnType<typeof planRequests>>;
+  requests: readonly LlmRequest[];
+  planned: Awaited<ReturnType<typeof planRequests>>;
   journal: Journal;
   journalFile: string;
   /** The provider's description (provider, endpoint, model, log-likelihood method), as the manifest records it. */
@@ -203,15 +203,15 @@ export interface FinishInput {
  * and a merge of its shards end here alike, so that the merged folder is the one the unsharded run would write.
  */
 export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
-  const { options, jobs, plan, journal, journalFile, model, log } = f;
+  const { options, requests, planned, journal, journalFile, model, log } = f;
   const { seed, shots, splits, mode } = options;
   const shard = options.shard;
   const wallS = f.wallS;
-  const accepted = checkFailures(jobs, journal, journalFile, options.allowFailures);
+  const accepted = checkFailures(requests, journal, journalFile, options.allowFailures);
   if (accepted) log.warn(accepted);
 
   // 3. Read the answers, write the run folder.
-  const samples = collectSamples(jobs, journal);
+  const samples = collectSamples(requests, journal);
   const repeats = options.repeats ?? 1;
   // With repeats, each item's answer is the one most of its repeats gave; samples.jsonl keeps every repeat.
   const answered = repeats > 1 ? voteRepeats(options.tasks, samples) : samples;
@@ -235,7 +235,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
     ...(options.limit !== undefined || shard ? { fileGold: true } : {}),
   });
   const perTask = taskFigures(options.tasks, samples);
-  const ok = jobs.map((j) => journal.get(j.key)).filter((e): e is JournalEntry => e?.status === 'ok');
+  const ok = requests.map((j) => journal.get(j.key)).filter((e): e is JournalEntry => e?.status === 'ok');
   const ledger = usageLedger(ok);
   const latencies = ok.map((e) => e.latencyMs);
   const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
@@ -273,10 +273,10 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
           }
         : {}),
       tasks: perTask,
-      label_space: plan.labelSpace,
-      skipped: plan.skipped,
+      label_space: planned.labelSpace,
+      skipped: planned.skipped,
       requests: {
-        total: jobs.length,
+        total: requests.length,
         sent_this_run: f.sent,
         wall_s: wallS,
         throughput_rps: f.sent / Math.max(1e-9, wallS),
@@ -284,9 +284,9 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       usage: { ...ledger, replies_with_invalid_counts: usageProblems.length },
       served_models: served,
       finish_reasons: finishReasons(ok),
-      failed_requests: jobs.length - ok.length,
+      failed_requests: requests.length - ok.length,
       ...(repeats > 1 ? { repeats: repeatFigures(options.tasks, samples, seed) } : {}),
-      ...(shard ? { shard: { ...shard, requests: jobs.length, of: plan.requests.length } } : {}),
+      ...(shard ? { shard: { ...shard, requests: requests.length, of: planned.requests.length } } : {}),
       latency_ms: { median: percentileOf(latencies, 50), p95: percentileOf(latencies, 95) },
       // Each answer at the rate it was bought at (./cost.ts): online and batch answers of one folder each at theirs.
       ...(options.prices ? { cost: spentOn(ok, options.prices, unsaid.discount) } : {}),
@@ -328,7 +328,7 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
       ]),
     ),
     prompt_variant: options.promptVariant ?? null,
-    data_sha256: plan.dataFiles,
+    data_sha256: planned.dataFiles,
     shard: shard ?? null,
     repeats,
     perturb: options.perturb ?? null,
@@ -343,15 +343,15 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
  * wrong answer. Says how many failed, the first distinct reasons, and how to continue.
  */
 function checkFailures(
-  jobs: readonly { key: string }[],
+  requests: readonly { key: string }[],
   journal: Journal,
   journalFile: string,
   allow: LlmRunOptions['allowFailures'],
 ): string | undefined {
-  const failed = jobs.map((j) => journal.get(j.key)).filter((e) => e?.status !== 'ok');
+  const failed = requests.map((j) => journal.get(j.key)).filter((e) => e?.status !== 'ok');
   if (failed.length === 0) return undefined;
   const allowed =
-    allow === undefined ? 0 : 'count' in allow ? allow.count : (allow.percent / 100) * jobs.length;
+    allow === undefined ? 0 : 'count' in allow ? allow.count : (allow.percent / 100) * requests.length;
   const reasons = new Map<string, number>();
   for (const e of failed) {
     const why = (e?.error ?? 'not sent').slice(0, 300);
@@ -362,7 +362,7 @@ function checkFailures(
     .slice(0, 3)
     .map(([why, n]) => `  ${n}× ${why}`);
   const more = reasons.size > 3 ? [`  … and ${reasons.size - 3} other reason(s)`] : [];
-  const head = `${failed.length} of ${jobs.length} requests failed`;
+  const head = `${failed.length} of ${requests.length} requests failed`;
   if (failed.length > allowed) {
     throw new RumedbenchError(
       'RUN_INCOMPLETE',
@@ -375,7 +375,7 @@ function checkFailures(
       ].join('\n'),
     );
   }
-  if (failed.length === jobs.length) {
+  if (failed.length === requests.length) {
     throw new RumedbenchError(
       'LLM_REQUEST_FAILED',
       [`${head}: every one; nothing to score:`, ...top, ...more].join('\n'),
@@ -445,18 +445,18 @@ function checkReplies(options: FinishInput['options'], samples: readonly SampleL
 }
 
 /** Before anything is sent: each log-likelihood task's first item must be one the engine's method can score. */
-export async function checkLoglikTasks(provider: Provider, jobs: readonly LlmRequest[]): Promise<void> {
+export async function checkLoglikTasks(provider: Provider, requests: readonly LlmRequest[]): Promise<void> {
   if (!provider.loglikLimitation) return;
   const seen = new Set<string>();
   const refused: string[] = [];
-  for (const job of jobs) {
-    if (job.kind !== 'loglik' || seen.has(job.task.name)) continue;
-    seen.add(job.task.name);
+  for (const request of requests) {
+    if (request.kind !== 'loglik' || seen.has(request.task.name)) continue;
+    seen.add(request.task.name);
     const why = await provider.loglikLimitation({
-      context: job.item.context,
-      continuations: job.item.candidates.map((c) => c.text),
+      context: request.item.context,
+      continuations: request.item.candidates.map((c) => c.text),
     });
-    if (why) refused.push(`${job.task.name}: ${why}`);
+    if (why) refused.push(`${request.task.name}: ${why}`);
   }
   if (refused.length > 0) {
     throw new RumedbenchError(

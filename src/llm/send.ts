@@ -1,5 +1,5 @@
 /**
- * Stage two of an LLM run: send the jobs that the journal does not answer yet, `concurrency` at a time, journaling
+ * Stage two of an LLM run: send the requests that the journal does not answer yet, `concurrency` at a time, journaling
  * each answer (or failure) the moment it arrives, reporting progress to the caller.
  */
 import { RumedbenchError } from '../errors.js';
@@ -30,17 +30,17 @@ export const newProgress = (total: number): RunProgress => ({
   startedAt: Date.now(),
 });
 
-/** Asks the provider one job: a chat completion, or the log-probabilities of the candidates. */
+/** Asks the provider one request: a chat completion, or the log-probabilities of the candidates. */
 async function ask(
   provider: Provider,
-  job: LlmRequest,
+  request: LlmRequest,
   params: SamplingParams,
 ): Promise<Partial<JournalEntry>> {
-  if (job.kind === 'loglik') {
+  if (request.kind === 'loglik') {
     if (!provider.loglik) throw new Error('this provider cannot score by log-likelihood');
     const r = await provider.loglik({
-      context: job.item.context,
-      continuations: job.item.candidates.map((c) => c.text),
+      context: request.item.context,
+      continuations: request.item.candidates.map((c) => c.text),
     });
     return {
       logprobs: r.logprobs,
@@ -50,9 +50,9 @@ async function ask(
     };
   }
   const reply = await provider.chat(
-    job.messages,
+    request.messages,
     params,
-    job.task.prompt.jsonSchema ? { jsonSchema: job.task.prompt.jsonSchema } : {},
+    request.task.prompt.jsonSchema ? { jsonSchema: request.task.prompt.jsonSchema } : {},
   );
   return {
     reply: reply.text,
@@ -60,7 +60,7 @@ async function ask(
     ...(reply.usage
       ? { usage: reply.usage }
       : reply.usageProblem
-        ? { usage: estimatedUsage(job.messages, reply) }
+        ? { usage: estimatedUsage(request.messages, reply) }
         : {}),
     ...(reply.usageProblem ? { usageProblem: reply.usageProblem } : {}),
     ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
@@ -83,13 +83,13 @@ export async function sendAll(options: {
   /** Told after each answer, and once more at the end (`final`). */
   onProgress?: (p: RunProgress, final: boolean) => void;
   /** Called with each answer as it arrives (the progress bar's running accuracy). */
-  onAnswer?: (job: LlmRequest, entry: JournalEntry) => void;
+  onAnswer?: (request: LlmRequest, entry: JournalEntry) => void;
   /**
    * Asked before each request is sent (`--max-cost` reserves its ceiling): false sends nothing more. `settle` is told
    * when its entry is journaled, answered or failed.
    */
-  admit?: (job: LlmRequest) => boolean | Promise<boolean>;
-  settle?: (job: LlmRequest, entry: JournalEntry) => void | Promise<void>;
+  admit?: (request: LlmRequest) => boolean | Promise<boolean>;
+  settle?: (request: LlmRequest, entry: JournalEntry) => void | Promise<void>;
 }): Promise<number> {
   const started = Date.now();
   let next = 0;
@@ -99,16 +99,16 @@ export async function sendAll(options: {
   const worker = async (): Promise<void> => {
     for (;;) {
       if (stopped || options.signal?.aborted) return;
-      const job = options.pending[next];
-      if (!job) return;
+      const request = options.pending[next];
+      if (!request) return;
       // Taken before the budget is asked (which may wait on a database): no two of these loops take one request.
       next++;
-      if (options.admit && !(await options.admit(job))) return;
+      if (options.admit && !(await options.admit(request))) return;
       const t0 = performance.now();
-      const base = { key: job.key, task: job.task.name, split: job.split, id: job.record.id };
+      const base = { key: request.key, task: request.task.name, split: request.split, id: request.record.id };
       let entry: JournalEntry;
       try {
-        const answer = await ask(options.provider, job, job.params ?? options.params);
+        const answer = await ask(options.provider, request, request.params ?? options.params);
         entry = {
           ...base,
           status: 'ok',
@@ -127,9 +127,9 @@ export async function sendAll(options: {
         };
       }
       await options.journal.append(entry);
-      await options.settle?.(job, entry);
+      await options.settle?.(request, entry);
       options.progress.done++;
-      if (entry.status === 'ok') options.onAnswer?.(job, entry);
+      if (entry.status === 'ok') options.onAnswer?.(request, entry);
       options.onProgress?.(options.progress, false);
     }
   };

@@ -24,7 +24,7 @@ import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { batchApiOf, type LlmCell, llmCell } from '../engine/llm.js';
+import { batchApiOf, type LlmRunPhases, llmRunPhases } from '../engine/llm.js';
 import { sendRun } from '../engine/loop.js';
 import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
@@ -51,7 +51,7 @@ import { type CellStore, cellStore, queueRunStore } from './queue-store.js';
 import type { QueueDb } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
-export type CellRunner = LlmCell;
+export type CellRunner = LlmRunPhases;
 
 export interface WorkerOptions {
   db: QueueDb;
@@ -107,7 +107,7 @@ interface Active {
 
 interface Prepared {
   runner: CellRunner;
-  plan: Awaited<ReturnType<CellRunner['plan']>>;
+  planned: Awaited<ReturnType<CellRunner['requests']>>;
   byKey: Map<string, LlmRequest>;
   provider?: Provider | undefined;
   /** Whether `provider` may connect to private addresses. */
@@ -527,18 +527,18 @@ export class Worker {
         const spec = specOfRow(stored, `${plan}/${cell}`);
         const runner = this.o.prepare
           ? await this.o.prepare(spec)
-          : llmCell(spec, {
+          : llmRunPhases(spec, {
               log: this.o.log,
               ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
             });
-        const planned = await runner.plan();
+        const planned = await runner.requests();
         const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
         if (differ.length > 0)
           throw new RumedbenchError(
             'DATA_INVALID',
             `worker ${this.name}: its data differ from those the plan was queued with (${differ.map(([f]) => f).join(', ')}; data folder ${runner.options.dataDir}); give the worker the same files (--data)`,
           );
-        return { runner, plan: planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
+        return { runner, planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
       })();
       this.cells.set(key, p);
       p.catch(() => this.cells.delete(key));
@@ -597,7 +597,7 @@ export class Worker {
     }
     t0 += performance.now() - planning;
     const round = a.round;
-    const keys = stored ?? prepared.plan.requests.map((j) => j.key);
+    const keys = stored ?? prepared.planned.requests.map((j) => j.key);
     let answered = new Set(row.answered);
     if (stored === null) {
       await store.total(new Set(keys).size);
@@ -680,7 +680,7 @@ export class Worker {
     const run = queueRunStore(store, {
       plan,
       cell,
-      all: prepared.plan.requests,
+      all: prepared.planned.requests,
       ceilings: prepared,
       maxTokens: prepared.runner.options.params.maxTokens,
       answers: { append: batch ? writeBatch : write },
@@ -706,7 +706,7 @@ export class Worker {
       await sendRun({
         store: run,
         provider,
-        all: prepared.plan.requests,
+        all: prepared.planned.requests,
         pending: pending as LlmRequest[],
         params,
         concurrency: batch ? prepared.runner.options.concurrency : Math.min(inFlight, row.in_flight),
@@ -829,7 +829,7 @@ export class Worker {
       // another round, while the plan has rounds left; the cell is finished once they are answered.
       const transient = [
         ...new Set(
-          prepared.plan.requests
+          prepared.planned.requests
             .map((j) => j.key)
             .filter((k) => {
               const entry = byKey.get(k);
@@ -846,7 +846,7 @@ export class Worker {
       const journalFile = join(dir, 'journal.jsonl');
       writeFileSync(
         journalFile,
-        prepared.plan.requests
+        prepared.planned.requests
           .map((j) => byKey.get(j.key))
           .filter((e): e is string => e !== undefined)
           .map((e) => `${e}\n`)
@@ -857,8 +857,8 @@ export class Worker {
       const batches = batch ? await store.batchIds() : [];
       const result = await prepared.runner.finish({
         outDir: dir,
-        jobs: prepared.plan.requests,
-        plan: prepared.plan,
+        requests: prepared.planned.requests,
+        planned: prepared.planned,
         journal,
         journalFile,
         model: row.described ? (JSON.parse(row.described) as Record<string, unknown>) : {},
