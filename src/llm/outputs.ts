@@ -11,12 +11,12 @@ import { type Calibration, type CalibrationItem, calibration } from '../metrics/
 import type { Prediction } from '../metrics/item-stats.js';
 import { createRng } from '../metrics/rng.js';
 import { RunFolderWriter } from '../scoring/formats.js';
+import { REPLY_FLAGS, type ReplyFlag, readReply, splitReply } from '../tasks/reply-check.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { chooseAnswer, type Normalization, normalized } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { Usage } from './provider.js';
-import { flagReason, judgeReply, REPLY_FLAGS, type ReplyFlag, splitReply } from './reply-check.js';
 import type { LlmRequest } from './requests.js';
 
 export interface SampleLog {
@@ -36,7 +36,7 @@ export interface SampleLog {
   usage?: SampleUsage;
   /** Generation: why the server says the reply ended (stop, length, content_filter), where it says. */
   finish_reason?: string;
-  /** Generation: a reply not read as the model's answer, or cut off (reply-check.ts). */
+  /** Generation: a reply not read as the model's answer, or cut off (src/tasks/reply-check.ts). */
   flag?: ReplyFlag;
   status: 'parsed' | 'unparsed' | 'failed';
   answer: Prediction | null;
@@ -136,22 +136,16 @@ export function readAnswer(
       ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
       : { answer, status: 'parsed' };
   }
-  const reply = splitReply(e.reply ?? '', e.reasoning);
-  const flag = judgeReply(reply, e.finishReason, request.messages);
-  // An echo, a filtered or empty reply, or one cut off inside its reasoning is never read as an answer.
-  if (flag !== undefined && flag !== 'truncated')
-    return { answer: null, status: 'unparsed', reason: flagReason(flag, e.finishReason), flag };
-  // The parser reads the answer alone: a reasoning that weighs «Ответ: да» against «нет» is not the answer.
-  const p = request.task.prompt.parse(reply.answer, (request.shown ?? request.record).raw, request.ctx);
-  const flagged = flag ? { flag } : {};
-  return p.status === 'parsed'
-    ? { answer: back(p.answer), status: 'parsed', notes: p.notes, ...flagged }
-    : {
-        answer: null,
-        status: 'unparsed',
-        reason: flag ? `${flagReason(flag, e.finishReason)} (${p.reason})` : p.reason,
-        ...flagged,
-      };
+  const r = readReply(
+    request.task,
+    {
+      text: e.reply ?? '',
+      ...(e.reasoning !== undefined ? { reasoning: e.reasoning } : {}),
+      ...(e.finishReason !== undefined ? { finishReason: e.finishReason } : {}),
+    },
+    { messages: request.messages, raw: (request.shown ?? request.record).raw, ctx: request.ctx },
+  );
+  return r.status === 'parsed' ? { ...r, answer: back(r.answer) } : r;
 }
 
 export function collectSamples(requests: readonly LlmRequest[], journal: Journal): SampleLog[] {
@@ -245,7 +239,7 @@ export type TaskFigures = {
   unparsed: number;
   unparsed_rate: number;
   failed: number;
-  /** Generation: replies flagged before parsing (reply-check.ts), by flag; a truncated reply may still be read. */
+  /** Generation: replies flagged before parsing (src/tasks/reply-check.ts), by flag; a truncated reply may still be read. */
   replies?: Record<ReplyFlag, number>;
   /** Log-likelihood, items with gold: accuracy of the argmax of the sum, and of the length-normalized scores. */
   acc?: number;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { getTask } from '../tasks/registry.js';
+import { judgeReply, splitReply } from '../tasks/reply-check.js';
 import { buildMessages } from './prompt.js';
-import { judgeReply, splitReply } from './reply-check.js';
 
 const danet = getTask('RuMedDaNet');
 const record = {

@@ -20,6 +20,7 @@ import {
   writeRunSummary,
 } from '../scoring/run-log.js';
 import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
+import { REPLY_FLAGS, type ReplyFlag } from '../tasks/reply-check.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
 import type { BatchApi, BatchResult } from './batch.js';
@@ -38,7 +39,6 @@ import {
 import type { Perturbation } from './perturb.js';
 import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
-import { REPLY_FLAGS, type ReplyFlag } from './reply-check.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import type { RunProgress } from './send.js';
 

@@ -63,12 +63,13 @@ export type IssueCode =
   | 'CLOSED_QUOTA_USED'
   /** The ids answer another split of the task (dev predictions scored as test). */
   | 'WRONG_SPLIT'
-  /** An lm-eval output folder that cannot be read as one run (several runs in it, an unreadable results file). */
+  /**
+   * An lm-eval output folder that cannot be read as one run: several runs in it, an unreadable results file, one
+   * task answered by two lm-eval tasks (its log-likelihood and generation prompts), a sample without one reply.
+   */
   | 'LMEVAL_RUN'
   /** An lm-eval task that asked the model otherwise than we ask (a task we did not export, an edited one). */
   | 'LMEVAL_PROMPT_MISMATCH'
-  /** lm-eval samples of a generation task (`<task>_gen`): not read here; `rumedbench llm` scores that prompt. */
-  | 'LMEVAL_GENERATION_UNREAD'
   /** lm-eval answered a split other than test (RuMedTest's private test): not scored with the test splits. */
   | 'LMEVAL_OTHER_SPLIT';
 

@@ -14,6 +14,7 @@ import { ifPresent, readGoldLabels } from '../data/load.js';
 import { resolveDataDir } from '../data/paths.js';
 import { loglikContext } from '../tasks/loglik-prompt.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
+import { type ReplyFlag, readReply, type SentMessage, splitReply } from '../tasks/reply-check.js';
 import type { PromptContext, TaskDefinition } from '../tasks/types.js';
 import type { SubmissionIssue } from './issues.js';
 import type { Submission, SubmissionFile } from './submission-types.js';
@@ -57,14 +58,23 @@ export interface LmEvalRunInfo {
   /** Per lm-eval task: its version, our task, the prompt version and data sha256 its export recorded. */
   tasks: Record<
     string,
-    { version: unknown; rumedbench_task: string; prompt_version: string | null; data_sha256: string | null }
+    {
+      version: unknown;
+      rumedbench_task: string;
+      mode: 'loglik' | 'generate';
+      prompt_version: string | null;
+      data_sha256: string | null;
+      /** Generation: the task's generation_kwargs (max_gen_toks, until, temperature) as lm-eval ran it. */
+      generation_kwargs?: unknown;
+    }
   >;
   /** The settings that change what a model is asked: few-shot, chat template, system instruction, limit. */
   settings: Record<string, unknown>;
 }
 
-/** One item as lm-eval answered it. */
-export interface LmEvalSample {
+/** One item as lm-eval answered it by log-likelihood. */
+export interface LmEvalLoglikSample {
+  mode: 'loglik';
   task: string;
   split: string;
   id: string;
@@ -74,6 +84,31 @@ export interface LmEvalSample {
   /** The candidate with the best log-likelihood per character (lm-eval's acc_norm), apart from the answer. */
   answer_norm: string | null;
 }
+
+/**
+ * One item as lm-eval answered it by generation: its raw reply (`resps`) read by our parser as `rumedbench llm`
+ * reads a reply (src/tasks/reply-check.ts), fields as `llm`'s samples name them.
+ */
+export interface LmEvalGenerateSample {
+  mode: 'generate';
+  task: string;
+  split: string;
+  id: string;
+  messages: SentMessage[];
+  /** The reply's answer text, its reasoning (`<think>` blocks) apart. */
+  reply: string;
+  reasoning?: string;
+  flag?: ReplyFlag;
+  status: 'parsed' | 'unparsed';
+  /** null: unparsed (counted, scored as wrong), never a default label. */
+  answer: string | string[] | null;
+  notes?: string[];
+  reason?: string;
+  /** What lm-eval's own filter made of the reply (`filtered_resps`), which is not what is scored. */
+  lm_eval_filtered: unknown;
+}
+
+export type LmEvalSample = LmEvalLoglikSample | LmEvalGenerateSample;
 
 export interface LmEvalRead {
   submission: Submission;
@@ -125,6 +160,158 @@ function choose(
   return task.kind === 'ranking'
     ? order.slice(0, task.k ?? 3).map((c) => c.label)
     : (order[0]?.label ?? null);
+}
+
+/** A line of a samples file, as lm-eval 0.4.x writes it. */
+interface LmEvalLine {
+  doc?: Record<string, unknown>;
+  arguments?: Record<string, { arg_0?: unknown; arg_1?: unknown }> | unknown[][];
+  resps?: unknown[];
+  filtered_resps?: unknown[];
+}
+
+/** What one sample reads as: the item's sample, or why it cannot be read. */
+type SampleRead = { sample: LmEvalSample } | { bad: string; code: 'LMEVAL_PROMPT_MISMATCH' | 'LMEVAL_RUN' };
+
+/** Each request's first two arguments (context and continuation, or context and generation settings). */
+const requestArgs = (s: LmEvalLine): unknown[][] =>
+  (Array.isArray(s.arguments) ? s.arguments : Object.values(s.arguments ?? {})).map((a) =>
+    Array.isArray(a) ? [a[0], a[1]] : [(a as { arg_0?: unknown }).arg_0, (a as { arg_1?: unknown }).arg_1],
+  );
+
+/** A log-likelihood sample: every request checked against our prompt and candidates, the answer their argmax. */
+function readLoglik(
+  task: TaskDefinition,
+  ctx: PromptContext,
+  s: LmEvalLine,
+  at: { split: string; id: string },
+): SampleRead {
+  const loglik = task.prompt.loglik as NonNullable<TaskDefinition['prompt']['loglik']>;
+  const doc = s.doc ?? {};
+  const args = requestArgs(s);
+  const candidates = loglik.candidates(doc, ctx, {});
+  const prompt = loglikContext(task, task.prompt.render(doc));
+  // The prompt check: every request's context and continuation, in the candidates' order.
+  const bad =
+    args.length !== candidates.length
+      ? `${args.length} requests for ${candidates.length} candidates (${candidates.map((c) => JSON.stringify(c.text)).join(', ')})`
+      : args
+          .map(([ctxText, cont], k) =>
+            ctxText !== prompt
+              ? `the prompt differs ${firstDifference(prompt, String(ctxText))}`
+              : cont !== candidates[k]?.text
+                ? `candidate ${k + 1} differs: ours ${JSON.stringify(candidates[k]?.text)}, theirs ${JSON.stringify(cont)}`
+                : undefined,
+          )
+          .find((x) => x !== undefined);
+  if (bad !== undefined) return { bad, code: 'LMEVAL_PROMPT_MISMATCH' };
+  const scores = (s.filtered_resps ?? []).map((r) => {
+    const v = Number(Array.isArray(r) ? r[0] : r);
+    return Number.isFinite(v) ? v : null;
+  });
+  const labels = candidates.map((c) => c.label);
+  return {
+    sample: {
+      mode: 'loglik',
+      task: task.name,
+      ...at,
+      prompt,
+      candidates: candidates.map((c, i) => ({ ...c, logprob: scores[i] ?? null })),
+      answer: choose(task, labels, scores),
+      answer_norm: choose(
+        { ...task, kind: 'classification' } as TaskDefinition,
+        labels,
+        scores.map((v, i) => (v === null ? null : v / Math.max(1, [...(candidates[i]?.text ?? '')].length))),
+      ) as string | null,
+    },
+  };
+}
+
+/**
+ * The messages lm-eval sent for a generation request: with `--apply_chat_template` and a chat endpoint it logs them
+ * as one JSON text (its JsonChatStr, written as a one-element list); anything else is a plain prompt, not ours.
+ */
+function sentMessages(arg: unknown): SentMessage[] | string {
+  const text = Array.isArray(arg) && arg.length === 1 ? arg[0] : arg;
+  if (typeof text !== 'string') return `its request is not a prompt (${JSON.stringify(arg)?.slice(0, 80)})`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const isMessage = (m: unknown): m is SentMessage =>
+    typeof m === 'object' &&
+    m !== null &&
+    typeof (m as SentMessage).role === 'string' &&
+    typeof (m as SentMessage).content === 'string';
+  if (!Array.isArray(parsed) || !parsed.every(isMessage))
+    return `lm-eval sent one plain text, not chat messages (run it with --apply_chat_template): ${JSON.stringify(text.slice(0, 80))}`;
+  return parsed.map((m) => ({ role: m.role, content: m.content }));
+}
+
+/**
+ * A generation sample: the messages checked against ours (zero-shot, as `llm` sends them), then lm-eval's raw reply
+ * (`resps`, not its filtered one) read by our parser exactly as `llm` reads a reply. lm-eval keeps neither the
+ * server's finish_reason nor its reasoning field, so a reply cut off by the token limit is read as given.
+ */
+function readGenerated(
+  task: TaskDefinition,
+  ctx: PromptContext,
+  s: LmEvalLine,
+  at: { split: string; id: string },
+): SampleRead {
+  const doc = s.doc ?? {};
+  const args = requestArgs(s);
+  if (args.length !== 1)
+    return { bad: `${args.length} requests for one item, not 1`, code: 'LMEVAL_PROMPT_MISMATCH' };
+  const ours: SentMessage[] = [
+    ...(task.prompt.system ? [{ role: 'system', content: task.prompt.system }] : []),
+    { role: 'user', content: `${task.prompt.instruction(ctx)}\n\n${task.prompt.render(doc)}` },
+  ];
+  const theirs = sentMessages(args[0]?.[0]);
+  if (typeof theirs === 'string') return { bad: theirs, code: 'LMEVAL_PROMPT_MISMATCH' };
+  const roles = (m: SentMessage[]) => m.map((x) => x.role).join(', ');
+  const bad =
+    roles(theirs) !== roles(ours)
+      ? `the messages differ: ours ${roles(ours)}, theirs ${roles(theirs)}`
+      : ours
+          .map((m, k) =>
+            m.content !== theirs[k]?.content
+              ? `the ${m.role} message differs ${firstDifference(m.content, theirs[k]?.content ?? '')}`
+              : undefined,
+          )
+          .find((x) => x !== undefined);
+  if (bad !== undefined) return { bad, code: 'LMEVAL_PROMPT_MISMATCH' };
+  // One reply per request (lm-eval's `repeats: 1`); a server's null content is no text, as `llm` takes it.
+  const replies = s.resps?.[0];
+  if (
+    !Array.isArray(replies) ||
+    replies.length !== 1 ||
+    (replies[0] !== null && typeof replies[0] !== 'string')
+  )
+    return {
+      bad: `its reply is not one text (resps ${JSON.stringify(s.resps)?.slice(0, 80)})`,
+      code: 'LMEVAL_RUN',
+    };
+  const text = (replies[0] as string | null) ?? '';
+  const r = readReply(task, { text }, { messages: ours, raw: doc, ctx });
+  const split = splitReply(text);
+  return {
+    sample: {
+      mode: 'generate',
+      task: task.name,
+      ...at,
+      messages: ours,
+      reply: split.answer,
+      ...(split.reasoning !== undefined ? { reasoning: split.reasoning } : {}),
+      ...(r.flag !== undefined ? { flag: r.flag } : {}),
+      status: r.status,
+      answer: r.answer,
+      ...(r.status === 'parsed' ? { notes: r.notes } : { reason: r.reason }),
+      lm_eval_filtered: s.filtered_resps?.[0] ?? null,
+    },
+  };
 }
 
 /**
@@ -180,6 +367,7 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
       chat_template: results.chat_template ?? null,
       fewshot_as_multiturn: results.fewshot_as_multiturn ?? null,
       n_shot: results['n-shot'] ?? null,
+      gen_kwargs: config.gen_kwargs ?? null,
     },
   };
   const files: SubmissionFile[] = [];
@@ -193,37 +381,40 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
     const file = join(folder, name);
     const cfg = configs[lmTask] ?? {};
     const task = taskFor(lmTask, cfg);
-    // Generation samples: their replies would need our parsers on lm-eval's raw replies, not done yet; refused by
-    // name rather than checked as log-likelihood requests (which they are not).
-    if (task && (cfg.output_type === 'generate_until' || cfg.metadata?.mode === 'generate')) {
-      issues.push({
-        severity: 'error',
-        code: 'LMEVAL_GENERATION_UNREAD',
-        file,
-        task: task.name,
-        message: `lm-eval task "${lmTask}" is ${task.name}'s generation prompt, whose samples rumedbench does not read yet: run \`rumedbench llm\` for it, or run the log-likelihood tasks (group rumedbench) to bring results here`,
-      });
-      continue;
-    }
-    if (!task?.prompt.loglik) {
+    const mode =
+      cfg.output_type === 'generate_until' || cfg.metadata?.mode === 'generate' ? 'generate' : 'loglik';
+    if (!task || (mode === 'loglik' && !task.prompt.loglik)) {
       issues.push({
         severity: 'error',
         code: 'UNKNOWN_TASK_FILE',
         file,
-        message: `lm-eval task "${lmTask}" is none of RuMedBench's tasks scored by log-likelihood`,
+        message: `lm-eval task "${lmTask}" is none of RuMedBench's tasks${mode === 'loglik' ? ' scored by log-likelihood' : ''}`,
         expected: `a task written by rumedbench tasks export --format lm-eval (${TASKS.filter(
-          (t) => t.prompt.loglik,
+          (t) => mode === 'generate' || t.prompt.loglik,
         )
           .map((t) => t.name)
           .join(', ')})`,
       });
       continue;
     }
+    // One answer per item: a run of both prompts of a task (groups rumedbench and rumedbench_gen) is two answers.
+    const twice = Object.entries(info.tasks).find(([, t]) => t.rumedbench_task === task.name);
+    if (twice) {
+      issues.push({
+        severity: 'error',
+        code: 'LMEVAL_RUN',
+        file,
+        task: task.name,
+        message: `lm-eval tasks "${twice[0]}" and "${lmTask}" both answer ${task.name}: run the log-likelihood tasks (group rumedbench) and the generation tasks (group rumedbench_gen) as two lm-eval runs`,
+      });
+      continue;
+    }
     const meta = cfg.metadata ?? {};
     const split = typeof meta.split === 'string' ? meta.split : (cfg.test_split ?? 'test');
-    // The candidates: the export's labels, else ours (a ranking task's from the train inventory of the data).
+    // The candidates: the export's labels, else ours (a ranking task's from the train inventory of the data); the
+    // generation prompt of a ranking task lists that inventory, and its parser reads codes against it.
     let ctx: PromptContext = {};
-    if (Array.isArray(meta.labels)) ctx = { labels: meta.labels.map(String) };
+    if (mode === 'loglik' && Array.isArray(meta.labels)) ctx = { labels: meta.labels.map(String) };
     else if (task.kind === 'ranking') {
       const labels = await ifPresent(readGoldLabels(task, 'train', { dataDir }));
       if (labels) ctx = { labels: [...labels].sort() };
@@ -231,8 +422,12 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
     info.tasks[lmTask] = {
       version: (results.versions as Record<string, unknown> | undefined)?.[lmTask] ?? null,
       rumedbench_task: task.name,
+      mode,
       prompt_version: typeof meta.prompt_version === 'string' ? meta.prompt_version : null,
       data_sha256: typeof meta.data_sha256 === 'string' ? meta.data_sha256 : null,
+      ...(mode === 'generate'
+        ? { generation_kwargs: (cfg as { generation_kwargs?: unknown }).generation_kwargs ?? null }
+        : {}),
     };
     const lines: JsonlLine[] = [];
     let refused = false;
@@ -242,72 +437,36 @@ export async function readLmEval(path: string, options: { dataDir?: string } = {
         lines.push(line);
         continue;
       }
-      const s = line.value as {
-        doc?: Record<string, unknown>;
-        arguments?: Record<string, { arg_0?: unknown; arg_1?: unknown }> | unknown[][];
-        filtered_resps?: unknown[];
-      };
+      const s = line.value as LmEvalLine;
       const doc = s.doc ?? {};
       const rawId = doc[task.idField];
       const id = rawId === undefined || rawId === null ? undefined : String(rawId);
-      const args = (Array.isArray(s.arguments) ? s.arguments : Object.values(s.arguments ?? {})).map((a) =>
-        Array.isArray(a)
-          ? [a[0], a[1]]
-          : [(a as { arg_0?: unknown }).arg_0, (a as { arg_1?: unknown }).arg_1],
-      );
-      const candidates = task.prompt.loglik.candidates(doc, ctx, {});
-      const prompt = loglikContext(task, task.prompt.render(doc));
-      // The prompt check: every request's context and continuation, in the candidates' order.
-      const bad =
-        args.length !== candidates.length
-          ? `${args.length} requests for ${candidates.length} candidates (${candidates.map((c) => JSON.stringify(c.text)).join(', ')})`
-          : args
-              .map(([ctxText, cont], k) =>
-                ctxText !== prompt
-                  ? `the prompt differs ${firstDifference(prompt, String(ctxText))}`
-                  : cont !== candidates[k]?.text
-                    ? `candidate ${k + 1} differs: ours ${JSON.stringify(candidates[k]?.text)}, theirs ${JSON.stringify(cont)}`
-                    : undefined,
-              )
-              .find((x) => x !== undefined);
-      if (bad !== undefined) {
+      const read =
+        mode === 'generate'
+          ? readGenerated(task, ctx, s, { split, id: id ?? '' })
+          : readLoglik(task, ctx, s, { split, id: id ?? '' });
+      if ('bad' in read) {
         issues.push({
           severity: 'error',
-          code: 'LMEVAL_PROMPT_MISMATCH',
+          code: read.code,
           file,
           line: line.line,
           ...(id !== undefined ? { id } : {}),
           task: task.name,
-          message: `lm-eval asked ${lmTask} otherwise than rumedbench asks ${task.name}: ${bad}; run the tasks rumedbench tasks export --format lm-eval writes`,
+          message:
+            read.code === 'LMEVAL_PROMPT_MISMATCH'
+              ? `lm-eval asked ${lmTask} otherwise than rumedbench asks ${task.name}: ${read.bad}; run the tasks rumedbench tasks export --format lm-eval writes${mode === 'generate' ? ' (the generation tasks with --apply_chat_template)' : ''}`
+              : `${lmTask}: ${read.bad}`,
         });
         refused = true;
         break;
       }
-      const scores = (s.filtered_resps ?? []).map((r) => {
-        const v = Number(Array.isArray(r) ? r[0] : r);
-        return Number.isFinite(v) ? v : null;
-      });
-      const labels = candidates.map((c) => c.label);
-      const answer = choose(task, labels, scores);
-      const norm = choose(
-        { ...task, kind: 'classification' } as TaskDefinition,
-        labels,
-        scores.map((v, i) => (v === null ? null : v / Math.max(1, [...(candidates[i]?.text ?? '')].length))),
-      ) as string | null;
-      samples.push({
-        task: task.name,
-        split,
-        id: id ?? '',
-        prompt,
-        candidates: candidates.map((c, i) => ({ ...c, logprob: scores[i] ?? null })),
-        answer,
-        answer_norm: norm,
-      });
-      answers.push({ id: id ?? '', prediction: answer });
+      samples.push(read.sample);
+      answers.push({ id: id ?? '', prediction: read.sample.answer });
       // A RuMedBench-format line: the id as the doc carries it, the answer; validated as any file's lines are.
       lines.push({
         line: line.line,
-        value: { ...(id !== undefined ? { [task.idField]: rawId } : {}), prediction: answer },
+        value: { ...(id !== undefined ? { [task.idField]: rawId } : {}), prediction: read.sample.answer },
       });
     }
     if (refused) continue;

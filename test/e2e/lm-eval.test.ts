@@ -9,6 +9,7 @@
  * RUMEDBENCH_REQUIRE_LMEVAL=1 (CI) makes that a failure.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   cpSync,
   existsSync,
@@ -24,7 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readLmEval } from '../../src/scoring/lm-eval.js';
+import { type LmEvalLoglikSample, type LmEvalSample, readLmEval } from '../../src/scoring/lm-eval.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { REPO_ROOT } from '../helpers/data.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
@@ -137,7 +138,9 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
     expect(read.submission.issues.filter((i) => i.severity === 'error')).toEqual([]);
     expect(read.info?.lm_eval_version).toBe('0.4.13');
     for (const task of TASKS) {
-      const theirs = read.samples.filter((s) => s.task === task);
+      const theirs = read.samples.filter(
+        (s): s is LmEvalLoglikSample => s.task === task && s.mode === 'loglik',
+      );
       const split = task === 'RuMedTest' ? 'private_test' : 'test';
       const n = readFileSync(join(data, task, `${split}_v1.jsonl`), 'utf8')
         .trim()
@@ -243,8 +246,51 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
       expect(uploads[1]?.body).toContain(`filename="${f}"`);
   });
 
-  it('sends our generation prompts byte for byte (on the wire), and its generation samples are refused by name', async () => {
-    const chat = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+  /**
+   * A chat model's replies, one per prompt (the same for lm-eval and `llm`, which send the same messages): answers in
+   * each task's form, synonyms and option numbers only our parsers read, reasoning blocks, an unclosed one, an echo
+   * of the system prompt, an empty reply and an unreadable one.
+   */
+  const chatReply = (codes: string[]) => (body: { messages: { role: string; content: string }[] }) => {
+    const user = body.messages.find((m) => m.role === 'user')?.content ?? '';
+    const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
+    const pick = <T>(xs: T[]) =>
+      xs[(createHash('sha256').update(user).digest()[0] as number) % xs.length] as T;
+    const odd = ['', system, 'не могу сказать', '<think>Нужно подумать, но лимит кончился'];
+    if (user.includes('«Ответ: да»'))
+      return pick([
+        'Ответ: да',
+        'Ответ: нет',
+        'Итоговый ответ: верно',
+        '<think>да или нет?</think>\nОтвет: нет',
+        ...odd,
+      ]);
+    if (user.includes('entailment'))
+      return pick(['Ответ: entailment', 'Ответ: 2', 'Ответ: neutral', 'Ответ: противоречие', ...odd]);
+    if (user.includes('симптом1')) {
+      const list = (/из списка: (.*?)\. Последняя/.exec(user)?.[1] ?? '').split('; ');
+      const h = createHash('sha256').update(user).digest();
+      const three = [0, 1, 2].map((k) => list[(h[k + 1] as number) % list.length]);
+      return pick([`Ответ: ${three.join('; ')}`, `Ответ: ${list[0]}`, ...odd]);
+    }
+    if (user.includes('КОД1')) {
+      const h = createHash('sha256').update(user).digest();
+      const three = [0, 1, 2].map((k) => codes[(h[k + 1] as number) % codes.length]);
+      return pick([`Ответ: ${three.join(', ')}`, `Ответ: ${three[0]}`, ...odd]);
+    }
+    return pick(['Ответ: 1', 'Ответ: 2', 'Правильный вариант — 3.', 'Итоговый ответ: 4', ...odd]);
+  };
+
+  it("reads lm-eval's generation samples with our parser: the same answers as llm on every item, the same scores to the last digit, and our prompts on the wire", async () => {
+    const codes = [
+      ...new Set(
+        readFileSync(join(data, 'RuMedTop3', 'train_v1.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).code as string),
+      ),
+    ].sort();
+    const chat = await startFakeOpenAI({ reply: chatReply(codes) });
     try {
       const exported = join(dir, 'tasks');
       const genOut = join(dir, 'lm-eval-gen-out');
@@ -265,6 +311,7 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
       );
       const theirs = chat.requests.map((r) => JSON.stringify(r.body.messages));
       chat.requests.length = 0;
+      const oursDir = join(dir, 'ours-gen');
       await rumedbenchOk(
         ...[
           'llm',
@@ -277,7 +324,7 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
           '--tasks',
           TASKS.join(','),
         ],
-        ...['--data', data, '--out', join(dir, 'ours-gen'), '--bootstrap', '0', '--no-progress'],
+        ...['--data', data, '--out', oursDir, '--bootstrap', '0', '--no-progress'],
       );
       const mine = new Set(chat.requests.map((r) => JSON.stringify(r.body.messages)));
       // One request per exported item (8 fixture records in each task's test split), each one of ours exactly.
@@ -287,15 +334,158 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
         'system',
         'user',
       ]);
-      const refused = await rumedbench('eval', genOut, '--data', data, '--json');
-      expect(refused.code).toBe(1);
-      expect(JSON.parse(refused.stdout).errors.map((e: { code: string }) => e.code)).toEqual(
-        TASKS.map(() => 'LMEVAL_GENERATION_UNREAD'),
-      );
+
+      // Every item: the same answer, read the same way (parsed or not, and why), as llm's own samples.
+      type GenSample = {
+        task: string;
+        split: string;
+        id: string;
+        answer: unknown;
+        status: string;
+        flag?: string;
+        reply: string | null;
+        reasoning?: string;
+      };
+      const ourSamples = readFileSync(join(oursDir, 'samples.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as GenSample);
+      const read = await readLmEval(genOut, { dataDir: data });
+      expect(read.submission.issues.filter((i) => i.severity === 'error')).toEqual([]);
+      expect(read.samples).toHaveLength(8 * TASKS.length);
+      const key = (s: { task: string; split: string; id: string }) => `${s.task} ${s.split} ${s.id}`;
+      const byKey = new Map(ourSamples.map((s) => [key(s), s]));
+      for (const s of read.samples) {
+        expect(s.mode).toBe('generate');
+        const o = byKey.get(key(s));
+        expect(o, key(s)).toBeDefined();
+        const pickRead = (x: GenSample | LmEvalSample) => ({
+          answer: x.answer,
+          status: 'status' in x ? x.status : undefined,
+          flag: 'flag' in x ? x.flag : undefined,
+          reply: 'reply' in x ? x.reply : undefined,
+          reasoning: 'reasoning' in x ? x.reasoning : undefined,
+        });
+        expect(pickRead(s), key(s)).toEqual(pickRead(o as GenSample));
+      }
+      // The replies were varied enough to prove something: parsed and unparsed ones, flagged ones, and answers our
+      // parser reads where lm-eval's own filter sees another text (a synonym, an option number).
+      const gen = read.samples.filter((s) => s.mode === 'generate');
+      expect(gen.filter((s) => s.status === 'parsed').length).toBeGreaterThan(8);
+      expect(gen.filter((s) => s.status === 'unparsed').length).toBeGreaterThan(4);
+      expect(new Set(gen.flatMap((s) => (s.flag ? [s.flag] : []))).size).toBeGreaterThan(1);
+      expect(
+        gen.some((s) => s.answer !== null && JSON.stringify(s.lm_eval_filtered) !== JSON.stringify(s.answer)),
+      ).toBe(true);
+
+      // The same scores, to the last digit, through eval.
+      const score = async (path: string) =>
+        JSON.parse(
+          (await rumedbenchOk('eval', path, '--data', data, '--bootstrap', '0', '--json')).stdout,
+        ) as {
+          tasks: Record<string, { metrics: Record<string, number> }>;
+        };
+      const scoredTheirs = await score(genOut);
+      const scoredMine = await score(join(oursDir, 'predictions'));
+      const tested = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI'];
+      expect(Object.keys(scoredTheirs.tasks).sort()).toEqual([...tested].sort());
+      for (const t of tested) expect(scoredTheirs.tasks[t]?.metrics, t).toEqual(scoredMine.tasks[t]?.metrics);
+      const accuracies = tested.map((t) => scoredTheirs.tasks[t]?.metrics.accuracy as number);
+      expect(accuracies.some((a) => a > 0)).toBe(true);
+
+      // The run folder says it came from lm-eval's generation, with llm's counts of unparsed and flagged replies.
+      const runDir = join(dir, 'imported-gen');
+      await rumedbenchOk('eval', genOut, '--data', data, '--bootstrap', '0', '--out', runDir);
+      const manifest = JSON.parse(readFileSync(join(runDir, 'manifest.json'), 'utf8'));
+      expect(manifest).toMatchObject({ provider: 'lm-eval', mode: 'generate' });
+      expect(manifest.lm_eval.tasks.rumedbench_rumeddanet_gen).toMatchObject({
+        rumedbench_task: 'RuMedDaNet',
+        mode: 'generate',
+        generation_kwargs: { max_gen_toks: 1024 },
+      });
+      // llm asked both splits of each task (RuMedDaNet and RuMedNLI have a private test too), lm-eval the exported
+      // one: llm's counts over the items lm-eval answered are the run folder's.
+      const asked = new Set(read.samples.map(key));
+      const figures = JSON.parse(readFileSync(join(runDir, 'summary.json'), 'utf8')).llm.tasks as Record<
+        string,
+        {
+          mode: string;
+          samples: number;
+          unparsed: number;
+          unparsed_rate: number;
+          replies: Record<string, number>;
+        }
+      >;
+      for (const task of TASKS) {
+        const same = ourSamples.filter((s) => s.task === task && asked.has(key(s)));
+        const unparsed = same.filter((s) => s.status === 'unparsed').length;
+        expect(figures[task], task).toMatchObject({
+          mode: 'generate',
+          samples: same.length,
+          unparsed,
+          unparsed_rate: (100 * unparsed) / same.length,
+          failed: 0,
+        });
+        for (const [flag, n] of Object.entries(figures[task]?.replies ?? {}))
+          expect(n, `${task} ${flag}`).toBe(same.filter((s) => s.flag === flag).length);
+      }
+      // RuMedTest's private answers: the same submission file as llm's.
+      const entry = (folder: string) =>
+        execFileSync('unzip', ['-p', join(folder, 'submission.zip'), 'RuMedTest.jsonl'], {
+          encoding: 'utf8',
+        });
+      expect(entry(runDir)).toBe(entry(oursDir));
     } finally {
       await chat.close();
     }
   }, 300_000);
+
+  it('refuses generation samples sent without the chat template, and a task answered by both prompts', async () => {
+    const genOut = join(dir, 'lm-eval-gen-out');
+    const copy = mkdtempSync(join(dir, 'edited-gen-'));
+    cpSync(genOut, copy, { recursive: true });
+    const folder = readdirSync(copy).map((d) => join(copy, d))[0] as string;
+    const file = join(
+      folder,
+      readdirSync(folder).find((f) => f.startsWith('samples_rumedbench_rumednli_gen_')) as string,
+    );
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    // As lm-eval logs a run without --apply_chat_template: the description and the text as one plain prompt.
+    const plain = JSON.parse(lines[1] as string);
+    const messages = JSON.parse(plain.arguments.gen_args_0.arg_0[0]) as { content: string }[];
+    plain.arguments.gen_args_0.arg_0 = messages.map((m) => m.content).join('\n\n');
+    lines[1] = JSON.stringify(plain);
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const refused = await evalJson(copy);
+    expect(refused.code).toBe(1);
+    const e = refused.result.errors.find((x) => x.code === 'LMEVAL_PROMPT_MISMATCH');
+    expect(e).toMatchObject({ file, line: 2, id: plain.doc.pairID });
+    expect(e?.message).toContain('not chat messages (run it with --apply_chat_template)');
+
+    // Both prompts of RuMedDaNet in one run: two answers per item, refused naming both lm-eval tasks.
+    const both = mkdtempSync(join(dir, 'edited-both-'));
+    cpSync(lmOut, both, { recursive: true });
+    const logFolder = readdirSync(both).map((d) => join(both, d))[0] as string;
+    const results = readdirSync(logFolder).find((f) => f.startsWith('results_')) as string;
+    const stamp = results.slice('results_'.length, -'.json'.length);
+    const genFolder = readdirSync(genOut).map((d) => join(genOut, d))[0] as string;
+    const genSamples = readdirSync(genFolder).find((f) =>
+      f.startsWith('samples_rumedbench_rumeddanet_gen_'),
+    ) as string;
+    cpSync(join(genFolder, genSamples), join(logFolder, `samples_rumedbench_rumeddanet_gen_${stamp}.jsonl`));
+    const value = JSON.parse(readFileSync(join(logFolder, results), 'utf8'));
+    const genResults = readdirSync(genFolder).find((f) => f.startsWith('results_')) as string;
+    value.configs.rumedbench_rumeddanet_gen = JSON.parse(
+      readFileSync(join(genFolder, genResults), 'utf8'),
+    ).configs.rumedbench_rumeddanet_gen;
+    writeFileSync(join(logFolder, results), JSON.stringify(value));
+    const twice = await evalJson(both);
+    expect(twice.code).toBe(1);
+    expect(twice.result.errors.map((x) => x.code)).toEqual(['LMEVAL_RUN']);
+    expect(twice.result.errors[0]?.message).toContain(
+      '"rumedbench_rumeddanet" and "rumedbench_rumeddanet_gen" both answer RuMedDaNet',
+    );
+  });
 
   it('runs a task defined in a file (--tasks-dir) the same way', async () => {
     const tasksDir = join(dir, 'user-tasks');
@@ -364,11 +554,13 @@ describe.skipIf('why' in found && !required)('lm-evaluation-harness 0.4.13 on th
       .map((l) => JSON.parse(l) as OurSample);
     const read = await readLmEval(out, { dataDir: data });
     expect(read.submission.issues).toEqual([]);
-    expect(read.samples.map((s) => [s.id, s.prompt, s.answer])).toEqual(
+    const loglik = read.samples.filter((s): s is LmEvalLoglikSample => s.mode === 'loglik');
+    expect(loglik).toHaveLength(read.samples.length);
+    expect(loglik.map((s) => [s.id, s.prompt, s.answer])).toEqual(
       ourSamples.map((s) => [s.id, s.prompt, s.answer]),
     );
     // Jinja-looking text in the data is data: the prompt carries it as written.
-    expect(read.samples[0]?.prompt).toContain('Описание: случай {{ 0 }} (30 лет)');
+    expect(loglik[0]?.prompt).toContain('Описание: случай {{ 0 }} (30 лет)');
   });
 
   /** A copy of lm-eval's output folder, its RuMedDaNet samples passed through `edit`. */

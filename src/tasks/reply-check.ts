@@ -4,7 +4,13 @@
  * the token limit or withheld by a filter is an unreadable answer for a reason the user can fix. These are told apart
  * and counted, never scored as a model's answer.
  */
-import type { ChatMessage } from './prompt.js';
+import type { PromptContext, TaskDefinition } from './types.js';
+
+/** A message as sent (src/llm/prompt.ts's ChatMessage, or one read back from lm-eval's samples). */
+export interface SentMessage {
+  readonly role: string;
+  readonly content: string;
+}
 
 /**
  * - `echo`: the reply repeats a sentence of the system prompt or the task's instruction;
@@ -32,7 +38,7 @@ const fold = (t: string) => t.replace(/\s+/g, ' ').trim().toLowerCase();
 const sentencesCache = new Map<string, string[]>();
 
 /** The prompt's own sentences: the system prompt's and the instruction's (the first user message up to its first blank line). */
-function promptSentences(messages: readonly ChatMessage[]): string[] {
+function promptSentences(messages: readonly SentMessage[]): string[] {
   const system = messages.find((m) => m.role === 'system')?.content ?? '';
   const user = messages.find((m) => m.role === 'user')?.content ?? '';
   const instruction = user.split(/\n\s*\n/)[0] ?? '';
@@ -98,7 +104,7 @@ export function splitReply(text: string, reasoningField?: string): SplitReply {
 export function judgeReply(
   reply: SplitReply,
   finishReason: string | undefined,
-  messages: readonly ChatMessage[],
+  messages: readonly SentMessage[],
 ): ReplyFlag | undefined {
   if (finishReason === 'content_filter') return 'filtered';
   if (reply.unclosed) return 'truncated_in_reasoning';
@@ -124,4 +130,41 @@ export function flagReason(flag: ReplyFlag, finishReason: string | undefined): s
     case 'truncated':
       return 'truncated: cut off by the token limit (finish_reason length) before an answer; raise --max-tokens';
   }
+}
+
+/** A reply as read: the parser's answer, or why there is none. */
+export type ReadReply =
+  | { status: 'parsed'; answer: string | string[]; notes: string[]; flag?: ReplyFlag }
+  | { status: 'unparsed'; answer: null; reason: string; flag?: ReplyFlag };
+
+/**
+ * The one reading of a generated reply, for `rumedbench llm` (src/llm/outputs.ts) and for lm-eval's generation
+ * samples (src/scoring/lm-eval.ts): reasoning split off, the reply judged, then the task's parser on the answer
+ * alone. An echo, a filtered or empty reply, or one cut off inside its reasoning is never read as an answer; an
+ * unparseable reply is unparsed, never defaulted to a label.
+ */
+export function readReply(
+  task: TaskDefinition,
+  reply: { text: string; reasoning?: string; finishReason?: string },
+  asked: {
+    messages: readonly SentMessage[];
+    raw: Readonly<Record<string, unknown>>;
+    ctx: PromptContext;
+  },
+): ReadReply {
+  const split = splitReply(reply.text, reply.reasoning);
+  const flag = judgeReply(split, reply.finishReason, asked.messages);
+  if (flag !== undefined && flag !== 'truncated')
+    return { status: 'unparsed', answer: null, reason: flagReason(flag, reply.finishReason), flag };
+  // The parser reads the answer alone: a reasoning that weighs «Ответ: да» against «нет» is not the answer.
+  const p = task.prompt.parse(split.answer, asked.raw, asked.ctx);
+  const flagged = flag ? { flag } : {};
+  return p.status === 'parsed'
+    ? { status: 'parsed', answer: p.answer, notes: p.notes, ...flagged }
+    : {
+        status: 'unparsed',
+        answer: null,
+        reason: flag ? `${flagReason(flag, reply.finishReason)} (${p.reason})` : p.reason,
+        ...flagged,
+      };
 }
