@@ -39,9 +39,18 @@ const clip = (s: string, t: Strings, max = 4000): string =>
  * A table cell: words, or text that is no word of a language (a command line, a path, a file name, a settings key),
  * shown as code so that a Russian page does not read it as English.
  */
-type Cell = string | { code: string };
-const cellText = (c: Cell | undefined): string => (c === undefined ? '' : typeof c === 'string' ? c : c.code);
-const CellView: FC<{ c: Cell }> = ({ c }) => (typeof c === 'string' ? <>{c}</> : <code>{c.code}</code>);
+type Cell = string | { code: string } | { iso: string; text: string };
+const cellText = (c: Cell | undefined): string =>
+  c === undefined ? '' : typeof c === 'string' ? c : 'code' in c ? c.code : c.text;
+/** A moment is written as the page's language writes it, its ISO text kept in `datetime` for machines. */
+const CellView: FC<{ c: Cell }> = ({ c }) =>
+  typeof c === 'string' ? (
+    <>{c}</>
+  ) : 'code' in c ? (
+    <code>{c.code}</code>
+  ) : (
+    <time datetime={c.iso}>{c.text}</time>
+  );
 
 /** Cells that hold a number, an interval or a p-value are right-aligned; words are not. */
 const NUMERIC = /^(?:[-+<[]?\d|–$)/;
@@ -660,7 +669,7 @@ const Provenance: FC<{ report: Report }> = ({ report }) => {
         header={[t.setting, t.value]}
         rows={[
           [t.version, p.version],
-          [t.date, dateTime(p.date, lang)],
+          [t.date, { iso: p.date, text: dateTime(p.date, lang) }],
           ...(p.commandLine ? [[t.command, { code: p.commandLine }]] : []),
           [t.split, t.splitName(report.split)],
           [t.data, { code: p.dataDir }],
