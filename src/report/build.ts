@@ -367,7 +367,7 @@ function layoutCharts(
     c.result
       ? deltaRows(c.result).map((d) => ({
           system: c.system,
-          row: `${d.task} ${d.metric}`,
+          row: `${d.task} ${d.metric === 'score' ? t.score : t.metricName(d.metric)}`,
           delta: d.delta.delta,
           ci: d.delta.ci,
           p: d.delta.p,

@@ -213,6 +213,8 @@ export function labelChart(
 ): Chart | undefined {
   const first = systems[0]?.breakdown;
   if (first?.kind !== 'labels') return undefined;
+  const accuracy = t.metricName('accuracy');
+  const hit3 = t.hit3;
   const shown = first.labels.slice(0, maxLabels);
   const names = systems.map((s) => s.system);
   const values: Record<string, unknown>[] = [];
@@ -225,8 +227,8 @@ export function labelChart(
       if (!l) continue;
       const label = `${g.label} (n=${g.n})`;
       for (const [metric, value] of [
-        ['accuracy', l.accuracy],
-        ['Hit@3', l.hit_at_3 ?? 0],
+        [accuracy, l.accuracy],
+        [hit3, l.hit_at_3 ?? 0],
       ] as const) {
         values.push({
           system: s.system,
@@ -247,14 +249,14 @@ export function labelChart(
     spec: metricDots(title, values, {
       field: 'label',
       fieldTitle: null,
-      metrics: ['accuracy', 'Hit@3'],
+      metrics: [accuracy, hit3],
       mark: 'labelValue',
       width: 230,
       step: 16,
       size: 50,
       color: systemColor(names, palette),
     }),
-    table: { header: [t.system, 'label', 'n', 'accuracy', 'Hit@3'], rows },
+    table: { header: [t.system, t.labelWord, 'n', accuracy, hit3], rows },
   };
 }
 
@@ -317,10 +319,13 @@ export function confusionChart(
     if (s.breakdown.kind !== 'labels' || !s.breakdown.confusion) continue;
     const { labels: space, matrix } = s.breakdown.confusion;
     labels = space;
-    space.forEach((gold, i) => {
+    const said = space.map((l) => t.labelName(task, l));
+    labels = said;
+    space.forEach((_, i) => {
+      const gold = said[i] as string;
       const row = matrix[i] ?? [];
       const total = row.reduce((a, b) => a + b, 0);
-      space.forEach((pred, j) => {
+      said.forEach((pred, j) => {
         const count = row[j] ?? 0;
         const share = total ? (100 * count) / total : 0;
         const tip = `${s.system}: ${t.gold} ${gold}, ${t.predicted} ${pred}: ${count} (${share.toFixed(1)}%)`;
@@ -393,13 +398,16 @@ export function entityChart(
 ): Chart | undefined {
   const values: Record<string, unknown>[] = [];
   const rows: string[][] = [];
+  const precision = t.metricName('precision');
+  const recall = t.metricName('recall');
   for (const s of systems) {
     if (s.breakdown.kind !== 'entities') continue;
     for (const e of s.breakdown.types) {
-      const type = `${e.type} (n=${e.support})`;
+      const name = t.labelName('RuMedNER', e.type);
+      const type = `${name} (n=${e.support})`;
       for (const [metric, value] of [
-        ['precision', e.precision],
-        ['recall', e.recall],
+        [precision, e.precision],
+        [recall, e.recall],
         ['F1', e.f1],
       ] as const) {
         values.push({
@@ -410,7 +418,7 @@ export function entityChart(
           tip: `${s.system} · ${type} · ${metric} ${f2(value)}`,
         });
       }
-      rows.push([s.system, e.type, String(e.support), f2(e.precision), f2(e.recall), f2(e.f1)]);
+      rows.push([s.system, name, String(e.support), f2(e.precision), f2(e.recall), f2(e.f1)]);
     }
   }
   if (values.length === 0) return undefined;
@@ -422,14 +430,14 @@ export function entityChart(
     spec: metricDots(t.byEntity, values, {
       field: 'type',
       fieldTitle: t.entityType,
-      metrics: ['precision', 'recall', 'F1'],
+      metrics: [precision, recall, 'F1'],
       mark: 'entityValue',
       width: 170,
       step: 22,
       size: 60,
       color: systemColor(names, palette),
     }),
-    table: { header: [t.system, t.entityType, 'support', 'precision', 'recall', 'F1'], rows },
+    table: { header: [t.system, t.entityType, t.support, precision, recall, 'F1'], rows },
   };
 }
 
@@ -691,7 +699,7 @@ export function latencyChart(
   return {
     id: 'llm-latency',
     title: t.latencyChart,
-    description: `${t.latencyChart}: ${summary.map((r) => `${r[0]} median ${r[2]} s, p95 ${r[3]} s`).join('; ')}.`,
+    description: `${t.latencyChart}: ${summary.map((r) => `${r[0]} ${t.median} ${r[2]} ${t.sec}, p95 ${r[3]} ${t.sec}`).join('; ')}.`,
     spec: top(t.latencyChart, `${t.latencyChart}.`, {
       data: { values },
       facet: { row: { field: 'system', type: 'nominal', title: null, sort: systems } },
@@ -713,7 +721,7 @@ export function latencyChart(
       resolve: { scale: { y: 'independent' } },
     }),
     table: {
-      header: [t.system, t.requests, 'median, s', 'p95, s', 'max, s'],
+      header: [t.system, t.requests, `${t.median}, ${t.sec}`, `p95, ${t.sec}`, `${t.max}, ${t.sec}`],
       rows: summary,
     },
   };

@@ -33,3 +33,13 @@ export function dateTime(iso: string, lang: 'en' | 'ru'): string {
   });
   return `${f.format(d)} UTC`;
 }
+
+const COUNTS: Record<'en' | 'ru', Intl.NumberFormat> = {
+  en: new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }),
+  ru: new Intl.NumberFormat('ru-RU', { maximumFractionDigits: 0 }),
+};
+/**
+ * A count as a page in `lang` writes it, the one way the report and the pages write thousands: "1,200,000" and
+ * "1 200 000" (Intl; the Russian groups are parted by a no-break space, so a count never breaks across lines).
+ */
+export const count = (n: number, lang: 'en' | 'ru'): string => COUNTS[lang].format(n);

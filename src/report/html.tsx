@@ -15,7 +15,7 @@ import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
 import { allCharts, deltaRows, type Report, rankingTables, unrankedNotes } from './build.js';
 import type { Chart } from './charts.js';
-import { ciText, f2, pValue, signed } from './format.js';
+import { ciText, count, dateTime, f2, pValue, signed } from './format.js';
 import type { Strings } from './i18n.js';
 import type { EncoderProvenance, LlmSample, ReportSystem } from './sources.js';
 import { renderSvg } from './svg.js';
@@ -24,21 +24,42 @@ const cell = (metrics: Partial<Record<MetricName, number>> | undefined, names: r
   metrics ? names.map((m) => f2(metrics[m])).join('/') : '–';
 const show = (p: Prediction | null | undefined): string =>
   p === null || p === undefined ? '–' : typeof p === 'string' ? p : p.join(', ');
-/** Milliseconds as a person reads them: "850 ms", "2.41 s". */
-const duration = (ms: number | null | undefined): string =>
-  ms === null || ms === undefined ? '–' : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+/** Milliseconds as a person reads them: "850 ms", "2.41 s" ("850 мс", "2.41 с"). */
+const duration = (ms: number | null | undefined, t: Strings): string =>
+  ms === null || ms === undefined
+    ? '–'
+    : ms < 1000
+      ? `${Math.round(ms)} ${t.ms}`
+      : `${(ms / 1000).toFixed(2)} ${t.sec}`;
 /** Long model replies and prompts are cut for the page; samples.jsonl keeps them whole. */
-const clip = (s: string, max = 4000): string =>
-  s.length > max ? `${s.slice(0, max)}… [${s.length - max} more characters]` : s;
+const clip = (s: string, t: Strings, max = 4000): string =>
+  s.length > max ? `${s.slice(0, max)}… [${t.moreChars(String(s.length - max))}]` : s;
+
+/**
+ * A table cell: words, or text that is no word of a language (a command line, a path, a file name, a settings key),
+ * shown as code so that a Russian page does not read it as English.
+ */
+type Cell = string | { code: string } | { iso: string; text: string };
+const cellText = (c: Cell | undefined): string =>
+  c === undefined ? '' : typeof c === 'string' ? c : 'code' in c ? c.code : c.text;
+/** A moment is written as the page's language writes it, its ISO text kept in `datetime` for machines. */
+const CellView: FC<{ c: Cell }> = ({ c }) =>
+  typeof c === 'string' ? (
+    <>{c}</>
+  ) : 'code' in c ? (
+    <code>{c.code}</code>
+  ) : (
+    <time datetime={c.iso}>{c.text}</time>
+  );
 
 /** Cells that hold a number, an interval or a p-value are right-aligned; words are not. */
 const NUMERIC = /^(?:[-+<[]?\d|–$)/;
-const numericColumn = (rows: readonly string[][], i: number): boolean =>
-  rows.length > 0 && rows.every((r) => NUMERIC.test(r[i] ?? ''));
+const numericColumn = (rows: readonly Cell[][], i: number): boolean =>
+  rows.length > 0 && rows.every((r) => NUMERIC.test(cellText(r[i])));
 
 const Table: FC<{
   header: string[];
-  rows: string[][];
+  rows: Cell[][];
   sortable?: boolean;
   className?: string;
   /** Key-value tables: every cell left-aligned. */
@@ -60,9 +81,13 @@ const Table: FC<{
           <tr>
             {r.map((c, i) =>
               i === 0 ? (
-                <th scope="row">{c}</th>
+                <th scope="row">
+                  <CellView c={c} />
+                </th>
               ) : (
-                <td class={!p.plain && NUMERIC.test(c) ? 'num' : undefined}>{c}</td>
+                <td class={!p.plain && NUMERIC.test(cellText(c)) ? 'num' : undefined}>
+                  <CellView c={c} />
+                </td>
               ),
             )}
           </tr>
@@ -159,9 +184,23 @@ function ciRows(report: Report): string[][] {
       const r = s.tasks[task.name];
       if (!r) continue;
       for (const m of task.metrics)
-        rows.push([s.name, task.name, String(r.n), m, f2(r.metrics[m]), ciText(r.ci[m])]);
+        rows.push([
+          s.name,
+          task.name,
+          count(r.n, report.lang),
+          report.t.metricName(m),
+          f2(r.metrics[m]),
+          ciText(r.ci[m]),
+        ]);
       if (task.metrics.length > 1)
-        rows.push([s.name, task.name, String(r.n), report.t.score, f2(r.score), ciText(r.score_ci)]);
+        rows.push([
+          s.name,
+          task.name,
+          count(r.n, report.lang),
+          report.t.score,
+          f2(r.score),
+          ciText(r.score_ci),
+        ]);
     }
     if (s.overall !== null)
       rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci)]);
@@ -181,13 +220,18 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
       notes.push(t.noComparison(c.system, c.why ?? ''));
       continue;
     }
-    for (const e of c.result.errors) notes.push(`${c.system}: ${e.message}`);
+    for (const e of c.result.errors)
+      notes.push(
+        e.code === 'UNKNOWN_ID' && e.task !== undefined
+          ? t.notComparedTask(c.system, e.task)
+          : `${c.system}: ${e.message}`,
+      );
     resamples = c.result.method.resamples;
     for (const d of deltaRows(c.result)) {
       rows.push([
         `${c.system} − ${c.base}`,
         d.task,
-        d.metric,
+        d.metric === 'score' ? t.score : t.metricName(d.metric),
         f2(d.a),
         f2(d.b),
         signed(d.delta.delta),
@@ -248,6 +292,21 @@ const RankingSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ rep
   );
 };
 
+/**
+ * A gold or parsed answer: a label as the page's language names it; a tag sequence (RuMedNER) or a list of codes is
+ * data, shown as code.
+ */
+const Answer: FC<{ p: Prediction | null | undefined; task: string; t: Strings }> = ({ p, task, t }) =>
+  typeof p === 'string' ? (
+    <b>{t.labelName(task, p)}</b>
+  ) : p === null || p === undefined ? (
+    <b>–</b>
+  ) : (
+    <b>
+      <code>{show(p)}</code>
+    </b>
+  );
+
 const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
   <details class={`sample ${s.status}`}>
     <summary>
@@ -255,12 +314,13 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
       <span class={`tag ${s.status}`}>
         {s.status === 'parsed' ? t.wrong : s.status === 'unparsed' ? t.unparsed : t.failed}
       </span>{' '}
-      {t.gold}: <b>{show(s.gold)}</b> · {t.parsed}: <b>{show(s.answer)}</b>
+      {t.gold}: <Answer p={s.gold} task={s.task} t={t} /> · {t.parsed}:{' '}
+      <Answer p={s.answer} task={s.task} t={t} />
     </summary>
     <dl>
       <dt>{t.prompt}</dt>
       <dd>
-        <pre>{clip(s.prompt)}</pre>
+        <pre>{clip(s.prompt, t)}</pre>
       </dd>
       {s.candidates ? (
         <>
@@ -281,21 +341,23 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
         <>
           <dt>{t.reply}</dt>
           <dd>
-            <pre>{s.reply === null ? '–' : clip(s.reply)}</pre>
+            <pre>{s.reply === null ? '–' : clip(s.reply, t)}</pre>
           </dd>
         </>
       )}
       {s.reason ? (
         <>
           <dt>{t.reason}</dt>
-          <dd>{s.reason}</dd>
+          <dd>
+            <code>{s.reason}</code>
+          </dd>
         </>
       ) : (
         ''
       )}
       {s.notes?.length ? (
         <>
-          <dt>notes</dt>
+          <dt>{t.notes}</dt>
           <dd>{s.notes.join('; ')}</dd>
         </>
       ) : (
@@ -319,36 +381,42 @@ function encoderLine(e: EncoderProvenance, t: Strings): string {
 }
 
 /** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
-function settingsRows(s: ReportSystem): string[][] {
+function settingsRows(s: ReportSystem): Cell[][] {
   const m = s.llm?.manifest;
-  return m ? manifestSettings(m).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]) : [];
+  return m
+    ? manifestSettings(m).map(([k, v]) => [
+        { code: k },
+        { code: typeof v === 'string' ? v : JSON.stringify(v) },
+      ])
+    : [];
 }
 
 const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
-  const { t } = report;
+  const { t, lang } = report;
+  const n = (x: number | undefined) => (x === undefined ? '–' : count(x, lang));
   const llmSystems = report.systems.filter((s) => s.llm);
   const usageRows = llmSystems.map((s) => {
     const u = s.llm?.summary;
     return [
       s.name,
-      String(u?.requests?.total ?? '–'),
-      String(u?.usage?.prompt_tokens ?? '–'),
-      String(u?.usage?.completion_tokens ?? '–'),
+      n(u?.requests?.total),
+      n(u?.usage?.prompt_tokens),
+      n(u?.usage?.completion_tokens),
       u?.cost !== undefined ? u.cost.toFixed(4) : '–',
       f2(u?.requests?.throughput_rps),
-      duration(u?.latency_ms?.median),
-      duration(u?.latency_ms?.p95),
+      duration(u?.latency_ms?.median, t),
+      duration(u?.latency_ms?.p95, t),
     ];
   });
-  const taskRows = llmSystems.flatMap((s) =>
+  const taskRows: Cell[][] = llmSystems.flatMap((s) =>
     Object.entries(s.llm?.summary.tasks ?? {}).map(([task, r]) => [
       s.name,
       task,
-      r.mode ?? 'generate',
-      String(r.samples),
-      String(r.unparsed),
+      { code: r.mode ?? 'generate' },
+      n(r.samples),
+      n(r.unparsed),
       f2(r.unparsed_rate),
-      String(r.failed),
+      n(r.failed),
       // Log-likelihood runs: accuracy of the argmax of the sum, and of the sum per character and per byte.
       r.acc === undefined ? '–' : `${f2(r.acc)} / ${f2(r.acc_norm_char)} / ${f2(r.acc_norm_byte)}`,
     ]),
@@ -592,7 +660,7 @@ const TrustSection: FC<{ report: Report }> = ({ report }) => {
 };
 
 const Provenance: FC<{ report: Report }> = ({ report }) => {
-  const { t, provenance: p } = report;
+  const { t, provenance: p, lang } = report;
   return (
     <section id="provenance">
       <h2>{t.provenance}</h2>
@@ -601,23 +669,23 @@ const Provenance: FC<{ report: Report }> = ({ report }) => {
         header={[t.setting, t.value]}
         rows={[
           [t.version, p.version],
-          [t.date, p.date],
-          ...(p.commandLine ? [[t.command, p.commandLine]] : []),
+          [t.date, { iso: p.date, text: dateTime(p.date, lang) }],
+          ...(p.commandLine ? [[t.command, { code: p.commandLine }]] : []),
           [t.split, t.splitName(report.split)],
-          [t.data, p.dataDir],
-          ['bootstrap', `${p.resamples} resamples, seed ${p.seed}`],
+          [t.data, { code: p.dataDir }],
+          [t.bootstrapRow, t.bootstrapValue(count(p.resamples, lang), p.seed)],
         ]}
       />
       <Table
         header={[t.system, t.kind, t.source]}
-        rows={report.systems.map((s) => [s.name, t.kinds[s.kind], s.source])}
+        rows={report.systems.map((s) => [s.name, t.kinds[s.kind], { code: s.source }])}
       />
       {p.dataFiles.length > 0 ? (
         <>
           <h3>{t.dataFiles}</h3>
           <Table
             header={[t.file, 'sha256']}
-            rows={p.dataFiles.map((f) => [f.file, f.sha256])}
+            rows={p.dataFiles.map((f) => [{ code: f.file }, { code: f.sha256 }])}
             className="mono"
           />
         </>
@@ -641,14 +709,18 @@ const Issues: FC<{ report: Report }> = ({ report }) => {
         return (
           <details open={s.errors.length > 0}>
             <summary>
-              {s.name}: {s.errors.length} error(s), {s.warnings.length} warning(s)
+              {s.name}: {t.issuesCount(s.errors.length, s.warnings.length)}
             </summary>
             <ul class="issues">
               {all.slice(0, max).map((i) => (
-                <li class={i.severity}>{formatIssue(i)}</li>
+                <li class={i.severity}>
+                  <code>{formatIssue(i)}</code>
+                </li>
               ))}
             </ul>
-            <p class="note">{t.issuesNote(Math.min(max, all.length), all.length)}</p>
+            <p class="note">
+              {t.issuesNote(Math.min(max, all.length), all.length)} {t.issuesAsPrinted}
+            </p>
           </details>
         );
       })}
@@ -674,8 +746,10 @@ const Page: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs 
         <header>
           <h1>{report.title}</h1>
           <p class="note">
-            {t.generated} {report.provenance.date.slice(0, 10)} · rumedbench {report.provenance.version} ·{' '}
-            {t.split} {t.splitName(report.split)} · {report.systems.map((s) => s.name).join(', ')}
+            {t.generated}{' '}
+            <time datetime={report.provenance.date}>{dateTime(report.provenance.date, report.lang)}</time> ·
+            rumedbench {report.provenance.version} · {t.split} {t.splitName(report.split)} ·{' '}
+            {report.systems.map((s) => s.name).join(', ')}
           </p>
           <nav>
             <a href="#summary">{t.summary}</a>

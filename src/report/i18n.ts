@@ -30,6 +30,25 @@ const en = {
   metricName: (m: string): string => m,
   /** A split's name as a page writes it. */
   splitName: (split: string): string => split,
+  /** A gold label as a page writes it (RuMedNLI's relations, RuMedNER's entity types; codes stay as they are). */
+  labelName: (_task: string, label: string): string => label,
+  labelWord: 'label',
+  /** Hit@3 where a chart names it beside accuracy. */
+  hit3: 'Hit@3',
+  support: 'support',
+  bootstrapRow: 'bootstrap',
+  bootstrapValue: (resamples: string, seed: number) => `${resamples} resamples, seed ${seed}`,
+  issuesCount: (errors: number, warnings: number) => `${errors} error(s), ${warnings} warning(s)`,
+  notes: 'notes',
+  ms: 'ms',
+  sec: 's',
+  median: 'median',
+  max: 'max',
+  moreChars: (n: string) => `${n} more characters`,
+  notComparedTask: (system: string, task: string) =>
+    `${system}: ${task}: the two submissions do not cover the same items with the same gold; not compared`,
+  /** Validation lines and a parser's reasons are the command line's words, shown as it prints them. */
+  issuesAsPrinted: '',
   items: 'items',
   notScored: 'not scored',
   perTask: 'Per task',
@@ -210,6 +229,8 @@ const METRIC_NAMES_RU: Readonly<Record<string, string>> = {
   token_accuracy: 'точность по токенам',
   entity_f1: 'F1 по сущностям',
   hit_at_3: 'попадание в тройку',
+  precision: 'точность',
+  recall: 'полнота',
 };
 
 const SPLIT_NAMES_RU: Readonly<Record<string, string>> = {
@@ -217,6 +238,22 @@ const SPLIT_NAMES_RU: Readonly<Record<string, string>> = {
   dev: 'валидационный',
   test: 'тестовый',
   private_test: 'закрытый тестовый',
+};
+
+/**
+ * Gold labels said in Russian: RuMedNLI's relations (the words its Russian prompt asks for) and RuMedNER's entity
+ * types (RuDReC's scheme, Tutubalina et al., 2021). RuMedDaNet's labels are Russian already; diagnosis codes are codes.
+ */
+const LABEL_NAMES_RU: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  RuMedNLI: { entailment: 'следование', contradiction: 'противоречие', neutral: 'нейтрально' },
+  RuMedNER: {
+    ADR: 'побочное действие',
+    DI: 'болезнь или показание',
+    Drugclass: 'класс препарата',
+    Drugform: 'форма препарата',
+    Drugname: 'название препарата',
+    Finding: 'симптом или находка',
+  },
 };
 
 const ru: Strings = {
@@ -239,6 +276,22 @@ const ru: Strings = {
   metricName: (m: string): string =>
     METRIC_NAMES_RU[m] ?? (/^hit_at_(\d+)$/.test(m) ? `попадание в первые ${m.slice('hit_at_'.length)}` : m),
   splitName: (split: string): string => SPLIT_NAMES_RU[split] ?? split,
+  labelName: (task: string, label: string): string => LABEL_NAMES_RU[task]?.[label] ?? label,
+  labelWord: 'метка',
+  hit3: 'попадание в тройку',
+  support: 'в эталоне',
+  bootstrapRow: 'бутстрэп',
+  bootstrapValue: (resamples: string, seed: number) => `${resamples} повторов, зерно ${seed}`,
+  issuesCount: (errors: number, warnings: number) => `ошибок: ${errors}, предупреждений: ${warnings}`,
+  notes: 'примечания',
+  ms: 'мс',
+  sec: 'с',
+  median: 'медиана',
+  max: 'максимум',
+  moreChars: (n: string) => `ещё ${n} символов`,
+  notComparedTask: (system: string, task: string) =>
+    `${system}: ${task}: не сравнивается — файлы отвечают не на одни и те же примеры или с разными верными ответами.`,
+  issuesAsPrinted: 'Строки приведены так, как их печатает командная строка (по-английски).',
   items: 'примеров',
   notScored: 'не оценено',
   perTask: 'По задачам',
@@ -315,7 +368,7 @@ const ru: Strings = {
   mode: 'режим',
   candidates: 'Лучшие кандидаты по log-вероятности (и верный ответ)',
   answerLabel: 'кандидат',
-  loglikAcc: 'acc / acc_norm по символам / байтам',
+  loglikAcc: 'точность / нормированная по символам / по байтам',
   calibration: 'Калибровка ответов по правдоподобию',
   calibrationNote:
     'Уверенность модели — softmax логарифмов правдоподобия вариантов. ECE — ожидаемая ошибка калибровки по 15 интервалам равной ширины (Guo et al., 2017) и по 15 интервалам равного числа примеров (Nixon et al., 2019); оценка Брайера; NLL правильного ответа; точность на самой уверенной половине примеров. Для всех, кроме последней, меньше — лучше.',
@@ -365,7 +418,7 @@ const ru: Strings = {
   prompt: 'Запрос (пример)',
   reply: 'Ответ модели',
   parsed: 'Распознанный ответ',
-  reason: 'Почему не распознан',
+  reason: 'Почему не распознан (слова парсера)',
   none: 'нет',
   baseline: 'Запуски бейзлайнов',
   trainedOn: 'обучено на',

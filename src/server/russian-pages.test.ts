@@ -8,65 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NO_DATA_REASON } from '../../test/helpers/data.js';
 import { attr, type Element, elements, parseHtml } from '../../test/helpers/html.js';
+import { ALLOWED, latinWords } from '../../test/helpers/latin-words.js';
 import { ADMIN, ROUTES_READY, ref, useLeaderboardApp } from '../../test/helpers/leaderboard-app.js';
-import { TASKS } from '../tasks/registry.js';
-
-/** Names a Russian page may write in Latin script: tasks, the paper's rows and authors, formats, units, mechanisms. */
-const ALLOWED = new Set([
-  ...TASKS.map((t) => t.name),
-  'RuMedBench',
-  'MedBench',
-  'RuMedOverall',
-  'ECG2Pathology',
-  'RuPoolBERT',
-  'RuBERT',
-  'BiLSTM',
-  'TF-IDF',
-  'BERT',
-  'Blinov',
-  'et',
-  'al',
-  'Blum',
-  'Hardt',
-  'Ladder',
-  'LLM',
-  'CSV',
-  'JSON',
-  'API',
-  'USD',
-  'jsonl',
-  'JSONL',
-  'Enter',
-  'seqeval',
-  'zip',
-  'Task',
-  'McNemar',
-  'PostgreSQL',
-  'F1',
-  'UTC',
-  'medbench',
-  'ru',
-]);
-
-/**
- * The Latin-script words of a page's visible text that are not allowed names, each once, in order. Code (`<code>`:
- * commands, ids, a log's raw details) and addresses are not words of a language, and are left out.
- */
-function latinWords(html: string, allowed: ReadonlySet<string>): string[] {
-  const body = html.slice(html.indexOf('<main'), html.lastIndexOf('</main>'));
-  const text = (body || html)
-    .replace(/<(script|style|code)\b[\s\S]*?<\/\1>/g, ' ')
-    .replace(/https?:\/\/[^\s<]+/g, ' ')
-    .replace(/<[^>]*>/g, ' ')
-    .replace(/&[a-z#0-9]+;/g, ' ');
-  const out = new Set<string>();
-  for (const m of text.matchAll(/[A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]|[A-Za-z]/g)) {
-    const w = m[0];
-    if (allowed.has(w) || w.length === 1) continue;
-    out.add(w);
-  }
-  return [...out];
-}
 
 describe('the Russian words', () => {
   it('name the board one way: доска, never лидерборд', () => {

@@ -323,7 +323,10 @@ describe.skipIf(!ready)(`rumedbench report (${ready ? 'data found' : NO_DATA_REA
 
     it('records where everything came from', () => {
       const prov = textOf(byId(doc, 'provenance') as Element);
-      expect(prov).toContain('2026-01-02T03:04:05.000Z');
+      // The moment as English writes it, its ISO text for machines.
+      expect(prov).toContain('2 January 2026 at 03:04 UTC');
+      const time = elements(byId(doc, 'provenance') as Element, (e) => e.tagName === 'time');
+      expect(time.map((e) => attr(e, 'datetime'))).toEqual(['2026-01-02T03:04:05.000Z']);
       expect(prov).toMatch(/RuMedNLI\/test_v1\.jsonl[0-9a-f]{64}/);
     });
   });

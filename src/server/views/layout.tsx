@@ -46,15 +46,8 @@ export const When: FC<{ ctx: PageContext; iso: string }> = ({ ctx, iso }) => (
   <time datetime={iso}>{dateTime(iso, ctx.lang)}</time>
 );
 
-const COUNTS: Record<Lang, Intl.NumberFormat> = {
-  en: new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }),
-  ru: new Intl.NumberFormat('ru-RU', { maximumFractionDigits: 0 }),
-};
-/**
- * A count as the page's language writes it, the one way the pages write thousands: "1,200,000" and "1 200 000"
- * (Intl; the Russian groups are parted by a no-break space, so a count never breaks across lines).
- */
-export const count = (n: number, lang: Lang): string => COUNTS[lang].format(n);
+/** Counts are written one way, the report's (Intl): "1 200 000" on a Russian page. */
+export { count } from '../../report/format.js';
 
 /** A link that keeps the page's language. */
 export const href = (ctx: PageContext, path: string): string =>
