@@ -23,19 +23,12 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
 
-const args = (url: string, out: string, ...more: string[]) =>
-  llmArgs(
-    { url, out, data: DATA, tasks: 'RuMedDaNet,RuMedNLI', limit: 6 },
-    '--batch',
-    '--batch-poll',
-    '0.01',
-    ...more,
-  );
+const args = (url: string, out: string, ...more: string[]) => batchArgs(DATA, url, out, ...more);
 
 /** The built CLI as a user runs it: the process's own exit code, not a promise's. */
 function spawned(argv: string[]): Promise<{ code: number | null; stderr: string }> {
