@@ -23,7 +23,7 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { batchArgs, closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, keyForms, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -55,13 +55,7 @@ function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
     .map((f) => join(out, f))
     .filter((f) => statSync(f).isFile());
   const everything = `${texts.join('\n')}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
-  const forms = {
-    raw: key,
-    json: JSON.stringify(key).slice(1, -1),
-    url: encodeURIComponent(key),
-    form: new URLSearchParams({ k: key }).toString().slice(2),
-    jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
-  };
+  const forms = keyForms(key);
   return Object.entries(forms)
     .filter(([, f]) => everything.includes(f))
     .map(([name]) => name);

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { type Misbehaviour, useBrokenServers } from '../helpers/broken-openai.js';
 import { rumedbenchWith } from '../helpers/cli.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { keyForms } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 
@@ -265,13 +266,7 @@ describe('no secret reaches the disk or the terminal', () => {
     expect(server.headers[0]?.authorization).toBe(`Bearer ${key}`);
     expect(r.code, r.stderr).toBe(0);
     const everything = `${r.stderr}${r.stdout}${folderText(out)}`;
-    const forms = {
-      raw: key,
-      json: JSON.stringify(key).slice(1, -1),
-      url: encodeURIComponent(key),
-      form: new URLSearchParams({ k: key }).toString().slice(2),
-      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
-    };
+    const forms = keyForms(key);
     expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
     expect(everything).toContain('***');
   });
