@@ -15,7 +15,7 @@ export const RUN_FLAGS = {
   resume: flag.on('--resume', 'continue the run in --out, sending only unanswered requests'),
   retryErrors: flag.on(
     '--retry-errors',
-    'continue the run in --out, re-asking only the requests that failed',
+    'continue the run in --out, re-asking the requests that failed (and any never sent)',
   ),
   data: flag.text('--data <dir>', "this machine's data folder, in place of the one the spec names"),
   progress: flag.on('--no-progress', 'no progress bar'),

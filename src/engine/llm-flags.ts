@@ -308,7 +308,7 @@ export const LLM_FLAGS = {
   resume: flag.on('--resume', 'continue the run in --out, sending only unanswered requests'),
   retryErrors: flag.on(
     '--retry-errors',
-    'continue the run in --out, re-asking only the requests that failed',
+    'continue the run in --out, re-asking the requests that failed (and any never sent)',
   ),
   reask: flag.on(
     '--reask',

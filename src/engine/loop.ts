@@ -25,6 +25,7 @@ import {
   type CostEstimate,
   describeEstimate,
   estimateCost,
+  estimatedUsage,
   formatUsd,
   type Prices,
   spentOn,
@@ -124,6 +125,15 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
       log,
     });
   recordSettings(options.outDir, settings);
+  // Answers of an older version whose server's token counts were unreadable carry none: estimated from their bytes as
+  // new ones are, so that the spending so far counts them.
+  const planOf = new Map(requests.map((j) => [j.key, j]));
+  journal.estimateUnreadUsage((e) => {
+    const j = planOf.get(e.key);
+    return j?.kind === 'chat' && typeof e.reply === 'string'
+      ? estimatedUsage(j.messages, { text: e.reply, reasoning: e.reasoning })
+      : undefined;
+  });
 
   // A run folder holds one way of asking: a batch it recorded and never collected is collected (with --batch) before
   // anything is sent online, or its answers would later replace these, each request paid twice.
@@ -142,12 +152,13 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
   }
 
   // 2. Send what the journal does not answer yet.
-  const pending = requests.filter((j) => {
-    const e = journal.get(j.key);
-    return options.retryErrors ? e?.status === 'error' : e?.status !== 'ok';
-  });
+  // A request never sent (no line: a run killed before its batch existed, or before it was asked) is pending for
+  // --retry-errors as for --resume: it is no error, and left out it would fail the run as "not sent" with a hint
+  // (--retry-errors) that sends nothing again (#59).
+  const pending = requests.filter((j) => journal.get(j.key)?.status !== 'ok');
+  const failedBefore = pending.filter((j) => journal.get(j.key) !== undefined).length;
   log.info(
-    `${requests.length} requests in the run, ${requests.length - pending.length} already answered, ${pending.length} to send`,
+    `${requests.length} requests in the run, ${requests.length - pending.length} already answered, ${pending.length} to send${failedBefore > 0 ? ` (${failedBefore} failed before)` : ''}`,
   );
   const prices = pricesOf(options);
   const store = folderStore(options, journal, requests, prices, journalFile);

@@ -20,7 +20,7 @@ import {
   resultLines,
   resultsCap,
 } from './batch.js';
-import { LlmRequestError } from './client.js';
+import { DEFAULT_MAX_REPLY_BYTES, LlmRequestError } from './client.js';
 
 /** The API's limits on one batch: 100,000 requests, 256 MB. */
 const LIMITS = { requests: 100_000, bytes: 256 * 1_000_000 };
@@ -147,9 +147,12 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       };
     },
 
-    results(state, dir, requests) {
+    results(state, dir, requests, maxTokens) {
       // Saved to a file as it arrives, checked whole, then read line by line (see ./openai-batch.ts).
-      const cap = resultsCap(p.replyCap, requests);
+      const cap = resultsCap(p.replyCap, requests, {
+        maxTokens,
+        capRaised: p.replyCap > DEFAULT_MAX_REPLY_BYTES,
+      });
       const saved = join(dir, `batch-results-${state.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
       return checkedResults({
         state,

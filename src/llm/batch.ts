@@ -103,23 +103,49 @@ export interface BatchApi {
   /**
    * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
    * line by line (never whole in memory). `requests` is how many the batch holds by our own record: the results are
-   * capped at that many replies (each at the reply cap, with its line's slack), never by the provider's claim.
+   * capped at that many replies (each at its share: {@link resultsCap}, from `maxTokens`, the most its requests ask
+   * for), never by the provider's claim.
    */
-  results(state: BatchState, dir: string, requests: number): AsyncIterable<BatchResult>;
+  results(state: BatchState, dir: string, requests: number, maxTokens?: number): AsyncIterable<BatchResult>;
 }
 
 /**
- * The most bytes a batch's results may take: each request's reply at the cap, plus its line's slack (ids, status,
- * usage), for the requests the batch holds by our record. A provider's count of its requests is not trusted: with
- * none, 45 honest replies failed a whole file; with 10¹² a gzip bomb filled the disk.
+ * The most bytes a batch's results may take, for the requests the batch holds by our record (a provider's count of
+ * its requests is not trusted: with none, 45 honest replies failed a whole file; with 10¹² a gzip bomb filled the
+ * disk). Each request's share scales with what it asked for: its result line (8 KiB of ids, status, usage) and
+ * {@link RESULT_BYTES_PER_TOKEN} for each of the `--max-tokens` its reply may have, never more than the reply cap
+ * (`--max-reply-bytes`) and its line's slack. At the defaults (1,024 tokens) that is 72 KiB a request: the 3,608
+ * requests of the public test sets may take 266 MB, where one reply's 4 MiB cap each allowed 15 GB (#59 item 6).
+ * `--max-reply-bytes` raised above its default is the user's own share per request, taken whole.
  */
-export function resultsCap(replyCap: number, requests: number): { bytes: number; says: string } {
-  const bytes = Math.max(1, requests) * (replyCap + LINE_SLACK);
+export function resultsCap(
+  replyCap: number,
+  requests: number,
+  asked: { maxTokens?: number | undefined; capRaised?: boolean } = {},
+): { bytes: number; says: string } {
+  const n = Math.max(1, requests);
+  const whole = replyCap + LINE_SLACK;
+  const { maxTokens } = asked;
+  if (maxTokens === undefined || asked.capRaised) {
+    return {
+      bytes: n * whole,
+      says: `the batch's ${requests} requests can take (${requests} × (--max-reply-bytes ${replyCap} + ${LINE_SLACK} for the line around a reply)): continue with --resume, which collects the batch again, after raising --max-reply-bytes if the replies are that long`,
+    };
+  }
+  const share = Math.min(whole, RESULT_LINE_BYTES + maxTokens * RESULT_BYTES_PER_TOKEN);
   return {
-    bytes,
-    says: `the batch's ${requests} requests can take (${requests} × (--max-reply-bytes ${replyCap} + ${LINE_SLACK} for the line around a reply)): continue with --resume, which collects the batch again, after raising --max-reply-bytes if the replies are that long`,
+    bytes: n * share,
+    says: `the batch's ${requests} requests can take (${requests} × ${share}: ${RESULT_LINE_BYTES} for a result line and ${RESULT_BYTES_PER_TOKEN} for each of the --max-tokens ${maxTokens} a reply may have, at most --max-reply-bytes ${replyCap} and ${LINE_SLACK}), so the replies are longer than --max-tokens allows: continue with --resume and a --max-reply-bytes above its default (4 MiB), which is then each request's share, to collect the batch anyway`,
   };
 }
+
+/** The bytes of one batch result line around its reply text (ids, status, usage, the body's other fields), at most. */
+const RESULT_LINE_BYTES = 8 << 10;
+/**
+ * The bytes one token of a reply may take in a results line: a Russian word's token of 10 letters JSON-escaped
+ * (`\u0430`, 6 bytes each) is 60; a token of a run of dots or spaces (a model repeating itself) a few dozen.
+ */
+const RESULT_BYTES_PER_TOKEN = 64;
 
 /**
  * How long a batch's results may take to download: `--timeout-ms` (one request's deadline), and a fifth of a second
@@ -718,6 +744,12 @@ export interface RunBatchesOptions {
 export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[]; wallS: number }> {
   const started = Date.now();
   const byKey = new Map(o.requests.map((j) => [j.key, j]));
+  // The most tokens a batch's replies may have: what its results are capped at (resultsCap).
+  const mostTokens = (keys: readonly string[]): number =>
+    keys.reduce((most, k) => {
+      const j = byKey.get(k);
+      return Math.max(most, (j?.kind === 'chat' ? j.params?.maxTokens : undefined) ?? o.params.maxTokens);
+    }, 0);
   const ledger = o.ledger ?? folderLedger(o.outDir);
   const recorded = await ledger.read();
   const waiting = recorded.filter((b) => !b.collected);
@@ -944,12 +976,15 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
     }
     let read: Awaited<ReturnType<typeof journalResults>>;
     try {
-      read = await journalResults(state.failure ? [] : o.api.results(state, o.outDir, b.keys.length), {
-        byKey,
-        keys: new Set(b.keys),
-        journal: o.journal,
-        label: `batch ${b.id}`,
-      });
+      read = await journalResults(
+        state.failure ? [] : o.api.results(state, o.outDir, b.keys.length, mostTokens(b.keys)),
+        {
+          byKey,
+          keys: new Set(b.keys),
+          journal: o.journal,
+          label: `batch ${b.id}`,
+        },
+      );
     } catch (e) {
       // The batch is done at the provider and still recorded as not collected: nothing of it is lost.
       throw new RumedbenchError(

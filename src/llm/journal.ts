@@ -236,6 +236,24 @@ export class Journal {
     return out;
   }
 
+  /**
+   * Answers journaled by a version that kept no token counts where the server's were unreadable (`usageProblem`, no
+   * `usage`) are given `estimate`'s, the one new answers get (./cost.ts, estimatedUsage), in memory only and still
+   * flagged by their `usageProblem`: past spending (`llm.cost`, `--max-cost`) never counts them as free (#59 item 10).
+   * Returns how many were estimated.
+   */
+  estimateUnreadUsage(estimate: (e: JournalEntry) => Usage | undefined): number {
+    let n = 0;
+    for (const [key, e] of this.entries) {
+      if (e.status !== 'ok' || e.usage !== undefined || e.usageProblem === undefined) continue;
+      const usage = estimate(e);
+      if (!usage) continue;
+      this.entries.set(key, { ...e, usage });
+      n++;
+    }
+    return n;
+  }
+
   /** Answers appended from now on are recorded as bought so (the run's way of sending: online, a batch, a file). */
   buyingAs(b: Bought): void {
     this.buying = b;

@@ -18,7 +18,7 @@ import {
   resultLines,
   resultsCap,
 } from './batch.js';
-import { LlmRequestError, serverMessage } from './client.js';
+import { DEFAULT_MAX_REPLY_BYTES, LlmRequestError, serverMessage } from './client.js';
 import type { CompletionBody, OpenAIProvider } from './openai.js';
 
 /** The API's limits on one batch: 50,000 requests, an input file of 200 MB. */
@@ -181,11 +181,14 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       };
     },
 
-    results(state, dir, requests) {
+    results(state, dir, requests, maxTokens) {
       // Saved to a file as it arrives and read line by line: the results are as large as the replies asked for, capped
       // at the reply cap per request we recorded, not one reply's, and never at the provider's own count. Every file is
       // downloaded and checked whole (./batch.ts, checkedResults) before any of its lines is taken as an answer.
-      const cap = resultsCap(p.replyCap, requests);
+      const cap = resultsCap(p.replyCap, requests, {
+        maxTokens,
+        capRaised: p.replyCap > DEFAULT_MAX_REPLY_BYTES,
+      });
       return checkedResults({
         state,
         requests,

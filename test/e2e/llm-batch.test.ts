@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSplit } from '../../src/data/load.js';
+import { resultsCap } from '../../src/llm/batch.js';
 import { getTask } from '../../src/tasks/registry.js';
 import { CLI_ENV, rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { type ChatRequestBody, type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
@@ -306,10 +307,26 @@ describe('llm --batch (OpenAI Batch API, fixture data)', () => {
       ...args(big.url, out, '--batch', '--batch-poll', '0.01', '--max-reply-bytes', '65536'),
     );
     expect(r.code).not.toBe(0);
+    // The cap scales with what the requests asked for, and names the settings that make it and the way out.
     expect(r.stderr).toContain(
-      "the reply is larger than the batch's 12 requests can take (12 × (--max-reply-bytes 65536 + 65536",
+      "the reply is larger than the batch's 12 requests can take (12 × 73728: 8192 for a result line and 64 for each of the --max-tokens 1024 a reply may have, at most --max-reply-bytes 65536 and 65536), so the replies are longer than --max-tokens allows: continue with --resume and a --max-reply-bytes above its default (4 MiB)",
     );
-    expect(r.stderr).toContain('continue with --resume, which collects the batch again');
+    expect(existsSync(join(out, 'summary.json'))).toBe(false);
+    // That way out collects the same batch: nothing paid again.
+    const collected = await rumedbench(
+      ...args(big.url, out, '--batch', '--batch-poll', '0.01', '--max-reply-bytes', '8388608'),
+      '--resume',
+    );
+    expect(collected.code, collected.stderr).toBe(0);
+    expect(big.batches()).toHaveLength(1);
+  });
+
+  it('scales the results cap with the requests asked, not one reply cap per request (#59 item 6)', () => {
+    // The 3,608 requests of the public test sets at the defaults: 266 MB, where 4 MiB a request allowed 15 GB.
+    expect(resultsCap(4 << 20, 3608, { maxTokens: 1024 }).bytes).toBe(3608 * (8192 + 1024 * 64));
+    // Never more than the reply cap and its line's slack a request; a raised --max-reply-bytes taken whole.
+    expect(resultsCap(16_384, 10, { maxTokens: 4096 }).bytes).toBe(10 * (16_384 + 65_536));
+    expect(resultsCap(8 << 20, 10, { maxTokens: 16, capRaised: true }).bytes).toBe(10 * ((8 << 20) + 65_536));
   });
 
   it('waits for a batch no longer than its deadline, saying so as it waits, and --resume collects it later', async () => {

@@ -23,24 +23,20 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, keyForms, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
 
-const args = (url: string, out: string, ...more: string[]) =>
-  llmArgs(
-    { url, out, data: DATA, tasks: 'RuMedDaNet,RuMedNLI', limit: 6 },
-    '--batch',
-    '--batch-poll',
-    '0.01',
-    ...more,
-  );
+const args = (url: string, out: string, ...more: string[]) => batchArgs(DATA, url, out, ...more);
 
 /** The built CLI as a user runs it: the process's own exit code, not a promise's. */
-function spawned(argv: string[]): Promise<{ code: number | null; stderr: string }> {
+function spawned(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [CLI, ...argv], {
-    env: CLI_ENV,
+    env: { ...CLI_ENV, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -48,6 +44,21 @@ function spawned(argv: string[]): Promise<{ code: number | null; stderr: string 
     stderr += d;
   });
   return new Promise((r) => child.once('close', (code) => r({ code, stderr })));
+}
+
+/** A key with the characters that encodings change: / + = & and a quote. */
+const KEY = 'sk-te/st+Kq9=x&y"z-secret';
+
+/** The forms of `key` (as it is, JSON-escaped, URL- and form-encoded) found in any file under `out` or in `texts`. */
+function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
+  const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
+    .map((f) => join(out, f))
+    .filter((f) => statSync(f).isFile());
+  const everything = `${texts.join('\n')}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
+  const forms = keyForms(key);
+  return Object.entries(forms)
+    .filter(([, f]) => everything.includes(f))
+    .map(([name]) => name);
 }
 
 const ledgerEvents = (out: string): string[] =>
@@ -75,7 +86,8 @@ describe('llm --batch against lying results files', () => {
       });
       track(server);
       const out = mkdtempSync(join(tmpdir(), `rumedbench-lying-${fault}-`));
-      const first = await spawned(args(server.url, out));
+      const keyed = ['--api-key-env', 'RB_BATCH_KEY'];
+      const first = await spawned(args(server.url, out, ...keyed), { RB_BATCH_KEY: KEY });
       expect(first.code, first.stderr).toBe(3);
       expect(first.stderr).toContain('--resume');
       expect(first.stderr).toContain('batch batch_1 ended completed, but its results could not be read');
@@ -83,11 +95,16 @@ describe('llm --batch against lying results files', () => {
       expect(existsSync(join(out, '.rumedbench.lock'))).toBe(false);
       expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
       lying = false;
-      const resumed = await rumedbench(...args(server.url, out, '--resume'));
+      const resumed = await rumedbenchWith(
+        { RB_BATCH_KEY: KEY },
+        ...args(server.url, out, '--resume', ...keyed),
+      );
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stderr).toContain(
         'batch batch_1: submitted by an earlier run; collecting its 12 requests',
       );
+      // The key, in none of its encodings, in any file of the run or on the terminal (#59 item 8).
+      expect(keyFormsIn(out, KEY, first.stderr, resumed.stderr, resumed.stdout)).toEqual([]);
       // Paid once: one batch of 12 lines, nothing online.
       expect(server.batches()).toHaveLength(1);
       expect(server.batchLines).toHaveLength(12);
@@ -403,8 +420,7 @@ describe('downloads and waits (#59 item 6)', () => {
 
 describe('keys in batch ids (#59 item 8)', () => {
   it('a batch id that carries the key, as it is or encoded, reaches no file of the run and not the terminal', async () => {
-    // A key with the characters that encodings change: / + = & and a quote.
-    const key = 'sk-te/st+Kq9=x&y"z-secret';
+    const key = KEY;
     const server = await startFakeOpenAI({
       reply: () => 'Ответ: да',
       batchIdOf: (n) => `batch_${key}_${n + 1}`,
@@ -417,19 +433,7 @@ describe('keys in batch ids (#59 item 8)', () => {
     );
     expect(r.code, r.stderr).toBe(0);
     expect(server.batches().map((b) => b.id)).toEqual([`batch_${key}_1`]);
-    const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
-      .map((f) => join(out, f))
-      .filter((f) => statSync(f).isFile());
-    expect(files.map((f) => f.slice(out.length + 1))).toContain('batches.jsonl');
-    const everything = `${r.stderr}${r.stdout}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
-    const forms = {
-      raw: key,
-      json: JSON.stringify(key).slice(1, -1),
-      url: encodeURIComponent(key),
-      form: new URLSearchParams({ k: key }).toString().slice(2),
-      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
-    };
-    expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
+    expect(keyFormsIn(out, key, r.stderr, r.stdout)).toEqual([]);
     expect(readFileSync(join(out, 'batches.jsonl'), 'utf8')).toContain('batch_***_1');
   });
 });

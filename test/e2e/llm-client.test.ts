@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { type Misbehaviour, useBrokenServers } from '../helpers/broken-openai.js';
 import { rumedbenchWith } from '../helpers/cli.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
+import { keyForms } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 
@@ -265,13 +266,7 @@ describe('no secret reaches the disk or the terminal', () => {
     expect(server.headers[0]?.authorization).toBe(`Bearer ${key}`);
     expect(r.code, r.stderr).toBe(0);
     const everything = `${r.stderr}${r.stdout}${folderText(out)}`;
-    const forms = {
-      raw: key,
-      json: JSON.stringify(key).slice(1, -1),
-      url: encodeURIComponent(key),
-      form: new URLSearchParams({ k: key }).toString().slice(2),
-      jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
-    };
+    const forms = keyForms(key);
     expect(Object.entries(forms).filter(([, f]) => everything.includes(f))).toEqual([]);
     expect(everything).toContain('***');
   });
@@ -430,6 +425,29 @@ describe('usage figures', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     const usd = summary.llm.cost as number;
     expect(resumed.stderr).toContain(`after $${Number(usd.toPrecision(3))} spent; --max-cost $1.00`);
+
+    // A journal of an older version kept no counts for such replies (only `usageProblem`): they are estimated the same
+    // way when read, flagged, never counted as free in the cost or the spending so far.
+    const journalFile = join(out, 'journal.jsonl');
+    const lines = readFileSync(journalFile, 'utf8').split('\n').filter(Boolean);
+    const older = lines.map((l) => {
+      const { usage, ...rest } = JSON.parse(l) as { usage?: unknown; usageProblem?: string };
+      expect(rest.usageProblem).toMatch(/token counts that are not whole numbers/);
+      return JSON.stringify(rest);
+    });
+    writeFileSync(journalFile, `${older.join('\n')}\n`);
+    const again = await llm(
+      server.url,
+      out,
+      ...['--tasks', 'RuMedDaNet', '--limit', '4', '--price-prompt', '1', '--price-completion', '2'],
+      ...['--resume', '--max-cost', '1', '--json'],
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`after $${Number(usd.toPrecision(3))} spent; --max-cost $1.00`);
+    expect(again.stderr).toMatch(/4 replies gave token counts that cannot be right/);
+    const resummed = JSON.parse(again.stdout);
+    expect(resummed.llm.usage).toEqual(summary.llm.usage);
+    expect(resummed.llm.cost).toBe(summary.llm.cost);
   });
 });
 

@@ -102,6 +102,25 @@ export const llmArgs = (
   ...more,
 ];
 
+/** A key as it is, JSON-escaped, URL- and form-encoded, and JSON-escaped URL-encoded: each form a leak may take. */
+export const keyForms = (key: string): Record<string, string> => ({
+  raw: key,
+  json: JSON.stringify(key).slice(1, -1),
+  url: encodeURIComponent(key),
+  form: new URLSearchParams({ k: key }).toString().slice(2),
+  jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
+});
+
+/** A small batch run (RuMedDaNet and RuMedNLI, 6 items each: 12 requests) looked at every 10 ms. */
+export const batchArgs = (data: string, url: string, out: string, ...more: string[]) =>
+  llmArgs(
+    { url, out, data, tasks: 'RuMedDaNet,RuMedNLI', limit: 6 },
+    '--batch',
+    '--batch-poll',
+    '0.01',
+    ...more,
+  );
+
 /**
  * Runs the built CLI as a user does, and kills it with SIGKILL once `when` holds (polled every 5 ms): a run killed
  * in the middle of what it was doing. Resolves when the process has exited.
