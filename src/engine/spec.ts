@@ -181,6 +181,10 @@ const llmFields = z
   })
   .strict();
 
+/** A provider part that parsed: zod goes on to the whole spec's rules after a provider was refused. */
+const known = (p: unknown): p is BuiltInProviderSpec =>
+  typeof p === 'object' && p !== null && isProviderName((p as { name?: unknown }).name);
+
 /**
  * What no single field can say: settings a provider or a mode does not take, and settings that need another. Every
  * door meets these: a plan's cells and a spec file in the fields' words, the CLI's flags in theirs (each field named
@@ -191,6 +195,8 @@ function llmProblems(s: z.output<typeof llmFields>): string[] {
   const p = s.provider.name;
   if (s.max_cost !== undefined && s.prices === undefined)
     out.push('max_cost: needs prices (USD per million tokens)');
+  // A provider that is not one is reported by its own field; the rules below are its record's.
+  if (!known(s.provider)) return out;
   const record = recordOf(s.provider);
   out.push(...(record.problems?.(s, s.provider) ?? []));
   if (s.batch && !record.batches) {
@@ -229,10 +235,11 @@ const llmSpec = llmFields
       ctx.addIssue({ code: 'custom', path: [problem.slice(0, at)], message: problem.slice(at + 2) });
     }
   })
+  // zod runs this after a provider that is not one has been reported: the spec is refused then, whatever it returns.
   .transform((s) => ({
     ...s,
-    concurrency: s.concurrency ?? providerRecord(s.provider.name).concurrency,
-    prices: s.prices ? cachePricesFilled(s.provider.name, s.prices) : undefined,
+    concurrency: s.concurrency ?? (known(s.provider) ? providerRecord(s.provider.name).concurrency : 1),
+    prices: s.prices && known(s.provider) ? cachePricesFilled(s.provider.name, s.prices) : undefined,
     // A batch run's waits and price, filled here once (the providers' defaults: `BATCH_DEFAULTS`).
     ...(s.batch
       ? {
