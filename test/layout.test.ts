@@ -162,6 +162,33 @@ describe('the layout of src/', () => {
     expect(circles.sort()).toEqual([]);
   });
 
+  it("names a provider only in its own record: no module outside src/engine/providers/ switches on a provider's name", () => {
+    // A comparison (===, !==, ==, !=), a switch's case, a list asked `includes`, or a type union of a provider's
+    // name: each is a place a new provider would have to be added to. Tests name providers as data and are not read.
+    const NAME = `'(?:openai|anthropic|llama)'`;
+    const SWITCHES = new RegExp(
+      [
+        `[!=]==?\\s*${NAME}`,
+        `${NAME}\\s*[!=]==?`,
+        `case\\s+${NAME}`,
+        `${NAME}\\s*\\|`,
+        `\\|\\s*${NAME}`,
+        `includes\\(\\s*${NAME}`,
+      ].join('|'),
+    );
+    const PROVIDERS = join(SRC, 'engine', 'providers');
+    const bad = modules()
+      .filter((f) => !f.startsWith(PROVIDERS + sep))
+      .flatMap((f) =>
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .flatMap((line, i) =>
+            SWITCHES.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [],
+          ),
+      );
+    expect(bad).toEqual([]);
+  });
+
   it("keeps docs/development.md's count of test files true", () => {
     const count = ['src', 'test']
       .flatMap((d) => walk(join(REPO_ROOT, d)))

@@ -1,8 +1,10 @@
 /** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
 import { resolve } from 'node:path';
+import type { z } from 'zod';
 import { inFlagWords, specInputOf } from '../engine/flag-table.js';
 import { LLM_FLAGS, type LlmFlags } from '../engine/llm-flags.js';
+import { providerRecord } from '../engine/providers/registry.js';
 import { type RunOutcome, runEvaluation, writeBatchInput } from '../engine/run.js';
 import { type LlmSpec, makeRunSpec, type ProviderSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import { RunSpecError, UsageError } from '../errors.js';
@@ -36,10 +38,16 @@ export type ProviderFlags = Pick<
   | 'maxReplyBytes'
 >;
 
+/** A provider whose spec has a `base_url` with no default (a server only the user can name). */
+const needsBaseUrl = (name: string): boolean => {
+  const field = (providerRecord(name).schema.shape as Record<string, z.ZodType | undefined>).base_url;
+  return field !== undefined && !field.safeParse(undefined).success;
+};
+
 /** The provider part of a spec, from the flags (each field where LLM_FLAGS binds it; checked by `makeRunSpec`). */
 export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
-  if (flags.provider === 'openai' && !flags.baseUrl)
-    throw new UsageError('--provider openai needs --base-url (e.g. http://localhost:8000/v1)');
+  if (!flags.baseUrl && needsBaseUrl(flags.provider))
+    throw new UsageError(`--provider ${flags.provider} needs --base-url (e.g. http://localhost:8000/v1)`);
   return specInputOf(LLM_FLAGS, flags, flags.provider).provider as ProviderSpec;
 }
 
@@ -61,7 +69,7 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
   if (flags.reask && !flags.resume && !flags.retryErrors)
     throw new UsageError('--reask goes with --resume (or --retry-errors): it continues a run in --out');
   if (flags.batchFile !== undefined) {
-    if (flags.provider !== 'openai' || flags.mode === 'loglik')
+    if (!providerRecord(flags.provider).batchFile || flags.mode === 'loglik')
       throw new UsageError(
         '--batch-file writes an OpenAI batch file of chat requests: --provider openai, --mode generate',
       );

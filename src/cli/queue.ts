@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { providerRecord } from '../engine/providers/registry.js';
 import { UsageError } from '../errors.js';
 import { median } from '../metrics/quantile.js';
 import { renderTable } from '../report/table.js';
@@ -536,8 +537,8 @@ export async function runEndpointAdd(
   flags: FlagsOf<typeof ENDPOINT_ADD_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  if (flags.provider === 'openai' && !flags.baseUrl)
-    throw new UsageError('--provider openai needs --base-url');
+  if (!providerRecord(flags.provider).local && !flags.baseUrl)
+    throw new UsageError(`--provider ${flags.provider} needs --base-url`);
   const wanted = {
     name,
     provider: flags.provider,

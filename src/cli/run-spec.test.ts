@@ -8,7 +8,7 @@ import { commandLineOf } from '../engine/command-line.js';
 import { boundFlags, flagNameOf } from '../engine/flag-table.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
 import { loadPlan } from '../plans/file.js';
-import { PLAN_PROVIDERS, RENAMED } from '../plans/settings.js';
+import { planProviders, RENAMED } from '../plans/settings.js';
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
 import { CONTAMINATION_FLAGS, type ContaminationFlags, contaminationSpecOf } from './contamination.js';
 import { addFlags } from './flags.js';
@@ -140,7 +140,7 @@ describe('run specs and the command line', () => {
     const line = commandLineOf(given);
     expect(line).toContain('--price-prompt 2 --price-completion 8 --price-cached 0.5 --price-cache-write 0');
     expect(llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x']))).toEqual(given);
-    const fromPlan = PLAN_PROVIDERS.openai?.toSpec({
+    const fromPlan = planProviders().openai?.toSpec({
       model: 'm',
       base_url: 'http://127.0.0.1:8000/v1',
       tasks: ['RuMedDaNet'],
@@ -264,7 +264,7 @@ describe('the table from flags to spec fields (src/engine/llm-flags.ts)', () => 
       const spec = specOfLine(args);
       const name = flagNameOf(f);
       const setting = f.field.path.replace(/^provider\./, '');
-      const provider = PLAN_PROVIDERS[spec.provider.name];
+      const provider = planProviders()[spec.provider.name];
       if (!provider?.settings.has(setting) && !provider?.settings.has(RENAMED[setting] ?? setting)) continue;
       taken.push(key);
       // The other fields as a plan holds them (the spec's own form); this one as the command line gave it.

@@ -25,7 +25,8 @@ import { getTask, isChoiceTask } from '../tasks/registry.js';
 import { VERSION } from '../version.js';
 import { commandLineOf } from './command-line.js';
 import { openProvider } from './provider.js';
-import { type ContaminationSpec, LLM_DEFAULTS } from './spec.js';
+import { providerRecord } from './providers/registry.js';
+import type { ContaminationSpec } from './spec.js';
 
 const JOURNAL = 'contamination.journal.jsonl';
 
@@ -69,7 +70,7 @@ export async function runContaminationSpec(
     if (ctx.resume) log.info(`${journal.size} answer(s) journaled in ${file}: not asked again`);
   }
   const made = await openProvider(spec.provider, {
-    concurrency: spec.concurrency ?? LLM_DEFAULTS.concurrency[spec.provider.name],
+    concurrency: spec.concurrency ?? providerRecord(spec.provider.name).concurrency,
     log,
   });
   const provider = journal ? journaled(made, journal, 'contamination') : made;

@@ -11,12 +11,14 @@ import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants } from '../llm/prompt-variants.js';
 import { parseTaskList } from '../tasks/registry.js';
 import * as flag from './flag-table.js';
+import { providerNames, providerRecord } from './providers/registry.js';
 import { parseAllowance, parseShard, resolveShard } from './short-forms.js';
 import { LLM_DEFAULTS, secretHeaderProblem } from './spec.js';
 
-/** Model servers' settings; a local model's. */
-const SERVERS = { providers: ['openai', 'anthropic'] } as const;
-const LOCAL = { providers: ['llama'] } as const;
+/** Model servers' settings; a local model's (the providers registered when the flags are declared). */
+const SERVERS = { providers: providerNames().filter((n) => !providerRecord(n).local) };
+const LOCAL = { providers: providerNames().filter((n) => providerRecord(n).local) };
+const abouts = providerNames().map((n) => providerRecord(n).about);
 
 /**
  * `"Name: value"` texts as a record of headers. A literal `--header` that carries a credential is refused here, by
@@ -53,8 +55,8 @@ export const LLM_FLAGS = {
     'provider.name',
     flag.choice(
       '--provider <name>',
-      "an OpenAI-compatible endpoint, Anthropic's Messages API, or a local GGUF model",
-      ['openai', 'anthropic', 'llama'],
+      `${abouts.slice(0, -1).join(', ')}, or ${abouts.at(-1)}`,
+      providerNames(),
       {
         default: 'openai',
       },
@@ -67,7 +69,8 @@ export const LLM_FLAGS = {
       required: true,
     }),
     {
-      toField: (v, flags) => (flags.provider === 'llama' ? resolve(v) : v),
+      toField: (v, flags) =>
+        providerRecord(String(flags.provider)).paths.includes('model') ? resolve(v) : v,
       isPath: true,
     },
   ),

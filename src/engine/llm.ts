@@ -1,12 +1,8 @@
 /** An LLM spec as the harness (src/llm) takes it: the run's options, and the model's name in request keys. */
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { resolveDataDir } from '../data/paths.js';
 import { UsageError } from '../errors.js';
-import { AnthropicProvider } from '../llm/anthropic.js';
-import { anthropicBatches } from '../llm/anthropic-batch.js';
 import type { BatchApi } from '../llm/batch.js';
-import { OpenAIProvider } from '../llm/openai.js';
-import { openAIBatches } from '../llm/openai-batch.js';
 import type { PromptTemplate } from '../llm/prompt.js';
 import type { Provider } from '../llm/provider.js';
 import {
@@ -21,6 +17,7 @@ import { type Logger, silentLogger } from '../log.js';
 import { getTask } from '../tasks/registry.js';
 import { commandLineOf } from './command-line.js';
 import { type OpenProviderOptions, openProvider } from './provider.js';
+import { providerNames, providerRecord, recordOf } from './providers/registry.js';
 import type { LlmSpec } from './spec.js';
 
 export interface LlmContext {
@@ -38,8 +35,12 @@ export interface LlmContext {
 }
 
 /** The model as the harness names it in its request keys: a GGUF file by its name, a served model by its own. */
-export const modelNameOf = (spec: LlmSpec): string =>
-  spec.provider.name === 'llama' ? basename(spec.provider.model) : spec.provider.model;
+export const modelNameOf = (spec: LlmSpec): string => recordOf(spec.provider).modelName(spec.provider);
+
+const maxReplyBytesOf = (spec: LlmSpec): { maxReplyBytes?: number } => {
+  const bytes = recordOf(spec.provider).maxReplyBytes?.(spec.provider);
+  return bytes !== undefined ? { maxReplyBytes: bytes } : {};
+};
 
 export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOptions, 'provider'> {
   return {
@@ -70,7 +71,7 @@ export function llmRunOptionsOf(spec: LlmSpec, c: LlmContext): Omit<LlmRunOption
     ...(c.retryErrors ? { retryErrors: true } : {}),
     ...(c.reask ? { reask: true } : {}),
     ...(spec.allow_failures ? { allowFailures: spec.allow_failures } : {}),
-    ...(spec.provider.name !== 'llama' ? { maxReplyBytes: spec.provider.max_reply_bytes } : {}),
+    ...maxReplyBytesOf(spec),
     ...(spec.system !== undefined ? { system: spec.system } : {}),
     ...(spec.templates ? { templates: spec.templates as Record<string, PromptTemplate> } : {}),
     ...(spec.prices
@@ -112,11 +113,16 @@ export interface LlmRunPhases {
   finish(run: Omit<FinishInput, 'options' | 'log'> & { outDir: string }): Promise<LlmRunResult>;
 }
 
-/** The batch API of a provider: OpenAI's Batch API, Anthropic's Message Batches; a local model has none. */
+/** The batch API of an open provider, by its record: OpenAI's Batch API, Anthropic's Message Batches; or an error. */
 export function batchApiOf(provider: Provider): BatchApi {
-  if (provider instanceof AnthropicProvider) return anthropicBatches(provider);
-  if (provider instanceof OpenAIProvider) return openAIBatches(provider);
-  throw new UsageError('--batch: a local model has no batch API; give --provider openai or anthropic');
+  const record = providerRecord(provider.describe().provider ?? '');
+  if (!record.batches) {
+    const have = providerNames().filter((n) => providerRecord(n).batches);
+    throw new UsageError(
+      `--batch: ${record.local ? 'a local model' : record.name} has no batch API; give --provider ${have.join(' or ')}`,
+    );
+  }
+  return record.batches(provider);
 }
 
 /**

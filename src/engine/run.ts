@@ -13,7 +13,7 @@ import { readUtf8File } from '../data/text.js';
 import type { VectorSource } from '../encoders/embed.js';
 import { RumedbenchError, RunSpecError, UsageError } from '../errors.js';
 import { OpenAIProvider } from '../llm/openai.js';
-import { openAIBatches, readOpenAIResults } from '../llm/openai-batch.js';
+import { readOpenAIResults } from '../llm/openai-batch.js';
 import type { Perturbation } from '../llm/perturb.js';
 import { type PerturbationRuns, runPerturbations } from '../llm/perturbations.js';
 import { type PromptVariantRuns, runPromptVariants } from '../llm/prompt-variants.js';
@@ -31,6 +31,7 @@ import { type ContaminationResult, runContaminationSpec } from './contamination.
 import { batchApiOf, llmRunPhases, planLlmSpec } from './llm.js';
 import { runLlm } from './loop.js';
 import { openProvider } from './provider.js';
+import { recordOf } from './providers/registry.js';
 import {
   type BaselineSpec,
   batchSettingsOf,
@@ -96,11 +97,8 @@ const folderOf = (ctx: RunContext): string => {
  * online run sends, keyed by their journal keys; nothing is sent. Returns how many were written.
  */
 export async function writeBatchInput(spec: LlmSpec, file: string, log: Logger): Promise<number> {
-  if (spec.provider.name !== 'openai')
-    throw new UsageError('--batch-file writes OpenAI batch files: --provider openai');
-  const api = openAIBatches(
-    new OpenAIProvider({ baseUrl: spec.provider.base_url, model: spec.provider.model }),
-  );
+  const api = recordOf(spec.provider).batchFile?.(spec.provider);
+  if (!api) throw new UsageError('--batch-file writes OpenAI batch files: --provider openai');
   const { requests } = await planLlmSpec(spec, log);
   const { params } = llmRunPhases(spec, { log }).options;
   mkdirSync(dirname(file), { recursive: true });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RunSpecError } from '../errors.js';
-import { LLM_DEFAULTS, type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, specJson } from './spec.js';
+import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, specJson } from './spec.js';
 
 const openai = { name: 'openai', model: 'm', base_url: 'http://127.0.0.1:8000/v1' } as const;
 
@@ -42,7 +42,7 @@ describe('run specs', () => {
       provider: { name: 'llama', model: '/m.gguf' },
     }) as LlmSpec;
     expect([local.concurrency, local.provider]).toEqual([
-      LLM_DEFAULTS.concurrency.llama,
+      1,
       { name: 'llama', model: '/m.gguf', context_size: 4096, gpu: false },
     ]);
     // Made again from its own JSON, a spec is the same spec.

@@ -7,40 +7,33 @@
 import { z } from 'zod';
 import { canonical } from '../data/canonical.js';
 import { RunSpecError } from '../errors.js';
-import { ANTHROPIC_BASE_URL, MIN_THINKING_BUDGET } from '../llm/anthropic.js';
 import { BATCH_DEFAULTS } from '../llm/batch.js';
 import { ORDER_DEFAULTS } from '../llm/contamination.js';
 import { pricesFor } from '../llm/cost.js';
 import { getTask, isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
+import {
+  type BuiltInProviderSpec,
+  isProviderName,
+  providerNames,
+  providerRecord,
+  recordOf,
+} from './providers/registry.js';
+import { apiKeyEnv, LLM_DEFAULTS, whole } from './spec-parts.js';
+
+export {
+  apiKeyEnv,
+  apiKeyEnvProblem,
+  LLM_DEFAULTS,
+  SECRET_HEADER,
+  secretHeaderProblem,
+} from './spec-parts.js';
 
 export const RUN_SPEC_SCHEMA = 'rumedbench.run/1';
-
-/** The defaults of an LLM run, in one place: the spec fills them, the flags' help shows them. */
-export const LLM_DEFAULTS = {
-  contextSize: 4096,
-  timeoutMs: 120_000,
-  maxRetries: 6,
-  maxWaitS: 60,
-  maxReplyBytes: 4 << 20,
-  /** Requests in a row that cannot reach the server or time out before the run stops (the circuit breaker). */
-  downAfter: 5,
-  split: 'test',
-  mode: 'generate',
-  shots: 0,
-  seed: 0,
-  temperature: 0,
-  maxTokens: 1024,
-  repeats: 1,
-  bootstrap: 1000,
-  /** Requests in flight to a server; sequences evaluated in parallel by a local model. */
-  concurrency: { openai: 8, anthropic: 8, llama: 1 },
-} as const;
 
 /** The defaults of a baseline run. */
 export const BASELINE_DEFAULTS = { trainSplit: 'train', seed: 0, bootstrap: 1000 } as const;
 
-const whole = (min: number) => z.number().int().min(min);
 /**
  * The definition files of the spec's tasks defined in files (absolute paths; filled by makeRunSpec): read before
  * the spec is checked, wherever it runs, so that a manifest, a plan's cell or a queued job repeats the run as made.
@@ -66,83 +59,25 @@ const taskList = z
   .default(() => TASKS.map((t) => t.name));
 
 /**
- * The name of the environment variable holding a model server's key. The project's own variables are refused: an
- * endpoint named `RUMEDBENCH_ADMIN_TOKEN` would send the board's admin secret to a model server with every request.
+ * A provider's part of a spec: read by the schema of the provider it names (./providers/registry.ts), so that a
+ * provider registered later is checked as the built-in ones are.
  */
-export const apiKeyEnv = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name (letters, digits, _)')
-  .refine((n) => !/^RUMEDBENCH_/i.test(n), {
-    message:
-      "names one of rumedbench's own secrets (RUMEDBENCH_*): keep a model server's key in a variable of its own",
-  });
-
-/** The same check for a flag or a plan field: the problem in words, or undefined. */
-export function apiKeyEnvProblem(name: string): string | undefined {
-  const r = apiKeyEnv.safeParse(name);
-  return r.success ? undefined : r.error.issues[0]?.message;
-}
-
-/**
- * Header names that carry credentials (`Authorization`, `X-Api-Key`, Azure's `Api-Key`, `Ocp-Apim-Subscription-Key`,
- * any name with key, token or secret in it, cookies): a spec is written into run folders, plans and the queue, so
- * their values come from the environment (`header_env`), never from the spec itself.
- */
-export const SECRET_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|passw/i;
-
-/** Why a header given as a literal value may not be (it carries a credential), or undefined. */
-export function secretHeaderProblem(name: string): string | undefined {
-  return SECRET_HEADER.test(name)
-    ? `the header "${name}" carries a credential: give its value through an environment variable (--header-env "${name}: VAR", plan setting header_env), never in the spec, the plan or the command line`
-    : undefined;
-}
-
-const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name');
-
-const openaiProvider = z
-  .object({
-    name: z.literal('openai'),
-    model: z.string().min(1),
-    base_url: z.string().min(1),
-    /** The environment variable that holds the key: a spec never holds a secret. */
-    api_key_env: apiKeyEnv.optional(),
-    headers: z
-      .record(headerName, z.string())
-      .default({})
-      .superRefine((h, ctx) => {
-        for (const name of Object.keys(h)) {
-          const problem = secretHeaderProblem(name);
-          if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
-        }
-      }),
-    /** Headers whose values are read from environment variables by the process that runs the spec. */
-    header_env: z.record(headerName, apiKeyEnv).default({}),
-    down_after: whole(0).default(LLM_DEFAULTS.downAfter),
-    timeout_ms: whole(1).default(LLM_DEFAULTS.timeoutMs),
-    max_retries: whole(0).default(LLM_DEFAULTS.maxRetries),
-    max_wait_s: whole(1).default(LLM_DEFAULTS.maxWaitS),
-    max_reply_bytes: whole(1024).default(LLM_DEFAULTS.maxReplyBytes),
-  })
-  .strict();
-
-/** Anthropic's Messages API: the same settings as an OpenAI-compatible server, its address known. */
-const anthropicProvider = openaiProvider.extend({
-  name: z.literal('anthropic'),
-  base_url: z.string().min(1).default(ANTHROPIC_BASE_URL),
+export const providerSpec = z.unknown().transform((v, ctx): BuiltInProviderSpec => {
+  const name = typeof v === 'object' && v !== null ? (v as Record<string, unknown>).name : undefined;
+  if (!isProviderName(name)) {
+    ctx.issues.push({
+      code: 'custom',
+      path: ['name'],
+      message: `one of ${providerNames().join(', ')}, got ${JSON.stringify(name)}`,
+      input: v,
+    });
+    return z.NEVER;
+  }
+  const r = providerRecord(name).schema.safeParse(v);
+  if (r.success) return r.data as BuiltInProviderSpec;
+  for (const issue of r.error.issues) ctx.issues.push({ ...issue, input: v } as never);
+  return z.NEVER;
 });
-
-const llamaProvider = z
-  .object({
-    name: z.literal('llama'),
-    /** The .gguf file. */
-    model: z.string().min(1),
-    context_size: whole(64).default(LLM_DEFAULTS.contextSize),
-    gpu: z.boolean().default(false),
-    threads: whole(1).optional(),
-  })
-  .strict();
-
-export const providerSpec = z.discriminatedUnion('name', [openaiProvider, anthropicProvider, llamaProvider]);
 
 const template = z
   .object({ system: z.string().optional(), instruction: z.string().optional(), item: z.string().optional() })
@@ -157,10 +92,10 @@ const perturbation = z
 
 /** A spec's prices with the cache prices its provider defaults to filled in, once (see `prices` below). */
 function cachePricesFilled(
-  provider: 'openai' | 'anthropic' | 'llama',
+  provider: string,
   p: { prompt: number; completion: number; cached?: number | undefined; cache_write?: number | undefined },
 ): { prompt: number; completion: number; cached: number; cache_write: number } {
-  const filled = pricesFor(provider, {
+  const filled = pricesFor(providerRecord(provider).cachePricing, {
     prompt: p.prompt,
     completion: p.completion,
     ...(p.cached !== undefined ? { cached: p.cached } : {}),
@@ -246,6 +181,10 @@ const llmFields = z
   })
   .strict();
 
+/** A provider part that parsed: zod goes on to the whole spec's rules after a provider was refused. */
+const known = (p: unknown): p is BuiltInProviderSpec =>
+  typeof p === 'object' && p !== null && isProviderName((p as { name?: unknown }).name);
+
 /**
  * What no single field can say: settings a provider or a mode does not take, and settings that need another. Every
  * door meets these: a plan's cells and a spec file in the fields' words, the CLI's flags in theirs (each field named
@@ -256,17 +195,21 @@ function llmProblems(s: z.output<typeof llmFields>): string[] {
   const p = s.provider.name;
   if (s.max_cost !== undefined && s.prices === undefined)
     out.push('max_cost: needs prices (USD per million tokens)');
-  if (p === 'llama' && (s.reasoning_effort !== undefined || s.thinking_budget !== undefined))
+  // A provider that is not one is reported by its own field; the rules below are its record's.
+  if (!known(s.provider)) return out;
+  const record = recordOf(s.provider);
+  out.push(...(record.problems?.(s, s.provider) ?? []));
+  if (s.batch && !record.batches) {
+    const have = providerNames().filter((n) => providerRecord(n).batches);
     out.push(
-      'reasoning_effort, thinking_budget: read by model servers (provider openai or anthropic), not by a local GGUF model',
+      `batch: a provider's batch (${have.join(' or ')}); ${record.local ? 'a local model' : p} has none`,
     );
-  if (s.batch && p === 'llama')
-    out.push("batch: a provider's batch (openai or anthropic); a local model has none");
+  }
   if (s.batch && s.mode === 'loglik')
     out.push('batch: sends chat requests; a log-likelihood run is sent online');
   if (s.batch && s.batch_results !== undefined)
     out.push('batch_results: for a batch run elsewhere, not with batch (which sends it)');
-  if (s.batch_results !== undefined && (p !== 'openai' || s.mode === 'loglik'))
+  if (s.batch_results !== undefined && (!record.batchFile || s.mode === 'loglik'))
     out.push('batch_results: an OpenAI batch output file of chat requests (provider openai, mode generate)');
   if (
     !s.batch &&
@@ -282,16 +225,6 @@ function llmProblems(s: z.output<typeof llmFields>): string[] {
     const unknown = s.prompts.filter((id) => !known.includes(id));
     if (unknown.length > 0) out.push(`prompts: ids among ${known.join(', ')}; got ${unknown.join(', ')}`);
   }
-  if (p === 'anthropic') {
-    if (s.reasoning_effort !== undefined)
-      out.push("reasoning_effort: OpenAI's setting; Anthropic's models think within thinking_budget");
-    if (s.mode === 'loglik') out.push('mode: the Messages API returns no log-probabilities; use generate');
-    const budget = s.thinking_budget;
-    if (budget !== undefined && (budget < MIN_THINKING_BUDGET || budget >= s.max_tokens))
-      out.push(
-        `thinking_budget: Anthropic takes at least ${MIN_THINKING_BUDGET} tokens, and fewer than max_tokens (${s.max_tokens}), which the thinking counts against; got ${budget}`,
-      );
-  }
   return out;
 }
 
@@ -302,10 +235,11 @@ const llmSpec = llmFields
       ctx.addIssue({ code: 'custom', path: [problem.slice(0, at)], message: problem.slice(at + 2) });
     }
   })
+  // zod runs this after a provider that is not one has been reported: the spec is refused then, whatever it returns.
   .transform((s) => ({
     ...s,
-    concurrency: s.concurrency ?? LLM_DEFAULTS.concurrency[s.provider.name],
-    prices: s.prices ? cachePricesFilled(s.provider.name, s.prices) : undefined,
+    concurrency: s.concurrency ?? (known(s.provider) ? providerRecord(s.provider.name).concurrency : 1),
+    prices: s.prices && known(s.provider) ? cachePricesFilled(s.provider.name, s.prices) : undefined,
     // A batch run's waits and price, filled here once (the providers' defaults: `BATCH_DEFAULTS`).
     ...(s.batch
       ? {
@@ -442,14 +376,11 @@ export const runSpecSchema = z.union([llmSpec, baselineSpec, contaminationSpec])
 
 /**
  * Each field of a spec on its own, for a reader that checks one value where it stands (a plan's setting at its line):
- * the top-level fields of an LLM and a baseline run, and the fields of each provider and of an encoder.
+ * the top-level fields of an LLM and a baseline run, and the fields of an encoder (a provider's: its record's schema).
  */
 export const SPEC_FIELDS = {
   llm: llmFields.shape,
   baseline: baselineFields.shape,
-  openai: openaiProvider.shape,
-  anthropic: anthropicProvider.shape,
-  llama: llamaProvider.shape,
   encoder: encoderSpec.shape,
 } as const;
 

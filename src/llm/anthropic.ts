@@ -9,6 +9,7 @@
 import { UsageError } from '../errors.js';
 import type { ProviderInfo } from '../scoring/run-log.js';
 import { type ClientOptions, LlmRequestError, snippet } from './client.js';
+import type { CachePricing } from './cost.js';
 import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams } from './provider.js';
@@ -19,6 +20,12 @@ export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** Anthropic's least thinking budget. */
 export const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * Cache reads at 0.1× and writes at 1.25× of the prompt price: Anthropic's documented multipliers for the 5-minute
+ * cache (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing).
+ */
+export const ANTHROPIC_CACHE_PRICING: CachePricing = { cached: (p) => p / 10, cacheWrite: (p) => p * 1.25 };
 
 const NO_LOGLIK =
   "Anthropic's Messages API returns no log-probabilities: score by generation (--mode generate), or use a server that returns them (vLLM)";

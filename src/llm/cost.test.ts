@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { costOf, estimateCost, pricesFor } from './cost.js';
+import { ANTHROPIC_CACHE_PRICING } from './anthropic.js';
+import { costOf, estimateCost, FULL_PRICE_CACHE, pricesFor } from './cost.js';
 import type { Provider } from './provider.js';
 import type { LlmRequest } from './requests.js';
 
@@ -7,7 +8,7 @@ describe('costOf: cached prompt tokens at their own prices', () => {
   it("prices issue #43's Anthropic example by hand: cache reads at 0.1×, cache writes at 1.25× of the input price", () => {
     // 100 input tokens, 1,000 read from the cache, 2,000 written to it, 500 output, at $3 / $15 per million:
     // 100 × 3 + 1,000 × 0.3 + 2,000 × 3.75 + 500 × 15 = 300 + 300 + 7,500 + 7,500 = $15,600 per million.
-    const prices = pricesFor('anthropic', { prompt: 3, completion: 15 });
+    const prices = pricesFor(ANTHROPIC_CACHE_PRICING, { prompt: 3, completion: 15 });
     expect(prices).toEqual({ prompt: 3, completion: 15, cached: 0.3, cacheWrite: 3.75 });
     const usage = {
       promptTokens: 3100,
@@ -23,7 +24,7 @@ describe('costOf: cached prompt tokens at their own prices', () => {
   it("prices an OpenAI reply's cached tokens (inside prompt_tokens) at the price given for them", () => {
     // GPT-4.1 at $2 / $8, cached input $0.50: 2,000 prompt tokens of which 1,536 cached, 100 completion:
     // 464 × 2 + 1,536 × 0.5 + 100 × 8 = 928 + 768 + 800 = $2,496 per million.
-    const prices = pricesFor('openai', { prompt: 2, completion: 8, cached: 0.5 });
+    const prices = pricesFor(FULL_PRICE_CACHE, { prompt: 2, completion: 8, cached: 0.5 });
     expect(prices).toEqual({ prompt: 2, completion: 8, cached: 0.5, cacheWrite: 2 });
     expect(
       costOf(prices, { promptTokens: 2000, completionTokens: 100, cachedPromptTokens: 1536 }),
@@ -31,7 +32,7 @@ describe('costOf: cached prompt tokens at their own prices', () => {
   });
 
   it('by default an OpenAI-compatible server charges cached tokens in full: never less than it may bill', () => {
-    const prices = pricesFor('openai', { prompt: 2, completion: 8 });
+    const prices = pricesFor(FULL_PRICE_CACHE, { prompt: 2, completion: 8 });
     expect(prices).toEqual({ prompt: 2, completion: 8, cached: 2, cacheWrite: 2 });
     expect(
       costOf(prices, { promptTokens: 2000, completionTokens: 100, cachedPromptTokens: 1536 }),
@@ -39,7 +40,7 @@ describe('costOf: cached prompt tokens at their own prices', () => {
   });
 
   it('a cached or written count larger than the prompt is charged as given, never below the uncached part', () => {
-    const prices = pricesFor('anthropic', { prompt: 3, completion: 15 });
+    const prices = pricesFor(ANTHROPIC_CACHE_PRICING, { prompt: 3, completion: 15 });
     expect(costOf(prices, { promptTokens: 10, completionTokens: 0, cachedPromptTokens: 10 })).toBeCloseTo(
       3e-6,
       15,

@@ -41,21 +41,33 @@ export interface PricedTokens {
 }
 
 /**
- * The prices a provider's replies are billed at, where only some were given. Anthropic: cache reads at 0.1× and
- * writes at 1.25× of the prompt price (its documented multipliers for the 5-minute cache). OpenAI-compatible
- * servers: both at the prompt price, in full, because the discount depends on the model (50% off for GPT-4o, 75%
- * for GPT-4.1, 90% for GPT-5) and a local server bills nothing: no default may make `--max-cost` count less than
- * was spent. Give `--price-cached` for the model's discount.
- *
- * @example pricesFor('anthropic', { prompt: 3, completion: 15 }) // { prompt: 3, completion: 15, cached: 0.3, cacheWrite: 3.75 }
+ * How a provider bills prompt tokens read from and written to its cache, from the prompt price: each provider's
+ * record (src/engine/providers/) holds its own.
  */
-export function pricesFor(provider: 'openai' | 'anthropic' | 'llama', p: Prices): Required<Prices> {
-  const anthropic = provider === 'anthropic';
+export interface CachePricing {
+  cached(prompt: number): number;
+  cacheWrite(prompt: number): number;
+}
+
+/**
+ * OpenAI-compatible servers: both at the prompt price, in full, because the discount depends on the model (50% off
+ * for GPT-4o, 75% for GPT-4.1, 90% for GPT-5) and a local server bills nothing: no default may make `--max-cost`
+ * count less than was spent. Give `--price-cached` for the model's discount.
+ */
+export const FULL_PRICE_CACHE: CachePricing = { cached: (p) => p, cacheWrite: (p) => p };
+
+/**
+ * The prices a provider's replies are billed at, where only some were given: the cache prices not given come from
+ * the provider's `CachePricing` (Anthropic's: src/llm/anthropic.ts `ANTHROPIC_CACHE_PRICING`).
+ *
+ * @example pricesFor(ANTHROPIC_CACHE_PRICING, { prompt: 3, completion: 15 }) // { prompt: 3, completion: 15, cached: 0.3, cacheWrite: 3.75 }
+ */
+export function pricesFor(cache: CachePricing, p: Prices): Required<Prices> {
   return {
     prompt: p.prompt,
     completion: p.completion,
-    cached: p.cached ?? (anthropic ? p.prompt / 10 : p.prompt),
-    cacheWrite: p.cacheWrite ?? (anthropic ? p.prompt * 1.25 : p.prompt),
+    cached: p.cached ?? cache.cached(p.prompt),
+    cacheWrite: p.cacheWrite ?? cache.cacheWrite(p.prompt),
   };
 }
 

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { RunSpec } from '../engine/spec.js';
 import { PlanError, RumedbenchError, RunSpecError } from '../errors.js';
 import type { Plan } from './plan.js';
-import { PLAN_PROVIDERS, type PlanProvider } from './settings.js';
+import { type PlanProvider, planProviders } from './settings.js';
 
 export interface Cell {
   /** `<model>/<axis=value,…>`, or `<model>/default` without axes. */
@@ -37,7 +37,7 @@ const safe = (v: unknown) => String(v).replace(/[^\p{L}\p{N}._-]+/gu, '_');
 
 export function expandPlan(
   plan: Plan,
-  providers: Readonly<Record<string, PlanProvider>> = PLAN_PROVIDERS,
+  providers: Readonly<Record<string, PlanProvider>> = planProviders(),
 ): Expansion {
   const cells: Cell[] = [];
   const notes: string[] = [];

@@ -14,7 +14,7 @@ import { isTaskName, TASKS } from '../tasks/registry.js';
 import { loadUserTasks } from '../tasks/user.js';
 import { type Cell, expandPlan } from './cells.js';
 import type { Plan, PlanModel } from './plan.js';
-import { PLAN_PROVIDERS, type PlanProvider, RENAMED, renamedAs, specValueOf } from './settings.js';
+import { type PlanProvider, planProviders, RENAMED, renamedAs, specValueOf } from './settings.js';
 
 export type { Plan, PlanModel } from './plan.js';
 export type { PlanProvider, Setting } from './settings.js';
@@ -53,7 +53,7 @@ const PLAN_KEYS = [
 export function parsePlan(
   text: string,
   file: string,
-  providers: Readonly<Record<string, PlanProvider>> = PLAN_PROVIDERS,
+  providers: Readonly<Record<string, PlanProvider>> = planProviders(),
 ): Plan {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });

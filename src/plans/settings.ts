@@ -10,6 +10,8 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { boundFlags, flagNameOf, flagOfField, planValueOf } from '../engine/flag-table.js';
 import { headerRecord, LLM_FLAGS } from '../engine/llm-flags.js';
+import type { ProviderRecord } from '../engine/providers/record.js';
+import { providerNames, providerRecord, recordOf } from '../engine/providers/registry.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec, SPEC_FIELDS } from '../engine/spec.js';
 import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants } from '../llm/prompt-variants.js';
@@ -104,12 +106,12 @@ export function specValueOf(key: string, v: unknown, planFile: string): unknown 
   }
 }
 
-type ProviderName = 'openai' | 'anthropic' | 'llama';
-
 /** An LLM provider's settings: the run's fields (less those it does not take) and its provider's own. */
-function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvider {
-  const own = fieldsOf(SPEC_FIELDS[name]);
-  const run = fieldsOf(SPEC_FIELDS.llm, leaveOut);
+function llmProvider(record: ProviderRecord): PlanProvider {
+  const { name } = record;
+  const shape = record.schema.shape as Record<string, z.ZodTypeAny>;
+  const own = fieldsOf(shape);
+  const run = fieldsOf(SPEC_FIELDS.llm, record.leavesOut);
   const settings = new Map<string, Setting>();
   const checkBy = (schema: z.ZodTypeAny, key: string) => ({
     check(value: unknown) {
@@ -120,8 +122,7 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
     },
   });
   for (const k of run) settings.set(k, checkBy(SPEC_FIELDS.llm[k as keyof typeof SPEC_FIELDS.llm], k));
-  for (const k of own)
-    settings.set(k, checkBy((SPEC_FIELDS[name] as Record<string, z.ZodTypeAny>)[k] as z.ZodTypeAny, k));
+  for (const k of own) settings.set(k, checkBy(shape[k] as z.ZodTypeAny, k));
   for (const k of PRICE_KEYS) settings.set(k, checkBy(price, k));
   return {
     settings,
@@ -137,7 +138,7 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
       // Paths are made absolute here, as the command line makes them: a queued cell runs where the cwd is another.
       if (typeof top.data === 'string') top.data = resolve(top.data);
       if (typeof top.gold === 'string') top.gold = resolve(top.gold);
-      if (name === 'llama' && typeof provider.model === 'string') provider.model = resolve(provider.model);
+      for (const k of record.paths) if (typeof provider[k] === 'string') provider[k] = resolve(provider[k]);
       if (Object.keys(prices).length > 0)
         top.prices = { ...(top.prices as Record<string, unknown> | undefined), ...prices };
       if (top.prompts === 'all')
@@ -147,17 +148,14 @@ function llmProvider(name: ProviderName, leaveOut: readonly string[]): PlanProvi
         );
       return makeRunSpec({ schema: RUN_SPEC_SCHEMA, kind: 'llm', provider, ...top }, `the ${name} cell`);
     },
-    endpoint: (spec) => {
-      const p = (spec as LlmSpec).provider;
-      return p.name === 'llama' ? 'this machine' : `${p.name} ${p.base_url}`;
-    },
+    endpoint: (spec) => recordOf((spec as LlmSpec).provider).endpoint((spec as LlmSpec).provider),
     // A batch cell uploads a file and waits, for hours perhaps, without holding its endpoint's request slots; a
     // local model holds the machine: one such cell at a time.
     inFlight: (spec) => {
       const s = spec as LlmSpec;
-      return s.provider.name === 'llama' ? Number.POSITIVE_INFINITY : s.batch ? 0 : s.concurrency;
+      return record.local ? Number.POSITIVE_INFINITY : s.batch ? 0 : s.concurrency;
     },
-    paths: name === 'llama' ? ['data', 'gold', 'model'] : ['data', 'gold'],
+    paths: ['data', 'gold', ...record.paths],
   };
 }
 
@@ -202,10 +200,10 @@ function encoderProvider(): PlanProvider {
   };
 }
 
-/** The providers a plan model can name. */
-export const PLAN_PROVIDERS: Readonly<Record<string, PlanProvider>> = {
-  openai: llmProvider('openai', []),
-  anthropic: llmProvider('anthropic', ['mode', 'label_words', 'reasoning_effort']),
-  llama: llmProvider('llama', ['reasoning_effort', 'thinking_budget']),
-  encoder: encoderProvider(),
-};
+/** The providers a plan model can name: every registered LLM provider (./engine/providers/registry.ts), and encoder. */
+export function planProviders(): Readonly<Record<string, PlanProvider>> {
+  return {
+    ...Object.fromEntries(providerNames().map((n) => [n, llmProvider(providerRecord(n))])),
+    encoder: encoderProvider(),
+  };
+}

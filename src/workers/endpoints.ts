@@ -21,6 +21,8 @@ import {
   type Resolve,
   resolvedHostProblem,
 } from '../data/public-address.js';
+import { isProviderName, providerNames, providerRecord, recordOf } from '../engine/providers/registry.js';
+import type { ServerSpec } from '../engine/providers/server.js';
 import type { RunSpec } from '../engine/spec.js';
 import { apiKeyEnvProblem } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
@@ -30,8 +32,9 @@ import { type QueueDb, SCHEMA } from './store.js';
 
 export interface Endpoint {
   name: string;
-  provider: 'openai' | 'llama';
-  /** The OpenAI-compatible base URL (openai), or null (llama: `model` is the GGUF path on the workers). */
+  /** A registered provider's name (src/engine/providers/registry.ts); `serve endpoint add` offers openai and llama. */
+  provider: string;
+  /** The server's base URL, or null for a local model (`model` is then the GGUF path on the workers). */
   base_url: string | null;
   model: string;
   api_key_env: string | null;
@@ -69,7 +72,9 @@ export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): 
   const allow_private = options.allowPrivate ?? false;
   // The same check as `llm --base-url`: http(s), no credentials in the address; and, by its text, not this
   // machine's own services or the cloud's metadata, unless the admin says the model server is there.
-  if (e.provider === 'openai') {
+  if (!isProviderName(e.provider))
+    throw new UsageError(`--provider: one of ${providerNames().join(', ')}, got "${String(e.provider)}"`);
+  if (!providerRecord(e.provider).local) {
     const url = normalise(checkBaseUrl(e.base_url ?? '').toString());
     // A metadata or platform service, or port 0: refused whatever the flags (no hint to pass one).
     const fixed = platformHostProblem(hostOf(url)) ?? portProblem(url);
@@ -78,8 +83,7 @@ export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): 
     if (problem) throw new UsageError(`--base-url: ${problem}; ${PRIVATE_HINT}`);
     return { ...e, base_url: url, allow_private };
   }
-  if (e.provider === 'llama') return { ...e, base_url: null, allow_private };
-  throw new UsageError(`--provider: openai or llama, got "${String(e.provider)}"`);
+  return { ...e, base_url: null, allow_private };
 }
 
 /**
@@ -89,7 +93,7 @@ export function checkEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): 
  */
 export async function vetEndpoint(e: Endpoint, options: EndpointCheckOptions = {}): Promise<Endpoint> {
   const ok = checkEndpoint(e, options);
-  if (ok.provider === 'openai') {
+  if (ok.base_url !== null) {
     const problem = await resolvedHostProblem(hostOf(ok.base_url ?? ''), options.resolve, {
       allowPrivate: ok.allow_private ?? false,
       hint: PRIVATE_HINT,
@@ -143,21 +147,22 @@ export async function checkAllowed(db: QueueDb, spec: RunSpec): Promise<Endpoint
     throw new RumedbenchError('ENDPOINT_NOT_ALLOWED', `refused: the platform runs LLM evaluations only`);
   const p = spec.provider;
   const list = await listEndpoints(db);
-  const matches = list.filter((e) =>
-    p.name === 'llama'
-      ? e.provider === 'llama' && e.model === p.model
-      : p.name === 'openai' &&
-        e.provider === 'openai' &&
-        e.base_url === normalise(p.base_url) &&
-        e.model === p.model &&
-        (e.api_key_env ?? undefined) === p.api_key_env &&
-        Object.keys(p.header_env).length === 0,
+  const local = recordOf(p).local;
+  const server = p as Partial<ServerSpec>;
+  const matches = list.filter(
+    (e) =>
+      e.provider === p.name &&
+      e.model === p.model &&
+      (local ||
+        (e.base_url === normalise(server.base_url ?? '') &&
+          (e.api_key_env ?? undefined) === server.api_key_env &&
+          Object.keys(server.header_env ?? {}).length === 0)),
   );
   const found = matches.find((e) => e.allow_private) ?? matches[0];
   if (!found)
     throw new RumedbenchError(
       'ENDPOINT_NOT_ALLOWED',
-      `refused: ${p.name === 'llama' ? `model file ${p.model}` : `${p.base_url} (model ${p.model}${p.api_key_env ? `, key from ${p.api_key_env}` : ''})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
+      `refused: ${local ? `model file ${p.model}` : `${server.base_url} (model ${p.model}${server.api_key_env ? `, key from ${server.api_key_env}` : ''})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
     );
   return found;
 }

@@ -9,6 +9,7 @@
  * Invariant: a worker sends the value of a variable only if its `--endpoint-keys` names it, and never one of its own
  * nor one whose name looks like a secret of the host (`ownVariableProblem`).
  */
+import { recordOf } from '../engine/providers/registry.js';
 import type { ProviderSpec } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 
@@ -84,11 +85,7 @@ export function parseEndpointKeys(value: string): string[] {
 
 /** The variables a provider's spec reads on the machine that runs it, each with what it holds: its key, a header. */
 export function variablesOf(p: ProviderSpec): { variable: string; holds: string }[] {
-  if (p.name === 'llama') return [];
-  return [
-    ...(p.api_key_env ? [{ variable: p.api_key_env, holds: 'key' }] : []),
-    ...Object.entries(p.header_env).map(([header, variable]) => ({ variable, holds: `header ${header}` })),
-  ];
+  return recordOf(p).variables(p);
 }
 
 /**

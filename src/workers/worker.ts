@@ -26,6 +26,7 @@ import { cleanText } from '../data/clean-text.js';
 import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
 import { batchApiOf, type LlmRunPhases, llmRunPhases } from '../engine/llm.js';
 import { sendRun } from '../engine/loop.js';
+import { recordOf } from '../engine/providers/registry.js';
 import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
 import { Journal, type JournalEntry } from '../llm/journal.js';
@@ -581,7 +582,7 @@ export class Worker {
         JSON.parse(row.data_sha256) as Record<string, string>,
       );
       // The endpoint's allowance may have changed since this cell's provider was opened: it is opened again.
-      if (spec.provider.name !== 'llama' && prepared.allowPrivate !== allowPrivate)
+      if (!recordOf(spec.provider).local && prepared.allowPrivate !== allowPrivate)
         prepared.provider = undefined;
       prepared.allowPrivate = allowPrivate;
       prepared.provider ??= await prepared.runner.provider({

@@ -5,6 +5,7 @@
  * as the platform's, with its settings, prompt versions and manifest; its items and replies stay in the database.
  */
 import { basename } from 'node:path';
+import { isProviderName, providerRecord, recordOf } from '../../engine/providers/registry.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../../engine/spec.js';
 import type { Logger } from '../../log.js';
 import { llmDetailsOf, parseManifest } from '../../scoring/run-log.js';
@@ -65,15 +66,13 @@ function evaluationSpec(e: Endpoint, board: BoardName): LlmSpec {
     {
       schema: RUN_SPEC_SCHEMA,
       kind: 'llm',
-      provider:
-        e.provider === 'llama'
-          ? { name: 'llama', model: e.model }
-          : {
-              name: 'openai',
-              model: e.model,
-              base_url: e.base_url ?? '',
-              ...(e.api_key_env ? { api_key_env: e.api_key_env } : {}),
-            },
+      // A registered endpoint's row, in its provider's spec fields (a local model's row has no server, no key).
+      provider: {
+        name: e.provider,
+        model: e.model,
+        ...(e.base_url !== null ? { base_url: e.base_url } : {}),
+        ...(e.api_key_env ? { api_key_env: e.api_key_env } : {}),
+      },
       tasks: runnableTasks(board),
       split: BOARD_SPLIT[board],
       mode: s.mode,
@@ -93,7 +92,9 @@ function publicSpec(spec: unknown): unknown {
   if (!spec || typeof spec !== 'object') return undefined;
   const { provider, data: _d, ...rest } = spec as Record<string, unknown>;
   const p = (provider ?? {}) as Record<string, unknown>;
-  return { ...rest, provider: { name: p.name, model: p.name === 'llama' ? undefined : p.model } };
+  // A local model's "model" is a path on the workers' disks: not shown.
+  const local = isProviderName(p.name) && providerRecord(p.name).local;
+  return { ...rest, provider: { name: p.name, model: local ? undefined : p.model } };
 }
 
 export class Runs {
@@ -174,7 +175,7 @@ export class Runs {
             axes: { board },
             settings: { ...PLATFORM_SETTINGS, board },
             spec,
-            endpoint: e.provider === 'llama' ? 'this machine' : `openai ${e.base_url}`,
+            endpoint: recordOf(spec.provider).endpoint(spec.provider),
             inFlight: PLATFORM_SETTINGS.concurrency,
           },
           keys: null,
