@@ -68,7 +68,7 @@ export function awayInWords(kind: Absence): string {
     full: 'has no free connection',
     dropped: 'does not exist (dropped?): restore it',
     empty:
-      'has no rumedbench tables (dropped and created again empty?): restore it from a backup; serve migrates only when it starts',
+      'has no rumedbench tables (dropped and created again empty?): serve migrates it within seconds; restore a backup instead to keep what it held',
   }[kind];
 }
 

@@ -47,11 +47,10 @@ export async function readiness(lb: RouteDeps['lb']): Promise<ReadyCheck> {
         ? 'ok'
         : `${missing.length} not applied (${missing[0]}…): restart serve to migrate`;
   } catch (e) {
-    // No migrations table: the database was created again empty. Serve migrates only at its start, on purpose: an
-    // empty platform (no boards, no admin) is not put up in place of the lost one without an operator's restart.
+    // No migrations table: the database was created again empty; serve migrates it at its importer's next tick.
     checks.migrations =
       absence(e) === 'empty'
-        ? `missing (${(e as Error).message.split('\n')[0]}): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one`
+        ? `missing (${(e as Error).message.split('\n')[0]}): the database has no rumedbench tables; serve migrates it within seconds`
         : `unreadable (${(e as Error).message.split('\n')[0]}): restart serve to migrate`;
   }
   try {
