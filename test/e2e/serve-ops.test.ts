@@ -4,16 +4,18 @@
  * answers, migrations current, the held gold loaded) and the Prometheus metrics on their own loopback port.
  */
 
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { rumedbenchOk } from '../helpers/cli.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
+import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
 import { startServe, uploadTo } from '../helpers/server.js';
-import { query, waitFor } from '../helpers/workers.js';
+import { query, startWorker, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
@@ -257,4 +259,88 @@ describe('the scoring time in /metrics', () => {
       await board.stop();
     }
   }, 60_000);
+});
+
+describe.skipIf(!PG_URL)('every metric #60 lists, read in Prometheus text while a plan runs', () => {
+  it('uploads, scoring time, queue depth, requests in flight per endpoint, cells by state, worker heartbeats', async () => {
+    const db = await freshDatabase('postgres');
+    const model = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      behaviour: () => ({ kind: 'ok', delayMs: 400 }),
+    });
+    const board = await startServe(['--db', db, '--metrics-port', '0'], { RUMEDBENCH_DATA: DATA });
+    const plan = join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-m-')), 'plan.yaml');
+    writeFileSync(
+      plan,
+      [
+        'name: metrics',
+        'split: test',
+        'tasks: [RuMedDaNet]',
+        `data: ${DATA}`,
+        'defaults: {temperature: 0, max_tokens: 16, concurrency: 3, bootstrap: 0}',
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${model.url}", model: fake-m}`,
+        '',
+      ].join('\n'),
+    );
+    const w = startWorker(db, 'metered');
+    try {
+      const url = await waitFor(
+        'the metrics port',
+        async () => /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(board.log())?.[1],
+      );
+      const predictions = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-sops-p-')));
+      const up = await uploadTo(
+        board.url,
+        [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(predictions, 'RuMedDaNet.jsonl')) }],
+        { model: 'up', kind: 'LLM' },
+      );
+      expect([up.status, up.body.status]).toEqual([201, 'scored']);
+      await rumedbenchOk('plan', 'submit', plan, '--db', db);
+      // Read while the worker's requests are under way: its claim holds part of the endpoint's budget.
+      const text = await waitFor('requests in flight', async () => {
+        const t = await (await fetch(url)).text();
+        return /^rumedbench_endpoint_in_flight\{endpoint="[^"]+"\} [1-9]/m.test(t) ? t : undefined;
+      });
+      const value = (name: string) =>
+        text
+          .split('\n')
+          .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+          .map((l) => l.replace(/ [\d.e+-]+$/, (v) => (Number(v) > 0 ? ' >0' : ' 0')));
+      expect({
+        uploads: value('rumedbench_submissions'),
+        scoring: value('rumedbench_scoring_seconds_count'),
+        depth: value('rumedbench_queue_depth'),
+        inFlight: value('rumedbench_endpoint_in_flight'),
+        cells: value('rumedbench_queue_cells'),
+        heartbeats: value('rumedbench_worker_heartbeat_age_seconds').map((l) => l.replace(/ \S+$/, '')),
+      }).toEqual({
+        uploads: ['rumedbench_submissions{board="public",status="scored"} >0'],
+        scoring: ['rumedbench_scoring_seconds_count >0'],
+        depth: [expect.stringMatching(/^rumedbench_queue_depth (0|>0)$/)],
+        inFlight: [`rumedbench_endpoint_in_flight{endpoint="openai ${model.url}"} >0`],
+        // The one cell, in whichever state the queue gives it while its job runs.
+        cells: [expect.stringMatching(/^rumedbench_queue_cells\{state="(queued|running)"\} >0$/)],
+        heartbeats: ['rumedbench_worker_heartbeat_age_seconds{worker="metered",status="running"}'],
+      });
+      // Each metric declared once, as Prometheus reads it.
+      for (const name of [
+        'rumedbench_submissions',
+        'rumedbench_queue_depth',
+        'rumedbench_endpoint_in_flight',
+        'rumedbench_queue_cells',
+        'rumedbench_worker_heartbeat_age_seconds',
+      ])
+        expect(text.split('\n').filter((l) => l === `# TYPE ${name} gauge`)).toHaveLength(1);
+      const age = Number(
+        /^rumedbench_worker_heartbeat_age_seconds\{[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 'NaN',
+      );
+      expect(age).toBeLessThan(5);
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+      await board.stop();
+      await model.close();
+    }
+  }, 90_000);
 });

@@ -110,6 +110,9 @@ export async function metricsText(lb: RouteDeps['lb']): Promise<string> {
       'Jobs in the queue, by pg-boss state (created: waiting).',
       f.jobs.map((r) => [{ state: r.state }, r.n]),
     );
+    gauge('rumedbench_queue_depth', 'Jobs waiting to be taken by a worker (pg-boss created or retry).', [
+      [{}, f.jobs.filter((r) => r.state === 'created' || r.state === 'retry').reduce((n, r) => n + r.n, 0)],
+    ]);
     gauge(
       'rumedbench_endpoint_in_flight',
       "Requests the workers' claims hold of each endpoint's max_in_flight.",
