@@ -37,35 +37,4 @@ export function exitCodeOf(e: RumedbenchError): number {
   return EXIT.submissionErrors;
 }
 
-/** The file system's refusals to write, in words: the path given cannot take what the command writes. */
-const WRITE_REFUSALS: Readonly<Record<string, string>> = {
-  EACCES: 'permission denied',
-  EPERM: 'operation not permitted',
-  EROFS: 'a read-only file system',
-  ENOSPC: 'no space left on the device',
-  EDQUOT: 'disk quota exceeded',
-  ENOTDIR: 'a part of the path is a file, not a folder',
-  EEXIST: 'a file stands where a folder goes',
-  EISDIR: 'a folder stands where a file goes',
-};
-
-/**
- * A refusal of the file system to write (an --out that is read-only, full, or a file), as words and the path; undefined
- * for any other error. The CLI says it in one line instead of a stack trace.
- */
-export function writeRefusal(
-  e: unknown,
-): { why: string; path: string | undefined; full: boolean } | undefined {
-  const err = e as NodeJS.ErrnoException | undefined;
-  const code = typeof err?.code === 'string' ? err.code : '';
-  const why = WRITE_REFUSALS[code];
-  if (why === undefined || typeof err?.syscall !== 'string') return undefined;
-  // access: a check for write permission (W_OK) before writing, refused as the write would be.
-  if (
-    !/^(access|mkdir|open|write|rename|copyfile|symlink|link|unlink|rmdir|rm|mkdtemp|utime|chmod|ftruncate|fsync|close)$/.test(
-      err.syscall,
-    )
-  )
-    return undefined;
-  return { why, path: err.path, full: code === 'ENOSPC' || code === 'EDQUOT' };
-}
+export { writeRefusal } from '../data/atomic-write.js';

@@ -58,6 +58,8 @@ export function buildProgram(
   io: CliIo,
   setExit: (code: number) => void,
   loaded: ReadonlyMap<string, Loaded> = new Map(),
+  /** Filled with the command's --out, for an error that names no path (a write to a full disk through a descriptor). */
+  given: { out?: string } = {},
 ): Command {
   const program = new Command('rumedbench')
     // `serve --db X` and `serve token create --db Y` both take --db: an option belongs to the command it follows.
@@ -102,7 +104,10 @@ export function buildProgram(
       const args = a.slice(0, n).flatMap((x) => (Array.isArray(x) ? (x as string[]) : [x as string]));
       // An --out that cannot be made is refused here, once for every command, before the command does anything.
       const out = (a[n] as { out?: unknown } | undefined)?.out;
-      if (typeof out === 'string') checkOutFolder(e.path.join(' '), out);
+      if (typeof out === 'string') {
+        given.out = out;
+        checkOutFolder(e.path.join(' '), out);
+      }
       setExit((await m.run(args, a[n], io)) ?? EXIT.ok);
     });
   }
@@ -122,12 +127,14 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     err: io?.err ?? ((t) => process.stderr.write(t)),
   };
   let code: number = EXIT.ok;
+  const given: { out?: string } = {};
   const program = buildProgram(
     full,
     (c) => {
       code = c;
     },
     await loadCommands(argv),
+    given,
   );
   try {
     await program.parseAsync([...argv], { from: 'user' });
@@ -148,7 +155,7 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     const refused = writeRefusal(e);
     if (refused) {
       full.log.error(
-        `cannot write ${refused.path ?? 'the output'}: ${refused.why}; ${refused.full ? 'free some space, or choose another --out' : 'choose another --out, or make it writable'}`,
+        `cannot write ${refused.path ?? (given.out !== undefined ? `into ${given.out}` : 'the output')}: ${refused.why}; ${refused.full ? 'free some space, or choose another --out' : 'choose another --out, or make it writable'}`,
       );
       return refused.full ? EXIT.submissionErrors : EXIT.usage;
     }

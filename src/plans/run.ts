@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../data/atomic-write.js';
+import { writeFileAtomic, writeRefusal } from '../data/atomic-write.js';
 import { type RunSpec, specJson } from '../engine/spec.js';
 import { PlanError, RumedbenchError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -193,7 +193,16 @@ export async function runPlan(o: PlanRunOptions): Promise<PlanSummary> {
           },
         },
       )
-        .catch((e: unknown): CellOutcome => ({ code: 70, error: e instanceof Error ? e.message : String(e) }))
+        .catch((e: unknown): CellOutcome => {
+          // Its folder full or read-only: said naming the folder and the fix (the journal keeps what was answered).
+          const refused = writeRefusal(e);
+          if (refused)
+            return {
+              code: 2,
+              error: `cannot write into ${refused.path ?? dir} (${refused.why}); ${refused.full ? 'free some space there' : 'make it writable'}, then run again with --out ${o.outDir} --resume`,
+            };
+          return { code: 70, error: e instanceof Error ? e.message : String(e) };
+        })
         .then((outcome) => {
           running.delete(cell.id);
           const wall = (Date.now() - t0) / 1000;

@@ -17,7 +17,7 @@ import type { QueueDb } from '../workers/store.js';
 import { openQueue } from '../workers/store.js';
 import { createApp } from './app.js';
 import { hopCountWarning, type TrustedProxies } from './client-address.js';
-import { type Db, openDatabase } from './db/connect.js';
+import { type Db, migrateBoard, openDatabase } from './db/connect.js';
 import { heldGold } from './gold/service.js';
 import { DEFAULT_OPTIONS, Leaderboard, type LeaderboardOptions } from './leaderboard.js';
 import { Scorer } from './scorer.js';
@@ -110,6 +110,25 @@ export async function openLeaderboard(
   return lb;
 }
 
+/**
+ * A PostgreSQL database dropped and created again under a running server (#60 item 5): found empty by the importer's
+ * tick, it is migrated as at a start (the board's schema, the queue's, an admin secret), the held gold read again,
+ * and one line says what went with the old one. Servers and workers doing it at once are ordered by the migrations'
+ * own locks; one that finds nothing left to do says nothing.
+ */
+async function migrateComeBackEmpty(lb: Leaderboard, options: ServeOptions): Promise<void> {
+  const { log } = options;
+  const ran = await migrateBoard(lb.db.db, lb.db.location);
+  const queueVersion = await lb.runs.queue?.migrateIfEmpty();
+  const { generated } = await lb.admin.ensureAdminSecret(options.adminToken);
+  await lb.gold.sync();
+  if (ran > 0 || queueVersion !== undefined)
+    log.warn(
+      `the database at ${lb.db.location} came back empty (dropped and created again?): migrated (${ran} board migrations${queueVersion !== undefined ? `, queue schema version ${queueVersion}` : ''}); the submissions, boards, held gold, admin token and plans it held are gone${generated ? '; a new admin token follows' : ''}`,
+    );
+  if (generated) log.info(`  ${generated}`);
+}
+
 /** How long a stopping server lets the requests under way end before it closes their connections. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -169,9 +188,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           if (away) log.warn('the database is back: finished runs are imported again');
           away = undefined;
         })
-        .catch((e: unknown) => {
+        .catch(async (e: unknown) => {
           const now = absence(e);
           if (!now) return log.warn(`importing finished runs: ${(e as Error).message}`);
+          if (now === 'empty') {
+            try {
+              await migrateComeBackEmpty(lb, options);
+              return;
+            } catch (m) {
+              if (!absence(m))
+                return log.error(`migrating the database that came back empty: ${(m as Error).message}`);
+            }
+          }
           if (now !== away)
             log.warn(`the database ${awayInWords(now)} (${(e as Error).message}); waiting for it`);
           away = now;

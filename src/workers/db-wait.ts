@@ -68,7 +68,7 @@ export function awayInWords(kind: Absence): string {
     full: 'has no free connection',
     dropped: 'does not exist (dropped?): restore it',
     empty:
-      'has no rumedbench tables (dropped and created again empty?): restore it from a backup; serve migrates only when it starts',
+      'has no rumedbench tables (dropped and created again empty?): serve migrates it within seconds; restore a backup instead to keep what it held',
   }[kind];
 }
 
@@ -93,6 +93,8 @@ export class DbWait {
   backAt = 0;
   /** How the database was away in the last outage (undefined: none yet). */
   lastAbsence: Absence | undefined;
+  /** The migration of a database that came back empty under way, shared by the calls that found it. */
+  private migrating: Promise<boolean> | undefined;
   /** Set by abandon(): every wait ends at once, with it. */
   private abandoned: DbWaitAbandoned | undefined;
   /** Wakes the waits sleeping between two tries. */
@@ -113,6 +115,12 @@ export class DbWait {
       retryIf?: (e: unknown) => boolean;
       /** What the operator does when the database is there without our tables (`empty`): who migrates it. */
       emptyAdvice?: string;
+      /**
+       * The database there without our tables (`empty`: dropped and created again): migrates it, and returns the
+       * one line that says so, or undefined where another process did it first. The call is then tried again at
+       * once. Without it, an empty database is waited out like a stopped one.
+       */
+      onEmpty?: () => Promise<string | undefined>;
     },
   ) {
     this.waitMs = o.waitS * 1000;
@@ -143,6 +151,8 @@ export class DbWait {
 
   /** Runs `f`, retrying it while the database is away, for up to the bound counted from the outage's start. */
   async retry<T>(f: () => Promise<T>): Promise<T> {
+    // Migrated once per call: a table missing after it is not an empty database (waited out, not migrated in a loop).
+    let migrated = false;
     for (let attempt = 0; ; attempt++) {
       try {
         const out = await f();
@@ -151,6 +161,10 @@ export class DbWait {
       } catch (e) {
         if (!(this.o.retryIf ?? isDatabaseAway)(e)) throw e;
         if (this.abandoned) throw this.abandoned;
+        if (this.o.onEmpty && !migrated && absence(e) === 'empty') {
+          migrated = await this.migrateEmpty();
+          if (migrated) continue;
+        }
         const since = this.noteDown(e);
         const waited = Date.now() - since;
         if (waited >= this.waitMs)
@@ -174,6 +188,26 @@ export class DbWait {
   /** "300 s (--db-wait)", or "300 s". */
   private upTo(): string {
     return this.o.flag === '' ? `${this.o.waitS} s` : `${this.o.waitS} s (${this.o.flag ?? '--db-wait'})`;
+  }
+
+  /** Runs `onEmpty` (at most one at a time); whether the call should be tried again at once. */
+  private async migrateEmpty(): Promise<boolean> {
+    this.downSince ??= Date.now();
+    this.lastAbsence = 'empty';
+    this.migrating ??= (this.o.onEmpty as () => Promise<string | undefined>)()
+      .then((line) => {
+        if (line) this.o.log.warn(`${this.o.who}: the database at ${this.o.location} ${line}`);
+        return true;
+      })
+      .catch((e: unknown) => {
+        // Away again while migrating (dropped once more, restarted): waited out as any absence.
+        if (isDatabaseAway(e)) return false;
+        throw e;
+      })
+      .finally(() => {
+        this.migrating = undefined;
+      });
+    return this.migrating;
   }
 
   private noteDown(e: unknown): number {

@@ -294,6 +294,12 @@ export interface QueueDb {
   boss: PgBoss;
   /** The URL without its password. */
   location: string;
+  /**
+   * A database that came back empty (dropped and created again) under a running process: our schema and pg-boss's
+   * made again, under the same advisory lock as at a start, so that workers and servers doing it at once make them
+   * once. The schema version made, or undefined where there was nothing to do (another process made them first).
+   */
+  migrateIfEmpty(): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -349,15 +355,21 @@ export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<
     // wrong --db: said at once.
     retryIf: (e) => isServerFull(e) || (e as { code?: unknown })?.code === '57P03',
   });
+  /** Our schema brought to this release's under the advisory lock; whether it was empty before. */
+  const migrateLocked = async (client: pg.PoolClient): Promise<boolean> => {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA]);
+    try {
+      const empty = (await versionOf(client)) === 0;
+      await migrate(client, location, o.migrate ?? true);
+      return empty;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA]);
+    }
+  };
   try {
     const client = await wait.retry(() => pool.connect());
     try {
-      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA]);
-      try {
-        await migrate(client, location, o.migrate ?? true);
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA]);
-      }
+      await migrateLocked(client);
     } finally {
       client.release();
     }
@@ -405,6 +417,31 @@ export async function openQueue(url: string, o: OpenQueueOptions = {}): Promise<
     pool,
     boss,
     location,
+    async migrateIfEmpty() {
+      const client = await pool.connect();
+      let made: boolean;
+      try {
+        made = await migrateLocked(client);
+      } finally {
+        client.release();
+      }
+      // pg-boss makes its schema at a start where it is missing (its own advisory lock, a race tolerated): a
+      // short-lived instance does it; the running one's queries find the tables again.
+      const b = new PgBoss({
+        connectionString: url,
+        application_name,
+        max: 1,
+        supervise: false,
+        schedule: false,
+      });
+      b.on('error', () => {});
+      try {
+        await b.start();
+      } finally {
+        await b.stop({ graceful: false, wait: true }).catch(() => {});
+      }
+      return made ? QUEUE_SCHEMA_VERSION : undefined;
+    },
     async close() {
       await boss.stop({ graceful: false, wait: true }).catch(() => {});
       await pool.end().catch(() => {});

@@ -198,8 +198,15 @@ export class Worker {
       log: o.log,
       location: o.db.location,
       who: `worker ${this.name}`,
-      // Who migrates (docs/operators.md): never a worker under way, whose plans went with the old database.
-      emptyAdvice: `a worker never migrates it: restore it from a backup, or run \`rumedbench plan migrate --db …\` to start an empty queue`,
+      emptyAdvice: 'it is migrated once it answers',
+      // Dropped and created again empty (#60 item 5): the queue made again here, as at a start, and said in one
+      // line; the jobs under way belong to plans that are gone, and are dropped at the next beat (declaredLost).
+      onEmpty: async () => {
+        const version = await this.db.migrateIfEmpty();
+        return version === undefined
+          ? undefined
+          : `came back empty (dropped and created again?): the queue was migrated (schema version ${version}); the plans it held are gone, and the ${this.active.size} job(s) this worker had of them are dropped`;
+      },
     });
     this.stopDbw = new DbWait({
       waitS: Math.min(STOP_DB_WAIT_S, o.dbWaitS ?? DEFAULT_DB_WAIT_S),
@@ -377,7 +384,7 @@ export class Worker {
       Date.now() - this.dbw.backAt < 60_000;
     if (recreated)
       this.o.log.warn(
-        `worker ${this.name}: the queue's database was ${this.dbw.lastAbsence === 'empty' ? 'created again' : 'dropped'} while this worker waited and no longer knows it: its ${this.active.size} job(s) are stopped here, then it registers again`,
+        `worker ${this.name}: the queue's database was ${this.dbw.lastAbsence === 'empty' ? 'created again' : 'dropped'} while this worker waited and no longer knows it: its ${this.active.size} job(s) of plans that are gone are dropped here, then it registers again`,
       );
     else
       this.o.log.warn(

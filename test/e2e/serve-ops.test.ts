@@ -4,16 +4,18 @@
  * answers, migrations current, the held gold loaded) and the Prometheus metrics on their own loopback port.
  */
 
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { rumedbenchOk } from '../helpers/cli.js';
 import { freshDatabase, PG_URL } from '../helpers/engines.js';
+import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
 import { NO_OWN_PG_REASON, startOwnPostgres } from '../helpers/own-postgres.js';
 import { startServe, uploadTo } from '../helpers/server.js';
-import { query, waitFor } from '../helpers/workers.js';
+import { query, startWorker, waitFor } from '../helpers/workers.js';
 
 const DATA = fixtureDataDir();
 const sqliteDb = () => join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-')), 'board.sqlite');
@@ -123,7 +125,7 @@ describe.skipIf(NO_OWN_PG_REASON !== undefined)('probes and metrics (PostgreSQL 
 describe.skipIf(!PG_URL)(
   'a database that goes away under serve (dropped, created again empty, restored)',
   () => {
-    it('pages held in memory keep being served, the rest is 503 in one line, /readyz names how; an empty one is not migrated; a restored one is served again', async () => {
+    it('pages held in memory keep being served, the rest is 503 in one line, /readyz names how; one created again empty is migrated by serve in one line; a restored one is served again', async () => {
       const db = await freshDatabase('postgres');
       const name = new URL(db).pathname.slice(1);
       const admin = (text: string) => query(PG_URL as string, text);
@@ -161,24 +163,30 @@ describe.skipIf(!PG_URL)(
           },
         ]);
         await admin(`CREATE DATABASE ${name}`);
-        expect((await get('/'))[0]).toBe(200);
-        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(503);
-        const empty = await get('/readyz');
-        expect(empty).toEqual([
-          503,
-          {
-            ready: false,
-            checks: {
-              database: 'ok',
-              migrations:
-                'missing (relation "kysely_migration" does not exist): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one',
-              gold: expect.stringMatching(/^not loaded \(relation "\w+" does not exist\)$/),
-            },
-          },
+        // Created again empty: serve migrates it on its own within seconds, and is ready on it (what it held is gone).
+        await waitFor('the empty database migrated by serve', async () =>
+          /came back empty/.test(board.log()) ? true : undefined,
+        );
+        expect(await get('/readyz')).toEqual([
+          200,
+          { ready: true, checks: { database: 'ok', migrations: 'ok', gold: 'ok' } },
         ]);
-        // Serve never migrates the empty database it runs on: an empty platform does not silently replace the lost one.
-        await new Promise((r) => setTimeout(r, 2500));
-        expect(await query(db, `SELECT to_regclass('public.kysely_migration') AS t`)).toEqual([{ t: null }]);
+        expect((await get('/'))[0]).toBe(200);
+        expect((await fetch(`${board.url}/api/submissions/x`)).status).toBe(404);
+        expect(
+          (await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.schema_version'))[0]
+            ?.n,
+        ).toBeGreaterThan(0);
+        expect(
+          board
+            .log()
+            .split('\n')
+            .filter((l) => /came back empty/.test(l)),
+        ).toEqual([
+          expect.stringMatching(
+            /^\S+Z warning: the database at postgres:\/\/\S+ came back empty \(dropped and created again\?\): migrated \(\d+ board migrations, queue schema version \d+\); the submissions, boards, held gold, admin token and plans it held are gone$/,
+          ),
+        ]);
         // Restored from the backup: ready again, and every page answers from the database.
         await admin(`DROP DATABASE ${name} WITH (FORCE)`);
         await admin(`CREATE DATABASE ${name} TEMPLATE ${name}_bak`);
@@ -198,9 +206,6 @@ describe.skipIf(!PG_URL)(
         ).toEqual([
           expect.stringMatching(
             /: the database does not exist \(dropped\?\): restore it \(database "\w+" does not exist\)$/,
-          ),
-          expect.stringMatching(
-            /: the database has no rumedbench tables \(dropped and created again empty\?\): restore it from a backup; serve migrates only when it starts \(relation "\w+" does not exist\)$/,
           ),
         ]);
       } finally {
@@ -254,4 +259,88 @@ describe('the scoring time in /metrics', () => {
       await board.stop();
     }
   }, 60_000);
+});
+
+describe.skipIf(!PG_URL)('every metric #60 lists, read in Prometheus text while a plan runs', () => {
+  it('uploads, scoring time, queue depth, requests in flight per endpoint, cells by state, worker heartbeats', async () => {
+    const db = await freshDatabase('postgres');
+    const model = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      behaviour: () => ({ kind: 'ok', delayMs: 400 }),
+    });
+    const board = await startServe(['--db', db, '--metrics-port', '0'], { RUMEDBENCH_DATA: DATA });
+    const plan = join(mkdtempSync(join(tmpdir(), 'rumedbench-sops-m-')), 'plan.yaml');
+    writeFileSync(
+      plan,
+      [
+        'name: metrics',
+        'split: test',
+        'tasks: [RuMedDaNet]',
+        `data: ${DATA}`,
+        'defaults: {temperature: 0, max_tokens: 16, concurrency: 3, bootstrap: 0}',
+        'models:',
+        `  - {name: m, provider: openai, base_url: "${model.url}", model: fake-m}`,
+        '',
+      ].join('\n'),
+    );
+    const w = startWorker(db, 'metered');
+    try {
+      const url = await waitFor(
+        'the metrics port',
+        async () => /metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(board.log())?.[1],
+      );
+      const predictions = writeFixturePredictions(DATA, mkdtempSync(join(tmpdir(), 'rumedbench-sops-p-')));
+      const up = await uploadTo(
+        board.url,
+        [{ name: 'RuMedDaNet.jsonl', data: readFileSync(join(predictions, 'RuMedDaNet.jsonl')) }],
+        { model: 'up', kind: 'LLM' },
+      );
+      expect([up.status, up.body.status]).toEqual([201, 'scored']);
+      await rumedbenchOk('plan', 'submit', plan, '--db', db);
+      // Read while the worker's requests are under way: its claim holds part of the endpoint's budget.
+      const text = await waitFor('requests in flight', async () => {
+        const t = await (await fetch(url)).text();
+        return /^rumedbench_endpoint_in_flight\{endpoint="[^"]+"\} [1-9]/m.test(t) ? t : undefined;
+      });
+      const value = (name: string) =>
+        text
+          .split('\n')
+          .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+          .map((l) => l.replace(/ [\d.e+-]+$/, (v) => (Number(v) > 0 ? ' >0' : ' 0')));
+      expect({
+        uploads: value('rumedbench_submissions'),
+        scoring: value('rumedbench_scoring_seconds_count'),
+        depth: value('rumedbench_queue_depth'),
+        inFlight: value('rumedbench_endpoint_in_flight'),
+        cells: value('rumedbench_queue_cells'),
+        heartbeats: value('rumedbench_worker_heartbeat_age_seconds').map((l) => l.replace(/ \S+$/, '')),
+      }).toEqual({
+        uploads: ['rumedbench_submissions{board="public",status="scored"} >0'],
+        scoring: ['rumedbench_scoring_seconds_count >0'],
+        depth: [expect.stringMatching(/^rumedbench_queue_depth (0|>0)$/)],
+        inFlight: [`rumedbench_endpoint_in_flight{endpoint="openai ${model.url}"} >0`],
+        // The one cell, in whichever state the queue gives it while its job runs.
+        cells: [expect.stringMatching(/^rumedbench_queue_cells\{state="(queued|running)"\} >0$/)],
+        heartbeats: ['rumedbench_worker_heartbeat_age_seconds{worker="metered",status="running"}'],
+      });
+      // Each metric declared once, as Prometheus reads it.
+      for (const name of [
+        'rumedbench_submissions',
+        'rumedbench_queue_depth',
+        'rumedbench_endpoint_in_flight',
+        'rumedbench_queue_cells',
+        'rumedbench_worker_heartbeat_age_seconds',
+      ])
+        expect(text.split('\n').filter((l) => l === `# TYPE ${name} gauge`)).toHaveLength(1);
+      const age = Number(
+        /^rumedbench_worker_heartbeat_age_seconds\{[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 'NaN',
+      );
+      expect(age).toBeLessThan(5);
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+      await board.stop();
+      await model.close();
+    }
+  }, 90_000);
 });

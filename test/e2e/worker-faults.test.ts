@@ -361,30 +361,32 @@ async function adminOn(url: string, what: 'drop' | 'create'): Promise<void> {
 }
 
 describe.skipIf(!PG_URL)('a database that goes away (dropped, then created again empty)', () => {
-  it('a worker mid-plan says so in one line for each, waits, never migrates the empty one itself, and works on once it is migrated', async () => {
+  it("two workers mid-plan say the drop in one line, migrate the empty one once between them, drop the vanished plan's jobs, and run a plan submitted to it", async () => {
     const db = await freshDatabase('postgres');
     const s = await modelServer(20);
-    await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db);
-    const w = startWorker(db, 'stays');
+    const old = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
+    const ws = [startWorker(db, 'one'), startWorker(db, 'two')];
+    const logs = () => ws.map((w) => w.log()).join('\n');
     try {
       await waitFor('answers written', async () => {
         const [r] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM rumedbench_runs.answers');
         return (r?.n ?? 0) > 10 ? true : undefined;
       });
       await adminOn(db, 'drop');
-      await waitFor('the drop said', async () =>
-        /does not exist \(dropped\?\)/.test(w.log()) ? true : undefined,
-      );
+      for (const w of ws)
+        await waitFor(`the drop said by ${w.name}`, async () =>
+          /does not exist \(dropped\?\)/.test(w.log()) ? true : undefined,
+        );
       await adminOn(db, 'create');
-      await waitFor('the empty database said', async () =>
-        /no rumedbench tables/.test(w.log()) ? true : undefined,
+      // Back empty: migrated by the workers themselves, once (the advisory lock), with no operator's step.
+      await waitFor('the empty database migrated', async () =>
+        /came back empty/.test(logs()) ? true : undefined,
       );
-      // Several beats later the worker lives and the database is still empty: no worker migrates under way.
-      await new Promise((r) => setTimeout(r, 3000));
-      expect(w.child.exitCode, w.log()).toBeNull();
-      expect(await query(db, `SELECT to_regclass('rumedbench_runs.cells') AS t`)).toEqual([{ t: null }]);
-      // The operator's choice: a new, empty queue. A plan submitted to it is run by the same worker process.
-      await rumedbenchOk('plan', 'migrate', '--db', db);
+      const versions = await query<{ version: number }>(
+        db,
+        `SELECT version FROM rumedbench_runs.schema_version ORDER BY version`,
+      );
+      expect(versions.map((v) => v.version)).toEqual([...new Set(versions.map((v) => v.version))]);
       const id = (await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db)).stdout.trim();
       const done = await waitFor(
         'the new plan done',
@@ -397,24 +399,40 @@ describe.skipIf(!PG_URL)('a database that goes away (dropped, then created again
       expect(done.cells.map((c) => [c.status, c.requests.done, c.requests.total])).toEqual([
         ['done', 120, 120],
       ]);
-      const lines = w.log().split('\n');
-      expect(
-        lines.filter((l) => /does not exist|no rumedbench tables|is back after/.test(l)),
-        w.log(),
-      ).toEqual([
+      // The plan of the old database is gone with it: said as such, not found.
+      const gone = await rumedbench('plan', 'status', old, '--db', db);
+      expect(gone.code).not.toBe(0);
+      for (const w of ws) expect(w.child.exitCode, w.log()).toBeNull();
+      const migrated = logs()
+        .split('\n')
+        .filter((l) => /came back empty/.test(l));
+      expect(migrated, logs()).toEqual([
         expect.stringMatching(
-          /^\S+Z warning: worker stays: the database at postgres:\/\/\S+ does not exist \(dropped\?\) \(database "\w+" does not exist\); waiting for it to be restored, up to 300 s \(--db-wait\)$/,
+          /^\S+Z warning: worker (one|two): the database at postgres:\/\/\S+ came back empty \(dropped and created again\?\): the queue was migrated \(schema version \d+\); the plans it held are gone, and the \d+ job\(s\) this worker had of them are dropped$/,
         ),
-        expect.stringMatching(
-          /^\S+Z warning: worker stays: the database at \S+ has no rumedbench tables \(dropped and created again empty\?\) \(.*does not exist\); a worker never migrates it: restore it from a backup, or run `rumedbench plan migrate --db …` to start an empty queue; waiting, up to 300 s \(--db-wait\)$/,
-        ),
-        expect.stringMatching(/^\S+Z warning: worker stays: the database at \S+ is back after \d+\.\d s$/),
       ]);
-      expect(stackLines(w.log())).toEqual([]);
+      for (const w of ws) {
+        expect(
+          w
+            .log()
+            .split('\n')
+            .filter((l) => /does not exist \(dropped|is back after/.test(l)),
+          w.log(),
+        ).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^\\S+Z warning: worker ${w.name}: the database at postgres://\\S+ does not exist \\(dropped\\?\\) \\(database "\\w+" does not exist\\); waiting for it to be restored, up to 300 s \\(--db-wait\\)$`,
+            ),
+          ),
+          expect.stringMatching(
+            new RegExp(`^\\S+Z warning: worker ${w.name}: the database at \\S+ is back after \\d+\\.\\d s$`),
+          ),
+        ]);
+        expect(stackLines(w.log()), w.log()).toEqual([]);
+      }
     } finally {
-      w.child.kill('SIGTERM');
-      const exit = await w.exited;
-      expect(exit.code, w.log()).toBe(0);
+      for (const w of ws) w.child.kill('SIGTERM');
+      for (const w of ws) expect((await w.exited).code, logs()).toBe(0);
     }
   }, 120_000);
 });

@@ -66,9 +66,22 @@ export async function openDatabase(target: string): Promise<Db> {
       },
     );
   }
+  try {
+    await migrateBoard(db, location);
+  } catch (e) {
+    await db.destroy();
+    throw e;
+  }
+  return { db, engine, location, close: () => db.destroy() };
+}
+
+/**
+ * Brings the schema to the latest (Kysely's migrator takes a lock: servers doing it at once run each migration
+ * once): at a start, and when a PostgreSQL database comes back empty under a running server. How many it ran.
+ */
+export async function migrateBoard(db: Kysely<Database>, location: string): Promise<number> {
   const { error, results } = await new Migrator({ db, provider: MIGRATIONS }).migrateToLatest();
   if (error) {
-    await db.destroy();
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new RumedbenchError(
       'DATABASE_FAILED',
@@ -78,5 +91,5 @@ export async function openDatabase(target: string): Promise<Db> {
       },
     );
   }
-  return { db, engine, location, close: () => db.destroy() };
+  return results?.filter((r) => r.status === 'Success').length ?? 0;
 }

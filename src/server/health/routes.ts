@@ -47,11 +47,10 @@ export async function readiness(lb: RouteDeps['lb']): Promise<ReadyCheck> {
         ? 'ok'
         : `${missing.length} not applied (${missing[0]}…): restart serve to migrate`;
   } catch (e) {
-    // No migrations table: the database was created again empty. Serve migrates only at its start, on purpose: an
-    // empty platform (no boards, no admin) is not put up in place of the lost one without an operator's restart.
+    // No migrations table: the database was created again empty; serve migrates it at its importer's next tick.
     checks.migrations =
       absence(e) === 'empty'
-        ? `missing (${(e as Error).message.split('\n')[0]}): the database has no rumedbench tables; restore it from a backup, or restart serve to migrate an empty one`
+        ? `missing (${(e as Error).message.split('\n')[0]}): the database has no rumedbench tables; serve migrates it within seconds`
         : `unreadable (${(e as Error).message.split('\n')[0]}): restart serve to migrate`;
   }
   try {
@@ -111,6 +110,9 @@ export async function metricsText(lb: RouteDeps['lb']): Promise<string> {
       'Jobs in the queue, by pg-boss state (created: waiting).',
       f.jobs.map((r) => [{ state: r.state }, r.n]),
     );
+    gauge('rumedbench_queue_depth', 'Jobs waiting to be taken by a worker (pg-boss created or retry).', [
+      [{}, f.jobs.filter((r) => r.state === 'created' || r.state === 'retry').reduce((n, r) => n + r.n, 0)],
+    ]);
     gauge(
       'rumedbench_endpoint_in_flight',
       "Requests the workers' claims hold of each endpoint's max_in_flight.",
