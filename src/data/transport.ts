@@ -153,14 +153,20 @@ async function ask(
     !Array.isArray(h)
   ) {
     const target = typeof url === 'string' ? new URL(url) : url;
-    const res = await dispatcher.request({
-      origin: target.origin,
-      path: `${target.pathname}${target.search}`,
-      method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
-      ...(h ? { headers: h as Record<string, string> } : {}),
-      body: body ?? null,
-      signal,
-    });
+    const res = await dispatcher
+      .request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
+        ...(h ? { headers: h as Record<string, string> } : {}),
+        body: body ?? null,
+        signal,
+      })
+      .catch((e: unknown) => {
+        // Shaped as fetch's failure (its cause the connection's error), which callers read (../llm/client.ts
+        // `connectionProblem`); the timeout is the signal's reason in both.
+        throw (e as Error).name === 'TimeoutError' ? e : new TypeError('fetch failed', { cause: e });
+      });
     const headers = new Headers();
     for (const [name, value] of Object.entries(res.headers))
       if (Array.isArray(value)) for (const v of value) headers.append(name, v);
