@@ -19,6 +19,7 @@
 // alternately (the order flips every run), the same plan on a fresh database each time, and prints the medians.
 // `--jobs J --concurrency C --max-in-flight M --workers 1,2` change the shape (defaults 2, 8, 64 and 1,2,4): e.g.
 // `--jobs 2 --concurrency 8 --max-in-flight 16 --workers 2` is two workers sharing a budget of 16.
+// RUMEDBENCH_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" passes Node.js flags to the worker processes.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -135,11 +136,15 @@ function watchBackends(db) {
   };
 }
 
+// Node.js flags for the worker processes, e.g. "--cpu-prof --cpu-prof-dir=DIR" to profile them (#64).
+const WORKER_NODE_ARGS = (process.env.RUMEDBENCH_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+
 function worker(cli, db, name) {
   const child = spawn(
     process.execPath,
     // --allow-private: the model server listens on loopback.
     [
+      ...WORKER_NODE_ARGS,
       '--import',
       PROBE,
       cli,

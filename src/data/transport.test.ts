@@ -93,3 +93,102 @@ describe('send (a loopback server)', () => {
     ]);
   });
 });
+
+describe('send: a JSON request (undici request) and a form (fetch) on the wire', () => {
+  /** What the server saw: method, path with its query, the headers sent, the body. */
+  async function echo(reply: (res: import('node:http').ServerResponse) => void) {
+    const seen: { method?: string; url?: string; type?: string; auth?: string; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => {
+        body += d;
+      });
+      req.on('end', () => {
+        seen.push({
+          ...(req.method ? { method: req.method } : {}),
+          ...(req.url ? { url: req.url } : {}),
+          ...(req.headers['content-type'] ? { type: req.headers['content-type'] } : {}),
+          ...(req.headers.authorization ? { auth: req.headers.authorization } : {}),
+          body,
+        });
+        reply(res);
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  }
+
+  it('sends the method, path, query, headers and UTF-8 body as given; answers status, every header, the text', async () => {
+    const s = await echo((res) => {
+      res.setHeader('set-cookie', ['a=1', 'b=2']);
+      res.writeHead(201, { 'x-one': 'v' }).end('{"ответ":"да"}');
+    });
+    const a = await send(
+      `${s.url}/v1/chat?x=1&y=%D0%B0`,
+      () => ({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+        body: '{"вопрос":"нет"}',
+      }),
+      { maxBytes: 1024, retry: { retries: 0 } },
+    );
+    expect(s.seen).toEqual([
+      {
+        method: 'POST',
+        url: '/v1/chat?x=1&y=%D0%B0',
+        type: 'application/json',
+        auth: 'Bearer k',
+        body: '{"вопрос":"нет"}',
+      },
+    ]);
+    expect([a.status, a.text, a.headers.get('x-one'), a.headers.getSetCookie()]).toEqual([
+      201,
+      '{"ответ":"да"}',
+      'v',
+      ['a=1', 'b=2'],
+    ]);
+    // A GET without a body, and a form (through fetch), reach the same server alike.
+    await send(`${s.url}/models`, () => ({}), { maxBytes: 1024, retry: { retries: 0 } });
+    const form = new FormData();
+    form.append('name', 'x');
+    await send(`${s.url}/up`, () => ({ method: 'POST', body: form }), {
+      maxBytes: 1024,
+      retry: { retries: 0 },
+    });
+    expect(
+      s.seen.slice(1).map((x) => [x.method, x.url, x.type?.split(';')[0], x.body.includes('name="name"')]),
+    ).toEqual([
+      ['GET', '/models', undefined, false],
+      ['POST', '/up', 'multipart/form-data', true],
+    ]);
+  });
+
+  it('follows no redirect, and gives up on an answer that stalls mid-body at the timeout (read phase)', async () => {
+    const moved = await echo((res) => res.writeHead(302, { location: '/elsewhere' }).end('moved'));
+    const r = await send(`${moved.url}/a`, () => ({ method: 'POST', body: '{}' }), {
+      maxBytes: 1024,
+      retry: { retries: 0 },
+    });
+    expect([r.status, r.headers.get('location'), moved.seen.map((x) => x.url)]).toEqual([
+      302,
+      '/elsewhere',
+      ['/a'],
+    ]);
+    const stall = await echo((res) => {
+      res.writeHead(200);
+      res.write('{"half":');
+    });
+    const e = await send(`${stall.url}/b`, () => ({ method: 'POST', body: '{}' }), {
+      maxBytes: 1024,
+      timeoutMs: 300,
+      retry: { retries: 0 },
+    }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TransportError);
+    expect([(e as TransportError).phase, (e as TransportError).status, (e as Error).message]).toEqual([
+      'read',
+      200,
+      'the answer broke off (timed out)',
+    ]);
+  });
+});

@@ -11,7 +11,7 @@ import {
 } from 'undici';
 import { type ProxySettings, plainDispatcher, proxySettings } from './proxy.js';
 import { type ConnectGuard, privateAddressCause } from './public-address.js';
-import { readCapped, saveCapped } from './read-capped.js';
+import { readCapped, readStreamCapped, saveCapped } from './read-capped.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -122,6 +122,88 @@ function ownForm(init: RequestInit): UndiciInit {
   return { ...(init as unknown as UndiciInit), body: form };
 }
 
+/** One attempt's answer, whichever way it was asked: its status and headers, then its body read or let go. */
+interface Reply {
+  status: number;
+  headers: Headers;
+  /** The body, capped (null past `maxBytes`; '' when saved to `saveTo` and it fit). */
+  read(): Promise<string | null>;
+  cancel(): Promise<void>;
+}
+
+/**
+ * One attempt. A request whose body is text (a JSON request: the LLM client's, the embeddings') goes through undici's
+ * `request` on the same dispatcher: fetch's streams, Request objects and clones cost a queue worker about half of
+ * its CPU per answered request (#64's profile); forms and answers saved to a file go through fetch. Both follow no
+ * redirect and give up at `timeoutMs` (connecting and reading alike).
+ */
+async function ask(
+  url: string | URL,
+  init: RequestInit,
+  dispatcher: Dispatcher,
+  o: SendOptions,
+): Promise<Reply> {
+  const signal = AbortSignal.timeout(o.timeoutMs ?? 120_000);
+  const body = init.body;
+  const h = init.headers;
+  if (
+    o.saveTo === undefined &&
+    (body === undefined || body === null || typeof body === 'string') &&
+    !(h instanceof Headers) &&
+    !Array.isArray(h)
+  ) {
+    const target = typeof url === 'string' ? new URL(url) : url;
+    const res = await dispatcher
+      .request({
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
+        method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
+        ...(h ? { headers: h as Record<string, string> } : {}),
+        body: body ?? null,
+        signal,
+      })
+      .catch((e: unknown) => {
+        // Shaped as fetch's failure (its cause the connection's error), which callers read (../llm/client.ts
+        // `connectionProblem`); the timeout is the signal's reason in both.
+        throw (e as Error).name === 'TimeoutError' ? e : new TypeError('fetch failed', { cause: e });
+      });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(res.headers))
+      if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+      else if (value !== undefined) headers.append(name, value);
+    return {
+      status: res.statusCode,
+      headers,
+      read: () => readStreamCapped(res.body, o.maxBytes),
+      cancel: async () => {
+        // undici reports a body let go unread as an error of the stream: nobody reads it.
+        res.body.on('error', () => {});
+        res.body.destroy();
+      },
+    };
+  }
+  // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
+  const res = (await undiciFetch(url, {
+    ...ownForm(init),
+    redirect: 'manual',
+    signal,
+    // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
+    dispatcher,
+  })) as unknown as Response;
+  const saveTo = o.saveTo;
+  return {
+    status: res.status,
+    headers: res.headers,
+    read: async () =>
+      saveTo !== undefined
+        ? (await saveCapped(res, o.maxBytes, saveTo))
+          ? ''
+          : null
+        : readCapped(res, o.maxBytes),
+    cancel: () => res.body?.cancel().catch(() => undefined) ?? Promise.resolve(),
+  };
+}
+
 /**
  * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses
  * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came, or the
@@ -133,16 +215,9 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
   o.guard?.check(url);
   const dispatcher = o.guard ? o.guard.dispatcher(url) : plainDispatcher(url, o.proxy ?? proxySettings());
   for (let attempt = 0; ; attempt++) {
-    let res: Response;
+    let res: Reply;
     try {
-      // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
-      res = (await undiciFetch(url, {
-        ...ownForm(init()),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(o.timeoutMs ?? 120_000),
-        // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
-        dispatcher: dispatcher as Dispatcher,
-      })) as unknown as Response;
+      res = await ask(url, init(), dispatcher as Dispatcher, o);
     } catch (e) {
       const refused = privateAddressCause(e);
       if (refused) throw refused;
@@ -156,7 +231,7 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
     if (retryOn(res.status) && attempt < o.retry.retries) {
       const hinted = retryAfterMs(res.headers.get('retry-after'));
       if (hinted === undefined || hinted <= (o.retry.maxWaitMs ?? 120_000)) {
-        await res.body?.cancel().catch(() => undefined);
+        await res.cancel();
         const ms = hinted ?? backoffMs(attempt, o.retry);
         o.onRetry?.({ attempt: attempt + 1, waitMs: ms, reason: `HTTP ${res.status}` });
         await sleep(ms);
@@ -165,11 +240,7 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
     }
     let text: string | null;
     try {
-      text = o.saveTo
-        ? (await saveCapped(res, o.maxBytes, o.saveTo))
-          ? ''
-          : null
-        : await readCapped(res, o.maxBytes);
+      text = await res.read();
     } catch (e) {
       const reason = `the answer broke off (${reasonOf(e)})`;
       if (attempt >= o.retry.retries)

@@ -107,7 +107,9 @@ describe.skipIf(!PG_URL)('every cell ends (a worker without a temporary folder)'
 
   it('its temporary folder gone mid-plan: the cell is handed back, named, and another worker finishes it while the first lives', async () => {
     const db = await freshDatabase('postgres');
-    const s = await modelServer(50);
+    // 500 ms an answer: the 120 requests take 7.5 s, so that the folder is removed while they are asked even when the
+    // second worker's start is slow on a loaded machine (at 50 ms a fast worker had finished before it, #64).
+    const s = await modelServer(500);
     // One job for the whole cell: the worker that takes it answers every request and then finishes the cell.
     const id = (
       await rumedbenchOk('plan', 'submit', onePlan(s), '--db', db, '--job-size', '500')
