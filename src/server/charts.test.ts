@@ -28,9 +28,9 @@ function countingRenderer(svgBytes = 10) {
   const drawn: string[] = [];
   return {
     drawn,
-    render: async (list: [string, unknown, string][]): Promise<[string, string][]> => {
+    render: async (list: [string, unknown, string][]): Promise<[string, string, string][]> => {
       drawn.push(...list.map(([, , label]) => label));
-      return list.map(([id]) => [id, 'x'.repeat(svgBytes)]);
+      return list.map(([id]) => [id, 'x'.repeat(svgBytes), '']);
     },
   };
 }
