@@ -250,7 +250,7 @@ describe.skipIf(!runs)(`leaderboard in a browser (${runs ? 'Chromium and data fo
     };
     const [a, b] = board.entries.map((e) => e.id);
     const cmp = await open(`/compare?a=${a}&b=${b}`, { dark: true });
-    await expect(cmp.locator('figure#forest svg').count()).resolves.toBe(1);
+    await expect(cmp.locator('figure#forest svg:visible').count()).resolves.toBe(1);
     await shot(cmp, 'compare-dark');
     const ru = await open('/', { lang: 'ru-RU' });
     await expect(ru.locator('h1').textContent()).resolves.toBe('Открытые тестовые наборы');
