@@ -16,6 +16,7 @@ import { STRINGS } from '../report/i18n.js';
 import { createApp } from './app.js';
 import { ChartCache } from './charts.js';
 import { Leaderboard } from './leaderboard.js';
+import { drawForPhone, PHONE_CHART_PX, svgWidth } from './phone-charts.js';
 import { CHART_QUEUE, ChartsBusyError, Scorer } from './scorer.js';
 import { DEFAULT_LIMITS } from './upload.js';
 
@@ -28,9 +29,9 @@ function countingRenderer(svgBytes = 10) {
   const drawn: string[] = [];
   return {
     drawn,
-    render: async (list: [string, unknown, string][]): Promise<[string, string][]> => {
+    render: async (list: [string, unknown, string][]): Promise<[string, string, string][]> => {
       drawn.push(...list.map(([, , label]) => label));
-      return list.map(([id]) => [id, 'x'.repeat(svgBytes)]);
+      return list.map(([id]) => [id, 'x'.repeat(svgBytes), '']);
     },
   };
 }
@@ -104,6 +105,30 @@ describe('the chart lane (real worker threads)', () => {
       await Promise.all([...charts, scored]);
       expect(order.indexOf('score')).toBeLessThan(order.length - 1);
       expect(order.filter((o) => o === 'chart')).toHaveLength(CHART_QUEUE + 1);
+    } finally {
+      await scorer.close();
+    }
+  }, 60_000);
+});
+
+describe("a phone's drawing (issue #63)", () => {
+  it("is drawn where the page's is wider than a phone's box, no wider than it, its long name cut; none otherwise", async () => {
+    const long = 'Linear models, tf-idf and logistic regression (upstream)';
+    const scorer = new Scorer({ dataDir: FIXTURE, threads: 1 });
+    try {
+      const [[, wide, phone]] = (await scorer.render([['c', chart(long).spec, 'c']])) as [
+        [string, string, string],
+      ];
+      expect(svgWidth(wide)).toBeGreaterThan(PHONE_CHART_PX);
+      expect(svgWidth(phone)).toBeLessThanOrEqual(PHONE_CHART_PX);
+      expect(svgWidth(phone)).toBeGreaterThan(PHONE_CHART_PX - 20);
+      // The axis's label (drawn text; the marks' aria-labels keep the name whole) cut shorter than on the page's.
+      const label = (svg: string) => /<text[^>]*>(Linear models[^<]*)<\/text>/.exec(svg)?.[1] ?? '';
+      expect(label(phone)).toMatch(/^Linear models, tf-idf.*…$/);
+      expect(label(phone).length).toBeLessThan(label(wide).length);
+      // Drawn for a box as wide as the page's drawing, the page's drawing is all there is.
+      const { phone: none } = await drawForPhone(chart(long).spec, 'c', svgWidth(wide));
+      expect(none).toBe('');
     } finally {
       await scorer.close();
     }

@@ -30,6 +30,8 @@ export interface ChartBlock {
   title: string;
   description: string;
   svg: string;
+  /** The same chart drawn for a phone's box (phone-charts.ts); '' where `svg` fits one already. */
+  phoneSvg: string;
 }
 
 /** Score charts for every task; on the public board also the breakdowns (closed tests have none to show). */
@@ -141,12 +143,13 @@ export class ChartCache {
     const made = this.scorer
       .render(list.map((c) => [c.id, c.spec, c.description]))
       .then((drawn) => {
-        const svgs = new Map(drawn);
+        const svgs = new Map(drawn.map(([id, wide, phone]) => [id, { wide, phone }]));
         const blocks = list.map((c) => ({
           id: c.id,
           title: c.title,
           description: c.description,
-          svg: svgs.get(c.id) ?? '',
+          svg: svgs.get(c.id)?.wide ?? '',
+          phoneSvg: svgs.get(c.id)?.phone ?? '',
         }));
         this.keep(key, blocks);
         return blocks;
@@ -164,7 +167,10 @@ export class ChartCache {
   }
 
   private keep(key: string, blocks: ChartBlock[]): void {
-    const bytes = blocks.reduce((n, b) => n + b.svg.length + b.title.length + b.description.length, 0);
+    const bytes = blocks.reduce(
+      (n, b) => n + b.svg.length + b.phoneSvg.length + b.title.length + b.description.length,
+      0,
+    );
     const old = this.cache.get(key);
     if (old) {
       this.cache.delete(key);

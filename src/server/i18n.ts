@@ -251,8 +251,6 @@ const en = {
   login: 'Sign in',
   logout: 'Sign out',
   adminToken: 'Admin token',
-  /** Above a chart wider than a phone's screen (shown only on a phone). */
-  scrollHint: 'The chart is wider than the screen: scroll it sideways →',
   /** The tokens table's id column. */
   tokenId: 'id',
   badLogin: 'That token is not the admin token.',
@@ -615,7 +613,6 @@ const ru: ServerStrings = {
   login: 'Войти',
   logout: 'Выйти',
   adminToken: 'Токен администратора',
-  scrollHint: 'График шире экрана: прокрутите его вбок →',
   tokenId: 'идентификатор',
   badLogin: 'Это не токен администратора.',
   actions: 'Действия',

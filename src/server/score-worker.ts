@@ -5,7 +5,6 @@
 import { setPriority } from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { TopLevelSpec } from 'vega-lite';
-import { renderSvg } from '../report/svg.js';
 import { type ComparisonResult, clustersOfTasks, compareValidated } from '../scoring/compare.js';
 import { ReferenceLoader } from '../scoring/reference.js';
 import { validateRead } from '../scoring/score.js';
@@ -21,6 +20,7 @@ import {
   rankBoardTask,
 } from './boards/ranking.js';
 import type { BoardName } from './db/schema.js';
+import { drawForPhone } from './phone-charts.js';
 import {
   BOARD_SPLIT,
   type BoardReferences,
@@ -146,9 +146,15 @@ export function rankOverall(
   return rankBoardOverall(job);
 }
 
-/** Draws charts: [id, spec, label] in, [id, svg] out. */
-export async function render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {
-  const out: [string, string][] = [];
-  for (const [id, spec, label] of charts) out.push([id, await renderSvg(spec, label)]);
+/**
+ * Draws charts: [id, spec, label] in, [id, svg, phone's svg] out (the phone's '' where the page's drawing fits a
+ * phone's box already).
+ */
+export async function render(charts: [string, TopLevelSpec, string][]): Promise<[string, string, string][]> {
+  const out: [string, string, string][] = [];
+  for (const [id, spec, label] of charts) {
+    const { wide, phone } = await drawForPhone(spec, label);
+    out.push([id, wide, phone]);
+  }
   return out;
 }

@@ -262,9 +262,9 @@ export class Scorer {
   }
 
   /** Draws charts in the chart lane; a `ChartsBusyError` when its queue is full. */
-  async render(charts: [string, TopLevelSpec, string][]): Promise<[string, string][]> {
+  async render(charts: [string, TopLevelSpec, string][]): Promise<[string, string, string][]> {
     if (this.chartPool.queueSize >= CHART_QUEUE) throw new ChartsBusyError();
-    return (await this.chartPool.run(charts, { name: 'render' })) as [string, string][];
+    return (await this.chartPool.run(charts, { name: 'render' })) as [string, string, string][];
   }
 
   async close(): Promise<void> {

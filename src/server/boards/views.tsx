@@ -407,7 +407,7 @@ export const BoardPage: FC<{
         <section class="cost">
           <h2>{ctx.r.costChart}</h2>
           <p class="note">{ctx.t.costChartNote}</p>
-          <Figure ctx={ctx} chart={costChart} />
+          <Figure chart={costChart} />
         </section>
       ) : (
         ''

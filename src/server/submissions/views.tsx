@@ -146,10 +146,10 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
   </table>
 );
 
-const Charts: FC<{ ctx: PageContext; charts: ChartBlock[] }> = ({ ctx, charts }) => (
+const Charts: FC<{ charts: ChartBlock[] }> = ({ charts }) => (
   <>
     {charts.map((c) => (
-      <Figure ctx={ctx} chart={c} />
+      <Figure chart={c} />
     ))}
   </>
 );
@@ -242,7 +242,7 @@ export const SubmissionPage: FC<{
       ) : (
         ''
       )}
-      <Charts ctx={ctx} charts={charts} />
+      <Charts charts={charts} />
     </Layout>
   );
 };
@@ -310,7 +310,7 @@ export const ComparePage: FC<{
           </tbody>
         </table>
       </div>
-      <Charts ctx={ctx} charts={charts} />
+      <Charts charts={charts} />
     </Layout>
   );
 };

@@ -23,23 +23,18 @@ import type { ChartBlock } from '../charts.js';
 
 export { ciText, f2 } from '../../report/format.js';
 
-/** The widest chart a phone's page (390 px, less its margins) shows whole. */
-const PHONE_CHART_PX = 366;
-
 /**
- * A drawn chart in its figure. A chart wider than a phone's page scrolls sideways in its box there, and says so
- * above it (only on a phone): the report's charts are drawn at one size, and shrunk to a phone they would be unread.
+ * A drawn chart in its figure: where the page's drawing is wider than a phone's box, the phone's drawing beside it,
+ * and the stylesheet shows the one that fits (pages.css; the other is `display: none`, out of sight and of a screen
+ * reader's reading). A chart shrunk to a phone would print its text at 4-6 px; one scrolled sideways hid its points.
  */
-export const Figure: FC<{ ctx: PageContext; chart: ChartBlock }> = ({ ctx, chart }) => {
-  const width = Number(/^<svg[^>]*?\swidth="([\d.]+)"/.exec(chart.svg)?.[1] ?? 0);
-  return (
-    <figure id={chart.id}>
-      {width > PHONE_CHART_PX ? <p class="scroll-hint">{ctx.t.scrollHint}</p> : ''}
-      <div class="chart">{raw(chart.svg)}</div>
-      {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
-    </figure>
-  );
-};
+export const Figure: FC<{ chart: ChartBlock }> = ({ chart }) => (
+  <figure id={chart.id} class={chart.phoneSvg ? 'two-sizes' : undefined}>
+    <div class="chart wide">{raw(chart.svg)}</div>
+    {chart.phoneSvg ? <div class="chart phone">{raw(chart.phoneSvg)}</div> : ''}
+    {chart.description.length <= 400 ? <figcaption>{chart.description}</figcaption> : ''}
+  </figure>
+);
 
 /** A stored moment (ISO text) as the page's language writes it, the ISO text in `datetime` for machines. */
 export const When: FC<{ ctx: PageContext; iso: string }> = ({ ctx, iso }) => (
