@@ -45,6 +45,7 @@ const cellText = (c: Cell | undefined): string =>
 /** A moment is written as the page's language writes it, its ISO text kept in `datetime` for machines. */
 const CellView: FC<{ c: Cell }> = ({ c }) =>
   typeof c === 'string' ? (
+    // biome-ignore lint/complexity/noUselessFragments: the text stays a JSX child, escaped like every other
     <>{c}</>
   ) : 'code' in c ? (
     <code>{c.code}</code>
