@@ -211,7 +211,7 @@ describe('submit (on fixture data the test writes)', () => {
     const dear = await priced('dear-7b', '50');
     expect(dear.llm.cost).toBeGreaterThan(cheap.llm.cost);
     html = await (await fetch(`${board.url}/`)).text();
-    const figure = /<figure id="llm-cost">([\s\S]*?)<\/figure>/.exec(html)?.[1] ?? '';
+    const figure = /<figure id="llm-cost"[^>]*>([\s\S]*?)<\/figure>/.exec(html)?.[1] ?? '';
     expect(figure).toContain('<svg');
     // Both score alike (the same replies): the cheaper one is the front, the dearer one dominated.
     expect(figure).toContain(`cheap-7b: `);
