@@ -18,16 +18,18 @@ import {
   hostOf,
   platformHostProblem,
   portProblem,
+  publicOnly,
   type Resolve,
   resolvedHostProblem,
 } from '../data/public-address.js';
+import type { OpenProviderOptions } from '../engine/provider.js';
 import { isProviderName, providerNames, providerRecord, recordOf } from '../engine/providers/registry.js';
 import type { ServerSpec } from '../engine/providers/server.js';
-import type { RunSpec } from '../engine/spec.js';
+import type { LlmSpec, RunSpec } from '../engine/spec.js';
 import { apiKeyEnvProblem } from '../engine/spec.js';
 import { RumedbenchError, UsageError } from '../errors.js';
 import { checkBaseUrl } from '../llm/client.js';
-import { ENV_NAME, ownVariableProblem } from './keys.js';
+import { ENV_NAME, keysEnv, keysProblem, ownVariableProblem } from './keys.js';
 import { type QueueDb, SCHEMA } from './store.js';
 
 export interface Endpoint {
@@ -165,4 +167,39 @@ export async function checkAllowed(db: QueueDb, spec: RunSpec): Promise<Endpoint
       `refused: ${local ? `model file ${p.model}` : `${server.base_url} (model ${p.model}${server.api_key_env ? `, key from ${server.api_key_env}` : ''})`} is not on the platform's allow-list (rumedbench serve endpoint add)`,
     );
   return found;
+}
+
+/**
+ * How a worker opens a cell's provider (../engine/queued.ts `ChunkInput.connect`): its keys and header values read
+ * only from the variables it gives (`--endpoint-keys`; a cell that reads another is refused), every connection to a
+ * checked public address unless allowed. A private address needs both the worker's `--allow-private` and, for the
+ * platform's evaluations (whose servers teams registered), the endpoint's; a cloud's metadata or platform service
+ * is never reached.
+ */
+export function providerAccess(o: {
+  db: QueueDb;
+  allowPrivate?: boolean | undefined;
+  endpointKeys?: readonly string[] | undefined;
+  resolve?: Resolve | undefined;
+}): (
+  spec: LlmSpec,
+  kind: string,
+) => Promise<{ allowPrivate: boolean; open: Pick<OpenProviderOptions, 'env' | 'guard'> }> {
+  const resolve = o.resolve ? { resolve: o.resolve } : {};
+  const guard = publicOnly({
+    ...resolve,
+    hint: `a worker connects only to public addresses: start it with --allow-private if the model server really is on this machine or its network (and, for the platform's evaluations, add its endpoint with --allow-private)`,
+  });
+  const privateGuard = publicOnly({ ...resolve, allowPrivate: true });
+  const env = keysEnv(o.endpointKeys ?? []);
+  return async (spec, kind) => {
+    let allowPrivate = o.allowPrivate ?? false;
+    if (kind === 'evaluation') {
+      const endpoint = await checkAllowed(o.db, spec);
+      allowPrivate = allowPrivate && endpoint.allow_private === true;
+    }
+    const refused = keysProblem(spec.provider, o.endpointKeys ?? []);
+    if (refused) throw new RumedbenchError('ENDPOINT_KEY_REFUSED', refused);
+    return { allowPrivate, open: { env, guard: allowPrivate ? privateGuard : guard } };
+  };
 }

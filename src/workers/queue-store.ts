@@ -1,9 +1,9 @@
 /**
  * A queued cell's run as the queue's database keeps it: what a run folder keeps in files (its answers, its batch
  * ledger, the money it spent and reserved), here rows of the cell, for every worker of the cell at once. A worker
- * opens one per job it processes and hands it to the engine's loop as its `RunStore` (`queueRunStore`); the SQL of a
- * cell's work (its answers, failing it, putting requests back for another round, finishing it) lives here, not in
- * `Worker`.
+ * opens one per job it processes and hands it to the engine (../engine/queued.ts `runChunk`, `finishCell`: the port
+ * `QueuedCellStore`), whose loop keeps the job's run through it (`run`, `queueRunStore`); the SQL of a cell's work
+ * (its answers, failing it, putting requests back for another round, finishing it) lives here, not in `Worker`.
  *
  * Money: a cell's `spent_usd` and `reserved_usd` (queue schema version 10). A reservation is one conditional UPDATE of
  * the cell's row, so that workers racing for the last dollars of a budget are ordered by the row's lock, and together
@@ -16,12 +16,11 @@ import { join, relative } from 'node:path';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanText } from '../data/clean-text.js';
 import type { RunStore } from '../engine/loop.js';
+import type { FinishRow, JobRow, JobRun, QueuedCellStore } from '../engine/queued.js';
 import type { BatchLedger } from '../llm/batch.js';
 import type { MoneyStore } from '../llm/budget.js';
 import { formatUsd } from '../llm/cost.js';
-import type { AnswerSink } from '../llm/execute.js';
 import type { JournalEntry } from '../llm/journal.js';
-import type { LlmRequest } from '../llm/requests.js';
 import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
 
 /** How the store queries: the worker's, which waits out an outage of the database. */
@@ -30,26 +29,11 @@ export type Query = <R extends QueryResultRow = QueryResultRow>(
   values?: unknown[],
 ) => Promise<QueryResult<R>>;
 
-export interface CellStore {
-  /** The cell's money: spent and reserved by every worker of the cell. */
-  money: MoneyStore;
-  /** The cell's batches, recorded the moment the provider names them. */
-  batches: BatchLedger;
-  /** The keys among `keys` that have an answer that is ok. */
-  okKeys(keys: readonly string[]): Promise<Set<string>>;
-  /**
-   * What a job needs to start, in one read: its cell and plan, and which of its keys already have an answer that is
-   * ok (a job released, lost or stopped before answered them: they are not asked again).
-   */
-  jobRow(keys: readonly string[]): Promise<JobRow | undefined>;
-  /** The cell and its plan marked running, once, with the model's description. */
-  started(described: unknown): Promise<void>;
-  /** The cell's journal: every answer's entry (JSON) by its key. */
-  answers(): Promise<Map<string, string>>;
-  /** The cell done: its run folder's files (finished in `dir`) stored for `plan export`, its summary kept. */
-  done(dir: string, summary: unknown): Promise<void>;
-  /** The cell's count of requests, once a worker planned them (a chunk queued without its keys). */
-  total(n: number): Promise<void>;
+/**
+ * A queued cell's rows: what the engine needs of them (../engine/queued.ts `QueuedCellStore`), and what a worker's
+ * claim of a job and its finish need beside.
+ */
+export interface CellStore extends QueuedCellStore {
   /**
    * A job ended: its claim deleted and, with `chunkDone`, its chunk marked done in the same statement (whoever holds
    * the job now finds it answered), then the job completed; false (nothing done) when the claim was taken away.
@@ -58,17 +42,6 @@ export interface CellStore {
     job: { claim: string; chunk: number; queue: string; id: string },
     chunkDone: boolean,
   ): Promise<boolean>;
-  /** The cell failed with `message`: its jobs left cancelled, its plan closed if that was its last cell. */
-  fail(message: string): Promise<void>;
-  /**
-   * Requests put back on the queue as a new chunk of round `round`, taken after the plan's delay (doubled each
-   * round); undefined when the plan's rounds are spent (or it is over).
-   */
-  requeue(keys: readonly string[], round: number): Promise<{ rounds: number; delayS: number } | undefined>;
-  /** The round of the cell's latest chunk, counted from its last round-0 chunk (`plan retry` starts rounds anew). */
-  round(): Promise<number>;
-  /** The cell taken to finish by `worker`, if its jobs are all done and no one else is finishing it. */
-  finishing(worker: string): Promise<FinishRow | undefined>;
   /**
    * `worker` could not finish the cell for a fault of its machine (`why`): handed back for another live worker to
    * finish, once (the cell's error says it); false where no other worker runs or it was handed back before.
@@ -76,28 +49,6 @@ export interface CellStore {
   handBack(worker: string, why: string): Promise<boolean>;
   /** `worker`'s finish abandoned (the database away): the cell waits for another finisher. */
   unfinish(worker: string): Promise<void>;
-  /** The cell's batches, in the order submitted. */
-  batchIds(): Promise<{ id: string; provider: string }[]>;
-  /** The cell's plan over once its cells are all done or failed. */
-  closePlan(): Promise<void>;
-}
-
-export interface FinishRow {
-  spec: string | null;
-  data_sha256: string;
-  described: string | null;
-  wall: number;
-}
-
-export interface JobRow {
-  spec: string | null;
-  status: string;
-  in_flight: number;
-  data_sha256: string;
-  undescribed: boolean;
-  plan_status: string;
-  kind: string;
-  answered: string[];
 }
 
 /**
@@ -207,9 +158,10 @@ export function cellStore(
       );
     },
   };
-  return {
+  const store: CellStore = {
     money,
     batches,
+    run: (j) => queueRunStore(store, j),
     closePlan,
     async total(n) {
       await q(`UPDATE ${SCHEMA}.cells SET total = $3 WHERE plan_id = $1 AND cell_id = $2`, [plan, cell, n]);
@@ -369,18 +321,21 @@ export function cellStore(
       return new Map(rows.map((r) => [r.key, r.entry]));
     },
     async done(dir, summary) {
-      await inTransaction(db, async (client) => {
-        for (const file of walk(dir))
-          await client.query(
-            `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
+      // One transaction, not a query of `q`: the whole of it is what waits out an outage.
+      await retry(() =>
+        inTransaction(db, async (client) => {
+          for (const file of walk(dir))
+            await client.query(
+              `INSERT INTO ${SCHEMA}.files (plan_id, cell_id, path, content) VALUES ($1, $2, $3, $4)
              ON CONFLICT (plan_id, cell_id, path) DO UPDATE SET content = EXCLUDED.content`,
-            [plan, cell, relative(dir, file), readFileSync(file)],
+              [plan, cell, relative(dir, file), readFileSync(file)],
+            );
+          await client.query(
+            `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, error = NULL, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
+            [plan, cell, JSON.stringify(summary)],
           );
-        await client.query(
-          `UPDATE ${SCHEMA}.cells SET status = 'done', summary = $3, error = NULL, finished_at = now() WHERE plan_id = $1 AND cell_id = $2`,
-          [plan, cell, JSON.stringify(summary)],
-        );
-      });
+        }),
+      );
     },
     async okKeys(keys) {
       const { rows } = await q<{ key: string }>(
@@ -390,6 +345,7 @@ export function cellStore(
       return new Set(rows.map((r) => r.key));
     },
   };
+  return store;
 }
 
 /** A folder's files, in order, to store them. */
@@ -401,24 +357,6 @@ function walk(dir: string): string[] {
     else out.push(p);
   }
   return out;
-}
-
-/** What a queued cell's job gives the engine's loop beside the cell's rows. */
-export interface JobRun {
-  plan: string;
-  cell: string;
-  /** Every request of the cell, in its order. */
-  all: readonly LlmRequest[];
-  /** The ceilings of the cell's requests, counted once per worker and cell (the holder keeps them). */
-  ceilings: { ceilings?: Promise<Map<string, number>> };
-  maxTokens: number;
-  /** Where the job's answers go: the worker's writer. */
-  answers: AnswerSink;
-  scratch: string;
-  /** The job's claim, checked before each request (../workers/worker.ts `fence`). */
-  fence?(): Promise<void>;
-  /** The worker's request slot, shared by its jobs. */
-  slot?<T>(send: () => Promise<T>): Promise<T>;
 }
 
 /**

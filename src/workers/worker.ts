@@ -1,8 +1,10 @@
 /**
- * `rumedbench worker`: claims jobs from the queue and runs each through the engine's one loop (../engine/loop.ts
- * `sendRun`, the one `llm` runs) with the queue's store of its cell (./queue-store.ts: its answers, batches, money and
- * the rest of a cell's work, with their SQL), writing every answer to the database the moment it arrives. This module
- * keeps what is the worker's own: when to claim, beat and fence (their SQL in ./claims.ts).
+ * `rumedbench worker`: claims jobs from the queue, opens the queue's store of each job's cell (./queue-store.ts: its
+ * answers, batches, money and the rest of a cell's work, with their SQL) and calls the engine (../engine/queued.ts):
+ * `runChunk` plans the cell once, checks its data and sends the chunk through the one loop `llm` runs (`sendRun`), and
+ * whoever completes a cell's last job calls `finishCell`, which writes its run folder with `llm`'s writer and stores
+ * it for `plan export`. This module keeps what is the worker's own: when to claim, beat, fence and release (their SQL
+ * in ./claims.ts), its request slots, and writing every answer to the database the moment it arrives.
  *
  * - A job is claimed from an endpoint's queue only while that endpoint has room in its in-flight budget, counted
  *   over the live claims of every worker on every machine (under an advisory lock per endpoint).
@@ -13,26 +15,18 @@
  * - A worker that learns it was declared lost (frozen with SIGSTOP, cut off) stops its jobs, says so in one line and
  *   registers again. It never sends a request while it might have been declared lost without knowing it: past two
  *   beats without a heartbeat that landed, it beats first (a lapse is three).
- * - Whoever completes a cell's last job finishes the cell: its answers become a run folder exactly as `llm` writes
- *   one (`finish`), stored in the database for `plan export`.
+ * - A cell this worker cannot finish for a fault of its own disk is handed back, once, for another to finish.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { hostname } from 'node:os';
 import pLimit from 'p-limit';
 import type { QueryResult, QueryResultRow } from 'pg';
 import { cleanText } from '../data/clean-text.js';
-import { type ConnectGuard, publicOnly, type Resolve } from '../data/public-address.js';
-import { batchApiOf, type LlmRunPhases, llmRunPhases } from '../engine/llm.js';
-import { sendRun } from '../engine/loop.js';
-import { recordOf } from '../engine/providers/registry.js';
-import { batchSettingsOf, type LlmSpec, makeRunSpec } from '../engine/spec.js';
+import type { Resolve } from '../data/public-address.js';
+import type { LlmRunPhases } from '../engine/llm.js';
+import { CellPlans, type ChunkAnswers, failQueuedCell, finishCell, runChunk } from '../engine/queued.js';
+import type { LlmSpec } from '../engine/spec.js';
 import { RumedbenchError } from '../errors.js';
-import { Journal, type JournalEntry } from '../llm/journal.js';
-import type { Provider } from '../llm/provider.js';
-import type { LlmRequest } from '../llm/requests.js';
-import { pricesOf } from '../llm/run.js';
+import type { JournalEntry } from '../llm/journal.js';
 import { type Logger, silentLogger } from '../log.js';
 import { AnswerWriter } from './answers.js';
 import {
@@ -45,10 +39,9 @@ import {
   workerRows,
 } from './claims.js';
 import { DbWait, DbWaitAbandoned, DEFAULT_DB_WAIT_S, MAX_DB_BACKOFF_MS } from './db-wait.js';
-import { checkAllowed } from './endpoints.js';
-import { keysEnv, keysProblem } from './keys.js';
+import { providerAccess } from './endpoints.js';
 import { cellTempDir, localFault } from './local-disk.js';
-import { type CellStore, cellStore, queueRunStore } from './queue-store.js';
+import { type CellStore, cellStore } from './queue-store.js';
 import type { QueueDb } from './store.js';
 
 /** A queued cell as this worker runs it: the engine's view of its spec (options, model, provider). */
@@ -106,17 +99,6 @@ interface Active {
   done: Promise<void>;
 }
 
-interface Prepared {
-  runner: CellRunner;
-  planned: Awaited<ReturnType<CellRunner['requests']>>;
-  byKey: Map<string, LlmRequest>;
-  provider?: Provider | undefined;
-  /** Whether `provider` may connect to private addresses. */
-  allowPrivate?: boolean;
-  /** max_cost: each request's ceiling, USD, by key (counted once per worker). */
-  ceilings?: Promise<Map<string, number>>;
-}
-
 export class Worker {
   readonly id: string;
   readonly name: string;
@@ -126,7 +108,8 @@ export class Worker {
   private readonly heartbeatS: number;
   private readonly gate: ReturnType<typeof pLimit>;
   private readonly active = new Map<string, Active>();
-  private readonly cells = new Map<string, Promise<Prepared>>();
+  /** The cells this worker runs, each planned once (../engine/queued.ts). */
+  private readonly plans: CellPlans;
   /** The queues with work, as last read. */
   private queues: { at: number; rows: QueueRow[] } | undefined;
   /** This worker's answers not yet written, over all its jobs. */
@@ -167,11 +150,8 @@ export class Worker {
    * a worker that runs for weeks keeps a bounded sample.
    */
   readonly slotWaitMs: number[] = [];
-  /** Every connection this worker makes to a model server goes to a checked public address, unless allowed. */
-  private readonly guard: ConnectGuard;
-  private readonly privateGuard: ConnectGuard;
-  /** The only environment its providers read keys and header values from. */
-  private readonly keysEnv: NodeJS.ProcessEnv;
+  /** How it opens a cell's provider: the keys it gives, the addresses it may reach (./endpoints.ts). */
+  private readonly connect: ReturnType<typeof providerAccess>;
 
   constructor(private readonly o: WorkerOptions) {
     this.db = o.db;
@@ -181,16 +161,13 @@ export class Worker {
     this.concurrency = Math.max(1, o.concurrency ?? 8);
     this.heartbeatS = o.heartbeatS ?? 5;
     this.gate = pLimit(this.concurrency);
-    this.guard = publicOnly({
-      ...(o.resolve ? { resolve: o.resolve } : {}),
-      hint: `a worker connects only to public addresses: start it with --allow-private if the model server really is on this machine or its network (and, for the platform's evaluations, add its endpoint with --allow-private)`,
+    this.plans = new CellPlans({
+      who: `worker ${this.name}`,
+      log: o.log,
+      ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}),
+      ...(o.prepare ? { prepare: o.prepare } : {}),
     });
-    // With --allow-private, a private server is reached; a cloud's metadata or platform service never is.
-    this.privateGuard = publicOnly({
-      ...(o.resolve ? { resolve: o.resolve } : {}),
-      allowPrivate: true,
-    });
-    this.keysEnv = keysEnv(o.endpointKeys ?? []);
+    this.connect = providerAccess(o);
     this.rows = workerRows((text, values) => this.q(text, values), this.id);
     this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
     this.dbw = new DbWait({
@@ -286,7 +263,7 @@ export class Worker {
       await this.stopDbw
         .retry(() => workerRows((text, values) => this.db.pool.query(text, values), this.id).stopped())
         .catch(() => {});
-      for (const p of this.cells.values()) await (await p.catch(() => undefined))?.provider?.close?.();
+      await this.plans.close();
     }
     if (this.gaveUp)
       throw new RumedbenchError(
@@ -526,131 +503,66 @@ export class Worker {
     return this.dbw.retry(() => takeJobs(this.db, this.id, q, want, slots));
   }
 
-  /** A cell's runner and its planned requests, checked against the data the plan was queued with. */
-  private prepared(plan: string, cell: string, stored: string | null, dataSha: Record<string, string>) {
-    const key = `${plan}\n${cell}`;
-    let p = this.cells.get(key);
-    if (!p) {
-      p = (async () => {
-        const spec = specOfRow(stored, `${plan}/${cell}`);
-        const runner = this.o.prepare
-          ? await this.o.prepare(spec)
-          : llmRunPhases(spec, {
-              log: this.o.log,
-              ...(this.o.dataDir !== undefined ? { dataDir: this.o.dataDir } : {}),
-            });
-        const planned = await runner.requests();
-        const differ = Object.entries(dataSha).filter(([f, sha]) => planned.dataFiles[f] !== sha);
-        if (differ.length > 0)
-          throw new RumedbenchError(
-            'DATA_INVALID',
-            `worker ${this.name}: its data differ from those the plan was queued with (${differ.map(([f]) => f).join(', ')}; data folder ${runner.options.dataDir}); give the worker the same files (--data)`,
-          );
-        return { runner, planned, byKey: new Map(planned.requests.map((j) => [j.key, j])) };
-      })();
-      this.cells.set(key, p);
-      p.catch(() => this.cells.delete(key));
-    }
-    return p;
+  /**
+   * One job: the engine runs its chunk (../engine/queued.ts `runChunk`) with the cell's store, this worker's request
+   * slots, its fences and its answer writes; then the job's claim is ended and, once every request is asked, the cell
+   * finished if this job was its last.
+   */
+  private async process(a: Active, inFlight: number, claimMs: number): Promise<void> {
+    const { plan, cell, chunk } = a.data;
+    const store = this.cellOf(plan, cell);
+    const r = await runChunk({
+      store,
+      plans: this.plans,
+      plan,
+      cell,
+      chunk,
+      keys: JSON.parse(a.keys ?? 'null') as string[] | null,
+      round: a.round,
+      inFlight,
+      concurrency: this.concurrency,
+      connect: this.connect,
+      answers: this.answersOf(a),
+      fence: () => this.fence(a),
+      retryFence: () => this.fence(),
+      slot: (send) => this.slot(send),
+      signal: a.abort.signal,
+      who: `worker ${this.name}`,
+      log: this.o.log,
+    });
+    if (r.end === 'stopped') return;
+    if (r.end === 'unwritten') return this.unwrittenAnswers(a, r.error);
+    const t0 = performance.now();
+    await store.jobEnded({ claim: a.claim, chunk, queue: a.queue, id: a.jobId }, r.chunkDone);
+    if (!r.answered) return;
+    this.queueMs.push(claimMs + r.queueMs + (performance.now() - t0));
+    await this.finish(plan, cell);
   }
 
-  private async process(a: Active, inFlight: number, claimMs: number): Promise<void> {
-    // Queue time: the claim, this job's reads before its requests, and its completion; the cell's planning aside.
-    let t0 = performance.now();
-    const { plan, cell, chunk } = a.data;
-    // null: the cell's every request, planned here (the queueing machine could not: the platform's closed tests).
-    const stored = JSON.parse(a.keys ?? 'null') as string[] | null;
-    const store = this.cellOf(plan, cell);
-    const row = await store.jobRow(stored ?? []);
-    // `chunkDone`: the chunk is marked done in the same statement (whoever holds the job now finds it answered).
-    const done = async (chunkDone = false) => {
-      await store.jobEnded({ claim: a.claim, chunk, queue: a.queue, id: a.jobId }, chunkDone);
-    };
-    if (!row || row.plan_status === 'cancelled' || row.status === 'done' || row.status === 'failed')
-      return done();
-    let prepared: Prepared;
-    let provider: Provider;
-    const planning = performance.now();
-    try {
-      const spec = specOfRow(row.spec, `${plan}/${cell}`);
-      // A private address needs both the worker's --allow-private and, for the platform's evaluations (whose
-      // servers teams registered), the endpoint's.
-      let allowPrivate = this.o.allowPrivate ?? false;
-      if (row.kind === 'evaluation') {
-        const endpoint = await checkAllowed(this.db, spec);
-        allowPrivate = allowPrivate && endpoint.allow_private === true;
-      }
-      const refused = keysProblem(spec.provider, this.o.endpointKeys ?? []);
-      if (refused) throw new RumedbenchError('ENDPOINT_KEY_REFUSED', refused);
-      prepared = await this.prepared(
-        plan,
-        cell,
-        row.spec,
-        JSON.parse(row.data_sha256) as Record<string, string>,
-      );
-      // The endpoint's allowance may have changed since this cell's provider was opened: it is opened again.
-      if (!recordOf(spec.provider).local && prepared.allowPrivate !== allowPrivate)
-        prepared.provider = undefined;
-      prepared.allowPrivate = allowPrivate;
-      prepared.provider ??= await prepared.runner.provider({
-        env: this.keysEnv,
-        guard: allowPrivate ? this.privateGuard : this.guard,
-      });
-      provider = prepared.provider;
-    } catch (e) {
-      // This worker cannot run the cell as queued (its data, a key it lacks, a server not allowed): the cell fails
-      // with the reason, for `plan status` to show; nothing is asked.
-      await this.failCell(plan, cell, e);
-      return done();
-    }
-    t0 += performance.now() - planning;
-    const round = a.round;
-    const keys = stored ?? prepared.planned.requests.map((j) => j.key);
-    let answered = new Set(row.answered);
-    if (stored === null) {
-      await store.total(new Set(keys).size);
-      answered = await store.okKeys(keys);
-    }
-    const pending = keys.filter((k) => !answered.has(k)).map((k) => prepared.byKey.get(k));
-    if (pending.some((j) => j === undefined)) {
-      await this.failCell(
-        plan,
-        cell,
-        new Error(
-          `worker ${this.name} plans other requests than the plan was queued with (another rumedbench version?)`,
-        ),
-      );
-      return done();
-    }
-    // The cell and plan marked running, once: a running cell has its start and its model's description already.
-    if (row.status === 'queued' || row.plan_status === 'queued' || row.undescribed)
-      await store.started(provider.describe());
-    const before = performance.now() - t0;
-    this.o.log.info(`${plan} ${cell} #${chunk}: ${pending.length} of ${keys.length} request(s) to ask`);
-    const batch = batchSettingsOf(prepared.runner.spec);
-    // Each answer is written as it arrives (in the writer's next batch), without holding its request slot: the next
-    // request goes out while the row is written. The job is done only once every write has landed. No request goes
-    // out while as many of this worker's writes as request slots are pending, over all its jobs, so a worker killed
-    // at any moment has at most `concurrency` requests in flight and as many answers unwritten: those, and only
-    // those, are asked again.
-    const writes = new Set<Promise<void>>();
-    const room = async () => {
+  /**
+   * One of this worker's request slots, shared by its jobs. No request goes out while as many of its writes as
+   * request slots are pending, over all its jobs, so a worker killed at any moment has at most `concurrency` requests
+   * in flight and as many answers unwritten: those, and only those, are asked again.
+   */
+  private slot<T>(send: () => Promise<T>): Promise<T> {
+    const asked = performance.now();
+    return this.gate(async () => {
       while (this.unwritten.size >= this.concurrency) await Promise.race(this.unwritten);
-    };
-    if (!batch) {
-      provider.limitInFlight?.(this.concurrency);
-      // A retry passes the same fence as a first request: a worker woken from a freeze learns it was declared lost
-      // before a timed-out request of a job no longer its own goes out again.
-      provider.checkBeforeRetry?.(() => this.fence());
-      // The server's breaker may still be open from an outage this process saw (a job failed "is down" seconds ago):
-      // waited out, the job's first request tries the server. Failing at once would spend a retry round, or a
-      // `plan retry` made once the cause was fixed, without a request sent.
-      const cool = provider.breakerWaitMs?.() ?? 0;
-      if (cool > 0) await sleep(cool, undefined, { signal: a.abort.signal }).catch(() => {});
-    }
+      if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
+      return send();
+    });
+  }
+
+  /**
+   * A job's answers, each written as it arrives (in the writer's next batch) without holding its request slot: the
+   * next request goes out while the row is written. The job is done only once every write has landed.
+   */
+  private answersOf(a: Active): ChunkAnswers {
+    const { plan, cell } = a.data;
     const worker = this.name;
+    const writes = new Set<Promise<void>>();
     let writeError: unknown;
-    const write = (entry: JournalEntry) => {
+    const online = (entry: JournalEntry) => {
       // A stopped job's failures are not answers (a request not sent, one cut off): whoever has the job asks them.
       if (a.abort.signal.aborted && entry.status !== 'ok') return;
       if (this.closed || this.gaveUp) {
@@ -676,94 +588,21 @@ export class Worker {
       writes.add(w);
       this.unwritten.add(w);
     };
-    // A batch's answers are written before it is marked collected: one that cannot be written fails the job, and the
-    // batch is collected again by whoever takes it.
-    const writeBatch = (entry: JournalEntry) => {
-      this.answered++;
-      return this.answers.write({ plan, cell, entry, worker });
+    return {
+      online: { append: online },
+      // A batch's answers are written before it is marked collected: one that cannot be written fails the job, and
+      // the batch is collected again by whoever takes it.
+      batch: {
+        append: (entry) => {
+          this.answered++;
+          return this.answers.write({ plan, cell, entry, worker });
+        },
+      },
+      landed: async () => {
+        await Promise.all(writes);
+        return writeError;
+      },
     };
-    // A batch job's files live in a folder of its own; its batches are recorded in the cell's rows the moment the
-    // provider names them, so that whoever takes the job over collects them instead of sending them again.
-    const scratch = batch ? mkdtempSync(join(tmpdir(), 'rumedbench-batch-job-')) : tmpdir();
-    const run = queueRunStore(store, {
-      plan,
-      cell,
-      all: prepared.planned.requests,
-      ceilings: prepared,
-      maxTokens: prepared.runner.options.params.maxTokens,
-      answers: { append: batch ? writeBatch : write },
-      scratch,
-      ...(batch
-        ? {}
-        : {
-            fence: () => this.fence(a),
-            slot: <T>(send: () => Promise<T>) => {
-              const asked = performance.now();
-              return this.gate(async () => {
-                await room();
-                if (this.slotWaitMs.length < 100_000) this.slotWaitMs.push(performance.now() - asked);
-                return send();
-              });
-            },
-          }),
-    });
-    const { maxCost, params } = prepared.runner.options;
-    // A batch cell pays the batch price, as `llm --batch` reckons it.
-    const prices = pricesOf({ prices: prepared.runner.options.prices, batch });
-    try {
-      await sendRun({
-        store: run,
-        provider,
-        all: prepared.planned.requests,
-        pending: pending as LlmRequest[],
-        params,
-        concurrency: batch ? prepared.runner.options.concurrency : Math.min(inFlight, row.in_flight),
-        ...(maxCost !== undefined ? { maxCost } : {}),
-        ...(prices ? { prices } : {}),
-        way: batch
-          ? {
-              kind: 'batch',
-              api: batchApiOf(provider),
-              pollS: batch.pollS,
-              ...(batch.deadlineH !== undefined ? { deadlineH: batch.deadlineH } : {}),
-            }
-          : { kind: 'online' },
-        signal: a.abort.signal,
-        log: this.o.log,
-      });
-    } catch (e) {
-      await Promise.all(writes);
-      // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays (a batch goes to
-      // whoever takes the job).
-      if (a.abort.signal.aborted) return;
-      const code = e instanceof RumedbenchError ? e.code : undefined;
-      if (code === 'COST_LIMIT' && writeError !== undefined) return this.unwrittenAnswers(a, writeError);
-      // The model server is down (the client's circuit breaker): what this job did not answer goes back to the queue,
-      // for a later round, while the plan has rounds left.
-      if (code === 'LLM_ENDPOINT_DOWN' && !batch) {
-        // The provider's breaker stays open: the next job of this cell here starts with a fresh one.
-        if (prepared.provider === provider) prepared.provider = undefined;
-        const ok = await store.okKeys(keys);
-        const left = keys.filter((k) => !ok.has(k));
-        if (await this.requeue(plan, cell, left, round + 1, (e as Error).message.split('\n')[0] as string))
-          return done(true);
-      }
-      // A server that refuses what no retry fixes (a key, a model name), a budget reached, or a server down past the
-      // plan's rounds: the cell fails with its reason. A batch's other failures end the job (start()'s catch).
-      if (batch && code !== 'COST_LIMIT') throw e;
-      await this.failCell(plan, cell, e);
-      return done(batch !== undefined);
-    } finally {
-      if (batch) rmSync(scratch, { recursive: true, force: true });
-    }
-    await Promise.all(writes);
-    if (writeError !== undefined) return this.unwrittenAnswers(a, writeError);
-    // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
-    if (a.abort.signal.aborted) return;
-    t0 = performance.now();
-    await done(true);
-    this.queueMs.push(claimMs + before + (performance.now() - t0));
-    await this.finish(plan, cell);
   }
 
   /** Answers that could not be written are not answers: the job goes back to the queue for them. */
@@ -779,31 +618,8 @@ export class Worker {
     return cellStore(this.db, this.q.bind(this), plan, cell, (call) => this.dbw.retry(call));
   }
 
-  /**
-   * Puts requests of a cell back on the queue as a new chunk of round `round`, to be taken after the plan's delay
-   * (doubled each round); false when the plan's rounds are spent.
-   */
-  private async requeue(
-    plan: string,
-    cell: string,
-    keys: readonly string[],
-    round: number,
-    why: string,
-  ): Promise<boolean> {
-    if (keys.length === 0) return true;
-    const back = await this.cellOf(plan, cell).requeue(keys, round);
-    if (!back) return false;
-    this.o.log.warn(
-      `${plan} ${cell}: ${keys.length} request(s) go back to the queue, round ${round} of ${back.rounds}, in ${back.delayS} s (${why})`,
-    );
-    return true;
-  }
-
-  private async failCell(plan: string, cell: string, e: unknown): Promise<void> {
-    // A model server's text may hold what PostgreSQL refuses (NUL, a lone surrogate): the cell must still fail.
-    const message = cleanText(this.queueAdvice(plan, cell, e), 4000);
-    this.o.log.error(`${plan} ${cell}: ${message}`);
-    await this.cellOf(plan, cell).fail(message);
+  private failCell(plan: string, cell: string, e: unknown): Promise<void> {
+    return failQueuedCell(this.cellOf(plan, cell), plan, cell, e, this.o.log);
   }
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
@@ -816,83 +632,19 @@ export class Worker {
     return this.rows.workLeft();
   }
 
-  /** Finishes a cell whose jobs are all done, if no other worker is finishing it. */
+  /** Finishes a cell whose jobs are all done, if no other worker is finishing it (../engine/queued.ts `finishCell`). */
   private async finish(plan: string, cell: string): Promise<void> {
     if (this.handedBack.has(`${plan}\n${cell}`)) return;
-    const store = this.cellOf(plan, cell);
-    const row = await store.finishing(this.id);
-    if (!row) return;
-    let dir: string | undefined;
-    try {
-      dir = cellTempDir();
-      const prepared = await this.prepared(
-        plan,
-        cell,
-        row.spec,
-        JSON.parse(row.data_sha256) as Record<string, string>,
-      );
-      // The cell's journal, in the run's order: finishRun reads it as `llm` reads its own.
-      const byKey = await store.answers();
-      // Requests that failed for reasons that pass (the server away, busy or failing) go back to the queue for
-      // another round, while the plan has rounds left; the cell is finished once they are answered.
-      const transient = [
-        ...new Set(
-          prepared.planned.requests
-            .map((j) => j.key)
-            .filter((k) => {
-              const entry = byKey.get(k);
-              if (entry === undefined) return true;
-              const e = JSON.parse(entry) as { status: string; error?: string };
-              return e.status !== 'ok' && TRANSIENT.test(e.error ?? '');
-            }),
-        ),
-      ];
-      if (transient.length > 0) {
-        const why = `${transient.length} failed: ${(JSON.parse(byKey.get(transient[0] as string) ?? '{}') as { error?: string }).error ?? 'not sent'}`;
-        if (await this.requeue(plan, cell, transient, (await store.round()) + 1, why.slice(0, 300))) return;
-      }
-      const journalFile = join(dir, 'journal.jsonl');
-      writeFileSync(
-        journalFile,
-        prepared.planned.requests
-          .map((j) => byKey.get(j.key))
-          .filter((e): e is string => e !== undefined)
-          .map((e) => `${e}\n`)
-          .join(''),
-      );
-      const journal = await Journal.open(journalFile);
-      const batch = batchSettingsOf(prepared.runner.spec);
-      const batches = batch ? await store.batchIds() : [];
-      const result = await prepared.runner.finish({
-        outDir: dir,
-        requests: prepared.planned.requests,
-        planned: prepared.planned,
-        journal,
-        journalFile,
-        model: row.described ? (JSON.parse(row.described) as Record<string, unknown>) : {},
-        sent: byKey.size,
-        wallS: row.wall,
-        extra: { plan_id: plan, cell: cell },
-        // A batch cell's batches, for its summary (`llm.batch`) and its price at the batch discount.
-        ...(batch
-          ? {
-              batch: {
-                ids: batches.map((b) => b.id),
-                discount: batch.discount,
-                provider: batches[0]?.provider ?? prepared.runner.spec.provider.name,
-              },
-            }
-          : {}),
-      });
-      const runDir = dir;
-      await this.dbw.retry(() => store.done(runDir, result.summary));
-      this.o.log.info(`${plan} ${cell}: done, ${scoresLine(result.evaluation)}`);
-    } catch (e) {
-      await this.finishFailed(plan, cell, e);
-    } finally {
-      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-    }
-    await store.closePlan();
+    await finishCell({
+      store: this.cellOf(plan, cell),
+      plans: this.plans,
+      plan,
+      cell,
+      finisher: this.id,
+      tempDir: cellTempDir,
+      failed: (e) => this.finishFailed(plan, cell, e),
+      log: this.o.log,
+    });
   }
 
   /**
@@ -928,33 +680,6 @@ export class Worker {
       await store.unfinish(this.id).catch(() => {});
     }
   }
-
-  /** What a failure says, with the advice of the queue (`plan retry`), not of a local run's journal. */
-  private queueAdvice(plan: string, cell: string, e: unknown): string {
-    const text = e instanceof Error ? e.message : String(e);
-    const lines = text
-      .split('\n')
-      .filter((l) => !/--retry-errors|--resume|journal\.jsonl|Every answer so far/.test(l));
-    const retryable =
-      e instanceof RumedbenchError &&
-      ['RUN_INCOMPLETE', 'LLM_ENDPOINT_DOWN', 'REPLIES_UNUSABLE'].includes(e.code);
-    return retryable
-      ? [
-          ...lines,
-          `Once the cause is fixed, ask the failed requests again: rumedbench plan retry ${plan} --cells ${cell}`,
-        ].join('\n')
-      : lines.join('\n');
-  }
-}
-
-/** A finished cell's scores for its closing line: the overall where the cell has one, else each task's score. */
-function scoresLine(e: {
-  overall: number | null;
-  tasks: Readonly<Record<string, { score: number }>>;
-}): string {
-  if (e.overall !== null) return `overall ${e.overall.toFixed(2)}`;
-  const tasks = Object.entries(e.tasks).map(([t, r]) => `${t} ${r.score.toFixed(2)}`);
-  return tasks.length > 0 ? tasks.join(', ') : 'no task scored';
 }
 
 /** Milliseconds between looks at the queue of an idle worker that waits only for others to finish their cells. */
@@ -965,28 +690,6 @@ const STOP_GRACE_MS = 2000;
 
 /** Seconds a stop waits for the database (releasing its jobs, its last status): a stop ends within 5 s. */
 export const STOP_DB_WAIT_S = 2;
-
-/** Failures another round may answer: the server away, timing out, busy or failing (5xx, 429, 408). */
-const TRANSIENT = /cannot reach|timed out|broke off|is down|HTTP (5\d\d|429|408)\b/;
-
-/** A cell's spec as the queue holds it; a cell an older release queued as a command line is refused, saying so. */
-function specOfRow(stored: string | null, where: string): LlmSpec {
-  if (stored === null)
-    throw new RumedbenchError(
-      'RUN_SPEC_INVALID',
-      `${where} was queued by an older rumedbench as a command line; this release runs specs: submit the plan again`,
-    );
-  let value: unknown;
-  try {
-    value = JSON.parse(stored);
-  } catch {
-    throw new RumedbenchError('RUN_SPEC_INVALID', `${where}: its stored spec is not JSON`);
-  }
-  const spec = makeRunSpec(value, where);
-  if (spec.kind !== 'llm')
-    throw new RumedbenchError('RUN_SPEC_INVALID', `${where}: workers run LLM specs, not ${spec.kind}`);
-  return spec;
-}
 
 /** A PostgreSQL error about the data sent (SQLSTATE classes 22 data exception, 23 constraint, 54 limits). */
 function refusedData(e: unknown): boolean {
