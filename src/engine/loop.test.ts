@@ -155,10 +155,13 @@ describe('the one loop of an LLM run (sendRun) through its store', () => {
     expect(asked).toHaveLength(2);
   });
 
-  it('is the loop the queue worker sends through: it asks no request and opens no budget of its own', () => {
+  it('is the loop the queue worker sends through (./queued.ts): neither asks a request or opens a budget of its own', () => {
     const here = dirname(fileURLToPath(import.meta.url));
-    const worker = readFileSync(join(here, '../workers/worker.ts'), 'utf8');
-    expect(worker).toContain('sendRun(');
-    expect(worker).not.toMatch(/executeRequests|openBudget|estimateCost|runBatches|\.chat\(/);
+    const queued = readFileSync(join(here, 'queued.ts'), 'utf8');
+    expect(queued).toContain('sendRun(');
+    for (const file of ['queued.ts', '../workers/worker.ts'])
+      expect(readFileSync(join(here, file), 'utf8')).not.toMatch(
+        /executeRequests|openBudget|estimateCost|runBatches|\.chat\(/,
+      );
   });
 });

@@ -536,7 +536,7 @@ export class Worker {
     await store.jobEnded({ claim: a.claim, chunk, queue: a.queue, id: a.jobId }, r.chunkDone);
     if (!r.answered) return;
     this.queueMs.push(claimMs + r.queueMs + (performance.now() - t0));
-    await this.finish(plan, cell);
+    await this.finishIfDone(plan, cell);
   }
 
   /**
@@ -624,7 +624,8 @@ export class Worker {
 
   /** Cells whose every job is done but that nobody finished (their finisher lost): finished here. */
   private async finishReady(): Promise<void> {
-    for (const r of await this.rows.unfinished(this.handedBack)) await this.finish(r.plan_id, r.cell_id);
+    for (const r of await this.rows.unfinished(this.handedBack))
+      await this.finishIfDone(r.plan_id, r.cell_id);
   }
 
   /** Whether a plan has work left: none, only cells being finished, or more. */
@@ -633,7 +634,7 @@ export class Worker {
   }
 
   /** Finishes a cell whose jobs are all done, if no other worker is finishing it (../engine/queued.ts `finishCell`). */
-  private async finish(plan: string, cell: string): Promise<void> {
+  private async finishIfDone(plan: string, cell: string): Promise<void> {
     if (this.handedBack.has(`${plan}\n${cell}`)) return;
     await finishCell({
       store: this.cellOf(plan, cell),
