@@ -7,9 +7,11 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { rumedbench } from '../../test/helpers/cli.js';
 import { freshDatabase, NO_PG_REASON, PG_URL } from '../../test/helpers/engines.js';
+import { CellPlans, failQueuedCell, finishCell } from '../engine/queued.js';
 import { createLogger } from '../log.js';
+import { cellTempDir } from './local-disk.js';
+import { cellStore } from './queue-store.js';
 import { jobsOf, MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
-import { Worker } from './worker.js';
 
 async function sql(url: string, text: string, values: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
@@ -77,17 +79,19 @@ describe.skipIf(!PG_URL)(
       const lines: string[] = [];
       const db = await openQueue(url, { migrate: false });
       try {
-        // The old cell's job was never in this pg-boss: take the cell as a job would.
-        const worker = new Worker({
-          db,
-          exitWhenIdle: true,
-          heartbeatS: 1,
-          log: createLogger('info', (l) => lines.push(l)),
+        // The old cell's job was never in this pg-boss: its finish is asked as a worker asks it, of the engine.
+        const log = createLogger('info', (l) => lines.push(l));
+        const store = cellStore(db, (text, values) => db.pool.query(text, values), 'p-old', 'm/default');
+        await finishCell({
+          store,
+          plans: new CellPlans({ who: 'worker w1', log }),
+          plan: 'p-old',
+          cell: 'm/default',
+          finisher: 'w1',
+          tempDir: cellTempDir,
+          failed: (e) => failQueuedCell(store, 'p-old', 'm/default', e, log),
+          log,
         });
-        await (worker as unknown as { finish(p: string, c: string): Promise<void> }).finish(
-          'p-old',
-          'm/default',
-        );
         const failed = await sql(url, `SELECT status, error FROM ${SCHEMA}.cells`);
         expect(failed.rows[0]).toEqual({
           status: 'failed',
