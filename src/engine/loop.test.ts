@@ -6,28 +6,18 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fixtureDataDir } from '../../test/helpers/fixture-data.js';
+import { fixtureLlmSpec, noBatches } from '../../test/helpers/engine-stores.js';
 import { memoryMoney } from '../llm/budget.js';
 import type { JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { LlmRequest } from '../llm/requests.js';
 import { planLlmSpec } from './llm.js';
 import { type RunStore, sendRun } from './loop.js';
-import { makeRunSpec } from './spec.js';
 
 const PRICES = { prompt: 10, completion: 30 };
 
 async function requests(): Promise<readonly LlmRequest[]> {
-  const spec = makeRunSpec({
-    schema: 'rumedbench.run/1',
-    kind: 'llm',
-    provider: { name: 'openai', model: 'fake-m', base_url: 'http://127.0.0.1:9' },
-    tasks: ['RuMedDaNet'],
-    data: fixtureDataDir(),
-    max_tokens: 8,
-  });
-  if (spec.kind !== 'llm') throw new Error('an llm spec');
-  return (await planLlmSpec(spec)).requests;
+  return (await planLlmSpec(fixtureLlmSpec())).requests;
 }
 
 /** A server that answers "да" with `tokens` prompt tokens, and counts what it was asked. */
@@ -48,14 +38,7 @@ function store(said: string[], o: { ceiling?: number; spent?: number; fence?: ()
   const kept = new Map<string, JournalEntry>();
   const s: RunStore = {
     answers: { append: (e) => void kept.set(e.key, e) },
-    batches: {
-      read: async () => [],
-      intents: async () => [],
-      creating: async () => {},
-      abandoned: async () => {},
-      submitted: async () => {},
-      collected: async () => {},
-    },
+    batches: noBatches(),
     money: memoryMoney(o.spent ?? 0),
     kept: async (keys) => keys.map((k) => kept.get(k)),
     async left(pending) {

@@ -9,31 +9,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fixtureDataDir } from '../../test/helpers/fixture-data.js';
+import { fixtureLlmSpec, noBatches } from '../../test/helpers/engine-stores.js';
 import { memoryMoney } from '../llm/budget.js';
 import type { JournalEntry } from '../llm/journal.js';
 import type { Provider } from '../llm/provider.js';
 import type { Logger } from '../log.js';
 import { llmRunPhases, planLlmSpec } from './llm.js';
 import { CellPlans, type ChunkInput, finishCell, type QueuedCellStore, runChunk } from './queued.js';
-import { type LlmSpec, makeRunSpec } from './spec.js';
+import type { LlmSpec } from './spec.js';
 
 const quiet: Logger = { info() {}, warn() {}, error() {} } as never;
 
-function specOf(extra: Record<string, unknown> = {}): LlmSpec {
-  const spec = makeRunSpec({
-    schema: 'rumedbench.run/1',
-    kind: 'llm',
-    provider: { name: 'openai', model: 'fake-m', base_url: 'http://127.0.0.1:9' },
-    tasks: ['RuMedDaNet'],
-    data: fixtureDataDir(),
-    max_tokens: 8,
-    limit: 6,
-    ...extra,
-  });
-  if (spec.kind !== 'llm') throw new Error('an llm spec');
-  return spec;
-}
+const specOf = () => fixtureLlmSpec({ limit: 6 });
 
 /** A server that answers "да" (or fails with `error`), and counts what it was asked. */
 function server(o: { error?: string } = {}) {
@@ -57,14 +44,7 @@ function cell(spec: LlmSpec, dataSha: Record<string, string>) {
   let status = 'queued';
   const store: QueuedCellStore = {
     money: memoryMoney(0),
-    batches: {
-      read: async () => [],
-      intents: async () => [],
-      creating: async () => {},
-      abandoned: async () => {},
-      submitted: async () => {},
-      collected: async () => {},
-    },
+    batches: noBatches(),
     okKeys: async (keys) => new Set(keys.filter((k) => JSON.parse(answers.get(k) ?? '{}').status === 'ok')),
     jobRow: async (keys) => ({
       spec: JSON.stringify(spec),
@@ -172,6 +152,24 @@ const plansWith = (provider: Provider) =>
     prepare: async (spec) => ({ ...llmRunPhases(spec, { log: quiet }), provider: async () => provider }),
   });
 
+/** The cell finished by worker w1 in a temporary folder, returned (a failure to finish is thrown). */
+async function finish(c: ReturnType<typeof cell>, plans: CellPlans): Promise<string> {
+  const temp = mkdtempSync(join(tmpdir(), 'rumedbench-queued-test-'));
+  await finishCell({
+    store: c.store,
+    plans,
+    plan: 'p',
+    cell: 'm/default',
+    finisher: 'w1',
+    tempDir: () => temp,
+    failed: async (e) => {
+      throw e;
+    },
+    log: quiet,
+  });
+  return temp;
+}
+
 describe('a queued cell run by the engine (runChunk, finishCell)', () => {
   it('plans the cell, sends what has no answer through the store, and finishes it into a run folder', async () => {
     const spec = specOf();
@@ -191,19 +189,7 @@ describe('a queued cell run by the engine (runChunk, finishCell)', () => {
     expect(await runChunk(job(c, plans))).toMatchObject({ end: 'ended', answered: true });
     expect(asked).toHaveLength(planned.requests.length);
 
-    const temp = mkdtempSync(join(tmpdir(), 'rumedbench-queued-test-'));
-    await finishCell({
-      store: c.store,
-      plans,
-      plan: 'p',
-      cell: 'm/default',
-      finisher: 'w1',
-      tempDir: () => temp,
-      failed: async (e) => {
-        throw e;
-      },
-      log: quiet,
-    });
+    const temp = await finish(c, plans);
     expect(c.said.slice(-2)).toEqual(['done', 'closePlan']);
     expect(c.stored.files).toEqual(['summary.json', 'manifest.json', 'journal.jsonl']);
     // The writer `llm` finishes a folder with: the manifest names the plan and the cell.
@@ -235,18 +221,7 @@ describe('a queued cell run by the engine (runChunk, finishCell)', () => {
     const c = cell(spec, planned.dataFiles);
     const plans = plansWith(server({ error: 'HTTP 503 from the server' }).p);
     await runChunk(job(c, plans));
-    await finishCell({
-      store: c.store,
-      plans,
-      plan: 'p',
-      cell: 'm/default',
-      finisher: 'w1',
-      tempDir: () => mkdtempSync(join(tmpdir(), 'rumedbench-queued-test-')),
-      failed: async (e) => {
-        throw e;
-      },
-      log: quiet,
-    });
+    await finish(c, plans);
     expect(c.said).toContain(`requeue ${planned.requests.length} round 1`);
     expect(c.said).not.toContain('done');
   });
