@@ -192,7 +192,10 @@ export class Worker {
     });
     this.keysEnv = keysEnv(o.endpointKeys ?? []);
     this.rows = workerRows((text, values) => this.q(text, values), this.id);
-    this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData);
+    // A batch of answers goes once as many wait as the worker has request slots: past that none is sent anyway.
+    this.answers = new AnswerWriter((text, values) => this.q(text, values), refusedData, {
+      flushRows: this.concurrency,
+    });
     this.dbw = new DbWait({
       waitS: o.dbWaitS ?? DEFAULT_DB_WAIT_S,
       log: o.log,
@@ -732,6 +735,7 @@ export class Worker {
         log: this.o.log,
       });
     } catch (e) {
+      this.answers.flushNow();
       await Promise.all(writes);
       // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays (a batch goes to
       // whoever takes the job).
@@ -756,6 +760,8 @@ export class Worker {
     } finally {
       if (batch) rmSync(scratch, { recursive: true, force: true });
     }
+    // The job's last answers need not wait for others to share their INSERT: the job is done once they land.
+    this.answers.flushNow();
     await Promise.all(writes);
     if (writeError !== undefined) return this.unwrittenAnswers(a, writeError);
     // Stopped (SIGTERM) or cancelled: the job was released or cancelled; what was answered stays.
