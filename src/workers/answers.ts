@@ -1,7 +1,7 @@
 /**
  * A worker's answers on their way to the database, written in batches: one multi-row INSERT carries every answer
- * that waited for it, sent once as many answers wait as the worker has request slots (`flushRows`: no request goes
- * out while that many are unwritten, so waiting longer would only hold its requests back), once the oldest has waited
+ * that waited for it, sent once `flushRows` answers wait (half the worker's request slots: no request goes out while
+ * as many answers as slots are unwritten, so a batch must land before the other half fills), once the oldest has waited
  * ANSWER_WAIT_MS, or at once when a job has sent its last request (`flushNow`); while a write is on its way, the next
  * waits for it. Invariant: an answer's promise resolves only once its row has landed, so a job counts as done only
  * after every one of its answers is in the database, and an answer that was ok is never overwritten.
