@@ -20,6 +20,7 @@
 // `--jobs J --concurrency C --max-in-flight M --workers 1,2` change the shape (defaults 2, 8, 64 and 1,2,4): e.g.
 // `--jobs 2 --concurrency 8 --max-in-flight 16 --workers 2` is two workers sharing a budget of 16.
 // RUMEDBENCH_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" passes Node.js flags to the worker processes.
+// RUMEDBENCH_BENCH_QUERIES=1 prints each worker's queries by their first words (which statements a job costs).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
