@@ -1,22 +1,29 @@
 // Loaded into each worker process by bench/workers.bench.js (`node --import`): counts the process's round trips to
 // PostgreSQL (every query of a pg client, pg-boss's included: both use the same `pg`) and, at exit, prints one line
-// with them and the process's own CPU time (all its threads, from getrusage): `bench-probe {"user_ms":…}`.
+// with them and the process's own CPU time (all its threads, from getrusage): `bench-probe {"user_ms":…}`. With
+// RUMEDBENCH_BENCH_QUERIES=1 the line also counts the queries by their first words (which statements a job costs).
 import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 // The `pg` the worker's build resolves, not this file's: a --before build in another checkout has its own.
 const pg = createRequire(pathToFileURL(process.argv[1]))('pg');
+const byText = process.env.RUMEDBENCH_BENCH_QUERIES === '1' ? new Map() : undefined;
 let queries = 0;
 const query = pg.Client.prototype.query;
 pg.Client.prototype.query = function counted(...args) {
   queries++;
+  if (byText) {
+    const text = typeof args[0] === 'string' ? args[0] : String(args[0]?.text ?? '?');
+    const kind = text.replace(/\s+/g, ' ').trim().slice(0, 90);
+    byText.set(kind, (byText.get(kind) ?? 0) + 1);
+  }
   return query.apply(this, args);
 };
 process.on('exit', () => {
   const u = process.resourceUsage();
   writeSync(
     2,
-    `bench-probe ${JSON.stringify({ user_ms: u.userCPUTime / 1000, system_ms: u.systemCPUTime / 1000, queries })}\n`,
+    `bench-probe ${JSON.stringify({ user_ms: u.userCPUTime / 1000, system_ms: u.systemCPUTime / 1000, queries, ...(byText ? { by: Object.fromEntries([...byText].sort((a, b) => b[1] - a[1])) } : {}) })}\n`,
   );
 });

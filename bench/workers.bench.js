@@ -20,6 +20,7 @@
 // `--jobs J --concurrency C --max-in-flight M --workers 1,2` change the shape (defaults 2, 8, 64 and 1,2,4): e.g.
 // `--jobs 2 --concurrency 8 --max-in-flight 16 --workers 2` is two workers sharing a budget of 16.
 // RUMEDBENCH_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" passes Node.js flags to the worker processes.
+// RUMEDBENCH_BENCH_QUERIES=1 prints each worker's queries by their first words (which statements a job costs).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -209,12 +210,15 @@ async function once(cli, n) {
   const each = logs.map((l) => {
     const end = /stopped after (\d+) request\(s\) in (\d+) job\(s\)/.exec(l);
     const probe = JSON.parse(/bench-probe (\{.*\})/.exec(l)?.[1] ?? 'null');
+    // RUMEDBENCH_BENCH_QUERIES=1: the worker's queries by their first words.
+    if (probe?.by) console.error(`queries of one worker: ${JSON.stringify(probe.by, null, 1)}`);
     return {
       requests: Number(end?.[1] ?? 0),
       jobs: Number(end?.[2] ?? 0),
       slot: Number(/wait for a request slot: median ([\d.]+) ms/.exec(l)?.[1] ?? Number.NaN),
       slot90: Number(/wait for a request slot: .*90th percentile ([\d.]+) ms/.exec(l)?.[1] ?? Number.NaN),
       cpu: probe ? probe.user_ms + probe.system_ms : Number.NaN,
+      sys: probe ? probe.system_ms : Number.NaN,
       queries: probe?.queries ?? Number.NaN,
     };
   });
@@ -232,6 +236,8 @@ async function once(cli, n) {
     // Per answered request: each worker's own (the median of the workers), the workers' together, PostgreSQL's, the
     // model server's.
     worker_cpu_ms: median(each.filter((w) => w.requests > 0).map((w) => w.cpu / w.requests)),
+    // Of it, the kernel's (system time: socket writes and reads, on loopback the peer's receive path too).
+    worker_sys_ms: median(each.filter((w) => w.requests > 0).map((w) => w.sys / w.requests)),
     workers_cpu_ms: sum('cpu') / requests,
     pg_cpu_ms: pgMs === undefined ? Number.NaN : pgMs / requests,
     server_cpu_ms: serverMs / requests,
@@ -261,7 +267,7 @@ for (let run = 0; run < runs; run++) {
       loads.push(`${n}w ${row.load.toFixed(1)}`);
       results[b.label][n].push(row);
       console.error(
-        `run ${run + 1}/${runs} ${b.label} ${n} worker(s), load ${row.load.toFixed(1)}: ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}; CPU ms/request: worker ${row.worker_cpu_ms.toFixed(2)}, PostgreSQL ${row.pg_cpu_ms.toFixed(2)}, model server ${row.server_cpu_ms.toFixed(2)}; queries ${row.queries_per_request.toFixed(2)}/request, ${row.queries_per_job.toFixed(1)}/job; slot wait ${row.slot_ms.toFixed(1)} ms (90th percentile ${row.slot90_ms.toFixed(1)})`,
+        `run ${run + 1}/${runs} ${b.label} ${n} worker(s), load ${row.load.toFixed(1)}: ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}; CPU ms/request: worker ${row.worker_cpu_ms.toFixed(2)} (system ${row.worker_sys_ms.toFixed(2)}), PostgreSQL ${row.pg_cpu_ms.toFixed(2)}, model server ${row.server_cpu_ms.toFixed(2)}; queries ${row.queries_per_request.toFixed(2)}/request, ${row.queries_per_job.toFixed(1)}/job; slot wait ${row.slot_ms.toFixed(1)} ms (90th percentile ${row.slot90_ms.toFixed(1)})`,
       );
     }
 }

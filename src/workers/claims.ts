@@ -97,30 +97,33 @@ export async function takeJobs(
     const rooms = jobs.map((_, i) =>
       remote ? Math.floor(total / jobs.length) + (i < total % jobs.length ? 1 : 0) : want,
     );
+    // The claims and the COMMIT in one round trip (a simple query, so its values are literals, each escaped).
+    const text = (xs: readonly string[]) =>
+      `ARRAY[${xs.map((x) => client.escapeLiteral(x)).join(', ')}]::text[]`;
+    const ints = (xs: readonly number[]) =>
+      `ARRAY[${xs.map((x) => String(Math.trunc(x))).join(', ')}]::int[]`;
     const claims =
       jobs.length === 0
         ? []
-        : (
-            await client.query<{ id: string; job_id: string; keys: string | null; round: number | null }>(
+        : ((
+            (await client.query(
               `WITH claimed AS (
                  INSERT INTO ${SCHEMA}.claims (worker_id, endpoint, queue, in_flight, job_id, plan_id, cell_id, chunk)
-                 SELECT $1, $2, $3, * FROM unnest($4::int[], $5::uuid[], $6::text[], $7::text[], $8::int[])
+                 SELECT ${me}, ${endpoint}, ${client.escapeLiteral(q.queue)}, * FROM unnest(${ints(rooms)},
+                   ${text(jobs.map((j) => j.id))}::uuid[], ${text(jobs.map((j) => j.data.plan))},
+                   ${text(jobs.map((j) => j.data.cell))}, ${ints(jobs.map((j) => j.data.chunk))})
                  RETURNING id, job_id, plan_id, cell_id, chunk)
                SELECT c.id, c.job_id, k.keys, k.round FROM claimed c
-                 LEFT JOIN ${SCHEMA}.chunks k ON k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND k.chunk = c.chunk`,
-              [
-                worker,
-                q.endpoint,
-                q.queue,
-                jobs.map((_, i) => rooms[i]),
-                jobs.map((j) => j.id),
-                jobs.map((j) => j.data.plan),
-                jobs.map((j) => j.data.cell),
-                jobs.map((j) => j.data.chunk),
-              ],
-            )
-          ).rows;
-    await client.query('COMMIT');
+                 LEFT JOIN ${SCHEMA}.chunks k ON k.plan_id = c.plan_id AND k.cell_id = c.cell_id AND k.chunk = c.chunk;
+               COMMIT`,
+            )) as unknown as QueryResult<{
+              id: string;
+              job_id: string;
+              keys: string | null;
+              round: number | null;
+            }>[]
+          )[0]?.rows ?? []);
+    if (jobs.length === 0) await client.query('COMMIT');
     const byJob = new Map(claims.map((c) => [c.job_id, c]));
     return jobs.map((job, i) => {
       const c = byJob.get(job.id);
