@@ -2,23 +2,17 @@
 
 import type { ContaminationResult } from '../engine/contamination.js';
 import { CONTAMINATION_FLAGS, type ContaminationFlags } from '../engine/contamination-flags.js';
-import { specOfFlags } from '../engine/flag-table.js';
 import { runEvaluation } from '../engine/run.js';
 import type { ContaminationSpec } from '../engine/spec.js';
 import { renderTable } from '../text-table.js';
 import { type CliIo, EXIT } from './io.js';
-import { providerSpecOf } from './llm.js';
+import { modelSpecOf } from './llm.js';
 
 export { CONTAMINATION_FLAGS, type ContaminationFlags } from '../engine/contamination-flags.js';
 
 /** The run spec the flags of `contamination` stand for: each field where CONTAMINATION_FLAGS binds it. */
 export function contaminationSpecOf(flags: ContaminationFlags): ContaminationSpec {
-  return specOfFlags(CONTAMINATION_FLAGS, flags, {
-    kind: 'contamination',
-    of: flags.provider,
-    fixed: { provider: providerSpecOf(flags) },
-    where: 'the flags of contamination',
-  }) as ContaminationSpec;
+  return modelSpecOf('contamination', CONTAMINATION_FLAGS, flags) as ContaminationSpec;
 }
 
 export async function runContamination(flags: ContaminationFlags, io: CliIo): Promise<number> {

@@ -1,11 +1,11 @@
 /** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
 import { resolve } from 'node:path';
-import { specInputOf, specOfFlags } from '../engine/flag-table.js';
+import { type FlagTable, specInputOf, specOfFlags } from '../engine/flag-table.js';
 import { LLM_FLAGS, type LlmFlags } from '../engine/llm-flags.js';
 import { baseUrlOf, providerRecord } from '../engine/providers/registry.js';
 import { type RunOutcome, runEvaluation, writeBatchInput } from '../engine/run.js';
-import type { LlmSpec, ProviderSpec } from '../engine/spec.js';
+import type { LlmSpec, ProviderSpec, RunSpec } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import { renderPerturbations } from '../llm/perturbations.js';
 import { renderPromptVariants } from '../llm/prompt-variants.js';
@@ -71,12 +71,24 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     if (flags.batch || flags.batchResults !== undefined)
       throw new UsageError('--batch-file writes the batch and stops; not with --batch or --batch-results');
   }
-  return specOfFlags(LLM_FLAGS, flags, {
-    kind: 'llm',
+  return modelSpecOf('llm', LLM_FLAGS, flags) as LlmSpec;
+}
+
+/**
+ * The spec a command that asks a model makes of its flags (`llm`, `contamination`): the provider's part made apart
+ * (a server only the user can name is asked for), every other field where the command's table binds it.
+ */
+export function modelSpecOf(
+  kind: 'llm' | 'contamination',
+  table: FlagTable,
+  flags: ProviderFlags & Readonly<Record<string, unknown>>,
+): RunSpec {
+  return specOfFlags(table, flags, {
+    kind,
     of: flags.provider,
     fixed: { provider: providerSpecOf(flags) },
-    where: 'the flags of llm',
-  }) as LlmSpec;
+    where: `the flags of ${kind}`,
+  });
 }
 
 /** Uniform guessing over each task's label space (train inventory for the open ones); – where it has none. */

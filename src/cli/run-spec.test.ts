@@ -214,18 +214,12 @@ const EXAMPLES: Record<string, string[]> = {
 
 const at = (o: unknown, path: string): unknown =>
   path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], o);
-/** The spec `llm` makes of a command line: a model server's, or a local model's where the line names one. */
+/** The model a line asks: a model server's, or a local model's where the line names one. */
+const modelOf = (args: string[]) =>
+  args.includes('llama') ? ['--model', '/models/m.gguf'] : ['--model', 'm', '--base-url', openai.base_url];
+/** The spec `llm` makes of a command line. */
 const specOfLine = (args: string[]) =>
-  llmSpecOf(
-    flagsOf<LlmFlags>(LLM_FLAGS, [
-      ...(args.includes('llama')
-        ? ['--model', '/models/m.gguf']
-        : ['--model', 'm', '--base-url', openai.base_url]),
-      ...args,
-      '--out',
-      'x',
-    ]),
-  );
+  llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...modelOf(args), ...args, '--out', 'x']));
 
 /** `baseline`'s examples, each after its method (the first word); an encoder's model is given where none is. */
 const EMBEDDINGS = ['--endpoint', 'http://127.0.0.1:9/v1', '--model', 'e5'];
@@ -272,14 +266,7 @@ const CONTAMINATION_OWN: Record<string, string[]> = {
   seed: ['--seed', '3'],
 };
 const specOfProbe = (args: string[]) =>
-  contaminationSpecOf(
-    flagsOf<ContaminationFlags>(CONTAMINATION_FLAGS, [
-      ...(args.includes('llama')
-        ? ['--model', '/models/m.gguf']
-        : ['--model', 'm', '--base-url', openai.base_url]),
-      ...args,
-    ]),
-  );
+  contaminationSpecOf(flagsOf<ContaminationFlags>(CONTAMINATION_FLAGS, [...modelOf(args), ...args]));
 
 /** A run kind's command: its table, an example for every flag that fills a field, and its spec both ways. */
 interface Kind {
