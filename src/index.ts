@@ -34,6 +34,8 @@ export { MANIFEST, type ManifestEntry, UPSTREAM } from './data/manifest.js';
 export { DATA_ENV, defaultDataDir, resolveDataDir, splitPath } from './data/paths.js';
 export { backoffMs, retryAfterMs, send, TransportError } from './data/transport.js';
 export { runLlm } from './engine/loop.js';
+export type { OpenProviderOptions, ProviderRecord } from './engine/providers/record.js';
+export { providerNames, registerProvider } from './engine/providers/registry.js';
 export { type RunContext, type RunOutcome, readRunSpec, runEvaluation } from './engine/run.js';
 export {
   type BaselineSpec,

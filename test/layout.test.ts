@@ -162,9 +162,10 @@ describe('the layout of src/', () => {
     expect(circles.sort()).toEqual([]);
   });
 
-  it("names a provider only in its own record: no module outside src/engine/providers/ switches on a provider's name", () => {
-    // A comparison (===, !==, ==, !=), a switch's case, a list asked `includes`, or a type union of a provider's
-    // name: each is a place a new provider would have to be added to. Tests name providers as data and are not read.
+  it("names a provider only in its own record: no module outside src/engine/providers/ switches on a provider's name or lists them", () => {
+    // A comparison (===, !==, ==, !=), a switch's case, a list asked `includes`, a type union of a provider's name, or
+    // a list of providers written out (a flag's choices, an enum; one item on a line of its own): each is a place a
+    // new provider would have to be added to; the registry lists them. Tests name providers as data and are not read.
     const NAME = `'(?:openai|anthropic|llama)'`;
     const SWITCHES = new RegExp(
       [
@@ -174,6 +175,8 @@ describe('the layout of src/', () => {
         `${NAME}\\s*\\|`,
         `\\|\\s*${NAME}`,
         `includes\\(\\s*${NAME}`,
+        `${NAME}\\s*,\\s*${NAME}`,
+        `^\\s*${NAME},?\\s*$`,
       ].join('|'),
     );
     const PROVIDERS = join(SRC, 'engine', 'providers');

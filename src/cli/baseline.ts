@@ -1,177 +1,61 @@
 /** `rumedbench baseline` and `rumedbench predict`: thin wrappers over runBaseline (with an encoder where asked) and a loaded model. */
 
-import { basename, resolve } from 'node:path';
+import { basename } from 'node:path';
 import { loadModel, type ModelManifest } from '../baselines/model-io.js';
 import type { BaselineRunResult } from '../baselines/run.js';
 import type { BaselineModel } from '../baselines/types.js';
 import { parseJsonl } from '../data/jsonl.js';
 import { validateRecords } from '../data/load.js';
 import { readUtf8File } from '../data/text.js';
+import { BASELINE_FLAGS, BASELINE_METHODS, type BaselineFlags } from '../engine/baseline-flags.js';
+import { specOfFlags, strayFlags } from '../engine/flag-table.js';
 import { runEvaluation } from '../engine/run.js';
-import { type BaselineSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
+import type { BaselineSpec } from '../engine/spec.js';
 import { UsageError } from '../errors.js';
 import { renderDetails, renderSummary, renderTable, scoresPaperTask } from '../report/table.js';
-import { parseTaskList } from '../tasks/registry.js';
 import type { TaskRecord } from '../tasks/types.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT } from './io.js';
 
-const positive = (name: string) => (v: string) => {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a number > 0, got "${v}"`);
-  return n;
-};
+export {
+  BASELINE_FLAGS,
+  type BaselineFlags,
+  encoderFlags,
+} from '../engine/baseline-flags.js';
 
-/** Encoder flags of `baseline encoder` and `predict-encoder`; `prefix` says which commands use them. */
-export const encoderFlags = (prefix: string) => ({
-  dtype: flag.choice(
-    '--dtype <type>',
-    `${prefix}onnx/model.onnx (fp32) or onnx/model_quantized.onnx (q8); model.onnx beside config.json works too`,
-    ['fp32', 'q8'],
-  ),
-  maxLength: flag.count('--max-length <n>', `${prefix}tokens per input (default: the model's limit)`, {
-    min: 4,
-  }),
-  batchSize: flag.count('--batch-size <n>', `${prefix}inputs per forward pass (default 16)`, { min: 1 }),
-});
-
-export const BASELINE_FLAGS = {
-  tasks: flag.tasksFlag(),
-  data: flag.dataFlag(),
-  gold: flag.goldDirFlag(),
-  out: flag.text('--out <dir>', 'output folder for predictions/ and submission.zip', {
-    default: 'baseline-out',
-  }),
-  save: flag.text('--save <dir>', 'save each trained model under DIR/<Task>'),
-  trainSplit: flag.choice('--train-split <split>', 'split to train on', ['train', 'dev'], {
-    default: 'train',
-  }),
-  seed: flag.seedFlag('seed'),
-  threads: flag.count(
-    '--threads <n>',
-    'training threads (default: all cores; bilstm: 1 or 2, default 2 on 2 cores or more)',
-    { min: 1 },
-  ),
-  epochs: flag.count(
-    '--epochs <n>',
-    'bilstm: epochs at most (default: 50 for classifiers, 20 for the tagger)',
-    {
-      min: 1,
-    },
-  ),
-  patience: flag.count(
-    '--patience <n>',
-    'bilstm: stop once the dev loss failed to improve N times in all (default: 3 for classifiers; the tagger runs every epoch)',
-    { min: 1 },
-  ),
-  bootstrap: flag.bootstrapFlag('bootstrap resamples for the score'),
-  model: flag.text(
-    '--model <dir|id>',
-    'encoder: model folder (config.json, tokenizer.json, onnx/model.onnx) or hub id',
-  ),
-  pooling: flag.choice('--pooling <how>', 'encoder: sentence vector', ['mean', 'cls']),
-  endpoint: flag.text(
-    '--endpoint <url>',
-    'encoder: sentence vectors from this OpenAI-compatible /v1/embeddings API (vLLM, TEI, Ollama) for --model NAME',
-  ),
-  apiKeyEnv: flag.text('--api-key-env <name>', "encoder: environment variable that holds the endpoint's key"),
-  maxDimensions: flag.count(
-    '--max-dimensions <n>',
-    'encoder --endpoint: dimensions of one vector at most; a wider answer is refused unread (default 16384)',
-    { min: 1 },
-  ),
-  ...encoderFlags('encoder: '),
-  C: flag.custom('--C <c>', 'encoder: inverse regularisation of the heads (default 1)', positive('--C')),
-  cache: flag.textOrOff(
-    '--cache <dir>',
-    'encoder: embedding cache folder (default: the user cache folder)',
-    'encoder: embed everything afresh and keep nothing',
-  ),
-  download: flag.on('--no-download', 'encoder: never fetch a hub model'),
-  json: flag.jsonFlag('print one JSON object (runs and evaluation) on stdout'),
-} satisfies FlagTable;
-export type BaselineFlags = FlagsOf<typeof BASELINE_FLAGS>;
-
-const ENCODER_FLAGS = [
-  'model',
-  'pooling',
-  'dtype',
-  'maxLength',
-  'batchSize',
-  'C',
-  'endpoint',
-  'apiKeyEnv',
-  'maxDimensions',
-] as const;
-
-/** The run spec the flags of `baseline METHOD` stand for. */
+/**
+ * The run spec the flags of `baseline METHOD` stand for: every flag fills the field BASELINE_FLAGS binds it to, and
+ * the spec's own rules (`makeRunSpec`) judge the whole, their problems told in the flags' words. Checked here: a flag
+ * its method does not take (the table says which take it), and the model `baseline encoder` cannot run without.
+ */
 export function baselineSpecOf(method: string, flags: BaselineFlags): BaselineSpec {
-  if (method !== 'naive' && method !== 'tfidf' && method !== 'encoder' && method !== 'bilstm')
-    throw new UsageError(`unknown baseline "${method}"; expected naive, tfidf, encoder or bilstm`);
-  if (method !== 'bilstm') {
-    const stray = (['epochs', 'patience'] as const).filter((f) => flags[f] !== undefined);
-    if (stray.length > 0) throw new UsageError(`${stray.map(flagName).join(', ')}: only for baseline bilstm`);
+  if (!(BASELINE_METHODS as readonly string[]).includes(method))
+    throw new UsageError(`unknown baseline "${method}"; expected ${BASELINE_METHODS.join(', ')}`);
+  const stray = strayFlags(BASELINE_FLAGS, flags, method);
+  if (stray.length > 0) {
+    const by = new Map<string, string[]>();
+    for (const s of stray) {
+      const only = s.only?.join(' or ') ?? 'another method';
+      by.set(only, [...(by.get(only) ?? []), s.flag]);
+    }
+    throw new UsageError(
+      [...by].map(([only, names]) => `${names.join(', ')}: only for baseline ${only}`).join('\n'),
+    );
   }
-  if (method !== 'encoder') {
-    const stray = ENCODER_FLAGS.filter((f) => flags[f] !== undefined);
-    if (stray.length > 0)
-      throw new UsageError(`${stray.map(flagName).join(', ')}: only for baseline encoder`);
-  } else if (!flags.model)
+  if (method === 'encoder' && flags.model === undefined)
     throw new UsageError(
       flags.endpoint !== undefined
         ? '--endpoint needs --model NAME, the model the server embeds with'
         : 'baseline encoder needs --model DIR_OR_HUB_ID',
     );
-  if (method === 'encoder' && flags.endpoint === undefined && flags.maxDimensions !== undefined)
-    throw new UsageError('--max-dimensions: for an embeddings --endpoint, not a model run here');
-  if (method === 'encoder' && flags.endpoint !== undefined) {
-    const local = (['pooling', 'dtype', 'maxLength', 'save'] as const).filter((f) => flags[f] !== undefined);
-    if (local.length > 0 || flags.download === false)
-      throw new UsageError(
-        `${[...local.map(flagName), ...(flags.download === false ? ['--no-download'] : [])].join(', ')}: for a model run here, not with --endpoint (the server pools, and its heads cannot be reopened without it)`,
-      );
-  }
-  return makeRunSpec(
-    {
-      schema: RUN_SPEC_SCHEMA,
-      kind: 'baseline',
-      method,
-      ...(method === 'encoder'
-        ? {
-            encoder: {
-              model: flags.model as string,
-              ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
-              ...(flags.apiKeyEnv !== undefined ? { api_key_env: flags.apiKeyEnv } : {}),
-              ...(flags.maxDimensions !== undefined ? { max_dimensions: flags.maxDimensions } : {}),
-              ...(flags.pooling !== undefined ? { pooling: flags.pooling } : {}),
-              ...(flags.dtype !== undefined ? { dtype: flags.dtype } : {}),
-              ...(flags.maxLength !== undefined ? { max_length: flags.maxLength } : {}),
-              ...(flags.batchSize !== undefined ? { batch_size: flags.batchSize } : {}),
-              ...(flags.C !== undefined ? { C: flags.C } : {}),
-              ...(flags.cache !== undefined
-                ? { cache: flags.cache === false ? false : resolve(flags.cache) }
-                : {}),
-              download: flags.download,
-            },
-          }
-        : {}),
-      tasks: parseTaskList(flags.tasks).map((t) => t.name),
-      ...(flags.data !== undefined ? { data: resolve(flags.data) } : {}),
-      ...(flags.gold !== undefined ? { gold: resolve(flags.gold) } : {}),
-      train_split: flags.trainSplit,
-      seed: flags.seed,
-      ...(flags.epochs !== undefined ? { epochs: flags.epochs } : {}),
-      ...(flags.patience !== undefined ? { patience: flags.patience } : {}),
-      ...(flags.threads !== undefined ? { threads: flags.threads } : {}),
-      bootstrap: flags.bootstrap,
-      ...(flags.save !== undefined ? { save: resolve(flags.save) } : {}),
-    },
-    `the flags of baseline ${method}`,
-  ) as BaselineSpec;
+  return specOfFlags(BASELINE_FLAGS, flags, {
+    kind: 'baseline',
+    of: method,
+    fixed: { method },
+    where: `the flags of baseline ${method}`,
+  }) as BaselineSpec;
 }
-
-const flagName = (f: string) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 export async function runBaselineCommand(method: string, flags: BaselineFlags, io: CliIo): Promise<number> {
   const spec = baselineSpecOf(method, flags);

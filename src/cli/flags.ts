@@ -4,7 +4,7 @@
  * with commander. The command's flag type is inferred from its table (`FlagsOf<typeof TABLE>`).
  */
 import { type Command, Option } from 'commander';
-import type { FlagTable } from '../engine/flag-table.js';
+import { choicesOf, descriptionOf, type FlagTable } from '../engine/flag-table.js';
 
 export {
   type Always,
@@ -33,18 +33,21 @@ export {
 
 /**
  * Registers a table on a command, with the `--quiet` every command takes; a key that is not the flag's own
- * camel-cased name is a bug, caught here.
+ * camel-cased name is a bug, caught here. The program is built for each command line (./program.ts), so choices and
+ * descriptions read from a registry are as the registry stands when the line is parsed.
  */
 export function addFlags(cmd: Command, table: FlagTable): Command {
   // Switches and repeatable flags start off and empty; said in help only where it says something.
   const quiet: [string, unknown][] = [];
   for (const [key, spec] of Object.entries(table)) {
-    const option = new Option(spec.flag, spec.description);
+    const option = new Option(spec.flag, descriptionOf(spec));
     if (option.attributeName() !== key)
       throw new Error(
         `flag table of ${cmd.name()}: "${key}" is named "${option.attributeName()}" by ${spec.flag}`,
       );
-    if (spec.choices) option.choices(spec.choices);
+    // Read now, as each command line is parsed: a provider registered at run time is among `--provider`'s.
+    const choices = choicesOf(spec);
+    if (choices) option.choices(choices);
     if (spec.parse) option.argParser(spec.parse);
     const d = spec.default;
     if (typeof d === 'boolean' || (Array.isArray(d) && d.length === 0)) {

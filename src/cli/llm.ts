@@ -1,13 +1,12 @@
 /** `rumedbench llm`: its flags made into a run spec, which the engine runs (src/engine). */
 
 import { resolve } from 'node:path';
-import type { z } from 'zod';
-import { inFlagWords, specInputOf } from '../engine/flag-table.js';
+import { type FlagTable, specInputOf, specOfFlags } from '../engine/flag-table.js';
 import { LLM_FLAGS, type LlmFlags } from '../engine/llm-flags.js';
-import { providerRecord } from '../engine/providers/registry.js';
+import { baseUrlOf, providerRecord } from '../engine/providers/registry.js';
 import { type RunOutcome, runEvaluation, writeBatchInput } from '../engine/run.js';
-import { type LlmSpec, makeRunSpec, type ProviderSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
-import { RunSpecError, UsageError } from '../errors.js';
+import type { LlmSpec, ProviderSpec, RunSpec } from '../engine/spec.js';
+import { UsageError } from '../errors.js';
 import { renderPerturbations } from '../llm/perturbations.js';
 import { renderPromptVariants } from '../llm/prompt-variants.js';
 import type { LlmRunResult } from '../llm/run.js';
@@ -38,15 +37,11 @@ export type ProviderFlags = Pick<
   | 'maxReplyBytes'
 >;
 
-/** A provider whose spec has a `base_url` with no default (a server only the user can name). */
-const needsBaseUrl = (name: string): boolean => {
-  const field = (providerRecord(name).schema.shape as Record<string, z.ZodType | undefined>).base_url;
-  return field !== undefined && !field.safeParse(undefined).success;
-};
-
 /** The provider part of a spec, from the flags (each field where LLM_FLAGS binds it; checked by `makeRunSpec`). */
 export function providerSpecOf(flags: ProviderFlags): ProviderSpec {
-  if (!flags.baseUrl && needsBaseUrl(flags.provider))
+  const address = baseUrlOf(flags.provider);
+  // A server only the user can name (an OpenAI-compatible one): said here, in the flag's words.
+  if (!flags.baseUrl && address !== undefined && address.default === undefined)
     throw new UsageError(`--provider ${flags.provider} needs --base-url (e.g. http://localhost:8000/v1)`);
   return specInputOf(LLM_FLAGS, flags, flags.provider).provider as ProviderSpec;
 }
@@ -76,21 +71,24 @@ export function llmSpecOf(flags: LlmFlags): LlmSpec {
     if (flags.batch || flags.batchResults !== undefined)
       throw new UsageError('--batch-file writes the batch and stops; not with --batch or --batch-results');
   }
-  const provider = providerSpecOf(flags);
-  try {
-    return makeRunSpec(
-      {
-        schema: RUN_SPEC_SCHEMA,
-        kind: 'llm',
-        ...specInputOf(LLM_FLAGS, flags, flags.provider),
-        provider,
-      },
-      'the flags of llm',
-    ) as LlmSpec;
-  } catch (e) {
-    if (!(e instanceof RunSpecError)) throw e;
-    throw new UsageError(e.problems.map((p) => inFlagWords(LLM_FLAGS, p)).join('\n'));
-  }
+  return modelSpecOf('llm', LLM_FLAGS, flags) as LlmSpec;
+}
+
+/**
+ * The spec a command that asks a model makes of its flags (`llm`, `contamination`): the provider's part made apart
+ * (a server only the user can name is asked for), every other field where the command's table binds it.
+ */
+export function modelSpecOf(
+  kind: 'llm' | 'contamination',
+  table: FlagTable,
+  flags: ProviderFlags & Readonly<Record<string, unknown>>,
+): RunSpec {
+  return specOfFlags(table, flags, {
+    kind,
+    of: flags.provider,
+    fixed: { provider: providerSpecOf(flags) },
+    where: `the flags of ${kind}`,
+  });
 }
 
 /** Uniform guessing over each task's label space (train inventory for the open ones); – where it has none. */

@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { providerRecord } from '../engine/providers/registry.js';
+import { providerFlag } from '../engine/llm-flags.js';
+import { baseUrlOf, providerRecord } from '../engine/providers/registry.js';
 import { UsageError } from '../errors.js';
 import { median } from '../metrics/quantile.js';
 import { renderTable } from '../report/table.js';
@@ -124,15 +125,11 @@ export const WORKER_FLAGS = {
 
 export const ENDPOINT_ADD_FLAGS = {
   db: dbFlag(),
-  provider: flag.choice(
-    '--provider <name>',
-    'openai-compatible server, or a GGUF file on the workers',
-    ['openai', 'llama'],
-    {
-      default: 'openai',
-    },
+  provider: providerFlag(),
+  baseUrl: flag.text(
+    '--base-url <url>',
+    "the server, e.g. http://gpu-1:8000/v1 (a provider's own address where it has one, such as Anthropic's, unless given; none for a local model)",
   ),
-  baseUrl: flag.text('--base-url <url>', 'the server (openai), e.g. http://gpu-1:8000/v1'),
   model: flag.text('--model <name>', 'the model as the server knows it, or the .gguf path on the workers', {
     required: true,
   }),
@@ -537,12 +534,13 @@ export async function runEndpointAdd(
   flags: FlagsOf<typeof ENDPOINT_ADD_FLAGS>,
   io: CliIo,
 ): Promise<number> {
-  if (!providerRecord(flags.provider).local && !flags.baseUrl)
+  const baseUrl = flags.baseUrl ?? baseUrlOf(flags.provider)?.default;
+  if (!providerRecord(flags.provider).local && baseUrl === undefined)
     throw new UsageError(`--provider ${flags.provider} needs --base-url`);
   const wanted = {
     name,
     provider: flags.provider,
-    base_url: flags.baseUrl ?? null,
+    base_url: baseUrl ?? null,
     model: flags.model,
     api_key_env: flags.apiKeyEnv ?? null,
     team: flags.team ?? null,

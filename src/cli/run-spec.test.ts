@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { commandLineOf } from '../engine/command-line.js';
-import { boundFlags, flagNameOf } from '../engine/flag-table.js';
-import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA } from '../engine/spec.js';
+import { boundFlags, type FlagTable, flagNameOf } from '../engine/flag-table.js';
+import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec } from '../engine/spec.js';
+import { UsageError } from '../errors.js';
 import { loadPlan } from '../plans/file.js';
 import { planProviders, RENAMED } from '../plans/settings.js';
 import { BASELINE_FLAGS, type BaselineFlags, baselineSpecOf } from './baseline.js';
@@ -213,82 +214,188 @@ const EXAMPLES: Record<string, string[]> = {
 
 const at = (o: unknown, path: string): unknown =>
   path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], o);
-/** The spec `llm` makes of a command line: a model server's, or a local model's where the line names one. */
+/** The model a line asks: a model server's, or a local model's where the line names one. */
+const modelOf = (args: string[]) =>
+  args.includes('llama') ? ['--model', '/models/m.gguf'] : ['--model', 'm', '--base-url', openai.base_url];
+/** The spec `llm` makes of a command line. */
 const specOfLine = (args: string[]) =>
-  llmSpecOf(
-    flagsOf<LlmFlags>(LLM_FLAGS, [
-      ...(args.includes('llama')
-        ? ['--model', '/models/m.gguf']
-        : ['--model', 'm', '--base-url', openai.base_url]),
-      ...args,
-      '--out',
-      'x',
+  llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...modelOf(args), ...args, '--out', 'x']));
+
+/** `baseline`'s examples, each after its method (the first word); an encoder's model is given where none is. */
+const EMBEDDINGS = ['--endpoint', 'http://127.0.0.1:9/v1', '--model', 'e5'];
+const BASELINE_EXAMPLES: Record<string, string[]> = {
+  tasks: ['encoder', '--tasks', 'RuMedTest,RuMedDaNet'],
+  data: ['encoder', '--data', '/data/rumed'],
+  gold: ['encoder', '--gold', '/data/gold'],
+  save: ['tfidf', '--save', '/models/saved'],
+  trainSplit: ['encoder', '--train-split', 'dev'],
+  seed: ['encoder', '--seed', '7'],
+  threads: ['encoder', '--threads', '3'],
+  epochs: ['bilstm', '--epochs', '3'],
+  patience: ['bilstm', '--patience', '2'],
+  bootstrap: ['encoder', '--bootstrap', '0'],
+  model: ['encoder', '--model', '/models/other'],
+  pooling: ['encoder', '--pooling', 'cls'],
+  endpoint: ['encoder', ...EMBEDDINGS],
+  apiKeyEnv: ['encoder', ...EMBEDDINGS, '--api-key-env', 'EMB_KEY'],
+  maxDimensions: ['encoder', ...EMBEDDINGS, '--max-dimensions', '1024'],
+  dtype: ['encoder', '--dtype', 'q8'],
+  maxLength: ['encoder', '--max-length', '64'],
+  batchSize: ['encoder', '--batch-size', '4'],
+  C: ['encoder', '--C', '0.5'],
+  cache: ['encoder', '--cache', '/cache/embeddings'],
+  download: ['encoder', '--no-download'],
+};
+const specOfBaseline = ([method, ...rest]: string[]) =>
+  baselineSpecOf(
+    method as string,
+    flagsOf<BaselineFlags>(BASELINE_FLAGS, [
+      ...(method === 'encoder' && !rest.includes('--model') ? ['--model', '/models/rubert'] : []),
+      ...rest,
     ]),
   );
 
-describe('the table from flags to spec fields (src/engine/llm-flags.ts)', () => {
-  const bound = boundFlags(LLM_FLAGS);
+/** `contamination`'s examples: `llm`'s for the provider's flags it shares, its own for the rest. */
+const CONTAMINATION_OWN: Record<string, string[]> = {
+  split: ['--split', 'dev'],
+  probes: ['--probes', 'guided,options'],
+  shards: ['--shards', '5'],
+  permutations: ['--permutations', '7'],
+  items: ['--items', '20'],
+  alpha: ['--alpha', '0.05'],
+  seed: ['--seed', '3'],
+};
+const specOfProbe = (args: string[]) =>
+  contaminationSpecOf(flagsOf<ContaminationFlags>(CONTAMINATION_FLAGS, [...modelOf(args), ...args]));
 
-  it('has an example for every flag that fills a field, and each example changes its field', () => {
-    expect(bound.map(([k]) => k).filter((k) => !(k in EXAMPLES))).toEqual([]);
-    expect(Object.keys(EXAMPLES).filter((k) => !bound.some(([b]) => b === k))).toEqual([]);
-    for (const [key, f] of bound) {
-      const args = EXAMPLES[key] as string[];
-      const before = specOfLine(args.includes('llama') ? LOCAL : []);
-      expect([key, at(specOfLine(args), f.field.path)]).not.toEqual([key, at(before, f.field.path)]);
-    }
-  });
+/** A run kind's command: its table, an example for every flag that fills a field, and its spec both ways. */
+interface Kind {
+  table: FlagTable;
+  examples: Record<string, string[]>;
+  /** The spec the command makes of an example's words (with what the command needs beside them). */
+  specOf(args: string[]): RunSpec;
+  /** The spec before the example: the same command with only what it needs. */
+  before(args: string[]): RunSpec;
+  /** The spec the manifest's command line (`rumedbench <command> …`) reads back into. */
+  back(line: string): RunSpec;
+  /** The examples' flags that no plan carries (a plan carries LLM cells and encoder baselines); all where none. */
+  notInPlans?: string[];
+}
 
-  it("round-trips the manifest's command line for every field: the line reads back into the same spec", () => {
-    for (const [key, f] of bound) {
-      const spec = specOfLine(EXAMPLES[key] as string[]);
-      const line = commandLineOf(spec);
-      if (f.field.notWritten !== undefined) {
-        // A file read into the spec (--template): the line names the spec, which holds what the file held.
-        expect([key, line]).toEqual([
+const KINDS: Record<string, Kind> = {
+  llm: {
+    table: LLM_FLAGS,
+    examples: EXAMPLES,
+    specOf: specOfLine,
+    before: (args) => specOfLine(args.includes('llama') ? LOCAL : []),
+    back: (line) => llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x'])),
+    notInPlans: ['provider', 'batchResults'],
+  },
+  baseline: {
+    table: BASELINE_FLAGS,
+    examples: BASELINE_EXAMPLES,
+    specOf: specOfBaseline,
+    before: (args) => specOfBaseline(args.slice(0, 1)),
+    back: (line) => {
+      const w = words(line);
+      return baselineSpecOf(w[2] as string, flagsOf<BaselineFlags>(BASELINE_FLAGS, w.slice(3)));
+    },
+    // Saved models are a step of one run by hand; a plan's baselines are encoders.
+    notInPlans: ['save', 'epochs', 'patience'],
+  },
+  contamination: {
+    table: CONTAMINATION_FLAGS,
+    examples: Object.fromEntries(
+      boundFlags(CONTAMINATION_FLAGS).map(([k]) => [k, CONTAMINATION_OWN[k] ?? (EXAMPLES[k] as string[])]),
+    ),
+    specOf: specOfProbe,
+    before: (args) => specOfProbe(args.includes('llama') ? LOCAL : []),
+    back: (line) =>
+      contaminationSpecOf(flagsOf<ContaminationFlags>(CONTAMINATION_FLAGS, words(line).slice(2))),
+  },
+};
+
+describe.each(Object.entries(KINDS))(
+  'the table from flags to spec fields of %s (src/engine/*-flags.ts)',
+  (_, kind) => {
+    const bound = boundFlags(kind.table);
+
+    it('has an example for every flag that fills a field, and each example changes its field', () => {
+      expect(bound.map(([k]) => k).filter((k) => !(k in kind.examples))).toEqual([]);
+      expect(Object.keys(kind.examples).filter((k) => !bound.some(([b]) => b === k))).toEqual([]);
+      for (const [key, f] of bound) {
+        const args = kind.examples[key] as string[];
+        expect([key, at(kind.specOf(args), f.field.path)]).not.toEqual([
           key,
-          expect.stringContaining(`${flagNameOf(f)} '${f.field.notWritten}'`),
+          at(kind.before(args), f.field.path),
         ]);
-        continue;
       }
-      const back = llmSpecOf(flagsOf<LlmFlags>(LLM_FLAGS, [...words(line).slice(2), '--out', 'x']));
-      expect([key, back]).toEqual([key, spec]);
-    }
-  });
+    });
 
-  it('takes in a plan every value the flag takes: the same text in a plan makes the same spec', () => {
-    const NOT_IN_PLANS = ['provider', 'batchResults'];
-    const taken: string[] = [];
-    for (const [key, f] of bound) {
-      const args = EXAMPLES[key] as string[];
-      const spec = specOfLine(args);
-      const name = flagNameOf(f);
-      const setting = f.field.path.replace(/^provider\./, '');
-      const provider = planProviders()[spec.provider.name];
-      if (!provider?.settings.has(setting) && !provider?.settings.has(RENAMED[setting] ?? setting)) continue;
-      taken.push(key);
-      // The other fields as a plan holds them (the spec's own form); this one as the command line gave it.
-      const { schema: _s, kind: _k, provider: p, task_files: _t, ...run } = spec;
-      const { name: pname, ...own } = p as Record<string, unknown>;
-      const texts = args.flatMap((w, i) => (w === name ? [args[i + 1] as string] : []));
-      const typed = !f.flag.includes('<') ? true : Array.isArray(f.default) ? texts : texts.at(-1);
-      const entry: Record<string, unknown> = { name: 'm', provider: pname, ...own, ...run };
-      delete entry[setting];
-      // A price given alone stands beside the others, each by its own key (`prices.prompt`).
-      if (setting.startsWith('prices.')) {
-        for (const [k, v] of Object.entries(entry.prices as object)) entry[`prices.${k}`] = v;
-        delete entry.prices;
+    it("round-trips the manifest's command line for every field: the line reads back into the same spec", () => {
+      for (const [key, f] of bound) {
+        const spec = kind.specOf(kind.examples[key] as string[]);
+        const line = commandLineOf(spec);
+        if (f.field.notWritten !== undefined) {
+          // A file read into the spec (--template): the line names the spec, which holds what the file held.
+          expect([key, line]).toEqual([
+            key,
+            expect.stringContaining(`${flagNameOf(f)} '${f.field.notWritten}'`),
+          ]);
+          continue;
+        }
+        expect([key, kind.back(line)]).toEqual([key, spec]);
       }
-      entry[setting] = typed;
-      const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-plan-form-')), 'plan.yaml');
-      writeFileSync(file, `name: forms\nmodels:\n  - ${JSON.stringify(entry)}\n`);
-      const { cells } = loadPlan(file);
-      expect([key, typed, cells[0]?.spec]).toEqual([key, typed, spec]);
-    }
-    expect(bound.map(([k]) => k).filter((k) => !taken.includes(k))).toEqual(NOT_IN_PLANS);
-  });
+    });
 
-  it("says the spec's problems in the flags' words: each field named becomes its flag", () => {
+    // A plan carries LLM cells and encoder baselines, no probes.
+    if (kind.notInPlans !== undefined)
+      it('takes in a plan every value the flag takes: the same text in a plan makes the same spec', () => {
+        const taken: string[] = [];
+        for (const [key, f] of bound) {
+          const args = kind.examples[key] as string[];
+          const spec = kind.specOf(args);
+          const name = flagNameOf(f);
+          const setting = f.field.path.replace(/^(provider|encoder)\./, '');
+          const providerName =
+            spec.kind === 'llm' ? spec.provider.name : spec.kind === 'baseline' ? spec.method : '';
+          const provider = planProviders()[providerName];
+          if (!provider?.settings.has(setting) && !provider?.settings.has(RENAMED[setting] ?? setting))
+            continue;
+          taken.push(key);
+          // The other fields as a plan holds them (the spec's own form); this one as the command line gave it.
+          const { schema: _s, kind: _k, task_files: _t, ...run } = spec as Record<string, unknown>;
+          const own = (run.provider ?? run.encoder ?? {}) as Record<string, unknown>;
+          const { name: _n, ...ownFields } = own;
+          delete run.provider;
+          delete run.encoder;
+          delete run.method;
+          const texts = args.flatMap((w, i) => (w === name ? [args[i + 1] as string] : []));
+          const typed = !f.flag.includes('<')
+            ? !name.startsWith('--no-')
+            : Array.isArray(f.default)
+              ? texts
+              : texts.at(-1);
+          const entry: Record<string, unknown> = { name: 'm', provider: providerName, ...ownFields, ...run };
+          delete entry[setting];
+          // A price given alone stands beside the others, each by its own key (`prices.prompt`).
+          if (setting.startsWith('prices.')) {
+            for (const [k, v] of Object.entries(entry.prices as object)) entry[`prices.${k}`] = v;
+            delete entry.prices;
+          }
+          entry[setting] = typed;
+          const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-plan-form-')), 'plan.yaml');
+          writeFileSync(file, `name: forms\nmodels:\n  - ${JSON.stringify(entry)}\n`);
+          const { cells } = loadPlan(file);
+          expect([key, typed, cells[0]?.spec]).toEqual([key, typed, spec]);
+        }
+        expect(bound.map(([k]) => k).filter((k) => !taken.includes(k))).toEqual(kind.notInPlans);
+      });
+  },
+);
+
+describe('the flags of llm, baseline and contamination', () => {
+  it("say the spec's problems in the flags' words: each field named becomes its flag", () => {
     expect(() => specOfLine(['--max-cost', '3'])).toThrow(
       '--max-cost: needs prices (USD per million tokens)',
     );
@@ -300,9 +407,37 @@ describe('the table from flags to spec fields (src/engine/llm-flags.ts)', () => 
     ).toThrow(
       '--thinking-budget: Anthropic takes at least 1024 tokens, and fewer than --max-tokens (1024), which the thinking counts against; got 9',
     );
+    const refusal = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof UsageError ? e.message : String(e);
+      }
+      return 'accepted';
+    };
+    expect([
+      refusal(() => specOfBaseline(['encoder', ...EMBEDDINGS, '--pooling', 'cls', '--no-download'])),
+      refusal(() => specOfBaseline(['encoder', '--max-dimensions', '10'])),
+      refusal(() => specOfBaseline(['bilstm', '--threads', '3'])),
+      refusal(() => specOfBaseline(['naive', '--epochs', '2', '--pooling', 'cls', '--no-cache'])),
+      refusal(() =>
+        baselineSpecOf(
+          'encoder',
+          flagsOf<BaselineFlags>(BASELINE_FLAGS, ['--endpoint', 'http://127.0.0.1:9/v1']),
+        ),
+      ),
+      refusal(() => specOfProbe(['--alpha', '1.5'])),
+    ]).toEqual([
+      '--pooling, --no-download: for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)',
+      '--max-dimensions: for an embeddings endpoint, not a model run here',
+      '--threads: method bilstm runs at most 2 threads, one per direction of each layer',
+      '--epochs: only for baseline bilstm\n--pooling, --no-cache: only for baseline encoder',
+      '--endpoint needs --model NAME, the model the server embeds with',
+      expect.stringMatching(/^--alpha: /),
+    ]);
   });
 
-  it('derives the old plan keys from the flags whose names are not their fields', () => {
+  it('derive the old plan keys from the flags whose names are not their fields', () => {
     expect(RENAMED).toEqual({
       max_wait: 'max_wait_s',
       header: 'headers',

@@ -10,7 +10,8 @@
  * the engine, because the engine writes the command line into each manifest; `src/cli/flags.ts` registers them
  * with commander.
  */
-import { UsageError } from '../errors.js';
+import { RunSpecError, UsageError } from '../errors.js';
+import { makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec } from './spec.js';
 
 /** A whole number at least `min`, or a UsageError naming the flag. */
 export function parseCount(name: string, min: number): (value: string) => number {
@@ -30,8 +31,11 @@ export interface FieldBinding<T> {
   toField?: (value: T, flags: Readonly<Record<string, unknown>>) => unknown;
   /** The flag's values for the field's (default: the value, or each item of a list, as text). */
   toValues?: (field: never) => string[];
-  /** Only these providers take it (default: every one). */
-  providers?: readonly string[];
+  /**
+   * Only these kinds take it: an LLM run's provider, a baseline's method (default: every one). A function is asked
+   * each time, so that it reads the registry as it stands (a provider registered at run time).
+   */
+  only?: readonly string[] | ((kind: string) => boolean);
   /** Why a spec's value cannot be written back as this flag (a file read into the spec): the command line names it. */
   notWritten?: string;
   /** Written on a command line even at its default (the provider: a line says whom it asks). */
@@ -43,10 +47,12 @@ export interface FieldBinding<T> {
 export interface Spec<T> {
   /** `--name <value>`, `--name` (a switch) or `--no-name` (on unless given). */
   flag: string;
-  description: string;
+  /** What it does; a function for text read from a registry when the command is parsed (`--provider`'s). */
+  description: string | (() => string);
   default?: T;
   parse?: (value: string, previous: T) => T;
-  choices?: readonly string[];
+  /** The words it takes; a function for a list read from a registry when the command is parsed. */
+  choices?: readonly string[] | (() => readonly string[]);
   required?: boolean;
   /** Also `--no-<name>`, with this description: the value is then `false`. */
   off?: string;
@@ -112,22 +118,22 @@ export function decimal(flag: string, description: string, o: { default?: number
   return { flag, description, parse, ...o, always: (o.default !== undefined) as never };
 }
 
-/** One of a few words. */
+/** One of a few words: a list, or a function that reads them (a registry) when the command is parsed. */
 export function choice<const C extends string>(
   flag: string,
-  description: string,
-  choices: readonly C[],
+  description: string | (() => string),
+  choices: readonly C[] | (() => readonly C[]),
   o: { default: C },
 ): Always<C>;
 export function choice<const C extends string>(
   flag: string,
-  description: string,
-  choices: readonly C[],
+  description: string | (() => string),
+  choices: readonly C[] | (() => readonly C[]),
 ): Maybe<C>;
 export function choice<const C extends string>(
   flag: string,
-  description: string,
-  choices: readonly C[],
+  description: string | (() => string),
+  choices: readonly C[] | (() => readonly C[]),
   o: { default?: C } = {},
 ): Flag<C> {
   return { flag, description, choices, ...o, always: (o.default !== undefined) as never };
@@ -206,6 +212,13 @@ export const flagNameOf = (spec: Spec<unknown>) => spec.flag.split(' ')[0] as st
 
 const isSwitch = (spec: Spec<unknown>) => !spec.flag.includes('<');
 
+/** A flag's words as they stand now (a registry's, for a function). */
+export const choicesOf = (spec: Spec<unknown>): readonly string[] | undefined =>
+  typeof spec.choices === 'function' ? spec.choices() : spec.choices;
+/** A flag's description as it stands now. */
+export const descriptionOf = (spec: Spec<unknown>): string =>
+  typeof spec.description === 'function' ? spec.description() : spec.description;
+
 /** The flags of a table that fill a field, in the table's order. */
 export function boundFlags(table: FlagTable): [string, Bound][] {
   return Object.entries(table).filter((e): e is [string, Bound] => e[1].field !== undefined);
@@ -229,22 +242,22 @@ function setPath(o: Record<string, unknown>, path: string, v: unknown): void {
   at[keys.at(-1) as string] = v;
 }
 
-const takes = (b: FieldBinding<unknown>, provider: unknown) =>
-  b.providers === undefined || b.providers.includes(provider as string);
+const takes = (b: FieldBinding<unknown>, kind: string) =>
+  b.only === undefined || (typeof b.only === 'function' ? b.only(kind) : b.only.includes(kind));
 
 /**
  * The spec's fields the flags fill, as a nested object for `makeRunSpec` (which fills the rest): an absent flag
- * leaves its field to the spec's default, and a flag its provider does not take is left out.
+ * leaves its field to the spec's default, and a flag its `kind` (the provider, the method) does not take is left out.
  */
 export function specInputOf(
   table: FlagTable,
   flags: Readonly<Record<string, unknown>>,
-  provider: string,
+  kind: string,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of boundFlags(table)) {
     const v = flags[key];
-    if (v === undefined || !takes(spec.field, provider)) continue;
+    if (v === undefined || !takes(spec.field, kind)) continue;
     const value = spec.field.toField ? spec.field.toField(v, flags) : v;
     if (value !== undefined) setPath(out, spec.field.path, value);
   }
@@ -255,18 +268,44 @@ const sameValue = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringi
 const isEmpty = (v: unknown) => typeof v === 'object' && v !== null && Object.keys(v).length === 0;
 
 /**
+ * The flags given a value other than their default that `kind` does not take, in the table's order, each with the
+ * kinds that take it where the table lists them (`--epochs`: bilstm).
+ */
+export function strayFlags(
+  table: FlagTable,
+  flags: Readonly<Record<string, unknown>>,
+  kind: string,
+): { flag: string; only: readonly string[] | undefined }[] {
+  return boundFlags(table)
+    .filter(([key, f]) => {
+      const v = flags[key];
+      return (
+        v !== undefined && !takes(f.field, kind) && (f.default === undefined || !sameValue(v, f.default))
+      );
+    })
+    .map(([key, f]) => ({
+      flag: flags[key] === false && f.off !== undefined ? `--no-${flagNameOf(f).slice(2)}` : flagNameOf(f),
+      only: typeof f.field.only === 'function' ? undefined : f.field.only,
+    }));
+}
+
+/**
  * The command-line words that make `spec`'s fields, in the table's order: a field at its flag's default, false or
  * empty is left out (the command line says what differs); one that cannot be written is named by `notWritten`.
+ * False is written where a flag says it: `--no-cache` (a flag with `off`), `--no-download` (on unless given).
  */
-export function flagWordsOf(table: FlagTable, spec: unknown, provider: string): string[] {
+export function flagWordsOf(table: FlagTable, spec: unknown, kind: string): string[] {
   const words: string[] = [];
   for (const [, flag] of boundFlags(table)) {
     const b = flag.field;
     const v = getPath(spec, b.path);
-    if (v === undefined || v === false || isEmpty(v) || !takes(b, provider)) continue;
+    if (v === undefined || isEmpty(v) || !takes(b, kind)) continue;
     if (flag.default !== undefined && sameValue(v, flag.default) && !b.writtenAtDefault) continue;
     const name = flagNameOf(flag);
-    if (b.notWritten !== undefined) words.push(name, b.notWritten);
+    if (v === false) {
+      if (flag.off !== undefined) words.push(`--no-${name.slice(2)}`);
+      else if (name.startsWith('--no-')) words.push(name);
+    } else if (b.notWritten !== undefined) words.push(name, b.notWritten);
     else if (isSwitch(flag)) words.push(name);
     else {
       const values = b.toValues ? b.toValues(v as never) : Array.isArray(v) ? v.map(String) : [String(v)];
@@ -327,4 +366,24 @@ export function inFlagWords(table: FlagTable, problem: string): string {
   // In the text, only the fields whose names cannot be ordinary words (max_tokens, batch_poll_s).
   const text = rest.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (w) => bound.find(([path]) => path === w)?.[1] ?? w);
   return `${named}${text}`;
+}
+
+/**
+ * The run spec of `kind` that the flags of `table` make, with `fixed` (a method, a provider made apart) beside them:
+ * made by `makeRunSpec`, whose problems are told in the flags' words, as one UsageError.
+ */
+export function specOfFlags(
+  table: FlagTable,
+  flags: Readonly<Record<string, unknown>>,
+  o: { kind: RunSpec['kind']; of: string; fixed?: Record<string, unknown>; where: string },
+): RunSpec {
+  try {
+    return makeRunSpec(
+      { schema: RUN_SPEC_SCHEMA, kind: o.kind, ...specInputOf(table, flags, o.of), ...o.fixed },
+      o.where,
+    );
+  } catch (e) {
+    if (!(e instanceof RunSpecError)) throw e;
+    throw new UsageError(e.problems.map((p) => inFlagWords(table, p)).join('\n'));
+  }
 }

@@ -11,14 +11,37 @@ import { readTemplates } from '../llm/prompt.js';
 import { parsePromptVariants } from '../llm/prompt-variants.js';
 import { parseTaskList } from '../tasks/registry.js';
 import * as flag from './flag-table.js';
-import { providerNames, providerRecord } from './providers/registry.js';
+import { isProviderName, providerNames, providerRecord } from './providers/registry.js';
 import { parseAllowance, parseShard, resolveShard } from './short-forms.js';
 import { LLM_DEFAULTS, secretHeaderProblem } from './spec.js';
 
-/** Model servers' settings; a local model's (the providers registered when the flags are declared). */
-const SERVERS = { providers: providerNames().filter((n) => !providerRecord(n).local) };
-const LOCAL = { providers: providerNames().filter((n) => providerRecord(n).local) };
-const abouts = providerNames().map((n) => providerRecord(n).about);
+/**
+ * A provider's own setting `key`: taken by the providers whose spec has that field, as the registry stands when the
+ * flags are read (a provider registered at run time takes the flags of the fields it has, and no others).
+ */
+const ownField = (key: string) => ({
+  only: (name: string) => isProviderName(name) && Object.hasOwn(providerRecord(name).schema.shape, key),
+});
+/** A flag bound to the provider's own field `key` (`provider.<key>`), taken by the providers that have it. */
+// biome-ignore lint/suspicious/noExplicitAny: a binding takes a flag of any value type
+const ownFlag = <F extends flag.Flag<any>>(
+  key: string,
+  spec: F,
+  how: Omit<flag.FieldBinding<F extends flag.Flag<infer T> ? T : never>, 'path' | 'only'> = {},
+): F => flag.to(`provider.${key}`, spec, { ...how, ...ownField(key) });
+
+/** `--provider`'s help: each registered provider's line, read when the command is parsed. */
+const providersAbout = () => {
+  const abouts = providerNames().map((n) => providerRecord(n).about);
+  return abouts.length > 1 ? `${abouts.slice(0, -1).join(', ')}, or ${abouts.at(-1)}` : (abouts[0] ?? '');
+};
+
+/**
+ * `--provider NAME`: one of the registered providers, its choices and its help read from the registry when the
+ * command line is parsed (`llm`, `contamination`, `serve endpoint add`). `openai` is the one assumed.
+ */
+export const providerFlag = () =>
+  flag.choice('--provider <name>', providersAbout, providerNames, { default: 'openai' });
 
 /**
  * `"Name: value"` texts as a record of headers. A literal `--header` that carries a credential is refused here, by
@@ -51,18 +74,7 @@ const perturbationsText = (v: readonly Perturbation[]) =>
   v.map((p) => (p.kind === 'typos' ? `typos=${p.rate}` : p.kind)).join(',');
 
 export const LLM_FLAGS = {
-  provider: flag.to(
-    'provider.name',
-    flag.choice(
-      '--provider <name>',
-      `${abouts.slice(0, -1).join(', ')}, or ${abouts.at(-1)}`,
-      providerNames(),
-      {
-        default: 'openai',
-      },
-    ),
-    { writtenAtDefault: true },
-  ),
+  provider: flag.to('provider.name', providerFlag(), { writtenAtDefault: true }),
   model: flag.to(
     'provider.model',
     flag.text('--model <name>', 'model name as the endpoint knows it, or the .gguf file (--provider llama)', {
@@ -74,62 +86,57 @@ export const LLM_FLAGS = {
       isPath: true,
     },
   ),
-  baseUrl: flag.to(
-    'provider.base_url',
+  baseUrl: ownFlag(
+    'base_url',
     flag.text(
       '--base-url <url>',
       `endpoint, e.g. http://localhost:8000/v1 (--provider anthropic: ${ANTHROPIC_BASE_URL} unless given)`,
     ),
-    SERVERS,
   ),
-  apiKeyEnv: flag.to(
-    'provider.api_key_env',
+  apiKeyEnv: ownFlag(
+    'api_key_env',
     flag.text('--api-key-env <name>', 'environment variable that holds the API key'),
-    SERVERS,
   ),
-  header: flag.to(
-    'provider.headers',
+  header: ownFlag(
+    'headers',
     flag.many(
       '--header <header>',
       'extra HTTP header "Name: value" (repeatable); not for credentials: see --header-env',
     ),
-    { ...SERVERS, toField: (v) => headerRecord(v, '--header'), toValues: headerLines },
+    { toField: (v) => headerRecord(v, '--header'), toValues: headerLines },
   ),
-  headerEnv: flag.to(
-    'provider.header_env',
+  headerEnv: ownFlag(
+    'header_env',
     flag.many(
       '--header-env <header>',
       'extra HTTP header "Name: VAR" whose value is read from the environment variable VAR (repeatable): for keys',
     ),
-    { ...SERVERS, toField: (v) => headerRecord(v, '--header-env'), toValues: headerLines },
+    { toField: (v) => headerRecord(v, '--header-env'), toValues: headerLines },
   ),
-  downAfter: flag.to(
-    'provider.down_after',
+  downAfter: ownFlag(
+    'down_after',
     flag.count(
       '--down-after <n>',
       'requests in a row that cannot reach the server or time out before the run stops as "endpoint down" (0: never)',
       { min: 0, default: LLM_DEFAULTS.downAfter },
     ),
-    SERVERS,
   ),
-  timeoutMs: flag.to(
-    'provider.timeout_ms',
+  timeoutMs: ownFlag(
+    'timeout_ms',
     flag.count('--timeout-ms <n>', 'per-request timeout', {
       min: 1,
       default: LLM_DEFAULTS.timeoutMs,
     }),
-    SERVERS,
   ),
-  maxRetries: flag.to(
-    'provider.max_retries',
+  maxRetries: ownFlag(
+    'max_retries',
     flag.count('--max-retries <n>', 'retries per request (429, 5xx, timeouts, dropped connections)', {
       min: 0,
       default: LLM_DEFAULTS.maxRetries,
     }),
-    SERVERS,
   ),
-  maxWait: flag.to(
-    'provider.max_wait_s',
+  maxWait: ownFlag(
+    'max_wait_s',
     flag.count(
       '--max-wait <s>',
       'the longest single wait before a retry; a longer Retry-After fails the request',
@@ -138,29 +145,25 @@ export const LLM_FLAGS = {
         default: LLM_DEFAULTS.maxWaitS,
       },
     ),
-    SERVERS,
   ),
-  maxReplyBytes: flag.to(
-    'provider.max_reply_bytes',
+  maxReplyBytes: ownFlag(
+    'max_reply_bytes',
     flag.count('--max-reply-bytes <n>', 'bytes of one reply at most; a longer one fails its request', {
       min: 1024,
       default: LLM_DEFAULTS.maxReplyBytes,
     }),
-    SERVERS,
   ),
-  contextSize: flag.to(
-    'provider.context_size',
+  contextSize: ownFlag(
+    'context_size',
     flag.count('--context-size <n>', 'context window of the local model', {
       min: 64,
       default: LLM_DEFAULTS.contextSize,
     }),
-    LOCAL,
   ),
-  gpu: flag.to('provider.gpu', flag.on('--gpu', 'let the local model use a GPU where one is found'), LOCAL),
-  threads: flag.to(
-    'provider.threads',
+  gpu: ownFlag('gpu', flag.on('--gpu', 'let the local model use a GPU where one is found')),
+  threads: ownFlag(
+    'threads',
     flag.count('--threads <n>', 'CPU threads of the local model (default: the cores)', { min: 1 }),
-    LOCAL,
   ),
   mode: flag.to(
     'mode',

@@ -328,12 +328,20 @@ const baselineSpec = baselineFields.superRefine((s, ctx) => {
       message: 'for an embeddings endpoint, not a model run here',
     });
   if (s.encoder?.endpoint !== undefined) {
-    const local = (['pooling', 'dtype', 'max_length'] as const).filter((k) => s.encoder?.[k] !== undefined);
-    if (local.length > 0 || s.save !== undefined || s.encoder.download === false)
+    const local = [
+      ...(['pooling', 'dtype', 'max_length'] as const)
+        .filter((k) => s.encoder?.[k] !== undefined)
+        .map((k) => `encoder.${k}`),
+      ...(s.save !== undefined ? ['save'] : []),
+      ...(s.encoder.download === false ? ['encoder.download'] : []),
+    ];
+    // The fields first, as one problem (`a, b: why`), so that each door names them in its words (the flags').
+    if (local.length > 0)
       ctx.addIssue({
         code: 'custom',
-        path: ['encoder'],
-        message: `${[...local, ...(s.save !== undefined ? ['save'] : []), ...(s.encoder.download === false ? ['download'] : [])].join(', ')}: for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)`,
+        path: [local.join(', ')],
+        message:
+          'for a model run here, not with an endpoint (the server pools, and its heads cannot be reopened without it)',
       });
   }
 });

@@ -8,6 +8,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { BASELINE_FLAGS } from '../engine/baseline-flags.js';
 import { boundFlags, flagNameOf, flagOfField, planValueOf } from '../engine/flag-table.js';
 import { headerRecord, LLM_FLAGS } from '../engine/llm-flags.js';
 import type { ProviderRecord } from '../engine/providers/record.js';
@@ -79,7 +80,8 @@ export const renamedAs = (to: string) =>
   to.startsWith('prices.') ? `prices: {${to.slice('prices.'.length)}: …}` : to;
 
 /**
- * A value in the spec's form. Text is read as its flag reads it (src/engine/llm-flags.ts), so that a plan takes
+ * A value in the spec's form. Text is read as its flag reads it (src/engine/llm-flags.ts; an encoder's own settings,
+ * src/engine/baseline-flags.ts), so that a plan takes
  * every short form the command line takes (`shard: auto/8`, `allow_failures: 2.5%`, `perturb: typos=0.05,yo`,
  * `tasks: A,B`, `"Name: VAR"`); other values are the field's form already, left to the spec's schema. `planFile`
  * places a relative `templates` file (an old `template`) beside the plan; `prompts: all` waits for the cell's tasks.
@@ -101,8 +103,13 @@ export function specValueOf(key: string, v: unknown, planFile: string): unknown 
       return typeof v === 'string'
         ? readTemplates(/^\.\.?(\/|$)/.test(v) ? resolve(dirname(planFile), v) : v)
         : v;
-    default:
-      return planValueOf(LLM_FLAGS, fieldPathOf(key), v);
+    default: {
+      // An LLM cell's setting is read as `llm`'s flag reads it; an encoder cell's own, as `baseline`'s.
+      const path = fieldPathOf(key);
+      if (flagOfField(LLM_FLAGS, path) !== undefined) return planValueOf(LLM_FLAGS, path, v);
+      const own = flagOfField(BASELINE_FLAGS, key) === undefined ? `encoder.${key}` : key;
+      return planValueOf(BASELINE_FLAGS, own, v);
+    }
   }
 }
 

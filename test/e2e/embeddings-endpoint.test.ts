@@ -246,7 +246,7 @@ describe('baseline encoder --endpoint against vectors that cannot be paired or a
     );
     expect([r.code, r.stderr]).toEqual([
       2,
-      expect.stringContaining('--max-dimensions: for an embeddings --endpoint'),
+      expect.stringContaining('--max-dimensions: for an embeddings endpoint, not a model run here'),
     ]);
   });
 });

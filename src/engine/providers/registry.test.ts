@@ -10,8 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fixtureDataDir } from '../../../test/helpers/fixture-data.js';
 import { RunSpecError, UsageError } from '../../errors.js';
+import { runCli } from '../../index.js';
 import { FULL_PRICE_CACHE } from '../../llm/cost.js';
 import type { Provider } from '../../llm/provider.js';
+import { createLogger } from '../../log.js';
 import { planProviders } from '../../plans/settings.js';
 import { variablesOf } from '../../workers/keys.js';
 import { batchApiOf } from '../llm.js';
@@ -134,6 +136,38 @@ describe('a provider registered from outside', () => {
       3,
       [{ variable: 'ECHO_KEY', holds: 'key' }],
     ]);
+  });
+
+  it("is among the CLI's --provider choices, read when a command line is parsed; one not registered is refused naming those that are", async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-echo-cli-'));
+    const said: string[] = [];
+    const io = {
+      out: (t: string) => said.push(t),
+      err: (t: string) => said.push(t),
+      log: createLogger('silent'),
+    };
+    asked.length = 0;
+    const args = ['--model', 'm', '--data', fixtureDataDir(), '--tasks', 'RuMedDaNet', '--bootstrap', '0'];
+    const code = await runCli(['llm', '--provider', 'echo', ...args, '--out', out, '--json'], io);
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
+    expect([code, asked.length, manifest.spec.provider, manifest.command]).toEqual([
+      0,
+      60,
+      { name: 'echo', model: 'm', answer: 'да' },
+      `rumedbench llm --provider echo --model m --tasks RuMedDaNet --data ${fixtureDataDir()} --concurrency 3 --bootstrap 0`,
+    ]);
+    said.length = 0;
+    const refused = await runCli(['llm', '--provider', 'nobody', ...args, '--out', join(out, 'x')], io);
+    expect([refused, said.join('').split('\n')[0]]).toEqual([
+      2,
+      "error: option '--provider <name>' argument 'nobody' is invalid. Allowed choices are openai, anthropic, llama, echo.",
+    ]);
+    said.length = 0;
+    await runCli(['llm', '--help'], io);
+    // Help wraps its lines: read as one.
+    expect(said.join('').replace(/\s+/g, ' ')).toContain(
+      'or a test double that answers one word (choices: "openai", "anthropic", "llama", "echo"',
+    );
   });
 
   it('cannot replace a provider already registered', () => {

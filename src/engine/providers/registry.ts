@@ -44,3 +44,14 @@ export function providerRecord(name: string): ProviderRecord {
 /** The record of a spec's provider, typed by it. */
 export const recordOf = <P extends { name: string }>(p: P): ProviderRecord<P & ProviderFields> =>
   providerRecord(p.name) as unknown as ProviderRecord<P & ProviderFields>;
+
+/**
+ * A provider's `base_url`, as its schema has it: undefined for one with none (a local model), else the address filled
+ * when none is given (Anthropic's), `default` undefined where one must be given (an OpenAI-compatible server).
+ */
+export function baseUrlOf(name: string): { default: string | undefined } | undefined {
+  const field = (providerRecord(name).schema.shape as Record<string, z.ZodType | undefined>).base_url;
+  if (field === undefined) return undefined;
+  const filled = field.safeParse(undefined);
+  return { default: filled.success ? (filled.data as string) : undefined };
+}
