@@ -418,6 +418,85 @@ describe('downloads and waits (#59 item 6)', () => {
   });
 });
 
+describe('a results download that breaks off half-way, from a server that offers ranges (#59 item 6)', () => {
+  /** The predictions a run folder holds, by file. */
+  const predictionsOf = (out: string): Record<string, string> =>
+    Object.fromEntries(
+      readdirSync(join(out, 'predictions'))
+        .sort()
+        .map((f) => [f, readFileSync(join(out, 'predictions', f), 'utf8')]),
+    );
+  let clean: Record<string, string> | undefined;
+  /** The same run against a server whose download never breaks. */
+  const cleanRun = async (): Promise<Record<string, string>> => {
+    if (clean) return clean;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-ranges-clean-'));
+    const r = await rumedbench(...args(server.url, out));
+    expect(r.code, r.stderr).toBe(0);
+    clean = predictionsOf(out);
+    return clean;
+  };
+  const broken = async (mode: 'honour' | 'ignore' | 'etag-changes' | 'gzip') => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', resultRanges: mode });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), `rumedbench-ranges-${mode}-`));
+    const r = await rumedbenchWith(
+      { RB_BATCH_KEY: KEY },
+      ...args(server.url, out, '--api-key-env', 'RB_BATCH_KEY'),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // Paid once: one batch of 12 lines, nothing online; its answers those of an unbroken download.
+    expect([server.batches().length, server.batchLines.length, server.requests.length]).toEqual([1, 12, 0]);
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+    expect(predictionsOf(out)).toEqual(await cleanRun());
+    expect(keyFormsIn(out, KEY, r.stderr, r.stdout)).toEqual([]);
+    const answers = server.rangeAnswers;
+    const total = (answers[0] as { total: number }).total;
+    return { answers, total };
+  };
+
+  it('honoured: the rest asked from the byte reached (206), under twice the body served, answers as a clean run', async () => {
+    const { answers, total } = await broken('honour');
+    const half = Math.floor(total / 2);
+    const from = Number(/^bytes=(\d+)-$/.exec(answers[1]?.range ?? '')?.[1]);
+    expect(from).toBeGreaterThan(0);
+    expect(from).toBeLessThanOrEqual(half);
+    expect(answers).toEqual([
+      { range: null, status: 200, sent: half, total },
+      { range: `bytes=${from}-`, status: 206, sent: total - from, total },
+    ]);
+    expect(answers.reduce((a, x) => a + x.sent, 0)).toBeLessThan(2 * total);
+  });
+
+  it('ignored (a 200 to the range): the file is written again from its first byte', async () => {
+    const { answers, total } = await broken('ignore');
+    expect(answers.map((a) => [a.range?.replace(/\d+/, 'N') ?? null, a.status, a.sent])).toEqual([
+      [null, 200, Math.floor(total / 2)],
+      ['bytes=N-', 200, total],
+    ]);
+  });
+
+  it('another version (its ETag changed): the 206 is let go and the whole file asked again', async () => {
+    const { answers, total } = await broken('etag-changes');
+    expect(answers.map((a) => [a.range?.replace(/\d+/, 'N') ?? null, a.status])).toEqual([
+      [null, 200],
+      ['bytes=N-', 206],
+      [null, 200],
+    ]);
+    expect(answers[2]?.sent).toBe(total);
+  });
+
+  it('gzip-encoded: never resumed (the range would be of compressed bytes), asked again whole', async () => {
+    const { answers, total } = await broken('gzip');
+    expect(answers.map((a) => [a.range, a.status, a.sent])).toEqual([
+      [null, 200, Math.floor(total / 2)],
+      [null, 200, total],
+    ]);
+  });
+});
+
 describe('keys in batch ids (#59 item 8)', () => {
   it('a batch id that carries the key, as it is or encoded, reaches no file of the run and not the terminal', async () => {
     const key = KEY;
