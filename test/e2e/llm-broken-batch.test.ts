@@ -6,15 +6,7 @@
  * again and the requests are paid once.
  */
 import { spawn } from 'node:child_process';
-import {
-  appendFileSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -23,7 +15,7 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { batchArgs, closedAfterEach, keyForms, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, keyFormsIn, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -48,18 +40,6 @@ function spawned(
 
 /** A key with the characters that encodings change: / + = & and a quote. */
 const KEY = 'sk-te/st+Kq9=x&y"z-secret';
-
-/** The forms of `key` (as it is, JSON-escaped, URL- and form-encoded) found in any file under `out` or in `texts`. */
-function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
-  const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
-    .map((f) => join(out, f))
-    .filter((f) => statSync(f).isFile());
-  const everything = `${texts.join('\n')}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
-  const forms = keyForms(key);
-  return Object.entries(forms)
-    .filter(([, f]) => everything.includes(f))
-    .map(([name]) => name);
-}
 
 const ledgerEvents = (out: string): string[] =>
   readFileSync(join(out, 'batches.jsonl'), 'utf8')
