@@ -11,7 +11,7 @@ import {
 } from 'undici';
 import { type ProxySettings, plainDispatcher, proxySettings } from './proxy.js';
 import { type ConnectGuard, privateAddressCause } from './public-address.js';
-import { readCapped, readStreamCapped, saveCapped } from './read-capped.js';
+import { readCapped, readHead, readStreamCapped, SavedBody } from './read-capped.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -57,8 +57,12 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Bytes of the answer at most. */
   maxBytes: number;
-  /** Write the answer to this file instead of reading it (`text` is then '' when it fit, null when it did not). */
-  saveTo?: string;
+  /**
+   * Write a successful answer to this file instead of reading it (`text` is then '' when it fit, null when it did
+   * not); an error's answer is read, its first 64 KiB, for its message. A SavedBody kept across attempts resumes a
+   * body that broke off, where the server offers ranges (./read-capped.ts).
+   */
+  saveTo?: string | SavedBody;
   retry: RetryPolicy;
   /** Which statuses are retried (default TRANSIENT). */
   retryOn?: (status: number) => boolean;
@@ -183,26 +187,60 @@ async function ask(
     };
   }
   // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
-  const res = (await undiciFetch(url, {
-    ...ownForm(init),
-    redirect: 'manual',
-    signal,
-    // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
-    dispatcher,
-  })) as unknown as Response;
-  const saveTo = o.saveTo;
+  const fetchWith = async (extra: Record<string, string>): Promise<Response> => {
+    const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
+    for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+    return (await undiciFetch(url, {
+      ...ownForm(Object.keys(extra).length > 0 ? { ...init, headers } : init),
+      redirect: 'manual',
+      signal,
+      // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
+      dispatcher,
+    })) as unknown as Response;
+  };
+  const saved = typeof o.saveTo === 'string' ? new SavedBody(o.saveTo) : o.saveTo;
+  if (saved === undefined) {
+    const res = await fetchWith({});
+    return {
+      status: res.status,
+      headers: res.headers,
+      read: () => readCapped(res, o.maxBytes),
+      cancel: () => res.body?.cancel().catch(() => undefined) ?? Promise.resolve(),
+    };
+  }
+  // A body saved to a file: the rest of it, where an attempt before broke off and the server offers ranges.
+  const range = saved.rangeHeaders();
+  let asked = Object.keys(range).length > 0;
+  let res = await fetchWith(range);
+  const saves = (r: Response) => (r.status >= 200 && r.status < 300) || (asked && r.status === 416);
+  let usable = !saves(res) || saved.accept(res.status, res.headers, asked);
+  if (!usable) {
+    // A range this body cannot use (another start, another version of the file, a 416): the whole body, asked again.
+    await res.body?.cancel().catch(() => undefined);
+    asked = false;
+    res = await fetchWith({});
+    usable = !saves(res) || saved.accept(res.status, res.headers, false);
+  }
+  const answer = res;
   return {
-    status: res.status,
-    headers: res.headers,
-    read: async () =>
-      saveTo !== undefined
-        ? (await saveCapped(res, o.maxBytes, saveTo))
-          ? ''
-          : null
-        : readCapped(res, o.maxBytes),
-    cancel: () => res.body?.cancel().catch(() => undefined) ?? Promise.resolve(),
+    status: answer.status,
+    headers: answer.headers,
+    read: async () => {
+      if (!usable) {
+        await answer.body?.cancel().catch(() => undefined);
+        throw new Error(`HTTP ${answer.status}: a part of the body where the whole was asked for`);
+      }
+      // An error's answer is read for its message, never written over the part of a body kept for a range.
+      if (answer.status < 200 || answer.status >= 300)
+        return readHead(answer, Math.min(o.maxBytes, ERROR_HEAD));
+      return (await saved.write(answer, o.maxBytes)) ? '' : null;
+    },
+    cancel: () => answer.body?.cancel().catch(() => undefined) ?? Promise.resolve(),
   };
 }
+
+/** The bytes of an error's answer read for its message, when the answer was to be saved to a file. */
+const ERROR_HEAD = 64 << 10;
 
 /**
  * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses

@@ -5,8 +5,10 @@
  * where `errored`, `canceled` and `expired` results are failed requests. The results are read from the documented
  * address under the base URL, never from the `results_url` a reply names: the key would go wherever that points.
  */
+
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { SavedBody } from '../data/read-capped.js';
 import { RumedbenchError } from '../errors.js';
 import type { AnthropicProvider, MessagesBody } from './anthropic.js';
 import {
@@ -162,7 +164,7 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
           try {
             await p.call<never>(`${url}/${encodeURIComponent(state.id)}/results`, undefined, {
               method: 'GET',
-              saveTo: saved,
+              saveTo: new SavedBody(saved),
               maxReplyBytes: cap.bytes,
               timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
               capIs: cap.says,

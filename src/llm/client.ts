@@ -20,11 +20,11 @@
  * Any HTTP answer, even an error, closes the count again. The key and the values of custom headers are remembered
  * as secrets (log.ts), so that no message echoing them reaches a journal, a log or the terminal.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../data/jsonl.js';
 import type { ConnectGuard } from '../data/public-address.js';
 import { PrivateAddressError } from '../data/public-address.js';
+import type { SavedBody } from '../data/read-capped.js';
 import { type Answer, backoffMs, retryAfterMs, send, TransportError } from '../data/transport.js';
 import { type ErrorCode, RumedbenchError, UsageError } from '../errors.js';
 import { redactSecrets, rememberSecret } from '../log.js';
@@ -131,17 +131,6 @@ export const DEFAULT_DOWN_AFTER = 5;
 /** How long an open breaker refuses every request before one may try again. */
 const BREAKER_COOL_DOWN_MS = 5000;
 
-/** The first 64 KiB of a file, as text (an error answer saved to a file). */
-function headOf(file: string): string {
-  const fd = openSync(file, 'r');
-  try {
-    const buf = Buffer.alloc(64 << 10);
-    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** How one request of the client is made (see `post`). */
 export interface RequestOptions {
   notFoundIsFatal?: boolean;
@@ -151,8 +140,11 @@ export interface RequestOptions {
   /** A JSON body already written (a batch's requests, joined from their lines; a file's, as a Blob). */
   rawBody?: string | Blob;
   raw?: boolean;
-  /** Write a successful answer to this file rather than read it (a batch's results): `text` is then ''. */
-  saveTo?: string;
+  /**
+   * Write a successful answer to this file rather than read it (a batch's results): `text` is then ''. A SavedBody
+   * given to every attempt of one request continues a body that broke off from where it broke (../data/read-capped.ts).
+   */
+  saveTo?: string | SavedBody;
   /** What `maxReplyBytes` is, for the message when an answer passes it (default: the reply cap). */
   capIs?: string;
   /** The whole request's deadline, where it is not `--timeout-ms` (a batch's results: ./batch.ts downloadDeadlineMs). */
@@ -457,8 +449,9 @@ export class ResilientClient {
       if (!(e instanceof TransportError)) throw e;
       if (e.phase === 'read') {
         const cause = e.cause as Error | undefined;
+        const resumeAt = typeof options.saveTo === 'object' ? options.saveTo.resumeAt : 0;
         throw new LlmRequestError(
-          `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? `timed out after ${Math.round((options.timeoutMs ?? this.timeoutMs) / 1000)} s` : (cause?.message ?? e.message)})`,
+          `${url}: the reply broke off (${cause?.name === 'TimeoutError' ? `timed out after ${Math.round((options.timeoutMs ?? this.timeoutMs) / 1000)} s` : (cause?.message ?? e.message)})${resumeAt > 0 ? `; the server offers ranges: the next try asks from byte ${resumeAt} on` : ''}`,
           e.status,
           true,
           { cause: e, unreachable: true },
@@ -494,9 +487,7 @@ export class ResilientClient {
         res.status,
         false,
       );
-    // A refusal written to the file is read back for its message (its head is enough).
-    const text =
-      options.saveTo && (res.status < 200 || res.status >= 300) ? headOf(options.saveTo) : res.text;
+    const text = res.text;
     if ((options.raw || options.saveTo) && res.status >= 200 && res.status < 300)
       return { json: undefined, text, status: res.status };
     let json: T | undefined;

@@ -5,8 +5,10 @@
  * (`GET /v1/files/{id}/content`), each line matched to its request by `custom_id`. Every call goes through the
  * OpenAI client: the same retries, breaker, caps and key handling as an online run.
  */
+
 import { openAsBlob, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { SavedBody } from '../data/read-capped.js';
 import {
   type BatchApi,
   type BatchResult,
@@ -204,7 +206,8 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
               saved.push(to);
               await p.call<never>(`${base}/files/${encodeURIComponent(file)}/content`, undefined, {
                 method: 'GET',
-                saveTo: to,
+                // One body across the call's tries: a download that broke off continues where the server offers ranges.
+                saveTo: new SavedBody(to),
                 maxReplyBytes: cap.bytes,
                 timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
                 capIs: cap.says,

@@ -23,7 +23,7 @@ export const runUsageSchema = z
     requests: tokens.optional(),
     /** USD at the prices the run was given; absent when it was given none. */
     cost_usd: z.number().nonnegative().max(MAX_USD).optional(),
-    /** Sent through a provider's batch API (priced at its discount). */
+    /** Sent through a provider's batch API (priced at its discount), every answer of it (not a run bought both ways). */
     batch: z.boolean().optional(),
   })
   .strict()
@@ -46,7 +46,9 @@ export function runUsageOf(llm: LlmDetails): RunUsage | undefined {
     ...(u.cached_prompt_tokens !== undefined ? { cached_prompt_tokens: u.cached_prompt_tokens } : {}),
     ...(llm.requests ? { requests: llm.requests.total } : {}),
     ...(typeof llm.cost === 'number' ? { cost_usd: llm.cost } : {}),
-    ...(llm.batch !== undefined ? { batch: true } : {}),
+    // "Sent through the batch API, priced at its discount" only where every answer was: a run resumed online after a
+    // batch, or the reverse, is priced at both rates (its cost_usd their sum), and the board's tag would say otherwise.
+    ...(llm.batch !== undefined && (llm.online?.answers ?? 0) === 0 ? { batch: true } : {}),
   };
 }
 

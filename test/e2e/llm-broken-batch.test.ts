@@ -6,15 +6,7 @@
  * again and the requests are paid once.
  */
 import { spawn } from 'node:child_process';
-import {
-  appendFileSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -23,7 +15,7 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { batchArgs, closedAfterEach, keyForms, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, keyFormsIn, killWhen, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -48,18 +40,6 @@ function spawned(
 
 /** A key with the characters that encodings change: / + = & and a quote. */
 const KEY = 'sk-te/st+Kq9=x&y"z-secret';
-
-/** The forms of `key` (as it is, JSON-escaped, URL- and form-encoded) found in any file under `out` or in `texts`. */
-function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
-  const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
-    .map((f) => join(out, f))
-    .filter((f) => statSync(f).isFile());
-  const everything = `${texts.join('\n')}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
-  const forms = keyForms(key);
-  return Object.entries(forms)
-    .filter(([, f]) => everything.includes(f))
-    .map(([name]) => name);
-}
 
 const ledgerEvents = (out: string): string[] =>
   readFileSync(join(out, 'batches.jsonl'), 'utf8')
@@ -415,6 +395,85 @@ describe('downloads and waits (#59 item 6)', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(server.batchLines).toHaveLength(24);
     expect(server.batches()).toHaveLength(2);
+  });
+});
+
+describe('a results download that breaks off half-way, from a server that offers ranges (#59 item 6)', () => {
+  /** The predictions a run folder holds, by file. */
+  const predictionsOf = (out: string): Record<string, string> =>
+    Object.fromEntries(
+      readdirSync(join(out, 'predictions'))
+        .sort()
+        .map((f) => [f, readFileSync(join(out, 'predictions', f), 'utf8')]),
+    );
+  let clean: Record<string, string> | undefined;
+  /** The same run against a server whose download never breaks. */
+  const cleanRun = async (): Promise<Record<string, string>> => {
+    if (clean) return clean;
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-ranges-clean-'));
+    const r = await rumedbench(...args(server.url, out));
+    expect(r.code, r.stderr).toBe(0);
+    clean = predictionsOf(out);
+    return clean;
+  };
+  const broken = async (mode: 'honour' | 'ignore' | 'etag-changes' | 'gzip') => {
+    const server = await startFakeOpenAI({ reply: () => 'Ответ: да', resultRanges: mode });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), `rumedbench-ranges-${mode}-`));
+    const r = await rumedbenchWith(
+      { RB_BATCH_KEY: KEY },
+      ...args(server.url, out, '--api-key-env', 'RB_BATCH_KEY'),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    // Paid once: one batch of 12 lines, nothing online; its answers those of an unbroken download.
+    expect([server.batches().length, server.batchLines.length, server.requests.length]).toEqual([1, 12, 0]);
+    expect(ledgerEvents(out)).toEqual(['creating', 'submitted', 'collected']);
+    expect(predictionsOf(out)).toEqual(await cleanRun());
+    expect(keyFormsIn(out, KEY, r.stderr, r.stdout)).toEqual([]);
+    const answers = server.rangeAnswers;
+    const total = (answers[0] as { total: number }).total;
+    return { answers, total };
+  };
+
+  it('honoured: the rest asked from the byte reached (206), under twice the body served, answers as a clean run', async () => {
+    const { answers, total } = await broken('honour');
+    const half = Math.floor(total / 2);
+    const from = Number(/^bytes=(\d+)-$/.exec(answers[1]?.range ?? '')?.[1]);
+    expect(from).toBeGreaterThan(0);
+    expect(from).toBeLessThanOrEqual(half);
+    expect(answers).toEqual([
+      { range: null, status: 200, sent: half, total },
+      { range: `bytes=${from}-`, status: 206, sent: total - from, total },
+    ]);
+    expect(answers.reduce((a, x) => a + x.sent, 0)).toBeLessThan(2 * total);
+  });
+
+  it('ignored (a 200 to the range): the file is written again from its first byte', async () => {
+    const { answers, total } = await broken('ignore');
+    expect(answers.map((a) => [a.range?.replace(/\d+/, 'N') ?? null, a.status, a.sent])).toEqual([
+      [null, 200, Math.floor(total / 2)],
+      ['bytes=N-', 200, total],
+    ]);
+  });
+
+  it('another version (its ETag changed): the 206 is let go and the whole file asked again', async () => {
+    const { answers, total } = await broken('etag-changes');
+    expect(answers.map((a) => [a.range?.replace(/\d+/, 'N') ?? null, a.status])).toEqual([
+      [null, 200],
+      ['bytes=N-', 206],
+      [null, 200],
+    ]);
+    expect(answers[2]?.sent).toBe(total);
+  });
+
+  it('gzip-encoded: never resumed (the range would be of compressed bytes), asked again whole', async () => {
+    const { answers, total } = await broken('gzip');
+    expect(answers.map((a) => [a.range, a.status, a.sent])).toEqual([
+      [null, 200, Math.floor(total / 2)],
+      [null, 200, total],
+    ]);
   });
 });
 

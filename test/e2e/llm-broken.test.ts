@@ -15,6 +15,7 @@ import { createLogger } from '../../src/log.js';
 import { type Misbehaviour, useBrokenServers } from '../helpers/broken-openai.js';
 import { CLI } from '../helpers/data.js';
 import { FIXTURE_CODES, fixtureDataDir } from '../helpers/fixture-data.js';
+import { keyFormsIn } from '../helpers/llm-run.js';
 
 /** The suite's data: a small folder the tests write (test/helpers/fixture-data.ts), not ../shared. */
 const DATA = fixtureDataDir();
@@ -64,6 +65,11 @@ const run = (url: string, out: string, mode: 'generate' | 'loglik', ...more: str
   DATA,
   ...more,
 ];
+
+/** A key with the characters that encodings change (/ + = & and a quote), sent by every row's runs. */
+const KEY = 'sk-br/oken+Kq9=x&y"z-secret';
+process.env.RB_BROKEN_KEY = KEY;
+const KEYED = ['--api-key-env', 'RB_BROKEN_KEY'];
 
 const journalOf = (out: string): JournalEntry[] =>
   (existsSync(join(out, 'journal.jsonl')) ? readFileSync(join(out, 'journal.jsonl'), 'utf8') : '')
@@ -301,6 +307,35 @@ const ROWS: Row[] = [
     stderr: /HTTP 401: Incorrect API key provided[^\n]*\(the server refused the key/,
     next: '--resume',
   },
+  // Servers that put the request's headers, the key among them, into their answers (#59 item 8): every row searches
+  // the run folder and the terminal for the key; these give it something to find.
+  ...(['generate', 'loglik'] as const).map(
+    (kind): Row => ({
+      mode: 'echo-headers-401',
+      run: kind,
+      code: 4,
+      stderr:
+        /HTTP 401: Unauthorized request, headers: [^\n]*"authorization":"Bearer \*\*\*"[^\n]*\(the server refused the key/,
+      next: '--resume',
+    }),
+  ),
+  {
+    mode: 'echo-headers-502',
+    run: 'generate',
+    code: 3,
+    stderr:
+      /HTTP 502: upstream failed for POST \/v1\/chat\/completions with [^\n]*"authorization":"Bearer \*\*\*"/,
+    next: '--retry-errors',
+  },
+  {
+    // The capability check's /tokenize answered 502: refused before any item is sent.
+    mode: 'echo-headers-502',
+    run: 'loglik',
+    code: 1,
+    stderr:
+      /no usable \/tokenize endpoint \([^\n]*HTTP 502: upstream failed for POST \/tokenize with [^\n]*"authorization":"Bearer \*\*\*"/,
+    next: '--resume',
+  },
 ];
 
 describe('llm against broken servers (on fixture data the test writes)', () => {
@@ -312,13 +347,15 @@ describe('llm against broken servers (on fixture data the test writes)', () => {
     });
     const out = mkdtempSync(join(tmpdir(), `rumedbench-broken-${row.mode}-`));
     const t0 = performance.now();
-    const r = await cli(run(broken.url, out, row.run));
+    const r = await cli(run(broken.url, out, row.run, ...KEYED));
     expect({ code: r.code, stderr: r.stderr }).toMatchObject({
       code: row.code,
       stderr: expect.stringMatching(row.stderr),
     });
     expect(performance.now() - t0).toBeLessThan(20_000); // never a silent hour
     if (row.code !== 0) expect(r.stdout).toBe(''); // nothing scored, no table
+    // The key, in none of its encodings, in any file of the run or on the terminal, whatever the server did (#59 item 8).
+    expect(keyFormsIn(out, KEY, r.stdout, r.stderr)).toEqual([]);
 
     if (row.mode === 'redirect') {
       // Not followed: the other host saw nothing, neither the request nor its headers.
@@ -343,8 +380,9 @@ describe('llm against broken servers (on fixture data the test writes)', () => {
     }
     const answered = entries.filter((e) => e.status === 'ok').length;
     const healthy = await start('healthy');
-    const again = await cli(run(healthy.url, out, row.run, row.next));
+    const again = await cli(run(healthy.url, out, row.run, row.next, ...KEYED));
     expect([again.code, again.stderr]).toEqual([0, expect.stringContaining('')]);
+    expect(keyFormsIn(out, KEY, r.stdout, r.stderr, again.stdout, again.stderr)).toEqual([]);
     // Less the capability check: the probe, and the text check's two (the probe as ids and as a text).
     const asked = row.run === 'generate' ? healthy.counts.chat : healthy.counts.completions - 3;
     // Only what was missing is asked: the failed requests (and, after a stop, the unsent ones too).

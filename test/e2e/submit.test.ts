@@ -10,10 +10,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatUsd } from '../../src/llm/cost.js';
 import { writeContamination } from '../../src/scoring/trust-files.js';
 import { rumedbench, rumedbenchOk } from '../helpers/cli.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir, writeFixturePredictions } from '../helpers/fixture-data.js';
+import { elements, parseHtml, tableRows } from '../helpers/html.js';
 import { type ServerProcess, startServe } from '../helpers/server.js';
 
 const DATA = fixtureDataDir();
@@ -170,6 +172,64 @@ describe('submit (on fixture data the test writes)', () => {
       expect([res.status, body.code]).toEqual([400, 'INVALID_METADATA']);
       expect(body.error).toContain(why);
     }
+  });
+
+  it('a run bought partly online, partly by batch: the board and the report show the sum at the rates paid (#59 item 5)', async () => {
+    const run = join(tmp(), 'mixed');
+    const llm = (...more: string[]) =>
+      rumedbench(
+        ...['llm', '--base-url', model.url, '--model', 'org/mixed-7b', '--data', DATA, '--bootstrap', '0'],
+        ...['--no-progress', '--tasks', 'RuMedDaNet', '--price-prompt', '10', '--price-completion', '30'],
+        ...['--out', run, ...more],
+      );
+    const first = await llm('--limit', '45');
+    expect(first.code, first.stderr).toBe(0);
+    // The other 15 of the 60 test items, by the provider's batch API, at half the list prices.
+    const batched = await llm('--resume', '--batch', '--batch-poll', '0.01');
+    expect(batched.code, batched.stderr).toBe(0);
+    type Line = { usage: { promptTokens: number; completionTokens: number }; bought?: { via: string } };
+    const lines = readFileSync(join(run, 'journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
+    const list = (ls: Line[]) =>
+      ls.reduce((a, l) => a + (l.usage.promptTokens * 10 + l.usage.completionTokens * 30) / 1e6, 0);
+    const online = lines.filter((l) => l.bought?.via === 'online');
+    const batch = lines.filter((l) => l.bought?.via === 'batch');
+    expect([online.length, batch.length]).toEqual([45, 15]);
+    const paid = list(online) + list(batch) / 2;
+    const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')) as {
+      llm: { cost: number; online: { answers: number }; batch: { answers: number } };
+    };
+    expect([summary.llm.cost, summary.llm.online.answers, summary.llm.batch.answers]).toEqual([
+      expect.closeTo(paid, 12),
+      45,
+      15,
+    ]);
+    const sent = await rumedbenchOk('submit', run, '--server', board.url, '--json');
+    const id = (JSON.parse(sent.stdout) as { id: string }).id;
+    const entry = (await (await fetch(`${board.url}/api/submissions/${id}`)).json()) as {
+      usage: { cost_usd: number; batch?: boolean };
+    };
+    // The sum; not tagged as a batch run priced at the discount, which only 15 of its 60 answers were.
+    expect([entry.usage.cost_usd, entry.usage.batch]).toEqual([summary.llm.cost, undefined]);
+    const page = await (await fetch(`${board.url}/submissions/${id}`)).text();
+    expect(page).toContain(`<strong>${formatUsd(summary.llm.cost)}</strong>`);
+    expect(page).not.toContain('priced at its discount');
+    const csv = (await (await fetch(`${board.url}/board/public.csv`)).text()).split('\r\n');
+    const header = (csv[0] as string).split(',');
+    const row = (csv.find((l) => l.includes(id)) as string).split(',');
+    expect(row[header.indexOf('cost_usd')]).toBe(String(summary.llm.cost));
+    // The static report's usage table (system, requests, tokens in and out, cost, …): the same sum.
+    const html = join(tmp(), 'mixed.html');
+    await rumedbenchOk('report', run, '--name', 'mixed', '--data', DATA, '--out', html);
+    const doc = parseHtml(readFileSync(html, 'utf8'));
+    const usage = elements(doc, (e) => e.tagName === 'table')
+      .map(tableRows)
+      .filter((rows) => rows[0]?.[4] === 'cost, USD');
+    expect(usage.map((rows) => rows.slice(1).map((r) => [r[0], r[1], r[4]]))).toEqual([
+      [['mixed', '60', summary.llm.cost.toFixed(4)]],
+    ]);
   });
 
   it('sends what the run spent: the board shows its cost and tokens, and cost against score once two are priced', async () => {

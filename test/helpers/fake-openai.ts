@@ -102,6 +102,11 @@ export interface FakeOpenAI {
   billed(): number;
   /** Downloads of a file's content (GET /v1/files/{id}/content). */
   downloads(): number;
+  /**
+   * Under `resultRanges`: each results download, its Range header (null: none), the status answered, the body bytes
+   * sent and the whole (encoded) body's length.
+   */
+  rangeAnswers: { range: string | null; status: number; sent: number; total: number }[];
   close(): Promise<void>;
 }
 
@@ -235,6 +240,13 @@ export async function startFakeOpenAI(options: {
    * `slow` sends the whole body in ten pieces over `slowResultsMs` (a large file on a slow link).
    */
   resultsFault?: (n: number) => ResultsFault | undefined;
+  /**
+   * Results files served with `Accept-Ranges: bytes`, an ETag and a Last-Modified, whose first download breaks off
+   * half-way (the connection closed): `honour` answers a later `Range: bytes=N-` with a 206, `ignore` with the whole
+   * body (200), `etag-changes` with a 206 under a new ETag at every answer (another version of the file), `gzip` sends
+   * the body gzip-encoded and honours ranges of the encoded bytes.
+   */
+  resultRanges?: 'honour' | 'ignore' | 'etag-changes' | 'gzip';
   /** How long a `slow` results download takes, ms (3,000 by default). */
   slowResultsMs?: number;
   /** The list of batches (GET /v1/batches) is not offered: 404, as OpenAI-compatible servers without it answer. */
@@ -319,6 +331,7 @@ export async function startFakeOpenAI(options: {
   let looks404 = 0;
   let looks500 = 0;
   let downloads = 0;
+  const rangeAnswers: FakeOpenAI['rangeAnswers'] = [];
   const runBatch = (batch: BatchObject): void => {
     const input = files.get(batch.input_file_id)?.text ?? '';
     const out: string[] = [];
@@ -652,8 +665,38 @@ export async function startFakeOpenAI(options: {
         json(404, { error: { message: 'No such File object', type: 'invalid_request_error' } });
         return;
       }
-      const fault = options.resultsFault?.(downloads++);
       const body = Buffer.from(file.text, 'utf8');
+      if (options.resultRanges) {
+        const mode = options.resultRanges;
+        const n = rangeAnswers.length;
+        const range = req.headers.range ?? null;
+        const whole = mode === 'gzip' ? gzipSync(body) : body;
+        const headers = {
+          'content-type': 'application/octet-stream',
+          'accept-ranges': 'bytes',
+          etag: mode === 'etag-changes' ? `"v${n + 1}"` : '"v1"',
+          'last-modified': 'Mon, 07 Dec 2026 10:00:00 GMT',
+          ...(mode === 'gzip' ? { 'content-encoding': 'gzip' } : {}),
+        };
+        const from = /^bytes=(\d+)-$/.exec(range ?? '');
+        const send = (status: number, part: Buffer, extra: Record<string, string> = {}) => {
+          res.writeHead(status, { ...headers, 'content-length': String(part.length), ...extra });
+          // The first download breaks off half-way: the connection is closed once half the body is out.
+          const sent = n === 0 ? part.subarray(0, Math.floor(part.length / 2)) : part;
+          rangeAnswers.push({ range, status, sent: sent.length, total: whole.length });
+          if (n === 0) res.write(sent, () => res.socket?.destroy());
+          else res.end(sent);
+        };
+        // If-Range is not looked at (the worst case for the client): a range is sent whatever version was asked.
+        if (from && mode !== 'ignore') {
+          const start = Number(from[1]);
+          send(206, whole.subarray(start), {
+            'content-range': `bytes ${start}-${whole.length - 1}/${whole.length}`,
+          });
+        } else send(200, whole);
+        return;
+      }
+      const fault = options.resultsFault?.(downloads++);
       if (fault === 'gzip-plain') {
         res
           .writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
@@ -757,6 +800,7 @@ export async function startFakeOpenAI(options: {
     listCalls: () => lists,
     billed: () => billed,
     downloads: () => downloads,
+    rangeAnswers,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -1,6 +1,6 @@
 /** A small, real `rumedbench llm` run against the loopback fake model, for tests that read a run folder. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -110,6 +110,20 @@ export const keyForms = (key: string): Record<string, string> => ({
   form: new URLSearchParams({ k: key }).toString().slice(2),
   jsonOfUrl: JSON.stringify(encodeURIComponent(key)).slice(1, -1),
 });
+
+/**
+ * The forms of `key` (see keyForms) found in any file under `out` (read as UTF-8 and as bytes) or in `texts` (what
+ * the run printed): the names of the forms that leaked, [] when none did.
+ */
+export function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
+  const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
+    .map((f) => join(out, f))
+    .filter((f) => statSync(f).isFile());
+  const everything = `${texts.join('\n')}${files.map((f) => readFileSync(f, 'latin1') + readFileSync(f, 'utf8')).join('\n')}`;
+  return Object.entries(keyForms(key))
+    .filter(([, f]) => everything.includes(f))
+    .map(([name]) => name);
+}
 
 /** A small batch run (RuMedDaNet and RuMedNLI, 6 items each: 12 requests) looked at every 10 ms. */
 export const batchArgs = (data: string, url: string, out: string, ...more: string[]) =>
