@@ -101,11 +101,25 @@ describe.skipIf(!runs)(`every page on a phone (${runs ? 'Chromium and data found
 
   /** The page's width, and what passes the screen's right edge outside a box that scrolls it (named for the failure). */
   function overflow(page: Page): Promise<Overflow> {
+    // The test's own types have no DOM: the parts of it this reads, named here.
+    interface Box {
+      tagName: string;
+      className: string;
+      textContent: string | null;
+      scrollWidth: number;
+      clientWidth: number;
+      parentElement: Box | null;
+      getBoundingClientRect(): { width: number; right: number };
+    }
     return page.evaluate((width) => {
-      const doc = (globalThis as unknown as { document: Document }).document;
-      const scrolls = (e: Element | null): boolean => {
+      const doc = (
+        globalThis as unknown as {
+          document: { body: Box; documentElement: Box; querySelectorAll(s: string): Iterable<Box> };
+        }
+      ).document;
+      const scrolls = (e: Box): boolean => {
         // The page itself (html, body) is what must not scroll; a box inside it may.
-        for (let p = e?.parentElement; p && p !== doc.body; p = p.parentElement)
+        for (let p = e.parentElement; p && p !== doc.body; p = p.parentElement)
           if (p.scrollWidth > p.clientWidth + 1) return true;
         return false;
       };
@@ -135,7 +149,7 @@ describe.skipIf(!runs)(`every page on a phone (${runs ? 'Chromium and data found
       await table.screenshot({ path: artifactPath('phone-pages', `compare-table-${lang}.png`) });
       // The table fits its box: nothing to scroll, on the page or in the table's own box.
       const box = await table.evaluate((t) => {
-        const wrap = t.parentElement as Element;
+        const wrap = t.parentElement as unknown as { scrollWidth: number; clientWidth: number };
         return { scroll: wrap.scrollWidth, client: wrap.clientWidth, right: t.getBoundingClientRect().right };
       });
       expect(box.scroll).toBeLessThanOrEqual(box.client);
