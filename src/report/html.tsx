@@ -381,13 +381,18 @@ function encoderLine(e: EncoderProvenance, t: Strings): string {
     .join('; ');
 }
 
-/** The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere). */
-function settingsRows(s: ReportSystem): Cell[][] {
+/**
+ * The run's settings from its manifest (the endpoint's address stays in manifest.json: a report links nowhere); when
+ * the run was made is written as the page's language writes a date, not as the ISO text the manifest keeps.
+ */
+function settingsRows(s: ReportSystem, lang: Report['lang']): Cell[][] {
   const m = s.llm?.manifest;
   return m
     ? manifestSettings(m).map(([k, v]) => [
         { code: k },
-        { code: typeof v === 'string' ? v : JSON.stringify(v) },
+        k === 'created' && typeof v === 'string'
+          ? { iso: v, text: dateTime(v, lang) }
+          : { code: typeof v === 'string' ? v : JSON.stringify(v) },
       ])
     : [];
 }
@@ -485,7 +490,7 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
       {llmSystems.map((s) => (
         <details open={llmSystems.length === 1}>
           <summary>{s.name}</summary>
-          <Table header={[t.setting, t.value]} rows={settingsRows(s)} plain />
+          <Table header={[t.setting, t.value]} rows={settingsRows(s, lang)} plain />
         </details>
       ))}
       <h3 id="failures">{t.failures}</h3>

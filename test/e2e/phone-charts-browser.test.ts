@@ -4,7 +4,7 @@
  * SVG's visible box, and no text is smaller than 10 px, in English and in Russian. Screenshots of each chart are kept
  * in test-artifacts/phone-charts/ for a person to look at.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -17,12 +17,11 @@ import {
   NO_BROWSER_REASON,
 } from '../helpers/browser.js';
 import { DATA_DIR, NO_DATA_REASON, REFERENCE_PREDICTIONS } from '../helpers/data.js';
-import { type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
+import { referenceFiles, type ServerProcess, startServe, uploadTo } from '../helpers/server.js';
 
 const haveData = DATA_DIR !== undefined && REFERENCE_PREDICTIONS !== undefined;
 const runs = haveData && (HAVE_BROWSER || BROWSER_REQUIRED);
 const why = !haveData ? NO_DATA_REASON : NO_BROWSER_REASON;
-const TASKS = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'];
 
 /** What the page shows of each chart: measured in the page, the drawing that the stylesheet left visible. */
 interface Measured {
@@ -49,18 +48,11 @@ describe.skipIf(!runs)(`charts on a phone (${runs ? 'Chromium and data found' : 
       ['bilstm', 'BiLSTM (upstream)', 0.0021],
       ['linear_models', 'Linear models, tf-idf and logistic regression (upstream)', 12.4],
     ] as const) {
-      const r = await uploadTo(
-        server.url,
-        TASKS.map((t) => ({
-          name: `${t}.jsonl`,
-          data: readFileSync(join(REFERENCE_PREDICTIONS as string, folder, `${t}.jsonl`)),
-        })),
-        {
-          model,
-          kind: 'LLM',
-          usage: JSON.stringify({ prompt_tokens: 1_200_000, completion_tokens: 3_400, cost_usd: cost }),
-        },
-      );
+      const r = await uploadTo(server.url, referenceFiles(folder), {
+        model,
+        kind: 'LLM',
+        usage: JSON.stringify({ prompt_tokens: 1_200_000, completion_tokens: 3_400, cost_usd: cost }),
+      });
       expect(r.status).toBe(201);
       ids.push(r.body.id as string);
     }

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReport } from '../../src/report/run.js';
 import {
@@ -34,6 +34,7 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
   let server: FakeOpenAI | undefined;
   let four: string;
   let llm: string;
+  let llmEn: string;
   const requests: string[] = [];
 
   beforeAll(async () => {
@@ -52,6 +53,8 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
     server = run.server;
     llm = join(dir, 'llm.html');
     await runReport([run.dir, ref('linear_models')], { ...common, out: llm, lang: 'ru' });
+    llmEn = join(dir, 'llm-en.html');
+    await runReport([run.dir, ref('linear_models')], { ...common, out: llmEn, lang: 'en' });
     browser = await launchBrowser();
   });
   afterAll(async () => {
@@ -219,6 +222,98 @@ describe.skipIf(!runs)(`report in a browser (${runs ? 'Chromium and data found' 
     await page.locator('#llm').screenshot({ path: artifactPath('report', 'llm-filtered-ru.png') });
     await page.context().close();
   });
+
+  /** Where each table's box stands: its section or figure, and whether its table is wider than it (it scrolls). */
+  const wraps = (page: Page) =>
+    page.locator('.table-wrap').evaluateAll((ws) =>
+      ws
+        .filter((w) => w.getClientRects().length > 0)
+        .map((w) => ({
+          in: w.closest('figure, section')?.id ?? '',
+          scrolls: w.scrollWidth > w.clientWidth,
+        })),
+    );
+
+  /**
+   * The strips along a box's left and right edges as drawn, and drawn again without the box's background (its
+   * scroll hint): equal where no hint is drawn.
+   */
+  async function hinted(page: Page, wrap: Locator): Promise<{ left: boolean; right: boolean }> {
+    await wrap.scrollIntoViewIfNeeded();
+    const box = await wrap.boundingBox();
+    if (!box) throw new Error('no box');
+    const strip = (x: number) => ({ x, y: box.y, width: 8, height: Math.min(box.height, 300) });
+    const shoot = () =>
+      Promise.all([
+        page.screenshot({ clip: strip(box.x) }),
+        page.screenshot({ clip: strip(box.x + box.width - 8) }),
+      ]);
+    const [left, right] = await shoot();
+    await wrap.evaluate((w) => {
+      (w as unknown as { style: { background: string } }).style.background = 'none';
+    });
+    const [bareLeft, bareRight] = await shoot();
+    await wrap.evaluate((w) => {
+      (w as unknown as { style: { background: string } }).style.background = '';
+    });
+    return { left: !left.equals(bareLeft), right: !right.equals(bareRight) };
+  }
+
+  for (const lang of ['en', 'ru'] as const) {
+    it(`fits an LLM run's tables at 1,080 px, nothing off a phone's screen, dates as people write them (${lang})`, async () => {
+      const file = lang === 'ru' ? llm : llmEn;
+      const wide = await browser.newContext({ viewport: { width: 1080, height: 900 } });
+      const page = await wide.newPage();
+      await page.goto(pathToFileURL(file).href);
+      await page.locator('#llm').screenshot({ path: artifactPath('report', `llm-1080-${lang}.png`) });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1080);
+      // The LLM section's tables whole, their headers wrapping where they must ("нераспознано, %").
+      const llmTables = (await wraps(page)).filter((w) => w.in === 'llm');
+      expect(llmTables.length).toBe(3); // tasks, usage, settings (the charts’ data are folded)
+      expect(llmTables.filter((w) => w.scrolls)).toEqual([]);
+      // When the run was made: the page's language's date, the ISO text kept for machines; no ISO time in the text.
+      const created = page
+        .locator('#llm tr', { has: page.locator('code', { hasText: /^created$/ }) })
+        .locator('time');
+      const iso = (await created.getAttribute('datetime')) as string;
+      expect(iso).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      const day = new Date(iso);
+      await expect(created.textContent()).resolves.toMatch(
+        lang === 'ru'
+          ? new RegExp(`^${day.getUTCDate()} [а-я]+ ${day.getUTCFullYear()} г\\.(,| в) \\d\\d:\\d\\d UTC$`)
+          : new RegExp(`^${day.getUTCDate()} [A-Z][a-z]+ ${day.getUTCFullYear()}(,| at) \\d\\d:\\d\\d UTC$`),
+      );
+      // biome-ignore lint/performance/useDomNodeTextContent: what a reader sees, not the inlined script's text
+      expect((await page.locator('body').innerText()).match(/\d{4}-\d\d-\d\dT\d\d:\d\d/g)).toBeNull();
+      await wide.close();
+
+      // A phone: nothing runs off the screen; a table wider than it scrolls in its box, its edge shadowed on the side
+      // that has more, the shadow gone once scrolled to the end.
+      const phone = await browser.newContext({
+        viewport: { width: 390, height: 844 },
+        isMobile: true,
+        hasTouch: true,
+      });
+      const small = await phone.newPage();
+      await small.goto(pathToFileURL(file).href);
+      await small.screenshot({ path: artifactPath('report', `llm-phone-${lang}.png`), fullPage: true });
+      expect(await small.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      const first = small.locator('#llm .table-wrap').first();
+      expect(await first.evaluate((w) => w.scrollWidth > w.clientWidth)).toBe(true);
+      await first.screenshot({ path: artifactPath('report', `llm-table-phone-${lang}.png`) });
+      await expect(hinted(small, first)).resolves.toEqual({ left: false, right: true });
+      await first.evaluate((w) => {
+        w.scrollLeft = w.scrollWidth;
+      });
+      await first.screenshot({ path: artifactPath('report', `llm-table-phone-scrolled-${lang}.png`) });
+      await expect(hinted(small, first)).resolves.toEqual({ left: true, right: false });
+      // A table that fits shows no hint.
+      const settings = small.locator('#llm details .table-wrap').first();
+      expect(await settings.evaluate((w) => w.scrollWidth <= w.clientWidth)).toBe(true);
+      await expect(hinted(small, settings)).resolves.toEqual({ left: false, right: false });
+      await phone.close();
+    });
+  }
 
   it('asked for nothing beyond the file itself', () => {
     expect(requests).toEqual([]);

@@ -1,6 +1,8 @@
 /** Starts `rumedbench serve` as a user does (the built CLI, a real port), for end-to-end tests and benchmarks. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { CLI, DATA_DIR } from './data.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI, DATA_DIR, REFERENCE_PREDICTIONS } from './data.js';
 
 export interface ServerProcess {
   url: string;
@@ -81,4 +83,12 @@ export async function uploadTo(
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   const res = await fetch(`${url}/api/submissions`, { method: 'POST', body: fd, headers });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** The five public tasks' files of one of upstream's reference folders (`bilstm`, `linear_models`, …), for uploadTo. */
+export function referenceFiles(folder: string): { name: string; data: Uint8Array }[] {
+  return ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNLI', 'RuMedNER'].map((t) => ({
+    name: `${t}.jsonl`,
+    data: readFileSync(join(REFERENCE_PREDICTIONS as string, folder, `${t}.jsonl`)),
+  }));
 }

@@ -2,7 +2,7 @@
 import type { FC } from 'hono/jsx';
 import { formatUsd } from '../../llm/cost.js';
 import { deltaRows } from '../../report/build.js';
-import { dateTime, pValue, signed } from '../../report/format.js';
+import { pValue, signed } from '../../report/format.js';
 import type { ComparisonResult } from '../../scoring/compare.js';
 import { getTask } from '../../tasks/registry.js';
 import type { Entry } from '../boards/entries.js';
@@ -10,7 +10,17 @@ import { shownDescription, shownTeam, Tags, usageWords } from '../boards/views.j
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS, HELD_TASKS } from '../score-upload.js';
-import { CsrfField, ciText, Figure, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import {
+  CsrfField,
+  ciText,
+  Figure,
+  f2,
+  href,
+  IssueList,
+  Layout,
+  type PageContext,
+  When,
+} from '../views/layout.js';
 import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from './metadata.js';
 
 const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
@@ -33,7 +43,7 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
       <tr>
         <th scope="row">{ctx.t.submitted}</th>
         <td>
-          <time datetime={e.created_at}>{dateTime(e.created_at, ctx.lang)}</time>
+          <When ctx={ctx} iso={e.created_at} />
         </td>
       </tr>
       {e.link ? (
@@ -287,24 +297,65 @@ export const ComparePage: FC<{
         <p class="note warn">{err.message}</p>
       ))}
       <div class="table-wrap">
-        <table class="sortable">
+        {/*
+         * On a phone the table stands whole in four columns: the metric under its task, the interval and p under the
+         * difference (the `under` copies), their own columns giving way (pages.css).
+         */}
+        <table class="sortable compare">
           <thead>
             <tr>
-              {[ctx.r.task, ctx.r.metric, 'A', 'B', 'B − A', ctx.r.ci95, 'p'].map((h, i) => (
-                <th scope="col" class={i > 1 ? 'num' : undefined}>
-                  {h}
-                </th>
-              ))}
+              <th scope="col">{ctx.r.task}</th>
+              <th scope="col" class="metric">
+                {ctx.r.metric}
+              </th>
+              <th scope="col" class="num">
+                A
+              </th>
+              <th scope="col" class="num">
+                B
+              </th>
+              <th scope="col" class="num delta">
+                B − A
+                {comparison ? (
+                  <>
+                    <small class="under">{ctx.r.ci95}</small>
+                    <small class="under">p</small>
+                  </>
+                ) : (
+                  ''
+                )}
+              </th>
+              <th scope="col" class="num ci">
+                {ctx.r.ci95}
+              </th>
+              <th scope="col" class="num p">
+                p
+              </th>
             </tr>
           </thead>
           <tbody>
             {rows.map((r) => (
               <tr>
-                <th scope="row">{r[0]}</th>
-                <td>{r[1]}</td>
-                {r.slice(2).map((c) => (
-                  <td class="num">{c}</td>
-                ))}
+                <th scope="row">
+                  {r[0]}
+                  <small class="under">{r[1]}</small>
+                </th>
+                <td class="metric">{r[1]}</td>
+                <td class="num">{r[2]}</td>
+                <td class="num">{r[3]}</td>
+                <td class="num delta">
+                  {r[4]}
+                  {r[5] ? (
+                    <>
+                      <small class="under">{r[5]}</small>
+                      <small class="under">p&nbsp;{r[6]}</small>
+                    </>
+                  ) : (
+                    ''
+                  )}
+                </td>
+                <td class="num ci">{r[5]}</td>
+                <td class="num p">{r[6]}</td>
               </tr>
             ))}
           </tbody>
