@@ -381,12 +381,14 @@ export const UploadPage: FC<{
       <div class="alert" role="alert" id="upload-errors">
         <h2>{ctx.t.rejected}</h2>
         <p>{ctx.t.rejectedNote}</p>
-        <IssueList issues={answer.errors} />
-        {answer.warnings.length > 0 ? <IssueList issues={answer.warnings} /> : ''}
+        <IssueList issues={answer.errors} lang={ctx.lang} />
+        {answer.warnings.length > 0 ? <IssueList issues={answer.warnings} lang={ctx.lang} /> : ''}
         {Object.keys(answer.omitted ?? {}).length > 0 ? (
           <ul class="issues" id="upload-omitted">
             {Object.entries(answer.omitted).map(([code, n]) => (
-              <li>{ctx.t.omitted(n, code)}</li>
+              <li>
+                {ctx.t.omitted(n)} <code>{code}</code>
+              </li>
             ))}
           </ul>
         ) : (
@@ -400,7 +402,7 @@ export const UploadPage: FC<{
       <div class="notice" role="status">
         <h2>{ctx.t.pending}</h2>
         <p>{ctx.t.pendingNote}</p>
-        <IssueList issues={answer.warnings} />
+        <IssueList issues={answer.warnings} lang={ctx.lang} />
       </div>
     ) : (
       ''
