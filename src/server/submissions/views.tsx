@@ -10,7 +10,17 @@ import { shownDescription, shownTeam, Tags, usageWords } from '../boards/views.j
 import type { ChartBlock } from '../charts.js';
 import type { UploadAnswer } from '../leaderboard.js';
 import { BOARD_TASKS, HELD_TASKS } from '../score-upload.js';
-import { CsrfField, ciText, Figure, f2, href, IssueList, Layout, type PageContext } from '../views/layout.js';
+import {
+  CsrfField,
+  ciText,
+  count,
+  Figure,
+  f2,
+  href,
+  IssueList,
+  Layout,
+  type PageContext,
+} from '../views/layout.js';
 import { FIELD_LIMITS, KINDS, UPLOAD_KINDS } from './metadata.js';
 
 const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
@@ -96,7 +106,18 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
           <td>
             {Object.entries(e.trust.contamination).flatMap(([task, probes]) =>
               Object.entries(probes).map(([probe, p]) => (
-                <div>{`${task} · ${probe}: n ${p?.n}, p ${(p?.p_value ?? Number.NaN).toPrecision(2)} (α ${p?.alpha}) — ${p?.verdict}`}</div>
+                <div>
+                  {`${task} · ${ctx.r.probeNames[probe] ?? probe}`}
+                  {ctx.r.probeNames[probe] !== probe ? (
+                    <>
+                      {' '}
+                      <code>{probe}</code>
+                    </>
+                  ) : (
+                    ''
+                  )}
+                  {`: n ${count(p?.n ?? 0, ctx.lang)}, p ${(p?.p_value ?? Number.NaN).toPrecision(2)} (α ${p?.alpha}) — ${ctx.r.verdicts[p?.verdict ?? ''] ?? p?.verdict}`}
+                </div>
               )),
             )}
           </td>
