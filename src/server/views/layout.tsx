@@ -133,7 +133,7 @@ const IssueWords: FC<{ lang: Lang; i: Issue }> = ({ lang, i }) => {
   );
 };
 
-/** A value a line names (an id, a label, what was expected): as it is on an English page, as code on a Russian one. */
+/** A value a line names (a file, an id, a label, what was expected): as it is on an English page, as code on a Russian one. */
 const ValueText: FC<{ lang: Lang; v: string }> = ({ lang, v }) =>
   lang === 'en' ? <>{v}</> : <code>{v}</code>;
 
@@ -158,8 +158,8 @@ export const IssueList: FC<{ issues: readonly Issue[]; lang?: Lang }> = ({ issue
         if (g.length === 1)
           return (
             <li class={i.severity}>
-              <code>{i.code}</code> {i.file}
-              {i.line !== undefined ? `:${i.line}` : ''}
+              <code>{i.code}</code>{' '}
+              <ValueText lang={lang} v={`${i.file}${i.line !== undefined ? `:${i.line}` : ''}`} />
               {i.id !== undefined ? (
                 <>
                   {` (${w.id} `}
@@ -184,7 +184,7 @@ export const IssueList: FC<{ issues: readonly Issue[]; lang?: Lang }> = ({ issue
         const more = g.length - SHOWN;
         return (
           <li class={i.severity}>
-            <code>{i.code}</code> {i.file}{' '}
+            <code>{i.code}</code> <ValueText lang={lang} v={i.file} />{' '}
             {w.times(g.length, i.line !== undefined ? ` (${w.line} ${i.line})` : '')}
             {i.id !== undefined ? (
               <>
