@@ -18,7 +18,7 @@ import { browserAsset } from './assets.js';
 import { allCharts, deltaRows, type Report, rankingTables, unrankedNotes } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, count, dateTime, f2, pValue, signed } from './format.js';
-import type { Lang, Strings } from './i18n.js';
+import { type Lang, STRINGS, type Strings } from './i18n.js';
 import type { EncoderProvenance, LlmSample, ReportSystem } from './sources.js';
 import { renderSvg } from './svg.js';
 
@@ -195,8 +195,29 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
   );
 };
 
-function ciRows(report: Report): string[][] {
-  const rows: string[][] = [];
+/**
+ * Why a task of a system is not scored, in the page's language: in English the scorer's words; in Russian from its
+ * lines of that task (no gold here, or how many errors and the first one's meaning, its code beside it).
+ */
+function unscoredWhy(s: ReportSystem, task: string, why: string, lang: Lang): Cell {
+  if (lang === 'en') return why;
+  const mine = (i: SubmissionIssue) => i.task === task || i.file.endsWith(`${task}.jsonl`);
+  const noGold = s.warnings.find((i) => i.code === 'NO_GOLD' && mine(i));
+  const errors = s.errors.filter(mine);
+  const first = noGold ?? errors[0];
+  if (!first) return { code: why };
+  return {
+    parts: [
+      noGold ? '' : STRINGS[lang].unscoredErrors(count(errors.length, lang)),
+      issueText(first, lang),
+      ' ',
+      { code: `[${first.code}]` },
+    ],
+  };
+}
+
+function ciRows(report: Report): Cell[][] {
+  const rows: Cell[][] = [];
   for (const s of report.systems) {
     for (const task of TASKS) {
       const r = s.tasks[task.name];
@@ -223,7 +244,7 @@ function ciRows(report: Report): string[][] {
     if (s.overall !== null)
       rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci)]);
     for (const [task, why] of Object.entries(s.unscored))
-      rows.push([s.name, task, '', report.t.notScored, '–', why]);
+      rows.push([s.name, task, '', report.t.notScored, '–', unscoredWhy(s, task, why, report.lang)]);
   }
   return rows;
 }
@@ -231,18 +252,25 @@ function ciRows(report: Report): string[][] {
 const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
   const { t } = report;
   const rows: string[][] = [];
-  const notes: string[] = [];
+  const notes: SayingPart[][] = [];
   let resamples = report.provenance.resamples;
   for (const c of report.comparisons) {
     if (!c.result) {
-      notes.push(t.noComparison(c.system, c.why ?? ''));
+      notes.push([t.noComparison(c.system, c.why ?? '')]);
       continue;
     }
     for (const e of c.result.errors)
       notes.push(
         e.code === 'UNKNOWN_ID' && e.task !== undefined
-          ? t.notComparedTask(c.system, e.task)
-          : `${c.system}: ${e.message}`,
+          ? [t.notComparedTask(c.system, e.task)]
+          : report.lang === 'en'
+            ? [`${c.system}: ${e.message}`]
+            : [
+                `${c.system}: ${issueText(e, report.lang)}`,
+                ...(e.id !== undefined ? [' (', { code: e.id }, ')'] : []),
+                ' ',
+                { code: `[${e.code}]` },
+              ],
       );
     resamples = c.result.method.resamples;
     for (const d of deltaRows(c.result)) {
@@ -264,7 +292,9 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
       <h2>{t.comparison}</h2>
       <p class="note">{t.comparisonNote(resamples)}</p>
       {notes.map((n) => (
-        <p class="note">{n}</p>
+        <p class="note">
+          <Parts parts={n} />
+        </p>
       ))}
       {rows.length > 0 ? (
         <Table header={[t.system, t.task, t.metric, 'A', 'B', 'B − A', t.ci95, 'p']} rows={rows} sortable />

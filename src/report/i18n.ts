@@ -51,6 +51,8 @@ const en = {
   issuesAsPrinted: '',
   items: 'items',
   notScored: 'not scored',
+  /** Before the first error's words, where a file's errors leave its task unscored. */
+  unscoredErrors: (n: string) => `${n} error(s) in the file; the first: `,
   perTask: 'Per task',
   scoreChart: (task: string) => `${task}: score by system`,
   scoreAxis: 'score, % (95% CI)',
@@ -301,6 +303,7 @@ const ru: Strings = {
     'Значения (идентификаторы, метки, ожидаемое и найденное) приведены так, как они записаны в файлах.',
   items: 'примеров',
   notScored: 'не оценено',
+  unscoredErrors: (n: string) => `ошибок в файле: ${n}; первая: `,
   perTask: 'По задачам',
   scoreChart: (task: string) => `${task}: балл по системам`,
   scoreAxis: 'балл, % (95% ДИ)',
