@@ -11,6 +11,7 @@ import { type Calibration, type CalibrationItem, calibration } from '../metrics/
 import type { Prediction } from '../metrics/item-stats.js';
 import { createRng } from '../metrics/rng.js';
 import { RunFolderWriter } from '../scoring/formats.js';
+import { say } from '../tasks/reasons.js';
 import { REPLY_FLAGS, type ReplyFlag, readReply, splitReply } from '../tasks/reply-check.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import type { Journal, JournalEntry } from './journal.js';
@@ -133,7 +134,7 @@ export function readAnswer(
   if (request.kind === 'loglik') {
     const answer = back(chooseAnswer(request.task, request.item.candidates, e.logprobs ?? [], by));
     return answer === null
-      ? { answer, status: 'unparsed', reason: 'no candidate could be scored' }
+      ? { answer, status: 'unparsed', reason: say('NO_CANDIDATE') }
       : { answer, status: 'parsed' };
   }
   const r = readReply(
@@ -166,7 +167,7 @@ export function collectSamples(requests: readonly LlmRequest[], journal: Journal
         reply: null,
         status: 'failed',
         answer: null,
-        reason: e?.error ?? 'not sent',
+        reason: e?.error ?? say('NOT_SENT'),
         ...(gold !== undefined ? { gold, correct: false } : {}),
       };
     }
@@ -196,7 +197,7 @@ export function collectSamples(requests: readonly LlmRequest[], journal: Journal
       status: r.status,
       answer: r.answer,
       ...loglik,
-      ...(r.status === 'parsed' ? { notes: r.notes ?? [] } : { reason: r.reason ?? 'unparsed' }),
+      ...(r.status === 'parsed' ? { notes: r.notes ?? [] } : { reason: r.reason ?? say('UNPARSED') }),
       ...(gold !== undefined
         ? { gold, correct: r.answer !== null && isCorrect(request.task, gold, r.answer) }
         : {}),

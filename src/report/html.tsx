@@ -8,15 +8,17 @@
 import { raw } from 'hono/html';
 import type { FC } from 'hono/jsx';
 import type { Prediction } from '../metrics/item-stats.js';
-import { formatIssue } from '../scoring/issues.js';
+import { ISSUE_FRAME, issueText } from '../scoring/issue-words.js';
+import { formatIssue, type SubmissionIssue } from '../scoring/issues.js';
 import { manifestSettings } from '../scoring/run-log.js';
+import { type SayingPart, sayingParts } from '../tasks/reasons.js';
 import { getTask, OVERALL_TASKS, TASKS, tasksIn } from '../tasks/registry.js';
 import type { MetricName } from '../tasks/types.js';
 import { browserAsset } from './assets.js';
 import { allCharts, deltaRows, type Report, rankingTables, unrankedNotes } from './build.js';
 import type { Chart } from './charts.js';
 import { ciText, count, dateTime, f2, pValue, signed } from './format.js';
-import type { Strings } from './i18n.js';
+import { type Lang, STRINGS, type Strings } from './i18n.js';
 import type { EncoderProvenance, LlmSample, ReportSystem } from './sources.js';
 import { renderSvg } from './svg.js';
 
@@ -39,9 +41,22 @@ const clip = (s: string, t: Strings, max = 4000): string =>
  * A table cell: words, or text that is no word of a language (a command line, a path, a file name, a settings key),
  * shown as code so that a Russian page does not read it as English.
  */
-type Cell = string | { code: string } | { iso: string; text: string };
+type Cell = string | { code: string } | { iso: string; text: string } | { parts: SayingPart[] };
+const partText = (p: SayingPart): string => (typeof p === 'string' ? p : p.code);
 const cellText = (c: Cell | undefined): string =>
-  c === undefined ? '' : typeof c === 'string' ? c : 'code' in c ? c.code : c.text;
+  c === undefined
+    ? ''
+    : typeof c === 'string'
+      ? c
+      : 'code' in c
+        ? c.code
+        : 'parts' in c
+          ? c.parts.map(partText).join('')
+          : c.text;
+/** Words with values inside them (an id, a parser's quote of the reply, a probe's name) shown as code. */
+const Parts: FC<{ parts: readonly SayingPart[] }> = ({ parts }) => (
+  <>{parts.map((p) => (typeof p === 'string' ? p : <code>{p.code}</code>))}</>
+);
 /** A moment is written as the page's language writes it, its ISO text kept in `datetime` for machines. */
 const CellView: FC<{ c: Cell }> = ({ c }) =>
   typeof c === 'string' ? (
@@ -49,6 +64,8 @@ const CellView: FC<{ c: Cell }> = ({ c }) =>
     <>{c}</>
   ) : 'code' in c ? (
     <code>{c.code}</code>
+  ) : 'parts' in c ? (
+    <Parts parts={c.parts} />
   ) : (
     <time datetime={c.iso}>{c.text}</time>
   );
@@ -178,8 +195,29 @@ const SummaryTable: FC<{ report: Report }> = ({ report }) => {
   );
 };
 
-function ciRows(report: Report): string[][] {
-  const rows: string[][] = [];
+/**
+ * Why a task of a system is not scored, in the page's language: in English the scorer's words; in Russian from its
+ * lines of that task (no gold here, or how many errors and the first one's meaning, its code beside it).
+ */
+function unscoredWhy(s: ReportSystem, task: string, why: string, lang: Lang): Cell {
+  if (lang === 'en') return why;
+  const mine = (i: SubmissionIssue) => i.task === task || i.file.endsWith(`${task}.jsonl`);
+  const noGold = s.warnings.find((i) => i.code === 'NO_GOLD' && mine(i));
+  const errors = s.errors.filter(mine);
+  const first = noGold ?? errors[0];
+  if (!first) return { code: why };
+  return {
+    parts: [
+      noGold ? '' : STRINGS[lang].unscoredErrors(count(errors.length, lang)),
+      issueText(first, lang),
+      ' ',
+      { code: `[${first.code}]` },
+    ],
+  };
+}
+
+function ciRows(report: Report): Cell[][] {
+  const rows: Cell[][] = [];
   for (const s of report.systems) {
     for (const task of TASKS) {
       const r = s.tasks[task.name];
@@ -206,7 +244,7 @@ function ciRows(report: Report): string[][] {
     if (s.overall !== null)
       rows.push([s.name, 'RuMedOverall', '', report.t.score, f2(s.overall), ciText(s.overall_ci)]);
     for (const [task, why] of Object.entries(s.unscored))
-      rows.push([s.name, task, '', report.t.notScored, '–', why]);
+      rows.push([s.name, task, '', report.t.notScored, '–', unscoredWhy(s, task, why, report.lang)]);
   }
   return rows;
 }
@@ -214,18 +252,25 @@ function ciRows(report: Report): string[][] {
 const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report, svgs }) => {
   const { t } = report;
   const rows: string[][] = [];
-  const notes: string[] = [];
+  const notes: SayingPart[][] = [];
   let resamples = report.provenance.resamples;
   for (const c of report.comparisons) {
     if (!c.result) {
-      notes.push(t.noComparison(c.system, c.why ?? ''));
+      notes.push([t.noComparison(c.system, c.why ?? '')]);
       continue;
     }
     for (const e of c.result.errors)
       notes.push(
         e.code === 'UNKNOWN_ID' && e.task !== undefined
-          ? t.notComparedTask(c.system, e.task)
-          : `${c.system}: ${e.message}`,
+          ? [t.notComparedTask(c.system, e.task)]
+          : report.lang === 'en'
+            ? [`${c.system}: ${e.message}`]
+            : [
+                `${c.system}: ${issueText(e, report.lang)}`,
+                ...(e.id !== undefined ? [' (', { code: e.id }, ')'] : []),
+                ' ',
+                { code: `[${e.code}]` },
+              ],
       );
     resamples = c.result.method.resamples;
     for (const d of deltaRows(c.result)) {
@@ -247,7 +292,9 @@ const ComparisonSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ 
       <h2>{t.comparison}</h2>
       <p class="note">{t.comparisonNote(resamples)}</p>
       {notes.map((n) => (
-        <p class="note">{n}</p>
+        <p class="note">
+          <Parts parts={n} />
+        </p>
       ))}
       {rows.length > 0 ? (
         <Table header={[t.system, t.task, t.metric, 'A', 'B', 'B − A', t.ci95, 'p']} rows={rows} sortable />
@@ -308,7 +355,7 @@ const Answer: FC<{ p: Prediction | null | undefined; task: string; t: Strings }>
     </b>
   );
 
-const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
+const Sample: FC<{ s: LlmSample; t: Strings; lang: Lang }> = ({ s, t, lang }) => (
   <details class={`sample ${s.status}`}>
     <summary>
       <code>{s.id}</code>{' '}
@@ -350,7 +397,7 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
         <>
           <dt>{t.reason}</dt>
           <dd>
-            <code>{s.reason}</code>
+            <Parts parts={sayingParts(s.reason, lang)} />
           </dd>
         </>
       ) : (
@@ -359,7 +406,9 @@ const Sample: FC<{ s: LlmSample; t: Strings }> = ({ s, t }) => (
       {s.notes?.length ? (
         <>
           <dt>{t.notes}</dt>
-          <dd>{s.notes.join('; ')}</dd>
+          <dd>
+            <Parts parts={s.notes.flatMap((n, k) => [...(k > 0 ? ['; '] : []), ...sayingParts(n, lang)])} />
+          </dd>
         </>
       ) : (
         ''
@@ -509,7 +558,7 @@ const LlmSection: FC<{ report: Report; svgs: Map<string, string> }> = ({ report,
                 {task}: {total} · <span class="note">{t.failuresNote(shown.length, total)}</span>
               </summary>
               {shown.map((f) => (
-                <Sample s={f} t={t} />
+                <Sample s={f} t={t} lang={report.lang} />
               ))}
             </details>
           );
@@ -531,30 +580,36 @@ const hasTrust = (s: Report['systems'][number]) =>
     Object.keys(s.llm.summary.repeats ?? {}).length > 0);
 
 const TrustSection: FC<{ report: Report }> = ({ report }) => {
-  const { t } = report;
+  const { t, lang } = report;
   const systems = report.systems.filter(hasTrust);
   const many = systems.length > 1;
   const who = (name: string) => (many ? [name] : []);
   const head = (...h: string[]) => [...(many ? [t.system] : []), ...h];
-  const formulations = systems.flatMap((s) =>
+  const n = (x: number) => count(x, lang);
+  // Formulation ids (p1…p5) and perturbations (typos=0.1, yo) are the command line's names: code on a page.
+  const formulations: Cell[][] = systems.flatMap((s) =>
     Object.entries(s.llm?.trust.promptVariants?.tasks ?? {}).map(([task, v]) => [
       ...who(s.name),
       task,
-      (s.llm?.trust.promptVariants?.variants ?? [])
-        .map((id) => `${id} ${v.scores[id] ? f2(v.scores[id].score) : '–'}`)
-        .join(' · '),
+      {
+        parts: (s.llm?.trust.promptVariants?.variants ?? []).flatMap((id, k): SayingPart[] => [
+          ...(k > 0 ? [' · '] : []),
+          { code: id },
+          ` ${v.scores[id] ? f2(v.scores[id].score) : '–'}`,
+        ]),
+      },
       `${f2(v.mean)} ± ${f2(v.sd)}`,
       `${f2(v.min)}–${f2(v.max)}`,
-      `${v.best} − ${v.worst}: ${ciOf(v.best_vs_worst)}`,
+      { parts: [{ code: v.best }, ' − ', { code: v.worst }, `: ${ciOf(v.best_vs_worst)}`] },
     ]),
   );
-  const perturbations = systems.flatMap((s) =>
+  const perturbations: Cell[][] = systems.flatMap((s) =>
     Object.entries(s.llm?.trust.perturbations?.variants ?? {}).flatMap(([name, v]) =>
       Object.entries(v.tasks).map(([task, r]) => [
         ...who(s.name),
-        name,
+        { code: name },
         task,
-        String(r.n),
+        n(r.n),
         f2(r.clean),
         f2(r.perturbed),
         ciOf(r.delta),
@@ -570,9 +625,15 @@ const TrustSection: FC<{ report: Report }> = ({ report }) => {
         ? '–'
         : `${f2(r.mean_accuracy)}${r.mean_accuracy_ci ? ` [${f2(r.mean_accuracy_ci[0])}, ${f2(r.mean_accuracy_ci[1])}]` : ''}`,
       f2(r.consistency),
-      String(r.flipped),
+      n(r.flipped),
     ]),
   );
+  /** A probe's name in the page's language, its command-line name beside it where they differ. */
+  const probe = (name: 'order' | 'guided' | 'options'): Cell => {
+    const said = t.probeNames[name] ?? name;
+    return said === name ? name : { parts: [`${said} `, { code: name }] };
+  };
+  const verdict = (v: string) => t.verdicts[v] ?? v;
   const p4 = (x: number) => (x < 1e-4 ? '<0.0001' : x.toFixed(4));
   const contamination = systems.flatMap((s) =>
     Object.entries(s.llm?.trust.contamination?.tasks ?? {}).flatMap(([task, r]) => [
@@ -581,11 +642,11 @@ const TrustSection: FC<{ report: Report }> = ({ report }) => {
             [
               ...who(s.name),
               task,
-              'order',
-              String(r.order.n),
-              `Δ log p ${r.order.mean_difference.toFixed(3)}, t ${r.order.statistic.toFixed(2)}`,
+              probe('order'),
+              n(r.order.n),
+              t.orderStatistic(r.order.mean_difference.toFixed(3), r.order.statistic.toFixed(2)),
               p4(r.order.p_value),
-              r.order.verdict,
+              verdict(r.order.verdict),
             ],
           ]
         : []),
@@ -594,11 +655,11 @@ const TrustSection: FC<{ report: Report }> = ({ report }) => {
             [
               ...who(s.name),
               task,
-              'guided',
-              String(r.guided.n),
-              `ROUGE-L ${r.guided.rouge_guided.toFixed(3)} vs ${r.guided.rouge_general.toFixed(3)}`,
+              probe('guided'),
+              n(r.guided.n),
+              t.guidedStatistic(r.guided.rouge_guided.toFixed(3), r.guided.rouge_general.toFixed(3)),
               p4(r.guided.p_value),
-              r.guided.verdict,
+              verdict(r.guided.verdict),
             ],
           ]
         : []),
@@ -607,11 +668,11 @@ const TrustSection: FC<{ report: Report }> = ({ report }) => {
             [
               ...who(s.name),
               task,
-              'options',
-              String(r.options.n),
-              `exact ${f2(100 * r.options.exact_match)}% vs chance ${f2(100 * r.options.chance)}%`,
+              probe('options'),
+              n(r.options.n),
+              t.optionsStatistic(f2(100 * r.options.exact_match), f2(100 * r.options.chance)),
               p4(r.options.p_value),
-              r.options.verdict,
+              verdict(r.options.verdict),
             ],
           ]
         : []),
@@ -702,6 +763,29 @@ const Provenance: FC<{ report: Report }> = ({ report }) => {
   );
 };
 
+/**
+ * A validation line: in English as the command line prints it; in Russian its code's meaning (issue-words.ts), the
+ * code, the file and the values it names (ids, expected and found) kept as code.
+ */
+const IssueLine: FC<{ i: SubmissionIssue; lang: Lang }> = ({ i, lang }) => {
+  if (lang === 'en') return <code>{formatIssue(i)}</code>;
+  const w = ISSUE_FRAME[lang];
+  const parts: SayingPart[] = [
+    `${w[i.severity]}: `,
+    { code: `${i.file}${i.line !== undefined ? `:${i.line}` : ''}` },
+    ...(i.id !== undefined ? [` (${w.id} `, { code: i.id }, ')'] : []),
+    `: ${issueText(i, lang)}`,
+    ...(i.expected !== undefined ? [` (${w.expected} `, { code: i.expected }] : []),
+    ...(i.found !== undefined
+      ? [i.expected !== undefined ? `; ${w.found} ` : ` (${w.found} `, { code: i.found }]
+      : []),
+    ...(i.expected !== undefined || i.found !== undefined ? [')'] : []),
+    ' ',
+    { code: `[${i.code}]` },
+  ];
+  return <Parts parts={parts} />;
+};
+
 const Issues: FC<{ report: Report }> = ({ report }) => {
   const { t } = report;
   const withIssues = report.systems.filter((s) => s.errors.length + s.warnings.length > 0);
@@ -720,7 +804,7 @@ const Issues: FC<{ report: Report }> = ({ report }) => {
             <ul class="issues">
               {all.slice(0, max).map((i) => (
                 <li class={i.severity}>
-                  <code>{formatIssue(i)}</code>
+                  <IssueLine i={i} lang={report.lang} />
                 </li>
               ))}
             </ul>

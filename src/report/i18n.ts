@@ -47,10 +47,12 @@ const en = {
   moreChars: (n: string) => `${n} more characters`,
   notComparedTask: (system: string, task: string) =>
     `${system}: ${task}: the two submissions do not cover the same items with the same gold; not compared`,
-  /** Validation lines and a parser's reasons are the command line's words, shown as it prints them. */
+  /** A Russian report says a validation line's meaning in Russian; the values stay as the files write them. */
   issuesAsPrinted: '',
   items: 'items',
   notScored: 'not scored',
+  /** Before the first error's words, where a file's errors leave its task unscored. */
+  unscoredErrors: (n: string) => `${n} error(s) in the file; the first: `,
   perTask: 'Per task',
   scoreChart: (task: string) => `${task}: score by system`,
   scoreAxis: 'score, % (95% CI)',
@@ -166,6 +168,12 @@ const en = {
   probe: 'probe',
   statistic: 'statistic',
   verdict: 'verdict',
+  /** The probes' names (`contamination --probes`), and their verdicts, as a page says them. */
+  probeNames: { order: 'order', guided: 'guided', options: 'options' } as Record<string, string>,
+  verdicts: { contaminated: 'contaminated', 'no evidence': 'no evidence' } as Record<string, string>,
+  orderStatistic: (difference: string, t: string) => `Δ log p ${difference}, t ${t}`,
+  guidedStatistic: (guided: string, general: string) => `ROUGE-L ${guided} vs ${general}`,
+  optionsStatistic: (exact: string, chance: string) => `exact ${exact}% vs chance ${chance}%`,
   failures: 'Wrong and unparsed answers (public test sets)',
   failuresNote: (shown: number, total: number) =>
     shown < total
@@ -291,9 +299,11 @@ const ru: Strings = {
   moreChars: (n: string) => `ещё ${n} символов`,
   notComparedTask: (system: string, task: string) =>
     `${system}: ${task}: не сравнивается — файлы отвечают не на одни и те же примеры или с разными верными ответами.`,
-  issuesAsPrinted: 'Строки приведены так, как их печатает командная строка (по-английски).',
+  issuesAsPrinted:
+    'Значения (идентификаторы, метки, ожидаемое и найденное) приведены так, как они записаны в файлах.',
   items: 'примеров',
   notScored: 'не оценено',
+  unscoredErrors: (n: string) => `ошибок в файле: ${n}; первая: `,
   perTask: 'По задачам',
   scoreChart: (task: string) => `${task}: балл по системам`,
   scoreAxis: 'балл, % (95% ДИ)',
@@ -371,7 +381,7 @@ const ru: Strings = {
   loglikAcc: 'точность / нормированная по символам / по байтам',
   calibration: 'Калибровка ответов по правдоподобию',
   calibrationNote:
-    'Уверенность модели — softmax логарифмов правдоподобия вариантов. ECE — ожидаемая ошибка калибровки по 15 интервалам равной ширины (Guo et al., 2017) и по 15 интервалам равного числа примеров (Nixon et al., 2019); оценка Брайера; NLL правильного ответа; точность на самой уверенной половине примеров. Для всех, кроме последней, меньше — лучше.',
+    'Уверенность модели — софтмакс логарифмов правдоподобия вариантов. ECE — ожидаемая ошибка калибровки по 15 интервалам равной ширины (Guo et al., 2017) и по 15 интервалам равного числа примеров (Nixon et al., 2019); оценка Брайера; NLL правильного ответа; точность на самой уверенной половине примеров. Для всех, кроме последней, меньше — лучше.',
   eceWide: 'ECE',
   eceCount: 'ECE, равные по числу интервалы',
   brier: 'Брайер',
@@ -388,7 +398,7 @@ const ru: Strings = {
   formulations: 'Формулировки промпта',
   formulationsNote:
     'Каждая формулировка на тех же примерах; лучшая − худшая на них с 95% парным бутстреп-интервалом и p-значением.',
-  meanSd: 'среднее ± sd',
+  meanSd: 'среднее ± ст. откл.',
   range: 'размах',
   bestWorst: 'лучшая − худшая',
   perturbations: 'Искажения',
@@ -399,16 +409,21 @@ const ru: Strings = {
   perturbed: 'искажённый',
   repeats: 'Повторы',
   repeatsNote:
-    'Каждый пример задан k раз (seed + r); оценивается ответ большинства; средняя точность по повторам, доля примеров с одинаковым ответом и примеры, где ответ меняется.',
+    'Каждый пример задан k раз (зерно генерации + r); оценивается ответ большинства; средняя точность по повторам, доля примеров с одинаковым ответом и примеры, где ответ меняется.',
   meanAccuracy: 'средняя точность',
   consistency: 'тот же ответ, %',
   flipped: 'меняется',
   contamination: 'Проверки на утечку тестов',
   contaminationNote:
-    'order: Oren et al. (2023); guided: Golchin & Surdeanu (2023); options: Deng et al. (2023). Малое p-значение — свидетельство того, что модель видела примеры; большое не доказывает обратного.',
+    '«Порядок»: Oren et al. (2023) — узнаёт ли модель опубликованный порядок примеров; «подсказка»: Golchin & Surdeanu (2023) — дописывает ли модель пример точнее, если назвать ей набор; «варианты»: Deng et al. (2023) — угадывает ли модель скрытый вариант ответа. Малое p-значение — свидетельство того, что модель видела примеры; большое не доказывает обратного.',
   probe: 'проверка',
   statistic: 'статистика',
   verdict: 'вывод',
+  probeNames: { order: 'порядок', guided: 'подсказка', options: 'варианты' },
+  verdicts: { contaminated: 'есть признаки утечки', 'no evidence': 'признаков нет' },
+  orderStatistic: (difference: string, t: string) => `Δ логарифма вероятности ${difference}, t ${t}`,
+  guidedStatistic: (guided: string, general: string) => `ROUGE-L ${guided} против ${general}`,
+  optionsStatistic: (exact: string, chance: string) => `точно ${exact}% при случайном ${chance}%`,
   failures: 'Неверные и нераспознанные ответы (открытые тестовые наборы)',
   failuresNote: (shown: number, total: number) =>
     shown < total
@@ -418,7 +433,7 @@ const ru: Strings = {
   prompt: 'Запрос (пример)',
   reply: 'Ответ модели',
   parsed: 'Распознанный ответ',
-  reason: 'Почему не распознан (слова парсера)',
+  reason: 'Почему не распознан',
   none: 'нет',
   baseline: 'Запуски бейзлайнов',
   trainedOn: 'обучено на',

@@ -77,7 +77,7 @@ const en = {
   send: 'Upload and score',
   maxSize: (mb: number) => `At most ${mb} MiB in all.`,
   tooLarge: (mb: number) => `The files are larger than ${mb} MiB; they would be refused.`,
-  omitted: (n: number, code: string) => `… and ${n} more ${code}`,
+  omitted: (n: number) => `… and ${n} more`,
   rejected: 'Rejected: nothing was scored',
   rejectedNote: 'Every problem is listed with its file, line, id and code; fix them and upload again.',
   pending: 'Accepted: waiting for the closed tests’ gold',
@@ -431,7 +431,7 @@ const ru: ServerStrings = {
   send: 'Загрузить и оценить',
   maxSize: (mb: number) => `Не более ${mb} МиБ всего.`,
   tooLarge: (mb: number) => `Файлы больше ${mb} МиБ; их не примут.`,
-  omitted: (n: number, code: string) => `… и ещё ${n} ${code}`,
+  omitted: (n: number) => `… и ещё ${n} с кодом`,
   rejected: 'Отклонено: ничего не оценено',
   rejectedNote:
     'Каждая проблема указана с файлом, строкой, идентификатором и кодом; исправьте и загрузите снова.',

@@ -5,6 +5,7 @@
  * All parsers first strip reasoning blocks (`<think>…</think>`) and markdown, then look for the final answer: the
  * text after the last "Ответ:" / "Итоговый ответ:" / "Answer:" marker, else the whole reply.
  */
+import { say } from './reasons.js';
 
 export type ParseResult<T> =
   | { status: 'parsed'; answer: T; notes: string[] }
@@ -85,9 +86,7 @@ const OPTION_ALTERNATIVES = ALTERNATIVES('[1-9]|[абвг]');
 
 function ambiguity(answer: string, re: RegExp): string | undefined {
   const m = re.exec(answer.toLowerCase().replace(/ё/g, 'е'));
-  return m && m[1] !== m[2]
-    ? `ambiguous: the answer offers "${m[1]}" and "${m[2]}" as alternatives`
-    : undefined;
+  return m && m[1] !== m[2] ? say('AMBIGUOUS_PAIR', m[1] as string, m[2] as string) : undefined;
 }
 
 /** RuMedDaNet: да / нет and their synonyms (верно, неверно, yes, no, …). */
@@ -96,7 +95,7 @@ export function parseYesNo(reply: string): ParseResult<'да' | 'нет'> {
   const both = ambiguity(answer, YES_NO_ALTERNATIVES);
   if (both) return unparsed(both);
   const v = firstCue(answer, YES_NO);
-  return v ? parsed(v) : unparsed('no да/нет (or synonym) in the answer');
+  return v ? parsed(v) : unparsed(say('NO_YES_NO'));
 }
 
 type NliLabel = 'entailment' | 'contradiction' | 'neutral';
@@ -144,7 +143,7 @@ export function parseNli(reply: string): ParseResult<NliLabel> {
   const folded = answer.toLowerCase().replace(/ё/g, 'е');
   const offered = new Set(NLI.filter(([re]) => re.test(folded)).map(([, label]) => label));
   if (offered.size >= 2 && /(?<![\p{L}\p{N}])(или|либо|or)(?![\p{L}\p{N}])|\//u.test(folded))
-    return unparsed(`ambiguous: the answer offers ${[...offered].join(' and ')} as alternatives`);
+    return unparsed(say('AMBIGUOUS_RELATIONS', [...offered].join(' and ')));
   const options = ambiguity(answer, OPTION_ALTERNATIVES);
   if (options) return unparsed(options);
   const word = firstCue(answer, NLI);
@@ -152,11 +151,9 @@ export function parseNli(reply: string): ParseResult<NliLabel> {
   const option = LEADING_OPTION.exec(answer);
   if (option)
     return parsed(NLI_OPTIONS[option[1] as string] as NliLabel, [
-      `option ${option[1]} read as ${NLI_OPTIONS[option[1] as string]}`,
+      say('OPTION_READ_AS', option[1] as string, NLI_OPTIONS[option[1] as string] as string),
     ]);
-  return unparsed(
-    'no entailment / contradiction / neutral (or a Russian form, or an option number) in the answer',
-  );
+  return unparsed(say('NO_RELATION'));
 }
 
 // Cyrillic option letters, and the Latin letters that look like them (A for А, B for В).
@@ -179,14 +176,14 @@ export function parseOption(
     candidates.push({
       at: letter.index,
       value: OPTION_LETTERS[l] as string,
-      note: `option letter "${letter[1]}" read as ${OPTION_LETTERS[l]}`,
+      note: say('OPTION_LETTER', letter[1] as string, OPTION_LETTERS[l] as string),
     });
   }
   candidates.sort((a, b) => a.at - b.at);
   const first = candidates[0];
-  if (!first) return unparsed('no option number or letter in the answer');
+  if (!first) return unparsed(say('NO_OPTION'));
   if (!options.includes(first.value))
-    return unparsed(`option ${first.value} is not one of ${options.join(', ')}`);
+    return unparsed(say('OPTION_NOT_OFFERED', first.value, options.join(', ')));
   return parsed(first.value, first.note ? [first.note] : []);
 }
 
@@ -217,13 +214,13 @@ export function parseIcd10List(reply: string, max = 3): ParseResult<string[]> {
     const raw = (m[1] as string).toUpperCase();
     const letter = LOOKALIKE[raw] ?? raw;
     if (!/^[A-Z]$/.test(letter)) continue;
-    if (letter !== raw) notes.push(`Cyrillic "${raw}" read as Latin "${letter}"`);
+    if (letter !== raw) notes.push(say('CYRILLIC_LETTER', raw, letter));
     const code = `${letter}${m[2]}`;
-    if (m[0].length > 3 + (m[0].includes(' ') ? 1 : 0)) notes.push(`"${m[0].trim()}" cut to ${code}`);
+    if (m[0].length > 3 + (m[0].includes(' ') ? 1 : 0)) notes.push(say('CODE_CUT', m[0].trim(), code));
     if (!codes.includes(code)) codes.push(code);
     if (codes.length === max) break;
   }
-  return codes.length > 0 ? parsed(codes, [...new Set(notes)]) : unparsed('no ICD-10 code in the answer');
+  return codes.length > 0 ? parsed(codes, [...new Set(notes)]) : unparsed(say('NO_ICD_CODE'));
 }
 
 /** Lower-case, ё as е, punctuation and extra spaces removed: how symptom names are compared. */
@@ -287,15 +284,15 @@ export function parseSymptomList(
       }
       if (best.score >= SYMPTOM_FUZZY_THRESHOLD) {
         hit = best.label;
-        notes.push(`"${item}" matched "${best.label}" (similarity ${best.score.toFixed(2)})`);
-      } else notes.push(`"${item}" matches no symptom of the inventory`);
+        notes.push(say('SYMPTOM_MATCHED', item, best.label, best.score.toFixed(2)));
+      } else notes.push(say('SYMPTOM_UNKNOWN', item));
     }
     if (hit && !out.includes(hit)) out.push(hit);
     if (out.length === max) break;
   }
   return out.length > 0
     ? parsed(out, notes)
-    : unparsed(`no symptom of the inventory in the answer${notes.length ? ` (${notes.join('; ')})` : ''}`);
+    : unparsed(notes.length ? say('NO_SYMPTOM_NOTED', notes.join('; ')) : say('NO_SYMPTOM'));
 }
 
 /** RuDReC-style tokenisation: words and single punctuation marks. */
@@ -337,7 +334,7 @@ export function parseEntities(
   // JSON may sit before an answer marker too; search the reply without reasoning, not only the final answer.
   const value = extractJson(removeReasoning(reply));
   const list = Array.isArray(value) ? value : (value as { entities?: unknown } | undefined)?.entities;
-  if (!Array.isArray(list)) return unparsed('no JSON list of entities in the answer');
+  if (!Array.isArray(list)) return unparsed(say('NO_ENTITY_LIST'));
   const typeOf = new Map(entityTypes.map((t) => [t.toLowerCase(), t]));
   const lower = tokens.map((t) => t.toLowerCase());
   const tags = tokens.map(() => 'O');
@@ -347,12 +344,12 @@ export function parseEntities(
     const text = rec?.text ?? rec?.entity ?? rec?.span;
     const type = rec?.type ?? rec?.label ?? rec?.category;
     if (typeof text !== 'string' || typeof type !== 'string') {
-      notes.push(`entry ${JSON.stringify(item)} has no "text" and "type"`);
+      notes.push(say('ENTRY_WITHOUT_FIELDS', JSON.stringify(item)));
       continue;
     }
     const t = typeOf.get(type.toLowerCase());
     if (!t) {
-      notes.push(`type "${type}" is not one of ${entityTypes.join(', ')}`);
+      notes.push(say('UNKNOWN_TYPE', type, entityTypes.join(', ')));
       continue;
     }
     const span = tokenize(text).map((w) => w.toLowerCase());
@@ -369,7 +366,7 @@ export function parseEntities(
         placed = true;
       }
     }
-    if (!placed) notes.push(`"${text}" (${t}) is not in the sentence`);
+    if (!placed) notes.push(say('NOT_IN_SENTENCE', text, t));
   }
   return parsed(tags, notes);
 }
@@ -416,9 +413,9 @@ export function parseLabel(reply: string, labels: readonly string[]): ParseResul
   const whole = labels.find((l) => labelKey(l) === labelKey(answer));
   if (whole !== undefined) return parsed(whole);
   const found = [...new Set(labelsIn(answer, labels).map((f) => f.label))];
-  if (found.length === 1) return parsed(found[0] as string, [`label read from "${answer.slice(0, 60)}"`]);
-  if (found.length > 1) return unparsed(`the answer names several labels: ${found.join(', ')}`);
-  return unparsed(`no label of ${labels.join(', ')} in the answer`);
+  if (found.length === 1) return parsed(found[0] as string, [say('LABEL_READ_FROM', answer.slice(0, 60))]);
+  if (found.length > 1) return unparsed(say('SEVERAL_LABELS', found.join(', ')));
+  return unparsed(say('NO_LABEL_OF', labels.join(', ')));
 }
 
 const NONE_ANSWER = /^(нет|никакие|никаких|ни один|none|no|—|-)$/;
@@ -448,11 +445,11 @@ export function parseLabelList(
       const word = piece.trim().replace(/^[\s"'«».()[\]]+|[\s"'«».()[\]]+$/g, '');
       if (match.pattern.test(word)) hits = [word];
     }
-    if (hits.length === 0) notes.push(`"${piece.trim().slice(0, 40)}" is not a label of this task`);
+    if (hits.length === 0) notes.push(say('NOT_A_LABEL', piece.trim().slice(0, 40)));
     for (const h of hits) if (!out.includes(h)) out.push(h);
   }
-  if (out.length === 0) return unparsed(notes.length > 0 ? notes.join('; ') : 'no label in the answer');
+  if (out.length === 0) return unparsed(notes.length > 0 ? notes.join('; ') : say('NO_LABEL'));
   const max = options.max ?? out.length;
-  if (out.length > max) notes.push(`${out.length - max} label(s) beyond the first ${max} dropped`);
+  if (out.length > max) notes.push(say('LABELS_DROPPED', out.length - max, max));
   return parsed(out.slice(0, max), notes);
 }

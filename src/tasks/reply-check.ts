@@ -4,6 +4,7 @@
  * the token limit or withheld by a filter is an unreadable answer for a reason the user can fix. These are told apart
  * and counted, never scored as a model's answer.
  */
+import { say } from './reasons.js';
 import type { PromptContext, TaskDefinition } from './types.js';
 
 /** A message as sent (src/llm/prompt.ts's ChatMessage, or one read back from lm-eval's samples). */
@@ -120,15 +121,15 @@ export function judgeReply(
 export function flagReason(flag: ReplyFlag, finishReason: string | undefined): string {
   switch (flag) {
     case 'echo':
-      return "echo: the reply repeats the prompt's instruction; it is not read as an answer";
+      return say('ECHO');
     case 'filtered':
-      return 'filtered: the server withheld the reply (finish_reason content_filter)';
+      return say('FILTERED');
     case 'empty':
-      return `empty: the reply has no text${finishReason ? ` (finish_reason ${finishReason})` : ''}`;
+      return finishReason ? say('EMPTY_FINISH', finishReason) : say('EMPTY');
     case 'truncated_in_reasoning':
-      return 'truncated in reasoning: the token limit came while the model was still reasoning, before any answer; raise --max-tokens';
+      return say('TRUNCATED_IN_REASONING');
     case 'truncated':
-      return 'truncated: cut off by the token limit (finish_reason length) before an answer; raise --max-tokens';
+      return say('TRUNCATED');
   }
 }
 
@@ -164,7 +165,7 @@ export function readReply(
     : {
         status: 'unparsed',
         answer: null,
-        reason: flag ? `${flagReason(flag, reply.finishReason)} (${p.reason})` : p.reason,
+        reason: flag ? say('FLAGGED', flagReason(flag, reply.finishReason), p.reason) : p.reason,
         ...flagged,
       };
 }

@@ -21,6 +21,12 @@ export const ALLOWED: ReadonlySet<string> = new Set([
   'al',
   'Blum',
   'Hardt',
+  // The contamination probes' sources (the report's trust section) and one of their statistics.
+  'Oren',
+  'Golchin',
+  'Surdeanu',
+  'Deng',
+  'ROUGE-L',
   'Ladder',
   'LLM',
   'CSV',

@@ -203,7 +203,11 @@ export const AdminSubmissionPage: FC<{ ctx: PageContext } & AdminSubmission> = (
       {ctx.t.adminWords.board[row.board] ?? row.board} · <When ctx={ctx} iso={row.created_at} /> ·{' '}
       <code>sha256 {row.content_hash.slice(0, 16)}…</code>
     </p>
-    {entry.result?.errors.length ? <IssueList issues={entry.result.errors.slice(0, 200)} /> : ''}
+    {entry.result?.errors.length ? (
+      <IssueList issues={entry.result.errors.slice(0, 200)} lang={ctx.lang} />
+    ) : (
+      ''
+    )}
     <p class="note">{files.map((f) => ctx.t.adminWords.characters(f.name, f.chars)).join(', ')}</p>
     <h2>{ctx.t.edit}</h2>
     <form method="post" action={`/admin/submissions/${row.id}/edit`} class="upload">

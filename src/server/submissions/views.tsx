@@ -13,6 +13,7 @@ import { BOARD_TASKS, HELD_TASKS } from '../score-upload.js';
 import {
   CsrfField,
   ciText,
+  count,
   Figure,
   f2,
   href,
@@ -106,7 +107,18 @@ const MetaTable: FC<{ ctx: PageContext; e: Entry }> = ({ ctx, e }) => (
           <td>
             {Object.entries(e.trust.contamination).flatMap(([task, probes]) =>
               Object.entries(probes).map(([probe, p]) => (
-                <div>{`${task} · ${probe}: n ${p?.n}, p ${(p?.p_value ?? Number.NaN).toPrecision(2)} (α ${p?.alpha}) — ${p?.verdict}`}</div>
+                <div>
+                  {`${task} · ${ctx.r.probeNames[probe] ?? probe}`}
+                  {ctx.r.probeNames[probe] !== probe ? (
+                    <>
+                      {' '}
+                      <code>{probe}</code>
+                    </>
+                  ) : (
+                    ''
+                  )}
+                  {`: n ${count(p?.n ?? 0, ctx.lang)}, p ${(p?.p_value ?? Number.NaN).toPrecision(2)} (α ${p?.alpha}) — ${ctx.r.verdicts[p?.verdict ?? ''] ?? p?.verdict}`}
+                </div>
               )),
             )}
           </td>
@@ -432,12 +444,14 @@ export const UploadPage: FC<{
       <div class="alert" role="alert" id="upload-errors">
         <h2>{ctx.t.rejected}</h2>
         <p>{ctx.t.rejectedNote}</p>
-        <IssueList issues={answer.errors} />
-        {answer.warnings.length > 0 ? <IssueList issues={answer.warnings} /> : ''}
+        <IssueList issues={answer.errors} lang={ctx.lang} />
+        {answer.warnings.length > 0 ? <IssueList issues={answer.warnings} lang={ctx.lang} /> : ''}
         {Object.keys(answer.omitted ?? {}).length > 0 ? (
           <ul class="issues" id="upload-omitted">
             {Object.entries(answer.omitted).map(([code, n]) => (
-              <li>{ctx.t.omitted(n, code)}</li>
+              <li>
+                {ctx.t.omitted(n)} <code>{code}</code>
+              </li>
             ))}
           </ul>
         ) : (
@@ -451,7 +465,7 @@ export const UploadPage: FC<{
       <div class="notice" role="status">
         <h2>{ctx.t.pending}</h2>
         <p>{ctx.t.pendingNote}</p>
-        <IssueList issues={answer.warnings} />
+        <IssueList issues={answer.warnings} lang={ctx.lang} />
       </div>
     ) : (
       ''

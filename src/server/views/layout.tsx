@@ -5,6 +5,8 @@
  */
 import type { Child, FC } from 'hono/jsx';
 import type { Lang, Strings } from '../../report/i18n.js';
+import { ISSUE_FRAME, ISSUE_WORDS } from '../../scoring/issue-words.js';
+import type { IssueCode } from '../../scoring/issues.js';
 import type { ServerStrings } from '../i18n.js';
 
 export interface PageContext {
@@ -110,10 +112,37 @@ const CLI_ONLY = new Set(['DATA_VERSION_HINT']);
 const SHOWN = 3;
 
 /**
- * An upload's problems, one line per kind (its code and file): one problem as it is; several counted, with the first
- * one's words and the first few ids or lines (one wrong id is not 256 lines of MISSING_ITEM).
+ * A line's words in the page's language: the English message on an English page; on a Russian one, the code's
+ * meaning in Russian (src/scoring/issue-words.ts), the values it names shown as code.
  */
-export const IssueList: FC<{ issues: readonly Issue[] }> = ({ issues }) => {
+const IssueWords: FC<{ lang: Lang; i: Issue }> = ({ lang, i }) => {
+  const w = ISSUE_FRAME[lang];
+  const words = ISSUE_WORDS[i.code as IssueCode];
+  return (
+    <>
+      {lang === 'en' ? i.message : words ? words.ru : <code>{i.message}</code>}
+      {i.expected !== undefined ? (
+        <>
+          {' — '}
+          {w.expected} <ValueText lang={lang} v={i.expected} />
+        </>
+      ) : (
+        ''
+      )}
+    </>
+  );
+};
+
+/** A value a line names (a file, an id, a label, what was expected): as it is on an English page, as code on a Russian one. */
+const ValueText: FC<{ lang: Lang; v: string }> = ({ lang, v }) =>
+  lang === 'en' ? <>{v}</> : <code>{v}</code>;
+
+/**
+ * An upload's problems, one line per kind (its code and file): one problem as it is; several counted, with the first
+ * one's words and the first few ids or lines (one wrong id is not 256 lines of MISSING_ITEM). In the page's language.
+ */
+export const IssueList: FC<{ issues: readonly Issue[]; lang?: Lang }> = ({ issues, lang = 'en' }) => {
+  const w = ISSUE_FRAME[lang];
   const groups = new Map<string, Issue[]>();
   for (const i of issues) {
     if (CLI_ONLY.has(i.code)) continue;
@@ -129,11 +158,25 @@ export const IssueList: FC<{ issues: readonly Issue[] }> = ({ issues }) => {
         if (g.length === 1)
           return (
             <li class={i.severity}>
-              <code>{i.code}</code> {i.file}
-              {i.line !== undefined ? `:${i.line}` : ''}
-              {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
-              {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
-              {i.found !== undefined ? `; found ${i.found}` : ''}
+              <code>{i.code}</code>{' '}
+              <ValueText lang={lang} v={`${i.file}${i.line !== undefined ? `:${i.line}` : ''}`} />
+              {i.id !== undefined ? (
+                <>
+                  {` (${w.id} `}
+                  <ValueText lang={lang} v={i.id} />)
+                </>
+              ) : (
+                ''
+              )}
+              : <IssueWords lang={lang} i={i} />
+              {i.found !== undefined ? (
+                <>
+                  {`; ${w.found} `}
+                  <ValueText lang={lang} v={i.found} />
+                </>
+              ) : (
+                ''
+              )}
             </li>
           );
         const ids = g.every((x) => x.id !== undefined);
@@ -141,13 +184,26 @@ export const IssueList: FC<{ issues: readonly Issue[] }> = ({ issues }) => {
         const more = g.length - SHOWN;
         return (
           <li class={i.severity}>
-            <code>{i.code}</code> {i.file} × {g.length}, the first
-            {i.line !== undefined ? ` (line ${i.line})` : ''}
-            {i.id !== undefined ? ` (id ${i.id})` : ''}: {i.message}
-            {i.expected !== undefined ? ` — expected ${i.expected}` : ''}
-            {named.some((n) => n !== '')
-              ? ` — ${ids ? 'ids' : 'lines'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`
-              : ''}
+            <code>{i.code}</code> <ValueText lang={lang} v={i.file} />{' '}
+            {w.times(g.length, i.line !== undefined ? ` (${w.line} ${i.line})` : '')}
+            {i.id !== undefined ? (
+              <>
+                {` (${w.id} `}
+                <ValueText lang={lang} v={i.id} />)
+              </>
+            ) : (
+              ''
+            )}
+            : <IssueWords lang={lang} i={i} />
+            {named.some((n) => n !== '') ? (
+              <>
+                {` — ${ids ? w.ids : w.lines} `}
+                <ValueText lang={lang} v={named.join(', ')} />
+                {more > 0 ? w.more(more) : ''}
+              </>
+            ) : (
+              ''
+            )}
           </li>
         );
       })}
