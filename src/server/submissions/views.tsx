@@ -293,7 +293,7 @@ export const ComparePage: FC<{
     for (const task of BOARD_TASKS[a.board]) {
       rows.push([task, ctx.r.score, f2(a.tasks[task]?.score), f2(b.tasks[task]?.score), '', '', '']);
     }
-    rows.push(['Overall', ctx.r.score, f2(a.overall), f2(b.overall), '', '', '']);
+    rows.push([ctx.t.overall, ctx.r.score, f2(a.overall), f2(b.overall), '', '', '']);
   }
   return (
     <Layout ctx={ctx} title={`${a.model} – ${b.model}`}>
