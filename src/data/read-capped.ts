@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createWriteStream, truncateSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { secretBytes } from '../log.js';
+import { secretPattern, secretSpan } from '../log.js';
 
 /** A response body read to at most `max` bytes, counted as it arrives: null (the stream cancelled) when it is longer. */
 export async function readCapped(res: Response, max: number): Promise<string | null> {
@@ -47,18 +47,19 @@ export async function readStreamCapped(body: Readable, max: number): Promise<str
  * emptied) when it is longer. Large answers (a batch's results) pass through a file, never whole through memory.
  */
 /**
- * Replaces each secret in a stream of chunks before it is written: a secret split across two chunks is caught by
- * holding back, from each chunk, the bytes a secret could still begin with. Bytes are matched as latin1 strings,
- * which map each byte to one character, so any encoding passes through unchanged.
+ * Replaces each secret, in each form it travels in (log.ts, secretPattern), in a stream of chunks before it is
+ * written: a secret split across two chunks is caught by holding back, from each chunk, the bytes a secret's form may
+ * span. Bytes are matched as latin1 strings, which map each byte to one character, so any encoding passes through
+ * unchanged.
  */
-function secretScrubber(secrets: readonly Buffer[]): { push(b: Uint8Array): Buffer; end(): Buffer } {
-  const needles = secrets.filter((s) => s.length > 0).map((s) => s.toString('latin1'));
-  const hold = Math.max(0, ...needles.map((n) => n.length - 1));
+function secretScrubber(): { push(b: Uint8Array): Buffer; end(): Buffer } {
+  const pattern = secretPattern(true);
+  const hold = Math.max(0, secretSpan() - 1);
   let carry = '';
-  const scrub = (text: string) => needles.reduce((t, n) => t.split(n).join('***'), text);
+  const scrub = (text: string) => (pattern ? text.replace(pattern, '***') : text);
   return {
     push(b) {
-      if (needles.length === 0) return Buffer.from(b);
+      if (!pattern) return Buffer.from(b);
       const text = scrub(carry + Buffer.from(b).toString('latin1'));
       carry = text.slice(Math.max(0, text.length - hold));
       return Buffer.from(text.slice(0, text.length - carry.length), 'latin1');
@@ -77,7 +78,7 @@ function secretScrubber(secrets: readonly Buffer[]): { push(b: Uint8Array): Buff
  * no key a server echoed.
  */
 export async function saveCapped(res: Response, max: number, file: string): Promise<boolean> {
-  const scrubber = secretScrubber(secretBytes());
+  const scrubber = secretScrubber();
   const out = createWriteStream(file);
   const closed = new Promise<void>((resolve, reject) => {
     out.on('close', resolve);
