@@ -87,7 +87,13 @@ const anyCase = (hex: string): string =>
   [...hex].map((d) => (/[a-f]/i.test(d) ? `[${d.toLowerCase()}${d.toUpperCase()}]` : d)).join('');
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 /** HTML's named entities for the characters a key may hold that HTML escapes. */
-const ENTITIES: Record<string, string[]> = { '&': ['amp'], '"': ['quot'], "'": ['apos'], '<': ['lt'], '>': ['gt'] };
+const ENTITIES: Record<string, string[]> = {
+  '&': ['amp'],
+  '"': ['quot'],
+  "'": ['apos'],
+  '<': ['lt'],
+  '>': ['gt'],
+};
 
 /**
  * One character of a secret in every form it travels in, as a pattern: itself (`literal`: as text, or as its UTF-8
@@ -125,9 +131,7 @@ export function secretPattern(latin1 = false): RegExp | null {
   const cached = PATTERNS.get(latin1);
   if (cached?.size === SECRETS.size) return cached.pattern;
   const one = (secret: string) =>
-    [...secret]
-      .map((c) => charPattern(c, latin1 ? Buffer.from(c, 'utf8').toString('latin1') : c))
-      .join('');
+    [...secret].map((c) => charPattern(c, latin1 ? Buffer.from(c, 'utf8').toString('latin1') : c)).join('');
   // Longest first, so that a secret holding another is replaced whole.
   const all = [...SECRETS].sort((a, b) => b.length - a.length).map(one);
   const pattern = new RegExp(all.join('|'), 'g');

@@ -12,6 +12,7 @@ import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByC
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams, Usage } from './provider.js';
 import { ServerProvider } from './server-provider.js';
+import { NO_USAGE } from './usage.js';
 
 export interface OpenAIOptions extends ClientOptions {
   model: string;
@@ -167,11 +168,14 @@ export class OpenAIProvider extends ServerProvider implements Provider {
             },
           }
         : {}),
-      ...(usageGiven && !usageOk
-        ? {
-            usageProblem: `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`,
-          }
-        : {}),
+      // No counts at all (a proxy that strips them) is not "nothing spent": estimated and flagged as unreadable ones are.
+      ...(usageOk
+        ? {}
+        : {
+            usageProblem: usageGiven
+              ? `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`
+              : NO_USAGE,
+          }),
       ...(typeof choice.finish_reason === 'string'
         ? { finishReason: choice.finish_reason.slice(0, 100) }
         : {}),

@@ -47,10 +47,13 @@ const completion = (model: string, content: string, usage: unknown) => ({
 async function lyingServer(o: {
   chat?: (n: number, res: ServerResponse, model: string) => boolean;
   usage?: unknown;
-  resultLine?: (customId: string, i: number, body: { model: string }) => unknown;
+  /** A results line in place of the honest one; undefined keeps it. */
+  resultLine?: (customId: string, i: number, honest: unknown) => unknown;
   other?: Handler;
 }): Promise<Lying> {
   const files = new Map<string, string>();
+  /** Each batch's results file, written when it is downloaded (so that a row can stop lying). */
+  const outputs = new Map<string, () => string>();
   const batches = new Map<string, Record<string, unknown>>();
   const s = { chats: 0, creates: 0, downloads: 0 };
   const server = createServer(async (req, res) => {
@@ -62,8 +65,16 @@ async function lyingServer(o: {
     const url = req.url ?? '';
     if (req.method === 'POST' && url.endsWith('/chat/completions')) {
       const body = JSON.parse(raw.toString('utf8')) as { model: string };
-      if (o.chat?.(s.chats++, res, body.model)) return;
-      json(200, completion(body.model, 'Ответ: да', o.usage === undefined ? { prompt_tokens: 100, completion_tokens: 5 } : o.usage));
+      const n = s.chats++;
+      if (o.chat?.(n, res, body.model)) return;
+      json(
+        200,
+        completion(
+          body.model,
+          'Ответ: да',
+          o.usage === undefined ? { prompt_tokens: 100, completion_tokens: 5 } : o.usage,
+        ),
+      );
       return;
     }
     if (req.method === 'POST' && url === '/v1/files') {
@@ -72,7 +83,14 @@ async function lyingServer(o: {
       }).formData();
       const id = `file-${files.size + 1}`;
       files.set(id, await (form.get('file') as Blob).text());
-      json(200, { id, object: 'file', bytes: raw.length, created_at: 0, filename: 'in.jsonl', purpose: 'batch' });
+      json(200, {
+        id,
+        object: 'file',
+        bytes: raw.length,
+        created_at: 0,
+        filename: 'in.jsonl',
+        purpose: 'batch',
+      });
       return;
     }
     if (req.method === 'GET' && /^\/v1\/batches(\?|$)/.test(url)) {
@@ -87,17 +105,22 @@ async function lyingServer(o: {
         .filter((l) => l.trim() !== '')
         .map((l) => JSON.parse(l) as { custom_id: string; body: { model: string } });
       const id = `batch_${batches.size + 1}`;
-      const out = input.map((l, i) =>
-        JSON.stringify(
-          o.resultLine?.(l.custom_id, i, l.body) ?? {
-            id: `r${i}`,
-            custom_id: l.custom_id,
-            response: { status_code: 200, body: completion(l.body.model, 'Ответ: да', { prompt_tokens: 100, completion_tokens: 5 }) },
-            error: null,
-          },
-        ),
+      outputs.set(`out-${id}`, () =>
+        input
+          .map((l, i) => {
+            const honest = {
+              id: `r${i}`,
+              custom_id: l.custom_id,
+              response: {
+                status_code: 200,
+                body: completion(l.body.model, 'Ответ: да', { prompt_tokens: 100, completion_tokens: 5 }),
+              },
+              error: null,
+            };
+            return `${JSON.stringify(o.resultLine?.(l.custom_id, i, honest) ?? honest)}\n`;
+          })
+          .join(''),
       );
-      files.set(`out-${id}`, `${out.join('\n')}\n`);
       const batch = {
         id,
         object: 'batch',
@@ -125,7 +148,10 @@ async function lyingServer(o: {
     const file = /^\/v1\/files\/([^/]+)\/content$/.exec(url);
     if (req.method === 'GET' && file) {
       s.downloads++;
-      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(files.get(decodeURIComponent(file[1] as string)));
+      const name = decodeURIComponent(file[1] as string);
+      res
+        .writeHead(200, { 'content-type': 'application/octet-stream' })
+        .end(outputs.get(name)?.() ?? files.get(name));
       return;
     }
     if (o.other?.(req, res, raw.toString('utf8'))) return;
@@ -192,9 +218,11 @@ const llm = (url: string, out: string, ...more: string[]) => [
 const ENCODED: Record<string, string> = {
   'URL-encoded, lowercase hex': encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
   'HTML entities': KEY.replace(/&/g, '&amp;').replace(/"/g, '&quot;'),
-  "JSON as Go writes it (& as \\u0026)": JSON.stringify(KEY).slice(1, -1).replace(/&/g, '\\u0026'),
+  'JSON as Go writes it (& as \\u0026)': JSON.stringify(KEY).slice(1, -1).replace(/&/g, '\\u0026'),
   'JSON with \\/': JSON.stringify(KEY).slice(1, -1).replace(/\//g, '\\/'),
-  'JSON, every character \\u-escaped': [...KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+  'JSON, every character \\u-escaped': [...KEY]
+    .map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    .join(''),
   'URL-encoded twice': encodeURIComponent(encodeURIComponent(KEY)),
 };
 
@@ -225,7 +253,11 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
         else
           res
             .writeHead(200, { 'content-type': 'application/json' })
-            .end(JSON.stringify(completion(model, `Ответ: да (${echoed})`, { prompt_tokens: 100, completion_tokens: 5 })));
+            .end(
+              JSON.stringify(
+                completion(model, `Ответ: да (${echoed})`, { prompt_tokens: 100, completion_tokens: 5 }),
+              ),
+            );
         return true;
       },
     });
@@ -237,5 +269,96 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
     expect(run.stderr).toContain('HTTP 502');
     expect(run.stderr).toContain('HTTP 400');
     expect(encodedKeysIn(out, run.stderr)).toEqual([]);
+  });
+});
+
+const ledgerEvents = (out: string): string[] =>
+  readFileSync(join(out, 'batches.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { event: string }).event);
+
+describe('a results file whose lines are not the batch answers the provider counts done', () => {
+  const rows: Record<string, (customId: string, i: number, honest: unknown) => unknown> = {
+    'every line another request (foreign ids)': (id, i, honest) => ({
+      ...(honest as object),
+      custom_id: `foreign-${i}-${id.slice(0, 6)}`,
+    }),
+    'lines that are not results': (_id, i) => `the upstream said nothing for ${i}`,
+    'one request answered twice, another not at all': (_id, i, honest) =>
+      i === 5 ? { ...(honest as object), custom_id: 'stolen' } : i === 4 ? honest : undefined,
+  };
+  for (const [name, line] of Object.entries(rows))
+    it(`${name}: not collected, exit 3 naming --resume; --resume collects the same batch, paid once`, async () => {
+      let lying = true;
+      const server = await lyingServer({
+        resultLine: (id, i, honest) => (lying ? line(id, i, honest) : undefined),
+      });
+      track(server);
+      const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-ids-'));
+      const args = llm(server.url, out, '--batch', '--batch-poll', '0.01');
+      const first = await cli(args);
+      expect(first.code).toBe(3);
+      expect(first.stderr).toContain('--resume');
+      expect(ledgerEvents(out)).not.toContain('collected');
+      expect(existsSync(join(out, 'summary.json'))).toBe(false);
+      lying = false;
+      const again = await cli([...args, '--resume']);
+      expect(again.code).toBe(0);
+      expect({ creates: server.creates, chats: server.chats }).toEqual({ creates: 1, chats: 0 });
+      expect(ledgerEvents(out).filter((e) => e === 'collected')).toHaveLength(1);
+      const answered = readFileSync(join(out, 'journal.jsonl'), 'utf8').trim().split('\n');
+      expect(answered).toHaveLength(6);
+    });
+});
+
+const PRICES = ['--price-prompt', '1', '--price-completion', '2', '--max-tokens', '64'];
+const summaryOf = (out: string) =>
+  JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+    llm: { cost: number; usage: { prompt_tokens: number; replies_with_invalid_counts: number } };
+  };
+/** The ceiling a run said before sending ("cost: up to $0.0123 for …"), in USD. */
+const ceilingSaid = (stderr: string): number => Number(/cost: up to \$([0-9.]+)/.exec(stderr)?.[1]);
+
+describe('money the budget did not see', () => {
+  it('replies without token counts are estimated, flagged and priced, not free', async () => {
+    const server = await lyingServer({ usage: null });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-usage-'));
+    const run = await cli(llm(server.url, out, ...PRICES, '--max-cost', '1'));
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('6 replies gave no token counts');
+    const { llm: s } = summaryOf(out);
+    expect(s.usage.replies_with_invalid_counts).toBe(6);
+    expect(s.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(s.cost).toBeGreaterThan(0);
+  });
+
+  it('--resume --reask counts the answers it leaves unused as spent: a budget they would pass sends nothing', async () => {
+    const server = await lyingServer({ usage: { prompt_tokens: 1000, completion_tokens: 5 } });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-reask-'));
+    const first = await cli(llm(server.url, out, ...PRICES, '--max-cost', '1'));
+    expect(first.code).toBe(0);
+    const spent = summaryOf(out).llm.cost;
+    expect(spent).toBeCloseTo(6 * (1000 + 5 * 2) * 1e-6, 10);
+    // A budget the new requests' ceiling fits, but not on top of what the first answers cost.
+    const max = ceilingSaid(first.stderr) + spent / 2;
+    const reask = await cli(
+      llm(
+        server.url,
+        out,
+        ...PRICES,
+        '--max-cost',
+        String(max),
+        '--resume',
+        '--reask',
+        '--temperature',
+        '0.5',
+      ),
+    );
+    expect(reask.code).toBe(3);
+    expect(reask.stderr).toContain('its journal has spent');
+    expect(server.chats).toBe(6);
   });
 });
