@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI_ENV } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
+import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
 import { closedAfterEach } from '../helpers/llm-run.js';
 
@@ -360,5 +361,57 @@ describe('money the budget did not see', () => {
     expect(reask.code).toBe(3);
     expect(reask.stderr).toContain('its journal has spent');
     expect(server.chats).toBe(6);
+  });
+});
+
+/**
+ * vLLM's protocol (the repo's fake model) behind a proxy that adds, from the `from`th /v1/completions answer on (past
+ * the probes), one choice numbered past the prompts sent.
+ */
+async function numberedPast(from: number): Promise<Lying> {
+  const model = await startFakeOpenAI({ reply: () => 'Ответ: да' });
+  let completions = 0;
+  const proxy = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const upstream = await fetch(`${model.url.replace(/\/v1$/, '')}${req.url}`, {
+      method: req.method ?? 'GET',
+      headers: { 'content-type': 'application/json' },
+      ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+    });
+    let text = await upstream.text();
+    if (req.url?.endsWith('/v1/completions') && ++completions >= from) {
+      const json = JSON.parse(text) as { choices: { index: number }[] };
+      const first = json.choices[0] as { index: number };
+      json.choices.push({ ...first, index: json.choices.length + 3 });
+      text = JSON.stringify(json);
+    }
+    res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`,
+    chats: 0,
+    creates: 0,
+    get downloads() {
+      return completions;
+    },
+    close: async () => {
+      proxy.closeAllConnections();
+      await new Promise<void>((r) => proxy.close(() => r()));
+      await model.close();
+    },
+  };
+}
+
+describe('log-likelihood: a reply numbered past the prompts sent', () => {
+  it('fails the item naming the choice, never an internal error', async () => {
+    const server = await numberedPast(4);
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-index-'));
+    const run = await cli(llm(server.url, out, '--mode', 'loglik', '--max-retries', '0'));
+    expect(run.code).toBe(3);
+    expect(run.stderr).not.toMatch(/TypeError|Cannot read properties/);
+    expect(run.stderr).toMatch(/a choice numbered \d+ where \d+ prompts? (was|were) sent/);
   });
 });
