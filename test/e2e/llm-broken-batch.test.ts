@@ -23,7 +23,7 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { batchArgs, closedAfterEach, keyForms, killWhen, llmArgs } from '../helpers/llm-run.js';
+import { batchArgs, closedAfterEach, keyForms, killWhen, ledgerEvents, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -60,12 +60,6 @@ function keyFormsIn(out: string, key: string, ...texts: string[]): string[] {
     .filter(([, f]) => everything.includes(f))
     .map(([name]) => name);
 }
-
-const ledgerEvents = (out: string): string[] =>
-  readFileSync(join(out, 'batches.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => (JSON.parse(l) as { event: string }).event);
 
 describe('llm --batch against lying results files', () => {
   const rows: (ResultsFault | 'null-output')[] = [

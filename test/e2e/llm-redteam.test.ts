@@ -16,7 +16,7 @@ import { CLI_ENV } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { closedAfterEach } from '../helpers/llm-run.js';
+import { closedAfterEach, ledgerEvents, llmArgs } from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 /** A key with the characters that encodings change: / + = & and a quote. */
@@ -193,27 +193,8 @@ function cli(argv: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((r) => child.once('close', (code) => r({ code, stderr })));
 }
 
-const llm = (url: string, out: string, ...more: string[]) => [
-  'llm',
-  '--model',
-  'fake-1',
-  '--no-progress',
-  '--data',
-  DATA,
-  '--base-url',
-  url,
-  '--api-key-env',
-  'RB_KEY',
-  '--tasks',
-  'RuMedDaNet',
-  '--limit',
-  '6',
-  '--bootstrap',
-  '0',
-  '--out',
-  out,
-  ...more,
-];
+const llm = (url: string, out: string, ...more: string[]) =>
+  llmArgs({ url, out, data: DATA, tasks: 'RuMedDaNet', limit: 6 }, '--api-key-env', 'RB_KEY', ...more);
 
 /** The key's encodings a server may echo it in, beside those issue #59 named (raw, JSON-escaped, URL-encoded). */
 const ENCODED: Record<string, string> = {
@@ -272,12 +253,6 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
     expect(encodedKeysIn(out, run.stderr)).toEqual([]);
   });
 });
-
-const ledgerEvents = (out: string): string[] =>
-  readFileSync(join(out, 'batches.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => (JSON.parse(l) as { event: string }).event);
 
 describe('a results file whose lines are not the batch answers the provider counts done', () => {
   const rows: Record<string, (customId: string, i: number, honest: unknown) => unknown> = {
