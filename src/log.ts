@@ -82,30 +82,72 @@ export function rememberSecret(value: string | undefined): void {
   if (value !== undefined && value.length >= 6) SECRETS.add(value);
 }
 
+/** Hex digits matched in either case: percent escapes and `\\u` escapes are case-insensitive. */
+const anyCase = (hex: string): string =>
+  [...hex].map((d) => (/[a-f]/i.test(d) ? `[${d.toLowerCase()}${d.toUpperCase()}]` : d)).join('');
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/** HTML's named entities for the characters a key may hold that HTML escapes. */
+const ENTITIES: Record<string, string[]> = {
+  '&': ['amp'],
+  '"': ['quot'],
+  "'": ['apos'],
+  '<': ['lt'],
+  '>': ['gt'],
+};
+
 /**
- * The forms a secret travels in: itself, URL-encoded (a key with `/ + = &` in a query or a form: `%2F`, and `+` for a
- * space in a form), and each of those JSON-escaped (inside a JSON string, as a file or a log line holds it).
+ * One character of a secret in every form it travels in, as a pattern: itself (`literal`: as text, or as its UTF-8
+ * bytes read as latin1 where bytes are scrubbed), JSON-escaped at any depth (`\u0026`, `\/`, `\"`, each backslash
+ * doubled by each JSON string it is nested in), URL-encoded (`%2F` or `%2f`, encoded once more as `%252F`; a form's
+ * `+` for a space), and as an HTML entity (`&amp;`, `&#38;`, `&#x26;`). A list of whole forms misses the mixed and
+ * lowercase ones a gateway writes (Go's JSON writes `&` as `\u0026`; an error page `&amp;`).
  */
-function secretForms(secret: string): string[] {
-  const url = encodeURIComponent(secret);
-  const form = new URLSearchParams({ k: secret }).toString().slice(2);
-  const plain = [...new Set([secret, url, form])];
-  return [...new Set([...plain, ...plain.map((f) => JSON.stringify(f).slice(1, -1))])].sort(
-    (a, b) => b.length - a.length,
-  );
+function charPattern(c: string, literal: string): string {
+  const code = c.codePointAt(0) as number;
+  const units = c.length === 1 ? [code] : [c.charCodeAt(0), c.charCodeAt(1)];
+  const bytes = [...Buffer.from(c, 'utf8')];
+  const alts = [
+    escapeRegExp(literal),
+    units.map((u) => `\\\\{1,8}u${anyCase(u.toString(16).padStart(4, '0'))}`).join(''),
+    bytes.map((b) => `%(?:25){0,2}${anyCase(b.toString(16).padStart(2, '0').toUpperCase())}`).join(''),
+    `&#0{0,4}${code};`,
+    `&#[xX]0{0,4}${anyCase(code.toString(16))};`,
+    ...(ENTITIES[c] ?? []).map((e) => `&${e};`),
+  ];
+  if ('/"\\'.includes(c)) alts.push(`\\\\{1,8}${escapeRegExp(c)}`);
+  if (c === ' ') alts.push('\\+');
+  return `(?:${alts.join('|')})`;
 }
 
-/** The secrets registered so far, as the bytes a reply may carry them in (see secretForms). */
-export function secretBytes(): Buffer[] {
-  return [...SECRETS].flatMap((secret) => secretForms(secret).map((f) => Buffer.from(f, 'utf8')));
-}
+/** The longest text one character of a secret may take in {@link charPattern}'s forms (4 bytes × `%2525XX`). */
+const MOST_PER_CHAR = 32;
 
-/** Text with every remembered secret value, in each of its forms (see secretForms), replaced by `***`. */
+/**
+ * Every remembered secret in every form it travels in (see charPattern), as one global pattern; `latin1` matches a
+ * byte stream read as latin1 (each byte one character), as results files are scrubbed. Null while none is held.
+ */
+export function secretPattern(latin1 = false): RegExp | null {
+  if (SECRETS.size === 0) return null;
+  const cached = PATTERNS.get(latin1);
+  if (cached?.size === SECRETS.size) return cached.pattern;
+  const one = (secret: string) =>
+    [...secret].map((c) => charPattern(c, latin1 ? Buffer.from(c, 'utf8').toString('latin1') : c)).join('');
+  // Longest first, so that a secret holding another is replaced whole.
+  const all = [...SECRETS].sort((a, b) => b.length - a.length).map(one);
+  const pattern = new RegExp(all.join('|'), 'g');
+  PATTERNS.set(latin1, { size: SECRETS.size, pattern });
+  return pattern;
+}
+/** The patterns made so far, by the number of secrets they hold (secrets are only ever added). */
+const PATTERNS = new Map<boolean, { size: number; pattern: RegExp }>();
+
+/** The most characters one match of {@link secretPattern} may span (what a stream scrubber must hold back). */
+export const secretSpan = (): number => Math.max(0, ...[...SECRETS].map((s) => s.length * MOST_PER_CHAR));
+
+/** Text with every remembered secret value, in each of its forms (see secretPattern), replaced by `***`. */
 export function redactSecrets(text: string): string {
-  if (SECRETS.size === 0) return text;
-  let out = text;
-  for (const secret of SECRETS) for (const form of secretForms(secret)) out = out.split(form).join('***');
-  return out;
+  const pattern = secretPattern();
+  return pattern ? text.replace(pattern, '***') : text;
 }
 
 /** A database URL as messages may show it: the password replaced, whatever else is wrong with it. */

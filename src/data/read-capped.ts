@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createWriteStream, truncateSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { secretBytes } from '../log.js';
+import { secretPattern, secretSpan } from '../log.js';
 
 /** A response body read to at most `max` bytes, counted as it arrives: null (the stream cancelled) when it is longer. */
 export async function readCapped(res: Response, max: number): Promise<string | null> {
@@ -43,18 +43,19 @@ export async function readStreamCapped(body: Readable, max: number): Promise<str
 }
 
 /**
- * Replaces each secret in a stream of chunks before it is written: a secret split across two chunks is caught by
- * holding back, from each chunk, the bytes a secret could still begin with. Bytes are matched as latin1 strings,
- * which map each byte to one character, so any encoding passes through unchanged.
+ * Replaces each secret, in each form it travels in (log.ts, secretPattern), in a stream of chunks before it is
+ * written: a secret split across two chunks is caught by holding back, from each chunk, the bytes a secret's form may
+ * span. Bytes are matched as latin1 strings, which map each byte to one character, so any encoding passes through
+ * unchanged.
  */
-function secretScrubber(secrets: readonly Buffer[]): { push(b: Uint8Array): Buffer; end(): Buffer } {
-  const needles = secrets.filter((s) => s.length > 0).map((s) => s.toString('latin1'));
-  const hold = Math.max(0, ...needles.map((n) => n.length - 1));
+function secretScrubber(): { push(b: Uint8Array): Buffer; end(): Buffer } {
+  const pattern = secretPattern(true);
+  const hold = Math.max(0, secretSpan() - 1);
   let carry = '';
-  const scrub = (text: string) => needles.reduce((t, n) => t.split(n).join('***'), text);
+  const scrub = (text: string) => (pattern ? text.replace(pattern, '***') : text);
   return {
     push(b) {
-      if (needles.length === 0) return Buffer.from(b);
+      if (!pattern) return Buffer.from(b);
       const text = scrub(carry + Buffer.from(b).toString('latin1'));
       carry = text.slice(Math.max(0, text.length - hold));
       return Buffer.from(text.slice(0, text.length - carry.length), 'latin1');
@@ -92,7 +93,7 @@ const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+|\*)$/i;
  * leaves no resumable part behind (the held-back bytes could be half a key).
  */
 export class SavedBody {
-  private scrubber = secretScrubber(secretBytes());
+  private scrubber = secretScrubber();
   /** Bytes of the body taken from the server so far (all passed to the scrubber). */
   private taken = 0;
   private resumable: Resumable | undefined;
@@ -165,7 +166,7 @@ export class SavedBody {
 
   /** Nothing kept: the next attempt asks the whole body, and writes it from the first byte. */
   private forget(): void {
-    this.scrubber = secretScrubber(secretBytes());
+    this.scrubber = secretScrubber();
     this.taken = 0;
     this.resumable = undefined;
     this.appending = false;

@@ -441,15 +441,10 @@ function folderStore(
     answers: journal,
     batches: folderLedger(options.outDir),
     // What was spent, each answer at the rate it was bought at (list prices; a batch's at its discount), whatever this
-    // run's way of sending; an answer that does not say is priced as this run buys.
+    // run's way of sending; an answer that does not say is priced as this run buys. Every answer the journal holds was
+    // paid for, those of requests this run no longer makes too (left unused by --reask under new settings).
     money: memoryMoney(
-      prices
-        ? spentOn(
-            requests.map((j) => journal.get(j.key)),
-            options.prices ?? prices,
-            options.batch?.discount ?? 0,
-          )
-        : 0,
+      prices ? spentOn(journal.all(), options.prices ?? prices, options.batch?.discount ?? 0) : 0,
     ),
     kept: async (keys) => keys.map((k) => journal.get(k)),
     async left(pending, count) {

@@ -149,16 +149,16 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       };
     },
 
-    results(state, dir, requests, maxTokens) {
+    results(state, dir, keys, maxTokens) {
       // Saved to a file as it arrives, checked whole, then read line by line (see ./openai-batch.ts).
-      const cap = resultsCap(p.replyCap, requests, {
+      const cap = resultsCap(p.replyCap, keys.length, {
         maxTokens,
         capRaised: p.replyCap > DEFAULT_MAX_REPLY_BYTES,
       });
       const saved = join(dir, `batch-results-${state.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.jsonl`);
       return checkedResults({
         state,
-        requests,
+        keys,
         maxLine: p.replyCap,
         download: async () => {
           try {
@@ -166,7 +166,7 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
               method: 'GET',
               saveTo: new SavedBody(saved),
               maxReplyBytes: cap.bytes,
-              timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
+              timeoutMs: downloadDeadlineMs(p.timeoutMs, keys.length),
               capIs: cap.says,
             });
           } catch (e) {

@@ -102,11 +102,16 @@ export interface BatchApi {
   state(id: string): Promise<BatchState>;
   /**
    * The results of an ended batch, as they are read: the provider's files saved into `dir` as they arrive, then read
-   * line by line (never whole in memory). `requests` is how many the batch holds by our own record: the results are
+   * line by line (never whole in memory). `keys` are the requests the batch holds by our own record: the results are
    * capped at that many replies (each at its share: {@link resultsCap}, from `maxTokens`, the most its requests ask
    * for), never by the provider's claim.
    */
-  results(state: BatchState, dir: string, requests: number, maxTokens?: number): AsyncIterable<BatchResult>;
+  results(
+    state: BatchState,
+    dir: string,
+    keys: readonly string[],
+    maxTokens?: number,
+  ): AsyncIterable<BatchResult>;
 }
 
 /**
@@ -185,71 +190,100 @@ export async function* resultLines<L extends { custom_id?: unknown }>(
 /** Downloads of a batch's results at most, in one command, while they fail their check (a cut or lying file). */
 const RESULT_TRIES = 3;
 
+/** Whether a line of a results file is a result (an outcome for a request it names), never an input line echoed. */
+function resultFor(text: string, keys: ReadonlySet<string>): string | undefined {
+  try {
+    const line = JSON.parse(text) as {
+      custom_id?: unknown;
+      response?: unknown;
+      error?: unknown;
+      result?: unknown;
+    } | null;
+    const key = line?.custom_id;
+    const outcome = (line?.response ?? line?.error ?? line?.result) != null;
+    return typeof key === 'string' && keys.has(key) && outcome ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The lines of a results file (any non-empty line: one too long to read or not JSON is a line the provider sent, and
- * fails its request, named), and its last line where the file does not end with a newline.
+ * The requests of the batch (`keys`) a results file answers, each counted once: lines that name another request, a
+ * request already answered, or none (not JSON, not a result) answer nothing, so a file of such lines cannot pass for
+ * the provider's count of requests done. A line too long to read counts as an answer (its request fails, named: a
+ * reply over the cap), and so does the last line where the file does not end with a newline, if it is a whole result;
+ * otherwise that line is returned as `tail`, cut off.
  */
-async function countLines(
+async function countAnswers(
   file: string,
-  maxTail: number,
-): Promise<{ lines: number; tail: string | undefined }> {
-  let lines = 0;
+  maxLine: number,
+  keys: ReadonlySet<string>,
+  seen: Set<string>,
+): Promise<{ answers: number; tail: string | undefined }> {
+  let answers = 0;
   let current = 0;
-  let tail: Buffer[] = [];
-  let tailBytes = 0;
+  let line: Buffer[] = [];
+  let lineBytes = 0;
+  const count = (text: string): boolean => {
+    const key = resultFor(text, keys);
+    if (key === undefined || seen.has(key)) return false;
+    seen.add(key);
+    answers++;
+    return true;
+  };
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     let from = 0;
     for (;;) {
       const nl = chunk.indexOf(10, from);
       const piece = chunk.subarray(from, nl < 0 ? chunk.length : nl);
       current += piece.length;
-      if (nl < 0) {
-        if (tailBytes + piece.length <= maxTail) {
-          tail.push(piece);
-          tailBytes += piece.length;
-        }
-        break;
+      if (lineBytes + piece.length <= maxLine) {
+        line.push(piece);
+        lineBytes += piece.length;
       }
-      if (current > 0) lines++;
+      if (nl < 0) break;
+      if (current > maxLine) answers++;
+      else if (current > 0) count(Buffer.concat(line).toString('utf8'));
       current = 0;
-      tail = [];
-      tailBytes = 0;
+      line = [];
+      lineBytes = 0;
       from = nl + 1;
     }
   }
-  return { lines, tail: current > 0 ? Buffer.concat(tail).toString('utf8') : undefined };
+  if (current === 0) return { answers, tail: undefined };
+  const tail = Buffer.concat(line).toString('utf8');
+  // A whole result without its newline is read; its request may have been answered above (a duplicate), and is whole.
+  const whole = current <= maxLine && resultFor(tail, keys) !== undefined;
+  if (whole) count(tail);
+  return { answers, tail: whole ? undefined : tail };
 }
 
 /**
  * What is wrong with a batch's downloaded results files, checked end to end before any line is taken as an answer:
  * a last line cut off (no final newline, not a whole result: a body cut short, a gzip stream cut half-way), or fewer
- * lines than the provider counts requests done (a file cut at a line's end, a results file it does not name). The
- * provider's counts are used only where they are possible (no more than the requests the batch holds by our record).
+ * of the batch's requests answered than the provider counts done (a file cut at a line's end, a results file it does
+ * not name, lines of other requests or none). The provider's counts are used only where they are possible (no more
+ * than the requests the batch holds by our record, `keys`).
  */
 export async function resultsProblem(
   files: readonly string[],
   state: BatchState,
-  requests: number,
+  keys: readonly string[],
   maxLine: number,
 ): Promise<string | undefined> {
-  let lines = 0;
+  const ours = new Set(keys);
+  const seen = new Set<string>();
+  let answers = 0;
   for (const file of files) {
-    const counted = await countLines(file, maxLine + LINE_SLACK);
-    lines += counted.lines;
-    if (counted.tail === undefined) continue;
-    let whole = false;
-    try {
-      whole = typeof (JSON.parse(counted.tail) as { custom_id?: unknown })?.custom_id === 'string';
-    } catch {
-      whole = false;
-    }
-    if (!whole) return `its results file ends in the middle of a line (cut short after ${lines} whole lines)`;
-    lines++;
+    const counted = await countAnswers(file, maxLine + LINE_SLACK, ours, seen);
+    answers += counted.answers;
+    if (counted.tail !== undefined)
+      return `its results file ends in the middle of a line (cut short after ${answers} answer(s))`;
   }
   const c = state.counts;
   const done = c ? c.completed + c.failed : 0;
-  if (c && done <= requests && lines < done)
-    return `its results hold ${lines} line(s) where the provider counts ${done} request(s) done (${c.completed} completed, ${c.failed} failed): a results file is cut short or not named`;
+  if (c && done <= keys.length && answers < done)
+    return `its results answer ${answers} of its request(s) where the provider counts ${done} done (${c.completed} completed, ${c.failed} failed): a results file is cut short, not named, or holds lines of other requests`;
   return undefined;
 }
 
@@ -261,7 +295,8 @@ export async function resultsProblem(
  */
 export async function* checkedResults(o: {
   state: BatchState;
-  requests: number;
+  /** The keys of the requests the batch holds by our record. */
+  keys: readonly string[];
   maxLine: number;
   download: () => Promise<string[]>;
   read: (file: string) => AsyncIterable<BatchResult>;
@@ -271,7 +306,7 @@ export async function* checkedResults(o: {
     let files: string[] = [];
     try {
       files = await o.download();
-      const problem = await resultsProblem(files, o.state, o.requests, o.maxLine);
+      const problem = await resultsProblem(files, o.state, o.keys, o.maxLine);
       if (problem !== undefined) {
         if (attempt >= RESULT_TRIES) throw new Error(`${problem}; downloaded ${attempt} times`);
         await (o.sleep ?? sleep)(1000 * attempt);
@@ -977,7 +1012,7 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
     let read: Awaited<ReturnType<typeof journalResults>>;
     try {
       read = await journalResults(
-        state.failure ? [] : o.api.results(state, o.outDir, b.keys.length, mostTokens(b.keys)),
+        state.failure ? [] : o.api.results(state, o.outDir, b.keys, mostTokens(b.keys)),
         {
           byKey,
           keys: new Set(b.keys),

@@ -183,17 +183,17 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
       };
     },
 
-    results(state, dir, requests, maxTokens) {
+    results(state, dir, keys, maxTokens) {
       // Saved to a file as it arrives and read line by line: the results are as large as the replies asked for, capped
       // at the reply cap per request we recorded, not one reply's, and never at the provider's own count. Every file is
       // downloaded and checked whole (./batch.ts, checkedResults) before any of its lines is taken as an answer.
-      const cap = resultsCap(p.replyCap, requests, {
+      const cap = resultsCap(p.replyCap, keys.length, {
         maxTokens,
         capRaised: p.replyCap > DEFAULT_MAX_REPLY_BYTES,
       });
       return checkedResults({
         state,
-        requests,
+        keys,
         maxLine: p.replyCap,
         download: async () => {
           const saved: string[] = [];
@@ -209,7 +209,7 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
                 // One body across the call's tries: a download that broke off continues where the server offers ranges.
                 saveTo: new SavedBody(to),
                 maxReplyBytes: cap.bytes,
-                timeoutMs: downloadDeadlineMs(p.timeoutMs, requests),
+                timeoutMs: downloadDeadlineMs(p.timeoutMs, keys.length),
                 capIs: cap.says,
               });
             }

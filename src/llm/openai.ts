@@ -12,6 +12,7 @@ import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByC
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams, Usage } from './provider.js';
 import { ServerProvider } from './server-provider.js';
+import { NO_USAGE } from './usage.js';
 
 export interface OpenAIOptions extends ClientOptions {
   model: string;
@@ -167,11 +168,14 @@ export class OpenAIProvider extends ServerProvider implements Provider {
             },
           }
         : {}),
-      ...(usageGiven && !usageOk
-        ? {
-            usageProblem: `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`,
-          }
-        : {}),
+      // No counts at all (a proxy that strips them) is not "nothing spent": estimated and flagged as unreadable ones are.
+      ...(usageOk
+        ? {}
+        : {
+            usageProblem: usageGiven
+              ? `token counts that are not whole numbers ≥ 0: ${JSON.stringify(json.usage).slice(0, 200)}`
+              : NO_USAGE,
+          }),
       ...(typeof choice.finish_reason === 'string'
         ? { finishReason: choice.finish_reason.slice(0, 100) }
         : {}),
@@ -292,17 +296,22 @@ export class OpenAIProvider extends ServerProvider implements Provider {
       const echoed: (unknown[] | undefined)[] = prompts.map(() => undefined);
       const usage = completionsUsage(json);
       if (usage) out.usage = usage;
-      for (const c of choices) {
-        const lp = c.logprobs?.token_logprobs;
-        if (typeof c.index === 'number' && Array.isArray(lp)) {
-          out[c.index] = lp;
-          echoed[c.index] = Array.isArray(c.logprobs?.tokens) ? c.logprobs.tokens : undefined;
-        }
-      }
       const fail = (why: string, impossible = false) =>
         new LlmRequestError(`${this.completionsUrl}: ${why}: ${snippet(text)}`, status, false, {
           impossible,
         });
+      for (const c of choices) {
+        const lp = c.logprobs?.token_logprobs;
+        if (typeof c.index === 'number' && Array.isArray(lp)) {
+          // A number past the prompts sent answers none of them: its values belong to no prompt.
+          if (!Number.isInteger(c.index) || c.index < 0 || c.index >= prompts.length)
+            throw fail(
+              `a choice numbered ${String(c.index)} where ${prompts.length} prompt${prompts.length === 1 ? ' was' : 's were'} sent`,
+            );
+          out[c.index] = lp;
+          echoed[c.index] = Array.isArray(c.logprobs?.tokens) ? c.logprobs.tokens : undefined;
+        }
+      }
       for (const [i, lp] of out.entries()) {
         const prompt = prompts[i] as number[] | string;
         // A text prompt's token count is what the server read: its values less the generated one, whose presence

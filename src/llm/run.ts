@@ -41,6 +41,7 @@ import type { PromptTemplate } from './prompt.js';
 import type { Provider, SamplingParams } from './provider.js';
 import { type LlmRequest, type Mode, planRequests, type SplitChoice } from './requests.js';
 import type { RunProgress } from './send.js';
+import { NO_USAGE } from './usage.js';
 
 export type { SampleLog } from './outputs.js';
 export type { Mode, SplitChoice } from './requests.js';
@@ -239,9 +240,14 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const ledger = usageLedger(ok);
   const latencies = ok.map((e) => e.latencyMs);
   const usageProblems = ok.filter((e) => e.usageProblem !== undefined);
-  if (usageProblems.length > 0)
+  const uncounted = usageProblems.filter((e) => e.usageProblem === NO_USAGE).length;
+  const unreadable = usageProblems.filter((e) => e.usageProblem !== NO_USAGE);
+  const estimated = `estimated from the request's and the reply's bytes (a ceiling), and counted so in the tokens, the cost and --max-cost`;
+  if (uncounted > 0)
+    log.warn(`${uncounted} replies gave no token counts (usage); their tokens are ${estimated}`);
+  if (unreadable.length > 0)
     log.warn(
-      `${usageProblems.length} replies gave token counts that cannot be right (e.g. ${usageProblems[0]?.usageProblem}); their tokens are estimated from the request's and the reply's bytes (a ceiling), and counted so in the tokens, the cost and --max-cost`,
+      `${unreadable.length} replies gave token counts that cannot be right (e.g. ${unreadable[0]?.usageProblem}); their tokens are ${estimated}`,
     );
   const served: Record<string, number> = {};
   for (const e of ok) if (e.model !== undefined) served[e.model] = (served[e.model] ?? 0) + 1;

@@ -10,3 +10,9 @@ export interface Usage {
   /** Of the prompt tokens, those written to a prompt cache, where the server says (Anthropic's cache writes). */
   cacheWriteTokens?: number;
 }
+
+/**
+ * The flag of a reply that gave no token counts at all (`usage` absent or null): a proxy may strip them, and the
+ * server still bills, so its tokens are estimated as unreadable counts are, never taken as none.
+ */
+export const NO_USAGE = 'no token counts (the reply has no usage)';

@@ -102,6 +102,13 @@ export const llmArgs = (
   ...more,
 ];
 
+/** The events of a run folder's batch ledger (`batches.jsonl`), in order. */
+export const ledgerEvents = (out: string): string[] =>
+  readFileSync(join(out, 'batches.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { event: string }).event);
+
 /** A key as it is, JSON-escaped, URL- and form-encoded, and JSON-escaped URL-encoded: each form a leak may take. */
 export const keyForms = (key: string): Record<string, string> => ({
   raw: key,
