@@ -209,51 +209,93 @@ describe('BiLSTM network against PyTorch (same weights, one forward pass, gradie
 });
 
 describe('BiLSTM network on two threads', () => {
-  it('gives the same bits as on one: logits, every gradient, and the weights after an optimiser step', () => {
-    // Wider than the cases above, so that the products cross the kernel's padding and blocking.
-    const config: BiLstmConfig = {
-      vocab: 40,
-      embedding: 13,
-      hidden: 9,
-      layers: 2,
-      outputs: 5,
-      head: 'per-token',
-      paddingIdx: 0,
-      dropout: { embedding: 0.5, between: 0.1, output: 0.25 },
-    };
-    const batch = 3;
-    const steps = 37;
-    const tokens = Int32Array.from({ length: batch * steps }, (_, i) => (i * 7) % 40);
-    const targets = Int32Array.from({ length: batch * steps }, (_, i) => (tokens[i] === 0 ? -1 : i % 5));
-    const runOn = (threads: 1 | 2) => {
-      const net = new BiLstmNet(config);
-      net.init(createRng(11), { kind: 'normal', std: 0.1 });
-      net.setThreads(threads);
-      try {
-        const adam = new Adam(net.params(), { lr: 0.0015, weightDecay: 0.01 });
-        const logits: Float32Array[] = [];
-        const grads: Float32Array[][] = [];
-        const rng = createRng(5);
-        for (let step = 0; step < 3; step++) {
-          const tape = net.forward(tokens, batch, steps, rng);
-          logits.push(tape.logits.slice());
-          net.zeroGrad();
-          net.backward(tape, crossEntropy(tape.logits, batch * steps, config.outputs, targets).grad);
-          grads.push(net.params().map((p) => p.grad.slice()));
-          adam.step();
+  for (const head of ['per-token', 'final-states'] as const)
+    it(`gives the same bits as on one (${head} head): logits, every gradient, and the weights after an optimiser step`, () => {
+      // Wider than the cases above, so that the products cross the kernel's padding and blocking.
+      const config: BiLstmConfig = {
+        vocab: 40,
+        embedding: 13,
+        hidden: 9,
+        layers: 2,
+        outputs: 5,
+        head,
+        paddingIdx: 0,
+        dropout: { embedding: 0.5, between: 0.1, output: 0.25 },
+      };
+      const batch = 3;
+      const steps = 37;
+      const rows = head === 'per-token' ? batch * steps : batch;
+      const tokens = Int32Array.from({ length: batch * steps }, (_, i) => (i * 7) % 40);
+      const targets = Int32Array.from({ length: rows }, (_, i) =>
+        head === 'per-token' && tokens[i] === 0 ? -1 : i % 5,
+      );
+      const runOn = (threads: 1 | 2) => {
+        const net = new BiLstmNet(config);
+        net.init(createRng(11), { kind: 'normal', std: 0.1 });
+        net.setThreads(threads);
+        try {
+          const adam = new Adam(net.params(), { lr: 0.0015, weightDecay: 0.01 });
+          const logits: Float32Array[] = [];
+          const grads: Float32Array[][] = [];
+          const rng = createRng(5);
+          for (let step = 0; step < 3; step++) {
+            const tape = net.forward(tokens, batch, steps, rng);
+            logits.push(tape.logits.slice());
+            net.zeroGrad();
+            net.backward(tape, crossEntropy(tape.logits, rows, config.outputs, targets).grad);
+            grads.push(net.params().map((p) => p.grad.slice()));
+            adam.step();
+          }
+          return { logits, grads, weights: net.params().map((p) => p.value.slice()) };
+        } finally {
+          net.close();
         }
-        return { logits, grads, weights: net.params().map((p) => p.value.slice()) };
-      } finally {
-        net.close();
-      }
+      };
+      const one = runOn(1);
+      const two = runOn(2);
+      const bits = (xs: Float32Array[]) => xs.map((x) => Array.from(new Uint32Array(x.buffer.slice(0))));
+      expect(bits(two.logits)).toEqual(bits(one.logits));
+      for (const [k, g] of two.grads.entries()) expect(bits(g)).toEqual(bits(one.grads[k] as Float32Array[]));
+      expect(bits(two.weights)).toEqual(bits(one.weights));
+      // Not vacuous: the gradients move.
+      expect(one.grads[0]?.some((g) => g.some((v) => v !== 0))).toBe(true);
+    });
+
+  it("writes each pass's tape into the arrays of the pass before, on either thread: a batch's arrays are made once", () => {
+    // Found by measuring (issue #61): the tapes were allocated afresh per pass, 160 MiB of a RuMedDaNet batch
+    // left to the garbage collector, so that the peak RSS held two batches' tapes.
+    const config: BiLstmConfig = {
+      vocab: 20,
+      embedding: 5,
+      hidden: 4,
+      layers: 1,
+      outputs: 2,
+      head: 'final-states',
     };
-    const one = runOn(1);
-    const two = runOn(2);
-    const bits = (xs: Float32Array[]) => xs.map((x) => Array.from(new Uint32Array(x.buffer.slice(0))));
-    expect(bits(two.logits)).toEqual(bits(one.logits));
-    for (const [k, g] of two.grads.entries()) expect(bits(g)).toEqual(bits(one.grads[k] as Float32Array[]));
-    expect(bits(two.weights)).toEqual(bits(one.weights));
-    // Not vacuous: the gradients move.
-    expect(one.grads[0]?.some((g) => g.some((v) => v !== 0))).toBe(true);
+    const net = new BiLstmNet(config);
+    net.init(createRng(3), { kind: 'pytorch' });
+    net.setThreads(2);
+    try {
+      const first = net.forward(
+        Int32Array.from({ length: 12 }, (_, i) => i + 1),
+        2,
+        6,
+      );
+      const before = first.tapes.map((t) => [t.gates.slice(), t.cells.slice()]);
+      const second = net.forward(
+        Int32Array.from({ length: 12 }, (_, i) => 19 - i),
+        2,
+        6,
+      );
+      for (const [d, t] of second.tapes.entries()) {
+        // The first pass's arrays now hold the second pass's values: the same memory, on both directions.
+        expect(first.tapes[d]?.gates).toEqual(t.gates);
+        expect(first.tapes[d]?.cells).toEqual(t.cells);
+        expect(before[d]?.[0]).not.toEqual(t.gates);
+      }
+      expect(first.outputs[0]?.buffer).toBe(second.outputs[0]?.buffer);
+    } finally {
+      net.close();
+    }
   });
 });

@@ -279,20 +279,13 @@ export class BiLstmNet {
     const gb = this.headBias.grad;
     for (let r = 0; r < n; r++)
       for (let c = 0; c < C; c++) gb[c] = (gb[c] as number) + (dLogits[r * C + c] as number);
-    let dFeatures: Float32Array = new Float32Array(n * D);
+    // Shared and pooled: the other thread reads it in place.
+    let dFeatures = this.buffer('dFeatures', n * D, true);
     gemmABt(n, D, C, dLogits, 0, C, transpose(C, D, this.headWeight.value, 0, D), 0, C, dFeatures, 0, D);
-    dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
-    let dOut: Float32Array;
-    if (head === 'final-states') {
-      dOut = this.buffer('dOut', rows * D, true);
-      for (let b = 0; b < batch; b++) {
-        dOut.set(dFeatures.subarray(b * D, b * D + H), ((steps - 1) * batch + b) * D);
-        dOut.set(dFeatures.subarray(b * D + H, b * D + D), b * D + H);
-      }
-    } else {
-      dOut = this.buffer('dOut', rows * D);
-      dOut.set(dFeatures);
-    }
+    dFeatures = applyMask(dFeatures, masks[masks.length - 1], () => this.buffer('dHead', n * D));
+    // The head's gradient: per token, dLoss/d(top layer's output) itself; from the final states, dLoss/dh_n of
+    // layer 0's two directions, handed to them apart (no [T·B, 2H] array, zero but at two steps, is made).
+    let dOut: Float32Array | undefined = head === 'per-token' ? dFeatures : undefined;
     for (let l = layers - 1; l >= 0; l--) {
       const x = inputs[l] as Float32Array;
       const width = l === 0 ? E : D;
@@ -302,6 +295,7 @@ export class BiLstmNet {
         this.buffer(`dx${l}.0`, rows * width, true),
         this.buffer(`dx${l}.1`, rows * width, true),
       ] as const;
+      const finals = head === 'final-states' && l === 0;
       const job = (dir: 0 | 1) =>
         ({
           op: 'backward',
@@ -309,7 +303,8 @@ export class BiLstmNet {
           tape: tapes[2 * l + dir] as LstmTape,
           x,
           out: { data: out, col: dir * H, stride: D },
-          dOut: { data: dOut, col: dir * H, stride: D },
+          ...(dOut ? { dOut: { data: dOut, col: dir * H, stride: D } } : {}),
+          ...(finals ? { dFinal: { data: dFeatures, col: dir * H, stride: D } } : {}),
           dx: dxs[dir],
         }) as const;
       this.runner.run([job(0), job(1)]);
@@ -317,6 +312,7 @@ export class BiLstmNet {
       for (let i = 0; i < dx.length; i++) dx[i] = (dx[i] as number) + (dx1[i] as number);
       dOut = applyMask(dx, masks[l], () => this.buffer(`dIn${l}`, dx.length));
     }
+    if (!dOut) throw new Error('BiLstmNet.backward: a network of no layers');
     // dOut is now dLoss/d(embedding rows), time-major: scatter it into the table's gradient.
     const g = this.embedding.grad;
     const pad = this.config.paddingIdx;
