@@ -145,7 +145,7 @@ describe('baseline bilstm', () => {
       });
       const page = await (await fetch(`${board.url}/submissions/${id}`)).text();
       expect(page).toContain('RuMedSymptomRec');
-      expect(page).toContain((scored.tasks.RuMedSymptomRec?.score as number).toFixed(2));
+      expect(page).toContain(Number(scored.tasks.RuMedSymptomRec?.score).toFixed(2));
     } finally {
       await board.stop();
     }
