@@ -10,13 +10,21 @@ import { rumedbenchWith } from '../helpers/cli.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';
 import { startServe } from '../helpers/server.js';
 
+/** Fixture data (train 8, dev 2, test 4 records a task), an empty run folder, and the environment that reads them. */
+function workspace(name: string) {
+  const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
+  return {
+    data,
+    out: mkdtempSync(join(tmpdir(), `rumedbench-bilstm-${name}-`)),
+    env: { RUMEDBENCH_DATA: data },
+  };
+}
+
 describe('baseline bilstm', () => {
   it('trains the tagger, says in one line why RuMedNLI and RuMedTest are not trained, writes a run folder eval, rank and report read, and saves a model predict uses', {
     timeout: 300_000,
   }, async () => {
-    const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
-    const out = mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-out-'));
-    const env = { RUMEDBENCH_DATA: data };
+    const { data, out, env } = workspace('out');
     const r = await rumedbenchWith(
       env,
       'baseline',
@@ -104,9 +112,7 @@ describe('baseline bilstm', () => {
   it('trains a classifier for one epoch and submits its run folder: the board shows the scores eval gives it', {
     timeout: 300_000,
   }, async () => {
-    const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
-    const out = mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-submit-'));
-    const env = { RUMEDBENCH_DATA: data };
+    const { out, env } = workspace('submit');
     const r = await rumedbenchWith(
       env,
       ...['baseline', 'bilstm', '--tasks', 'RuMedDaNet,RuMedSymptomRec', '--epochs', '1', '--out', out],
