@@ -9,6 +9,9 @@ Two uses:
           printing one JSON line per epoch (seconds, train and dev loss) and the peak RSS at the end.
 
 python3 bench/bilstm_reference.py train DATA_DIR RuMedDaNet [--limit N] [--epochs E] [--threads 2] [--seed 0]
+                                    [--predict FILE]
+--predict writes the last epoch's test predictions to FILE (one {id field, "prediction"} line per test record, the
+format `rumedbench eval` scores): bench/bilstm-faithful.sh scores them beside ours.
 """
 import json
 import re
@@ -106,11 +109,12 @@ def tokenize(text):
     return [w for w in TOKEN.findall(text.lower()) if not PUNCT.match(w)]
 
 
+# Input fields, gold field, id field, and whether the answer is a Top-3 ranking.
 TASKS = {
-    "RuMedTop3": (["symptoms"], "code"),
-    "RuMedSymptomRec": (["symptoms"], "code"),
-    "RuMedDaNet": (["context", "question"], "answer"),
-    "RuMedNLI": (["ru_sentence1", "ru_sentence2"], "gold_label"),
+    "RuMedTop3": (["symptoms"], "code", "idx", True),
+    "RuMedSymptomRec": (["symptoms"], "code", "idx", True),
+    "RuMedDaNet": (["context", "question"], "answer", "pairID", False),
+    "RuMedNLI": (["ru_sentence1", "ru_sentence2"], "gold_label", "pairID", False),
 }
 
 
@@ -145,7 +149,7 @@ def train(argv):
     epochs = int(opts.get("--epochs", 50))
     torch.set_num_threads(int(opts.get("--threads", 2)))
     torch.manual_seed(int(opts.get("--seed", 0)))
-    fields, gold = TASKS[task]
+    fields, gold, idf, top3 = TASKS[task]
     seq_len = 256 if len(fields) > 1 else 128
     tr = read(f"{data}/{task}/train_v1.jsonl", limit)
     dev = read(f"{data}/{task}/dev_v1.jsonl", limit)
@@ -185,6 +189,16 @@ def train(argv):
             bad += 1  # upstream's counter: never reset
             if bad >= 3:
                 break
+    if "--predict" in opts:
+        test = read(f"{data}/{task}/test_v1.jsonl")
+        xte = encode(test, fields, vocab, seq_len)
+        with torch.no_grad():
+            logits = torch.cat([net(xte[i : i + 64]) for i in range(0, len(xte), 64)])
+        with open(opts["--predict"], "w", encoding="utf8") as f:
+            for r, z in zip(test, logits):
+                order = torch.argsort(z, descending=True).tolist()
+                answer = [labels[k] for k in order[:3]] if top3 else labels[order[0]]
+                f.write(json.dumps({idf: r[idf], "prediction": answer}, ensure_ascii=False) + "\n")
     print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "epochs": epoch, "vocab": len(vocab)}))
 
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../metrics/rng.js';
-import { Adam, type BiLstmConfig, BiLstmNet, crossEntropy } from './bilstm-net.js';
+import { Adam, type BiLstmConfig, BiLstmNet, crossEntropy, denseGrad, RowGrad } from './bilstm-net.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -83,9 +83,10 @@ describe('BiLSTM network: gradients by finite differences', () => {
         let worst = 0;
         let checked = 0;
         for (const p of net.params()) {
+          const pGrad = denseGrad(p);
           for (let i = 0; i < p.value.length; i++) {
             if (p.name === 'embedding' && c.config.paddingIdx === 0 && i < c.config.embedding) {
-              expect(p.grad[i]).toBe(0);
+              expect(pGrad[i]).toBe(0);
               continue;
             }
             const v = p.value[i] as number;
@@ -96,7 +97,7 @@ describe('BiLSTM network: gradients by finite differences', () => {
             const down = lossOf(net, targets, rows, dropoutSeed).loss;
             p.value[i] = v;
             const numeric = (up - down) / (2 * h);
-            const analytic = p.grad[i] as number;
+            const analytic = pGrad[i] as number;
             const err = Math.abs(numeric - analytic) / Math.max(1e-2, Math.abs(numeric) + Math.abs(analytic));
             worst = Math.max(worst, err);
             checked++;
@@ -154,7 +155,7 @@ function ours(c: (typeof CASES)[number]) {
   net.zeroGrad();
   const { tape, grad, loss } = lossOf(net, targets, rows);
   net.backward(tape, grad);
-  const grads = Object.fromEntries(net.params().map((p) => [p.name, Array.from(p.grad)]));
+  const grads = Object.fromEntries(net.params().map((p) => [p.name, Array.from(denseGrad(p))]));
   new Adam(net.params(), c.optimiser).step();
   const stepped = Object.fromEntries(net.params().map((p) => [p.name, Array.from(p.value)]));
   return { logits: Array.from(tape.logits), loss, grads, stepped };
@@ -209,51 +210,130 @@ describe('BiLSTM network against PyTorch (same weights, one forward pass, gradie
 });
 
 describe('BiLSTM network on two threads', () => {
-  it('gives the same bits as on one: logits, every gradient, and the weights after an optimiser step', () => {
-    // Wider than the cases above, so that the products cross the kernel's padding and blocking.
-    const config: BiLstmConfig = {
-      vocab: 40,
-      embedding: 13,
-      hidden: 9,
-      layers: 2,
-      outputs: 5,
-      head: 'per-token',
-      paddingIdx: 0,
-      dropout: { embedding: 0.5, between: 0.1, output: 0.25 },
-    };
-    const batch = 3;
-    const steps = 37;
-    const tokens = Int32Array.from({ length: batch * steps }, (_, i) => (i * 7) % 40);
-    const targets = Int32Array.from({ length: batch * steps }, (_, i) => (tokens[i] === 0 ? -1 : i % 5));
-    const runOn = (threads: 1 | 2) => {
-      const net = new BiLstmNet(config);
-      net.init(createRng(11), { kind: 'normal', std: 0.1 });
-      net.setThreads(threads);
-      try {
-        const adam = new Adam(net.params(), { lr: 0.0015, weightDecay: 0.01 });
-        const logits: Float32Array[] = [];
-        const grads: Float32Array[][] = [];
-        const rng = createRng(5);
-        for (let step = 0; step < 3; step++) {
-          const tape = net.forward(tokens, batch, steps, rng);
-          logits.push(tape.logits.slice());
-          net.zeroGrad();
-          net.backward(tape, crossEntropy(tape.logits, batch * steps, config.outputs, targets).grad);
-          grads.push(net.params().map((p) => p.grad.slice()));
-          adam.step();
+  for (const head of ['per-token', 'final-states'] as const)
+    it(`gives the same bits as on one (${head} head): logits, every gradient, and the weights after an optimiser step`, () => {
+      // Wider than the cases above, so that the products cross the kernel's padding and blocking.
+      const config: BiLstmConfig = {
+        vocab: 40,
+        embedding: 13,
+        hidden: 9,
+        layers: 2,
+        outputs: 5,
+        head,
+        paddingIdx: 0,
+        dropout: { embedding: 0.5, between: 0.1, output: 0.25 },
+      };
+      const batch = 3;
+      const steps = 37;
+      const rows = head === 'per-token' ? batch * steps : batch;
+      const tokens = Int32Array.from({ length: batch * steps }, (_, i) => (i * 7) % 40);
+      const targets = Int32Array.from({ length: rows }, (_, i) =>
+        head === 'per-token' && tokens[i] === 0 ? -1 : i % 5,
+      );
+      const runOn = (threads: 1 | 2) => {
+        const net = new BiLstmNet(config);
+        net.init(createRng(11), { kind: 'normal', std: 0.1 });
+        net.setThreads(threads);
+        try {
+          const adam = new Adam(net.params(), { lr: 0.0015, weightDecay: 0.01 });
+          const logits: Float32Array[] = [];
+          const grads: Float32Array[][] = [];
+          const rng = createRng(5);
+          for (let step = 0; step < 3; step++) {
+            const tape = net.forward(tokens, batch, steps, rng);
+            logits.push(tape.logits.slice());
+            net.zeroGrad();
+            net.backward(tape, crossEntropy(tape.logits, rows, config.outputs, targets).grad);
+            grads.push(net.params().map((p) => denseGrad(p).slice()));
+            adam.step();
+          }
+          return { logits, grads, weights: net.params().map((p) => p.value.slice()) };
+        } finally {
+          net.close();
         }
-        return { logits, grads, weights: net.params().map((p) => p.value.slice()) };
-      } finally {
-        net.close();
-      }
+      };
+      const one = runOn(1);
+      const two = runOn(2);
+      const bits = (xs: Float32Array[]) => xs.map((x) => Array.from(new Uint32Array(x.buffer.slice(0))));
+      expect(bits(two.logits)).toEqual(bits(one.logits));
+      for (const [k, g] of two.grads.entries()) expect(bits(g)).toEqual(bits(one.grads[k] as Float32Array[]));
+      expect(bits(two.weights)).toEqual(bits(one.weights));
+      // Not vacuous: the gradients move.
+      expect(one.grads[0]?.some((g) => g.some((v) => v !== 0))).toBe(true);
+    });
+
+  it("writes each pass's tape into the arrays of the pass before, on either thread: a batch's arrays are made once", () => {
+    // Found by measuring (issue #61): the tapes were allocated afresh per pass, 160 MiB of a RuMedDaNet batch
+    // left to the garbage collector, so that the peak RSS held two batches' tapes.
+    const config: BiLstmConfig = {
+      vocab: 20,
+      embedding: 5,
+      hidden: 4,
+      layers: 1,
+      outputs: 2,
+      head: 'final-states',
     };
-    const one = runOn(1);
-    const two = runOn(2);
-    const bits = (xs: Float32Array[]) => xs.map((x) => Array.from(new Uint32Array(x.buffer.slice(0))));
-    expect(bits(two.logits)).toEqual(bits(one.logits));
-    for (const [k, g] of two.grads.entries()) expect(bits(g)).toEqual(bits(one.grads[k] as Float32Array[]));
-    expect(bits(two.weights)).toEqual(bits(one.weights));
-    // Not vacuous: the gradients move.
-    expect(one.grads[0]?.some((g) => g.some((v) => v !== 0))).toBe(true);
+    const net = new BiLstmNet(config);
+    net.init(createRng(3), { kind: 'pytorch' });
+    net.setThreads(2);
+    try {
+      const first = net.forward(
+        Int32Array.from({ length: 12 }, (_, i) => i + 1),
+        2,
+        6,
+      );
+      const before = first.tapes.map((t) => [t.gates.slice(), t.cells.slice()]);
+      const second = net.forward(
+        Int32Array.from({ length: 12 }, (_, i) => 19 - i),
+        2,
+        6,
+      );
+      for (const [d, t] of second.tapes.entries()) {
+        // The first pass's arrays now hold the second pass's values: the same memory, on both directions.
+        expect(first.tapes[d]?.gates).toEqual(t.gates);
+        expect(first.tapes[d]?.cells).toEqual(t.cells);
+        expect(before[d]?.[0]).not.toEqual(t.gates);
+      }
+      expect(first.outputs[0]?.buffer).toBe(second.outputs[0]?.buffer);
+    } finally {
+      net.close();
+    }
+  });
+});
+
+describe('the embedding gradient as touched rows', () => {
+  it('steps Adam and AdamW to the very bits of a dense gradient, untouched rows decaying as in PyTorch', () => {
+    const rows = 7;
+    const width = 5;
+    const init = Float32Array.from({ length: rows * width }, (_, i) => Math.sin(i + 1));
+    // Each step touches other rows (some twice, summed), so rows go untouched for a step or two with moments set.
+    const touches = [[1, 3, 3, 6], [0, 3], [5], [2, 6, 6]];
+    for (const options of [{ lr: 1e-3 }, { lr: 0.0015, weightDecay: 0.01 }]) {
+      const sparse = { name: 'embedding', value: init.slice(), grad: new RowGrad(rows, width) };
+      const dense = { name: 'embedding', value: init.slice(), grad: new Float32Array(rows * width) };
+      const a = new Adam([sparse], options);
+      const b = new Adam([dense], options);
+      let moved = 0;
+      for (const [k, touched] of touches.entries()) {
+        sparse.grad.clear();
+        dense.grad.fill(0);
+        for (const [j, r] of touched.entries()) {
+          const src = Float32Array.from({ length: width }, (_, q) => Math.cos(k * 31 + j * 7 + q) / 3);
+          sparse.grad.add(r, src, 0);
+          for (let q = 0; q < width; q++)
+            dense.grad[r * width + q] = (dense.grad[r * width + q] as number) + (src[q] as number);
+        }
+        expect(Array.from(denseGrad(sparse))).toEqual(Array.from(dense.grad));
+        moved = sparse.value[0] as number;
+        a.step();
+        b.step();
+        moved = (sparse.value[0] as number) - moved;
+        expect(Array.from(new Uint32Array(sparse.value.buffer))).toEqual(
+          Array.from(new Uint32Array(dense.value.buffer)),
+        );
+      }
+      // Not vacuous: row 0, untouched at the last step (touched at the second), still moved there.
+      expect(moved).not.toBe(0);
+    }
   });
 });

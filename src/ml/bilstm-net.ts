@@ -27,10 +27,81 @@ export interface BiLstmConfig {
   dropout?: { embedding?: number; between?: number; output?: number };
 }
 
-export interface Param {
+/** A parameter whose gradient is a dense array. */
+export interface DenseParam {
   readonly name: string;
   readonly value: Float32Array;
   readonly grad: Float32Array;
+}
+
+export interface Param {
+  readonly name: string;
+  readonly value: Float32Array;
+  /** Dense, or (the embedding table) the rows a batch touched; {@link denseGrad} reads either as dense. */
+  readonly grad: Float32Array | RowGrad;
+}
+
+/**
+ * A gradient held as the rows a batch touched, the others zero: the embedding table's, whose dense copy is the
+ * vocabulary × width (19.8 MB for RuMedDaNet's 17,314 words) while a batch touches a few thousand rows. Rows are
+ * summed into in the order a dense array would be, so each touched row has the dense array's bits.
+ */
+export class RowGrad {
+  /** Where row r sits in {@link values} (−1: untouched). */
+  readonly slot: Int32Array;
+  /** The touched rows, in the order first touched. */
+  readonly rows: number[] = [];
+  private store: Float32Array;
+
+  constructor(
+    rows: number,
+    readonly width: number,
+  ) {
+    this.slot = new Int32Array(rows).fill(-1);
+    this.store = new Float32Array(width * 64);
+  }
+
+  /** The touched rows' values, row {@link slot}[r] at `slot·width`. */
+  get values(): Float32Array {
+    return this.store;
+  }
+
+  /** Adds `src[at, at + width)` into row `row`. */
+  add(row: number, src: Float32Array, at: number): void {
+    const w = this.width;
+    let s = this.slot[row] as number;
+    if (s < 0) {
+      s = this.rows.length;
+      this.slot[row] = s;
+      this.rows.push(row);
+      if ((s + 1) * w > this.store.length) {
+        const grown = new Float32Array(Math.max(2 * this.store.length, (s + 1) * w));
+        grown.set(this.store);
+        this.store = grown;
+      }
+    }
+    const o = s * w;
+    for (let p = 0; p < w; p++) this.store[o + p] = (this.store[o + p] as number) + (src[at + p] as number);
+  }
+
+  clear(): void {
+    for (const r of this.rows) this.slot[r] = -1;
+    this.store.fill(0, 0, this.rows.length * this.width);
+    this.rows.length = 0;
+  }
+}
+
+/** A parameter's gradient as a dense array (a copy where it is held as rows). */
+export function denseGrad(p: Param): Float32Array {
+  const g = p.grad;
+  if (g instanceof Float32Array) return g;
+  const out = new Float32Array(p.value.length);
+  for (const r of g.rows)
+    out.set(
+      g.values.subarray((g.slot[r] as number) * g.width, ((g.slot[r] as number) + 1) * g.width),
+      r * g.width,
+    );
+  return out;
 }
 
 /** What one forward pass leaves for its backward pass. */
@@ -76,11 +147,11 @@ function applyMask(
 }
 
 export class BiLstmNet {
-  readonly embedding: Param;
+  readonly embedding: Param & { readonly grad: RowGrad };
   /** Layer l's forward direction at 2l, its backward direction at 2l + 1. */
   readonly cells: LstmCell[] = [];
-  readonly headWeight: Param;
-  readonly headBias: Param;
+  readonly headWeight: DenseParam;
+  readonly headBias: DenseParam;
   /** Who runs a layer's two directions: this thread alone until {@link setThreads}. */
   private runner: LayerRunner = new LocalLayers();
   /**
@@ -105,12 +176,16 @@ export class BiLstmNet {
 
   constructor(readonly config: BiLstmConfig) {
     const { vocab, embedding, hidden, layers, outputs } = config;
-    const param = (name: string, n: number): Param => ({
+    const param = (name: string, n: number): DenseParam => ({
       name,
       value: new Float32Array(n),
       grad: new Float32Array(n),
     });
-    this.embedding = param('embedding', vocab * embedding);
+    this.embedding = {
+      name: 'embedding',
+      value: new Float32Array(vocab * embedding),
+      grad: new RowGrad(vocab, embedding),
+    };
     for (let l = 0; l < layers; l++) {
       const input = l === 0 ? embedding : 2 * hidden;
       this.cells.push(lstmCell(input, hidden), lstmCell(input, hidden));
@@ -178,7 +253,10 @@ export class BiLstmNet {
   }
 
   zeroGrad(): void {
-    for (const p of this.params()) p.grad.fill(0);
+    for (const p of this.params()) {
+      if (p.grad instanceof RowGrad) p.grad.clear();
+      else p.grad.fill(0);
+    }
   }
 
   /**
@@ -279,20 +357,13 @@ export class BiLstmNet {
     const gb = this.headBias.grad;
     for (let r = 0; r < n; r++)
       for (let c = 0; c < C; c++) gb[c] = (gb[c] as number) + (dLogits[r * C + c] as number);
-    let dFeatures: Float32Array = new Float32Array(n * D);
+    // Shared and pooled: the other thread reads it in place.
+    let dFeatures = this.buffer('dFeatures', n * D, true);
     gemmABt(n, D, C, dLogits, 0, C, transpose(C, D, this.headWeight.value, 0, D), 0, C, dFeatures, 0, D);
-    dFeatures = applyMask(dFeatures, masks[masks.length - 1]);
-    let dOut: Float32Array;
-    if (head === 'final-states') {
-      dOut = this.buffer('dOut', rows * D, true);
-      for (let b = 0; b < batch; b++) {
-        dOut.set(dFeatures.subarray(b * D, b * D + H), ((steps - 1) * batch + b) * D);
-        dOut.set(dFeatures.subarray(b * D + H, b * D + D), b * D + H);
-      }
-    } else {
-      dOut = this.buffer('dOut', rows * D);
-      dOut.set(dFeatures);
-    }
+    dFeatures = applyMask(dFeatures, masks[masks.length - 1], () => this.buffer('dHead', n * D));
+    // The head's gradient: per token, dLoss/d(top layer's output) itself; from the final states, dLoss/dh_n of
+    // layer 0's two directions, handed to them apart (no [T·B, 2H] array, zero but at two steps, is made).
+    let dOut: Float32Array | undefined = head === 'per-token' ? dFeatures : undefined;
     for (let l = layers - 1; l >= 0; l--) {
       const x = inputs[l] as Float32Array;
       const width = l === 0 ? E : D;
@@ -302,6 +373,7 @@ export class BiLstmNet {
         this.buffer(`dx${l}.0`, rows * width, true),
         this.buffer(`dx${l}.1`, rows * width, true),
       ] as const;
+      const finals = head === 'final-states' && l === 0;
       const job = (dir: 0 | 1) =>
         ({
           op: 'backward',
@@ -309,7 +381,8 @@ export class BiLstmNet {
           tape: tapes[2 * l + dir] as LstmTape,
           x,
           out: { data: out, col: dir * H, stride: D },
-          dOut: { data: dOut, col: dir * H, stride: D },
+          ...(dOut ? { dOut: { data: dOut, col: dir * H, stride: D } } : {}),
+          ...(finals ? { dFinal: { data: dFeatures, col: dir * H, stride: D } } : {}),
           dx: dxs[dir],
         }) as const;
       this.runner.run([job(0), job(1)]);
@@ -317,6 +390,7 @@ export class BiLstmNet {
       for (let i = 0; i < dx.length; i++) dx[i] = (dx[i] as number) + (dx1[i] as number);
       dOut = applyMask(dx, masks[l], () => this.buffer(`dIn${l}`, dx.length));
     }
+    if (!dOut) throw new Error('BiLstmNet.backward: a network of no layers');
     // dOut is now dLoss/d(embedding rows), time-major: scatter it into the table's gradient.
     const g = this.embedding.grad;
     const pad = this.config.paddingIdx;
@@ -324,9 +398,7 @@ export class BiLstmNet {
       for (let t = 0; t < steps; t++) {
         const id = tape.tokens[b * steps + t] as number;
         if (id === pad) continue;
-        const src = (t * batch + b) * E;
-        const dst = id * E;
-        for (let p = 0; p < E; p++) g[dst + p] = (g[dst + p] as number) + (dOut[src + p] as number);
+        g.add(id, dOut, (t * batch + b) * E);
       }
   }
 }
@@ -397,13 +469,23 @@ export class Adam {
       const m = this.m[k] as Float32Array;
       const v = this.v[k] as Float32Array;
       const { value, grad } = p;
-      for (let i = 0; i < value.length; i++) {
-        const g = grad[i] as number;
+      const update = (i: number, g: number) => {
         const mi = beta1 * (m[i] as number) + (1 - beta1) * g;
         const vi = beta2 * (v[i] as number) + (1 - beta2) * g * g;
         m[i] = mi;
         v[i] = vi;
         value[i] = (value[i] as number) * decay - (step * mi) / (Math.sqrt(vi) / bc2 + eps);
+      };
+      if (grad instanceof Float32Array) {
+        for (let i = 0; i < value.length; i++) update(i, grad[i] as number);
+        return;
+      }
+      // Rows held apart step as a dense gradient's zeros do (PyTorch's dense Adam): every row's moments decay and
+      // its value moves, touched or not; only the zeros are not stored.
+      const { width, slot, values } = grad;
+      for (let r = 0; r < slot.length; r++) {
+        const s = slot[r] as number;
+        for (let q = 0; q < width; q++) update(r * width + q, s < 0 ? 0 : (values[s * width + q] as number));
       }
     });
   }

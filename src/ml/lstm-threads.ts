@@ -24,6 +24,8 @@ export type DirectionJob =
       batch: number;
       reverse: boolean;
       out: Slot;
+      /** The caller's arrays for the tape (pooled across passes: ./bilstm-net.ts). */
+      into?: { gates: Float32Array; cells: Float32Array };
     }
   | {
       op: 'backward';
@@ -31,7 +33,8 @@ export type DirectionJob =
       tape: LstmTape;
       x: Float32Array;
       out: Slot;
-      dOut: Slot;
+      dOut?: Slot;
+      dFinal?: Slot;
       dx?: Float32Array;
     };
 
@@ -41,8 +44,8 @@ export type DirectionAnswer = { tape?: LstmTape | undefined; error?: string };
 /** Runs one job on `gemm`: the one body both threads run. */
 export function runDirection(gemm: Gemm, job: DirectionJob): LstmTape | undefined {
   if (job.op === 'forward')
-    return lstmForward(gemm, job.cell, job.x, job.steps, job.batch, job.reverse, job.out);
-  lstmBackward(gemm, job.cell, job.tape, job.x, job.out, job.dOut, job.dx);
+    return lstmForward(gemm, job.cell, job.x, job.steps, job.batch, job.reverse, job.out, job.into);
+  lstmBackward(gemm, job.cell, job.tape, job.x, job.out, job.dOut, job.dFinal, job.dx);
   return undefined;
 }
 

@@ -257,8 +257,11 @@ export function lstmForward(
 
 /**
  * Backpropagation through time for one direction: `dOut` holds dLoss/dh_t at the same slot the forward pass wrote
- * h_t (the next layer's and the head's contributions, already summed). Adds the weight gradients into the cell's
- * gradient arrays and dLoss/dx into `dx` (`[T·B, In]`) where given. `out` is the forward pass's output slot (h_{t-1}).
+ * h_t (the next layer's and the head's contributions, already summed), where any step has one; `dFinal` (`[B, ·]`
+ * rows) dLoss/dh of the direction's final state, PyTorch's `h_n` (the last step of a forward direction, the first
+ * of a reversed one), where the loss reads it. A head that reads only `h_n` thus needs no `[T·B, 2H]` array of
+ * zeros. Adds the weight gradients into the cell's gradient arrays and dLoss/dx into `dx` (`[T·B, In]`) where
+ * given. `out` is the forward pass's output slot (h_{t-1}).
  */
 export function lstmBackward(
   gemm: Gemm,
@@ -266,7 +269,8 @@ export function lstmBackward(
   tape: LstmTape,
   x: Float32Array,
   out: Slot,
-  dOut: Slot,
+  dOut: Slot | undefined,
+  dFinal: Slot | undefined,
   dx: Float32Array | undefined,
 ): void {
   const H = cell.hidden;
@@ -275,6 +279,13 @@ export function lstmBackward(
   const rows = steps * batch;
   const dhNext = new Float32Array(batch * H);
   const dcNext = new Float32Array(batch * H);
+  // dh of the final state enters where backpropagation starts, as a later step's dh_{t-1} would.
+  if (dFinal)
+    for (let b = 0; b < batch; b++)
+      dhNext.set(
+        dFinal.data.subarray(b * dFinal.stride + dFinal.col, b * dFinal.stride + dFinal.col + H),
+        b * H,
+      );
   gemm.pin(H, G, transpose(G, H, cell.wHh, 0, H), 0, G);
   for (let s = steps - 1; s >= 0; s--) {
     const t = reverse ? steps - 1 - s : s;
@@ -283,7 +294,7 @@ export function lstmBackward(
       const g0 = (t * batch + b) * G;
       const c0 = (t * batch + b) * H;
       const cp = (prev * batch + b) * H;
-      const d0 = (t * batch + b) * dOut.stride + dOut.col;
+      const d0 = dOut ? (t * batch + b) * dOut.stride + dOut.col : 0;
       const n0 = b * H;
       for (let j = 0; j < H; j++) {
         const i = gates[g0 + j] as number;
@@ -292,7 +303,9 @@ export function lstmBackward(
         const o = gates[g0 + 3 * H + j] as number;
         const c = cells[c0 + j] as number;
         const tc = Math.tanh(c);
-        const dh = (dOut.data[d0 + j] as number) + (dhNext[n0 + j] as number);
+        const dh = dOut
+          ? (dOut.data[d0 + j] as number) + (dhNext[n0 + j] as number)
+          : (dhNext[n0 + j] as number);
         const dc = (dcNext[n0 + j] as number) + dh * o * (1 - tc * tc);
         const cPrev = s > 0 ? (cells[cp + j] as number) : 0;
         gates[g0 + j] = flush(dc * g * i * (1 - i));

@@ -120,10 +120,7 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
           limit: m?.limit,
           provider: m?.provider,
         };
-        const details = Object.entries(shown)
-          .filter(([, v]) => v !== undefined && v !== null)
-          .map(([k, v]) => `${k}=${JSON.stringify(v)}`);
-        found.description = `rumedbench ${m?.rumedbench_version ?? ''} llm: ${details.join(', ')}`;
+        found.description = `rumedbench ${m?.rumedbench_version ?? ''} llm: ${settings(shown)}`;
         // What the run's trust files say goes with it, for the board's marks (no paths, no items).
         const trust = summarizeTrust(readTrustFiles(path));
         if (trust) found.trust = JSON.stringify(trust);
@@ -134,6 +131,16 @@ export function collectUpload(path: string, o: Omit<SubmitOptions, 'server'>): U
         const e = s.kind === 'encoder' ? s.encoder : s.finetuned;
         found.model = basename(e.model);
         found.description = `rumedbench ${s.kind}: ${e.model} (sha256 ${e.sha256.slice(0, 12)}, ${e.dtype || 'fp32'}${e.pooling ? `, ${e.pooling} pooling` : ''})`;
+      } else if (run.spec?.kind === 'baseline' && typeof run.spec.method === 'string') {
+        // A trained baseline's entry says what made it (a BiLSTM's seed and epochs above all), as an LLM's does.
+        const sp = run.spec as Record<string, unknown>;
+        const shown = {
+          seed: sp.seed,
+          epochs: sp.epochs,
+          patience: sp.patience,
+          train_split: sp.train_split,
+        };
+        found.description = `rumedbench ${run.manifest?.rumedbench_version ?? ''} baseline ${sp.method}: ${settings(shown)}`;
       }
     }
   }
@@ -275,3 +282,11 @@ function answerOf(res: Answer, base: string): SubmitAnswer {
 }
 
 export type { SubmissionIssue };
+
+/** A run's settings as `key=value` pairs (values as JSON), those it left unset omitted. */
+function settings(shown: Record<string, unknown>): string {
+  return Object.entries(shown)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(', ');
+}

@@ -1,18 +1,30 @@
-/** `rumedbench baseline bilstm` and `predict` on a saved BiLSTM, run as a user runs them, on the tests' own data. */
+/**
+ * `rumedbench baseline bilstm`, `predict` on a saved BiLSTM and `submit` of its run folder to a `serve` on loopback,
+ * run as a user runs them, on the tests' own data.
+ */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { rumedbenchWith } from '../helpers/cli.js';
 import { writeFixtureData } from '../helpers/fixture-data.js';
+import { startServe } from '../helpers/server.js';
+
+/** Fixture data (train 8, dev 2, test 4 records a task), an empty run folder, and the environment that reads them. */
+function workspace(name: string) {
+  const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
+  return {
+    data,
+    out: mkdtempSync(join(tmpdir(), `rumedbench-bilstm-${name}-`)),
+    env: { RUMEDBENCH_DATA: data },
+  };
+}
 
 describe('baseline bilstm', () => {
   it('trains the tagger, says in one line why RuMedNLI and RuMedTest are not trained, writes a run folder eval, rank and report read, and saves a model predict uses', {
     timeout: 300_000,
   }, async () => {
-    const data = writeFixtureData(mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-data-')), { n: 4 });
-    const out = mkdtempSync(join(tmpdir(), 'rumedbench-bilstm-out-'));
-    const env = { RUMEDBENCH_DATA: data };
+    const { data, out, env } = workspace('out');
     const r = await rumedbenchWith(
       env,
       'baseline',
@@ -95,6 +107,54 @@ describe('baseline bilstm', () => {
     );
     expect(p.code, p.stderr).toBe(0);
     expect((JSON.parse(p.stdout) as { prediction: string[] }).prediction).toHaveLength(4);
+  });
+
+  it('trains a classifier for one epoch and submits its run folder: the board shows the scores eval gives it', {
+    timeout: 300_000,
+  }, async () => {
+    const { out, env } = workspace('submit');
+    const r = await rumedbenchWith(
+      env,
+      ...['baseline', 'bilstm', '--tasks', 'RuMedDaNet,RuMedSymptomRec', '--epochs', '1', '--out', out],
+      ...['--bootstrap', '0', '--quiet'],
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const ev = await rumedbenchWith(env, 'eval', out, '--bootstrap', '0', '--json');
+    expect(ev.code, ev.stderr).toBe(0);
+    const scored = JSON.parse(ev.stdout) as { tasks: Record<string, { score: number }> };
+    const board = await startServe(['--db', join(out, 'board.sqlite')], env);
+    try {
+      const sent = await rumedbenchWith(env, 'submit', out, '--server', board.url, '--json');
+      expect(sent.code, sent.stderr).toBe(0);
+      const { id } = JSON.parse(sent.stdout) as { id: string };
+      const entries = (
+        (await (await fetch(`${board.url}/api/boards/public`)).json()) as {
+          entries: {
+            id: string;
+            kind: string;
+            description: string;
+            tasks: Record<string, { score: number }>;
+          }[];
+        }
+      ).entries;
+      expect(entries.map((e) => [e.id, e.kind])).toEqual([[id, 'baseline']]);
+      expect(entries[0]?.description).toMatch(
+        /^rumedbench \S+ baseline bilstm: seed=0, epochs=1, train_split="train"$/,
+      );
+      // The board scored the uploaded files itself: the same scores eval gives the run folder, task by task.
+      const onBoard = Object.fromEntries(
+        Object.entries(entries[0]?.tasks ?? {}).map(([t, v]) => [t, v.score]),
+      );
+      expect(onBoard).toEqual({
+        RuMedDaNet: scored.tasks.RuMedDaNet?.score,
+        RuMedSymptomRec: scored.tasks.RuMedSymptomRec?.score,
+      });
+      const page = await (await fetch(`${board.url}/submissions/${id}`)).text();
+      expect(page).toContain('RuMedSymptomRec');
+      expect(page).toContain(Number(scored.tasks.RuMedSymptomRec?.score).toFixed(2));
+    } finally {
+      await board.stop();
+    }
   });
 
   it('refuses --epochs and --patience for the other baselines', async () => {
