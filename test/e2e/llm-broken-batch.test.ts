@@ -15,7 +15,14 @@ import { CLI_ENV, rumedbench, rumedbenchWith } from '../helpers/cli.js';
 import { CLI } from '../helpers/data.js';
 import { type FakeOpenAI, type ResultsFault, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fixtureDataDir } from '../helpers/fixture-data.js';
-import { batchArgs, closedAfterEach, keyFormsIn, killWhen, ledgerEvents, llmArgs } from '../helpers/llm-run.js';
+import {
+  batchArgs,
+  closedAfterEach,
+  keyFormsIn,
+  killWhen,
+  ledgerEvents,
+  llmArgs,
+} from '../helpers/llm-run.js';
 
 const DATA = fixtureDataDir();
 const track = closedAfterEach<FakeOpenAI>();
@@ -40,7 +47,6 @@ function spawned(
 
 /** A key with the characters that encodings change: / + = & and a quote. */
 const KEY = 'sk-te/st+Kq9=x&y"z-secret';
-
 
 describe('llm --batch against lying results files', () => {
   const rows: (ResultsFault | 'null-output')[] = [

@@ -135,6 +135,7 @@ const IssueWords: FC<{ lang: Lang; i: Issue }> = ({ lang, i }) => {
 
 /** A value a line names (a file, an id, a label, what was expected): as it is on an English page, as code on a Russian one. */
 const ValueText: FC<{ lang: Lang; v: string }> = ({ lang, v }) =>
+  // biome-ignore lint/complexity/noUselessFragments: the text stays a JSX child, escaped like every other
   lang === 'en' ? <>{v}</> : <code>{v}</code>;
 
 /**
