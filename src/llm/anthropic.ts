@@ -14,6 +14,7 @@ import type { LoglikRequest, LoglikResult } from './loglik.js';
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams } from './provider.js';
 import { ServerProvider } from './server-provider.js';
+import { tokenCount } from './usage.js';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 /** The API version the requests are written for (Anthropic's header; the current one since 2023). */
@@ -61,9 +62,6 @@ function splitSystem(messages: readonly ChatMessage[]): { system?: string; messa
     messages: messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content })),
   };
 }
-
-const tokens = (v: unknown): number | undefined =>
-  Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 1e7 ? (v as number) : undefined;
 
 export class AnthropicProvider extends ServerProvider implements Provider {
   constructor(private readonly options: ClientOptions & { model: string }) {
@@ -161,10 +159,10 @@ export class AnthropicProvider extends ServerProvider implements Provider {
         false,
       );
     }
-    const input = tokens(json.usage?.input_tokens);
-    const output = tokens(json.usage?.output_tokens);
-    const cacheRead = tokens(json.usage?.cache_read_input_tokens) ?? 0;
-    const cacheWrite = tokens(json.usage?.cache_creation_input_tokens) ?? 0;
+    const input = tokenCount(json.usage?.input_tokens);
+    const output = tokenCount(json.usage?.output_tokens);
+    const cacheRead = tokenCount(json.usage?.cache_read_input_tokens) ?? 0;
+    const cacheWrite = tokenCount(json.usage?.cache_creation_input_tokens) ?? 0;
     const usageGiven = json.usage !== undefined && json.usage !== null;
     const usageOk = usageGiven && input !== undefined && output !== undefined;
     return {

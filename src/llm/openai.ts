@@ -12,7 +12,7 @@ import { type LoglikRequest, type LoglikResult, moveTrailingWhitespace, splitByC
 import type { ChatMessage } from './prompt.js';
 import type { ChatReply, Provider, SamplingParams, Usage } from './provider.js';
 import { ServerProvider } from './server-provider.js';
-import { NO_USAGE } from './usage.js';
+import { NO_USAGE, tokenCount } from './usage.js';
 
 export interface OpenAIOptions extends ClientOptions {
   model: string;
@@ -31,16 +31,8 @@ const TOP_K = 20;
  * does not go below about −100 per token; −10,000 leaves room and still refuses −1e300 or −1e999.
  */
 const MIN_TOKEN_LOGPROB = -1e4;
-/** More tokens in one reply than any model's context holds: a count above it is not taken. */
-const MAX_USAGE_TOKENS = 1e7;
 /** The capability check's probe text. */
 const PROBE_TEXT = 'Да нет да нет';
-
-/** A token count as a server gives it: a non-negative whole number, or undefined. */
-const count = (v: unknown): number | undefined =>
-  Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_USAGE_TOKENS
-    ? (v as number)
-    : undefined;
 
 interface CompletionsLogprobs {
   choices?: {
@@ -147,13 +139,13 @@ export class OpenAIProvider extends ServerProvider implements Provider {
         false,
       );
     }
-    const prompt = count(json.usage?.prompt_tokens);
-    const completion = count(json.usage?.completion_tokens);
+    const prompt = tokenCount(json.usage?.prompt_tokens);
+    const completion = tokenCount(json.usage?.completion_tokens);
     const usageGiven = json.usage !== undefined && json.usage !== null;
     const usageOk = usageGiven && prompt !== undefined && completion !== undefined;
     // Parts of the counts, taken only where they fit inside them: a part larger than its whole is not a count.
-    const reasoningTokens = count(json.usage?.completion_tokens_details?.reasoning_tokens);
-    const cached = count(json.usage?.prompt_tokens_details?.cached_tokens);
+    const reasoningTokens = tokenCount(json.usage?.completion_tokens_details?.reasoning_tokens);
+    const cached = tokenCount(json.usage?.prompt_tokens_details?.cached_tokens);
     const reasoning = choice.message?.reasoning_content ?? choice.message?.reasoning;
     return {
       text: content,
