@@ -15,6 +15,7 @@ import { fixtureDataDir, writeFixtureData } from '../../../test/helpers/fixture-
 import { ADMIN as BOARD_ADMIN, useLeaderboardApp } from '../../../test/helpers/leaderboard-app.js';
 import { createLogger } from '../../log.js';
 import { addEndpoint } from '../../workers/endpoints.js';
+import { cancelPlan } from '../../workers/plans.js';
 import type { QueueDb } from '../../workers/store.js';
 import { Worker } from '../../workers/worker.js';
 import { createApp } from '../app.js';
@@ -224,8 +225,9 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     expect(runsPage).toMatch(/done/);
 
     // /runs pages by time: a flood of runs pushes none off; the older ones are a link away.
+    const flood: string[] = [];
     for (let i = 0; i < 50; i++)
-      await runs.queueEvaluation({ endpoint: 'fake-med', boards: 'public', by: 'admin' });
+      flood.push((await runs.queueEvaluation({ endpoint: 'fake-med', boards: 'public', by: 'admin' })).id);
     const first = (await (await app.request('/api/runs')).json()) as {
       runs: { id: string }[];
       older: string;
@@ -242,6 +244,8 @@ describe.skipIf(!PG_URL)('platform runs (PostgreSQL)', () => {
     expect(all).toContain(id);
     expect(second.older).toBeNull();
     expect(await (await app.request('/runs')).text()).toContain('/runs?before=');
+    // The flood is cancelled: the next test's worker would otherwise run its 50 evaluations before its own.
+    for (const f of flood) expect((await cancelPlan(queue, f)).cancelled).toBe(true);
   });
 
   it('a failed evaluation: signed out, its pages and API name the reason’s class, never the server’s address', async () => {
