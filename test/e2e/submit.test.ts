@@ -25,7 +25,10 @@ describe('submit (on fixture data the test writes)', () => {
   let board: ServerProcess;
   let model: FakeOpenAI;
   beforeAll(async () => {
-    board = await startServe(['--db', join(tmp(), 'board.sqlite')], { RUMEDBENCH_DATA: DATA });
+    // Every test of this file uploads to one board from one address: more than the default 20 a minute.
+    board = await startServe(['--db', join(tmp(), 'board.sqlite'), '--anonymous-per-minute', '200'], {
+      RUMEDBENCH_DATA: DATA,
+    });
     model = await startFakeOpenAI({ reply: () => 'Ответ: да' });
   });
   afterAll(async () => {
