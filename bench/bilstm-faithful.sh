@@ -5,6 +5,9 @@
 #
 #   bash bench/bilstm-faithful.sh [TASK] [SEEDS]        # defaults: RuMedDaNet "0 1 2"
 #
+# TASK: RuMedTop3, RuMedSymptomRec, RuMedDaNet or RuMedNER (the tagger, on both sides). The whole matrix, and its
+# report (node bench/bilstm-faithful-report.js), are in docs/benchmarks.md ("Faithfulness").
+#
 # Environment: RUMEDBENCH_DATA (the data folder), BENCH_TORCH_PYTHON (a python with torch; else
 # /tmp/torch-venv/bin/python, else python3), FAITHFUL_EPOCHS (an epoch cap for both sides; default upstream's 50
 # with its early stopping), FAITHFUL_OUT (default .bench-out/bilstm-faithful), FAITHFUL_SIDES ("ours torch").
@@ -25,10 +28,16 @@ for p in "${BENCH_TORCH_PYTHON:-}" /tmp/torch-venv/bin/python python3; do
   if [ -n "$p" ] && "$p" -c 'import torch' 2>/dev/null; then py="$p"; break; fi
 done
 mkdir -p "$out"
-# The copy keeps the package's layout (dist/ reads ../tasks/ and package.json); node_modules is found above it.
+# The copy keeps the package's layout (dist/ reads ../tasks/ and package.json). Its imports find the repository's
+# node_modules through a link inside it: with FAITHFUL_OUT outside the repository no node_modules lies above the
+# copy, and ES modules ignore NODE_PATH.
 snap="$out/package"
 if [ "${FAITHFUL_REPORT:-}" != 1 ]; then
-  rm -rf "$snap" && mkdir -p "$snap" && cp -r "$root/dist" "$root/tasks" "$root/package.json" "$snap/"
+  rm -rf "$snap" && mkdir -p "$snap" && cp -r "$root/dist" "$root/tasks" "$root/package.json" "$snap/" &&
+    ln -s "$root/node_modules" "$snap/node_modules"
+elif [ ! -f "$snap/dist/bin/rumedbench.js" ]; then
+  echo "FAITHFUL_REPORT=1: no copy of dist/ in $snap (nothing was trained into $out)" >&2
+  exit 2
 fi
 cli=(node "$snap/dist/bin/rumedbench.js")
 

@@ -5,13 +5,18 @@ Two uses:
   check   reads one JSON object on stdin (a tiny network's config and weights, a token batch, targets) and prints
           PyTorch's logits, loss, gradients and the weights after one optimiser step: src/ml/bilstm-net.test.ts
           compares ours with them (to 1e-5).
-  train   trains upstream's classifier on one task of the data folder, for the bench (bench/bilstm.bench.js),
-          printing one JSON line per epoch (seconds, train and dev loss) and the peak RSS at the end.
+  train   trains upstream's classifier (RuMedTop3, RuMedSymptomRec, RuMedDaNet, RuMedNLI) or its token tagger
+          (RuMedNER) on one task of the data folder, for the bench (bench/bilstm.bench.js) and the faithfulness
+          matrix (bench/bilstm-faithful.sh), printing one JSON line per epoch (seconds, CPU seconds, train and dev
+          loss) and the peak RSS at the end.
 
-python3 bench/bilstm_reference.py train DATA_DIR RuMedDaNet [--limit N] [--epochs E] [--threads 2] [--seed 0]
-                                    [--predict FILE]
+python3 bench/bilstm_reference.py train DATA_DIR TASK [--limit N] [--epochs E] [--threads 2] [--seed 0]
+                                    [--predict FILE] [--lower 1]
 --predict writes the last epoch's test predictions to FILE (one {id field, "prediction"} line per test record, the
-format `rumedbench eval` scores): bench/bilstm-faithful.sh scores them beside ours.
+format `rumedbench eval` scores; RuMedNER's prediction is the list of tags, one per given token):
+bench/bilstm-faithful.sh scores them beside ours. --limit cuts the train and dev splits (never the test split).
+--lower 1 (RuMedNER only) lower-cases the tokens as upstream's torchtext Field(lower=True) does; the default keeps
+them as given, as the issue's recipe and `rumedbench baseline bilstm` do.
 """
 import json
 import re
@@ -202,9 +207,102 @@ def train(argv):
     print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "epochs": epoch, "vocab": len(vocab)}))
 
 
+# --- train RuMedNER: upstream's tagger recipe (code/bilstm/token_classifier.py's settings) -------------------------
+
+
+def train_tagger(argv):
+    data, task = argv[0], argv[1]
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    limit = int(opts.get("--limit", 0)) or None
+    epochs = int(opts.get("--epochs", 20))
+    lower = opts.get("--lower", "0") == "1"
+    torch.set_num_threads(int(opts.get("--threads", 2)))
+    torch.manual_seed(int(opts.get("--seed", 0)))
+    words = (lambda ts: [t.lower() for t in ts]) if lower else (lambda ts: list(ts))
+    tr = read(f"{data}/{task}/train_v1.jsonl", limit)
+    dev = read(f"{data}/{task}/dev_v1.jsonl", limit)
+    # Every training token (frequency >= 1); PAD 0 (its embedding row zero and never trained), UNK 1, as ours.
+    vocab = {"PAD": 0, "UNK": 1}
+    for r in tr:
+        for w in words(r["tokens"]):
+            vocab.setdefault(w, len(vocab))
+    tags = sorted({t for r in tr for t in r["ner_tags"]})
+    tid = {t: i for i, t in enumerate(tags)}
+
+    def batches(rows):
+        # File order, each batch padded at the end to its longest sentence (ours; upstream's legacy torchtext
+        # BucketIterator pools and shuffles by length, which its version decides); padding targets -1, ignored.
+        for i in range(0, len(rows), 32):
+            part = rows[i : i + 32]
+            steps = max(1, max(len(r["tokens"]) for r in part))
+            x = torch.zeros(len(part), steps, dtype=torch.long)
+            y = torch.full((len(part), steps), -1, dtype=torch.long)
+            for b, r in enumerate(part):
+                ids = [vocab.get(w, 1) for w in words(r["tokens"])]
+                x[b, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                y[b, : len(ids)] = torch.tensor([tid.get(t, -1) for t in r["ner_tags"]], dtype=torch.long)
+            yield x, y
+
+    cfg = {
+        "vocab": len(vocab),
+        "embedding": 300,
+        "hidden": 256,
+        "torchLayers": 2,
+        "outputs": len(tags),
+        "head": "per-token",
+        "paddingIdx": 0,
+        "dropout": {"embedding": 0.5, "between": 0.1, "output": 0.25},
+    }
+    net = Net(cfg)
+    with torch.no_grad():
+        for p in net.parameters():
+            nn.init.normal_(p, mean=0.0, std=0.1)
+        net.embedding.weight[0].zero_()
+    optim = torch.optim.AdamW(net.parameters(), lr=0.0015, weight_decay=0.01)
+    # Summed over tokens and divided by the tokens: the per-token mean over the split, as ours reports it
+    # (upstream prints the mean of its batches' means).
+    lossf = nn.CrossEntropyLoss(ignore_index=-1, reduction="sum")
+    for epoch in range(1, epochs + 1):
+        t0, c0 = time.time(), time.process_time()
+        net.train()
+        total, count = 0.0, 0
+        for x, y in batches(tr):
+            n = int((y >= 0).sum())
+            if n == 0:
+                continue
+            optim.zero_grad()
+            loss = lossf(net(x).reshape(-1, len(tags)), y.reshape(-1))
+            (loss / n).backward()
+            optim.step()
+            total += loss.item()
+            count += n
+        net.eval()
+        dl, dn = 0.0, 0
+        with torch.no_grad():
+            for x, y in batches(dev):
+                dl += lossf(net(x).reshape(-1, len(tags)), y.reshape(-1)).item()
+                dn += int((y >= 0).sum())
+        line = {"epoch": epoch, "seconds": time.time() - t0, "cpu_seconds": time.process_time() - c0}
+        line.update({"train_loss": total / max(count, 1), "dev_loss": dl / dn if dn else None})
+        print(json.dumps(line), flush=True)
+    if "--predict" in opts:
+        test = read(f"{data}/{task}/test_v1.jsonl")
+        with torch.no_grad(), open(opts["--predict"], "w", encoding="utf8") as f:
+            for r in test:
+                # One sentence at a time, unpadded, as upstream's infer() predicts.
+                ids = torch.tensor([[vocab.get(w, 1) for w in words(r["tokens"])]], dtype=torch.long)
+                best = net(ids)[0].argmax(-1).tolist() if ids.shape[1] > 0 else []
+                answer = [tags[k] for k in best]
+                f.write(json.dumps({"idx": r["idx"], "prediction": answer}, ensure_ascii=False) + "\n")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"peak_rss_mb": rss, "epochs": epochs, "vocab": len(vocab)}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         check()
+    elif sys.argv[1] == "train" and len(sys.argv) > 3 and sys.argv[3] == "RuMedNER":
+        train_tagger(sys.argv[2:])
     elif sys.argv[1] == "train":
         train(sys.argv[2:])
     else:
