@@ -19,9 +19,11 @@ const outRoot = resolve(process.argv[2] ?? join(root, '.bench-out', 'faithful'))
 const dataDir = process.env.RUMEDBENCH_DATA || join(shared, 'data');
 const referenceDir =
   process.env.RUMEDBENCH_REFERENCE ||
-  [join(dataDir, 'reference-predictions'), join(dataDir, '..', 'reference-predictions'), join(shared, 'reference-predictions')].find(
-    (d) => existsSync(d),
-  );
+  [
+    join(dataDir, 'reference-predictions'),
+    join(dataDir, '..', 'reference-predictions'),
+    join(shared, 'reference-predictions'),
+  ].find((d) => existsSync(d));
 const cli = join(root, 'dist', 'bin', 'rumedbench.js');
 /** The tasks we train, in the paper's order; RuMedNLI's train file is not public, so its score is upstream's own. */
 const TRAINED = ['RuMedTop3', 'RuMedSymptomRec', 'RuMedDaNet', 'RuMedNER'];
@@ -46,9 +48,13 @@ function evaluate(dir) {
     encoding: 'utf8',
     env: { ...process.env, RUMEDBENCH_DATA: dataDir },
   });
-  if (r.status !== 0) return { error: (r.stderr || r.stdout).trim().split('\n').at(-1) ?? `exit ${r.status}` };
+  if (r.status !== 0)
+    return { error: (r.stderr || r.stdout).trim().split('\n').at(-1) ?? `exit ${r.status}` };
   const j = JSON.parse(r.stdout);
-  return { tasks: Object.fromEntries(Object.entries(j.tasks).map(([t, v]) => [t, v.score])), overall: j.overall };
+  return {
+    tasks: Object.fromEntries(Object.entries(j.tasks).map(([t, v]) => [t, v.score])),
+    overall: j.overall,
+  };
 }
 
 const read = (path) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
@@ -74,7 +80,9 @@ function seedRow(dir, task, side, seed) {
   const e = evaluate(preds);
   if (e.error) return { ...row, state: `unscored: ${e.error}` };
   const score = e.tasks[task];
-  return score === undefined ? { ...row, state: `unscored: no ${task} in ${preds}` } : { ...row, state: 'done', score };
+  return score === undefined
+    ? { ...row, state: `unscored: no ${task} in ${preds}` }
+    : { ...row, state: 'done', score };
 }
 
 function mean(xs) {
@@ -91,8 +99,9 @@ function sd(xs) {
 const folders = readdirSync(outRoot, { withFileTypes: true })
   .filter((d) => d.isDirectory() && d.name !== 'package')
   .map((d) => d.name);
-const tasks = [...new Set([...TRAINED, ...folders])]
-  .sort((a, b) => order(a) - order(b) || a.localeCompare(b));
+const tasks = [...new Set([...TRAINED, ...folders])].sort(
+  (a, b) => order(a) - order(b) || a.localeCompare(b),
+);
 function order(task) {
   const i = TRAINED.indexOf(task);
   return i < 0 ? TRAINED.length : i;
@@ -123,7 +132,7 @@ for (const task of tasks) {
   const hi = torch.length ? Math.max(...torch) : undefined;
   console.log('');
   console.log(`## ${task}`);
-  console.log('| side | seed | epochs | minutes | CPU s/epoch | test score | within PyTorch\'s spread |');
+  console.log("| side | seed | epochs | minutes | CPU s/epoch | test score | within PyTorch's spread |");
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const within =
@@ -155,11 +164,15 @@ for (const task of tasks) {
 // The overall as `rumedbench eval` computes it: one folder per seed of ours, the four tasks' predictions and
 // upstream's RuMedNLI file.
 console.log('');
-console.log(`## Overall (ours per seed, four trained tasks + upstream's own BiLSTM RuMedNLI; paper ${PAPER_OVERALL})`);
+console.log(
+  `## Overall (ours per seed, four trained tasks + upstream's own BiLSTM RuMedNLI; paper ${PAPER_OVERALL})`,
+);
 const nli = referenceDir ? join(referenceDir, 'bilstm', 'RuMedNLI.jsonl') : undefined;
 const allSeeds = [...new Set([...ours.values()].flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
 if (!nli || !existsSync(nli)) {
-  console.log(`no overall: upstream's RuMedNLI predictions not found (${nli ?? 'no reference-predictions folder'}; set RUMEDBENCH_REFERENCE)`);
+  console.log(
+    `no overall: upstream's RuMedNLI predictions not found (${nli ?? 'no reference-predictions folder'}; set RUMEDBENCH_REFERENCE)`,
+  );
 } else if (allSeeds.length === 0) {
   console.log(`no overall: no seed of ours finished any task (missing: ${TRAINED.join(', ')})`);
 } else {
@@ -173,11 +186,14 @@ if (!nli || !existsSync(nli)) {
     }
     const tmp = mkdtempSync(join(tmpdir(), 'rumedbench-faithful-overall-'));
     try {
-      for (const t of TRAINED) copyFileSync(join(outRoot, t, `ours-${seed}`, 'predictions', `${t}.jsonl`), join(tmp, `${t}.jsonl`));
+      for (const t of TRAINED)
+        copyFileSync(join(outRoot, t, `ours-${seed}`, 'predictions', `${t}.jsonl`), join(tmp, `${t}.jsonl`));
       copyFileSync(nli, join(tmp, 'RuMedNLI.jsonl'));
       const e = evaluate(tmp);
       if (e.error || e.overall === null) {
-        console.log(`| ${seed} | unscored: ${e.error ?? 'eval gave no overall'} | ${PAPER_OVERALL} | - | - |`);
+        console.log(
+          `| ${seed} | unscored: ${e.error ?? 'eval gave no overall'} | ${PAPER_OVERALL} | - | - |`,
+        );
         continue;
       }
       const diff = e.overall - PAPER_OVERALL;

@@ -27,7 +27,7 @@ py=""
 for p in "${BENCH_TORCH_PYTHON:-}" /tmp/torch-venv/bin/python python3; do
   if [ -n "$p" ] && "$p" -c 'import torch' 2>/dev/null; then py="$p"; break; fi
 done
-mkdir -p "$out"
+[ "${FAITHFUL_REPORT:-}" = 1 ] || mkdir -p "$out"
 # The copy keeps the package's layout (dist/ reads ../tasks/ and package.json). Its imports find the repository's
 # node_modules through a link inside it: with FAITHFUL_OUT outside the repository no node_modules lies above the
 # copy, and ES modules ignore NODE_PATH.
@@ -72,14 +72,17 @@ echo "|---|---|---|---|---|"
 for side in $sides; do
   for s in $seeds; do
     if [ "$side" = ours ]; then preds="$out/ours-$s/predictions"; else preds="$out/torch-$s"; fi
-    read -r rc secs <"$out/$side-$s.done" 2>/dev/null || { rc="none yet"; secs=0; }
+    rc=none secs=0
+    [ -f "$out/$side-$s.done" ] && read -r rc secs <"$out/$side-$s.done"
     if [ "$side" = ours ]; then
       n=$(grep -c ": epoch [0-9]*/" "$out/ours-$s.log" 2>/dev/null)
     else
       n=$(grep -c '"epoch"' "$out/torch-$s.log" 2>/dev/null)
     fi
     score="failed (exit $rc; see $out/$side-$s.log)"
-    if [ "$rc" = 0 ]; then
+    if [ "$rc" = none ]; then
+      if [ -f "$out/$side-$s.log" ]; then score="running (no result yet)"; else score="not started"; fi
+    elif [ "$rc" = 0 ]; then
       score=$("${cli[@]}" eval "$preds" --bootstrap 0 --json 2>/dev/null |
         node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const t=JSON.parse(s).tasks;const r=t[process.argv[1]];console.log(r?r.score.toFixed(2):"unscored")})' "$task")
     fi

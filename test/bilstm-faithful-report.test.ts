@@ -31,9 +31,17 @@ describe('bench/bilstm-faithful-report', () => {
       copyFileSync(join(answers(every), `${task}.jsonl`), join(preds, `${task}.jsonl`));
     };
     const oursLog = (task: string, epochs: number) =>
-      Array.from({ length: epochs }, (_, i) => `${task}: epoch ${i + 1}/50: train loss 0.5000, dev loss 0.6000, 9.0 s\n`).join('');
+      Array.from(
+        { length: epochs },
+        (_, i) => `${task}: epoch ${i + 1}/50: train loss 0.5000, dev loss 0.6000, 9.0 s\n`,
+      ).join('');
     const torchLog = (...cpu: number[]) =>
-      cpu.map((c, i) => `${JSON.stringify({ epoch: i + 1, seconds: 2 * c, cpu_seconds: c, train_loss: 0.5, dev_loss: 0.6 })}\n`).join('');
+      cpu
+        .map(
+          (c, i) =>
+            `${JSON.stringify({ epoch: i + 1, seconds: 2 * c, cpu_seconds: c, train_loss: 0.5, dev_loss: 0.6 })}\n`,
+        )
+        .join('');
 
     side('RuMedDaNet', 'ours-0', 1, '0 150', oursLog('RuMedDaNet', 4));
     side('RuMedDaNet', 'ours-1', 4, '0 90', oursLog('RuMedDaNet', 5));
@@ -62,7 +70,9 @@ describe('bench/bilstm-faithful-report', () => {
       const at = lines.findIndex((l) => l.startsWith(`## ${title}`));
       expect(at, `no section ${title} in:\n${r.stdout}`).toBeGreaterThanOrEqual(0);
       const end = lines.findIndex((l, i) => i > at && l === '');
-      return lines.slice(at + 1, end < 0 ? undefined : end).filter((l) => !l.startsWith('|---') && !l.startsWith('| side'));
+      return lines
+        .slice(at + 1, end < 0 ? undefined : end)
+        .filter((l) => !l.startsWith('|---') && !l.startsWith('| side'));
     };
     expect(section('RuMedDaNet')).toEqual([
       '| ours | 0 | 4 | 2.5 | - | 100.00 | yes |',
