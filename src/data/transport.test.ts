@@ -192,3 +192,91 @@ describe('send: a JSON request (undici request) and a form (fetch) on the wire',
     ]);
   });
 });
+
+describe('send: a text request through the dispatcher (#64: no stream, signal or Headers per request)', () => {
+  it('times out before any answer (connect phase), and lets a long answer go at the cap across its chunks', async () => {
+    const silent = createServer((req) => req.resume());
+    const chunky = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200);
+      res.write('a'.repeat(600));
+      setTimeout(() => res.write('b'.repeat(600)), 20);
+      setTimeout(() => res.end('c'.repeat(600)), 40);
+    });
+    servers.push(silent, chunky);
+    const urls = await Promise.all(
+      [silent, chunky].map(
+        (s) =>
+          new Promise<string>((r) =>
+            s.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(s.address() as AddressInfo).port}/x`)),
+          ),
+      ),
+    );
+    const started = performance.now();
+    const e = await send(urls[0] as string, () => ({ method: 'POST', body: '{}' }), {
+      maxBytes: 1024,
+      timeoutMs: 250,
+      retry: { retries: 0 },
+    }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TransportError);
+    expect([(e as TransportError).phase, (e as TransportError).attempts, (e as Error).message]).toEqual([
+      'connect',
+      1,
+      'timed out',
+    ]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(240);
+    // 1,800 bytes in three chunks against a cap of 1,000: cut off (null), whatever the chunks; 1,800 pass.
+    const capped = await send(urls[1] as string, () => ({ method: 'POST', body: '{}' }), {
+      maxBytes: 1000,
+      retry: { retries: 0 },
+    });
+    expect([capped.status, capped.text]).toEqual([200, null]);
+    const whole = await send(urls[1] as string, () => ({ method: 'POST', body: '{}' }), {
+      maxBytes: 1800,
+      retry: { retries: 0 },
+    });
+    expect(whole.text).toBe(`${'a'.repeat(600)}${'b'.repeat(600)}${'c'.repeat(600)}`);
+  });
+
+  it('heeds a proxy setting changed between two requests to one URL (dispatchers are kept per setting)', async () => {
+    // Two proxies that take the tunnel's CONNECT and refuse it: each says which target it was asked for.
+    const proxies = [0, 1].map(() => {
+      const seen: string[] = [];
+      const s = createServer();
+      s.on('connect', (req, socket) => {
+        seen.push(req.url ?? '');
+        socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      });
+      servers.push(s);
+      return { s, seen };
+    });
+    const addresses = await Promise.all(
+      proxies.map(
+        ({ s }) =>
+          new Promise<string>((r) =>
+            s.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(s.address() as AddressInfo).port}`)),
+          ),
+      ),
+    );
+    const saved = { lower: process.env.http_proxy, upper: process.env.HTTP_PROXY };
+    try {
+      for (const address of addresses) {
+        process.env.http_proxy = address;
+        process.env.HTTP_PROXY = address;
+        const e = await send('http://model.example/v1/chat', () => ({ method: 'POST', body: '{}' }), {
+          maxBytes: 1024,
+          retry: { retries: 0 },
+        }).catch((x: unknown) => x);
+        expect(e).toBeInstanceOf(TransportError);
+      }
+    } finally {
+      for (const [name, value] of [
+        ['http_proxy', saved.lower],
+        ['HTTP_PROXY', saved.upper],
+      ] as const)
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+    }
+    expect(proxies.map((p) => p.seen)).toEqual([['model.example:80'], ['model.example:80']]);
+  });
+});
