@@ -459,6 +459,14 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
       await sleep(ms);
       continue;
     }
-    return { status: res.status, headers: res.headers, text };
+    // The headers as the reply holds them: a text request's become a Headers only when a caller reads them.
+    const reply = res;
+    return {
+      status: reply.status,
+      text,
+      get headers() {
+        return reply.headers;
+      },
+    };
   }
 }
