@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanDeep, cleanName, cleanText, printable } from './clean-text.js';
+import { cleanDeep, cleanName, cleanText, printable, storableJson } from './clean-text.js';
 
 describe('text from outside', () => {
   it('replaces NUL and lone surrogates, keeps pairs, and caps', () => {
@@ -8,6 +8,18 @@ describe('text from outside', () => {
     expect(JSON.stringify(cleanDeep({ 'k\u0000': ['\ud800', 1, null, { e: 'ok' }] }))).toBe(
       '{"k\uFFFD":["\uFFFD",1,null,{"e":"ok"}]}',
     );
+  });
+
+  it('stores JSON as cleanDeep would, copying nothing where nothing needs cleaning (#64)', () => {
+    const values: unknown[] = [
+      { key: 'k', text: 'ответ: да 😀', n: 1, list: [null, true, 'x'] },
+      { 'k\u0000': ['\ud800', 1, null, { e: 'ok\udc00' }] },
+      { looks: '\\u0000 and \\ud800 as text', pair: '\ud83d\ude00' },
+      'a\u0000b',
+      [],
+    ];
+    for (const v of values) expect(storableJson(v)).toBe(JSON.stringify(cleanDeep(v)));
+    expect(storableJson({ k: '\ud800\u0000' })).toBe('{"k":"\uFFFD\uFFFD"}');
   });
 
   it('prints no terminal escapes', () => {

@@ -31,6 +31,18 @@ function mapStrings<T>(value: T, f: (s: string) => string): T {
 /** A JSON value with every string (keys too) cleaned as `cleanText` does; other values as they are. */
 export const cleanDeep = <T>(value: T): T => mapStrings(value, (s) => cleanText(s));
 
+/**
+ * A JSON value as text PostgreSQL's jsonb stores: `JSON.stringify(cleanDeep(value))`, without copying the value when
+ * nothing in it needs cleaning (a worker writes one such row per answer, #64). JSON.stringify writes every NUL as
+ * `\u0000` and every lone surrogate as its `\udXXX` escape, so text without either escape holds neither; text that
+ * merely looks so (an escaped backslash before `u0000`) is cleaned the long way, which changes nothing there.
+ */
+export function storableJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(cleanDeep(value)) : text;
+}
+const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f])/;
+
 /** Text to print on a terminal: also without control characters (escape sequences, carriage returns). */
 export function printable(text: string, max = Number.POSITIVE_INFINITY): string {
   return cleanText(text, max).replace(TERMINAL_CONTROLS, '\uFFFD');

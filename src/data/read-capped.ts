@@ -1,6 +1,5 @@
 import { once } from 'node:events';
 import { createWriteStream, truncateSync } from 'node:fs';
-import type { Readable } from 'node:stream';
 import { secretPattern, secretSpan } from '../log.js';
 
 /** A response body read to at most `max` bytes, counted as it arrives: null (the stream cancelled) when it is longer. */
@@ -20,26 +19,6 @@ export async function readCapped(res: Response, max: number): Promise<string | n
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** A Node.js stream read to at most `max` bytes, counted as it arrives: null (the stream destroyed) when it is longer. */
-export async function readStreamCapped(body: Readable, max: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of body) {
-    const b = chunk as Buffer;
-    bytes += b.length;
-    if (bytes > max) {
-      // A body let go unread errs (undici's): nobody reads it.
-      body.on('error', () => {});
-      body.destroy();
-      return null;
-    }
-    chunks.push(b);
-  }
-  return chunks.length === 1
-    ? (chunks[0] as Buffer).toString('utf8')
-    : Buffer.concat(chunks).toString('utf8');
 }
 
 /**

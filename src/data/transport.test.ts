@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { backoffMs, retryAfterMs, send, TransportError } from './transport.js';
+import { type Answer, backoffMs, retryAfterMs, type SendOptions, send, TransportError } from './transport.js';
 
 describe('Retry-After', () => {
   it('reads seconds and HTTP dates; no usable wait (absent, unreadable, ≤ 0, past) is undefined, never "at once"', () => {
@@ -190,5 +190,75 @@ describe('send: a JSON request (undici request) and a form (fetch) on the wire',
       200,
       'the answer broke off (timed out)',
     ]);
+  });
+});
+
+describe('send: a text request through the dispatcher (#64: no stream, signal or Headers per request)', () => {
+  const listen = (s: Server, path: string) =>
+    new Promise<string>((r) =>
+      s.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(s.address() as AddressInfo).port}${path}`)),
+    );
+  /** A JSON POST, one attempt: its answer, or what it threw. */
+  const post = (url: string, o: Partial<SendOptions> = {}) =>
+    send(url, () => ({ method: 'POST', body: '{}' }), { maxBytes: 1024, retry: { retries: 0 }, ...o }).catch(
+      (x: unknown) => x,
+    );
+
+  it('times out before any answer (connect phase), and lets a long answer go at the cap across its chunks', async () => {
+    const silent = createServer((req) => req.resume());
+    const chunky = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200);
+      res.write('a'.repeat(600));
+      setTimeout(() => res.write('b'.repeat(600)), 20);
+      setTimeout(() => res.end('c'.repeat(600)), 40);
+    });
+    servers.push(silent, chunky);
+    const urls = await Promise.all([silent, chunky].map((s) => listen(s, '/x')));
+    const started = performance.now();
+    const e = await post(urls[0] as string, { timeoutMs: 250 });
+    expect(e).toBeInstanceOf(TransportError);
+    expect([(e as TransportError).phase, (e as TransportError).attempts, (e as Error).message]).toEqual([
+      'connect',
+      1,
+      'timed out',
+    ]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(240);
+    // 1,800 bytes in three chunks against a cap of 1,000: cut off (null), whatever the chunks; 1,800 pass.
+    const capped = (await post(urls[1] as string, { maxBytes: 1000 })) as Answer;
+    expect([capped.status, capped.text]).toEqual([200, null]);
+    const whole = (await post(urls[1] as string, { maxBytes: 1800 })) as Answer;
+    expect(whole.text).toBe(`${'a'.repeat(600)}${'b'.repeat(600)}${'c'.repeat(600)}`);
+  });
+
+  it('heeds a proxy setting changed between two requests to one URL (dispatchers are kept per setting)', async () => {
+    // Two proxies that take the tunnel's CONNECT and refuse it: each says which target it was asked for.
+    const proxies = [0, 1].map(() => {
+      const seen: string[] = [];
+      const s = createServer();
+      s.on('connect', (req, socket) => {
+        seen.push(req.url ?? '');
+        socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      });
+      servers.push(s);
+      return { s, seen };
+    });
+    const addresses = await Promise.all(proxies.map(({ s }) => listen(s, '')));
+    const saved = { lower: process.env.http_proxy, upper: process.env.HTTP_PROXY };
+    try {
+      for (const address of addresses) {
+        process.env.http_proxy = address;
+        process.env.HTTP_PROXY = address;
+        expect(await post('http://model.example/v1/chat')).toBeInstanceOf(TransportError);
+      }
+    } finally {
+      for (const [name, value] of [
+        ['http_proxy', saved.lower],
+        ['HTTP_PROXY', saved.upper],
+      ] as const)
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+    }
+    expect(proxies.map((p) => p.seen)).toEqual([['model.example:80'], ['model.example:80']]);
   });
 });

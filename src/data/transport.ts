@@ -11,7 +11,7 @@ import {
 } from 'undici';
 import { type ProxySettings, plainDispatcher, proxySettings } from './proxy.js';
 import { type ConnectGuard, privateAddressCause } from './public-address.js';
-import { readCapped, readHead, readStreamCapped, SavedBody } from './read-capped.js';
+import { readCapped, readHead, SavedBody } from './read-capped.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -135,19 +135,165 @@ interface Reply {
   cancel(): Promise<void>;
 }
 
+/** What a request that ran past its time is aborted with: AbortSignal.timeout's reason, which callers read by name. */
+const timedOut = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+
+/** The origin and path of a URL, kept per URL text (bounded): a worker asks one endpoint thousands of times. */
+const targets = new Map<string, { origin: string; path: string }>();
+
+function targetOf(url: string | URL): { origin: string; path: string } {
+  const text = typeof url === 'string' ? url : url.href;
+  let t = targets.get(text);
+  if (!t) {
+    const u = typeof url === 'string' ? new URL(url) : url;
+    t = { origin: u.origin, path: `${u.pathname}${u.search}` };
+    if (targets.size >= 256) targets.clear();
+    targets.set(text, t);
+  }
+  return t;
+}
+
 /**
- * One attempt. A request whose body is text (a JSON request: the LLM client's, the embeddings') goes through undici's
- * `request` on the same dispatcher: fetch's streams, Request objects and clones cost a queue worker about half of
- * its CPU per answered request (#64's profile); forms and answers saved to a file go through fetch. Both follow no
+ * One text request as undici's dispatch handler, with no stream, Request object or AbortSignal: a queue worker sends
+ * thousands, and undici's `request` (its handler, a Readable body read through an async iterator, a signal with its
+ * listeners, a Headers filled for every answer) was most of the HTTP client's CPU per answered request (#64). One
+ * timer bounds the attempt, connecting and reading alike, and aborts it with AbortSignal.timeout's reason; the body is
+ * collected as it arrives, counted against the cap; the answer's headers become a Headers only when read (a retry's
+ * Retry-After, a redirect's Location). Failures before the answer are shaped as fetch's (a TypeError whose cause is
+ * the connection's error), which callers read (../llm/client.ts `connectionProblem`); failures after it reject `read`.
+ */
+class TextExchange implements Dispatcher.DispatchHandler, Reply {
+  status = 0;
+  private controller: Dispatcher.DispatchController | undefined;
+  /** Why the attempt ended before undici gave it a controller (the timeout): it is aborted with it when it does. */
+  private early: Error | undefined;
+  private fields: Record<string, string | string[] | undefined> = {};
+  private parsed: Headers | undefined;
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  /** 'head' until the status comes, 'body' while it is read, then 'done'. */
+  private phase: 'head' | 'body' | 'done' = 'head';
+  private text: string | null | undefined;
+  private failure: unknown;
+  private readonly timer: NodeJS.Timeout;
+  private answered!: (reply: Reply) => void;
+  private refused!: (e: unknown) => void;
+  private reader: { resolve: (t: string | null) => void; reject: (e: unknown) => void } | undefined;
+  readonly head: Promise<Reply>;
+
+  constructor(
+    private readonly maxBytes: number,
+    timeoutMs: number,
+  ) {
+    this.head = new Promise<Reply>((resolve, reject) => {
+      this.answered = resolve;
+      this.refused = reject;
+    });
+    this.timer = setTimeout(() => this.stop(timedOut()), timeoutMs);
+  }
+
+  get headers(): Headers {
+    if (!this.parsed) {
+      this.parsed = new Headers();
+      for (const [name, value] of Object.entries(this.fields))
+        if (Array.isArray(value)) for (const v of value) this.parsed.append(name, v);
+        else if (value !== undefined) this.parsed.append(name, value);
+    }
+    return this.parsed;
+  }
+
+  /** Ends the attempt with `reason` wherever it is: before the answer, the answer's wait rejects; after, `read`'s. */
+  private stop(reason: Error): void {
+    if (this.phase === 'done') return;
+    if (this.controller) this.controller.abort(reason);
+    else this.early = reason;
+    this.fail(reason);
+  }
+
+  private fail(e: Error): void {
+    if (this.phase === 'done') return;
+    clearTimeout(this.timer);
+    if (this.phase === 'head') {
+      this.phase = 'done';
+      this.refused(e.name === 'TimeoutError' ? e : new TypeError('fetch failed', { cause: e }));
+      return;
+    }
+    this.phase = 'done';
+    this.failure = e;
+    this.reader?.reject(e);
+  }
+
+  private finish(text: string | null): void {
+    clearTimeout(this.timer);
+    this.phase = 'done';
+    this.text = text;
+    this.chunks = [];
+    this.reader?.resolve(text);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.early) controller.abort(this.early);
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (this.phase !== 'head') return;
+    this.status = statusCode;
+    this.fields = headers;
+    this.phase = 'body';
+    this.answered(this);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.phase !== 'body') return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      // Past the cap: not read on (null), the connection let go.
+      this.finish(null);
+      controller.abort(new Error(`the answer is longer than ${this.maxBytes} bytes`));
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.phase !== 'body') return;
+    const c = this.chunks;
+    this.finish(c.length === 1 ? (c[0] as Buffer).toString('utf8') : Buffer.concat(c).toString('utf8'));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.fail(error);
+  }
+
+  read(): Promise<string | null> {
+    if (this.phase !== 'done')
+      return new Promise((resolve, reject) => {
+        this.reader = { resolve, reject };
+      });
+    return this.failure !== undefined ? Promise.reject(this.failure) : Promise.resolve(this.text ?? null);
+  }
+
+  async cancel(): Promise<void> {
+    if (this.phase === 'done') return;
+    clearTimeout(this.timer);
+    this.phase = 'done';
+    this.chunks = [];
+    this.controller?.abort(new Error('the answer was let go unread'));
+  }
+}
+
+/**
+ * One attempt. A request whose body is text (a JSON request: the LLM client's, the embeddings') goes to undici's
+ * dispatcher directly (TextExchange); forms and answers saved to a file go through fetch, whose streams, Request
+ * objects and clones cost a queue worker about half of its CPU per answered request (#64's profile). Both follow no
  * redirect and give up at `timeoutMs` (connecting and reading alike).
  */
-async function ask(
-  url: string | URL,
-  init: RequestInit,
-  dispatcher: Dispatcher,
-  o: SendOptions,
-): Promise<Reply> {
-  const signal = AbortSignal.timeout(o.timeoutMs ?? 120_000);
+function ask(url: string | URL, init: RequestInit, dispatcher: Dispatcher, o: SendOptions): Promise<Reply> {
   const body = init.body;
   const h = init.headers;
   if (
@@ -156,36 +302,31 @@ async function ask(
     !(h instanceof Headers) &&
     !Array.isArray(h)
   ) {
-    const target = typeof url === 'string' ? new URL(url) : url;
-    const res = await dispatcher
-      .request({
+    const target = targetOf(url);
+    const exchange = new TextExchange(o.maxBytes, o.timeoutMs ?? 120_000);
+    dispatcher.dispatch(
+      {
         origin: target.origin,
-        path: `${target.pathname}${target.search}`,
+        path: target.path,
         method: (init.method ?? 'GET') as Dispatcher.HttpMethod,
         ...(h ? { headers: h as Record<string, string> } : {}),
         body: body ?? null,
-        signal,
-      })
-      .catch((e: unknown) => {
-        // Shaped as fetch's failure (its cause the connection's error), which callers read (../llm/client.ts
-        // `connectionProblem`); the timeout is the signal's reason in both.
-        throw (e as Error).name === 'TimeoutError' ? e : new TypeError('fetch failed', { cause: e });
-      });
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(res.headers))
-      if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-      else if (value !== undefined) headers.append(name, value);
-    return {
-      status: res.statusCode,
-      headers,
-      read: () => readStreamCapped(res.body, o.maxBytes),
-      cancel: async () => {
-        // undici reports a body let go unread as an error of the stream: nobody reads it.
-        res.body.on('error', () => {});
-        res.body.destroy();
       },
-    };
+      exchange,
+    );
+    return exchange.head;
   }
+  return askByFetch(url, init, dispatcher, o);
+}
+
+/** One attempt through undici's fetch: a form, or an answer saved to a file (resumed where the server offers ranges). */
+async function askByFetch(
+  url: string | URL,
+  init: RequestInit,
+  dispatcher: Dispatcher,
+  o: SendOptions,
+): Promise<Reply> {
+  const signal = AbortSignal.timeout(o.timeoutMs ?? 120_000);
   // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
   const fetchWith = async (extra: Record<string, string>): Promise<Response> => {
     const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
@@ -243,6 +384,36 @@ async function ask(
 const ERROR_HEAD = 64 << 10;
 
 /**
+ * The dispatchers chosen per URL text, for each guard and each proxy setting (bounded): choosing one parses the URL
+ * and the proxy's, and a worker asks one endpoint thousands of times. Settings read from the environment are keyed by
+ * their values, so a changed HTTPS_PROXY is still heeded.
+ */
+const routes = new WeakMap<object, Map<string, Dispatcher>>();
+const envRoutes = new Map<string, Dispatcher>();
+
+function dispatcherFor(url: string | URL, o: SendOptions): Dispatcher {
+  const text = typeof url === 'string' ? url : url.href;
+  const settings = o.guard ? undefined : (o.proxy ?? proxySettings());
+  const owner: object | undefined = o.guard ?? o.proxy;
+  let known = owner ? routes.get(owner) : envRoutes;
+  const key = owner
+    ? text
+    : `${text}\n${settings?.httpProxy ?? ''}\n${settings?.httpsProxy ?? ''}\n${settings?.noProxy ?? ''}`;
+  let d = known?.get(key);
+  if (!d) {
+    // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.
+    d = (o.guard ? o.guard.dispatcher(url) : plainDispatcher(url, settings as ProxySettings)) as Dispatcher;
+    if (!known) {
+      known = new Map();
+      routes.set(owner as object, known);
+    }
+    if (known.size >= 256) known.clear();
+    known.set(key, d);
+  }
+  return d;
+}
+
+/**
  * Sends a request (made afresh for each attempt by `init`), retrying dropped connections, timeouts and the statuses
  * `retryOn` names. Returns the last answer, whatever its status; throws a TransportError when no answer came, or the
  * guard's PrivateAddressError when the host is refused.
@@ -251,11 +422,11 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
   const retryOn = o.retryOn ?? TRANSIENT;
   const sleep = o.sleep ?? wait;
   o.guard?.check(url);
-  const dispatcher = o.guard ? o.guard.dispatcher(url) : plainDispatcher(url, o.proxy ?? proxySettings());
+  const dispatcher = dispatcherFor(url, o);
   for (let attempt = 0; ; attempt++) {
     let res: Reply;
     try {
-      res = await ask(url, init(), dispatcher as Dispatcher, o);
+      res = await ask(url, init(), dispatcher, o);
     } catch (e) {
       const refused = privateAddressCause(e);
       if (refused) throw refused;
@@ -288,6 +459,14 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
       await sleep(ms);
       continue;
     }
-    return { status: res.status, headers: res.headers, text };
+    // The headers as the reply holds them: a text request's become a Headers only when a caller reads them.
+    const reply = res;
+    return {
+      status: reply.status,
+      text,
+      get headers() {
+        return reply.headers;
+      },
+    };
   }
 }

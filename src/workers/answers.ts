@@ -6,7 +6,7 @@
  * waits for it. Invariant: an answer's promise resolves only once its row has landed, so a job counts as done only
  * after every one of its answers is in the database, and an answer that was ok is never overwritten.
  */
-import { cleanDeep } from '../data/clean-text.js';
+import { storableJson } from '../data/clean-text.js';
 import type { JournalEntry } from '../llm/journal.js';
 import { SCHEMA } from './store.js';
 
@@ -158,7 +158,7 @@ export class AnswerWriter {
       batch.map((p) => p.cell),
       batch.map((p) => p.entry.key),
       batch.map((p) => p.entry.status),
-      batch.map((p) => JSON.stringify(cleanDeep(p.entry))),
+      batch.map((p) => storableJson(p.entry)),
       batch.map((p) => p.worker),
     ]);
   }
