@@ -210,9 +210,9 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = requests.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const kept = `${answered} of ${requests.length} requests are answered in ${journalFile}`;
-    if (e.code === 'LLM_SERVER_REFUSED')
+    if (e.code === 'LLM_SERVER_REFUSED' || e.code === 'LLM_MAX_TOKENS_IGNORED')
       throw new RumedbenchError(
-        'LLM_SERVER_REFUSED',
+        e.code,
         `${e.message}\nThe run stopped at once: no retry can fix this. ${kept}; fix the cause, then continue with the same command and --resume (nothing answered is asked again).`,
         { cause: e },
       );
@@ -342,7 +342,9 @@ export async function sendRun(i: SendInput): Promise<Executed> {
             ...(budget
               ? {
                   admit: (job: LlmRequest) => budget.admit(job),
-                  settle: (job: LlmRequest, entry: JournalEntry) => budget.settle(job, entry.usage),
+                  // A failed entry with token counts is a reply cut off past the cap: paid, counted at its ceiling.
+                  settle: (job: LlmRequest, entry: JournalEntry) =>
+                    budget.settle(job, entry.usage, entry.status === 'error'),
                 }
               : {}),
           };

@@ -52,7 +52,11 @@ export interface Budget {
   /** Aborted once nothing more may be sent. */
   stop: AbortController;
   admit(request: LlmRequest): Promise<boolean>;
-  settle(request: LlmRequest, u: Usage | undefined): Promise<void>;
+  /**
+   * `cutOff`: a paid reply that was not read (past the reply cap), counted at no less than its request's ceiling,
+   * whatever its estimated counts say.
+   */
+  settle(request: LlmRequest, u: Usage | undefined, cutOff?: boolean): Promise<void>;
   /** A batch's (or a results file's) answers, priced once they are read. */
   settleAll(entries: readonly (JournalEntry | undefined)[]): Promise<void>;
   /** The run's spending as last seen (every spender's, for the queue). */
@@ -120,8 +124,10 @@ export async function openBudget(o: BudgetOptions): Promise<Budget> {
       stop.abort();
       return false;
     },
-    async settle(request, u) {
-      spent = await o.money.settle(ceiling.get(request.key) ?? 0, priced(request.key, u));
+    async settle(request, u, cutOff = false) {
+      const reserved = ceiling.get(request.key) ?? 0;
+      const usd = priced(request.key, u);
+      spent = await o.money.settle(reserved, cutOff && u ? Math.max(usd, reserved) : usd);
       if (spent >= max) stop.abort();
     },
     async settleAll(entries) {

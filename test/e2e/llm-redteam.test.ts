@@ -254,6 +254,52 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
   });
 });
 
+/** Whether any 12 characters of the key's base64, at any of its three alignments, are in any file under `out` or in `texts`. */
+function base64KeyIn(out: string, ...texts: string[]): string[] {
+  const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
+    .map((f) => join(out, f))
+    .filter((f) => statSync(f).isFile());
+  const everything = `${texts.join('\n')}\n${files.map((f) => readFileSync(f, 'utf8')).join('\n')}`;
+  const found: string[] = [];
+  for (const pad of ['', 'x', 'xy']) {
+    const whole = Buffer.from(pad + KEY).toString('base64').slice(4, -4);
+    for (let i = 0; i + 12 <= whole.length; i++)
+      if (everything.includes(whole.slice(i, i + 12))) found.push(whole.slice(i, i + 12));
+  }
+  return found;
+}
+
+describe('a key echoed in base64 (red team, the leftovers of issue #59)', () => {
+  it('Basic auth of "x:" + key and the raw base64 of the key reach no file of the run nor stderr', async () => {
+    const basic = `Authorization: Basic ${Buffer.from(`x:${KEY}`).toString('base64')}`;
+    const raw = Buffer.from(KEY).toString('base64');
+    const echoed = `${basic} | token=${raw}`;
+    const server = await lyingServer({
+      chat: (n, res, model) => {
+        if (n % 2 === 0)
+          res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { message: `upstream refused ${echoed}` } }));
+        else
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(
+              JSON.stringify(
+                completion(model, `Ответ: да (${echoed})`, { prompt_tokens: 100, completion_tokens: 5 }),
+              ),
+            );
+        return true;
+      },
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-b64-'));
+    const run = await cli(llm(server.url, out, '--max-retries', '0'));
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('HTTP 400: upstream refused Authorization: Basic ');
+    expect(base64KeyIn(out, run.stderr)).toEqual([]);
+  });
+});
+
 describe('a results file whose lines are not the batch answers the provider counts done', () => {
   const rows: Record<string, (customId: string, i: number, honest: unknown) => unknown> = {
     'every line another request (foreign ids)': (id, i, honest) => ({
