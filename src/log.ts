@@ -153,7 +153,9 @@ function base64Cores(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
   const cores: string[] = [];
   for (const align of [0, 1, 2]) {
-    const text = Buffer.concat([Buffer.alloc(align), bytes]).toString('base64').replace(/=+$/, '');
+    const text = Buffer.concat([Buffer.alloc(align), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
     // The first group shares its first (align + 1 when align > 0) characters with the bytes before the secret;
     // a last partial group of r bytes keeps its first r characters (the next is shared with the bytes after).
     const from = align === 0 ? 0 : align + 1;

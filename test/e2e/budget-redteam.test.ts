@@ -137,7 +137,9 @@ async function runawayServer(): Promise<{
             id: 'c',
             object: 'chat.completion',
             model: 'fake-m',
-            choices: [{ index: 0, message: { role: 'assistant', content: LONG_REPLY }, finish_reason: 'length' }],
+            choices: [
+              { index: 0, message: { role: 'assistant', content: LONG_REPLY }, finish_reason: 'length' },
+            ],
             usage: { prompt_tokens: prompt, completion_tokens: RUNAWAY },
           }),
         );
@@ -185,35 +187,63 @@ describe('max_cost against a server that ignores max_tokens (replies past --max-
     const cutOff = readFileSync(join(out, 'journal.jsonl'), 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { status: string; usage?: { completionTokens: number }; usageProblem?: string });
+      .map(
+        (l) =>
+          JSON.parse(l) as { status: string; usage?: { completionTokens: number }; usageProblem?: string },
+      );
     expect(cutOff).toHaveLength(s.requests());
     for (const e of cutOff) {
       expect(e.status).toBe('error');
       expect(e.usage?.completionTokens).toBeGreaterThanOrEqual(64);
-      expect(e.usageProblem).toMatch(/cut off past --max-reply-bytes: counted at its request's ceiling, an estimate/);
+      expect(e.usageProblem).toMatch(
+        /cut off past --max-reply-bytes: counted at its request's ceiling, an estimate/,
+      );
     }
   });
+
+  it('plan run: the cell fails at the first cut-off reply, naming why', async () => {
+    const s = await runawayServer();
+    closers.push(s.close);
+    const r = await rumedbench(
+      'plan',
+      'run',
+      runawayPlan(s.url),
+      '--out',
+      mkdtempSync(join(tmpdir(), 'rumedbench-redteam-')),
+    );
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.stderr).toMatch(/m\/default/);
+    expect(r.stderr).toMatch(IGNORES_MAX_TOKENS);
+    expect(s.requests()).toBeLessThanOrEqual(2);
+    expect(s.billed()).toBeLessThanOrEqual(2 * s.dearest());
+  });
 });
+
+/** A plan of one cell (RuMedDaNet, 2 requests in flight, no retries) against `url`, capped at CAP bytes a reply. */
+function runawayPlan(url: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-redteam-')), 'plan.yaml');
+  writeFileSync(
+    file,
+    [
+      'name: runaway',
+      'split: test',
+      'tasks: [RuMedDaNet]',
+      `data: ${DATA}`,
+      'defaults: {temperature: 0, max_tokens: 64, concurrency: 2, bootstrap: 0, max_retries: 0}',
+      'models:',
+      `  - {name: m, provider: openai, base_url: "${url}", model: fake-m, prices: {prompt: 10, completion: 30}, max_cost: 1, max_reply_bytes: ${CAP}}`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
 
 describe.skipIf(!PG_URL)('max_cost on a worker against a server that ignores max_tokens (PostgreSQL)', () => {
   it("the cell fails naming why, and the queue's spent_usd counts the cut-off replies", async () => {
     const db = await freshDatabase('postgres');
     const s = await runawayServer();
     closers.push(s.close);
-    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-redteam-')), 'plan.yaml');
-    writeFileSync(
-      file,
-      [
-        'name: runaway',
-        'split: test',
-        'tasks: [RuMedDaNet]',
-        `data: ${DATA}`,
-        'defaults: {temperature: 0, max_tokens: 64, concurrency: 2, bootstrap: 0, max_retries: 0}',
-        'models:',
-        `  - {name: m, provider: openai, base_url: "${s.url}", model: fake-m, prices: {prompt: 10, completion: 30}, max_cost: 1, max_reply_bytes: ${CAP}}`,
-        '',
-      ].join('\n'),
-    );
+    const file = runawayPlan(s.url);
     const id = (await rumedbenchOk('plan', 'submit', file, '--db', db)).stdout.trim();
     const w = startWorker(db, 'r1', ['--exit-when-idle', '--concurrency', '2']);
     expect((await w.exited).code, w.log()).toBe(0);
@@ -233,4 +263,6 @@ describe.skipIf(!PG_URL)('max_cost on a worker against a server that ignores max
   });
 });
 
-if (!PG_URL) describe('max_cost on a worker against a server that ignores max_tokens', () => it.skip(NO_PG_REASON, () => {}));
+if (!PG_URL)
+  describe('max_cost on a worker against a server that ignores max_tokens', () =>
+    it.skip(NO_PG_REASON, () => {}));

@@ -262,7 +262,9 @@ function base64KeyIn(out: string, ...texts: string[]): string[] {
   const everything = `${texts.join('\n')}\n${files.map((f) => readFileSync(f, 'utf8')).join('\n')}`;
   const found: string[] = [];
   for (const pad of ['', 'x', 'xy']) {
-    const whole = Buffer.from(pad + KEY).toString('base64').slice(4, -4);
+    const whole = Buffer.from(pad + KEY)
+      .toString('base64')
+      .slice(4, -4);
     for (let i = 0; i + 12 <= whole.length; i++)
       if (everything.includes(whole.slice(i, i + 12))) found.push(whole.slice(i, i + 12));
   }
