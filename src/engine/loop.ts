@@ -272,6 +272,12 @@ export interface RunStore {
   /** What the budget's refusal calls things, and how it says to go on once the budget stopped the run. */
   words: Pick<BudgetOptions, 'flag' | 'what' | 'spentBy' | 'advice'> & {
     stopped(offline: boolean): Promise<string>;
+    /**
+     * Whose replies this process's token counts are (`this run's`, `this worker's`), and who spent the rest of what
+     * the money says was spent: one picture, the dollars of the run or cell and the share of them the tokens are.
+     */
+    here: string;
+    rest: string;
   };
 }
 
@@ -359,11 +365,17 @@ export async function sendRun(i: SendInput): Promise<Executed> {
     budget.unexplained() > 0
       ? `; ${budget.unexplained()} repl(ies) report more tokens than their request can explain (a prompt over its counted ceiling, a completion over its max tokens)`
       : '';
-  const { what, flag } = store.words;
+  const { what, flag, here, rest } = store.words;
   const max = formatUsd(i.maxCost as number);
+  const spent = budget.spent();
+  const others = spent - budget.mine();
+  const tokens =
+    others > 1e-9 * Math.max(1, spent)
+      ? `${formatUsd(budget.mine())} of it for ${here} ${budget.tokens()}, the other ${formatUsd(others)} ${rest}`
+      : budget.tokens();
   throw new RumedbenchError(
     'COST_LIMIT',
-    `${what} has cost ${formatUsd(budget.spent())} by ${offline ? `its batch replies' token counts, past ${flag} ${max}` : `the server's token counts, reaching ${flag} ${max}: nothing more was sent`} (${budget.tokens()}${why}). ${await store.words.stopped(offline)}`,
+    `${what} has cost ${formatUsd(spent)} by ${offline ? `its batch replies' token counts, past ${flag} ${max}` : `the server's token counts, reaching ${flag} ${max}: nothing more was sent`} (${tokens}${why}). ${await store.words.stopped(offline)}`,
   );
 }
 
@@ -462,6 +474,8 @@ function folderStore(
       flag: '--max-cost',
       what: 'the run',
       spentBy: 'its journal has spent',
+      here: "this run's",
+      rest: 'spent before, as its journal says',
       advice: 'Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).',
       stopped: async (offline) =>
         offline

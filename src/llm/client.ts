@@ -458,6 +458,10 @@ export class ResilientClient {
           code: 'PRIVATE_ADDRESS',
         });
       if (!(e instanceof TransportError)) throw e;
+      // A body that does not decode as it says is the server's broken answer: retried once at most, as a reply that
+      // is not JSON is, and never counted by the breaker (the server answered).
+      if (e.undecodable !== undefined)
+        throw new LlmRequestError(`${url}: ${e.message}`, e.status, true, { cause: e, malformed: true });
       if (e.phase === 'read') {
         const cause = e.cause as Error | undefined;
         const resumeAt = typeof options.saveTo === 'object' ? options.saveTo.resumeAt : 0;
