@@ -15,18 +15,31 @@ const PRICES = { prompt: 10, completion: 30 };
 /** Prompt tokens the server bills and reports that no count made before sending can see: $0.05 a request. */
 const HIDDEN = 5_000;
 
-/**
- * A priced OpenAI-compatible server that reports its usage with the counts written as decimal texts
- * (`"prompt_tokens": "5123"`), as some gateways re-serialize them: the counts are there, only their JSON type is off.
- */
-async function stringUsageServer(): Promise<{
+interface BillingServer {
   url: string;
+  /** What it charged in all, and for one request at most (what one request in flight may add past a budget). */
   billed: () => number;
   dearest: () => number;
+  requests: () => number;
   close: () => Promise<void>;
-}> {
+}
+
+/**
+ * A priced OpenAI-compatible server on loopback: each chat request is answered after 20 ms with `answer`'s reply,
+ * billed for `prompt` and `completion` tokens, and its usage written as `usage` gives it.
+ */
+async function billingServer(
+  answer: (messages: { content: string }[]) => {
+    content: string;
+    finish: string;
+    prompt: number;
+    completion: number;
+    usage: (prompt: number, completion: number) => unknown;
+  },
+): Promise<BillingServer> {
   let billed = 0;
   let dearest = 0;
+  let requests = 0;
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => {
@@ -38,11 +51,10 @@ async function stringUsageServer(): Promise<{
         res.end('{}');
         return;
       }
+      requests++;
       const { messages } = JSON.parse(body) as { messages: { content: string }[] };
-      const text = /«да» или «нет»/.test(messages.at(-1)?.content ?? '') ? 'Ответ: да' : 'Ответ: 1';
-      const prompt = chatPromptTokens(messages) + HIDDEN;
-      const completion = 3;
-      const usd = (prompt * PRICES.prompt + completion * PRICES.completion) / 1e6;
+      const a = answer(messages);
+      const usd = (a.prompt * PRICES.prompt + a.completion * PRICES.completion) / 1e6;
       billed += usd;
       dearest = Math.max(dearest, usd);
       setTimeout(() => {
@@ -52,8 +64,10 @@ async function stringUsageServer(): Promise<{
             id: 'c',
             object: 'chat.completion',
             model: 'fake-m',
-            choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-            usage: { prompt_tokens: String(prompt), completion_tokens: String(completion) },
+            choices: [
+              { index: 0, message: { role: 'assistant', content: a.content }, finish_reason: a.finish },
+            ],
+            usage: a.usage(a.prompt, a.completion),
           }),
         );
       }, 20);
@@ -65,9 +79,27 @@ async function stringUsageServer(): Promise<{
     url: `http://127.0.0.1:${port}/v1`,
     billed: () => billed,
     dearest: () => dearest,
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    requests: () => requests,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
+
+/**
+ * A priced server that reports its usage with the counts written as decimal texts (`"prompt_tokens": "5123"`), as
+ * some gateways re-serialize them: the counts are there, only their JSON type is off.
+ */
+const stringUsageServer = (): Promise<BillingServer> =>
+  billingServer((messages) => ({
+    content: /«да» или «нет»/.test(messages.at(-1)?.content ?? '') ? 'Ответ: да' : 'Ответ: 1',
+    finish: 'stop',
+    prompt: chatPromptTokens(messages) + HIDDEN,
+    completion: 3,
+    usage: (prompt, completion) => ({ prompt_tokens: String(prompt), completion_tokens: String(completion) }),
+  }));
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -100,66 +132,17 @@ const CAP = 2048;
 const LONG_REPLY = 'Ответ: да. '.repeat(400);
 
 /**
- * A priced OpenAI-compatible server that ignores max_tokens: every reply runs on past the client's reply cap, and is
- * billed for RUNAWAY completion tokens. `billed` is what it charged; `dearest` one request's bill at most.
+ * A priced server that ignores max_tokens: every reply runs on past the client's reply cap, and is billed for RUNAWAY
+ * completion tokens.
  */
-async function runawayServer(): Promise<{
-  url: string;
-  billed: () => number;
-  dearest: () => number;
-  requests: () => number;
-  close: () => Promise<void>;
-}> {
-  let billed = 0;
-  let dearest = 0;
-  let requests = 0;
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => {
-      body += c;
-    });
-    req.on('end', () => {
-      if (!req.url?.endsWith('/chat/completions')) {
-        res.statusCode = 404;
-        res.end('{}');
-        return;
-      }
-      requests++;
-      const { messages } = JSON.parse(body) as { messages: { content: string }[] };
-      const prompt = chatPromptTokens(messages);
-      const usd = (prompt * PRICES.prompt + RUNAWAY * PRICES.completion) / 1e6;
-      billed += usd;
-      dearest = Math.max(dearest, usd);
-      setTimeout(() => {
-        res.setHeader('content-type', 'application/json');
-        res.end(
-          JSON.stringify({
-            id: 'c',
-            object: 'chat.completion',
-            model: 'fake-m',
-            choices: [
-              { index: 0, message: { role: 'assistant', content: LONG_REPLY }, finish_reason: 'length' },
-            ],
-            usage: { prompt_tokens: prompt, completion_tokens: RUNAWAY },
-          }),
-        );
-      }, 20);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    billed: () => billed,
-    dearest: () => dearest,
-    requests: () => requests,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
+const runawayServer = (): Promise<BillingServer> =>
+  billingServer((messages) => ({
+    content: LONG_REPLY,
+    finish: 'length',
+    prompt: chatPromptTokens(messages),
+    completion: RUNAWAY,
+    usage: (prompt, completion) => ({ prompt_tokens: prompt, completion_tokens: completion }),
+  }));
 
 /** The breaker's one line: the endpoint, max_tokens, the reply's size and the cap. */
 const IGNORES_MAX_TOKENS =
