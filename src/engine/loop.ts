@@ -458,7 +458,7 @@ function folderStore(
     // run's way of sending; an answer that does not say is priced as this run buys. Every answer the journal holds was
     // paid for, those of requests this run no longer makes too (left unused by --reask under new settings).
     money: memoryMoney(
-      prices ? spentOn(journal.all(), options.prices ?? prices, options.batch?.discount ?? 0) : 0,
+      prices ? spentOn(journal.paid(), options.prices ?? prices, options.batch?.discount ?? 0) : 0,
     ),
     kept: async (keys) => keys.map((k) => journal.get(k)),
     async left(pending, count) {
