@@ -20,6 +20,11 @@ export type ErrorCode =
   | 'LLM_SERVER_REFUSED'
   /** Requests in a row could not reach the model server or timed out (the circuit breaker): the run stopped. */
   | 'LLM_ENDPOINT_DOWN'
+  /**
+   * A successful reply past the reply cap: the server wrote (and bills) more than max_tokens allows, so no estimate
+   * bounds what it costs: the run stopped.
+   */
+  | 'LLM_MAX_TOKENS_IGNORED'
   /** Most replies were echoes of the prompt, or cut off or filtered: read as answers, they would score noise. */
   | 'REPLIES_UNUSABLE'
   /** The engine's log-likelihood method cannot score a task's candidates. */

@@ -133,11 +133,44 @@ export function secretPattern(latin1 = false): RegExp | null {
   const one = (secret: string) =>
     [...secret].map((c) => charPattern(c, latin1 ? Buffer.from(c, 'utf8').toString('latin1') : c)).join('');
   // Longest first, so that a secret holding another is replaced whole.
-  const all = [...SECRETS].sort((a, b) => b.length - a.length).map(one);
+  const sorted = [...SECRETS].sort((a, b) => b.length - a.length);
+  const all = [...sorted.map(one), ...sorted.flatMap(base64Cores).map(base64Pattern)];
   const pattern = new RegExp(all.join('|'), 'g');
   PATTERNS.set(latin1, { size: SECRETS.size, pattern });
   return pattern;
 }
+
+/** A base64 core shorter than this is not redacted: a few characters of base64 occur by chance in any long token. */
+const MIN_BASE64_CORE = 12;
+
+/**
+ * The stable cores of a secret's base64 (`Basic base64(user:key)`, a body that base64s it), as secret scanners find
+ * them: wherever the secret starts in the encoded bytes (three alignments), the characters of its base64 that only
+ * its own bytes decide, without the one or two at each end that the bytes around it share. Each core is matched in
+ * standard base64 and in base64url (`-_` for `+/`). None for a secret too short to have a core of MIN_BASE64_CORE.
+ */
+function base64Cores(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const cores: string[] = [];
+  for (const align of [0, 1, 2]) {
+    const text = Buffer.concat([Buffer.alloc(align), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
+    // The first group shares its first (align + 1 when align > 0) characters with the bytes before the secret;
+    // a last partial group of r bytes keeps its first r characters (the next is shared with the bytes after).
+    const from = align === 0 ? 0 : align + 1;
+    const rest = (align + bytes.length) % 3;
+    const to = text.length - (rest === 0 ? 0 : 1);
+    const core = text.slice(from, to);
+    if (core.length >= MIN_BASE64_CORE) cores.push(core);
+  }
+  return cores;
+}
+
+/** A base64 core as a pattern: `+` and `/` in either alphabet (base64url's `-` and `_`), `/` JSON-escaped too. */
+const base64Pattern = (core: string): string =>
+  [...core].map((c) => (c === '+' ? '[+-]' : c === '/' ? '(?:\\\\{0,8}/|_)' : c)).join('');
+
 /** The patterns made so far, by the number of secrets they hold (secrets are only ever added). */
 const PATTERNS = new Map<boolean, { size: number; pattern: RegExp }>();
 

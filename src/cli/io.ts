@@ -17,7 +17,7 @@ export interface CliIo {
 /**
  * Exit codes: 0 done; 1 the input has errors (or a run scored nothing); 2 a bad command line; 3 an LLM run with
  * failed requests, not scored (see --retry-errors, --allow-failures); 4 an LLM run stopped by the server's refusal
- * (key, model, URL, redirect); 5 an LLM run stopped because its server is down (requests in a row could not reach
+ * (key, model, URL, redirect) or by a server that ignores max_tokens (a reply past --max-reply-bytes); 5 an LLM run stopped because its server is down (requests in a row could not reach
  * it or timed out; continue with --resume once it is back). 70: an internal error (a bug).
  */
 export const EXIT = { ok: 0, submissionErrors: 1, usage: 2, incomplete: 3, refused: 4, down: 5 } as const;
@@ -33,7 +33,7 @@ export function exitCodeOf(e: RumedbenchError): number {
   )
     return EXIT.incomplete;
   if (e.code === 'LLM_ENDPOINT_DOWN') return EXIT.down;
-  if (e.code === 'LLM_SERVER_REFUSED') return EXIT.refused;
+  if (e.code === 'LLM_SERVER_REFUSED' || e.code === 'LLM_MAX_TOKENS_IGNORED') return EXIT.refused;
   return EXIT.submissionErrors;
 }
 

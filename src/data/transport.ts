@@ -94,14 +94,38 @@ export class TransportError extends Error {
     readonly attempts: number,
     /** `connect`: no answer came (refused, unreachable, timed out); `read`: the answer broke off while read. */
     readonly phase: 'connect' | 'read',
-    options?: { cause?: unknown; status?: number },
+    options?: { cause?: unknown; status?: number; undecodable?: string },
   ) {
     super(message, options);
     this.name = 'TransportError';
     this.status = options?.status;
+    this.undecodable = options?.undecodable;
   }
   /** The answer's status, where one came before it broke off. */
   readonly status: number | undefined;
+  /**
+   * The Content-Encoding a body declared and does not decode as (`br` over plain text): a broken answer, not a
+   * connection that broke off. Undefined for any other failure.
+   */
+  readonly undecodable: string | undefined;
+}
+
+/**
+ * zlib's and brotli's codes for a body that is not in its format (a truncated stream, `Z_BUF_ERROR`, is left out: it
+ * broke off, and may come whole next time).
+ */
+const NOT_ITS_FORMAT =
+  /^(Z_DATA_ERROR|Z_NEED_DICT|Z_STREAM_ERROR|ERR__ERROR_FORMAT_|ERR_BROTLI_|ERR__ERROR_)/;
+
+/** The declared encoding where `e` (or a cause of it) says the body is not in that format; undefined otherwise. */
+function undecodableAs(e: unknown, headers: Headers): string | undefined {
+  const encoding = (headers.get('content-encoding') ?? '').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return undefined;
+  for (let c = e as { code?: unknown; cause?: unknown } | undefined, depth = 0; c && depth < 5; depth++) {
+    if (typeof c.code === 'string' && NOT_ITS_FORMAT.test(c.code)) return encoding.slice(0, 40);
+    c = c.cause as typeof c;
+  }
+  return undefined;
 }
 
 const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -451,6 +475,14 @@ export async function send(url: string | URL, init: () => RequestInit, o: SendOp
     try {
       text = await res.read();
     } catch (e) {
+      const undecodable = undecodableAs(e, res.headers);
+      if (undecodable !== undefined)
+        throw new TransportError(
+          `the answer is broken: its body does not decode as its declared Content-Encoding ${undecodable} (${reasonOf(e)})`,
+          attempt + 1,
+          'read',
+          { cause: e, status: res.status, undecodable },
+        );
       const reason = `the answer broke off (${reasonOf(e)})`;
       if (attempt >= o.retry.retries)
         throw new TransportError(reason, attempt + 1, 'read', { cause: e, status: res.status });

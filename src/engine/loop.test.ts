@@ -62,6 +62,8 @@ function store(said: string[], o: { ceiling?: number; spent?: number; fence?: ()
       flag: 'max_cost',
       what: 'cell c',
       spentBy: 'its workers have spent',
+      here: "this worker's",
+      rest: 'by its other workers',
       advice: 'Raise it.',
       stopped: async (offline) => `Go on ${offline ? 'offline' : 'online'}.`,
     },
@@ -134,6 +136,18 @@ describe('the one loop of an LLM run (sendRun) through its store', () => {
     await expect(run).rejects.toMatchObject({ code: 'COST_LIMIT' });
     await expect(run).rejects.toThrow(
       /^cell c has cost \$0\.0201 by the server's token counts, reaching max_cost \$0\.02: nothing more was sent \(2000 prompt \+ 2 completion tokens; 2 repl\(ies\) report more tokens than their request can explain .*\)\. Go on online\.$/,
+    );
+    expect(asked).toHaveLength(2);
+  });
+
+  it("stops naming one picture: the cell's spending, and the share of it this worker's tokens are", async () => {
+    const all = await requests();
+    const { p, asked } = provider(1000);
+    // $0.5 spent by other workers before this one sent anything; each of its replies bills $0.0101.
+    const { s } = store([], { spent: 0.5, ceiling: 1e-6 });
+    const run = online(s, p, all, { maxCost: 0.52, prices: PRICES });
+    await expect(run).rejects.toThrow(
+      /^cell c has cost \$0\.52 by the server's token counts, reaching max_cost \$0\.52: nothing more was sent \(\$0\.0201 of it for this worker's 2000 prompt \+ 2 completion tokens, the other \$0\.5 by its other workers; /,
     );
     expect(asked).toHaveLength(2);
   });

@@ -210,9 +210,9 @@ async function runLocked(options: LlmRunOptions): Promise<LlmRunResult> {
     if (!(e instanceof RumedbenchError)) throw e;
     const answered = requests.filter((j) => journal.get(j.key)?.status === 'ok').length;
     const kept = `${answered} of ${requests.length} requests are answered in ${journalFile}`;
-    if (e.code === 'LLM_SERVER_REFUSED')
+    if (e.code === 'LLM_SERVER_REFUSED' || e.code === 'LLM_MAX_TOKENS_IGNORED')
       throw new RumedbenchError(
-        'LLM_SERVER_REFUSED',
+        e.code,
         `${e.message}\nThe run stopped at once: no retry can fix this. ${kept}; fix the cause, then continue with the same command and --resume (nothing answered is asked again).`,
         { cause: e },
       );
@@ -272,6 +272,12 @@ export interface RunStore {
   /** What the budget's refusal calls things, and how it says to go on once the budget stopped the run. */
   words: Pick<BudgetOptions, 'flag' | 'what' | 'spentBy' | 'advice'> & {
     stopped(offline: boolean): Promise<string>;
+    /**
+     * Whose replies this process's token counts are (`this run's`, `this worker's`), and who spent the rest of what
+     * the money says was spent: one picture, the dollars of the run or cell and the share of them the tokens are.
+     */
+    here: string;
+    rest: string;
   };
 }
 
@@ -342,7 +348,9 @@ export async function sendRun(i: SendInput): Promise<Executed> {
             ...(budget
               ? {
                   admit: (job: LlmRequest) => budget.admit(job),
-                  settle: (job: LlmRequest, entry: JournalEntry) => budget.settle(job, entry.usage),
+                  // A failed entry with token counts is a reply cut off past the cap: paid, counted at its ceiling.
+                  settle: (job: LlmRequest, entry: JournalEntry) =>
+                    budget.settle(job, entry.usage, entry.status === 'error'),
                 }
               : {}),
           };
@@ -357,11 +365,17 @@ export async function sendRun(i: SendInput): Promise<Executed> {
     budget.unexplained() > 0
       ? `; ${budget.unexplained()} repl(ies) report more tokens than their request can explain (a prompt over its counted ceiling, a completion over its max tokens)`
       : '';
-  const { what, flag } = store.words;
+  const { what, flag, here, rest } = store.words;
   const max = formatUsd(i.maxCost as number);
+  const spent = budget.spent();
+  const others = spent - budget.mine();
+  const tokens =
+    others > 1e-9 * Math.max(1, spent)
+      ? `${formatUsd(budget.mine())} of it for ${here} ${budget.tokens()}, the other ${formatUsd(others)} ${rest}`
+      : budget.tokens();
   throw new RumedbenchError(
     'COST_LIMIT',
-    `${what} has cost ${formatUsd(budget.spent())} by ${offline ? `its batch replies' token counts, past ${flag} ${max}` : `the server's token counts, reaching ${flag} ${max}: nothing more was sent`} (${budget.tokens()}${why}). ${await store.words.stopped(offline)}`,
+    `${what} has cost ${formatUsd(spent)} by ${offline ? `its batch replies' token counts, past ${flag} ${max}` : `the server's token counts, reaching ${flag} ${max}: nothing more was sent`} (${tokens}${why}). ${await store.words.stopped(offline)}`,
   );
 }
 
@@ -444,7 +458,7 @@ function folderStore(
     // run's way of sending; an answer that does not say is priced as this run buys. Every answer the journal holds was
     // paid for, those of requests this run no longer makes too (left unused by --reask under new settings).
     money: memoryMoney(
-      prices ? spentOn(journal.all(), options.prices ?? prices, options.batch?.discount ?? 0) : 0,
+      prices ? spentOn(journal.paid(), options.prices ?? prices, options.batch?.discount ?? 0) : 0,
     ),
     kept: async (keys) => keys.map((k) => journal.get(k)),
     async left(pending, count) {
@@ -460,6 +474,8 @@ function folderStore(
       flag: '--max-cost',
       what: 'the run',
       spentBy: 'its journal has spent',
+      here: "this run's",
+      rest: 'spent before, as its journal says',
       advice: 'Raise --max-cost, lower --max-tokens, or ask fewer items (--limit, --tasks).',
       stopped: async (offline) =>
         offline

@@ -109,6 +109,8 @@ function cell(spec: LlmSpec, dataSha: Record<string, string>) {
         flag: 'max_cost',
         what: j.cell,
         spentBy: 'its workers have spent',
+        here: "this worker's",
+        rest: 'by its other workers',
         advice: 'Raise max_cost.',
         stopped: async () => 'Raise max_cost in the plan.',
       },

@@ -17,6 +17,7 @@ import {
   type BatchState,
   CLOCK_MARGIN_S,
   checkedResults,
+  doneByCounts,
   downloadDeadlineMs,
   MAX_LIST_PAGES,
   resultLines,
@@ -141,11 +142,15 @@ export function anthropicBatches(p: AnthropicProvider): BatchApi {
       const c = json?.request_counts;
       const failed = whole(c?.errored) + whole(c?.canceled) + whole(c?.expired);
       const completed = whole(c?.succeeded);
+      const counts = c ? { total: completed + failed + whole(c.processing), completed, failed } : undefined;
+      // Anthropic's words: in_progress, canceling, ended. Its results are found by the batch id (no file named).
+      const unknown = !['in_progress', 'canceling', 'ended'].includes(status);
       return {
         id,
         status,
-        ended: status === 'ended',
-        ...(c ? { counts: { total: completed + failed + whole(c.processing), completed, failed } } : {}),
+        ended: status === 'ended' || (unknown && doneByCounts(counts)),
+        ...(counts ? { counts } : {}),
+        ...(unknown ? { unknownWord: true as const } : {}),
       };
     },
 

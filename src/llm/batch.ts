@@ -59,7 +59,19 @@ export interface BatchState {
   files?: readonly string[];
   /** Why the whole batch failed, where it did (a file the provider refused). */
   failure?: string;
+  /** The status is a word the provider's API does not document: `ended` was decided from the request counts. */
+  unknownWord?: true;
 }
+
+/**
+ * Whether a batch whose status word is unknown has ended, by its request counts: every request completed or failed,
+ * and a results file named (`files`, where the provider names its results by file). A word no provider documents (`paused`) is otherwise waited on to --batch-deadline.
+ */
+export const doneByCounts = (counts: BatchState['counts'], files?: readonly string[]): boolean =>
+  counts !== undefined &&
+  counts.total > 0 &&
+  counts.completed + counts.failed >= counts.total &&
+  (files === undefined || files.length > 0);
 
 /** One request's outcome in a batch's results: its reply, or why it failed. */
 export type BatchResult = { key: string; reply: ChatReply } | { key: string; error: string };
@@ -961,6 +973,15 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
     const deadlineH = o.deadlineH ?? BATCH_DEFAULTS.deadlineH;
     const submitted = b.at !== undefined && Number.isFinite(Date.parse(b.at)) ? Date.parse(b.at) : started;
     const deadline = submitted + deadlineH * 3_600_000;
+    let unknownSaid = false;
+    const sayUnknown = (s: BatchState) => {
+      if (!s.unknownWord || unknownSaid) return;
+      unknownSaid = true;
+      o.log.warn(
+        `batch ${b.id}: the provider says "${s.status}", a status word this client does not know; it is read as ended once its request counts show every request done, and waited on (to --batch-deadline) until then`,
+      );
+    };
+    sayUnknown(state);
     while (!state.ended) {
       const line = `batch ${b.id}: ${state.status}${state.counts ? `, ${state.counts.completed} of ${state.counts.total} done, ${state.counts.failed} failed` : ''}`;
       // Said when it changes, at each doubling of the wait, and at least hourly: a waiting run is never silent long.
@@ -986,8 +1007,14 @@ export async function runBatches(o: RunBatchesOptions): Promise<{ ids: string[];
       await sleep(Math.min(waitMs, Math.max(0, deadline - Date.now()) + 1));
       waitMs = Math.min(waitMs * 2, MAX_POLL_MS);
       state = await look(b.id);
+      sayUnknown(state);
     }
-    o.log.info(`batch ${b.id}: ${state.status}`);
+    const c = state.counts;
+    o.log.info(
+      state.unknownWord && c
+        ? `batch ${b.id}: "${state.status}", but its request counts show every request done (${c.completed + c.failed} of ${c.total}): read as ended`
+        : `batch ${b.id}: ${state.status}`,
+    );
     // A creating call that got no answer and created after all, later than it was looked for: cancelled now.
     if (o.api.tagged && b.tag !== undefined) {
       const intent = {

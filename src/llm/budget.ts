@@ -52,7 +52,11 @@ export interface Budget {
   /** Aborted once nothing more may be sent. */
   stop: AbortController;
   admit(request: LlmRequest): Promise<boolean>;
-  settle(request: LlmRequest, u: Usage | undefined): Promise<void>;
+  /**
+   * `cutOff`: a paid reply that was not read (past the reply cap), counted at no less than its request's ceiling,
+   * whatever its estimated counts say.
+   */
+  settle(request: LlmRequest, u: Usage | undefined, cutOff?: boolean): Promise<void>;
   /** A batch's (or a results file's) answers, priced once they are read. */
   settleAll(entries: readonly (JournalEntry | undefined)[]): Promise<void>;
   /** The run's spending as last seen (every spender's, for the queue). */
@@ -61,6 +65,8 @@ export interface Budget {
   unexplained(): number;
   /** This process's reported tokens, in words. */
   tokens(): string;
+  /** What this process's replies cost (a part of `spent`, which counts every spender's and earlier runs'). */
+  mine(): number;
 }
 
 export interface BudgetOptions {
@@ -103,6 +109,7 @@ export async function openBudget(o: BudgetOptions): Promise<Budget> {
   let unexplained = 0;
   let prompt = 0;
   let completion = 0;
+  let mine = 0;
   const priced = (key: string, u: Usage | undefined): number => {
     if (!u) return 0;
     const usd = costOf(prices, u);
@@ -120,18 +127,24 @@ export async function openBudget(o: BudgetOptions): Promise<Budget> {
       stop.abort();
       return false;
     },
-    async settle(request, u) {
-      spent = await o.money.settle(ceiling.get(request.key) ?? 0, priced(request.key, u));
+    async settle(request, u, cutOff = false) {
+      const reserved = ceiling.get(request.key) ?? 0;
+      const usd = priced(request.key, u);
+      const counted = cutOff && u ? Math.max(usd, reserved) : usd;
+      mine += counted;
+      spent = await o.money.settle(reserved, counted);
       if (spent >= max) stop.abort();
     },
     async settleAll(entries) {
       let usd = 0;
       for (const e of entries) if (e?.status === 'ok' && ceiling.has(e.key)) usd += priced(e.key, e.usage);
+      mine += usd;
       spent = await o.money.settle(0, usd);
       if (spent > max) stop.abort();
     },
     spent: () => spent,
     unexplained: () => unexplained,
     tokens: () => `${prompt} prompt + ${completion} completion tokens`,
+    mine: () => mine,
   };
 }

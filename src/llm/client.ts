@@ -44,6 +44,11 @@ export class LlmRequestError extends RumedbenchError {
   readonly impossible: boolean;
   /** Log-probabilities whose echoed tokens are not the prompt's that was sent (another prompt's, a token more or less). */
   readonly echoMismatch: boolean;
+  /**
+   * A successful answer (2xx) cut off past the reply cap: a reply the server made, and bills, though it was not read.
+   * `bytes` is its declared length (Content-Length), where it declared one; `url` the address that gave it.
+   */
+  readonly overCap: { url: string; cap: number; bytes: number | undefined } | undefined;
   constructor(
     message: string,
     status: number | undefined,
@@ -57,6 +62,7 @@ export class LlmRequestError extends RumedbenchError {
       unreachable?: boolean;
       impossible?: boolean;
       echoMismatch?: boolean;
+      overCap?: { url: string; cap: number; bytes: number | undefined };
       /** A code of its own (a refused address), in place of the one `down` and `fatal` give. */
       code?: ErrorCode;
     } = {},
@@ -76,6 +82,7 @@ export class LlmRequestError extends RumedbenchError {
     this.unreachable = options.unreachable ?? false;
     this.impossible = options.impossible ?? false;
     this.echoMismatch = options.echoMismatch ?? false;
+    this.overCap = options.overCap;
   }
 }
 
@@ -236,6 +243,10 @@ export function connectionProblem(url: string, e: unknown): string {
 
 const CONTEXT_LENGTH =
   /context.length|context window|maximum context|too many tokens|prompt is too long|max_tokens|context_length_exceeded|longer than the model/i;
+
+/** A Content-Length header's bytes; undefined where it is absent or not a count. */
+const declaredLength = (header: string | null): number | undefined =>
+  header !== null && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -447,6 +458,10 @@ export class ResilientClient {
           code: 'PRIVATE_ADDRESS',
         });
       if (!(e instanceof TransportError)) throw e;
+      // A body that does not decode as it says is the server's broken answer: retried once at most, as a reply that
+      // is not JSON is, and never counted by the breaker (the server answered).
+      if (e.undecodable !== undefined)
+        throw new LlmRequestError(`${url}: ${e.message}`, e.status, true, { cause: e, malformed: true });
       if (e.phase === 'read') {
         const cause = e.cause as Error | undefined;
         const resumeAt = typeof options.saveTo === 'object' ? options.saveTo.resumeAt : 0;
@@ -486,6 +501,9 @@ export class ResilientClient {
         `${url}: the reply is larger than ${options.capIs ?? (options.maxReplyBytes === undefined ? '--max-reply-bytes' : 'the request can explain (--max-reply-bytes plus a bound per echoed token)')} (${cap} bytes); it was cut off and not read`,
         res.status,
         false,
+        res.status >= 200 && res.status < 300
+          ? { overCap: { url, cap, bytes: declaredLength(res.headers.get('content-length')) } }
+          : {},
       );
     const text = res.text;
     if ((options.raw || options.saveTo) && res.status >= 200 && res.status < 300)

@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ANTHROPIC_CACHE_PRICING } from './anthropic.js';
-import { costOf, estimateCost, FULL_PRICE_CACHE, pricesFor } from './cost.js';
+import { costOf, estimateCost, FULL_PRICE_CACHE, pricesFor, spentOn } from './cost.js';
+import { Journal } from './journal.js';
 import type { Provider } from './provider.js';
 import type { LlmRequest } from './requests.js';
 
@@ -63,5 +67,39 @@ describe('estimateCost: a log-likelihood item', () => {
       concurrency: 1,
     });
     expect([e.promptTokens, e.completionTokens, e.usd, e.counted]).toEqual([51, 0, 51, 'bytes']);
+  });
+});
+
+describe('spentOn a journal: replies cut off past the cap stay spent', () => {
+  it('counts a paid failure (its ceiling) after --retry-errors answered its request again', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rumedbench-paid-')), 'journal.jsonl');
+    const base = {
+      key: 'k1',
+      task: 'RuMedDaNet',
+      split: 'test',
+      id: '1',
+      latencyMs: 1,
+      at: '2026-12-07T00:00:00Z',
+    };
+    const cutOff = {
+      ...base,
+      status: 'error',
+      error: 'the reply is larger than --max-reply-bytes',
+      usage: { promptTokens: 1000, completionTokens: 64 },
+      usageProblem: "the reply was cut off past --max-reply-bytes: counted at its request's ceiling",
+    };
+    const answered = {
+      ...base,
+      status: 'ok',
+      reply: 'да',
+      usage: { promptTokens: 900, completionTokens: 2 },
+    };
+    writeFileSync(file, `${JSON.stringify(cutOff)}\n${JSON.stringify(answered)}\n`);
+    const journal = await Journal.open(file);
+    const prices = { prompt: 10, completion: 30 };
+    expect(journal.get('k1')?.status).toBe('ok');
+    // $0.01192 for the cut-off reply, $0.00906 for the answer.
+    expect(spentOn(journal.paid(), prices)).toBeCloseTo((1000 * 10 + 64 * 30 + 900 * 10 + 2 * 30) / 1e6, 12);
+    expect(spentOn(journal.all(), prices)).toBeCloseTo((900 * 10 + 2 * 30) / 1e6, 12);
   });
 });

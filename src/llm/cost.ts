@@ -101,8 +101,8 @@ const ceilingPrices = (p: Prices): Prices => ({
  */
 export function spentOn(entries: Iterable<JournalEntry | undefined>, prices: Prices, unsaid = 0): number {
   let usd = 0;
-  for (const e of entries)
-    if (e?.status === 'ok' && e.usage) usd += costOf(prices, e.usage) * (1 - discountOf(e, unsaid));
+  // A failed entry carries token counts only where its reply was paid though not read (cut off past the reply cap).
+  for (const e of entries) if (e?.usage) usd += costOf(prices, e.usage) * (1 - discountOf(e, unsaid));
   return usd;
 }
 
@@ -153,6 +153,18 @@ export function estimatedUsage(
       Buffer.byteLength(reply.text, 'utf8') + Buffer.byteLength(reply.reasoning ?? '', 'utf8'),
   };
 }
+
+/**
+ * The token counts of a chat request's ceiling (its prompt bounded by its bytes, `maxTokens` completion tokens): what a
+ * reply cut off past the reply cap is counted as, an estimate below what a server that ignores max_tokens bills.
+ */
+export const ceilingUsage = (
+  messages: readonly ChatMessage[],
+  maxTokens: number,
+): { promptTokens: number; completionTokens: number } => ({
+  promptTokens: bytesOf(messages),
+  completionTokens: maxTokens,
+});
 
 export interface CostEstimate {
   usd: number;

@@ -168,6 +168,8 @@ export class Journal {
   private repaired = false;
   /** How the answers this process appends are bought (`buyingAs`). */
   private buying: Bought | undefined;
+  /** Paid failures (replies cut off past the cap, with their counted ceilings) a later entry of their key replaced. */
+  private readonly paidBefore: JournalEntry[] = [];
 
   private constructor(private readonly file: string) {}
 
@@ -213,7 +215,15 @@ export class Journal {
    * the run was answered online). Only a conflict (two different results for one request) takes its place.
    */
   private keep(e: JournalEntry): void {
-    if (e.conflict || this.entries.get(e.key)?.status !== 'ok') this.entries.set(e.key, e);
+    const old = this.entries.get(e.key);
+    if (!e.conflict && old?.status === 'ok') return;
+    if (old?.status === 'error' && old.usage) this.paidBefore.push(old);
+    this.entries.set(e.key, e);
+  }
+
+  /** Every entry that was paid for: the latest per key, and the paid failures later entries replaced. */
+  paid(): JournalEntry[] {
+    return [...this.paidBefore, ...this.entries.values()];
   }
 
   get(key: string): JournalEntry | undefined {

@@ -15,6 +15,7 @@ import {
   type BatchState,
   CLOCK_MARGIN_S,
   checkedResults,
+  doneByCounts,
   downloadDeadlineMs,
   MAX_LIST_PAGES,
   resultLines,
@@ -30,6 +31,19 @@ const LIMITS = { requests: 50_000, bytes: 200 * 1_000_000 };
  * OpenAI-compatible batch APIs use for done (`COMPLETED`, `succeeded`, `ended`, `canceled`).
  */
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled', 'canceled', 'succeeded', 'ended']);
+/** The statuses of a batch still at work: OpenAI's, and the words of OpenAI-compatible batch APIs for the same. */
+const WAITING = new Set([
+  'validating',
+  'in_progress',
+  'finalizing',
+  'cancelling',
+  'canceling',
+  'queued',
+  'pending',
+  'running',
+  'processing',
+  'submitted',
+]);
 
 interface BatchObject {
   id?: unknown;
@@ -169,13 +183,17 @@ export function openAIBatches(p: OpenAIProvider): BatchApi {
         .map((e) => (typeof e.message === 'string' ? e.message.slice(0, 300) : ''))
         .filter((m) => m !== '');
       const c = json?.request_counts;
+      const counts = c
+        ? { total: whole(c.total), completed: whole(c.completed), failed: whole(c.failed) }
+        : undefined;
+      const word = status.toLowerCase();
+      const unknown = !ENDED.has(word) && !WAITING.has(word);
       return {
         id,
         status,
-        ended: ENDED.has(status.toLowerCase()),
-        ...(c
-          ? { counts: { total: whole(c.total), completed: whole(c.completed), failed: whole(c.failed) } }
-          : {}),
+        ended: ENDED.has(word) || (unknown && doneByCounts(counts, files)),
+        ...(counts ? { counts } : {}),
+        ...(unknown ? { unknownWord: true as const } : {}),
         files,
         ...(status.toLowerCase() === 'failed' && problems.length > 0
           ? { failure: problems.slice(0, 3).join('; ') }

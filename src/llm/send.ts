@@ -4,9 +4,10 @@
  */
 import { RumedbenchError } from '../errors.js';
 import { redactSecrets } from '../log.js';
-import { estimatedUsage } from './cost.js';
+import { LlmRequestError } from './client.js';
+import { ceilingUsage, estimatedUsage } from './cost.js';
 import type { Journal, JournalEntry } from './journal.js';
-import type { Provider, SamplingParams } from './provider.js';
+import type { Provider, SamplingParams, Usage } from './provider.js';
 import type { LlmRequest } from './requests.js';
 
 /** Where a run stands, for a progress display (the CLI draws it; the library writes nothing itself). */
@@ -70,6 +71,33 @@ async function ask(
 
 const STOPS_THE_RUN = new Set(['LLM_SERVER_REFUSED', 'LLM_ENDPOINT_DOWN', 'PRIVATE_ADDRESS']);
 
+/** How a reply cut off past the reply cap is counted (journal's `usageProblem`). */
+export const CUT_OFF_USAGE =
+  "the reply was cut off past --max-reply-bytes: counted at its request's ceiling, an estimate (the server may bill more)";
+
+/**
+ * A chat request's successful reply cut off past the reply cap: proof that the server ignores max_tokens (no reply
+ * within it comes near the cap), and bills for what it wrote, which no estimate bounds. The reply counts as spent at its
+ * request's ceiling (flagged an estimate), and the run stops, so that what passes the budget is what was in flight.
+ */
+function maxTokensIgnored(
+  e: unknown,
+  request: LlmRequest,
+  params: SamplingParams,
+): { stop: RumedbenchError; usage: Usage } | undefined {
+  if (!(e instanceof LlmRequestError) || !e.overCap || request.kind !== 'chat') return undefined;
+  const { url, cap, bytes } = e.overCap;
+  const size = bytes === undefined ? `more than ${cap} bytes` : `${bytes} bytes`;
+  return {
+    stop: new RumedbenchError(
+      'LLM_MAX_TOKENS_IGNORED',
+      `${url} answered HTTP ${e.status} with a reply of ${size}, past the ${cap} bytes of --max-reply-bytes, to a request for at most ${params.maxTokens} tokens (max_tokens): the server does not honour max_tokens, so what it bills cannot be bounded; nothing more is sent to it`,
+      { cause: e },
+    ),
+    usage: ceilingUsage(request.messages, params.maxTokens),
+  };
+}
+
 export async function sendAll(options: {
   pending: readonly LlmRequest[];
   provider: Provider;
@@ -118,9 +146,12 @@ export async function sendAll(options: {
         };
       } catch (e) {
         if (e instanceof RumedbenchError && STOPS_THE_RUN.has(e.code)) stopped ??= e;
+        const ignored = maxTokensIgnored(e, request, request.params ?? options.params);
+        if (ignored) stopped ??= ignored.stop;
         entry = {
           ...base,
           status: 'error',
+          ...(ignored ? { usage: ignored.usage, usageProblem: CUT_OFF_USAGE } : {}),
           error: redactSecrets(e instanceof Error ? e.message : String(e)),
           latencyMs: performance.now() - t0,
           at: new Date().toISOString(),

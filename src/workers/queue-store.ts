@@ -396,6 +396,8 @@ export function queueRunStore(store: CellStore, j: JobRun): RunStore {
       flag: 'max_cost',
       what: cell,
       spentBy: `the cell's workers have spent`,
+      here: "this worker's",
+      rest: "by the cell's other jobs and workers, as the queue counts",
       advice: `What was spent stays spent: raise max_cost (or lower max_tokens) in the plan and submit it again.`,
       stopped: async () =>
         `What was spent stays spent: raise max_cost in the plan and submit it again (plan ${plan})`,

@@ -177,8 +177,18 @@ describe.skipIf(!PG_URL)('max_cost on queue workers (PostgreSQL)', () => {
     expect(status.cells.map((c) => [c.cell, c.status])).toEqual([['m/default', 'failed']]);
     // Stopped as a request's reservation was refused, or as a job found the rest could not fit what was left.
     expect(status.cells[0]?.error).toMatch(
-      /^m\/default (has cost \$[\d.]+ by the server's token counts, reaching max_cost \$2\.00: nothing more was sent \(\d+ prompt \+ \d+ completion tokens|would cost up to \$[\d.]+ for the \d+ request\(s\) of m\/default not answered yet .*, after the \$[\d.]+ the cell's workers have spent: more than max_cost \$2\.00)/,
+      /^m\/default (has cost \$[\d.]+ by the server's token counts, reaching max_cost \$2\.00: nothing more was sent \((\$[\d.]+ of it for this worker's )?\d+ prompt \+ \d+ completion tokens|would cost up to \$[\d.]+ for the \d+ request\(s\) of m\/default not answered yet .*, after the \$[\d.]+ the cell's workers have spent: more than max_cost \$2\.00)/,
     );
+    // One picture: the cell's dollars, and the share of them this worker's tokens are, adding up.
+    const share =
+      /has cost \$([\d.]+) .*\(\$([\d.]+) of it for this worker's (\d+) prompt \+ (\d+) completion tokens, the other \$([\d.]+) by the cell's other jobs and workers/.exec(
+        status.cells[0]?.error ?? '',
+      );
+    if (share) {
+      const [cellUsd = 0, mine = 0, prompt = 0, completion = 0, others = 0] = share.slice(1).map(Number);
+      expect(mine + others).toBeCloseTo(cellUsd, 2);
+      expect(mine).toBeCloseTo((prompt * PRICES.prompt + completion * PRICES.completion) / 1e6, 2);
+    }
     // The queue's ledger says what the server billed, less what the killed worker had in flight.
     const [money] = await query<{ spent: number }>(
       db,

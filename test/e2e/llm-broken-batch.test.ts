@@ -51,6 +51,7 @@ const KEY = 'sk-te/st+Kq9=x&y"z-secret';
 describe('llm --batch against lying results files', () => {
   const rows: (ResultsFault | 'null-output')[] = [
     'gzip-plain',
+    'br-plain',
     'gzip-cut',
     'short',
     'cut-line',
@@ -72,6 +73,14 @@ describe('llm --batch against lying results files', () => {
       expect(first.code, first.stderr).toBe(3);
       expect(first.stderr).toContain('--resume');
       expect(first.stderr).toContain('batch batch_1 ended completed, but its results could not be read');
+      // A body that does not decode as it says is a broken answer, not a server that is down (red team).
+      if (fault === 'gzip-plain' || fault === 'br-plain') {
+        const encoding = fault === 'gzip-plain' ? 'gzip' : 'br';
+        expect(first.stderr).toContain(
+          `the answer is broken: its body does not decode as its declared Content-Encoding ${encoding}`,
+        );
+        expect(first.stderr).not.toMatch(/is down|broke off/);
+      }
       expect(existsSync(join(out, 'summary.json'))).toBe(false);
       expect(existsSync(join(out, '.rumedbench.lock'))).toBe(false);
       expect(ledgerEvents(out)).toEqual(['creating', 'submitted']);
@@ -270,6 +279,33 @@ describe('a batch status in another provider’s words', () => {
       expect(r.stderr).toContain(`batch batch_1: ${word}`);
       expect(server.batchLines).toHaveLength(12);
     });
+});
+
+describe('a batch status word no provider documents (red team)', () => {
+  it('paused, with every request done: said once, and read as ended from the request counts, not waited on to the deadline', async () => {
+    // The same unknown word while the batch runs (its counts not done) and once it is done.
+    const server = await startFakeOpenAI({
+      reply: () => 'Ответ: да',
+      statusWord: (s) => (s === 'in_progress' || s === 'completed' ? 'paused' : s),
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rumedbench-status-paused-'));
+    const r = await rumedbench(...args(server.url, out, '--batch-deadline', '0.002'));
+    expect(r.code, r.stderr).toBe(0);
+    const said = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('"paused", a status word this client does not know'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(
+      /batch batch_1: the provider says "paused", a status word this client does not know/,
+    );
+    expect(r.stderr).toMatch(
+      /batch batch_1: "paused", but its request counts show every request done \(12 of 12\): read as ended/,
+    );
+    expect(server.batchLines).toHaveLength(12);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    expect(summary.tasks.RuMedDaNet.n).toBe(6);
+  });
 });
 
 describe('costs at the rate paid (#59 item 5)', () => {

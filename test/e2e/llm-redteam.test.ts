@@ -208,15 +208,33 @@ const ENCODED: Record<string, string> = {
   'URL-encoded twice': encodeURIComponent(encodeURIComponent(KEY)),
 };
 
-/** The names of the encodings of KEY found in any file under `out` or in `texts`. */
-function encodedKeysIn(out: string, ...texts: string[]): string[] {
+/** `texts` and every file under `out`, as one text. */
+function everythingIn(out: string, texts: string[]): string {
   const files = readdirSync(out, { recursive: true, encoding: 'utf8' })
     .map((f) => join(out, f))
     .filter((f) => statSync(f).isFile());
-  const everything = `${texts.join('\n')}\n${files.map((f) => readFileSync(f, 'utf8')).join('\n')}`;
+  return `${texts.join('\n')}\n${files.map((f) => readFileSync(f, 'utf8')).join('\n')}`;
+}
+
+/** The names of the encodings of KEY found in any file under `out` or in `texts`. */
+function encodedKeysIn(out: string, ...texts: string[]): string[] {
+  const everything = everythingIn(out, texts);
   return Object.entries({ raw: KEY, ...ENCODED })
     .filter(([, form]) => everything.includes(form))
     .map(([name]) => name);
+}
+
+/** A chat request answered with `echoed` in a 400's error message, or in a 200's reply. */
+function echoIn(res: ServerResponse, model: string, echoed: string, status: 400 | 200): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(
+      JSON.stringify(
+        status === 400
+          ? { error: { message: `upstream: ${echoed}` } }
+          : completion(model, `Ответ: да (${echoed})`, { prompt_tokens: 100, completion_tokens: 5 }),
+      ),
+    );
 }
 
 describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
@@ -228,18 +246,7 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
           res
             .writeHead(502, { 'content-type': 'text/html' })
             .end(`<html><body><h1>502 Bad Gateway</h1><p>${echoed}</p></body></html>`);
-        else if (n % 3 === 1)
-          res
-            .writeHead(400, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ error: { message: `upstream: ${echoed}` } }));
-        else
-          res
-            .writeHead(200, { 'content-type': 'application/json' })
-            .end(
-              JSON.stringify(
-                completion(model, `Ответ: да (${echoed})`, { prompt_tokens: 100, completion_tokens: 5 }),
-              ),
-            );
+        else echoIn(res, model, echoed, n % 3 === 1 ? 400 : 200);
         return true;
       },
     });
@@ -251,6 +258,40 @@ describe('a key echoed in encodings beyond the raw, JSON and URL forms', () => {
     expect(run.stderr).toContain('HTTP 502');
     expect(run.stderr).toContain('HTTP 400');
     expect(encodedKeysIn(out, run.stderr)).toEqual([]);
+  });
+});
+
+/** Whether any 12 characters of the key's base64, at any of its three alignments, are in any file under `out` or in `texts`. */
+function base64KeyIn(out: string, ...texts: string[]): string[] {
+  const everything = everythingIn(out, texts);
+  const found: string[] = [];
+  for (const pad of ['', 'x', 'xy']) {
+    const whole = Buffer.from(pad + KEY)
+      .toString('base64')
+      .slice(4, -4);
+    for (let i = 0; i + 12 <= whole.length; i++)
+      if (everything.includes(whole.slice(i, i + 12))) found.push(whole.slice(i, i + 12));
+  }
+  return found;
+}
+
+describe('a key echoed in base64 (red team, the leftovers of issue #59)', () => {
+  it('Basic auth of "x:" + key and the raw base64 of the key reach no file of the run nor stderr', async () => {
+    const basic = `Authorization: Basic ${Buffer.from(`x:${KEY}`).toString('base64')}`;
+    const raw = Buffer.from(KEY).toString('base64');
+    const echoed = `${basic} | token=${raw}`;
+    const server = await lyingServer({
+      chat: (n, res, model) => {
+        echoIn(res, model, echoed, n % 2 === 0 ? 400 : 200);
+        return true;
+      },
+    });
+    track(server);
+    const out = mkdtempSync(join(tmpdir(), 'rmb-redteam-b64-'));
+    const run = await cli(llm(server.url, out, '--max-retries', '0'));
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('HTTP 400: upstream: Authorization: Basic ');
+    expect(base64KeyIn(out, run.stderr)).toEqual([]);
   });
 });
 

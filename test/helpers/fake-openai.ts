@@ -65,7 +65,7 @@ export type CreateFault =
   | 'late'
   | '429';
 
-export type ResultsFault = 'gzip-plain' | 'gzip-cut' | 'short' | 'cut-line' | 'slow';
+export type ResultsFault = 'gzip-plain' | 'br-plain' | 'gzip-cut' | 'short' | 'cut-line' | 'slow';
 
 export type Behaviour =
   | { kind: 'ok'; delayMs?: number }
@@ -234,7 +234,7 @@ export async function startFakeOpenAI(options: {
   /** The n-th look at a batch (counting these answers) answered 404 where this says true: a moment's confusion. */
   notFoundOnce?: (n: number) => boolean;
   /**
-   * How the n-th download of a results file (0-based) lies: `gzip-plain` declares `Content-Encoding: gzip` over a
+   * How the n-th download of a results file (0-based) lies: `gzip-plain` (`br-plain`) declares `Content-Encoding: gzip` (`br`) over a
    * plain body (a misconfigured proxy), `gzip-cut` sends a real gzip stream cut half-way, `short` ends the body at
    * half its length (a Content-Length half the body), `cut-line` ends the body ten bytes short, in its last line,
    * `slow` sends the whole body in ten pieces over `slowResultsMs` (a large file on a slow link).
@@ -697,9 +697,12 @@ export async function startFakeOpenAI(options: {
         return;
       }
       const fault = options.resultsFault?.(downloads++);
-      if (fault === 'gzip-plain') {
+      if (fault === 'gzip-plain' || fault === 'br-plain') {
         res
-          .writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
+          .writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'content-encoding': fault === 'gzip-plain' ? 'gzip' : 'br',
+          })
           .end(body);
         return;
       }
