@@ -11,7 +11,7 @@ import { CellPlans, failQueuedCell, finishCell } from '../engine/queued.js';
 import { createLogger } from '../log.js';
 import { cellTempDir } from './local-disk.js';
 import { cellStore } from './queue-store.js';
-import { jobsOf, MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { jobsOf, MIGRATIONS, openQueue, orderedJobIds, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
 
 async function sql(url: string, text: string, values: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
@@ -33,6 +33,30 @@ describe('jobsOf: a cell’s requests cut into jobs', () => {
     expect(jobsOf(keys.slice(0, 20), 20, 4)).toEqual([keys.slice(0, 20)]);
     // No requests left is still one (empty) job: the cell's worker finishes it.
     expect(jobsOf([], 20, 4)).toEqual([[]]);
+  });
+});
+
+describe('orderedJobIds: job ids in the order they are made (#64)', () => {
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it('makes UUIDs (version 7) that sort as they were made, many within one millisecond, each unique', () => {
+    const next = orderedJobIds();
+    const ids = Array.from({ length: 20_000 }, () => next());
+    expect(ids.filter((id) => !UUID_V7.test(id))).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+    // Past the 14 bits after the variant: the counter carries into the digits before it, still in order.
+    expect(ids.slice(16_380, 16_390).every((id, i, a) => i === 0 || id > (a[i - 1] as string))).toBe(true);
+  });
+
+  it.skipIf(!PG_URL)('sort in PostgreSQL as made, as pg-boss orders a queue’s jobs of one statement', async () => {
+    const next = orderedJobIds();
+    const ids = Array.from({ length: 2_000 }, () => next());
+    const shuffled = [...ids].sort(() => Math.random() - 0.5);
+    const { rows } = await sql(PG_URL as string, 'SELECT id::text FROM unnest($1::uuid[]) AS id ORDER BY id', [
+      shuffled,
+    ]);
+    expect(rows.map((r) => r.id)).toEqual(ids);
   });
 });
 

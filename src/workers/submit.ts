@@ -3,7 +3,6 @@
  * into jobs of at most `jobSize`; the plan, its cells, which keys each job asks and the pg-boss jobs go in with one
  * transaction, so a plan is queued whole or not at all.
  */
-import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { planLlmSpec } from '../engine/llm.js';
 import { specJson } from '../engine/spec.js';
@@ -16,6 +15,7 @@ import {
   inTransaction,
   jobsOf,
   newPlanId,
+  orderedJobIds,
   QUEUE_OPTIONS,
   type QueueDb,
   queueNameOf,
@@ -65,6 +65,8 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   const queues = [...new Set(input.cells.map((c) => queueNameOfCell(c.cell)))];
   for (const q of queues) await ensureQueue(db, q);
   let jobs = 0;
+  // In the plan's order: the workers take them so, and finish one cell while they ask the next.
+  const jobId = orderedJobIds();
   await inTransaction(db, async (client) => {
     await client.query(
       `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta, retry_rounds, retry_delay_s, job_size)
@@ -110,7 +112,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
       for (const [chunk, part] of parts.entries()) {
         await client.query(
           `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id) VALUES ($1, $2, $3, $4, $5)`,
-          [id, c.id, chunk, JSON.stringify(part), randomUUID()],
+          [id, c.id, chunk, JSON.stringify(part), jobId()],
         );
         jobs++;
       }
