@@ -49,15 +49,20 @@ describe('orderedJobIds: job ids in the order they are made (#64)', () => {
     expect(ids.slice(16_380, 16_390).every((id, i, a) => i === 0 || id > (a[i - 1] as string))).toBe(true);
   });
 
-  it.skipIf(!PG_URL)('sort in PostgreSQL as made, as pg-boss orders a queue’s jobs of one statement', async () => {
-    const next = orderedJobIds();
-    const ids = Array.from({ length: 2_000 }, () => next());
-    const shuffled = [...ids].sort(() => Math.random() - 0.5);
-    const { rows } = await sql(PG_URL as string, 'SELECT id::text FROM unnest($1::uuid[]) AS id ORDER BY id', [
-      shuffled,
-    ]);
-    expect(rows.map((r) => r.id)).toEqual(ids);
-  });
+  it.skipIf(!PG_URL)(
+    'sort in PostgreSQL as made, as pg-boss orders a queue’s jobs of one statement',
+    async () => {
+      const next = orderedJobIds();
+      const ids = Array.from({ length: 2_000 }, () => next());
+      const shuffled = [...ids].sort(() => Math.random() - 0.5);
+      const { rows } = await sql(
+        PG_URL as string,
+        'SELECT id::text FROM unnest($1::uuid[]) AS id ORDER BY id',
+        [shuffled],
+      );
+      expect(rows.map((r) => r.id)).toEqual(ids);
+    },
+  );
 });
 
 describe.skipIf(!PG_URL)(
