@@ -12,6 +12,7 @@ import { createLogger } from '../log.js';
 import { cellTempDir } from './local-disk.js';
 import { cellStore } from './queue-store.js';
 import { jobsOf, MIGRATIONS, openQueue, orderedJobIds, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { cutIntoJobs, type QueuedCell } from './submit.js';
 
 async function sql(url: string, text: string, values: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
@@ -47,6 +48,32 @@ describe('orderedJobIds: job ids in the order they are made (#64)', () => {
     expect([...ids].sort()).toEqual(ids);
     // Past the 14 bits after the variant: the counter carries into the digits before it, still in order.
     expect(ids.slice(16_380, 16_390).every((id, i, a) => i === 0 || id > (a[i - 1] as string))).toBe(true);
+  });
+
+  it('order a plan’s jobs largest cell first, then the plan’s order, each cell’s chunks in order', () => {
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => `k${i}`);
+    const cells = [
+      { id: 'small', keys: keys(3) },
+      { id: 'large', keys: keys(45) },
+      { id: 'unplanned', keys: null },
+      { id: 'large-too', keys: keys(45) },
+    ].map((c) => ({ cell: { id: c.id, inFlight: 4 }, keys: c.keys }) as unknown as QueuedCell);
+    const jobs = cutIntoJobs(cells, 20);
+    const taken = [...jobs]
+      .flatMap(([q, js]) => js.map((j, chunk) => ({ id: j.id, job: `${q.cell.id}#${chunk}` })))
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((j) => j.job);
+    expect(taken).toEqual([
+      'unplanned#0',
+      'large#0',
+      'large#1',
+      'large#2',
+      'large-too#0',
+      'large-too#1',
+      'large-too#2',
+      'small#0',
+    ]);
+    expect(jobs.get(cells[1] as QueuedCell)?.map((j) => j.part)).toEqual(jobsOf(keys(45), 20, 4));
   });
 
   it.skipIf(!PG_URL)(
