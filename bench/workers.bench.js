@@ -220,6 +220,9 @@ async function once(cli, n) {
       cpu: probe ? probe.user_ms + probe.system_ms : Number.NaN,
       sys: probe ? probe.system_ms : Number.NaN,
       queries: probe?.queries ?? Number.NaN,
+      // The process's life outside its requests (#64, fixed costs): wall ms and CPU ms from its start to its first
+      // model request, and from its last answer to its exit.
+      ...lifeOf(probe?.phases),
     };
   });
   const sum = (k) => each.reduce((a, w) => a + w[k], 0);
@@ -245,6 +248,24 @@ async function once(cli, n) {
     queries_per_job: sum('queries') / sum('jobs'),
     slot_ms: median(each.map((w) => w.slot).filter((x) => !Number.isNaN(x))),
     slot90_ms: median(each.map((w) => w.slot90).filter((x) => !Number.isNaN(x))),
+    ...Object.fromEntries(
+      ['start_ms', 'start_cpu', 'tail_ms', 'tail_cpu'].map((k) => [
+        k,
+        median(each.map((w) => w[k]).filter((x) => !Number.isNaN(x))),
+      ]),
+    ),
+  };
+}
+
+/** A worker's start (to its first model request) and tail (its last answer to its exit), in wall ms and CPU ms. */
+function lifeOf(p) {
+  if (!p?.firstRequest || !p.lastAnswer || !p.exit)
+    return { start_ms: Number.NaN, start_cpu: Number.NaN, tail_ms: Number.NaN, tail_cpu: Number.NaN };
+  return {
+    start_ms: p.firstRequest.ms,
+    start_cpu: p.firstRequest.cpu,
+    tail_ms: p.exit.ms - p.lastAnswer.ms,
+    tail_cpu: p.exit.cpu - p.lastAnswer.cpu,
   };
 }
 
@@ -267,7 +288,7 @@ for (let run = 0; run < runs; run++) {
       loads.push(`${n}w ${row.load.toFixed(1)}`);
       results[b.label][n].push(row);
       console.error(
-        `run ${run + 1}/${runs} ${b.label} ${n} worker(s), load ${row.load.toFixed(1)}: ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}; CPU ms/request: worker ${row.worker_cpu_ms.toFixed(2)} (system ${row.worker_sys_ms.toFixed(2)}), PostgreSQL ${row.pg_cpu_ms.toFixed(2)}, model server ${row.server_cpu_ms.toFixed(2)}; queries ${row.queries_per_request.toFixed(2)}/request, ${row.queries_per_job.toFixed(1)}/job; slot wait ${row.slot_ms.toFixed(1)} ms (90th percentile ${row.slot90_ms.toFixed(1)})`,
+        `run ${run + 1}/${runs} ${b.label} ${n} worker(s), load ${row.load.toFixed(1)}: ${row.rps.toFixed(1)} req/s by span, ${row.wall_rps.toFixed(1)} by wall, queue ms ${row.queue_ms.map((x) => x.toFixed(1)).join(', ')}; CPU ms/request: worker ${row.worker_cpu_ms.toFixed(2)} (system ${row.worker_sys_ms.toFixed(2)}), PostgreSQL ${row.pg_cpu_ms.toFixed(2)}, model server ${row.server_cpu_ms.toFixed(2)}; queries ${row.queries_per_request.toFixed(2)}/request, ${row.queries_per_job.toFixed(1)}/job; slot wait ${row.slot_ms.toFixed(1)} ms (90th percentile ${row.slot90_ms.toFixed(1)}); a worker's start to its first request ${row.start_ms.toFixed(0)} ms (CPU ${row.start_cpu.toFixed(0)} ms), last answer to exit ${row.tail_ms.toFixed(0)} ms (CPU ${row.tail_cpu.toFixed(0)} ms)`,
       );
     }
 }
@@ -295,16 +316,16 @@ for (const b of builds) {
     );
   }
   console.log(
-    `${b.label}: the profile, medians of ${runs} run(s): CPU ms per answered request (one worker process / all workers / PostgreSQL's backends / model server), database round trips per request and per job, a request's wait for a slot`,
+    `${b.label}: the profile, medians of ${runs} run(s): CPU ms per answered request (one worker process / all workers / PostgreSQL's backends / model server), database round trips per request and per job, a request's wait for a slot, a worker's start to its first request and its last answer to its exit (wall ms, CPU ms)`,
   );
   console.log(
-    'workers  worker CPU  workers CPU  PostgreSQL CPU  server CPU  queries/req  queries/job  slot wait ms  p90 ms',
+    'workers  worker CPU  workers CPU  PostgreSQL CPU  server CPU  queries/req  queries/job  slot wait ms  p90 ms  start ms (CPU)  tail ms (CPU)',
   );
   for (const n of counts) {
     const rs = results[b.label][n];
     const md = (k, d = 2) => median(rs.map((r) => r[k])).toFixed(d);
     console.log(
-      `${String(n).padStart(7)}  ${md('worker_cpu_ms').padStart(10)}  ${md('workers_cpu_ms').padStart(11)}  ${md('pg_cpu_ms').padStart(14)}  ${md('server_cpu_ms').padStart(10)}  ${md('queries_per_request').padStart(11)}  ${md('queries_per_job', 1).padStart(11)}  ${md('slot_ms', 1).padStart(12)}  ${md('slot90_ms', 1).padStart(6)}`,
+      `${String(n).padStart(7)}  ${md('worker_cpu_ms').padStart(10)}  ${md('workers_cpu_ms').padStart(11)}  ${md('pg_cpu_ms').padStart(14)}  ${md('server_cpu_ms').padStart(10)}  ${md('queries_per_request').padStart(11)}  ${md('queries_per_job', 1).padStart(11)}  ${md('slot_ms', 1).padStart(12)}  ${md('slot90_ms', 1).padStart(6)}  ${`${md('start_ms', 0)} (${md('start_cpu', 0)})`.padStart(14)}  ${`${md('tail_ms', 0)} (${md('tail_cpu', 0)})`.padStart(13)}`,
     );
   }
   // The ratio of each run's most workers to the same run's fewest, then the median: a run's load is shared by both.

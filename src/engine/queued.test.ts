@@ -155,9 +155,14 @@ const plansWith = (provider: Provider) =>
   });
 
 /** The cell finished by worker w1 in a temporary folder, returned (a failure to finish is thrown). */
-async function finish(c: ReturnType<typeof cell>, plans: CellPlans): Promise<string> {
+async function finish(
+  c: ReturnType<typeof cell>,
+  plans: CellPlans,
+  alone?: () => Promise<() => void>,
+): Promise<string> {
   const temp = mkdtempSync(join(tmpdir(), 'rumedbench-queued-test-'));
   await finishCell({
+    ...(alone ? { alone } : {}),
     store: c.store,
     plans,
     plan: 'p',
@@ -226,6 +231,40 @@ describe('a queued cell run by the engine (runChunk, finishCell)', () => {
     await finish(c, plans);
     expect(c.said).toContain(`requeue ${planned.requests.length} round 1`);
     expect(c.said).not.toContain('done');
+  });
+
+  it('lets the worker claim nothing while it scores a cell: `alone` once the cell is taken, before its answers are read, ended after (#64)', async () => {
+    const spec = specOf();
+    const planned = await planLlmSpec(spec);
+    for (const error of [undefined, 'HTTP 503 from the server']) {
+      const c = cell(spec, planned.dataFiles);
+      const read = c.store.answers;
+      c.store.answers = () => {
+        c.said.push('answers');
+        return read();
+      };
+      const plans = plansWith(server(error ? { error } : {}).p);
+      await runChunk(job(c, plans));
+      const alone = async () => {
+        c.said.push('alone');
+        return () => void c.said.push('alone ended');
+      };
+      await finish(c, plans, alone);
+      // Finished into a run folder, or its failures put back for another round: the hold ends either way.
+      expect(c.said.slice(2)).toEqual(
+        error
+          ? ['alone', 'answers', `requeue ${planned.requests.length} round 1`, 'alone ended']
+          : ['alone', 'answers', 'done', 'alone ended', 'closePlan'],
+      );
+    }
+    // A cell another worker finished (or with jobs left) is not taken: nothing is held.
+    const c = cell(spec, planned.dataFiles);
+    const said: string[] = [];
+    await finish(c, plansWith(server().p), async () => {
+      said.push('alone');
+      return () => {};
+    });
+    expect(said).toEqual([]);
   });
 
   it('is what the worker calls: worker.ts neither plans, sends nor finishes a cell itself', () => {

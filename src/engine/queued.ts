@@ -391,6 +391,13 @@ export interface FinishCellInput {
   tempDir(): string;
   /** Finishing failed after the cell was taken (the worker hands it back or fails it). */
   failed(e: unknown): Promise<void>;
+  /**
+   * Called once the cell is taken, before its answers are read and scored; resolves, when the caller may start that
+   * work, to what ends it. The worker waits there for a claim it has under way: scoring holds the process for a while
+   * (300 ms of CPU for 800 answers), and a claim's transaction held the endpoint's lock for all of it, keeping every
+   * other worker's claims on that endpoint waiting (#64).
+   */
+  alone?(): Promise<() => void>;
   log: Logger;
 }
 
@@ -404,6 +411,7 @@ export async function finishCell(f: FinishCellInput): Promise<void> {
   const row = await store.finishing(f.finisher);
   if (!row) return;
   let dir: string | undefined;
+  const done = (await f.alone?.()) ?? (() => {});
   try {
     dir = f.tempDir();
     const prepared = await f.plans.get(
@@ -472,6 +480,7 @@ export async function finishCell(f: FinishCellInput): Promise<void> {
     await f.failed(e);
   } finally {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    done();
   }
   await store.closePlan();
 }

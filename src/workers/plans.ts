@@ -3,7 +3,6 @@
  * requests and why, the workers on it), `plan cancel`, and `plan export` (the run folders the workers finished, and
  * the plan summary, as `plan run` writes them).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { RumedbenchError } from '../errors.js';
@@ -16,7 +15,15 @@ import {
   writePlanSummary,
 } from '../plans/run.js';
 import { type RunSummaryInput, writeRunSummary } from '../scoring/run-log.js';
-import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import {
+  DEFAULT_JOB_SIZE,
+  inTransaction,
+  jobsOf,
+  orderedJobIds,
+  QUEUE_OPTIONS,
+  type QueueDb,
+  SCHEMA,
+} from './store.js';
 
 export interface CellStatus {
   cell: string;
@@ -305,10 +312,11 @@ export async function retryPlan(
         id,
         r.cell_id,
       ]);
+      const jobId = orderedJobIds();
       const jobs = jobsOf(keys, r.job_size, r.in_flight).map((part, i) => ({
         part,
         chunk: first + i,
-        jobId: randomUUID(),
+        jobId: jobId(),
       }));
       for (const j of jobs)
         await client.query(

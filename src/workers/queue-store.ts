@@ -10,7 +10,6 @@
  * never reserve past it. A worker killed with requests in flight leaves their reservations counted: those requests
  * may well have been billed, and no one can learn what they cost.
  */
-import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { QueryResult, QueryResultRow } from 'pg';
@@ -21,7 +20,15 @@ import type { BatchLedger } from '../llm/batch.js';
 import type { MoneyStore } from '../llm/budget.js';
 import { formatUsd } from '../llm/cost.js';
 import type { JournalEntry } from '../llm/journal.js';
-import { DEFAULT_JOB_SIZE, inTransaction, jobsOf, QUEUE_OPTIONS, type QueueDb, SCHEMA } from './store.js';
+import {
+  DEFAULT_JOB_SIZE,
+  inTransaction,
+  jobsOf,
+  orderedJobIds,
+  QUEUE_OPTIONS,
+  type QueueDb,
+  SCHEMA,
+} from './store.js';
 
 /** How the store queries: the worker's, which waits out an outage of the database. */
 export type Query = <R extends QueryResultRow = QueryResultRow>(
@@ -222,10 +229,11 @@ export function cellStore(
           );
           const next = rows[0]?.next ?? 0;
           // Cut to the plan's job size: what a finishing cell puts back may be many jobs' worth, for every worker.
+          const jobId = orderedJobIds();
           const jobs = jobsOf(keys, p.job_size, rows[0]?.in_flight ?? 1).map((part, i) => ({
             part,
             chunk: next + i,
-            jobId: randomUUID(),
+            jobId: jobId(),
           }));
           for (const j of jobs)
             await client.query(

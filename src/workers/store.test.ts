@@ -11,7 +11,8 @@ import { CellPlans, failQueuedCell, finishCell } from '../engine/queued.js';
 import { createLogger } from '../log.js';
 import { cellTempDir } from './local-disk.js';
 import { cellStore } from './queue-store.js';
-import { jobsOf, MIGRATIONS, openQueue, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { jobsOf, MIGRATIONS, openQueue, orderedJobIds, QUEUE_SCHEMA_VERSION, SCHEMA } from './store.js';
+import { cutIntoJobs, type QueuedCell } from './submit.js';
 
 async function sql(url: string, text: string, values: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
@@ -34,6 +35,61 @@ describe('jobsOf: a cell’s requests cut into jobs', () => {
     // No requests left is still one (empty) job: the cell's worker finishes it.
     expect(jobsOf([], 20, 4)).toEqual([[]]);
   });
+});
+
+describe('orderedJobIds: job ids in the order they are made (#64)', () => {
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it('makes UUIDs (version 7) that sort as they were made, many within one millisecond, each unique', () => {
+    const next = orderedJobIds();
+    const ids = Array.from({ length: 20_000 }, () => next());
+    expect(ids.filter((id) => !UUID_V7.test(id))).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+    // Past the 14 bits after the variant: the counter carries into the digits before it, still in order.
+    expect(ids.slice(16_380, 16_390).every((id, i, a) => i === 0 || id > (a[i - 1] as string))).toBe(true);
+  });
+
+  it('order a plan’s jobs largest cell first, then the plan’s order, each cell’s chunks in order', () => {
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => `k${i}`);
+    const cells = [
+      { id: 'small', keys: keys(3) },
+      { id: 'large', keys: keys(45) },
+      { id: 'unplanned', keys: null },
+      { id: 'large-too', keys: keys(45) },
+    ].map((c) => ({ cell: { id: c.id, inFlight: 4 }, keys: c.keys }) as unknown as QueuedCell);
+    const jobs = cutIntoJobs(cells, 20);
+    const taken = [...jobs]
+      .flatMap(([q, js]) => js.map((j, chunk) => ({ id: j.id, job: `${q.cell.id}#${chunk}` })))
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((j) => j.job);
+    expect(taken).toEqual([
+      'unplanned#0',
+      'large#0',
+      'large#1',
+      'large#2',
+      'large-too#0',
+      'large-too#1',
+      'large-too#2',
+      'small#0',
+    ]);
+    expect(jobs.get(cells[1] as QueuedCell)?.map((j) => j.part)).toEqual(jobsOf(keys(45), 20, 4));
+  });
+
+  it.skipIf(!PG_URL)(
+    'sort in PostgreSQL as made, as pg-boss orders a queue’s jobs of one statement',
+    async () => {
+      const next = orderedJobIds();
+      const ids = Array.from({ length: 2_000 }, () => next());
+      const shuffled = [...ids].sort(() => Math.random() - 0.5);
+      const { rows } = await sql(
+        PG_URL as string,
+        'SELECT id::text FROM unnest($1::uuid[]) AS id ORDER BY id',
+        [shuffled],
+      );
+      expect(rows.map((r) => r.id)).toEqual(ids);
+    },
+  );
 });
 
 describe.skipIf(!PG_URL)(

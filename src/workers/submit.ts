@@ -3,7 +3,6 @@
  * into jobs of at most `jobSize`; the plan, its cells, which keys each job asks and the pg-boss jobs go in with one
  * transaction, so a plan is queued whole or not at all.
  */
-import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { planLlmSpec } from '../engine/llm.js';
 import { specJson } from '../engine/spec.js';
@@ -16,6 +15,7 @@ import {
   inTransaction,
   jobsOf,
   newPlanId,
+  orderedJobIds,
   QUEUE_OPTIONS,
   type QueueDb,
   queueNameOf,
@@ -65,6 +65,7 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
   const queues = [...new Set(input.cells.map((c) => queueNameOfCell(c.cell)))];
   for (const q of queues) await ensureQueue(db, q);
   let jobs = 0;
+  const jobsOfCell = cutIntoJobs(input.cells, input.jobSize);
   await inTransaction(db, async (client) => {
     await client.query(
       `INSERT INTO ${SCHEMA}.plans (id, name, kind, plan_file, plan_sha256, status, max_in_flight, meta, retry_rounds, retry_delay_s, job_size)
@@ -106,11 +107,10 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
           JSON.stringify(q.dataSha256),
         ],
       );
-      const parts = q.keys ? jobsOf(q.keys, input.jobSize, c.inFlight) : [null];
-      for (const [chunk, part] of parts.entries()) {
+      for (const [chunk, { part, id: job }] of (jobsOfCell.get(q) ?? []).entries()) {
         await client.query(
           `INSERT INTO ${SCHEMA}.chunks (plan_id, cell_id, chunk, keys, job_id) VALUES ($1, $2, $3, $4, $5)`,
-          [id, c.id, chunk, JSON.stringify(part), randomUUID()],
+          [id, c.id, chunk, JSON.stringify(part), job],
         );
         jobs++;
       }
@@ -118,6 +118,29 @@ export async function enqueuePlan(db: QueueDb, input: EnqueueInput): Promise<Enq
     if (!input.hold) await insertJobs(db, client, id);
   });
   return { id, jobs, requests: input.cells.reduce((n, c) => n + (c.keys?.length ?? 0), 0) };
+}
+
+/**
+ * Each cell's requests cut into jobs, with ids in the order the workers take them (pg-boss hands out a plan's jobs by
+ * id): the largest cells first, then the plan's order, each cell's chunks in order. A cell is finished (scored,
+ * written) while the next ones run, and the plan's last is among the smallest: its finishing is all that is left
+ * after the last answer (#64). A cell whose requests the queueing machine could not plan (one job) counts as largest.
+ */
+export function cutIntoJobs(
+  cells: readonly QueuedCell[],
+  jobSize: number,
+): Map<QueuedCell, { part: string[] | null; id: string }[]> {
+  const jobId = orderedJobIds();
+  const sizeOf = (q: QueuedCell) => q.keys?.length ?? Number.POSITIVE_INFINITY;
+  const out = new Map<QueuedCell, { part: string[] | null; id: string }[]>();
+  for (const q of [...cells].sort((a, b) => sizeOf(b) - sizeOf(a) || 0)) {
+    const parts = q.keys ? jobsOf(q.keys, jobSize, q.cell.inFlight) : [null];
+    out.set(
+      q,
+      parts.map((part) => ({ part, id: jobId() })),
+    );
+  }
+  return out;
 }
 
 /** pg-boss writes a plan's jobs inside our transaction: they exist exactly when the plan is queued. */

@@ -140,6 +140,8 @@ export class Worker {
   /** Cells this worker handed back because it could not finish them here (its temporary folder): left to others. */
   private readonly handedBack = new Set<string>();
   private wake?: () => void;
+  /** No claim while it scores a cell, no scoring while a claim is under way (#64). */
+  private readonly aside = new ClaimsAside(() => this.wake?.());
   /** Requests this worker asked, for its closing line. */
   answered = 0;
   /** Per job, milliseconds spent on the queue (claiming, reading its keys, recording it done), not on requests. */
@@ -235,7 +237,8 @@ export class Worker {
             continue;
           }
           let took = false;
-          if (this.active.size < this.jobs) took = await this.claim();
+          if (this.active.size < this.jobs && this.aside.free)
+            took = await this.aside.claim(() => this.claim());
           if (took || this.lost) continue;
           await this.finishReady();
           if (this.o.exitWhenIdle && this.active.size === 0) {
@@ -650,6 +653,7 @@ export class Worker {
       finisher: this.id,
       tempDir: cellTempDir,
       failed: (e) => this.finishFailed(plan, cell, e),
+      alone: () => this.aside.finishing(),
       log: this.o.log,
     });
   }
@@ -686,6 +690,42 @@ export class Worker {
       if (this.giveUp(again)) return;
       await store.unfinish(this.id).catch(() => {});
     }
+  }
+}
+
+/**
+ * A claim's transaction holds its endpoint's lock over three round trips, and scoring a cell holds the process (300 ms
+ * of CPU for 800 answers): a claim under way then kept every other worker's claims on that endpoint waiting as long.
+ * So a worker claims nothing while it scores a cell, and starts scoring once its claim under way has ended.
+ */
+class ClaimsAside {
+  private claiming: Promise<unknown> | undefined;
+  private scoring = 0;
+  /** `done`: once no cell is being scored, the worker may claim again (its loop is woken). */
+  constructor(private readonly done: () => void) {}
+
+  get free(): boolean {
+    return this.scoring === 0;
+  }
+
+  async claim<T>(take: () => Promise<T>): Promise<T> {
+    const p = take();
+    this.claiming = p;
+    try {
+      return await p;
+    } finally {
+      this.claiming = undefined;
+    }
+  }
+
+  /** Resolves once no claim is under way, to what ends the scoring. */
+  async finishing(): Promise<() => void> {
+    this.scoring++;
+    await this.claiming?.catch(() => {});
+    return () => {
+      this.scoring--;
+      this.done();
+    };
   }
 }
 
