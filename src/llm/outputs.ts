@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toJsonl } from '../data/jsonl.js';
-import { percentileOf } from '../metrics/bootstrap.js';
+import { percentileOf } from '../metrics/quantile.js';
 import { type Calibration, type CalibrationItem, calibration } from '../metrics/calibration.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import { createRng } from '../metrics/rng.js';
