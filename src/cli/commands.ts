@@ -354,7 +354,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     path: ['worker'],
     description: 'run queued plan jobs from PostgreSQL (plan submit) on this machine',
     load: async () => {
-      const m = await import('./queue.js');
+      const m = await import('./worker.js');
       return { flags: m.WORKER_FLAGS, run: (_, f, io) => m.runWorker(f, io) };
     },
   },

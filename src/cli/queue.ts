@@ -1,24 +1,20 @@
 /**
  * A plan spread over many machines (src/workers/): `plan submit|status|cancel|export --db postgres://…`, the
- * `worker` that runs the queued jobs, and `serve endpoint add|list|remove`, the platform's allow-list of servers.
+ * `worker` (its own module, ./worker.ts, for a lighter start), and `serve endpoint add|list|remove`, the platform's allow-list of servers.
  * A queued cell is the same run spec as a local plan's cell; a worker hands it to the engine.
  */
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { providerFlag } from '../engine/llm-flags.js';
 import { baseUrlOf, providerRecord } from '../engine/providers/registry.js';
 import { UsageError } from '../errors.js';
-import { median } from '../metrics/quantile.js';
 import { renderTable } from '../report/table.js';
-import { DEFAULT_DB_WAIT_S } from '../workers/db-wait.js';
-import { parseEndpointKeys } from '../workers/keys.js';
 import type { PlanStatus } from '../workers/plans.js';
-import type { OpenQueueOptions, QueueDb } from '../workers/store.js';
 import type { FlagsOf, FlagTable } from './flags.js';
 import * as flag from './flags.js';
 import { type CliIo, EXIT, writeRefusal } from './io.js';
+import { dbFlag, withQueue } from './queue-db.js';
 
 /** The queue's modules (pg-boss, pg) load when a queue command runs, not at the start of every command. */
 async function queue() {
@@ -31,8 +27,6 @@ async function queue() {
   ]);
   return { ...endpoints, ...plans, ...store, ...submit, ...worker };
 }
-
-const dbFlag = () => flag.text('--db <url>', "the queue's PostgreSQL (postgres://…; default: $DATABASE_URL)");
 
 export const PLAN_SUBMIT_FLAGS = {
   db: dbFlag(),
@@ -81,48 +75,6 @@ export const PLAN_EXPORT_FLAGS = {
   json: flag.jsonFlag('print the plan summary as one JSON object'),
 } satisfies FlagTable;
 
-export const WORKER_FLAGS = {
-  db: dbFlag(),
-  jobs: flag.count('--jobs <n>', 'jobs at once (sharing --concurrency)', { min: 1, default: 1 }),
-  concurrency: flag.count(
-    '--concurrency <n>',
-    "requests in flight on this worker, across its jobs (and the most its jobs hold of an endpoint's max_in_flight)",
-    {
-      min: 1,
-      default: 8,
-    },
-  ),
-  name: flag.text('--name <name>', 'how plan status names this worker (default: host-pid)'),
-  data: flag.text('--data <dir>', "this machine's data folder, in place of the one the plan names"),
-  heartbeat: flag.count('--heartbeat <s>', 'seconds between heartbeats; lost after three missed', {
-    min: 1,
-    default: 5,
-  }),
-  exitWhenIdle: flag.on('--exit-when-idle', 'stop once no queued plan has work left'),
-  dbWait: flag.count(
-    '--db-wait <s>',
-    'seconds a database outage (a restart, a failover) is waited out before the worker stops',
-    { min: 0, default: DEFAULT_DB_WAIT_S },
-  ),
-  endpointKeys: flag.custom(
-    '--endpoint-keys <names>',
-    "comma-separated environment variables whose values this worker may send as model servers' keys and headers (default: none); never its own (DATABASE_URL, PGPASSWORD, AWS_…, GOOGLE_…, AZURE_…, RUMEDBENCH_…) nor one that looks like a secret of the host (*PASSWORD*, *SECRET*, *TOKEN*, *_URL, NODE_OPTIONS, HF_…, …)",
-    parseEndpointKeys,
-    { default: [] as string[] },
-  ),
-  allowPrivate: flag.on(
-    '--allow-private',
-    "may connect to model servers on this machine or a private network (a plan's; an evaluation's only if its endpoint was added with --allow-private), never to a cloud's metadata or platform service; without it, every address is checked at connection",
-  ),
-  logFormat: flag.choice(
-    '--log-format <format>',
-    'text: each line after its ISO 8601 time; json: one object a line (time, level, worker, plan, cell, msg)',
-    ['text', 'json'],
-    { default: 'text' },
-  ),
-  proxy: flag.proxyFlag(),
-} satisfies FlagTable;
-
 export const ENDPOINT_ADD_FLAGS = {
   db: dbFlag(),
   provider: providerFlag(),
@@ -151,24 +103,6 @@ export const ENDPOINT_LIST_FLAGS = {
   db: dbFlag(),
   json: flag.jsonFlag('print the list as JSON'),
 } satisfies FlagTable;
-
-export async function withQueue<T>(
-  url: string | undefined,
-  f: (db: QueueDb) => Promise<T>,
-  o: OpenQueueOptions = {},
-): Promise<T> {
-  const target = url ?? (process.env.DATABASE_URL || undefined);
-  if (!target) throw new UsageError('--db postgres://… (or $DATABASE_URL): the queue lives in PostgreSQL');
-  const db = await (await import('../workers/store.js')).openQueue(target, {
-    appName: 'rumedbench-cli',
-    ...o,
-  });
-  try {
-    return await f(db);
-  } finally {
-    await db.close();
-  }
-}
 
 export async function runPlanSubmit(
   file: string,
@@ -432,101 +366,6 @@ async function exportInto(
     : done.length === 0 && unfinished.length === 0
       ? EXIT.submissionErrors
       : EXIT.incomplete;
-}
-
-/** A stopped worker is gone within this long whatever the database does (its jobs then come back by its lapse). */
-const STOP_DEADLINE_MS = 4500;
-
-export async function runWorker(flags: FlagsOf<typeof WORKER_FLAGS>, given: CliIo): Promise<number> {
-  const name = flags.name ?? `${hostname()}-${process.pid}`;
-  // A worker runs for days: every line says when, or is one JSON object.
-  const io: CliIo = {
-    ...given,
-    log: given.log.as?.(flags.logFormat === 'json' ? 'json' : 'time', { worker: name }) ?? given.log,
-  };
-  let signalled = false;
-  // Before it opens the queue: a worker that could not finish what it takes never takes it.
-  (await import('../workers/local-disk.js')).checkWorkerCanWork(
-    flags.name ?? `${hostname()}-${process.pid}`,
-    {
-      dataDir: flags.data === undefined ? undefined : resolve(flags.data),
-    },
-  );
-  // A signal before the worker runs (the database still being waited for at start) ends the process at once.
-  const early = () => process.exit(EXIT.ok);
-  process.once('SIGTERM', early);
-  process.once('SIGINT', early);
-  const code = await withQueue(
-    flags.db,
-    async (db) => {
-      // The worker's own module only: a worker's start loads neither plan files (YAML) nor submission.
-      const worker = new (await import('../workers/worker.js')).Worker({
-        db,
-        jobs: flags.jobs,
-        concurrency: flags.concurrency,
-        heartbeatS: flags.heartbeat,
-        exitWhenIdle: flags.exitWhenIdle,
-        dbWaitS: flags.dbWait,
-        allowPrivate: flags.allowPrivate,
-        endpointKeys: flags.endpointKeys,
-        log: io.log,
-        name,
-        ...(flags.data !== undefined ? { dataDir: resolve(flags.data) } : {}),
-      });
-      process.off('SIGTERM', early);
-      process.off('SIGINT', early);
-      // The first signal stops the worker: its jobs are handed back, and it is gone within STOP_DEADLINE_MS even
-      // if the database does not answer (what it could not hand back returns by the lost-worker rule). A second
-      // signal ends it at once.
-      const stop = () => {
-        if (signalled) {
-          io.log.warn(`worker ${worker.name}: second signal, exiting now`);
-          process.exit(EXIT.ok);
-        }
-        signalled = true;
-        io.log.info(`worker ${worker.name}: stopping`);
-        setTimeout(() => {
-          io.log.warn(
-            `worker ${worker.name}: the database did not let it stop cleanly within ${STOP_DEADLINE_MS / 1000} s; exiting: its jobs go back to the queue once its heartbeat lapses (${3 * flags.heartbeat} s)`,
-          );
-          process.exit(EXIT.ok);
-        }, STOP_DEADLINE_MS).unref();
-        void worker.stop();
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-      try {
-        await worker.run();
-      } finally {
-        if (!signalled) {
-          process.off('SIGTERM', stop);
-          process.off('SIGINT', stop);
-        }
-      }
-      const q = worker.queueMs;
-      const middle = median(q);
-      const slot = median(worker.slotWaitMs);
-      const slots = [...worker.slotWaitMs].sort((x, y) => x - y);
-      const p90 = slots[Math.floor(slots.length * 0.9)];
-      io.log.info(
-        `worker ${worker.name}: stopped after ${worker.answered} request(s) in ${q.length} job(s)${middle === null ? '' : `; queue time per job: median ${middle.toFixed(1)} ms`}${slot === null ? '' : `; wait for a request slot: median ${slot.toFixed(1)} ms, 90th percentile ${(p90 ?? slot).toFixed(1)} ms`}${worker.dropped > 0 ? `; ${worker.dropped} answer(s) arrived too late to be written (asked again by whoever takes their jobs)` : ''}`,
-      );
-      return EXIT.ok;
-    },
-    // A worker never migrates the queue under other workers: it stops, saying so, if the versions differ.
-    {
-      supervise: true,
-      migrate: false,
-      appName: 'rumedbench-worker',
-      log: io.log,
-      connectWaitS: flags.dbWait,
-      connectWaitFlag: '--db-wait',
-    },
-  );
-  // Stopped by a signal: its jobs are released and its state written. A request of a released job still hanging
-  // (a model server that does not answer) would hold the process until its timeout: it ends now.
-  if (signalled) setTimeout(() => process.exit(), 200).unref();
-  return code;
 }
 
 export async function runEndpointAdd(

@@ -9,8 +9,9 @@
  * guard (a hospital's proxy is usually on its private network). What goes through it is: see publicOnly in
  * ./public-address.ts.
  */
-import { Agent, type buildConnector, Client, type Dispatcher, Pool, ProxyAgent } from 'undici';
+import type { buildConnector, Dispatcher, Pool as PoolType } from 'undici';
 import { RumedbenchError } from '../errors.js';
+import { Agent, Client, Pool, ProxyAgent } from './undici-parts.js';
 
 export interface ProxySettings {
   /** The proxy for http:// targets. */
@@ -147,7 +148,7 @@ export function proxyAgent(proxy: URL, beforeTunnel?: BeforeTunnel): Dispatcher 
     proxyTunnel: true,
     // The factory undici uses for each target's pool, with the tunnel's connect (`opts.connect`) wrapped.
     factory: (origin: string | URL, opts: object) => {
-      const o = opts as Pool.Options & { connections?: number | null; connect: buildConnector.connector };
+      const o = opts as PoolType.Options & { connections?: number | null; connect: buildConnector.connector };
       const tunnel = o.connect;
       const connect: buildConnector.connector = (target, callback) => {
         beforeTunnel(target.hostname).then(

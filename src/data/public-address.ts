@@ -16,9 +16,9 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
-import { Agent } from 'undici';
 import { RumedbenchError } from '../errors.js';
 import { type ProxySettings, proxyAgent, proxyFor, proxySettings } from './proxy.js';
+import { Agent } from './undici-parts.js';
 
 /** What each refused range is, in words a person can act on. */
 const RANGE_WORDS: Record<string, string> = {

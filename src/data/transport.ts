@@ -3,12 +3,7 @@
  * attempt, a capped body, redirects never followed, and retries that honour Retry-After and otherwise wait with
  * exponential backoff and jitter. Callers say what they send and how to read the answer, not how to retry.
  */
-import {
-  type Dispatcher,
-  FormData as UndiciFormData,
-  type RequestInit as UndiciInit,
-  fetch as undiciFetch,
-} from 'undici';
+import type { Dispatcher, RequestInit as UndiciInit } from 'undici';
 import { type ProxySettings, plainDispatcher, proxySettings } from './proxy.js';
 import { type ConnectGuard, privateAddressCause } from './public-address.js';
 import { readCapped, readHead, SavedBody } from './read-capped.js';
@@ -140,7 +135,7 @@ const reasonOf = (e: unknown): string => {
  * The request for undici's fetch. Node's global FormData is its own undici's class, which the package's fetch does
  * not recognise (it would send "[object FormData]"): a form is copied into the package's FormData, files and all.
  */
-function ownForm(init: RequestInit): UndiciInit {
+function ownForm(init: RequestInit, UndiciFormData: typeof import('undici').FormData): UndiciInit {
   const body = init.body;
   if (!(body instanceof FormData)) return init as unknown as UndiciInit;
   const form = new UndiciFormData();
@@ -351,12 +346,14 @@ async function askByFetch(
   o: SendOptions,
 ): Promise<Reply> {
   const signal = AbortSignal.timeout(o.timeoutMs ?? 120_000);
-  // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici.
+  // undici's fetch, not Node's: Node 20's reads no proxy setting and takes no dispatcher of another undici. Its index
+  // loads here, at the first form or saved answer, not with the transport (./undici-parts.ts).
+  const { fetch: undiciFetch, FormData: UndiciFormData } = await import('undici');
   const fetchWith = async (extra: Record<string, string>): Promise<Response> => {
     const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
     for (const [name, value] of Object.entries(extra)) headers.set(name, value);
     return (await undiciFetch(url, {
-      ...ownForm(Object.keys(extra).length > 0 ? { ...init, headers } : init),
+      ...ownForm(Object.keys(extra).length > 0 ? { ...init, headers } : init, UndiciFormData),
       redirect: 'manual',
       signal,
       // The guard's type keeps its dispatcher opaque (see public-address.ts); it is undici's.

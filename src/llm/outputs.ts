@@ -6,9 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toJsonl } from '../data/jsonl.js';
-import { percentileOf } from '../metrics/bootstrap.js';
 import { type Calibration, type CalibrationItem, calibration } from '../metrics/calibration.js';
 import type { Prediction } from '../metrics/item-stats.js';
+import { percentileOf } from '../metrics/quantile.js';
 import { createRng } from '../metrics/rng.js';
 import { RunFolderWriter } from '../scoring/formats.js';
 import { say } from '../tasks/reasons.js';

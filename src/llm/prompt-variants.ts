@@ -7,12 +7,10 @@
  */
 
 import { join } from 'node:path';
-import { UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Delta } from '../metrics/bootstrap.js';
 import { readRunLog } from '../scoring/run-log.js';
 import { writePromptVariants } from '../scoring/trust-files.js';
-import type { TaskDefinition } from '../tasks/types.js';
 import { renderTable } from '../text-table.js';
 import { compareRunFolders } from './perturbations.js';
 import type { LlmRunOptions } from './run.js';
@@ -33,16 +31,6 @@ export interface PromptVariantRuns {
       best_vs_worst: Delta;
     }
   >;
-}
-
-/** `all` or a list of ids, checked against the tasks' formulations. */
-export function parsePromptVariants(spec: string, tasks: readonly TaskDefinition[]): string[] {
-  const known = [...new Set(tasks.flatMap((t) => t.prompt.variants.map((v) => v.id)))];
-  const ids = spec.trim() === 'all' ? known : spec.split(',').map((x) => x.trim());
-  const unknown = ids.filter((id) => !known.includes(id));
-  if (unknown.length > 0 || ids.length === 0)
-    throw new UsageError(`--prompts: all, or ids among ${known.join(', ')}; got "${spec}"`);
-  return ids;
 }
 
 export async function runPromptVariants(

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { readUtf8File } from '../data/text.js';
 import { UsageError } from '../errors.js';
 import { createRng } from '../metrics/rng.js';
-import { promptTemplateSchema } from '../scoring/run-log.js';
+import { promptTemplateSchema } from '../scoring/prompt-template.js';
 import type { PromptContext, TaskDefinition, TaskRecord } from '../tasks/types.js';
 
 export interface ChatMessage {
@@ -123,4 +123,17 @@ export function requestKey(
   params: Readonly<Record<string, unknown>>,
 ): string {
   return createHash('sha256').update(JSON.stringify({ messages, params })).digest('hex').slice(0, 32);
+}
+
+/**
+ * `all` or a list of ids, checked against the tasks' formulations. Here, not in ./prompt-variants.ts (which runs
+ * and compares them), so that reading the flag does not load the comparison and scoring modules (#64).
+ */
+export function parsePromptVariants(spec: string, tasks: readonly TaskDefinition[]): string[] {
+  const known = [...new Set(tasks.flatMap((t) => t.prompt.variants.map((v) => v.id)))];
+  const ids = spec.trim() === 'all' ? known : spec.split(',').map((x) => x.trim());
+  const unknown = ids.filter((id) => !known.includes(id));
+  if (unknown.length > 0 || ids.length === 0)
+    throw new UsageError(`--prompts: all, or ids among ${known.join(', ')}; got "${spec}"`);
+  return ids;
 }

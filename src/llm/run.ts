@@ -11,15 +11,9 @@ import { join } from 'node:path';
 import { toJsonl } from '../data/jsonl.js';
 import { RumedbenchError } from '../errors.js';
 import { type Logger, silentLogger } from '../log.js';
-import { percentileOf } from '../metrics/bootstrap.js';
-import {
-  type LlmDetailsInput,
-  type ManifestInput,
-  type ProviderInfo,
-  writeManifest,
-  writeRunSummary,
-} from '../scoring/run-log.js';
-import { type EvaluationResult, evaluateSubmission } from '../scoring/score.js';
+import { percentileOf } from '../metrics/quantile.js';
+import type { LlmDetailsInput, ManifestInput, ProviderInfo } from '../scoring/run-log.js';
+import type { EvaluationResult } from '../scoring/score.js';
 import { REPLY_FLAGS, type ReplyFlag } from '../tasks/reply-check.js';
 import type { TaskDefinition } from '../tasks/types.js';
 import { VERSION } from '../version.js';
@@ -227,6 +221,12 @@ export async function finishRun(f: FinishInput): Promise<LlmRunResult> {
   const predictionsDir = writePredictions(options.outDir, options.tasks, samples, answered);
 
   // 4. Score, summarize, record how the run was made.
+  // Scoring and the run's files load here, when a run is finished, not with the run loop: a queue worker's start
+  // (every worker process pays it) does not need them before its first request (#64).
+  const [{ evaluateSubmission }, { writeManifest, writeRunSummary }] = await Promise.all([
+    import('../scoring/score.js'),
+    import('../scoring/run-log.js'),
+  ]);
   const evaluation = await evaluateSubmission(predictionsDir, {
     dataDir: options.dataDir,
     ...(options.goldDir !== undefined ? { goldDir: options.goldDir } : {}),

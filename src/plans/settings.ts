@@ -14,8 +14,7 @@ import { headerRecord, LLM_FLAGS } from '../engine/llm-flags.js';
 import type { ProviderRecord } from '../engine/providers/record.js';
 import { providerNames, providerRecord, recordOf } from '../engine/providers/registry.js';
 import { type LlmSpec, makeRunSpec, RUN_SPEC_SCHEMA, type RunSpec, SPEC_FIELDS } from '../engine/spec.js';
-import { readTemplates } from '../llm/prompt.js';
-import { parsePromptVariants } from '../llm/prompt-variants.js';
+import { parsePromptVariants, readTemplates } from '../llm/prompt.js';
 import { getTask } from '../tasks/registry.js';
 
 /** One setting a provider takes. */

@@ -3,14 +3,19 @@
  * the MedBench platform (id, and the gold field carrying the answer). `null` is "no answer".
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { strToU8, zipSync } from 'fflate';
 import { toJsonl } from '../data/jsonl.js';
 import type { Prediction } from '../metrics/item-stats.js';
 import type { TaskDefinition } from '../tasks/types.js';
 
 /** The date stamped on submission.zip's entries (the zip format cannot say 1970). */
 const ZIP_DATE = new Date('2000-01-01T00:00:00Z');
+
+// fflate loads when a zip is first written, not with the run loop that imports this module: a queue worker's start
+// does not pay for it (#64).
+const load = createRequire(import.meta.url);
+const fflate = () => load('fflate') as typeof import('fflate');
 
 export interface Answered {
   id: string;
@@ -51,7 +56,7 @@ export class RunFolderWriter {
 
   /** The task's private-test answers, for the zip `finish` writes. */
   addPrivate(task: TaskDefinition, items: readonly Answered[]): void {
-    this.zipFiles[`${task.name}.jsonl`] = strToU8(toJsonl(platformLines(task, items)));
+    this.zipFiles[`${task.name}.jsonl`] = fflate().strToU8(toJsonl(platformLines(task, items)));
   }
 
   /** Writes submission.zip where any private test was answered; returns its path. */
@@ -59,7 +64,7 @@ export class RunFolderWriter {
     if (Object.keys(this.zipFiles).length === 0) return undefined;
     const zip = join(this.outDir, 'submission.zip');
     // A fixed date in every entry: the same answers make the same zip, byte for byte (a merge of shards, a rerun).
-    writeFileSync(zip, zipSync(this.zipFiles, { mtime: ZIP_DATE }));
+    writeFileSync(zip, fflate().zipSync(this.zipFiles, { mtime: ZIP_DATE }));
     return zip;
   }
 }

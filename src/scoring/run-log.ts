@@ -35,6 +35,7 @@ import { readUtf8File } from '../data/text.js';
 import { RumedbenchError } from '../errors.js';
 import { redactSecrets } from '../log.js';
 import type { Calibration } from '../metrics/calibration.js';
+import { promptTemplateSchema } from './prompt-template.js';
 import type { EvaluationResult } from './score.js';
 
 const RUN_FOLDER_VERSION = 1;
@@ -287,10 +288,6 @@ export const providerInfoSchema = z
 export type ProviderInfo = z.output<typeof providerInfoSchema>;
 
 /** A task's prompt overridden (`--template`; llm/prompt.ts `PromptTemplate`), as a templates file and a manifest hold it. */
-export const promptTemplateSchema = z
-  .object({ system: z.string().optional(), instruction: z.string().optional(), item: z.string().optional() })
-  .strict();
-
 /** The sampling parameters as an LLM run sends them (llm/provider.ts `SamplingParams`). */
 const samplingParams = z
   .object({
